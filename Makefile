@@ -1,0 +1,28 @@
+# The two commands of the quick start: `make demo` and `make test`.
+# Both create .venv on first use and install the package with its extras from this repository.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+EXTRAS ?= dev,ray,torch
+
+.PHONY: setup demo test bench clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/gpuweave demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q -n 2
+
+bench: $(STAMP)
+	$(VENV)/bin/gpuweave bench sim --jobs 20000 --gpus 1024 --policy fifo --json
+
+clean:
+	rm -rf $(VENV) gpuweave-out .pytest_cache

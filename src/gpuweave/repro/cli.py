@@ -1,0 +1,71 @@
+"""``gpuweave repro``: run a paper reproduction and print ours beside the paper's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def register(cli) -> None:
+    repro_app = typer.Typer(help="Reproduce a paper's experiments: ours beside the paper's numbers.")
+    cli.app.add_typer(repro_app, name="repro")
+
+    @repro_app.command("list")
+    def list_cmd() -> None:
+        """List the registered reproductions."""
+        from rich.console import Console
+        from rich.table import Table
+
+        from gpuweave.repro.registry import all_reproductions
+
+        table = Table(title="reproductions")
+        table.add_column("name")
+        table.add_column("paper")
+        table.add_column("what")
+        for repro in all_reproductions().values():
+            table.add_row(repro.name, repro.paper, repro.title)
+        Console().print(table)
+
+    @repro_app.command("run")
+    def run_cmd(
+        name: str = typer.Argument(..., help="Reproduction name (see `gpuweave repro list`)."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default ./gpuweave-out/repro/NAME)."),
+        reps: Optional[int] = typer.Option(None, "--reps", "--seeds", help="Repetitions/seeds (default: quick CI size)."),
+        seed: int = typer.Option(0, "--seed", help="Base random seed."),
+        full: bool = typer.Option(False, "--full", help="Paper-sized run (slow)."),
+    ) -> None:
+        """Run reproduction NAME (also available as `gpuweave repro NAME`)."""
+        _run(name, out, reps, seed, full)
+
+    def _run(name: str, out: Optional[Path], reps: Optional[int], seed: int, full: bool) -> None:
+        from rich.console import Console
+
+        from gpuweave.repro.registry import ReproContext, comparison_table, get_reproduction, run_reproduction
+
+        repro = get_reproduction(name)
+        out_dir = out or Path("gpuweave-out") / "repro" / name
+        rows = run_reproduction(name, ReproContext(out_dir=out_dir, reps=reps, seed=seed, full=full))
+        console = Console()
+        console.print(comparison_table(rows, f"{repro.paper}: {repro.title}"))
+        console.print(f"wrote {out_dir / 'comparison.csv'}")
+
+    # `gpuweave repro far ...` as a shortcut for `gpuweave repro run far ...`, one command per reproduction.
+    from gpuweave.repro.registry import all_reproductions
+
+    for repro in all_reproductions().values():
+
+        def make(name: str):
+            def cmd(
+                out: Optional[Path] = typer.Option(None, "--out", help="Output directory."),
+                reps: Optional[int] = typer.Option(None, "--reps", "--seeds", help="Repetitions/seeds (default: quick)."),
+                seed: int = typer.Option(0, "--seed", help="Base random seed."),
+                full: bool = typer.Option(False, "--full", help="Paper-sized run (slow)."),
+            ) -> None:
+                _run(name, out, reps, seed, full)
+
+            cmd.__doc__ = f"{repro.paper}: {repro.title}"
+            return cmd
+
+        repro_app.command(repro.name)(make(repro.name))

@@ -1,0 +1,162 @@
+"""Registry and runner for paper reproductions.
+
+A reproduction is a function ``fn(ctx: ReproContext) -> list[ComparisonRow]`` registered with
+:func:`register_reproduction`. It computes its numbers (never copies them), may write extra files
+(CSV, Markdown, PNG) into ``ctx.out_dir``, and returns one row per number the paper states (``paper``
+set) or per number of ours worth showing (``paper`` None). The runner writes ``comparison.csv`` with the
+columns ``experiment,metric,paper,ours,unit,note`` and prints ours beside the paper's.
+
+A run that fails leaves no ``comparison.csv``: files are written into a staging directory and moved into
+place only on success.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import math
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from gpuweave.errors import InputError
+
+COMPARISON_COLUMNS = ["experiment", "metric", "paper", "ours", "unit", "note"]
+
+# Modules that register reproductions when imported. A module that does not exist yet is skipped.
+REPRODUCTION_MODULES = [
+    "gpuweave.repro.far",
+    "gpuweave.repro.packs",
+    "gpuweave.repro.andreas",
+    "gpuweave.repro.hadar",
+    "gpuweave.repro.fikit",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonRow:
+    experiment: str
+    metric: str
+    paper: float | None
+    ours: float | None
+    unit: str = ""
+    note: str = ""
+
+    @property
+    def difference(self) -> float | None:
+        if self.paper is None or self.ours is None:
+            return None
+        return self.ours - self.paper
+
+
+@dataclass(slots=True)
+class ReproContext:
+    """What a reproduction is given. ``reps`` is None for the quick default (CI); the paper's count is a flag."""
+
+    out_dir: Path
+    reps: int | None = None
+    seed: int = 0
+    full: bool = False
+    options: dict[str, object] = field(default_factory=dict)
+
+    def reps_or(self, quick_default: int) -> int:
+        return self.reps if self.reps is not None else quick_default
+
+
+@dataclass(frozen=True, slots=True)
+class Reproduction:
+    name: str
+    title: str
+    paper: str
+    fn: Callable[[ReproContext], list[ComparisonRow]]
+
+
+_REGISTRY: dict[str, Reproduction] = {}
+
+
+def register_reproduction(name: str, *, title: str, paper: str) -> Callable:
+    """Decorator: ``@register_reproduction("far", title=..., paper=...)``."""
+
+    def deco(fn: Callable[[ReproContext], list[ComparisonRow]]):
+        if name in _REGISTRY and _REGISTRY[name].fn is not fn:
+            raise RuntimeError(f"reproduction {name!r} registered twice")
+        _REGISTRY[name] = Reproduction(name=name, title=title, paper=paper, fn=fn)
+        return fn
+
+    return deco
+
+
+def _load_all() -> None:
+    for module in REPRODUCTION_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+def all_reproductions() -> dict[str, Reproduction]:
+    _load_all()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get_reproduction(name: str) -> Reproduction:
+    repros = all_reproductions()
+    if name not in repros:
+        known = ", ".join(repros) or "none"
+        raise InputError(f"unknown reproduction '{name}' (known: {known})")
+    return repros[name]
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
+        return str(x)
+    return f"{x:.6g}"
+
+
+def write_comparison(rows: list[ComparisonRow], path: Path) -> None:
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(COMPARISON_COLUMNS)
+        for r in rows:
+            writer.writerow([r.experiment, r.metric, _fmt(r.paper), _fmt(r.ours), r.unit, r.note])
+
+
+def run_reproduction(name: str, ctx: ReproContext) -> list[ComparisonRow]:
+    """Run one reproduction into ``ctx.out_dir`` atomically and return its rows."""
+    repro = get_reproduction(name)
+    final_dir = Path(ctx.out_dir)
+    final_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final_dir.name}.", dir=final_dir.parent))
+    try:
+        staged_ctx = ReproContext(
+            out_dir=staging, reps=ctx.reps, seed=ctx.seed, full=ctx.full, options=dict(ctx.options)
+        )
+        rows = repro.fn(staged_ctx)
+        if not rows:
+            raise RuntimeError(f"reproduction {name!r} produced no comparison rows")
+        write_comparison(rows, staging / "comparison.csv")
+        if final_dir.exists():
+            shutil.rmtree(final_dir)
+        staging.rename(final_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return rows
+
+
+def comparison_table(rows: list[ComparisonRow], title: str):
+    """A rich Table of ours beside the paper's, with the difference."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("experiment", "metric", "paper", "ours", "diff", "unit", "note"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        diff = r.difference
+        table.add_row(r.experiment, r.metric, _fmt(r.paper), _fmt(r.ours), _fmt(diff), r.unit, r.note)
+    return table

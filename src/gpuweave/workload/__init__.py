@@ -1,0 +1,1 @@
+"""Jobs, profiles and traces: what the schedulers are asked to run."""

@@ -1,0 +1,35 @@
+"""The cluster job model shared by every cluster policy and the simulator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import math
+
+
+@dataclass(slots=True)
+class Job:
+    """One DL training job of a cluster trace.
+
+    ``work`` is the total amount of work in iterations (steps); a job's speed on a resource comes
+    from the profile store in iterations per second, so its run time there is ``work / rate``.
+    ``duration`` is an optional oracle run time (seconds on the reference GPU) used by SJF-style
+    policies and trace generators; the simulator never uses it for progress.
+    """
+
+    job_id: str
+    arrival: float
+    num_gpus: int
+    work: float
+    job_type: str
+    priority: float = 1.0
+    deadline: float | None = None
+    duration: float | None = None
+    attrs: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.num_gpus < 1:
+            raise ValueError(f"job {self.job_id}: num_gpus must be >= 1, got {self.num_gpus}")
+        if not (self.work > 0 and math.isfinite(self.work)):
+            raise ValueError(f"job {self.job_id}: work must be a positive number, got {self.work}")
+        if self.arrival < 0:
+            raise ValueError(f"job {self.job_id}: arrival must be >= 0, got {self.arrival}")
