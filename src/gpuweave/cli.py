@@ -8,7 +8,6 @@ Heavy imports stay inside the commands so that ``gpuweave --help`` is instant.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from types import SimpleNamespace
 
@@ -16,6 +15,7 @@ import typer
 
 from gpuweave import __version__
 from gpuweave.errors import InputError
+from gpuweave.plugins import import_if_present
 
 app = typer.Typer(
     name="gpuweave",
@@ -63,14 +63,9 @@ def _root(
 def _register_all() -> None:
     cli = SimpleNamespace(app=app, plan=plan_app, run=run_app)
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            # Only tolerate a command module that does not exist yet; a broken import inside it must surface.
-            if exc.name != name:
-                raise
-            continue
-        module.register(cli)
+        module = import_if_present(name)
+        if module is not None:
+            module.register(cli)
 
 
 _register_all()

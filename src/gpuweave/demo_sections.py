@@ -9,10 +9,11 @@ exist yet is skipped.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+from gpuweave.plugins import import_if_present
 
 DEMO_MODULES = [
     "gpuweave.cluster.demo",
@@ -50,9 +51,5 @@ def register_demo_section(name: str, *, order: int) -> Callable:
 
 def demo_sections() -> list[tuple[str, Callable[[DemoContext], DemoSection]]]:
     for module in DEMO_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+        import_if_present(module)
     return [(name, fn) for name, (order, fn) in sorted(_SECTIONS.items(), key=lambda kv: (kv[1][0], kv[0]))]

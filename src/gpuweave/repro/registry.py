@@ -13,7 +13,6 @@ place only on success.
 from __future__ import annotations
 
 import csv
-import importlib
 import math
 import shutil
 import tempfile
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from gpuweave.errors import InputError
+from gpuweave.plugins import import_if_present
 
 COMPARISON_COLUMNS = ["experiment", "metric", "paper", "ours", "unit", "note"]
 
@@ -90,11 +90,7 @@ def register_reproduction(name: str, *, title: str, paper: str) -> Callable:
 
 def _load_all() -> None:
     for module in REPRODUCTION_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+        import_if_present(module)
 
 
 def all_reproductions() -> dict[str, Reproduction]:
