@@ -1,0 +1,87 @@
+"""``gpuweave bench``: speed figures measured the same way every time (never asserted in tests)."""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+
+import typer
+
+
+def bench_sim(jobs: int, gpus: int, policy: str, rate_per_hour: float, seed: int, round_length: float | None) -> dict:
+    """Simulate ``jobs`` Philly-like jobs on a ``gpus``-GPU V100/P100/K80 cluster; time the simulation alone."""
+    from gpuweave.cluster.policies import make_policy
+    from gpuweave.cluster.simulator import Simulator
+    from gpuweave.hardware.catalog import get_gpu
+    from gpuweave.hardware.cluster_spec import make_cluster
+    from gpuweave.workload.profiles import load_profiles
+    from gpuweave.workload.traces.generate import generate_philly_like
+
+    t0 = time.perf_counter()
+    spec = make_cluster(gpus, ["V100", "P100", "K80"], gpus_per_node=8)
+    nodes = spec.expand()
+    profiles = load_profiles()
+    trace = generate_philly_like(jobs, rate_per_hour, seed, profiles=profiles)
+    power = {}
+    for node in nodes:
+        g = get_gpu(node.gpu_model)
+        power[node.gpu_model] = (g.power_idle_w, g.power_max_w)
+    pol = make_policy(policy)
+    if round_length is not None:
+        pol.round_length = round_length
+    setup_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    sim = Simulator(nodes, trace, pol, profiles, power)
+    rec = sim.run()
+    wall = time.perf_counter() - t1
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    done = sum(1 for js in rec.jobs if js.end is not None)
+    return {
+        "bench": "sim",
+        "policy": policy,
+        "jobs": jobs,
+        "completed": done,
+        "gpus": sum(n.num_gpus for n in nodes),
+        "rate_per_hour": rate_per_hour,
+        "round_length": getattr(pol, "round_length", None),
+        "wall_s": round(wall, 4),
+        "setup_s": round(setup_s, 4),
+        "jobs_per_s": round(jobs / wall, 1),
+        "events": rec.events,
+        "events_per_s": round(rec.events / wall, 1),
+        "decisions": rec.decisions,
+        "peak_rss_mb": round(peak_kb / 1024, 1),
+        "python": sys.version.split()[0],
+    }
+
+
+def register(cli) -> None:
+    bench_app = typer.Typer(help="Measure speed (jobs/s, events/s, memory).", no_args_is_help=True)
+    cli.app.add_typer(bench_app, name="bench")
+
+    @bench_app.command("sim")
+    def sim_cmd(
+        jobs: int = typer.Option(20000, "--jobs", min=1, help="Number of generated Philly-like jobs."),
+        gpus: int = typer.Option(1024, "--gpus", min=8, help="Cluster size (V100/P100/K80 nodes of 8 GPUs)."),
+        policy: str = typer.Option("fifo", "--policy", help="Registered cluster policy."),
+        rate: float = typer.Option(30.0, "--rate", help="Arrival rate, jobs/hour."),
+        seed: int = typer.Option(0, "--seed"),
+        round_length: float = typer.Option(None, "--round", help="Force a round length (s)."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    ) -> None:
+        """Time the cluster simulator on a generated trace."""
+        result = bench_sim(jobs, gpus, policy, rate, seed, round_length)
+        if as_json:
+            typer.echo(json.dumps(result))
+        else:
+            from rich.console import Console
+            from rich.table import Table
+
+            table = Table(title="bench sim")
+            table.add_column("metric")
+            table.add_column("value")
+            for k, v in result.items():
+                table.add_row(k, str(v))
+            Console().print(table)

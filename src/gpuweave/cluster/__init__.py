@@ -1,0 +1,1 @@
+"""Cluster-scale scheduling: the event-driven simulator, allocation rules, metrics and policies."""

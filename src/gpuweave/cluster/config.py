@@ -1,0 +1,58 @@
+"""The configuration of one cluster simulation run (what `gpuweave simulate CONFIG.yaml` reads).
+
+Every field has a default except the policy, so a config can be as short as ``policy: fifo``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gpuweave.errors import InputError
+
+
+class SimulationConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    policy: str = Field(description="registered cluster policy name (gpuweave policies)")
+    policy_options: dict[str, Any] = Field(default_factory=dict, description="keyword options of the policy")
+    cluster: str = Field("gavel-60", description="bundled cluster name or path to a cluster YAML")
+    trace: str | None = Field(None, description="trace file in the gpuweave schema; None = Philly-like generator")
+    jobs: int = Field(200, ge=1, description="generated jobs (when trace is None)")
+    rate_per_hour: float = Field(60.0, gt=0, description="generated Poisson arrival rate, jobs/hour (the load)")
+    seed: int = Field(0, description="seed of the generator and of randomised policies")
+    restart_delay: float = Field(10.0, ge=0, description="seconds a resumed or moved job holds GPUs without progress")
+    round_length: float | None = Field(None, gt=0, description="override the policy's round length (s)")
+    profiles: str | None = Field(None, description="profile CSV; None = bundled Gavel throughputs")
+    extrapolate_profiles: bool = Field(False, description="extrapolate throughputs to GPU counts beyond the table")
+
+    def key(self) -> str:
+        """Stable hash of the config (sweep cache key)."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def load_config(path: str | Path) -> SimulationConfig:
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError("file not found", file=path)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise InputError(f"not valid YAML: {exc}", file=path) from None
+    return parse_config(data, path)
+
+
+def parse_config(data: dict, source: str | Path = "<config>") -> SimulationConfig:
+    try:
+        return SimulationConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise InputError(err["msg"], file=source, field=field) from None

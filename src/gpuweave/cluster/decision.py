@@ -1,0 +1,77 @@
+"""What a policy returns, and a scratch planner that builds it.
+
+A :class:`Decision` is a *change*: jobs to start or move (``assign``) and running jobs to stop
+(``preempt``). Jobs it does not name keep what they have. The simulator validates the whole decision
+(gang, capacity, feasibility) before applying any of it. Policies that think in full allocations use
+:meth:`Decision.from_allocation`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpuweave.cluster.state import ClusterView, JobState, Placement
+
+
+@dataclass(slots=True)
+class Decision:
+    assign: dict[str, Placement] = field(default_factory=dict)
+    preempt: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.assign) or bool(self.preempt)
+
+    @classmethod
+    def from_allocation(cls, view: ClusterView, wanted: dict[str, Placement]) -> "Decision":
+        """Diff a full desired allocation (job -> placement for every job that should run) against now."""
+        decision = cls()
+        for job_id, js in view.running.items():
+            want = wanted.get(job_id)
+            if want is None:
+                decision.preempt.append(job_id)
+            elif normalize(want) != js.placement:
+                decision.assign[job_id] = want
+        for job_id, want in wanted.items():
+            if job_id not in view.running:
+                decision.assign[job_id] = want
+        return decision
+
+
+def normalize(placement) -> Placement:
+    """Merge duplicate nodes, drop zero counts and sort by node."""
+    counts: dict[int, int] = {}
+    for node, n in placement:
+        counts[node] = counts.get(node, 0) + n
+    return tuple(sorted((node, n) for node, n in counts.items() if n))
+
+
+class Plan:
+    """A scratch copy of free capacity a policy fills in, then turns into a Decision.
+
+    ``take``/``release`` keep the scratch free counts consistent, so placement helpers can be called
+    repeatedly within one scheduling step.
+    """
+
+    __slots__ = ("view", "free", "free_by_model", "decision")
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        self.free = list(view.free)
+        self.free_by_model = dict(view.free_by_model)
+        self.decision = Decision()
+
+    def start(self, js: JobState, placement: Placement) -> None:
+        nodes = self.view.nodes
+        for node, n in placement:
+            self.free[node] -= n
+            self.free_by_model[nodes[node].gpu_model] -= n
+        self.decision.assign[js.job.job_id] = placement
+
+    def stop(self, js: JobState) -> None:
+        if js.placement is None:
+            return
+        nodes = self.view.nodes
+        for node, n in js.placement:
+            self.free[node] += n
+            self.free_by_model[nodes[node].gpu_model] += n
+        self.decision.preempt.append(js.job.job_id)

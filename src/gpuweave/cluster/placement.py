@@ -1,0 +1,58 @@
+"""Placement helpers shared by policies: where on one GPU model a gang of n GPUs goes.
+
+All helpers read the scratch free counts of a :class:`~gpuweave.cluster.decision.Plan` and cost
+O(nodes of that model). Consolidated means one node; spreading takes the fullest-free nodes first, so
+a job lands on as few nodes as possible.
+"""
+
+from __future__ import annotations
+
+from gpuweave.cluster.decision import Plan
+from gpuweave.cluster.state import Placement
+
+
+def single_node(plan: Plan, n: int, model: str) -> Placement | None:
+    """Best fit: the node of ``model`` with the fewest free GPUs that still holds all n (lowest index on ties)."""
+    free = plan.free
+    best = -1
+    best_free = 1 << 30
+    for node in plan.view.nodes_by_model[model]:
+        f = free[node]
+        if n <= f < best_free:
+            best, best_free = node, f
+            if f == n:
+                break
+    return ((best, n),) if best >= 0 else None
+
+
+def fewest_nodes(plan: Plan, n: int, model: str, *, allow_spread: bool = True) -> Placement | None:
+    """One node if possible, else (if ``allow_spread``) the fewest nodes of ``model``, fullest-free first."""
+    if plan.free_by_model.get(model, 0) < n:
+        return None
+    one = single_node(plan, n, model)
+    if one is not None or not allow_spread:
+        return one
+    free = plan.free
+    nodes = sorted(plan.view.nodes_by_model[model], key=lambda i: (-free[i], i))
+    placement = []
+    left = n
+    for node in nodes:
+        take = min(free[node], left)
+        if take <= 0:
+            break
+        placement.append((node, take))
+        left -= take
+        if left == 0:
+            return tuple(sorted(placement))
+    return None
+
+
+def fastest_models(view, js) -> list[str]:
+    """The cluster's GPU models on which the job can run, fastest (consolidated rate) first; ties keep cluster order."""
+    rates = []
+    for order, model in enumerate(view.models):
+        r = view.model_rate(js, model, True)
+        if r > 0:
+            rates.append((-r, order, model))
+    rates.sort()
+    return [m for _, _, m in rates]

@@ -1,0 +1,37 @@
+"""FIFO: first come, first served, non-preemptive, heterogeneity-aware placement.
+
+Jobs start strictly in arrival order (head-of-line blocking); each goes to the fastest GPU model with
+room, on as few nodes as possible. Event-driven. Cost per call: O(jobs started + 1) placements, each
+O(nodes of a model).
+"""
+
+from __future__ import annotations
+
+from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.placement import fastest_models, fewest_nodes
+from gpuweave.cluster.policies import register_policy
+
+
+@register_policy("fifo")
+class FifoPolicy:
+    round_length = None
+
+    def __init__(self, strict: bool = True) -> None:
+        self.strict = strict
+
+    def schedule(self, view) -> Decision:
+        if not view.pending:
+            return Decision()
+        plan = view.plan()
+        for js in view.pending.values():
+            placed = False
+            if sum(plan.free_by_model.values()) >= js.job.num_gpus:
+                for model in fastest_models(view, js):
+                    placement = fewest_nodes(plan, js.job.num_gpus, model)
+                    if placement is not None:
+                        plan.start(js, placement)
+                        placed = True
+                        break
+            if not placed and self.strict:
+                break
+        return plan.decision

@@ -1,0 +1,48 @@
+"""YARN-CS: Apache YARN's capacity scheduler as used as a baseline by Tiresias and Hadar.
+
+FIFO by (arrival, job id), non-preemptive, heterogeneity-unaware: a job takes one GPU type chosen
+without looking at throughput (the first type in the cluster's order with enough free GPUs, or a seeded
+uniform choice among them), consolidated on one node when it fits in one, else on as few whole nodes as
+possible. A job that does not fit is skipped and later jobs may start (``strict=False``, spec hadar.md
+§4.3); ``strict=True`` gives head-of-line blocking. Event-driven; O(P) per call for P pending jobs.
+"""
+
+from __future__ import annotations
+
+import random
+
+from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.placement import fewest_nodes
+from gpuweave.cluster.policies import register_policy
+
+
+@register_policy("yarn-cs")
+class YarnCapacityPolicy:
+    round_length = None
+
+    def __init__(self, strict: bool = False, type_choice: str = "fixed", seed: int = 0) -> None:
+        if type_choice not in ("fixed", "random"):
+            raise ValueError("type_choice must be 'fixed' or 'random'")
+        self.strict = strict
+        self.type_choice = type_choice
+        self._rng = random.Random(seed)
+
+    def schedule(self, view) -> Decision:
+        if not view.pending:
+            return Decision()
+        plan = view.plan()
+        for js in view.pending.values():
+            n = js.job.num_gpus
+            candidates = []
+            for model in view.models:
+                if plan.free_by_model[model] < n or view.model_rate(js, model, True) <= 0:
+                    continue
+                placement = fewest_nodes(plan, n, model)
+                if placement is not None and (len(placement) == 1 or n > max(view.nodes[i].num_gpus for i in view.nodes_by_model[model])):
+                    candidates.append(placement)
+            if candidates:
+                chosen = candidates[0] if self.type_choice == "fixed" else self._rng.choice(candidates)
+                plan.start(js, chosen)
+            elif self.strict:
+                break
+        return plan.decision

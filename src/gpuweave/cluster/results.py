@@ -1,0 +1,120 @@
+"""Result files of one cluster run, written atomically.
+
+``jobs.csv``, ``allocations.csv``, ``timeseries.csv`` and ``summary.json`` are first written into a
+staging directory beside the target and renamed into place only when all of them are complete, so a run
+that fails halfway never leaves a result that looks complete. Numbers are formatted with a fixed
+precision, so the same config and seed give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+import tempfile
+from pathlib import Path
+
+from gpuweave import __version__
+from gpuweave.cluster.simulator import SimulationRecords
+
+JOB_COLUMNS = [
+    "job_id", "job_type", "arrival", "start", "end", "jct", "queueing_delay", "num_gpus", "restarts",
+    "deadline", "gpu_seconds", "energy_j", "cost",
+]
+
+
+def fmt(x) -> str:
+    """Fixed, platform-independent number formatting (at most 9 significant decimals)."""
+    if x is None:
+        return ""
+    if isinstance(x, bool):
+        return str(int(x))
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        s = f"{x:.9f}".rstrip("0").rstrip(".")
+        return "0" if s in ("-0", "") else s
+    return str(x)
+
+
+def _clean(obj):
+    if isinstance(obj, float):
+        return float(fmt(obj)) if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def write_run(rec: SimulationRecords, summary: dict, config: dict, out_dir: Path, nodes: list) -> Path:
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        _write_jobs(rec, staging / "jobs.csv")
+        _write_allocations(rec, staging / "allocations.csv", nodes)
+        _write_timeseries(rec, staging / "timeseries.csv")
+        payload = {
+            "gpuweave_version": __version__,
+            "config": config,
+            "seed": config.get("seed"),
+            "policy": config.get("policy"),
+            "cluster": {"total_gpus": rec.total_gpus, "gpus_by_model": rec.gpus_by_model},
+            "metrics": summary,
+            "definitions": {
+                "energy": "facility energy (GPU idle/max power x PUE) of the whole cluster, first arrival to last completion",
+                "jct": "end - arrival",
+                "utilization": "GPU-seconds held by jobs (restarts included) / (total GPUs x makespan)",
+            },
+        }
+        with open(staging / "summary.json", "w") as fh:
+            json.dump(_clean(payload), fh, indent=2, sort_keys=True)
+            fh.write("\n")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        staging.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def _write_jobs(rec: SimulationRecords, path: Path) -> None:
+    models = rec.models
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(JOB_COLUMNS + [f"gpu_seconds_{m}" for m in models])
+        for js in rec.jobs:
+            j = js.job
+            jct = js.end - j.arrival if js.end is not None else None
+            wait = js.first_start - j.arrival if js.first_start is not None else None
+            row = [
+                j.job_id, j.job_type, fmt(j.arrival), fmt(js.first_start), fmt(js.end), fmt(jct), fmt(wait),
+                j.num_gpus, js.restarts, fmt(j.deadline), fmt(js.attained_gpu_seconds), fmt(js.energy_j),
+                fmt(js.cost),
+            ]
+            row += [fmt(js.gpu_seconds_by_model.get(m, 0.0)) for m in models]
+            w.writerow(row)
+
+
+def _write_allocations(rec: SimulationRecords, path: Path, nodes: list) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["time", "job_id", "node", "gpu_model", "gpus"])
+        for a in rec.allocations:
+            node = nodes[a.node]
+            w.writerow([fmt(a.time), a.job_id, node.name, node.gpu_model, a.gpus])
+
+
+def _write_timeseries(rec: SimulationRecords, path: Path) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["time"] + [f"busy_{m}" for m in rec.models] + ["busy_total", "power_w"])
+        for t, busy, power in rec.timeseries:
+            w.writerow([fmt(t), *busy, sum(busy), fmt(power)])

@@ -1,0 +1,73 @@
+"""Build and run one simulation from a :class:`SimulationConfig`, and write its result directory."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from gpuweave.cluster.config import SimulationConfig
+from gpuweave.cluster.metrics import summarize
+from gpuweave.cluster.policies import make_policy
+from gpuweave.cluster.results import write_run
+from gpuweave.cluster.simulator import SimulationRecords, Simulator
+
+
+@dataclasses.dataclass
+class PreparedRun:
+    config: SimulationConfig
+    nodes: list
+    jobs: list
+    profiles: object
+    gpu_power: dict[str, tuple[float, float]]
+
+
+def prepare(config: SimulationConfig) -> PreparedRun:
+    from gpuweave.hardware.catalog import get_gpu
+    from gpuweave.hardware.cluster_spec import load_cluster
+    from gpuweave.workload.profiles import load_profiles
+
+    spec = load_cluster(config.cluster)
+    nodes = spec.expand()
+    profiles = load_profiles(config.profiles, extrapolate=config.extrapolate_profiles)
+    max_gpus = max(spec.gpus_by_model().values())
+    if config.trace is not None:
+        from gpuweave.workload.traces.schema import read_trace
+
+        jobs = read_trace(config.trace, profiles=profiles, max_gpus=max_gpus)
+    else:
+        from gpuweave.workload.traces.generate import generate_philly_like
+
+        jobs = generate_philly_like(config.jobs, config.rate_per_hour, config.seed, profiles=profiles)
+    power = {}
+    for node in nodes:
+        gpu = get_gpu(node.gpu_model)
+        power[node.gpu_model] = (gpu.power_idle_w, gpu.power_max_w)
+    return PreparedRun(config, nodes, jobs, profiles, power)
+
+
+def simulate(config: SimulationConfig, prepared: PreparedRun | None = None) -> SimulationRecords:
+    prepared = prepared or prepare(config)
+    options = dict(config.policy_options)
+    policy = make_policy(config.policy, **options)
+    if config.round_length is not None:
+        policy.round_length = config.round_length
+    if hasattr(policy, "seed_rng"):
+        policy.seed_rng(config.seed)
+    sim = Simulator(
+        prepared.nodes,
+        prepared.jobs,
+        policy,
+        prepared.profiles,
+        prepared.gpu_power,
+        restart_delay=config.restart_delay,
+    )
+    return sim.run()
+
+
+def run_simulation(config: SimulationConfig, out_dir: str | Path) -> dict:
+    """Simulate and write jobs.csv, allocations.csv, timeseries.csv and summary.json into ``out_dir``."""
+    prepared = prepare(config)
+    rec = simulate(config, prepared)
+    summary = summarize(rec)
+    write_run(rec, summary, config.model_dump(mode="json"), Path(out_dir), prepared.nodes)
+    return summary

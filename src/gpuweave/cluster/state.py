@@ -1,0 +1,139 @@
+"""What the simulator knows about jobs and what it shows policies.
+
+A :class:`Placement` is a tuple of ``(node_index, gpu_count)`` pairs with distinct nodes, sorted by node.
+GPUs inside one node are interchangeable (one model per node), so counts per node are the whole story.
+
+:class:`ClusterView` is handed to a policy when its trigger fires. It exposes the simulator's live
+structures (no copies: a decision costs O(what the policy reads), not O(cluster)); policies must treat
+everything in it as read-only and express what they want as a :class:`~gpuweave.cluster.decision.Decision`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from gpuweave.workload.job import Job
+
+if TYPE_CHECKING:
+    from gpuweave.workload.profiles import ProfileStore
+
+Placement = tuple[tuple[int, int], ...]
+
+
+class NodeLike(Protocol):
+    index: int
+    name: str
+    gpu_model: str
+    num_gpus: int
+    price_per_kwh: float
+    pue: float
+
+
+@dataclass(slots=True, eq=False)
+class JobState:
+    """Mutable per-job bookkeeping owned by the simulator."""
+
+    job: Job
+    remaining: float  # iterations left as of `settled_at`
+    placement: Placement | None = None
+    rate: float = 0.0  # iterations/s on the current placement
+    seg_start: float = 0.0  # when the current placement began (GPUs held from here)
+    productive_start: float = 0.0  # seg_start + restart delay: progress accrues from here
+    first_start: float | None = None
+    end: float | None = None
+    restarts: int = 0
+    version: int = 0  # bumps on every placement change; stale completion events are skipped
+    attained_gpu_seconds: float = 0.0  # GPU-seconds held so far (closed segments)
+    gpu_seconds_by_model: dict[str, float] = field(default_factory=dict)
+    energy_j: float = 0.0
+    cost: float = 0.0
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job_id
+
+    @property
+    def num_gpus(self) -> int:
+        return self.job.num_gpus
+
+
+class ClusterView:
+    """Read-only window on the simulator for policies (see module docstring)."""
+
+    __slots__ = ("_sim",)
+
+    def __init__(self, sim) -> None:
+        self._sim = sim
+
+    @property
+    def now(self) -> float:
+        return self._sim.now
+
+    @property
+    def nodes(self) -> list:
+        return self._sim.nodes
+
+    @property
+    def free(self) -> list[int]:
+        """Free GPUs per node index (live list; do not mutate)."""
+        return self._sim.free
+
+    @property
+    def free_by_model(self) -> dict[str, int]:
+        return self._sim.free_by_model
+
+    @property
+    def models(self) -> list[str]:
+        """GPU models present in the cluster, in first-appearance order."""
+        return self._sim.models
+
+    @property
+    def nodes_by_model(self) -> dict[str, list[int]]:
+        return self._sim.nodes_by_model
+
+    @property
+    def pending(self) -> dict[str, JobState]:
+        """Arrived, unfinished jobs without GPUs, in the order they became pending."""
+        return self._sim.pending
+
+    @property
+    def running(self) -> dict[str, JobState]:
+        return self._sim.running
+
+    @property
+    def profiles(self) -> "ProfileStore":
+        return self._sim.profiles
+
+    @property
+    def restart_delay(self) -> float:
+        return self._sim.restart_delay
+
+    @property
+    def round_length(self) -> float | None:
+        return self._sim.round_length
+
+    def rate(self, js: JobState, placement: Placement) -> float:
+        """Iterations/s of a job on a placement (slowest model, unconsolidated across nodes)."""
+        return self._sim.placement_rate(js.job.job_type, js.job.num_gpus, placement)
+
+    def model_rate(self, js: JobState, model: str, consolidated: bool = True) -> float:
+        return self._sim.model_rate(js.job.job_type, model, js.job.num_gpus, consolidated)
+
+    def remaining(self, js: JobState) -> float:
+        """Iterations left now (running jobs progress continuously)."""
+        if js.placement is None:
+            return js.remaining
+        done = max(0.0, self._sim.now - js.productive_start) * js.rate
+        return max(0.0, js.remaining - done)
+
+    def attained_service(self, js: JobState) -> float:
+        """GPU-seconds the job has held so far (Tiresias' attained service)."""
+        if js.placement is None:
+            return js.attained_gpu_seconds
+        return js.attained_gpu_seconds + (self._sim.now - js.seg_start) * js.job.num_gpus
+
+    def plan(self) -> "Plan":
+        from gpuweave.cluster.decision import Plan
+
+        return Plan(self)

@@ -1,0 +1,61 @@
+"""``gpuweave demo``: the showcase on bundled data only (what `make demo` runs).
+
+Runs every registered demo section (cluster policies first, then MIG, packs, kernels as those parts
+land), prints each section's comparison table, and writes one self-contained HTML report.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+
+def run_demo(out_dir: Path, seed: int = 0, quick: bool = False, only: list[str] | None = None) -> Path:
+    from rich.console import Console
+    from rich.table import Table
+
+    from gpuweave.demo_sections import DemoContext, demo_sections
+    from gpuweave.report.html import render_sections_report
+
+    console = Console()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sections = []
+    for name, fn in demo_sections():
+        if only and name not in only:
+            continue
+        t0 = time.perf_counter()
+        with console.status(f"demo: {name} ..."):
+            section = fn(DemoContext(out_dir=out_dir / name, seed=seed, quick=quick))
+        sections.append(section)
+        table = Table(title=f"{section.title}  ({time.perf_counter() - t0:.1f} s)")
+        columns = list(section.table[0]) if section.table else []
+        for col in columns:
+            table.add_column(str(col), overflow="fold")
+        for row in section.table:
+            table.add_row(*(_cell(row.get(c)) for c in columns))
+        console.print(table)
+        if section.text:
+            console.print(section.text)
+    report = render_sections_report(sections, out_dir, title="gpuweave demo")
+    console.print(f"[bold]report:[/bold] {report}")
+    return report
+
+
+def _cell(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "" if v is None else str(v)
+
+
+def register(cli) -> None:
+    @cli.app.command("demo")
+    def demo_cmd(
+        out: Path = typer.Option(Path("gpuweave-out/demo"), "--out", "-o", help="Where the report goes."),
+        seed: int = typer.Option(0, "--seed"),
+        quick: bool = typer.Option(False, "--quick", help="Smaller instances (used by the tests)."),
+        only: list[str] = typer.Option(None, "--only", help="Run only these sections (cluster, mig, packs, fikit)."),
+    ) -> None:
+        """Run the showcase on bundled data and write an HTML report."""
+        run_demo(out, seed=seed, quick=quick, only=only or None)

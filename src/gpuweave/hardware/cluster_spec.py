@@ -1,0 +1,258 @@
+"""Cluster specs: which nodes a simulated (or real) cluster has, from a YAML file.
+
+Problem: describe a cluster as groups of identical nodes (count, GPU model, GPUs per node, energy
+price, PUE), validate it against the GPU catalog, and expand it into a flat, indexed node list that
+the cluster simulator and its policies use. Complexity: O(number of nodes) to expand.
+
+YAML format (see the bundled files in ``clusters/``)::
+
+    name: gavel-60
+    description: ...
+    source: ...                 # where the sizes come from
+    price_per_kwh: 0.0          # cluster default, currency per kWh (0 = energy not priced)
+    pue: 1.0                    # cluster default power usage effectiveness (>= 1)
+    nodes:
+      - {count: 5, gpu: V100, gpus_per_node: 4, name_prefix: v100-}
+      - {count: 5, gpu: P100, gpus_per_node: 4, price_per_kwh: 0.2, pue: 1.33}
+      - {count: 2, gpu: T4, gpus_per_node: 1, names: [edge-a, edge-b]}
+
+Defaults: ``price_per_kwh`` is 0.0 (energy is measured but costs nothing unless a price is given;
+a neutral default, since any real price is site-specific), ``pue`` is 1.0 (no facility overhead).
+A node group that leaves them out inherits the cluster's values. Node names are ``name_prefix``
+(default: the lower-case model name and ``-``) followed by a counter per prefix, from 0, so
+groups may share a prefix; or ``names`` lists one name per node.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gpuweave.errors import InputError
+
+CLUSTERS_DIR = Path(__file__).with_name("clusters")
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One node of an expanded cluster: ``num_gpus`` GPUs of one model."""
+
+    index: int
+    name: str
+    gpu_model: str  # canonical catalog name
+    num_gpus: int
+    price_per_kwh: float
+    pue: float
+
+
+def _canonical_gpu(value: Any) -> str:
+    from gpuweave.hardware.catalog import all_gpus, canonical_gpu_name
+
+    if not isinstance(value, str):
+        raise ValueError(f"expected a GPU model name, got {value!r}")
+    try:
+        return canonical_gpu_name(value)
+    except InputError:
+        raise ValueError(f"unknown GPU model {value!r}; known: {', '.join(all_gpus())}") from None
+
+
+class NodeGroup(BaseModel):
+    """``count`` identical nodes; price and PUE default to the cluster's (None = inherit)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    count: int = Field(default=1, gt=0)
+    gpu: str
+    gpus_per_node: int = Field(gt=0)
+    price_per_kwh: float | None = Field(default=None, ge=0)
+    pue: float | None = Field(default=None, ge=1.0)
+    name_prefix: str | None = None
+    names: list[str] | None = None
+
+    @field_validator("gpu", mode="before")
+    @classmethod
+    def _gpu_known(cls, value: Any) -> str:
+        return _canonical_gpu(value)
+
+    @field_validator("price_per_kwh", "pue")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+    @model_validator(mode="after")
+    def _names_match_count(self) -> NodeGroup:
+        if self.names is not None:
+            if self.name_prefix is not None:
+                raise ValueError("give either names or name_prefix, not both")
+            if len(self.names) != self.count or any(not n for n in self.names):
+                raise ValueError(f"names must list {self.count} non-empty names (count), got {len(self.names)}")
+        return self
+
+
+class ClusterSpec(BaseModel):
+    """A cluster: named groups of nodes plus cluster-wide energy defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    source: str = ""
+    price_per_kwh: float = Field(default=0.0, ge=0)
+    pue: float = Field(default=1.0, ge=1.0)
+    nodes: list[NodeGroup] = Field(min_length=1)
+
+    @field_validator("price_per_kwh", "pue")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(group.count * group.gpus_per_node for group in self.nodes)
+
+    @property
+    def total_nodes(self) -> int:
+        return sum(group.count for group in self.nodes)
+
+    def gpus_by_model(self) -> dict[str, int]:
+        """GPU count per canonical model, in order of first appearance."""
+        out: dict[str, int] = {}
+        for group in self.nodes:
+            out[group.gpu] = out.get(group.gpu, 0) + group.count * group.gpus_per_node
+        return out
+
+    def expand(self) -> list[Node]:
+        """One :class:`Node` per node, indexed from 0 in file order; InputError on duplicate names."""
+        nodes: list[Node] = []
+        counters: dict[str, int] = {}
+        seen: set[str] = set()
+        for gi, group in enumerate(self.nodes):
+            prefix = group.name_prefix if group.name_prefix is not None else f"{group.gpu.lower()}-"
+            price = self.price_per_kwh if group.price_per_kwh is None else group.price_per_kwh
+            pue = self.pue if group.pue is None else group.pue
+            for j in range(group.count):
+                if group.names is not None:
+                    name = group.names[j]
+                else:
+                    k = counters.get(prefix, 0)
+                    counters[prefix] = k + 1
+                    name = f"{prefix}{k}"
+                if name in seen:
+                    raise InputError(
+                        f"node name {name!r} is used twice; give the groups distinct names or name_prefix values",
+                        field=f"nodes[{gi}].{'names' if group.names is not None else 'name_prefix'}",
+                    )
+                seen.add(name)
+                nodes.append(Node(len(nodes), name, group.gpu, group.gpus_per_node, price, pue))
+        return nodes
+
+
+def _field_path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def cluster_from_dict(data: Any, file: str | Path | None = None) -> ClusterSpec:
+    """Validate a parsed cluster document; the first problem becomes an InputError naming the field."""
+    if not isinstance(data, dict):
+        raise InputError(f"a cluster spec must be a mapping with name and nodes, got {type(data).__name__}", file=file)
+    try:
+        return ClusterSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        message = str(err.get("msg", "invalid value"))
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        if err.get("type") == "missing":
+            message = "required field is missing"
+        elif "input" in err and err.get("type") not in {"value_error"}:
+            message = f"{message} (got {err['input']!r})"
+        raise InputError(message, file=file, field=_field_path(tuple(err.get("loc", ())))) from None
+
+
+def bundled_clusters() -> list[str]:
+    """Names of the cluster specs shipped with gpuweave (``gavel-60``, ...), sorted."""
+    return sorted(p.stem for p in CLUSTERS_DIR.glob("*.yaml"))
+
+
+def load_cluster(name_or_path: str | Path) -> ClusterSpec:
+    """Load a bundled cluster by name (see :func:`bundled_clusters`) or a YAML file by path."""
+    text = str(name_or_path)
+    path = Path(text)
+    if not path.is_file():
+        if text in bundled_clusters():
+            path = CLUSTERS_DIR / f"{text}.yaml"
+        elif path.suffix.lower() in {".yaml", ".yml"} or "/" in text:
+            raise InputError("cluster spec file not found", file=text)
+        else:
+            raise InputError(f"unknown cluster {text!r}; bundled: {', '.join(bundled_clusters())}, or give a YAML path")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(
+            f"not valid YAML: {getattr(exc, 'problem', None) or exc}", file=path, row=mark.line + 1 if mark else None
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read cluster spec: {exc}", file=path) from None
+    spec = cluster_from_dict(data, file=path)
+    try:
+        spec.expand()
+    except InputError as exc:
+        raise InputError(exc.message, file=path, field=exc.field) from None
+    return spec
+
+
+def make_cluster(
+    gpus: int,
+    models: list[str],
+    gpus_per_node: int = 8,
+    *,
+    price_per_kwh: float = 0.0,
+    pue: float = 1.0,
+    name: str | None = None,
+) -> ClusterSpec:
+    """A synthetic cluster of ``gpus`` GPUs for benchmarks and tests.
+
+    The ``gpus // gpus_per_node`` nodes are split over ``models`` as evenly as possible (the first
+    models get one extra node when it does not divide), one group per model in the given order.
+    InputError if ``gpus`` is not a positive multiple of ``gpus_per_node`` or there are more models
+    than nodes.
+    """
+    if gpus_per_node < 1:
+        raise InputError(f"gpus_per_node must be >= 1, got {gpus_per_node}", field="gpus_per_node")
+    if gpus < 1 or gpus % gpus_per_node:
+        raise InputError(f"gpus must be a positive multiple of gpus_per_node={gpus_per_node}, got {gpus}", field="gpus")
+    if not models:
+        raise InputError("give at least one GPU model", field="models")
+    num_nodes = gpus // gpus_per_node
+    if len(models) > num_nodes:
+        raise InputError(f"{len(models)} models but only {num_nodes} nodes", field="models")
+    base, extra = divmod(num_nodes, len(models))
+    groups = [
+        {"count": base + (1 if i < extra else 0), "gpu": model, "gpus_per_node": gpus_per_node}
+        for i, model in enumerate(models)
+    ]
+    return cluster_from_dict(
+        {
+            "name": name or f"synthetic-{gpus}",
+            "description": f"{gpus} GPUs of {', '.join(models)} in nodes of {gpus_per_node} (make_cluster)",
+            "price_per_kwh": price_per_kwh,
+            "pue": pue,
+            "nodes": groups,
+        }
+    )

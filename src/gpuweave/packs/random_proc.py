@@ -1,0 +1,51 @@
+"""RANDOM-PROC, heuristic H2 of the paper (Section 5), with its -1 and -9 variants.
+
+Problem: k-in-p-CoSchedule (no guarantee; a baseline).
+
+Algorithm: draw ``sigma(i) ~ U{1..p}`` for every task, build packs with MAKE-PACK(n, p, k, sigma)
+(Algorithm 2), then let Algorithm 1 re-assign the processors inside every pack (it overrides the random
+``sigma``).
+
+* ``random-proc-1``: one run; ``random-proc-9``: 9 independent runs, keep the minimum cost (R7). The run
+  count comes from ``data/paper_numbers.toml``. Randomness: the seeded generator passed in (R6).
+
+Complexity: ``O(n log n + n u + u p log k)`` per run with ``u`` packs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuweave.packs.data import paper_numbers
+from gpuweave.packs.makepack import make_pack
+from gpuweave.packs.model import Profile
+from gpuweave.packs.onepack import reassign
+from gpuweave.packs.registry import Solution, register_algorithm
+
+
+def random_proc_run(rows: list[list[float]], n: int, p: int, k: int, rng: np.random.Generator) -> tuple[list[list[int]], list[int], float]:
+    sigma = rng.integers(1, p + 1, size=n).tolist()
+    packs = make_pack(rows, sigma, p, k)
+    cost = reassign(rows, packs, sigma, p)
+    return packs, sigma, cost
+
+
+def best_of(profile: Profile, k: int, rng: np.random.Generator, runs: int) -> Solution:
+    rows = profile.times.tolist()
+    best = None
+    for _ in range(runs):
+        packs, sigma, cost = random_proc_run(rows, profile.n, profile.p, k, rng)
+        if best is None or cost < best[2]:
+            best = (packs, sigma, cost)
+    assert best is not None
+    return Solution(best[0], np.asarray(best[1], dtype=np.int64), {"runs": float(runs)})
+
+
+@register_algorithm("random-proc-1", summary="random sigma ~ U{1..p}, MAKE-PACK, Algorithm 1 inside (one run)", randomized=True)
+def random_proc_1(profile: Profile, k: int, rng: np.random.Generator) -> Solution:
+    return best_of(profile, k, rng, 1)
+
+
+@register_algorithm("random-proc-9", summary="Random-Proc, best of 9 runs", randomized=True)
+def random_proc_9(profile: Profile, k: int, rng: np.random.Generator) -> Solution:
+    return best_of(profile, k, rng, int(paper_numbers()["heuristics"]["runs_multi"]))

@@ -1,0 +1,388 @@
+"""gpuweave's one cluster-trace schema (CSV or Parquet), its validator, reader and writer.
+
+The schema is documented for users in ``docs/trace-schema.md``; :data:`TRACE_COLUMNS` is the same table
+in code. One row is one job:
+
+=============  ======  ========  ===============================================================
+column         type    required  meaning
+=============  ======  ========  ===============================================================
+``job_id``     str     yes       unique job name
+``arrival``    float   yes       submission time, seconds from the trace start, >= 0
+``num_gpus``   int     yes       GPUs the job asks for (gang), >= 1
+``job_type``   str     yes       a job type of the profile store, e.g. ``ResNet-50 (batch size 64)``
+``work``       float   one of    iterations to run, > 0
+``duration``   float   these     seconds on the reference GPU (V100), > 0
+``priority``   float   no        weight > 0, default 1
+``deadline``   float   no        absolute deadline in seconds, > arrival
+``user``       str     no        submitting user or organisation
+``vc``         str     no        virtual cluster / queue
+``gpu_model``  str     no        the GPU model the job asked for, canonical name (e.g. ``V100``)
+``note``       str     no        provenance: how the row was derived
+=============  ======  ========  ===============================================================
+
+Any other column is kept in :attr:`Job.attrs` (numbers when the whole column parses as numbers).
+When a row has ``duration`` but no ``work``, the reader fills ``work = duration * rate(job_type,
+reference_gpu, num_gpus, consolidated=True)``: Gavel's convention of sizing jobs by their run time on a
+V100 (``num_steps = run_time * throughputs['v100'][job]['null']`` in its generator).
+
+Bad input raises :class:`~gpuweave.errors.InputError` naming the file, the row (1-based data row; the
+header is row 0; converters report their source line) and the field.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from gpuweave.errors import InputError, MissingProfileError
+from gpuweave.workload.job import Job
+from gpuweave.workload.profiles import ProfileStore
+from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, read_csv_strings, row_numbers
+from gpuweave.workload.traces.gpu_names import canonical_gpu_model
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True, slots=True)
+class TraceColumn:
+    """One column of the trace schema."""
+
+    name: str
+    kind: Literal["str", "float", "int"]
+    required: bool
+    unit: str
+    description: str
+
+
+TRACE_COLUMNS: tuple[TraceColumn, ...] = (
+    TraceColumn("job_id", "str", True, "", "unique job name"),
+    TraceColumn("arrival", "float", True, "s", "submission time from the trace start, >= 0"),
+    TraceColumn("num_gpus", "int", True, "GPUs", "GPUs requested (all at once), >= 1"),
+    TraceColumn("job_type", "str", True, "", "job type of the profile store"),
+    TraceColumn("work", "float", False, "iterations", "iterations to run, > 0 (work and/or duration per row)"),
+    TraceColumn("duration", "float", False, "s", "run time on the reference GPU, > 0 (work and/or duration per row)"),
+    TraceColumn("priority", "float", False, "", "weight > 0, default 1"),
+    TraceColumn("deadline", "float", False, "s", "absolute deadline, > arrival"),
+    TraceColumn("user", "str", False, "", "submitting user or organisation"),
+    TraceColumn("vc", "str", False, "", "virtual cluster / queue"),
+    TraceColumn("gpu_model", "str", False, "", "requested GPU model, canonical name"),
+    TraceColumn("note", "str", False, "", "provenance of the row"),
+)
+COLUMN_NAMES: tuple[str, ...] = tuple(column.name for column in TRACE_COLUMNS)
+REQUIRED_COLUMNS: tuple[str, ...] = tuple(column.name for column in TRACE_COLUMNS if column.required)
+_STRING_OPTIONAL = ("user", "vc", "gpu_model", "note")
+
+
+# --------------------------------------------------------------------------- reading files
+def read_table(path: str | Path) -> "pd.DataFrame":
+    """Read a schema file (``.parquet``, else CSV) into a frame with the hidden source-row column."""
+    import pandas as pd
+
+    file = Path(path)
+    if file.suffix.lower() == ".parquet":
+        if not file.exists():
+            raise InputError("file not found", file=file)
+        try:
+            frame = pd.read_parquet(file)
+        except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+            raise InputError(f"cannot read Parquet: {exc}", file=file) from None
+        frame = frame.reset_index(drop=True)
+        frame.columns = [str(name).strip() for name in frame.columns]
+        frame[ROW] = range(1, len(frame) + 1)
+        return frame
+    return read_csv_strings(file)
+
+
+# --------------------------------------------------------------------------- validation
+def _string_column(frame: "pd.DataFrame", column: str, *, file: str | Path, required: bool) -> list[str | None]:
+    values = frame[column]
+    empty = missing_mask(values).to_numpy()
+    rows = row_numbers(frame)
+    out: list[str | None] = []
+    for position, (value, is_empty) in enumerate(zip(values.tolist(), empty.tolist())):
+        if is_empty:
+            if required:
+                raise InputError("empty value; expected a non-empty string", file=file, row=rows[position], field=column)
+            out.append(None)
+        else:
+            out.append(str(value).strip())
+    return out
+
+
+def validate_frame(
+    frame: "pd.DataFrame",
+    *,
+    file: str | Path,
+    profiles: ProfileStore | None = None,
+    max_gpus: int | None = None,
+) -> "pd.DataFrame":
+    """Check a frame against the schema and return it normalised and sorted by (arrival, job_id).
+
+    Checks, each raising :class:`InputError` at the first bad row: required columns; numbers where numbers
+    belong; ``arrival >= 0``; integer ``num_gpus >= 1`` and ``<= max_gpus`` (when given: the largest
+    placement the cluster can offer); ``work``/``duration > 0`` with at least one per row; ``priority > 0``;
+    ``deadline > arrival``; unique ``job_id``; ``job_type`` known to ``profiles`` (when given); a known
+    ``gpu_model``. The result keeps the hidden source-row column for later messages.
+    """
+    import numpy as np
+    import pandas as pd
+
+    frame = frame.copy()
+    frame.columns = [str(name).lstrip("\ufeff").strip() for name in frame.columns]
+    if ROW not in frame.columns:
+        frame[ROW] = range(1, len(frame) + 1)
+    expected = ", ".join(REQUIRED_COLUMNS) + " and work and/or duration"
+    for name in REQUIRED_COLUMNS:
+        if name not in frame.columns:
+            raise InputError(f"missing required column '{name}' in the header (expected {expected})", file=file, row=0, field=name)
+    if "work" not in frame.columns and "duration" not in frame.columns:
+        raise InputError(f"missing column 'work' or 'duration' in the header (expected {expected})", file=file, row=0, field="work")
+    if len(frame) == 0:
+        raise InputError("the trace has no jobs", file=file)
+    rows = row_numbers(frame)
+
+    out = pd.DataFrame(index=frame.index)
+    out["job_id"] = _string_column(frame, "job_id", file=file, required=True)
+    out["arrival"] = numeric_column(frame, "arrival", file=file, unit="seconds", minimum=0.0)
+    num_gpus = numeric_column(frame, "num_gpus", file=file, unit="GPUs", integer=True, minimum=1.0)
+    if max_gpus is not None:
+        too_big = num_gpus.to_numpy() > max_gpus
+        if too_big.any():
+            position = int(np.flatnonzero(too_big)[0])
+            raise InputError(
+                f"the job asks for {int(num_gpus.iloc[position])} GPUs but the cluster's largest placement is {max_gpus}",
+                file=file,
+                row=rows[position],
+                field="num_gpus",
+            )
+    out["num_gpus"] = num_gpus.astype("int64")
+    out["job_type"] = _string_column(frame, "job_type", file=file, required=True)
+    nan = pd.Series(np.nan, index=frame.index)
+    out["work"] = (
+        numeric_column(frame, "work", file=file, unit="iterations", required=False, strictly_above=0.0)
+        if "work" in frame.columns
+        else nan
+    )
+    out["duration"] = (
+        numeric_column(frame, "duration", file=file, unit="seconds on the reference GPU", required=False, strictly_above=0.0)
+        if "duration" in frame.columns
+        else nan
+    )
+    neither = (out["work"].isna() & out["duration"].isna()).to_numpy()
+    if neither.any():
+        position = int(np.flatnonzero(neither)[0])
+        field = "work" if "work" in frame.columns else "duration"
+        raise InputError("empty work and duration; every job needs work (iterations) or duration (seconds)", file=file, row=rows[position], field=field)
+    if "priority" in frame.columns:
+        priority = numeric_column(frame, "priority", file=file, unit="weight", required=False, strictly_above=0.0)
+        out["priority"] = priority.fillna(1.0)
+    else:
+        out["priority"] = 1.0
+    if "deadline" in frame.columns:
+        deadline = numeric_column(frame, "deadline", file=file, unit="seconds", required=False)
+        early = (deadline.notna() & (deadline <= out["arrival"])).to_numpy()
+        if early.any():
+            position = int(np.flatnonzero(early)[0])
+            raise InputError(
+                f"deadline {deadline.iloc[position]:g} s is not after the arrival {out['arrival'].iloc[position]:g} s",
+                file=file,
+                row=rows[position],
+                field="deadline",
+            )
+        out["deadline"] = deadline
+    else:
+        out["deadline"] = nan
+    for name in _STRING_OPTIONAL:
+        out[name] = _string_column(frame, name, file=file, required=False) if name in frame.columns else None
+    if "gpu_model" in frame.columns:
+        canonical: dict[str, str] = {}
+        models = out["gpu_model"].tolist()
+        for position, model in enumerate(models):
+            if model is not None and model not in canonical:
+                canonical[model] = canonical_gpu_model(model, file=str(file), row=rows[position], field="gpu_model")
+        out["gpu_model"] = [canonical[m] if m is not None else None for m in models]
+
+    duplicated = out["job_id"].duplicated().to_numpy()
+    if duplicated.any():
+        position = int(np.flatnonzero(duplicated)[0])
+        raise InputError(f"duplicate job_id {out['job_id'].iloc[position]!r}", file=file, row=rows[position], field="job_id")
+    if profiles is not None:
+        known = set(profiles.job_types())
+        for position, job_type in enumerate(out["job_type"].tolist()):
+            if job_type not in known:
+                preview = ", ".join(profiles.job_types()[:4])
+                raise InputError(
+                    f"unknown job type {job_type!r}: not in the profile store ({len(known)} types, e.g. {preview})",
+                    file=file,
+                    row=rows[position],
+                    field="job_type",
+                )
+
+    extras = [name for name in frame.columns if name not in COLUMN_NAMES and not name.startswith("_")]
+    for name in extras:
+        column = frame[name]
+        if column.dtype == object or pd.api.types.is_string_dtype(column.dtype):
+            empty = missing_mask(column)
+            parsed = pd.to_numeric(column.where(~empty, None), errors="coerce")
+            column = parsed if (parsed.notna() | empty).all() and (~empty).any() else column.where(~empty, None)
+        out[name] = column
+    out[ROW] = rows
+    out = out.sort_values(["arrival", "job_id"], kind="stable").reset_index(drop=True)
+    return out
+
+
+# --------------------------------------------------------------------------- work filling and Jobs
+def fill_work(frame: "pd.DataFrame", profiles: ProfileStore, reference_gpu: str = "V100", *, file: str | Path) -> "pd.DataFrame":
+    """Fill empty ``work`` from ``duration`` x the consolidated rate on ``reference_gpu`` (Gavel's convention)."""
+    frame = frame.copy()
+    work = frame["work"].to_numpy(dtype="float64", copy=True)
+    todo = [int(i) for i in (work != work).nonzero()[0]]  # NaN positions
+    if not todo:
+        return frame
+    rows = row_numbers(frame)
+    job_types = frame["job_type"].tolist()
+    counts = frame["num_gpus"].tolist()
+    durations = frame["duration"].tolist()
+    cache: dict[tuple[str, int], float] = {}
+    for position in todo:
+        key = (job_types[position], int(counts[position]))
+        rate = cache.get(key)
+        if rate is None:
+            try:
+                rate = profiles.rate(key[0], reference_gpu, key[1], True)
+            except MissingProfileError as exc:
+                field = "job_type" if key[0] not in profiles else "num_gpus"
+                raise MissingProfileError(
+                    f"cannot derive work from duration: {exc.message}", file=file, row=rows[position], field=field
+                ) from None
+            cache[key] = rate
+        if rate <= 0:
+            raise InputError(
+                f"cannot derive work from duration: job type {key[0]!r} does not fit on {key[1]} x {reference_gpu} "
+                "(throughput 0); give work explicitly",
+                file=file,
+                row=rows[position],
+                field="num_gpus",
+            )
+        work[position] = durations[position] * rate
+    frame["work"] = work
+    return frame
+
+
+def _clean(value: object) -> object:
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()  # numpy scalar -> Python scalar
+    return value
+
+
+def frame_to_jobs(frame: "pd.DataFrame") -> list[Job]:
+    """Build :class:`Job` objects from a validated frame whose ``work`` is filled."""
+    attr_columns = [name for name in frame.columns if name not in COLUMN_NAMES[:8] and not name.startswith("_")]
+    columns = {name: frame[name].tolist() for name in frame.columns}
+    jobs: list[Job] = []
+    for i in range(len(frame)):
+        attrs = {}
+        for name in attr_columns:
+            value = _clean(columns[name][i])
+            if value is not None:
+                attrs[name] = value
+        duration = _clean(columns["duration"][i])
+        deadline = _clean(columns["deadline"][i])
+        jobs.append(
+            Job(
+                job_id=columns["job_id"][i],
+                arrival=float(columns["arrival"][i]),
+                num_gpus=int(columns["num_gpus"][i]),
+                work=float(columns["work"][i]),
+                job_type=columns["job_type"][i],
+                priority=float(columns["priority"][i]),
+                deadline=None if deadline is None else float(deadline),
+                duration=None if duration is None else float(duration),
+                attrs=attrs,
+            )
+        )
+    return jobs
+
+
+def jobs_to_frame(jobs: Iterable[Job]) -> "pd.DataFrame":
+    """The schema frame of ``jobs`` (attrs become extra columns, in sorted order after the schema ones)."""
+    import pandas as pd
+
+    jobs = list(jobs)
+    extra = sorted({key for job in jobs for key in job.attrs} - set(COLUMN_NAMES))
+    records = []
+    for job in jobs:
+        record: dict[str, object] = {
+            "job_id": job.job_id,
+            "arrival": job.arrival,
+            "num_gpus": job.num_gpus,
+            "job_type": job.job_type,
+            "work": job.work,
+            "duration": job.duration,
+            "priority": job.priority,
+            "deadline": job.deadline,
+        }
+        for name in ("user", "vc", "gpu_model", "note", *extra):
+            value = job.attrs.get(name)
+            record[name] = value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
+        records.append(record)
+    columns = list(COLUMN_NAMES) + extra
+    frame = pd.DataFrame.from_records(records, columns=columns)
+    keep = [c for c in columns if c in REQUIRED_COLUMNS or c == "work" or frame[c].notna().any()]
+    return frame[keep]
+
+
+def write_frame(frame: "pd.DataFrame", path: str | Path) -> None:
+    """Write a schema frame to ``.csv`` or ``.parquet`` atomically (no half-written file on failure)."""
+    file = Path(path)
+    suffix = file.suffix.lower()
+    if suffix not in {".csv", ".parquet"}:
+        raise InputError(f"output must end in .csv or .parquet, got '{file.suffix or file.name}'", file=file)
+    frame = frame.drop(columns=[c for c in frame.columns if str(c).startswith("_")])
+    file.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
+    os.close(handle)
+    try:
+        if suffix == ".csv":
+            frame.to_csv(temporary, index=False, lineterminator="\n")
+        else:
+            frame.to_parquet(temporary, index=False)
+        os.replace(temporary, file)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_trace(jobs: Iterable[Job], path: str | Path) -> None:
+    """Write ``jobs`` in the schema to ``path`` (``.csv`` or ``.parquet``)."""
+    write_frame(jobs_to_frame(jobs), path)
+
+
+def read_trace(
+    path: str | Path,
+    profiles: ProfileStore | None = None,
+    reference_gpu: str = "V100",
+    max_gpus: int | None = None,
+) -> list[Job]:
+    """Read and validate a schema trace; return its jobs sorted by (arrival, job_id).
+
+    ``profiles``: when given, every ``job_type`` must be in it, and it sizes duration-only rows; when
+    ``None``, job types are not checked and duration-only rows are sized with the bundled Gavel table.
+    ``max_gpus``: the cluster's largest possible placement; larger jobs are rejected.
+    """
+    frame = validate_frame(read_table(path), file=path, profiles=profiles, max_gpus=max_gpus)
+    if frame["work"].isna().any():
+        from gpuweave.workload.profiles import load_profiles
+
+        frame = fill_work(frame, profiles if profiles is not None else load_profiles(), reference_gpu, file=path)
+    return frame_to_jobs(frame)

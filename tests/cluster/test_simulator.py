@@ -1,0 +1,145 @@
+"""Hand-worked simulator cases: gang, heterogeneity, restart delay, energy, rounds, bad decisions."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.simulator import Simulator
+from gpuweave.errors import InputError, InvalidDecisionError
+from gpuweave.workload.job import Job
+
+from .conftest import POWER, make_nodes
+
+
+def run(nodes, jobs, policy, profiles, **kw):
+    return Simulator(nodes, jobs, policy, profiles, POWER, **kw).run()
+
+
+def test_single_job_on_fastest_model_energy_and_cost(profiles):
+    from gpuweave.cluster.policies import make_policy
+
+    nodes = make_nodes([("K80", 4), ("V100", 4)])
+    # 2-GPU job on V100: rate 6 it/s, 600 iterations -> 100 s.
+    rec = run(nodes, [Job("a", 0.0, 2, 600.0, "small")], make_policy("fifo"), profiles)
+    js = rec.jobs[0]
+    assert js.end == pytest.approx(100.0)
+    assert js.gpu_seconds_by_model == {"V100": pytest.approx(200.0)}
+    # Cluster energy over 100 s: idle 4*25 + 4*50, plus 2 busy V100 extra 250 W each.
+    expected_w = 4 * 25 + 4 * 50 + 2 * 250
+    assert rec.energy_j == pytest.approx(expected_w * 100.0)
+    assert rec.cost == pytest.approx(expected_w * 100.0 / 3.6e6 * 0.1)
+    assert js.energy_j == pytest.approx(2 * 300 * 100.0)
+
+
+def test_fifo_head_of_line_blocking_and_spread_rate(profiles):
+    from gpuweave.cluster.policies import make_policy
+
+    nodes = make_nodes([("V100", 2), ("V100", 2)])
+    jobs = [
+        Job("a", 0.0, 1, 300.0, "small"),  # 100 s on one V100
+        Job("b", 1.0, 4, 2400.0, "small"),  # needs both nodes: rate 0.8*12 = 9.6 -> 250 s after a ends
+        Job("c", 2.0, 1, 30.0, "small"),  # strict FIFO: waits behind b
+    ]
+    rec = run(nodes, jobs, make_policy("fifo"), profiles)
+    by = {js.job.job_id: js for js in rec.jobs}
+    assert by["a"].end == pytest.approx(100.0)
+    assert by["b"].first_start == pytest.approx(100.0)
+    assert by["b"].end == pytest.approx(100.0 + 2400.0 / 9.6)
+    assert by["c"].first_start == pytest.approx(by["b"].end)
+
+
+class MoveOnce:
+    """Starts job x on node 0, moves it to node 1 at the first round tick after 0."""
+
+    name = "move-once"
+    round_length = 50.0
+
+    def __init__(self):
+        self.moved = False
+
+    def schedule(self, view):
+        if "x" in view.pending:
+            return Decision(assign={"x": ((0, 1),)})
+        if view.now >= 50 and not self.moved and "x" in view.running:
+            self.moved = True
+            return Decision(assign={"x": ((1, 1),)})
+        return Decision()
+
+
+def test_restart_delay_charged_on_move(profiles):
+    nodes = make_nodes([("V100", 1), ("K80", 1)])
+    # 300 it: 50 s on V100 gives 150 it; moved to K80 at t=50, 10 s delay, then 150 it at 1 it/s.
+    rec = run(nodes, [Job("x", 0.0, 1, 300.0, "small")], MoveOnce(), profiles, restart_delay=10.0)
+    js = rec.jobs[0]
+    assert js.restarts == 1
+    assert js.end == pytest.approx(50 + 10 + 150)
+    assert js.gpu_seconds_by_model["V100"] == pytest.approx(50)
+    assert js.gpu_seconds_by_model["K80"] == pytest.approx(160)
+    assert [s.delay for s in rec.segments] == [0.0, 10.0]
+
+
+class Bad:
+    name = "bad"
+    round_length = None
+
+    def __init__(self, decision):
+        self.decision = decision
+
+    def schedule(self, view):
+        return self.decision if view.pending else Decision()
+
+
+@pytest.mark.parametrize(
+    "decision, words",
+    [
+        (Decision(assign={"j": ((0, 1),)}), "gang"),
+        (Decision(assign={"j": ((0, 2),), "k": ((0, 2),)}), "capacity"),
+        (Decision(assign={"nope": ((0, 2),)}), "not waiting"),
+        (Decision(preempt=["j"]), "not running"),
+        (Decision(assign={"j": ((1, 2),)}), "cannot run"),
+    ],
+)
+def test_invalid_decisions_are_rejected(profiles, decision, words):
+    nodes = make_nodes([("V100", 2), ("K80", 2)])
+    jobs = [Job("j", 0.0, 2, 10.0, "big"), Job("k", 0.0, 2, 10.0, "small")]
+    with pytest.raises(InvalidDecisionError, match=words):
+        run(nodes, jobs, Bad(decision), profiles)
+
+
+def test_job_that_can_never_fit_is_bad_input(profiles):
+    from gpuweave.cluster.policies import make_policy
+
+    nodes = make_nodes([("V100", 2), ("K80", 4)])
+    with pytest.raises(InputError, match="cannot run on any GPU model"):
+        run(nodes, [Job("j", 0.0, 4, 10.0, "big")], make_policy("fifo"), profiles)
+
+
+class RoundCounter:
+    name = "rounds"
+    round_length = 360.0
+
+    def __init__(self):
+        self.calls = []
+
+    def schedule(self, view):
+        self.calls.append((view.now, len(view.pending) + len(view.running)))
+        plan = view.plan()
+        for js in view.pending.values():
+            plan.start(js, ((0, 1),)) if plan.free[0] else None
+        return plan.decision
+
+
+def test_round_ticks_on_grid_and_only_while_active(profiles):
+    nodes = make_nodes([("V100", 1)])
+    jobs = [Job("a", 10.0, 1, 3.0 * 400, "small"), Job("b", 5000.0, 1, 3.0, "small")]
+    policy = RoundCounter()
+    rec = run(nodes, jobs, policy, profiles)
+    times = [t for t, _ in policy.calls]
+    assert times[:2] == [360.0, 720.0]
+    assert 1080.0 not in times  # a finished at 760: no call on an idle cluster
+    assert 5040.0 in times  # b waits for the next grid tick after 5000
+    assert all(active > 0 for _, active in policy.calls)
+    assert max(times) <= 5040.0
+    by = {js.job.job_id: js for js in rec.jobs}
+    assert by["a"].end == pytest.approx(760.0)
