@@ -56,3 +56,11 @@ def fastest_models(view, js) -> list[str]:
             rates.append((-r, order, model))
     rates.sort()
     return [m for _, _, m in rates]
+
+
+def place_on_model(plan: Plan, js, model: str, *, allow_spread: bool = True) -> Placement | None:
+    """A placement of the whole gang on ``model`` (one node if possible) on which the job can actually run."""
+    placement = fewest_nodes(plan, js.job.num_gpus, model, allow_spread=allow_spread)
+    if placement is not None and len(placement) > 1 and plan.view.rate(js, placement) <= 0:
+        return None
+    return placement

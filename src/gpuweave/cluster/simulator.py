@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from gpuweave.cluster.decision import Decision, normalize
 from gpuweave.cluster.state import ClusterView, JobState, Placement
 from gpuweave.engine import EventQueue
-from gpuweave.errors import InputError, InvalidDecisionError
+from gpuweave.errors import InputError, InvalidDecisionError, MissingProfileError
 from gpuweave.workload.job import Job
 
 # Event kinds, in the order they are handled at one instant.
@@ -161,22 +161,29 @@ class Simulator:
         self.decisions = 0
 
     # ------------------------------------------------------------------ rates
-    def model_rate(self, job_type: str, model: str, num_gpus: int, consolidated: bool) -> float:
+    def model_rate(self, job_type: str, model: str, num_gpus: int, consolidated: bool, strict: bool = True) -> float:
+        """Profiled rate. ``strict`` raises MissingProfileError for an absent entry; otherwise it reads as 0
+        (policies probe options with strict=False; an applied decision always looks up strictly)."""
         key = (job_type, model, num_gpus, consolidated)
         r = self._rate_cache.get(key)
         if r is None:
-            r = float(self.profiles.rate(job_type, model, num_gpus, consolidated))
+            try:
+                r = float(self.profiles.rate(job_type, model, num_gpus, consolidated))
+            except MissingProfileError:
+                if strict:
+                    raise
+                return 0.0
             self._rate_cache[key] = r
         return r
 
-    def placement_rate(self, job_type: str, num_gpus: int, placement: Placement) -> float:
+    def placement_rate(self, job_type: str, num_gpus: int, placement: Placement, strict: bool = True) -> float:
         nodes = self.nodes
         consolidated = len(placement) == 1
         if consolidated:
-            return self.model_rate(job_type, nodes[placement[0][0]].gpu_model, num_gpus, True)
+            return self.model_rate(job_type, nodes[placement[0][0]].gpu_model, num_gpus, True, strict)
         rate = math.inf
         for node, _n in placement:
-            r = self.model_rate(job_type, nodes[node].gpu_model, num_gpus, False)
+            r = self.model_rate(job_type, nodes[node].gpu_model, num_gpus, False, strict)
             if r < rate:
                 rate = r
         return rate
@@ -187,13 +194,21 @@ class Simulator:
         for row, js in enumerate(self.states, start=1):
             job = js.job
             ok = False
+            missing = []
             for m in self.models:
                 if job.num_gpus > self.gpus_by_model[m]:
                     continue
-                consolidated = job.num_gpus <= largest_node[m]
-                if self.model_rate(job.job_type, m, job.num_gpus, consolidated) > 0:
-                    ok = True
+                for consolidated in (True, False) if job.num_gpus <= largest_node[m] else (False,):
+                    try:
+                        if self.model_rate(job.job_type, m, job.num_gpus, consolidated) > 0:
+                            ok = True
+                            break
+                    except MissingProfileError as exc:
+                        missing.append(exc)
+                if ok:
                     break
+            if not ok and missing:
+                raise missing[0]
             if not ok:
                 raise InputError(
                     f"job '{job.job_id}' ({job.job_type}, {job.num_gpus} GPUs) cannot run on any GPU model of the "

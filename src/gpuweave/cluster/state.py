@@ -114,11 +114,13 @@ class ClusterView:
         return self._sim.round_length
 
     def rate(self, js: JobState, placement: Placement) -> float:
-        """Iterations/s of a job on a placement (slowest model, unconsolidated across nodes)."""
-        return self._sim.placement_rate(js.job.job_type, js.job.num_gpus, placement)
+        """Iterations/s of a job on a placement (slowest model, unconsolidated across nodes); 0 if it
+        cannot run there or the profile has no entry for it."""
+        return self._sim.placement_rate(js.job.job_type, js.job.num_gpus, placement, strict=False)
 
     def model_rate(self, js: JobState, model: str, consolidated: bool = True) -> float:
-        return self._sim.model_rate(js.job.job_type, model, js.job.num_gpus, consolidated)
+        """Iterations/s of the job on ``model`` (0 if it cannot run there or the entry is not profiled)."""
+        return self._sim.model_rate(js.job.job_type, model, js.job.num_gpus, consolidated, strict=False)
 
     def remaining(self, js: JobState) -> float:
         """Iterations left now (running jobs progress continuously)."""

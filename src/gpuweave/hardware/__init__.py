@@ -2,7 +2,7 @@
 
 * :mod:`gpuweave.hardware.catalog` -- :class:`GpuModel`, :func:`get_gpu`, :func:`all_gpus`.
 * :mod:`gpuweave.hardware.mig` -- :class:`MigGeometry`, :class:`Placement`, :func:`partitions`,
-  :func:`repartition_tree`, :func:`is_valid_partition` (FAR paper Sec. 2.1 / 3.2).
+  :func:`repartition_tree`, :func:`is_valid_partition` (FAR paper Sec. 1.2 / 3.2).
 * :mod:`gpuweave.hardware.cluster_spec` -- :class:`ClusterSpec`, :class:`Node`,
   :func:`load_cluster`, :func:`make_cluster`, :func:`bundled_clusters`.
 

@@ -239,6 +239,13 @@ def make_cluster(
         raise InputError(f"gpus must be a positive multiple of gpus_per_node={gpus_per_node}, got {gpus}", field="gpus")
     if not models:
         raise InputError("give at least one GPU model", field="models")
+    from gpuweave.hardware.catalog import canonical_gpu_name
+
+    for i, model in enumerate(models):
+        try:
+            canonical_gpu_name(model)
+        except InputError as exc:
+            raise InputError(exc.message, field=f"models[{i}]") from None
     num_nodes = gpus // gpus_per_node
     if len(models) > num_nodes:
         raise InputError(f"{len(models)} models but only {num_nodes} nodes", field="models")

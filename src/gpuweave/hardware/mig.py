@@ -14,7 +14,7 @@ GPU catalog (``gpus.toml``), everything a MIG scheduler needs:
   largest instances it can be split into, left/lower slices first.
 
 Source: J. Villarrubia, L. Costero, F. D. Igual, K. Olcoz, "Leveraging Multi-Instance GPUs through
-moldable task scheduling", JPDC 204 (2025) 105128, Sec. 2.1 (hardware model, Fig. 1), Sec. 2.2
+moldable task scheduling", JPDC 204 (2025) 105128, Sec. 1.2 (MIG concepts, Fig. 1), Sec. 2.1
 (Table 1, reconfiguration cost) and Sec. 3.2 (repartitioning trees, Fig. 4). Project spec:
 ``specs/far-mig.md`` §1.1, §1.2, §1.5.
 

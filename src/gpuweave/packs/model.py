@@ -30,12 +30,14 @@ class Profile:
     """Execution-time profile of ``n`` tasks on ``1..p`` processors; ``times`` has shape ``(n, p)``.
 
     ``repaired`` names the tasks whose raw times were changed by :func:`repair` (empty when the input
-    already satisfied Eq. (1) and (2)).
+    already satisfied Eq. (1) and (2)). ``commands`` optionally holds, per task, the command line the real
+    runner starts (see :mod:`gpuweave.packs.runner`); empty when the profile has none.
     """
 
     times: np.ndarray
     names: tuple[str, ...]
     repaired: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         t = np.asarray(self.times, dtype=float)
@@ -45,6 +47,8 @@ class Profile:
             raise InputError(f"{len(self.names)} task names for {t.shape[0]} profile rows")
         if not np.all(np.isfinite(t)) or np.any(t <= 0):
             raise InputError("profile times must be finite and positive")
+        if self.commands and len(self.commands) != t.shape[0]:
+            raise InputError(f"{len(self.commands)} commands for {t.shape[0]} profile rows")
         t.setflags(write=False)
         object.__setattr__(self, "times", t)
 
@@ -64,14 +68,19 @@ class Profile:
         """The same tasks on the first ``p`` processor counts."""
         if not 1 <= p <= self.p:
             raise InputError(f"--procs {p} is outside 1..{self.p}, the processor counts the profile has")
-        return Profile(self.times[:, :p], self.names, self.repaired)
+        return Profile(self.times[:, :p], self.names, self.repaired, self.commands)
 
     def baseline_cost(self) -> float:
         """``C_1 = sum_i t_{i,p}``: every task alone on all ``p`` processors (the paper's 1-pack schedule, R9)."""
         return float(self.times[:, -1].sum())
 
     @classmethod
-    def from_raw(cls, times: Sequence[Sequence[float]] | np.ndarray, names: Sequence[str] | None = None) -> "Profile":
+    def from_raw(
+        cls,
+        times: Sequence[Sequence[float]] | np.ndarray,
+        names: Sequence[str] | None = None,
+        commands: Sequence[str] = (),
+    ) -> "Profile":
         """Build a profile from raw times, repairing Eq. (1)/(2) violations and recording the tasks changed."""
         raw = np.asarray(times, dtype=float)
         if raw.ndim != 2:
@@ -81,7 +90,7 @@ class Profile:
             raise InputError("profile times must be finite and positive")
         fixed = repair(raw)
         changed = np.any(~np.isclose(fixed, raw, rtol=REL_TOL, atol=0.0), axis=1)
-        return cls(fixed, names, tuple(n for n, c in zip(names, changed) if c))
+        return cls(fixed, names, tuple(n for n, c in zip(names, changed) if c), tuple(commands))
 
 
 def repair(raw: np.ndarray) -> np.ndarray:

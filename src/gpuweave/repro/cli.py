@@ -37,16 +37,25 @@ def register(cli) -> None:
         full: bool = typer.Option(False, "--full", help="Paper-sized run (slow)."),
     ) -> None:
         """Run reproduction NAME (also available as `gpuweave repro NAME`)."""
-        _run(name, out, reps, seed, full)
+        _run(name, out, reps, seed, full, [])
 
-    def _run(name: str, out: Optional[Path], reps: Optional[int], seed: int, full: bool) -> None:
+    def _run(name: str, out: Optional[Path], reps: Optional[int], seed: int, full: bool, extra: list[str]) -> None:
         from rich.console import Console
 
-        from gpuweave.repro.registry import ReproContext, comparison_table, get_reproduction, run_reproduction
+        from gpuweave.repro.registry import (
+            ReproContext,
+            comparison_table,
+            get_reproduction,
+            parse_extra_options,
+            run_reproduction,
+        )
 
         repro = get_reproduction(name)
+        options = parse_extra_options(repro, extra)
         out_dir = out or Path("gpuweave-out") / "repro" / name
-        rows = run_reproduction(name, ReproContext(out_dir=out_dir, reps=reps, seed=seed, full=full))
+        rows = run_reproduction(
+            name, ReproContext(out_dir=out_dir, reps=reps, seed=seed, full=full, options=options)
+        )
         console = Console()
         console.print(comparison_table(rows, f"{repro.paper}: {repro.title}"))
         console.print(f"wrote {out_dir / 'comparison.csv'}")
@@ -58,14 +67,18 @@ def register(cli) -> None:
 
         def make(name: str):
             def cmd(
+                ctx: typer.Context,
                 out: Optional[Path] = typer.Option(None, "--out", help="Output directory."),
                 reps: Optional[int] = typer.Option(None, "--reps", "--seeds", help="Repetitions/seeds (default: quick)."),
                 seed: int = typer.Option(0, "--seed", help="Base random seed."),
                 full: bool = typer.Option(False, "--full", help="Paper-sized run (slow)."),
             ) -> None:
-                _run(name, out, reps, seed, full)
+                _run(name, out, reps, seed, full, list(ctx.args))
 
-            cmd.__doc__ = f"{repro.paper}: {repro.title}"
+            extra = ", ".join("--" + k.replace("_", "-") for k in repro.options)
+            cmd.__doc__ = f"{repro.paper}: {repro.title}" + (f" (extra options: {extra})" if extra else "")
             return cmd
 
-        repro_app.command(repro.name)(make(repro.name))
+        repro_app.command(
+            repro.name, context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
+        )(make(repro.name))

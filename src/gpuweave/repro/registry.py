@@ -71,18 +71,25 @@ class Reproduction:
     title: str
     paper: str
     fn: Callable[[ReproContext], list[ComparisonRow]]
+    options: dict[str, type] = field(default_factory=dict)  # extra CLI flags: --n-max 20 -> options["n_max"]=20
 
 
 _REGISTRY: dict[str, Reproduction] = {}
 
 
-def register_reproduction(name: str, *, title: str, paper: str) -> Callable:
-    """Decorator: ``@register_reproduction("far", title=..., paper=...)``."""
+def register_reproduction(
+    name: str, *, title: str, paper: str, options: dict[str, type] | None = None
+) -> Callable:
+    """Decorator: ``@register_reproduction("far", title=..., paper=..., options={"n_max": int})``.
+
+    ``options`` declares extra command-line flags of this reproduction (``--n-max 20`` for ``n_max``); their
+    parsed values reach the function in ``ctx.options``.
+    """
 
     def deco(fn: Callable[[ReproContext], list[ComparisonRow]]):
         if name in _REGISTRY and _REGISTRY[name].fn is not fn:
             raise RuntimeError(f"reproduction {name!r} registered twice")
-        _REGISTRY[name] = Reproduction(name=name, title=title, paper=paper, fn=fn)
+        _REGISTRY[name] = Reproduction(name=name, title=title, paper=paper, fn=fn, options=dict(options or {}))
         return fn
 
     return deco
@@ -156,3 +163,36 @@ def comparison_table(rows: list[ComparisonRow], title: str):
         diff = r.difference
         table.add_row(r.experiment, r.metric, _fmt(r.paper), _fmt(r.ours), _fmt(diff), r.unit, r.note)
     return table
+
+
+def parse_extra_options(repro: Reproduction, args: list[str]) -> dict[str, object]:
+    """Turn ``["--n-max", "20"]`` into ``{"n_max": 20}`` using the reproduction's declared option types."""
+    out: dict[str, object] = {}
+    i = 0
+    while i < len(args):
+        flag = args[i]
+        if not flag.startswith("--"):
+            raise InputError(f"unexpected argument '{flag}' for reproduction '{repro.name}'")
+        name = flag[2:].replace("-", "_")
+        value: str | None = None
+        if "=" in name:
+            name, value = name.split("=", 1)
+        if name not in repro.options:
+            known = ", ".join("--" + k.replace("_", "-") for k in repro.options) or "none"
+            raise InputError(f"unknown option '{flag}' for reproduction '{repro.name}' (its options: {known})")
+        typ = repro.options[name]
+        if typ is bool and value is None:
+            out[name] = True
+            i += 1
+            continue
+        if value is None:
+            if i + 1 >= len(args):
+                raise InputError(f"option '{flag}' needs a value")
+            value = args[i + 1]
+            i += 1
+        try:
+            out[name] = typ(value)
+        except ValueError:
+            raise InputError(f"option '{flag}' expects {typ.__name__}, got '{value}'") from None
+        i += 1
+    return out

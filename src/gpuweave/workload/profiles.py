@@ -140,7 +140,7 @@ class ProfileStore:
             counts = sorted(n for (jt, gm, n, c) in self._rates if jt == job_type and gm == gpu_model and c == consolidated)
             detail = f"profiled counts for it: {counts or 'none'}"
             if not self.extrapolate and counts and num_gpus > counts[-1]:
-                detail += "; load the profiles with extrapolate=True to scale the largest one linearly"
+                detail += "; load the profiles with extrapolate=True (CLI: --extrapolate) to scale the largest one linearly"
         raise MissingProfileError(
             f"no throughput profile for job type {job_type!r} on {num_gpus} x {gpu_model} ({where}): {detail}",
             file=self.source,

@@ -8,7 +8,7 @@ O(nodes of a model).
 from __future__ import annotations
 
 from gpuweave.cluster.decision import Decision
-from gpuweave.cluster.placement import fastest_models, fewest_nodes
+from gpuweave.cluster.placement import fastest_models, place_on_model
 from gpuweave.cluster.policies import register_policy
 
 
@@ -27,7 +27,7 @@ class FifoPolicy:
             placed = False
             if sum(plan.free_by_model.values()) >= js.job.num_gpus:
                 for model in fastest_models(view, js):
-                    placement = fewest_nodes(plan, js.job.num_gpus, model)
+                    placement = place_on_model(plan, js, model)
                     if placement is not None:
                         plan.start(js, placement)
                         placed = True

@@ -8,7 +8,7 @@ shorter ones behind it may start. Placement as FIFO. O(P log P) per call for P p
 from __future__ import annotations
 
 from gpuweave.cluster.decision import Decision
-from gpuweave.cluster.placement import fastest_models, fewest_nodes
+from gpuweave.cluster.placement import fastest_models, place_on_model
 from gpuweave.cluster.policies import register_policy
 
 
@@ -39,7 +39,7 @@ class SjfPolicy:
             if sum(plan.free_by_model.values()) < js.job.num_gpus:
                 continue
             for model in fastest_models(view, js):
-                placement = fewest_nodes(plan, js.job.num_gpus, model)
+                placement = place_on_model(plan, js, model)
                 if placement is not None:
                     plan.start(js, placement)
                     break

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 
 from gpuweave.cluster.decision import Decision
-from gpuweave.cluster.placement import fewest_nodes
+from gpuweave.cluster.placement import place_on_model
 from gpuweave.cluster.policies import register_policy
 
 
@@ -26,6 +26,13 @@ class YarnCapacityPolicy:
         self.strict = strict
         self.type_choice = type_choice
         self._rng = random.Random(seed)
+        self._largest: dict[str, int] = {}
+
+    def _largest_node(self, view, model: str) -> int:
+        size = self._largest.get(model)
+        if size is None:
+            size = self._largest[model] = max(view.nodes[i].num_gpus for i in view.nodes_by_model[model])
+        return size
 
     def schedule(self, view) -> Decision:
         if not view.pending:
@@ -35,10 +42,11 @@ class YarnCapacityPolicy:
             n = js.job.num_gpus
             candidates = []
             for model in view.models:
-                if plan.free_by_model[model] < n or view.model_rate(js, model, True) <= 0:
+                if plan.free_by_model[model] < n:
                     continue
-                placement = fewest_nodes(plan, n, model)
-                if placement is not None and (len(placement) == 1 or n > max(view.nodes[i].num_gpus for i in view.nodes_by_model[model])):
+                # Consolidated: one node when the job fits in one, else as few nodes as possible.
+                placement = place_on_model(plan, js, model, allow_spread=n > self._largest_node(view, model))
+                if placement is not None and view.rate(js, placement) > 0:
                     candidates.append(placement)
             if candidates:
                 chosen = candidates[0] if self.type_choice == "fixed" else self._rng.choice(candidates)

@@ -15,8 +15,11 @@ The alias table covers every model that occurs in the trace sources the converte
 * Alibaba openb 2023 (``model``, ``gpu_spec``): ``P100``, ``T4``, ``A10``, ``V100M16``/``V100M32`` (V100
   with 16/32 GB; both map to ``V100``, the converter keeps the original spelling in the job's attrs) and
   the undisclosed internal codes ``G1``/``G2``/``G3``, kept as they are.
-* Alibaba 2026 spot GPU (``gpu_model``): ``A10``, ``A100-SXM4-80GB`` -> ``A100``, ``A800-SXM4-80GB`` ->
-  ``A800``, ``H800`` and the undisclosed ``GPU-series-1``/``GPU-series-2``, kept as they are.
+* Alibaba 2026 spot GPU (``gpu_model``): ``A10``, ``A100-SXM4-80GB`` -> ``A100-80GB``, ``A800-SXM4-80GB``
+  -> ``A800``, ``H800`` and the undisclosed ``GPU-series-1``/``GPU-series-2``, kept as they are.
+
+The fallback names agree with the hardware catalog's canonical names (``A100`` alone means
+``A100-40GB``, ``H100`` means ``H100-80GB``), so the result does not depend on which one answers.
 * Alibaba PAI 2020 (``gpu_type``): ``P100``, ``T4``, ``V100``, ``V100M32`` -> ``V100``, ``MISC`` (kept).
 """
 
@@ -41,12 +44,12 @@ _ALIASES: dict[str, str] = {
     "t4": "T4",
     "a10": "A10",
     "a30": "A30",
-    "a100": "A100",
-    "a100-sxm4-40gb": "A100",
-    "a100-sxm4-80gb": "A100",
+    "a100": "A100-40GB",
+    "a100-sxm4-40gb": "A100-40GB",
+    "a100-sxm4-80gb": "A100-80GB",
     "a800": "A800",
     "a800-sxm4-80gb": "A800",
-    "h100": "H100",
+    "h100": "H100-80GB",
     "h200": "H200",
     "h800": "H800",
     # Undisclosed or mixed types named by the trace publishers; kept verbatim.

@@ -199,14 +199,14 @@ def validate_frame(
     else:
         out["deadline"] = nan
     for name in _STRING_OPTIONAL:
-        out[name] = _string_column(frame, name, file=file, required=False) if name in frame.columns else None
-    if "gpu_model" in frame.columns:
-        canonical: dict[str, str] = {}
-        models = out["gpu_model"].tolist()
-        for position, model in enumerate(models):
-            if model is not None and model not in canonical:
-                canonical[model] = canonical_gpu_model(model, file=str(file), row=rows[position], field="gpu_model")
-        out["gpu_model"] = [canonical[m] if m is not None else None for m in models]
+        values = _string_column(frame, name, file=file, required=False) if name in frame.columns else [None] * len(frame)
+        if name == "gpu_model":
+            canonical: dict[str, str] = {}
+            for position, model in enumerate(values):
+                if model is not None and model not in canonical:
+                    canonical[model] = canonical_gpu_model(model, file=str(file), row=rows[position], field="gpu_model")
+            values = [canonical[m] if m is not None else None for m in values]
+        out[name] = pd.Series(values, index=frame.index, dtype=object)
 
     duplicated = out["job_id"].duplicated().to_numpy()
     if duplicated.any():

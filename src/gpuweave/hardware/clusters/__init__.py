@@ -1,0 +1,1 @@
+"""Bundled cluster specs (YAML data files, one cluster each); read by gpuweave.hardware.cluster_spec."""

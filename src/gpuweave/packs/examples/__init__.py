@@ -1,0 +1,1 @@
+"""Small example programs for the real pack runner (``gpuweave run packs``)."""

@@ -1,0 +1,116 @@
+"""The plan JSON written by ``gpuweave plan packs --json`` and read by ``gpuweave run packs``.
+
+Format::
+
+    {"procs": P, "k": K, "algo": name, "cost": c,
+     "packs": [{"cost": c, "start": s,
+                "tasks": [{"task": name, "procs": j, "time": t, "command": "..."}]}],
+     "metrics": {"relative_cost": ..., "packing_ratio": ..., "relative_response_time": ..., "runtime_ms": ...}}
+
+``command`` is present when the profile had a ``command`` column. :func:`read_plan` checks a file a user
+may have written by hand and raises :class:`~gpuweave.errors.InputError` with the field at fault.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuweave.errors import InputError
+from gpuweave.packs.metrics import Metrics
+from gpuweave.packs.model import PackSchedule, Profile
+
+
+def plan_to_dict(profile: Profile, schedule: PackSchedule, k: int, metrics: Metrics) -> dict[str, Any]:
+    packs = []
+    for pk in schedule.packs:
+        tasks = []
+        for i, j, t in zip(pk.tasks, pk.procs, pk.times):
+            entry: dict[str, Any] = {"task": profile.names[i], "procs": j, "time": t}
+            if profile.commands:
+                entry["command"] = profile.commands[i]
+            tasks.append(entry)
+        packs.append({"cost": pk.cost, "start": pk.start, "tasks": tasks})
+    m = metrics.as_dict()
+    m.pop("cost")
+    return {"procs": schedule.p, "k": k, "algo": schedule.algo, "cost": schedule.cost, "packs": packs, "metrics": m}
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTask:
+    name: str
+    procs: int
+    time: float
+    command: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedPack:
+    cost: float
+    tasks: tuple[PlannedTask, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    procs: int
+    packs: tuple[PlannedPack, ...]
+    algo: str = ""
+
+    @property
+    def cost(self) -> float:
+        return sum(pk.cost for pk in self.packs)
+
+
+def _num(value: Any, where: str, path: Path, *, integer: bool = False) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok and integer:
+        ok = float(value).is_integer()
+    if not ok or not math.isfinite(float(value)) or float(value) <= 0:
+        kind = "a positive integer" if integer else "a positive number"
+        raise InputError(f"expected {kind}, got {value!r}", file=path, field=where)
+    return float(value)
+
+
+def read_plan(path: str | Path) -> Plan:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError("schedule file not found", file=path) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not a readable JSON schedule: {exc}", file=path) from None
+    if not isinstance(data, dict):
+        raise InputError("the schedule must be a JSON object with 'procs' and 'packs'", file=path)
+    procs = int(_num(data.get("procs"), "procs", path, integer=True))
+    raw_packs = data.get("packs")
+    if not isinstance(raw_packs, list) or not raw_packs:
+        raise InputError("expected a non-empty list of packs", file=path, field="packs")
+    packs = []
+    seen: set[str] = set()
+    for b, rp in enumerate(raw_packs):
+        where = f"packs[{b}]"
+        if not isinstance(rp, dict) or not isinstance(rp.get("tasks"), list) or not rp["tasks"]:
+            raise InputError("a pack needs a non-empty 'tasks' list", file=path, field=where)
+        tasks = []
+        for r, rt in enumerate(rp["tasks"]):
+            tw = f"{where}.tasks[{r}]"
+            if not isinstance(rt, dict) or not isinstance(rt.get("task"), str) or not rt["task"]:
+                raise InputError("a task needs a 'task' name", file=path, field=tw)
+            name = rt["task"]
+            if name in seen:
+                raise InputError(f"task '{name}' appears twice", file=path, field=tw)
+            seen.add(name)
+            j = int(_num(rt.get("procs"), f"{tw}.procs", path, integer=True))
+            t = _num(rt.get("time"), f"{tw}.time", path)
+            cmd = rt.get("command")
+            if cmd is not None and (not isinstance(cmd, str) or not cmd.strip()):
+                raise InputError("'command' must be a non-empty string", file=path, field=f"{tw}.command")
+            tasks.append(PlannedTask(name, j, t, cmd))
+        used = sum(pt.procs for pt in tasks)
+        if used > procs:
+            raise InputError(f"pack uses {used} processors, the schedule has {procs}", file=path, field=where)
+        packs.append(PlannedPack(max(pt.time for pt in tasks), tuple(tasks)))
+    return Plan(procs, tuple(packs), str(data.get("algo", "")))

@@ -1,0 +1,169 @@
+"""Run a pack schedule on this machine: packs one after another, tasks pinned to disjoint CPU sets.
+
+A "processor" of the schedule is ``cpus_per_proc`` CPUs of this machine (the paper's processor is an
+8-core node). For each pack, in plan order, every task is started at once with its CPU set
+(``os.sched_setaffinity`` in the child before ``exec``, so threads and sub-processes inherit it); the next
+pack starts when the last task of the current one has ended. Each task gets its processor count as the
+``{procs}`` placeholder of its command and in the environment (``GPUWEAVE_PROCS``, ``GPUWEAVE_CPUS``,
+``OMP_NUM_THREADS``). The report compares planned and measured pack and task times.
+
+Commands come from the plan (``command`` per task, from the profile's ``command`` column) or from a
+template given to :func:`run_plan`; placeholders ``{procs}``, ``{cpus}`` (comma list), ``{task}`` and
+``{python}`` (this interpreter). Commands are split with :mod:`shlex` and run without a shell.
+A task that fails stops the run after its pack; the report says so (``ok`` is False).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+
+from gpuweave.errors import InputError
+from gpuweave.packs.plan_io import Plan, PlannedTask
+
+
+@dataclass(slots=True)
+class TaskRun:
+    task: str
+    procs: int
+    cpus: list[int]
+    planned: float
+    start: float
+    end: float
+    returncode: int
+    output: str
+
+    @property
+    def measured(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(slots=True)
+class PackRun:
+    index: int
+    planned: float
+    start: float
+    end: float
+    tasks: list[TaskRun] = field(default_factory=list)
+
+    @property
+    def measured(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(slots=True)
+class RunReport:
+    procs: int
+    cpus_per_proc: int
+    planned_cost: float
+    measured_cost: float
+    ok: bool
+    packs: list[PackRun]
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        for pk, raw in zip(self.packs, out["packs"]):
+            raw["measured"] = pk.measured
+            for tr, rt in zip(pk.tasks, raw["tasks"]):
+                rt["measured"] = tr.measured
+        return out
+
+
+def available_cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+def cpu_blocks(plan: Plan, cpus_per_proc: int, cpus: list[int] | None = None) -> list[list[list[int]]]:
+    """Disjoint CPU sets for every task of every pack: contiguous blocks, in pack order."""
+    cpus = available_cpus() if cpus is None else cpus
+    need = plan.procs * cpus_per_proc
+    if cpus_per_proc < 1:
+        raise InputError(f"--cpus-per-proc must be at least 1, got {cpus_per_proc}")
+    if need > len(cpus):
+        raise InputError(
+            f"the schedule has {plan.procs} processors x {cpus_per_proc} CPUs = {need} CPUs; "
+            f"this process may use {len(cpus)} ({','.join(map(str, cpus))})"
+        )
+    out = []
+    for pk in plan.packs:
+        pos = 0
+        sets = []
+        for pt in pk.tasks:
+            n = pt.procs * cpus_per_proc
+            sets.append(cpus[pos : pos + n])
+            pos += n
+        out.append(sets)
+    return out
+
+
+def _argv(pt: PlannedTask, template: str | None, cpus: list[int]) -> list[str]:
+    cmd = pt.command or template
+    if cmd is None:
+        raise InputError(f"task '{pt.name}' has no command (add a 'command' column to the profile or pass --command)")
+    try:
+        text = cmd.format(procs=pt.procs, cpus=",".join(map(str, cpus)), task=pt.name, python=shlex.quote(sys.executable))
+    except (KeyError, IndexError, ValueError) as exc:
+        raise InputError(f"task '{pt.name}': bad placeholder in command {cmd!r} ({exc}); use {{procs}}, {{cpus}}, {{task}}, {{python}}") from None
+    argv = shlex.split(text)
+    if not argv:
+        raise InputError(f"task '{pt.name}': empty command")
+    return argv
+
+
+def run_plan(plan: Plan, *, cpus_per_proc: int = 1, command: str | None = None, timeout: float | None = None) -> RunReport:
+    """Execute ``plan``; return the planned-vs-measured report."""
+    blocks = cpu_blocks(plan, cpus_per_proc)
+    argvs = [[_argv(pt, command, cs) for pt, cs in zip(pk.tasks, sets)] for pk, sets in zip(plan.packs, blocks)]
+    t0 = time.perf_counter()
+    packs: list[PackRun] = []
+    ok = True
+    for b, (pk, sets, cmds) in enumerate(zip(plan.packs, blocks, argvs)):
+        runs: list[TaskRun] = []
+        threads = []
+        pack_start = time.perf_counter() - t0
+        for pt, cs, argv in zip(pk.tasks, sets, cmds):
+            env = dict(os.environ)
+            env.update(GPUWEAVE_PROCS=str(pt.procs), GPUWEAVE_CPUS=",".join(map(str, cs)), OMP_NUM_THREADS=str(len(cs)))
+            cpuset = set(cs)
+            start = time.perf_counter() - t0
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    preexec_fn=lambda s=cpuset: os.sched_setaffinity(0, s),
+                )
+            except OSError as exc:
+                raise InputError(f"task '{pt.name}': cannot start {argv[0]!r}: {exc}") from None
+            tr = TaskRun(pt.name, pt.procs, cs, pt.time, start, start, -1, "")
+            runs.append(tr)
+
+            def wait(proc=proc, tr=tr) -> None:
+                try:
+                    out, _ = proc.communicate(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    out, _ = proc.communicate()
+                tr.end = time.perf_counter() - t0
+                tr.returncode = proc.returncode
+                tr.output = (out or "")[-2000:]
+
+            th = threading.Thread(target=wait, daemon=True)
+            th.start()
+            threads.append(th)
+        for th in threads:
+            th.join()
+        pack_end = time.perf_counter() - t0
+        packs.append(PackRun(b, pk.cost, pack_start, pack_end, runs))
+        if any(tr.returncode != 0 for tr in runs):
+            ok = False
+            break
+    measured = packs[-1].end if packs else 0.0
+    return RunReport(plan.procs, cpus_per_proc, plan.cost, measured, ok and len(packs) == len(plan.packs), packs)

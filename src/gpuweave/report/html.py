@@ -1,0 +1,300 @@
+"""One self-contained ``report.html``: inline CSS, images as base64 data URIs, no scripts, no external assets.
+
+:func:`render_report` compares one or several run directories (summary, comparison, plots) and can add extra
+:class:`~gpuweave.demo_sections.DemoSection` blocks; :func:`render_sections_report` renders sections only.
+All text from files, configs and sections is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from gpuweave import __version__
+from gpuweave.demo_sections import DemoSection
+from gpuweave.errors import InputError
+
+REPORT_NAME = "report.html"
+
+#: metrics shown first, in this order; any other metric follows in file order
+METRIC_ORDER = [
+    "jobs", "completed", "avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "time_to_50pct_s",
+    "mean_queueing_delay_s", "utilization", "energy_kwh", "cost", "restarts", "gpu_hours", "events", "decisions",
+]
+#: metrics in the comparison table, and whether higher is better
+COMPARED = {
+    "completed": True, "avg_jct_s": False, "p50_jct_s": False, "p99_jct_s": False, "makespan_s": False,
+    "time_to_50pct_s": False, "mean_queueing_delay_s": False, "utilization": True, "energy_kwh": False,
+    "cost": False, "restarts": False,
+}
+
+_MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+         ".svg": "image/svg+xml", ".webp": "image/webp"}
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1200px;
+padding:0 1rem;color:#222;line-height:1.45}
+h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.25rem;margin-top:2rem;border-bottom:1px solid #ddd;
+padding-bottom:.2rem}.meta{color:#666;font-size:.9rem}
+.scroll{overflow-x:auto}table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}
+th,td{border:1px solid #ddd;padding:.25rem .55rem;text-align:right;white-space:nowrap}
+th{background:#f4f4f4}td.text,th.text{text-align:left}td.best{font-weight:700;background:#eaf6ea}
+figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{color:#555;font-size:.9rem}pre{background:#f7f7f7;padding:.6rem;overflow-x:auto;font-size:.8rem}
+details{margin:.3rem 0}dl dt{font-weight:600}dl dd{margin:0 0 .4rem 1rem}
+"""
+
+
+def esc(value: Any) -> str:
+    """HTML-escape any value's text (quotes too, so it is safe in attributes)."""
+    return html.escape(str(value), quote=True)
+
+
+def format_value(value: Any) -> str:
+    """Human-readable text for a table cell (not yet escaped)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "n/a"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        a = abs(value)
+        if value == int(value) and a < 1e15:
+            return f"{int(value):,}"
+        if a >= 100:
+            return f"{value:,.1f}"
+        if a >= 1:
+            return f"{value:.3f}"
+        if a >= 0.001:
+            return f"{value:.4f}"
+        return f"{value:.3g}"
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, sort_keys=True, default=str)
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
+        try:
+            return format_value(value.item())
+        except (TypeError, ValueError):
+            pass
+    return str(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def html_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> str:
+    """Render a list of dicts as an HTML table (columns: union of keys in first-seen order)."""
+    if columns is None:
+        columns = list(dict.fromkeys(k for row in rows for k in row))
+    if not columns:
+        return ""
+    out = ['<div class="scroll"><table><thead><tr>']
+    for col in columns:
+        out.append(f'<th class="text">{esc(col)}</th>')
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        out.append("<tr>")
+        for col in columns:
+            value = row.get(col)
+            cls = "" if _is_number(value) else ' class="text"'
+            out.append(f"<td{cls}>{esc(format_value(value))}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def image_data_uri(path: str | Path) -> str:
+    """``data:`` URI of an image file (png, jpeg, gif, svg, webp)."""
+    path = Path(path)
+    mime = _MIME.get(path.suffix.lower())
+    if mime is None:
+        raise InputError(f"unsupported image type (expected one of {', '.join(sorted(_MIME))})", file=path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("image not found", file=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read image: {exc.strerror}", file=path) from None
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _figure(path: Path, caption: str) -> str:
+    return (f'<figure><img alt="{esc(caption)}" src="{image_data_uri(path)}">'
+            f"<figcaption>{esc(caption)}</figcaption></figure>")
+
+
+def _paragraphs(text: str) -> str:
+    parts = [p.strip() for p in str(text).replace("\r\n", "\n").split("\n\n")]
+    return "".join(f"<p>{'<br>'.join(esc(line) for line in p.splitlines())}</p>" for p in parts if p)
+
+
+def section_html(section: DemoSection) -> str:
+    """One :class:`DemoSection` as an HTML ``<section>``: title, text, table, embedded images."""
+    out = [f"<section><h2>{esc(section.title)}</h2>"]
+    if section.text:
+        out.append(_paragraphs(section.text))
+    if section.table:
+        if not all(isinstance(row, dict) for row in section.table):
+            raise InputError("section table must be a list of dicts", field=f"{section.title}.table")
+        out.append(html_table(section.table))
+    for image in section.images:
+        out.append(_figure(Path(image), Path(image).stem.replace("_", " ")))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _page(title: str, body: Iterable[str]) -> str:
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{esc(title)}</h1><p class=\"meta\">generated by gpuweave {esc(__version__)}</p>"
+        + "".join(body)
+        + "</body></html>\n"
+    )
+
+
+def _write(out_dir: Path, text: str) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / REPORT_NAME
+    fd, tmp = tempfile.mkstemp(prefix=".report.", suffix=".html", dir=out_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _metric_names(runs) -> list[str]:
+    seen = list(dict.fromkeys(k for run in runs for k in run.metrics))
+    return [m for m in METRIC_ORDER if m in seen] + [m for m in seen if m not in METRIC_ORDER]
+
+
+def _runs_table(runs) -> str:
+    rows = []
+    for run in runs:
+        cluster = run.summary.get("cluster") or {}
+        rows.append({
+            "run": run.label,
+            "policy": run.policy,
+            "seed": run.seed,
+            "cluster": run.config.get("cluster", ""),
+            "total GPUs": cluster.get("total_gpus"),
+            "GPUs by model": cluster.get("gpus_by_model"),
+            "directory": str(run.path),
+            "gpuweave": run.summary.get("gpuweave_version", ""),
+        })
+    return html_table(rows)
+
+
+def _summary_table(runs, metrics: list[str]) -> str:
+    out = ['<div class="scroll"><table><thead><tr><th class="text">metric</th>']
+    out += [f"<th>{esc(run.label)}</th>" for run in runs]
+    out.append("</tr></thead><tbody>")
+    for m in metrics:
+        out.append(f'<tr><td class="text">{esc(m)}</td>')
+        out += [f"<td>{esc(format_value(run.metrics.get(m)))}</td>" for run in runs]
+        out.append("</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _finite(value: Any) -> bool:
+    return _is_number(value) and math.isfinite(value)
+
+
+def _comparison_table(runs, metrics: list[str]) -> str:
+    compared = [m for m in metrics if m in COMPARED or m.startswith("utilization_")]
+    base = runs[0]
+    out = [f'<p>Each value relative to the first run (<b>{esc(base.label)}</b>); '
+           'the best run per metric is highlighted.</p>',
+           '<div class="scroll"><table><thead><tr><th class="text">metric</th>']
+    out += [f"<th>{esc(run.label)}</th>" for run in runs]
+    out.append("</tr></thead><tbody>")
+    for m in compared:
+        higher = COMPARED.get(m, True)
+        values = [run.metrics.get(m) for run in runs]
+        finite = [v for v in values if _finite(v)]
+        best = (max(finite) if higher else min(finite)) if finite else None
+        out.append(f'<tr><td class="text">{esc(m)} ({"higher" if higher else "lower"} is better)</td>')
+        b = values[0]
+        for v in values:
+            text = format_value(v)
+            if _finite(v) and _finite(b) and b != 0:
+                text += f" (\u00d7{v / b:.2f})"
+            cls = ' class="best"' if best is not None and _finite(v) and v == best and len(finite) > 1 else ""
+            out.append(f"<td{cls}>{esc(text)}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _definitions(runs) -> str:
+    defs: dict[str, str] = {}
+    for run in runs:
+        d = run.summary.get("definitions")
+        if isinstance(d, dict):
+            for k, v in d.items():
+                defs.setdefault(str(k), str(v))
+    if not defs:
+        return ""
+    items = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in sorted(defs.items()))
+    return f"<h2>Definitions</h2><dl>{items}</dl>"
+
+
+def _configs(runs) -> str:
+    out = ["<h2>Configurations</h2>"]
+    for run in runs:
+        text = json.dumps(run.config, indent=2, sort_keys=True, default=str)
+        out.append(f"<details><summary>{esc(run.label)}</summary><pre>{esc(text)}</pre></details>")
+    return "".join(out)
+
+
+def render_report(
+    run_dirs: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    title: str = "gpuweave report",
+    sections: Sequence[DemoSection] = (),
+) -> Path:
+    """Write ``out_dir/report.html`` (and the plot PNGs) for one or several run directories.
+
+    Returns the report path. A run directory without a readable ``summary.json``, ``jobs.csv`` or
+    ``timeseries.csv`` raises :class:`InputError` naming the file.
+    """
+    from gpuweave.report.plots import plot_runs
+    from gpuweave.report.rundir import load_runs
+
+    out_dir = Path(out_dir)
+    runs = load_runs(list(run_dirs))
+    metrics = _metric_names(runs)
+    figures = plot_runs(runs, out_dir)
+    body = ["<h2>Runs</h2>", _runs_table(runs), "<h2>Summary</h2>", _summary_table(runs, metrics)]
+    if len(runs) > 1:
+        body += ["<h2>Comparison</h2>", _comparison_table(runs, metrics)]
+    body.append("<h2>Plots</h2>")
+    body += [_figure(path, caption) for caption, path in figures]
+    body += [section_html(s) for s in sections]
+    body += [_definitions(runs), _configs(runs)]
+    return _write(out_dir, _page(title, body))
+
+
+def render_sections_report(
+    sections: Sequence[DemoSection], out_dir: str | Path, title: str = "gpuweave report"
+) -> Path:
+    """Write ``out_dir/report.html`` made of sections only (the demo's report). Returns its path."""
+    return _write(Path(out_dir), _page(title, [section_html(s) for s in sections]))

@@ -1,0 +1,165 @@
+"""Read a run directory written by :func:`gpuweave.cluster.run.run_simulation`.
+
+A run directory holds ``summary.json``, ``jobs.csv``, ``timeseries.csv`` (and ``allocations.csv``, which
+the report does not need). Anything missing or malformed raises :class:`~gpuweave.errors.InputError`
+naming the file (and the row and field for tables).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuweave.errors import InputError
+
+JOBS_REQUIRED = ("job_id", "arrival", "end", "jct")
+TIMESERIES_REQUIRED = ("time", "busy_total", "power_w")
+
+
+@dataclass
+class RunData:
+    """One run directory, loaded: the summary plus the job and timeseries tables (pandas DataFrames)."""
+
+    path: Path
+    summary: dict[str, Any]
+    jobs: Any  # pandas.DataFrame
+    timeseries: Any  # pandas.DataFrame
+    label: str = ""
+
+    @property
+    def policy(self) -> str:
+        return str(self.summary.get("policy") or self.config.get("policy") or "?")
+
+    @property
+    def seed(self) -> Any:
+        seed = self.summary.get("seed")
+        return self.config.get("seed") if seed is None else seed
+
+    @property
+    def config(self) -> dict[str, Any]:
+        cfg = self.summary.get("config")
+        return cfg if isinstance(cfg, dict) else {}
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return self.summary["metrics"]
+
+    @property
+    def models(self) -> list[str]:
+        """GPU models with a ``busy_<MODEL>`` column in the timeseries, in file order."""
+        return [c[len("busy_"):] for c in self.timeseries.columns if c.startswith("busy_") and c != "busy_total"]
+
+
+def read_summary(path: Path) -> dict[str, Any]:
+    """Read and check one ``summary.json``."""
+    if not path.is_file():
+        raise InputError("missing summary.json (not a gpuweave run directory?)", file=path)
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not valid JSON: {exc}", file=path) from None
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object", file=path)
+    metrics = data.get("metrics")
+    if not isinstance(metrics, dict):
+        raise InputError("expected an object of metrics", file=path, field="metrics")
+    for name, value in metrics.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise InputError(f"expected a number, got {value!r}", file=path, field=f"metrics.{name}")
+    for name in ("config", "cluster"):
+        if name in data and not isinstance(data[name], dict):
+            raise InputError("expected an object", file=path, field=name)
+    return data
+
+
+def _read_table(path: Path, required: tuple[str, ...], text_columns: tuple[str, ...] = ()):
+    import pandas as pd
+
+    if not path.is_file():
+        raise InputError("missing file in run directory", file=path)
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError(f"not a readable CSV table: {str(exc).strip()}", file=path) from None
+    for col in required:
+        if col not in df.columns:
+            raise InputError(f"missing column (has: {', '.join(df.columns)})", file=path, field=col)
+    for col in [c for c in df.columns if c not in text_columns]:
+        text = df[col].str.strip()
+        values = pd.to_numeric(text.replace("", "nan"), errors="coerce")
+        bad = values.isna() & ~text.str.lower().isin(["", "nan"])
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            raise InputError(f"expected a number, got {df[col].iloc[row]!r}", file=path, row=row + 1, field=col)
+        df[col] = values.astype(float)
+    return df
+
+
+def read_jobs(path: Path):
+    """Read ``jobs.csv``: every column numeric except ``job_id`` and ``job_type``."""
+    return _read_table(path, JOBS_REQUIRED, text_columns=("job_id", "job_type"))
+
+
+def read_timeseries(path: Path):
+    """Read ``timeseries.csv`` (all columns numeric), sorted by time."""
+    df = _read_table(path, TIMESERIES_REQUIRED)
+    return df.sort_values("time", kind="stable").reset_index(drop=True)
+
+
+def load_run(run_dir: str | Path) -> RunData:
+    """Load one run directory (summary.json, jobs.csv, timeseries.csv)."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise InputError("not a directory (expected a run directory)", file=run_dir)
+    summary = read_summary(run_dir / "summary.json")
+    jobs = read_jobs(run_dir / "jobs.csv")
+    timeseries = read_timeseries(run_dir / "timeseries.csv")
+    return RunData(run_dir, summary, jobs, timeseries)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        return str(int(value))
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return str(value)
+
+
+def label_runs(runs: list[RunData]) -> None:
+    """Give each run a short label: the policy; with several runs also the seed, then whatever config
+    fields differ between runs that still share a label, and finally the directory name."""
+    if len(runs) == 1:
+        runs[0].label = runs[0].policy
+        return
+    for run in runs:
+        run.label = f"{run.policy} seed={_short(run.seed)}"
+    groups: dict[str, list[RunData]] = {}
+    for run in runs:
+        groups.setdefault(run.label, []).append(run)
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        keys = sorted({k for r in group for k in r.config} - {"policy", "seed"})
+        differing = [k for k in keys if len({_short(r.config.get(k)) for r in group}) > 1]
+        for run in group:
+            extra = " ".join(f"{k}={_short(run.config.get(k))}" for k in differing)
+            if extra:
+                run.label = f"{run.label} {extra}"
+    seen: dict[str, int] = {}
+    for run in runs:
+        seen[run.label] = seen.get(run.label, 0) + 1
+    for run in runs:
+        if seen[run.label] > 1:
+            run.label = f"{run.label} ({run.path.name})"
+
+
+def load_runs(run_dirs: list[str | Path]) -> list[RunData]:
+    """Load and label several run directories."""
+    if not run_dirs:
+        raise InputError("no run directories given")
+    runs = [load_run(d) for d in run_dirs]
+    label_runs(runs)
+    return runs

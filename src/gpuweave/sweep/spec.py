@@ -1,0 +1,146 @@
+"""The SWEEP.yaml format and its expansion into cells.
+
+.. code-block:: yaml
+
+    base:                 # any SimulationConfig fields, shared by every cell
+      cluster: gavel-60
+      jobs: 50
+    grid:                 # a list of values per SimulationConfig field; cells = cartesian product
+      policy: [fifo, sjf, yarn-cs]
+      seed: [0, 1]
+      rate_per_hour: [30, 60]
+    out: gpuweave-out/sweeps/small   # optional; default gpuweave-out/sweeps/<file stem>
+
+Grid values override base values. Cells are ordered like ``itertools.product`` over the grid fields in
+file order (the last field varies fastest).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuweave.cluster.config import SimulationConfig, parse_config
+from gpuweave.errors import InputError
+
+TOP_LEVEL_KEYS = ("base", "grid", "out")
+
+
+@dataclass
+class SweepSpec:
+    base: dict[str, Any]
+    grid: dict[str, list[Any]]
+    out: Path
+    source: str = "<sweep>"
+
+    @property
+    def name(self) -> str:
+        return self.out.name
+
+
+@dataclass
+class Cell:
+    """One point of the grid: its grid values and the full validated config."""
+
+    index: int
+    params: dict[str, Any]
+    config: SimulationConfig
+    key: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.key = self.config.key()
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={_text(v)}" for k, v in self.params.items()) or "base"
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return str(value)
+
+
+def default_out(source: str | Path) -> Path:
+    return Path("gpuweave-out") / "sweeps" / Path(source).stem
+
+
+def parse_sweep(data: Any, source: str | Path = "<sweep>", *, out: str | Path | None = None) -> SweepSpec:
+    """Check a parsed SWEEP document. ``out`` (e.g. from ``--out``) overrides the document's ``out``."""
+    src = str(source)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping with base, grid and out", file=src)
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            raise InputError(f"unknown key (expected one of {', '.join(TOP_LEVEL_KEYS)})", file=src, field=str(key))
+    base = data.get("base") or {}
+    if not isinstance(base, dict):
+        raise InputError("expected a mapping of SimulationConfig fields", file=src, field="base")
+    grid = data.get("grid") or {}
+    if not isinstance(grid, dict):
+        raise InputError("expected a mapping of field: [values]", file=src, field="grid")
+    fields = SimulationConfig.model_fields
+    for name in base:
+        if name not in fields:
+            raise InputError(f"unknown SimulationConfig field (known: {', '.join(fields)})", file=src,
+                             field=f"base.{name}")
+    clean_grid: dict[str, list[Any]] = {}
+    for name, values in grid.items():
+        where = f"grid.{name}"
+        if name not in fields:
+            raise InputError(f"unknown SimulationConfig field (known: {', '.join(fields)})", file=src, field=where)
+        if not isinstance(values, list) or not values:
+            raise InputError("expected a non-empty list of values", file=src, field=where)
+        seen = set()
+        for v in values:
+            t = _text(v)
+            if t in seen:
+                raise InputError(f"duplicate value {t}", file=src, field=where)
+            seen.add(t)
+        clean_grid[str(name)] = list(values)
+    if out is None:
+        out = data.get("out")
+        if out is not None and not isinstance(out, str):
+            raise InputError("expected a directory path", file=src, field="out")
+    spec = SweepSpec(dict(base), clean_grid, Path(out) if out else default_out(src), src)
+    expand(spec)  # validate every cell now, before anything runs
+    return spec
+
+
+def load_sweep(path: str | Path, *, out: str | Path | None = None) -> SweepSpec:
+    """Read and check SWEEP.yaml."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("file not found", file=path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise InputError(f"not valid YAML: {exc}", file=path) from None
+    return parse_sweep(data, path, out=out)
+
+
+def expand(spec: SweepSpec) -> list[Cell]:
+    """The cells of the sweep: the cartesian product of the grid over the base config."""
+    names = list(spec.grid)
+    cells: list[Cell] = []
+    by_key: dict[str, Cell] = {}
+    for index, combo in enumerate(itertools.product(*(spec.grid[n] for n in names))):
+        params = dict(zip(names, combo))
+        try:
+            config = parse_config({**spec.base, **params}, spec.source)
+        except InputError as exc:
+            where = ", ".join(f"{k}={_text(v)}" for k, v in params.items()) or "base"
+            raise InputError(f"cell {where}: {exc.message}", file=spec.source, field=exc.field) from None
+        cell = Cell(index, params, config)
+        if cell.key in by_key:
+            raise InputError(f"cells {by_key[cell.key].describe()} and {cell.describe()} are the same config",
+                             file=spec.source, field="grid")
+        by_key[cell.key] = cell
+        cells.append(cell)
+    return cells

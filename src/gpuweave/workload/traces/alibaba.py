@@ -1,0 +1,277 @@
+"""Converters for Alibaba's GPU cluster traces (alibaba/clusterdata, commit 7a6c496).
+
+Four inputs, each a CSV with a header:
+
+* **openb 2023 pod list** (``cluster-trace-gpu-v2023/csv/openb_pod_list_*.csv``; Weng et al., ATC'23, FGD):
+  ``name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,
+  scheduled_time`` (times in seconds from 0) -> jobs, by :func:`read_openb_pods`;
+* **openb 2023 node list** (``openb_node_list_*.csv``: ``sn,cpu_milli,memory_mib,gpu,model``) -> cluster
+  description, by :func:`read_openb_nodes`;
+* **2026 spot-GPU node list** (``cluster-trace-v2026-spot-gpu/node_info_df.csv``: ``gpu_model,
+  gpu_capacity_num,cpu_num,node_name``; Duan et al., ASPLOS'26, GFS) -> cluster description, by
+  :func:`read_spot_nodes`;
+* **2026 spot-GPU job table** (``job_info_df.csv``: ``job_name,organization,gpu_model,cpu_request,
+  gpu_request,worker_num,submit_time,duration,job_type``; absent from the shared snapshot, read by its
+  documented columns) -> jobs, by :func:`read_spot_jobs`.
+
+The v2023/v2026 data carry no licence file, only a research/study-use statement: convert them locally,
+never ship them. A cluster description is the dict
+``{"name": str, "nodes": [{"count", "gpu", "gpus_per_node", "price_per_kwh", "pue"}, ...]}``; the traces
+give no energy prices or PUE, so those are the caller's arguments (``None`` = unknown). GPU models are
+canonicalised by :mod:`gpuweave.workload.traces.gpu_names` (``V100M16``/``V100M32`` -> ``V100``,
+``A100-SXM4-80GB`` -> ``A100-80GB``; undisclosed codes such as ``G2`` and ``GPU-series-1`` kept). None of
+the sources names a DL model, so each job's ``job_type`` is drawn by the seeded uniform rule of
+:mod:`gpuweave.workload.traces.job_types` and marked in ``note``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuweave.errors import InputError
+from gpuweave.workload.profiles import ProfileStore
+from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, read_csv_strings, require_columns
+from gpuweave.workload.traces.gpu_names import canonical_gpu_model
+from gpuweave.workload.traces.job_types import assign_job_types
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+OPENB_POD_COLUMNS = ("name", "num_gpu", "gpu_milli", "pod_phase", "creation_time", "deletion_time", "scheduled_time")
+OPENB_NODE_COLUMNS = ("sn", "gpu", "model")
+SPOT_NODE_COLUMNS = ("gpu_model", "gpu_capacity_num", "node_name")
+SPOT_JOB_COLUMNS = (
+    "job_name", "organization", "gpu_model", "cpu_request", "gpu_request",
+    "worker_num", "submit_time", "duration", "job_type",
+)
+
+
+def _canonical_column(raw: "pd.DataFrame", column: str, *, file: Path, separator: str | None = None) -> list[str | None]:
+    """Canonical GPU model per row ('' -> None); with ``separator``, each alternative, deduplicated."""
+    cache: dict[str, str] = {}
+    out: list[str | None] = []
+    for value, row in zip(raw[column].tolist(), raw[ROW].tolist()):
+        text = str(value).strip()
+        if not text:
+            out.append(None)
+            continue
+        parts = text.split(separator) if separator else [text]
+        names: list[str] = []
+        for part in parts:
+            part = part.strip()
+            if part not in cache:
+                cache[part] = canonical_gpu_model(part, file=str(file), row=int(row), field=column)
+            if cache[part] not in names:
+                names.append(cache[part])
+        out.append("|".join(names))
+    return out
+
+
+# --------------------------------------------------------------------------- openb 2023 pods
+def read_openb_pods(
+    path: str | Path,
+    *,
+    seed: int = 0,
+    profiles: ProfileStore | None = None,
+    reference_gpu: str = "V100",
+) -> "pd.DataFrame":
+    """Convert an openb pod list to a schema frame of its GPU pods.
+
+    * CPU-only pods (``num_gpu == 0``) and pods never scheduled (empty ``scheduled_time``, i.e. Pending)
+      are dropped, as are pods with ``deletion_time <= scheduled_time``; counts go to ``frame.attrs["notes"]``.
+    * ``arrival = creation_time``, ``duration = deletion_time - scheduled_time`` (run time; for pods still
+      ``Running`` at the end of the trace it is a lower bound, said in ``note``), ``num_gpus = num_gpu``.
+    * ``gpu_milli`` (GPU share of a 1-GPU pod, 1000 = whole), ``qos``, ``pod_phase`` become extra columns;
+      a one-model ``gpu_spec`` becomes ``gpu_model``, a multi-model one the extra column ``gpu_spec``
+      (canonical names joined by ``|``).
+    """
+    import numpy as np
+    import pandas as pd
+
+    file = Path(path)
+    raw = read_csv_strings(file)
+    require_columns(
+        raw, OPENB_POD_COLUMNS, file=file, what="an openb pod list with times (the multigpu* variants have none)"
+    )
+    num_gpu = numeric_column(raw, "num_gpu", file=file, unit="GPUs", integer=True, minimum=0.0)
+    gpu_milli = numeric_column(raw, "gpu_milli", file=file, unit="milli-GPU", integer=True, minimum=0.0)
+    creation = numeric_column(raw, "creation_time", file=file, unit="seconds", minimum=0.0)
+    deletion = numeric_column(raw, "deletion_time", file=file, unit="seconds", minimum=0.0)
+    scheduled = numeric_column(raw, "scheduled_time", file=file, unit="seconds", required=False, minimum=0.0)
+    over = (gpu_milli > 1000).to_numpy()
+    if over.any():
+        position = int(np.flatnonzero(over)[0])
+        raise InputError(
+            f"expected a GPU share <= 1000 milli-GPU, got {gpu_milli.iloc[position]:g}",
+            file=file, row=int(raw[ROW].iloc[position]), field="gpu_milli",
+        )
+    gpu_pod = (num_gpu > 0).to_numpy()
+    ran = scheduled.notna().to_numpy()
+    positive = (deletion - scheduled > 0).fillna(False).to_numpy()
+    keep = gpu_pod & ran & positive
+    notes = [
+        f"dropped {int((~gpu_pod).sum())} CPU-only pods",
+        f"dropped {int((gpu_pod & ~ran).sum())} GPU pods never scheduled (empty scheduled_time)",
+    ]
+    if (gpu_pod & ran & ~positive).any():
+        notes.append(f"dropped {int((gpu_pod & ran & ~positive).sum())} GPU pods with deletion_time <= scheduled_time")
+    if not keep.any():
+        raise InputError("no GPU pod with a run time (num_gpu > 0 and a scheduled_time)", file=file, field="num_gpu")
+    spec = _canonical_column(raw, "gpu_spec", file=file, separator="|") if "gpu_spec" in raw.columns else [None] * len(raw)
+    phase = raw["pod_phase"].str.strip()
+    frame = pd.DataFrame(
+        {
+            "job_id": raw["name"].str.strip().to_numpy(),
+            "arrival": creation.to_numpy(),
+            "num_gpus": num_gpu.to_numpy().astype("int64"),
+            "duration": (deletion - scheduled).to_numpy(),
+            "gpu_spec": spec,
+            "gpu_milli": gpu_milli.to_numpy().astype("int64"),
+            "qos": raw["qos"].str.strip().to_numpy() if "qos" in raw.columns else [None] * len(raw),
+            "pod_phase": phase.to_numpy(),
+            ROW: raw[ROW].to_numpy(),
+        }
+    )[keep].reset_index(drop=True)
+    specs = [s if isinstance(s, str) else None for s in frame["gpu_spec"].tolist()]
+    one_model = [s if s is not None and "|" not in s else None for s in specs]
+    several = [s if s is not None and "|" in s else None for s in specs]
+    frame = frame.drop(columns=["gpu_spec"])
+    if any(s is not None for s in one_model):
+        frame.insert(4, "gpu_model", pd.Series(one_model, dtype=object))
+    if any(s is not None for s in several):
+        frame.insert(5, "gpu_spec", pd.Series(several, dtype=object))
+    job_types, type_notes = assign_job_types(frame["num_gpus"].to_numpy(), seed, profiles, reference_gpu)
+    frame.insert(3, "job_type", job_types)
+    censored = (frame["pod_phase"] == "Running").to_numpy()
+    frame["note"] = [
+        f"openb pod {file.name}" + ("; Running at trace end, duration is a lower bound" if c else "") + f"; {n}"
+        for c, n in zip(censored.tolist(), type_notes)
+    ]
+    frame.attrs["notes"] = notes
+    return frame
+
+
+# --------------------------------------------------------------------------- cluster descriptions
+def _cluster(name: str, groups: dict[tuple[str, int], int], price_per_kwh: float | None, pue: float | None) -> dict[str, Any]:
+    nodes = [
+        {"count": count, "gpu": gpu, "gpus_per_node": per_node, "price_per_kwh": price_per_kwh, "pue": pue}
+        for (gpu, per_node), count in sorted(groups.items())
+    ]
+    return {"name": name, "nodes": nodes}
+
+
+def _group_nodes(raw: "pd.DataFrame", model_column: str, count_column: str, *, file: Path) -> dict[tuple[str, int], int]:
+    gpus = numeric_column(raw, count_column, file=file, unit="GPUs per node", integer=True, minimum=0.0)
+    empty_model = missing_mask(raw[model_column]).to_numpy()
+    has_gpu = (gpus > 0).to_numpy()
+    lacking = has_gpu & empty_model
+    if lacking.any():
+        position = int(lacking.nonzero()[0][0])
+        raise InputError("node has GPUs but no GPU model", file=file, row=int(raw[ROW].iloc[position]), field=model_column)
+    models = _canonical_column(raw, model_column, file=file)
+    groups: dict[tuple[str, int], int] = {}
+    for model, count, keep in zip(models, gpus.tolist(), has_gpu.tolist()):
+        if keep and model is not None:
+            key = (model, int(count))
+            groups[key] = groups.get(key, 0) + 1
+    if not groups:
+        raise InputError("no GPU node in the node list", file=file, field=count_column)
+    return groups
+
+
+def read_openb_nodes(
+    path: str | Path, *, name: str = "alibaba-openb-2023", price_per_kwh: float | None = None, pue: float | None = None
+) -> dict[str, Any]:
+    """Cluster description of an openb node list; CPU-only nodes (``gpu == 0``) are left out."""
+    file = Path(path)
+    raw = read_csv_strings(file)
+    require_columns(raw, OPENB_NODE_COLUMNS, file=file, what="an openb node list")
+    return _cluster(name, _group_nodes(raw, "model", "gpu", file=file), price_per_kwh, pue)
+
+
+def read_spot_nodes(
+    path: str | Path, *, name: str = "alibaba-spot-2026", price_per_kwh: float | None = None, pue: float | None = None
+) -> dict[str, Any]:
+    """Cluster description of the 2026 spot-GPU ``node_info_df.csv`` (columns read by name, not order)."""
+    file = Path(path)
+    raw = read_csv_strings(file)
+    require_columns(raw, SPOT_NODE_COLUMNS, file=file, what="a spot-GPU node list")
+    return _cluster(name, _group_nodes(raw, "gpu_model", "gpu_capacity_num", file=file), price_per_kwh, pue)
+
+
+def cluster_gpu_count(cluster: dict[str, Any]) -> int:
+    """Total GPUs of a cluster description."""
+    return sum(int(node["count"]) * int(node["gpus_per_node"]) for node in cluster["nodes"])
+
+
+# --------------------------------------------------------------------------- 2026 spot jobs
+def read_spot_jobs(
+    path: str | Path,
+    *,
+    seed: int = 0,
+    profiles: ProfileStore | None = None,
+    reference_gpu: str = "V100",
+) -> "pd.DataFrame":
+    """Convert the 2026 spot-GPU ``job_info_df.csv`` to a schema frame.
+
+    * ``num_gpus = worker_num * ceil(gpu_request)`` (``gpu_request`` is per instance: the upstream README's
+      example has 1 GPU x 94 workers); a fractional ``gpu_request`` is kept in the extra column of that name.
+    * ``arrival = submit_time`` (s from the first job), ``duration`` as is, ``user = organization``,
+      ``gpu_model`` canonical, ``job_type`` HP/Spot -> the extra column ``tier``; HP jobs get
+      ``priority`` 1 and Spot jobs too (the tier is data, the policy decides).
+    * Jobs with ``gpu_request == 0`` or ``duration == 0`` are dropped (counted in ``frame.attrs["notes"]``).
+    """
+    import numpy as np
+    import pandas as pd
+
+    file = Path(path)
+    raw = read_csv_strings(file)
+    require_columns(raw, SPOT_JOB_COLUMNS, file=file, what="a spot-GPU job table")
+    arrival = numeric_column(raw, "submit_time", file=file, unit="seconds", minimum=0.0)
+    duration = numeric_column(raw, "duration", file=file, unit="seconds", minimum=0.0)
+    gpu_request = numeric_column(raw, "gpu_request", file=file, unit="GPUs per worker", minimum=0.0)
+    workers = numeric_column(raw, "worker_num", file=file, unit="workers", integer=True, minimum=1.0)
+    tiers = raw["job_type"].str.strip()
+    bad_tier = ~tiers.isin(["HP", "Spot"]).to_numpy()
+    if bad_tier.any():
+        position = int(np.flatnonzero(bad_tier)[0])
+        raise InputError(
+            f"expected HP or Spot, got {tiers.iloc[position]!r}", file=file, row=int(raw[ROW].iloc[position]), field="job_type"
+        )
+    models = _canonical_column(raw, "gpu_model", file=file)
+    keep = ((gpu_request > 0) & (duration > 0)).to_numpy()
+    notes = []
+    if not keep.all():
+        notes.append(f"dropped {int((~keep).sum())} jobs with gpu_request 0 or duration 0")
+    if not keep.any():
+        raise InputError("no job with GPUs and a positive duration", file=file, field="gpu_request")
+    per_worker = np.ceil(gpu_request.to_numpy())
+    frame = pd.DataFrame(
+        {
+            "job_id": raw["job_name"].str.strip().to_numpy(),
+            "arrival": arrival.to_numpy(),
+            "num_gpus": (per_worker * workers.to_numpy()).astype("int64"),
+            "duration": duration.to_numpy(),
+            "user": raw["organization"].str.strip().to_numpy(),
+            "gpu_model": models,
+            "tier": tiers.to_numpy(),
+            "worker_num": workers.to_numpy().astype("int64"),
+            "gpu_request": gpu_request.to_numpy(),
+            ROW: raw[ROW].to_numpy(),
+        }
+    )[keep].reset_index(drop=True)
+    if (frame["gpu_request"] == np.floor(frame["gpu_request"])).all():
+        frame = frame.drop(columns=["gpu_request"])
+    job_types, type_notes = assign_job_types(frame["num_gpus"].to_numpy(), seed, profiles, reference_gpu)
+    frame.insert(3, "job_type", job_types)
+    frame["note"] = [f"Alibaba spot-GPU job {file.name}; {note}" for note in type_notes]
+    frame.attrs["notes"] = notes
+    return frame
+
+
+def cluster_to_yaml(cluster: dict[str, Any]) -> str:
+    """The cluster description as YAML text."""
+    import yaml
+
+    return yaml.safe_dump(cluster, sort_keys=False)

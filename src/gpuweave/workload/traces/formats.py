@@ -1,0 +1,132 @@
+"""Registry of the trace formats gpuweave reads, and format detection from a file's name and header.
+
+Each format maps to one reader module; every reader returns a frame in the schema of
+:mod:`gpuweave.workload.traces.schema`, which :func:`load_trace_frame` then validates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpuweave.errors import InputError
+from gpuweave.workload.profiles import ProfileStore
+from gpuweave.workload.traces._tables import read_text
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True, slots=True)
+class TraceFormat:
+    """A readable trace format: its CLI name, a one-line description and its reader."""
+
+    name: str
+    description: str
+    read: Callable[[Path, int, ProfileStore | None], "pd.DataFrame"]
+
+
+def _schema(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
+    from gpuweave.workload.traces.schema import read_table
+
+    return read_table(path)
+
+
+def _gavel(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
+    from gpuweave.workload.traces.gavel import read_gavel_trace
+
+    return read_gavel_trace(path)
+
+
+def _alibaba_pods(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
+    from gpuweave.workload.traces.alibaba import read_openb_pods
+
+    return read_openb_pods(path, seed=seed, profiles=profiles)
+
+
+def _alibaba_jobs(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
+    from gpuweave.workload.traces.alibaba import read_spot_jobs
+
+    return read_spot_jobs(path, seed=seed, profiles=profiles)
+
+
+def _tiresias(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
+    from gpuweave.workload.traces.tiresias import read_tiresias_trace
+
+    return read_tiresias_trace(path, seed=seed, profiles=profiles)
+
+
+def _philly(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
+    from gpuweave.workload.traces.philly import read_philly_jobs
+
+    return read_philly_jobs(path, seed=seed, profiles=profiles)
+
+
+FORMATS: dict[str, TraceFormat] = {
+    f.name: f
+    for f in (
+        TraceFormat("schema", "gpuweave trace schema, CSV or Parquet (docs/trace-schema.md)", _schema),
+        TraceFormat("gavel", "Gavel tab-separated trace, 10-, 7- (MSR) or 9-field (packing) layout", _gavel),
+        TraceFormat("alibaba-pods", "Alibaba openb 2023 pod list (openb_pod_list_*.csv)", _alibaba_pods),
+        TraceFormat("alibaba-jobs", "Alibaba 2026 spot-GPU job table (job_info_df.csv)", _alibaba_jobs),
+        TraceFormat("tiresias", "Tiresias simulator job CSV (e.g. 60_job.csv)", _tiresias),
+        TraceFormat("philly", "flattened Philly job list (timestamp,duration,num_gpus,gpu_time,cluster)", _philly),
+    )
+}
+
+# header columns that identify each CSV format (all must be present)
+_SIGNATURES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("schema", frozenset({"job_id", "arrival", "num_gpus", "job_type"})),
+    ("alibaba-pods", frozenset({"name", "num_gpu", "gpu_milli"})),
+    ("alibaba-jobs", frozenset({"job_name", "gpu_request", "worker_num"})),
+    ("tiresias", frozenset({"job_id", "num_gpu", "submit_time"})),
+    ("philly", frozenset({"timestamp", "duration", "num_gpus", "cluster"})),
+)
+
+
+def detect_format(path: str | Path) -> str:
+    """Guess a trace's format from its suffix and first line; InputError when nothing matches."""
+    file = Path(path)
+    if file.suffix.lower() == ".parquet":
+        return "schema"
+    text = read_text(file)
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    if file.suffix.lower() == ".trace" or first.count("\t") >= 6:
+        return "gavel"
+    header = {name.strip() for name in first.split(",")}
+    for name, columns in _SIGNATURES:
+        if columns <= header:
+            return name
+    raise InputError(
+        f"cannot tell the trace format from the header {first[:80]!r}; pass --format ({', '.join(FORMATS)})",
+        file=file,
+        row=0,
+    )
+
+
+def load_trace_frame(
+    path: str | Path,
+    fmt: str = "auto",
+    *,
+    seed: int = 0,
+    profiles: ProfileStore | None = None,
+    max_gpus: int | None = None,
+) -> "pd.DataFrame":
+    """Read ``path`` in format ``fmt`` (``auto`` = detect) and return the validated schema frame.
+
+    Job types are checked against ``profiles`` when given. ``work`` is left as the source gives it (see
+    :func:`gpuweave.workload.traces.schema.fill_work`).
+    """
+    from gpuweave.workload.traces.schema import validate_frame
+
+    file = Path(path)
+    name = detect_format(file) if fmt == "auto" else fmt
+    if name not in FORMATS:
+        raise InputError(f"unknown trace format {fmt!r}; expected auto or one of {', '.join(FORMATS)}", field="format")
+    raw = FORMATS[name].read(file, seed, profiles)
+    frame = validate_frame(raw, file=file, profiles=profiles, max_gpus=max_gpus)
+    frame.attrs["format"] = name
+    frame.attrs["notes"] = list(raw.attrs.get("notes", []))
+    return frame

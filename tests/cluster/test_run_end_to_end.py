@@ -1,0 +1,126 @@
+"""One run from a config on bundled data: result files, determinism, atomicity, demo section."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from gpuweave.cluster.config import parse_config
+from gpuweave.cluster.run import run_simulation
+
+
+def _files(d):
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+
+
+def test_result_files_and_byte_identical_rerun(tmp_path):
+    cfg = parse_config({"policy": "fifo", "jobs": 40, "rate_per_hour": 10, "seed": 3})
+    s1 = run_simulation(cfg, tmp_path / "a")
+    run_simulation(cfg, tmp_path / "b")
+    a, b = _files(tmp_path / "a"), _files(tmp_path / "b")
+    assert set(a) == {"jobs.csv", "allocations.csv", "timeseries.csv", "summary.json"}
+    assert a == b
+    summary = json.loads(a["summary.json"])
+    assert summary["seed"] == 3 and summary["policy"] == "fifo"
+    assert summary["metrics"]["completed"] == 40 == s1["completed"]
+    for key in ("avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "time_to_50pct_s", "mean_queueing_delay_s",
+                "utilization", "energy_kwh", "cost"):
+        assert key in summary["metrics"]
+    rows = list(csv.DictReader(open(tmp_path / "a" / "jobs.csv")))
+    assert len(rows) == 40
+    assert all(float(r["start"]) >= float(r["arrival"]) for r in rows)
+    assert all(abs(float(r["jct"]) - (float(r["end"]) - float(r["arrival"]))) < 1e-6 for r in rows)
+
+
+def test_different_seed_gives_different_trace(tmp_path):
+    run_simulation(parse_config({"policy": "fifo", "jobs": 20, "seed": 1}), tmp_path / "a")
+    run_simulation(parse_config({"policy": "fifo", "jobs": 20, "seed": 2}), tmp_path / "b")
+    assert (tmp_path / "a" / "jobs.csv").read_bytes() != (tmp_path / "b" / "jobs.csv").read_bytes()
+
+
+def test_failed_run_leaves_no_summary(tmp_path, monkeypatch):
+    from gpuweave.cluster import results
+
+    def broken(rec, path):
+        path.write_text("half a file")
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(results, "_write_timeseries", broken)
+    out = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="disk full"):
+        run_simulation(parse_config({"policy": "fifo", "jobs": 10}), out)
+    assert not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_mid_run_policy_failure_leaves_no_summary(tmp_path, monkeypatch):
+    from gpuweave.cluster.policies.fifo import FifoPolicy
+
+    calls = {"n": 0}
+    original = FifoPolicy.schedule
+
+    def flaky(self, view):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise RuntimeError("policy crashed")
+        return original(self, view)
+
+    monkeypatch.setattr(FifoPolicy, "schedule", flaky)
+    with pytest.raises(RuntimeError, match="policy crashed"):
+        run_simulation(parse_config({"policy": "fifo", "jobs": 30}), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "yarn-cs"])
+def test_baselines_complete_on_the_gavel_cluster(tmp_path, policy):
+    summary = run_simulation(parse_config({"policy": policy, "jobs": 50, "rate_per_hour": 20}), tmp_path / policy)
+    assert summary["completed"] == 50
+    assert 0 < summary["utilization"] <= 1
+
+
+def test_sjf_beats_fifo_on_average_jct(tmp_path):
+    fifo = run_simulation(parse_config({"policy": "fifo", "jobs": 120, "rate_per_hour": 10}), tmp_path / "f")
+    sjf = run_simulation(parse_config({"policy": "sjf", "jobs": 120, "rate_per_hour": 10}), tmp_path / "s")
+    assert sjf["avg_jct_s"] < fifo["avg_jct_s"]
+
+
+def test_bench_reports_the_agreed_fields():
+    from gpuweave.bench import bench_sim
+
+    result = bench_sim(500, 64, "fifo", 30.0, 0, None)
+    for key in ("jobs", "gpus", "wall_s", "jobs_per_s", "events_per_s", "peak_rss_mb"):
+        assert key in result
+    assert result["jobs"] == result["completed"] == 500 and result["gpus"] == 64
+
+
+def test_round_based_run_visits_only_active_jobs():
+    """A 360 s round policy on a long trace: each call sees only arrived, unfinished jobs."""
+    from gpuweave.cluster.policies import make_policy
+    from gpuweave.cluster.simulator import Simulator
+    from gpuweave.hardware.catalog import get_gpu
+    from gpuweave.hardware.cluster_spec import load_cluster
+    from gpuweave.workload.profiles import load_profiles
+    from gpuweave.workload.traces.generate import generate_philly_like
+
+    profiles = load_profiles()
+    jobs = generate_philly_like(300, 30.0, 0, profiles=profiles)
+    nodes = load_cluster("gavel-60").expand()
+    power = {n.gpu_model: (get_gpu(n.gpu_model).power_idle_w, get_gpu(n.gpu_model).power_max_w) for n in nodes}
+    fifo = make_policy("fifo")
+    seen = []
+
+    class Spy:
+        name = "spy"
+        round_length = 360.0
+
+        def schedule(self, view):
+            seen.append(len(view.pending) + len(view.running))
+            assert all(js.end is None and js.job.arrival <= view.now for js in view.pending.values())
+            return fifo.schedule(view)
+
+    rec = Simulator(nodes, jobs, Spy(), profiles, power).run()
+    assert all(js.end is not None for js in rec.jobs)
+    assert max(seen) < len(jobs)
+    assert rec.decisions == len(seen)
