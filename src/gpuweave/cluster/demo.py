@@ -1,8 +1,9 @@
 """Demo section: every registered cluster policy on the same Philly-like trace and heterogeneous cluster.
 
-The trace is generated from the bundled Gavel throughputs (Gavel's Philly distribution, seeded) and run
-on the bundled Gavel-style cluster (20 V100, 20 P100, 20 K80): one comparison table and the JCT CDF,
-completion, busy-GPU and power plots.
+The trace is the bundled ``philly-like-200.csv`` (Gavel's Philly distribution over the bundled Gavel
+throughputs, 4 jobs/hour, seed 0; see workload/data/SOURCES.md), run on the bundled Gavel-style cluster
+(20 V100, 20 P100, 20 K80): one comparison table and the JCT CDF, completion, busy-GPU and power plots.
+``--quick`` generates a 60-job trace with the same distribution instead.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import time
 from gpuweave.demo_sections import DemoContext, DemoSection, register_demo_section
 
 DEMO_CLUSTER = "gavel-60"
-DEMO_JOBS = 200
+DEMO_TRACE = "philly-like-200.csv"
 DEMO_QUICK_JOBS = 60
-DEMO_RATE_PER_HOUR = 8.0
+DEMO_QUICK_RATE_PER_HOUR = 8.0
 
 COLUMNS = [
     ("avg_jct_s", "avg JCT (h)", 1 / 3600),
@@ -36,13 +37,19 @@ def cluster_demo(ctx: DemoContext) -> DemoSection:
     from gpuweave.report.plots import plot_runs
     from gpuweave.report.rundir import load_runs
 
-    jobs = DEMO_QUICK_JOBS if ctx.quick else DEMO_JOBS
+    from importlib.resources import files
+
+    if ctx.quick:
+        source = {"jobs": DEMO_QUICK_JOBS, "rate_per_hour": DEMO_QUICK_RATE_PER_HOUR}
+        what = f"{DEMO_QUICK_JOBS} generated Philly-like jobs ({DEMO_QUICK_RATE_PER_HOUR:g}/hour, seed {ctx.seed})"
+    else:
+        trace = files("gpuweave.workload") / "data" / "traces" / DEMO_TRACE
+        source = {"trace": str(trace)}
+        what = f"the bundled {DEMO_TRACE}"
     rows = []
     run_dirs = []
     for name in policy_names():
-        cfg = SimulationConfig(
-            policy=name, cluster=DEMO_CLUSTER, jobs=jobs, rate_per_hour=DEMO_RATE_PER_HOUR, seed=ctx.seed
-        )
+        cfg = SimulationConfig(policy=name, cluster=DEMO_CLUSTER, seed=ctx.seed, **source)
         t0 = time.perf_counter()
         run_dir = ctx.out_dir / "runs" / name
         summary = run_simulation(cfg, run_dir)
@@ -57,11 +64,11 @@ def cluster_demo(ctx: DemoContext) -> DemoSection:
     rows.sort(key=lambda r: r["avg JCT (h)"])
     figures = plot_runs(load_runs(run_dirs), ctx.out_dir)
     return DemoSection(
-        title=f"Cluster policies: {jobs} Philly-like jobs on {DEMO_CLUSTER} (20 V100, 20 P100, 20 K80)",
+        title=f"Cluster policies on {DEMO_CLUSTER} (20 V100, 20 P100, 20 K80): {what}",
         table=rows,
         images=[path for _, path in figures],
         text=(
-            f"Trace: Gavel's Philly distribution, {DEMO_RATE_PER_HOUR:g} jobs/hour, seed {ctx.seed}; every policy is "
+            "Trace: Gavel's Philly distribution of sizes and durations over the bundled Gavel throughputs. Every policy is "
             "judged by the same simulator (gang, capacity, slowest-model speed, 10 s restart delay, energy). "
             f"Per-policy result directories: {ctx.out_dir / 'runs'}."
         ),

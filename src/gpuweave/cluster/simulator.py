@@ -12,6 +12,11 @@ Model (issue #2, DESIGN.md):
   for ``restart_delay`` seconds without progress. A job's first start is free.
 - Energy: every GPU draws idle power when free and max power when allocated (restarting included), times
   its node's PUE; cost is that energy times the node's price per kWh.
+- Opt-in per job (``Job.attrs``): ``moldable`` (True = any GPU count with a positive rate, or a collection of
+  allowed counts) relaxes the gang rule to "as many GPUs as the placement gives", with the rate looked up for
+  that count (ANDREAS picks a job's GPU count at every rescheduling); ``snapshot_every`` (work units, e.g. 1
+  epoch) makes a preempted or moved job resume from its last snapshot: progress since the last multiple is
+  lost (counted in ``Simulator.rollback_lost``).
 - Triggers: a policy with ``round_length`` is called on round ticks (``k * round_length``) while jobs are
   active; otherwise it is called after every instant at which a job arrived or completed. A policy may set
   ``on_events = True`` to be called on both.
@@ -159,6 +164,7 @@ class Simulator:
         self._last_t = 0.0
         self.events = 0
         self.decisions = 0
+        self.rollback_lost = 0.0  # work lost to snapshot roll-backs (opt-in, Job.attrs["snapshot_every"])
 
     # ------------------------------------------------------------------ rates
     def model_rate(self, job_type: str, model: str, num_gpus: int, consolidated: bool, strict: bool = True) -> float:
@@ -320,7 +326,7 @@ class Simulator:
         held = now - js.seg_start
         progress = max(0.0, now - js.productive_start) * js.rate
         js.remaining = max(0.0, js.remaining - progress)
-        n = js.job.num_gpus
+        n = sum(k for _, k in js.placement)  # = num_gpus unless the job is moldable
         js.attained_gpu_seconds += held * n
         for node, k in js.placement:
             model = self.nodes[node].gpu_model
@@ -331,6 +337,17 @@ class Simulator:
         if self.record_segments:
             delay = js.productive_start - js.seg_start
             self.segments.append(Segment(js.job.job_id, js.seg_start, now, js.placement, js.rate, delay))
+
+    def _rollback(self, js: JobState) -> None:
+        """Opt-in snapshot roll-back: keep only the progress up to the last multiple of ``snapshot_every``."""
+        every = js.job.attrs.get("snapshot_every") if js.job.attrs else None
+        if not every:
+            return
+        done = js.job.work - js.remaining
+        kept = math.floor(done / every + 1e-9) * every
+        if kept < done:
+            self.rollback_lost += done - kept
+            js.remaining = js.job.work - kept
 
     def _release(self, js: JobState) -> None:
         nodes = self.nodes
@@ -392,12 +409,12 @@ class Simulator:
                     raise InvalidDecisionError(f"policy '{name}' at t={now:g}: job '{job_id}' placed on invalid node {node}")
                 total += k
                 delta[node] = delta.get(node, 0) - k
-            if total != js.job.num_gpus:
+            if total != js.job.num_gpus and not _moldable_ok(js.job, total):
                 raise InvalidDecisionError(
                     f"policy '{name}' at t={now:g}: gang rule: job '{job_id}' needs {js.job.num_gpus} GPUs, placement "
                     f"gives {total}"
                 )
-            rate = self.placement_rate(js.job.job_type, js.job.num_gpus, placement)
+            rate = self.placement_rate(js.job.job_type, total, placement)
             if not rate > 0:
                 raise InvalidDecisionError(
                     f"policy '{name}' at t={now:g}: job '{job_id}' ({js.job.job_type}) cannot run on {placement}"
@@ -415,6 +432,7 @@ class Simulator:
         # Apply: stops, then moves and starts.
         for js in stop_ids:
             self._close_segment(js)
+            self._rollback(js)
             self._release(js)
             del self.running[js.job.job_id]
             self.pending[js.job.job_id] = js
@@ -422,6 +440,7 @@ class Simulator:
             job_id = js.job.job_id
             if js.placement is not None:
                 self._close_segment(js)
+                self._rollback(js)
                 self._release(js)
             else:
                 self.pending.pop(job_id, None)
@@ -437,3 +456,11 @@ class Simulator:
             self.running[job_id] = js
             finish = js.productive_start + js.remaining / rate
             q.push(finish, COMPLETION, COMPLETION, (js, js.version))
+
+
+def _moldable_ok(job: Job, total: int) -> bool:
+    """Opt-in gang relaxation: ``Job.attrs["moldable"]`` True (any count >= 1) or a collection of counts."""
+    allowed = job.attrs.get("moldable") if job.attrs else None
+    if not allowed:
+        return False
+    return total >= 1 if allowed is True else total in allowed

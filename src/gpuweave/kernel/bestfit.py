@@ -9,6 +9,11 @@ removed from its queue. Predicted durations come from each request's own task pr
 from the profile has ``d = +∞`` and never fits (R-6). ``best_d`` starts at −∞ so a kernel with
 SK = 0 is still selectable (spec [rev]).
 
+Refinement (not in the paper or the spec listing): only the *oldest* waiting request of each task is
+a candidate, so a later launch of a task never overtakes an earlier one of the same task (its
+stream would run them out of order). With blocking hook clients a task has one waiting request per
+thread, and with one waiting request per task this is exactly the spec's Algorithm 2.
+
 Complexity: O(total waiting requests in the scanned levels) per call.
 """
 
@@ -19,6 +24,7 @@ from typing import Protocol, Sequence
 
 
 class Fillable(Protocol):
+    task: str
     fill_d: float  # predicted duration as a filler (SK, or +inf when the ID is unknown)
 
 
@@ -30,7 +36,11 @@ def best_prio_fit(queues: Sequence[deque], g: float, hp: int) -> tuple[Fillable 
             continue
         best_i = -1
         best_d = float("-inf")
+        seen: set[str] = set()
         for i, r in enumerate(q):
+            if r.task in seen:
+                continue
+            seen.add(r.task)
             d = r.fill_d
             if d <= g and d > best_d:
                 best_i = i

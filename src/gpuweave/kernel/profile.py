@@ -62,10 +62,8 @@ class Profile:
         """Instance-weighted mean kernel duration, the busy-prediction fallback for unknown IDs (R-6)."""
         if not self.sk:
             return 0.0
-        if self.counts:
-            n = sum(self.counts.get(k, 1) for k in self.sk)
-            return sum(v * self.counts.get(k, 1) for k, v in self.sk.items()) / n
-        return sum(self.sk.values()) / len(self.sk)
+        weights = {k: (self.counts.get(k, 0) or 1) for k in self.sk}  # missing/zero count → weight 1
+        return sum(v * weights[k] for k, v in self.sk.items()) / sum(weights.values())
 
     def scaled_gaps(self, factor: float) -> "Profile":
         """A copy with every SG multiplied by ``factor`` (R-15 correction or measurement-inflation studies)."""

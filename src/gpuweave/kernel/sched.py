@@ -52,6 +52,10 @@ from gpuweave.kernel.profile import Profile
 
 INF = math.inf
 
+#: Tie tolerance (ms) added to a holder's expiry: a request that arrives exactly at the predicted end of
+#: the gap (exact profiles, grace 0) still finds its task holding the GPU, whatever the float rounding.
+TIE_EPS = 1e-9
+
 
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:
@@ -329,7 +333,7 @@ class SchedulerCore:
             t.g = g
             t.gap_deadline = pe + g
             self.filled_in_gap = False
-            t.active_until = pe + g + cfg.holder_grace
+            t.active_until = pe + g + cfg.holder_grace + TIE_EPS
             self._set_timer(t.active_until, out)
             self._go(r, now, False, out)
         if not q or held:

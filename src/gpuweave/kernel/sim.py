@@ -186,6 +186,9 @@ class SimResult:
     log: list[str]
     core_inputs: list[tuple]
     core_stats: CoreStats | None
+    service_busy: dict[str, float] = field(default_factory=dict)
+    profiles: dict[str, Profile] = field(default_factory=dict)
+    go_log: list[tuple[float, str, int, str, bool]] = field(default_factory=list)
     _kend_times: list[float] = field(default_factory=list, repr=False)
     _kend_cum: list[float] = field(default_factory=list, repr=False)
 
@@ -232,7 +235,7 @@ class _Svc:
     __slots__ = (
         "idx", "name", "prio", "kids", "base_dur", "base_cpu", "syncs", "n_ops", "rng", "total", "workload",
         "submitted", "queue", "running", "cur_submit", "cur_start", "op", "task_no", "durs", "cpus", "stream",
-        "outstanding", "waiting_sync", "blocked", "seq", "done", "records", "last_end", "go_filler", "finite",
+        "outstanding", "waiting_sync", "blocked", "seq", "done", "records", "last_end", "go_filler", "finite", "busy",
     )
 
 
@@ -256,6 +259,8 @@ class KernelSim:
         self.mode = cfg.mode
         self.arb = cfg.device if cfg.mode == "fikit" else cfg.mode
         self.core: SchedulerCore | None = None
+        self.profiles: dict[str, Profile] = {}
+        self.go_log: list[tuple[float, str, int, str, bool]] = []
         if cfg.mode == "fikit":
             self.core = SchedulerCore(cfg.scheduler)
             for s in services:
@@ -268,6 +273,7 @@ class KernelSim:
                     gap_inflation=cfg.measure_gap_inflation,
                     task_key=_task_key_of(s.name),
                 )
+                self.profiles[s.name] = prof
                 self.core.register(s.name, s.priority, prof, "share", 0.0)
         stop = cfg.stop_when
         if stop is None:
@@ -311,6 +317,7 @@ class KernelSim:
             v.records = []
             v.last_end = 0.0
             v.go_filler = False
+            v.busy = 0.0
             self.svcs.append(v)
             self.by_name[s.name] = v
         self.heap: list[tuple] = []
@@ -418,6 +425,7 @@ class KernelSim:
                 w.go_filler = a.filler
                 if self.config.log:
                     self.log.append(f"{t!r} go {w.name} {a.request.seq} {'F' if a.filler else 'H'}")
+                    self.go_log.append((t, w.name, a.request.seq, a.request.kid, a.filler))
                 if rtt > 0:
                     self._push(t + rtt / 2, _GO, w)
                 else:
@@ -517,6 +525,7 @@ class KernelSim:
         self.kend_times.append(t)
         self.kend_cum.append(self.busy)
         v.outstanding -= 1
+        v.busy += dur
         v.last_end = t
         if v.blocked:
             v.blocked = False
@@ -586,6 +595,9 @@ class KernelSim:
             log=self.log,
             core_inputs=self.core_inputs,
             core_stats=self.core.stats if self.core is not None else None,
+            service_busy={v.name: v.busy for v in self.svcs},
+            profiles=self.profiles,
+            go_log=self.go_log,
             _kend_times=self.kend_times,
             _kend_cum=self.kend_cum,
         )

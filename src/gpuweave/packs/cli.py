@@ -64,7 +64,7 @@ def register(cli) -> None:
         console.print(_fmt_metrics(metrics))
         if json_out is not None:
             json_out.parent.mkdir(parents=True, exist_ok=True)
-            json_out.write_text(json.dumps(plan_to_dict(prof, sched, kk, metrics), indent=2) + "\n")
+            json_out.write_text(json.dumps(plan_to_dict(prof, sched, kk, metrics, seed=seed), indent=2) + "\n")
             console.print(f"wrote {json_out}")
         if gantt is not None:
             from gpuweave.packs.gantt import plot_packs

@@ -76,7 +76,7 @@ def _pairs(n: int) -> _Pairs:
 def one_pack_costs(profile: Profile, max_size: int) -> np.ndarray:
     """``cost1[mask]`` for every subset of at most ``max_size`` tasks (``+inf`` for larger ones)."""
     n, p = profile.n, profile.p
-    rows = profile.times.tolist()
+    rows = profile.rows
     cost1 = np.full(1 << n, np.inf)
     cost1[0] = 0.0
     limit = min(max_size, p)
@@ -119,7 +119,7 @@ def exact_from_costs(profile: Profile, k: int, cost1: np.ndarray) -> ExactResult
         pmask = int(pr.p[pick])
         packs.append([i for i in range(n) if pmask >> i & 1])
         s = int(pr.r[pick])
-    rows = profile.times.tolist()
+    rows = profile.rows
     sigma = [0] * n
     for blk in packs:
         sg, _ = optimal_one_pack(rows, blk, p)

@@ -24,7 +24,7 @@ MAX_N = 10
 def enumerate_optimum(profile: Profile, k: int) -> tuple[float, list[list[int]]]:
     """Return ``(OPT_k, packs)`` by exhaustive enumeration of the partitions."""
     n, p = profile.n, profile.p
-    rows = profile.times.tolist()
+    rows = profile.rows
     limit = min(k, p)
     memo: dict[int, float] = {}
 
@@ -63,7 +63,7 @@ def enumerate_optimum(profile: Profile, k: int) -> tuple[float, list[list[int]]]
 @register_algorithm("exact-enum", summary="proven optimum by partition enumeration (n <= 10)", exact=True, max_n=MAX_N)
 def exact_enum(profile: Profile, k: int, rng: np.random.Generator) -> Solution:
     cost, packs = enumerate_optimum(profile, k)
-    rows = profile.times.tolist()
+    rows = profile.rows
     sigma = [0] * profile.n
     for blk in packs:
         sg, _ = optimal_one_pack(rows, blk, profile.p)

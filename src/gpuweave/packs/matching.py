@@ -26,7 +26,7 @@ def matching_k2(profile: Profile) -> tuple[float, list[list[int]], list[int]]:
     import networkx as nx
 
     n, p = profile.n, profile.p
-    rows = profile.times.tolist()
+    rows = profile.rows
     alone = [rows[i][p - 1] for i in range(n)]
     graph = nx.Graph()
     graph.add_nodes_from(range(n))

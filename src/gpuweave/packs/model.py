@@ -31,13 +31,15 @@ class Profile:
 
     ``repaired`` names the tasks whose raw times were changed by :func:`repair` (empty when the input
     already satisfied Eq. (1) and (2)). ``commands`` optionally holds, per task, the command line the real
-    runner starts (see :mod:`gpuweave.packs.runner`); empty when the profile has none.
+    runner starts (see :mod:`gpuweave.packs.runner`); empty when the profile has none. ``rows`` is
+    ``times`` as nested Python lists, built once, for the algorithms' scalar loops. Treat it as read-only.
     """
 
     times: np.ndarray
     names: tuple[str, ...]
     repaired: tuple[str, ...] = ()
     commands: tuple[str, ...] = ()
+    rows: list[list[float]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         t = np.asarray(self.times, dtype=float)
@@ -51,6 +53,8 @@ class Profile:
             raise InputError(f"{len(self.commands)} commands for {t.shape[0]} profile rows")
         t.setflags(write=False)
         object.__setattr__(self, "times", t)
+        # Python lists of the same times: the algorithms' hot loops index them (faster than numpy scalars).
+        object.__setattr__(self, "rows", t.tolist())
 
     @property
     def n(self) -> int:

@@ -102,19 +102,19 @@ def _solution(run: ApproxRun) -> Solution:
 
 @register_algorithm("pack-approx", summary="pack-Approx with Algorithm 1 on every iteration's packs (spec R1 b)")
 def pack_approx(profile: Profile, k: int, rng: np.random.Generator) -> Solution:
-    rows = profile.times.tolist()
+    rows = profile.rows
     return _solution(pack_approx_run(rows, profile.n, profile.p, k, reassign_each=True))
 
 
 @register_algorithm("pack-approx-raw", summary="literal Algorithm 3 with MAKE-PACK(n,p,k); 3-approx for k=p")
 def pack_approx_raw(profile: Profile, k: int, rng: np.random.Generator) -> Solution:
-    rows = profile.times.tolist()
+    rows = profile.rows
     return _solution(pack_approx_run(rows, profile.n, profile.p, k, reassign_each=False))
 
 
 @register_algorithm("pack-approx-a", summary="literal pack-Approx, then Algorithm 1 on its best packs (spec R1 a)")
 def pack_approx_a(profile: Profile, k: int, rng: np.random.Generator) -> Solution:
-    rows = profile.times.tolist()
+    rows = profile.rows
     run = pack_approx_run(rows, profile.n, profile.p, k, reassign_each=False)
     sigma = list(run.sigma)
     reassign(rows, run.packs, sigma, profile.p)

@@ -69,7 +69,7 @@ def pack_by_pack_run(rows: Sequence[Sequence[float]], n: int, p: int, k: int, ep
 
 
 def best_over_eps(profile: Profile, k: int, eps_values: Sequence[float]) -> Solution:
-    rows = profile.times.tolist()
+    rows = profile.rows
     best = None
     for eps in eps_values:
         packs, sigma, cost = pack_by_pack_run(rows, profile.n, profile.p, k, float(eps))

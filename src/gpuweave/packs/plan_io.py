@@ -7,7 +7,8 @@ Format::
                 "tasks": [{"task": name, "procs": j, "time": t, "command": "..."}]}],
      "metrics": {"relative_cost": ..., "packing_ratio": ..., "relative_response_time": ..., "runtime_ms": ...}}
 
-``command`` is present when the profile had a ``command`` column. :func:`read_plan` checks a file a user
+``command`` is present when the profile had a ``command`` column; ``seed`` and ``version`` (the package
+version) are recorded too. :func:`read_plan` checks a file a user
 may have written by hand and raises :class:`~gpuweave.errors.InputError` with the field at fault.
 """
 
@@ -24,7 +25,10 @@ from gpuweave.packs.metrics import Metrics
 from gpuweave.packs.model import PackSchedule, Profile
 
 
-def plan_to_dict(profile: Profile, schedule: PackSchedule, k: int, metrics: Metrics) -> dict[str, Any]:
+def plan_to_dict(profile: Profile, schedule: PackSchedule, k: int, metrics: Metrics, *, seed: int | None = None) -> dict[str, Any]:
+    """The plan as JSON-ready data; ``seed`` and the package ``version`` are recorded beside the format's keys."""
+    from gpuweave import __version__
+
     packs = []
     for pk in schedule.packs:
         tasks = []
@@ -36,7 +40,16 @@ def plan_to_dict(profile: Profile, schedule: PackSchedule, k: int, metrics: Metr
         packs.append({"cost": pk.cost, "start": pk.start, "tasks": tasks})
     m = metrics.as_dict()
     m.pop("cost")
-    return {"procs": schedule.p, "k": k, "algo": schedule.algo, "cost": schedule.cost, "packs": packs, "metrics": m}
+    return {
+        "procs": schedule.p,
+        "k": k,
+        "algo": schedule.algo,
+        "cost": schedule.cost,
+        "packs": packs,
+        "metrics": m,
+        "seed": seed,
+        "version": __version__,
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ def random_proc_run(rows: list[list[float]], n: int, p: int, k: int, rng: np.ran
 
 
 def best_of(profile: Profile, k: int, rng: np.random.Generator, runs: int) -> Solution:
-    rows = profile.times.tolist()
+    rows = profile.rows
     best = None
     for _ in range(runs):
         packs, sigma, cost = random_proc_run(rows, profile.n, profile.p, k, rng)

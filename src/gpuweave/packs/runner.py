@@ -126,6 +126,8 @@ def run_plan(plan: Plan, *, cpus_per_proc: int = 1, command: str | None = None, 
         runs: list[TaskRun] = []
         threads = []
         pack_start = time.perf_counter() - t0
+        procs: list[subprocess.Popen] = []
+        # Start every task of the pack first (no waiter thread runs while we fork), then wait in threads.
         for pt, cs, argv in zip(pk.tasks, sets, cmds):
             env = dict(os.environ)
             env.update(GPUWEAVE_PROCS=str(pt.procs), GPUWEAVE_CPUS=",".join(map(str, cs)), OMP_NUM_THREADS=str(len(cs)))
@@ -141,9 +143,12 @@ def run_plan(plan: Plan, *, cpus_per_proc: int = 1, command: str | None = None, 
                     preexec_fn=lambda s=cpuset: os.sched_setaffinity(0, s),
                 )
             except OSError as exc:
+                for other in procs:
+                    other.kill()
                 raise InputError(f"task '{pt.name}': cannot start {argv[0]!r}: {exc}") from None
-            tr = TaskRun(pt.name, pt.procs, cs, pt.time, start, start, -1, "")
-            runs.append(tr)
+            procs.append(proc)
+            runs.append(TaskRun(pt.name, pt.procs, cs, pt.time, start, start, -1, ""))
+        for proc, tr in zip(procs, runs):
 
             def wait(proc=proc, tr=tr) -> None:
                 try:

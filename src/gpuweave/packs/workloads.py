@@ -7,6 +7,7 @@
   sequential time ``S`` and ``rho = kappa(q_ref)/S`` log-uniformly.
 * :func:`workload`: Workload-I (10 tasks, p = 16; SYN-REF surrogate or a CSV of real measurements, R10),
   Workload-II (65 tasks, p = 16) and Workload-III (260 tasks, p = 32), sizes from ``data/paper_numbers.toml``.
+  The paper does not list Workload-III's pack sizes; we use every even k from 2 to 32 (spec R12).
 * :func:`load_profile_csv`: a user's profile, rows = tasks, a ``task`` column and one column per processor
   count ``1..P``, times in seconds, and optionally a ``command`` column (what ``gpuweave run packs`` starts
   for the task; placeholders ``{procs}``, ``{cpus}``, ``{task}``, ``{python}``). Violations of Eq. (1)/(2) are repaired (spec 1) with a

@@ -12,7 +12,6 @@ import html
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -168,13 +167,12 @@ def _page(title: str, body: Iterable[str]) -> str:
 def _write(out_dir: Path, text: str) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / REPORT_NAME
-    fd, tmp = tempfile.mkstemp(prefix=".report.", suffix=".html", dir=out_dir)
+    tmp = out_dir / f".{REPORT_NAME}.{os.getpid()}.tmp"  # ordinary permissions, unlike mkstemp's 0600
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return target
 
@@ -229,14 +227,14 @@ def _comparison_table(runs, metrics: list[str]) -> str:
         higher = COMPARED.get(m, True)
         values = [run.metrics.get(m) for run in runs]
         finite = [v for v in values if _finite(v)]
-        best = (max(finite) if higher else min(finite)) if finite else None
+        best = (max(finite) if higher else min(finite)) if len(set(finite)) > 1 else None
         out.append(f'<tr><td class="text">{esc(m)} ({"higher" if higher else "lower"} is better)</td>')
         b = values[0]
         for v in values:
             text = format_value(v)
             if _finite(v) and _finite(b) and b != 0:
                 text += f" (\u00d7{v / b:.2f})"
-            cls = ' class="best"' if best is not None and _finite(v) and v == best and len(finite) > 1 else ""
+            cls = ' class="best"' if best is not None and _finite(v) and v == best else ""
             out.append(f"<td{cls}>{esc(text)}</td>")
         out.append("</tr>")
     out.append("</tbody></table></div>")

@@ -10,6 +10,8 @@ Executors are context managers; ``close()`` releases what the executor started.
 from __future__ import annotations
 
 import os
+import re
+import sys
 import traceback
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from typing import Any, Callable, Sequence
 from gpuweave.errors import InputError
 
 OnDone = Callable[[int, Any], None]
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass
@@ -34,6 +37,14 @@ def describe_exception(exc: BaseException) -> str:
         return exc.one_line()
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _last_line(text: str) -> str:
+    """Ray packs tracebacks into its error messages; keep the line that says what went wrong."""
+    lines = [line.strip() for line in _ANSI.sub("", text).splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return lines[0] if lines else text
+    return f"{lines[0].split(':', 1)[0]}: {lines[-1]}"
 
 
 class Executor(ABC):
@@ -108,7 +119,8 @@ class RayExecutor(Executor):
     """One ``@ray.remote(num_cpus=1)`` task per item.
 
     ``address`` joins an existing cluster (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``); without it a
-    local Ray is started with ``num_cpus`` CPUs (default: all) and no dashboard. A Ray that is already
+    local Ray is started with ``num_cpus`` CPUs (default: all), no dashboard, and this process's ``sys.path``
+    as the workers' ``PYTHONPATH``. A Ray that is already
     initialised in this process is used as is. ``close()`` shuts down only a Ray this executor started.
     """
 
@@ -142,7 +154,10 @@ class RayExecutor(Executor):
             if self.address:
                 ray.init(address=self.address, log_to_driver=False)
             else:
-                ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
+                # Local workers import what this process imports (e.g. a runner defined next to a script).
+                pythonpath = os.pathsep.join(p for p in sys.path if p)
+                ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False,
+                         runtime_env={"env_vars": {"PYTHONPATH": pythonpath}})
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError or its own AuthenticationError
             where = f"the Ray cluster at {self.address}" if self.address else "a local Ray"
             hint = ""
@@ -170,9 +185,9 @@ class RayExecutor(Executor):
                     value = ray.get(ref)
                 except ray.exceptions.RayTaskError as exc:
                     cause = getattr(exc, "cause", None) or exc
-                    value = TaskFailed(i, describe_exception(cause), str(exc))
+                    value = TaskFailed(i, _last_line(describe_exception(cause)), _ANSI.sub("", str(exc)))
                 except ray.exceptions.RayError as exc:  # worker crashed, node died, object lost
-                    value = TaskFailed(i, describe_exception(exc), str(exc))
+                    value = TaskFailed(i, _last_line(describe_exception(exc)), _ANSI.sub("", str(exc)))
                 results[i] = value
                 if on_done is not None:
                     on_done(i, value)

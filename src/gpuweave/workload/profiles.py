@@ -16,7 +16,9 @@ Semantics of :meth:`ProfileStore.rate`:
 * ``extrapolate=True`` (off by default) answers GPU counts *above the largest profiled count* for that
   (job type, GPU model, consolidation) with the per-GPU throughput of the largest profiled count times
   ``num_gpus`` (linear scaling, an optimistic assumption used for the 12-64 GPU jobs of Philly-derived
-  traces). Counts below the largest profiled one that are not profiled (3, 5, 7 GPUs) still raise.
+  traces). Counts below the largest profiled one that are not profiled (3, 5, 7 GPUs) still raise, and
+  so do types profiled on one GPU only (A3C, CycleGAN, Recommendation in Gavel's table): the source
+  gives no evidence that they run data-parallel at all.
 
 ``rate`` is a single dict lookup on a tuple key on the hot path; no pandas anywhere in this module.
 """
@@ -126,7 +128,7 @@ class ProfileStore:
     def _missing(self, job_type: str, gpu_model: str, num_gpus: int, consolidated: bool) -> float:
         if self.extrapolate:
             best = self._largest.get((job_type, gpu_model, bool(consolidated)))
-            if best is not None and num_gpus > best[0]:
+            if best is not None and num_gpus > best[0] >= 2:
                 largest, throughput = best
                 value = throughput / largest * num_gpus
                 self._rates[(job_type, gpu_model, num_gpus, bool(consolidated))] = value
@@ -139,7 +141,7 @@ class ProfileStore:
         else:
             counts = sorted(n for (jt, gm, n, c) in self._rates if jt == job_type and gm == gpu_model and c == consolidated)
             detail = f"profiled counts for it: {counts or 'none'}"
-            if not self.extrapolate and counts and num_gpus > counts[-1]:
+            if not self.extrapolate and counts and num_gpus > counts[-1] >= 2:
                 detail += "; load the profiles with extrapolate=True (CLI: --extrapolate) to scale the largest one linearly"
         raise MissingProfileError(
             f"no throughput profile for job type {job_type!r} on {num_gpus} x {gpu_model} ({where}): {detail}",
@@ -157,7 +159,7 @@ class ProfileStore:
                 return True
             if self.extrapolate:
                 best = self._largest.get((job_type, gpu_model, option))
-                if best is not None and num_gpus > best[0]:
+                if best is not None and num_gpus > best[0] >= 2:
                     return True
         return False
 
@@ -213,6 +215,7 @@ def _parse_rows(text: str, source: str) -> list[ProfileRow]:
     from gpuweave.workload.traces.gpu_names import canonical_gpu_model, is_known_gpu_model
 
     rows: list[ProfileRow] = []
+    seen: dict[tuple[str, str, int, bool], int] = {}
     for row_number, record in enumerate(reader, start=1):
         def cell(name: str) -> str:
             position = index[name]
@@ -261,6 +264,16 @@ def _parse_rows(text: str, source: str) -> list[ProfileRow]:
                 row=row_number,
                 field="throughput",
             )
+        key = (job_type, gpu_model, int(count_value), consolidated)
+        if key in seen:
+            raise InputError(
+                f"duplicate entry for {job_type!r} on {key[2]} x {gpu_model} (consolidated={int(consolidated)}); "
+                f"first given in row {seen[key]}",
+                file=source,
+                row=row_number,
+                field="job_type",
+            )
+        seen[key] = row_number
         rows.append(ProfileRow(job_type, gpu_model, int(count_value), consolidated, throughput))
     return rows
 

@@ -21,6 +21,7 @@ POLICY_MODULES = [
     "gpuweave.cluster.policies.hadar",
     "gpuweave.cluster.policies.hadare",
     "gpuweave.cluster.policies.andreas",
+    "gpuweave.cluster.policies.edf", "gpuweave.cluster.policies.priority",
 ]
 
 _REGISTRY: dict[str, type] = {}

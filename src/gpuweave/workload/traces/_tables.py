@@ -33,28 +33,35 @@ def read_text(path: str | Path) -> str:
         raise InputError(f"not UTF-8 text (byte {exc.start})", file=file) from None
 
 
-def read_csv_strings(path: str | Path, *, header: bool = True, names: list[str] | None = None) -> "pd.DataFrame":
-    """Read a CSV file with every cell as a string ("" = empty), tolerating a BOM and no final newline.
+def read_csv_strings(path: str | Path) -> "pd.DataFrame":
+    """Read a CSV file with a header, every cell as a string ("" = empty).
 
-    Adds the hidden :data:`ROW` column (1-based data row; with ``header=False``, the line number).
+    Tolerates a BOM, CRLF line ends, blank lines and no final newline; a row whose field count differs
+    from the header's raises InputError (pandas would silently shift such a row into an index). Adds the
+    hidden :data:`ROW` column: the 1-based data row, blank lines not counted.
     """
+    import csv
+
     import pandas as pd
 
     text = read_text(path)
     if not text.strip():
         raise InputError("empty file", file=path)
     try:
-        frame = pd.read_csv(
-            io.StringIO(text),
-            dtype=str,
-            keep_default_na=False,
-            header=0 if header else None,
-            names=names,
-            skip_blank_lines=True,
-        )
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise InputError(f"malformed CSV: {str(exc).strip()}", file=path) from None
-    frame.columns = [str(name).strip() for name in frame.columns]
+        records = [record for record in csv.reader(io.StringIO(text, newline="")) if record]
+    except csv.Error as exc:
+        raise InputError(f"malformed CSV: {exc}", file=path) from None
+    header = [name.strip() for name in records[0]]
+    width = len(header)
+    for row_number, record in enumerate(records[1:], start=1):
+        if len(record) != width:
+            raise InputError(
+                f"malformed CSV: expected {width} comma-separated fields like the header, got {len(record)}",
+                file=path,
+                row=row_number,
+                field=header[min(len(record), width) - 1] if len(record) < width else None,
+            )
+    frame = pd.DataFrame(records[1:], columns=header, dtype=object) if len(records) > 1 else pd.DataFrame(columns=header)
     frame[ROW] = range(1, len(frame) + 1)
     return frame
 

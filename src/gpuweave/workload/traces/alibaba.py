@@ -16,8 +16,9 @@ Four inputs, each a CSV with a header:
 
 The v2023/v2026 data carry no licence file, only a research/study-use statement: convert them locally,
 never ship them. A cluster description is the dict
-``{"name": str, "nodes": [{"count", "gpu", "gpus_per_node", "price_per_kwh", "pue"}, ...]}``; the traces
-give no energy prices or PUE, so those are the caller's arguments (``None`` = unknown). GPU models are
+``{"name", "description", "source", "nodes": [{"count", "gpu", "gpus_per_node"[, "price_per_kwh", "pue"]}]}``,
+the format of :mod:`gpuweave.hardware.cluster_spec`; the traces give no energy prices or PUE, so those
+are the caller's arguments (``None`` = left out, the cluster spec's defaults apply). GPU models are
 canonicalised by :mod:`gpuweave.workload.traces.gpu_names` (``V100M16``/``V100M32`` -> ``V100``,
 ``A100-SXM4-80GB`` -> ``A100-80GB``; undisclosed codes such as ``G2`` and ``GPU-series-1`` kept). None of
 the sources names a DL model, so each job's ``job_type`` is drawn by the seeded uniform rule of
@@ -153,12 +154,47 @@ def read_openb_pods(
 
 
 # --------------------------------------------------------------------------- cluster descriptions
-def _cluster(name: str, groups: dict[tuple[str, int], int], price_per_kwh: float | None, pue: float | None) -> dict[str, Any]:
-    nodes = [
-        {"count": count, "gpu": gpu, "gpus_per_node": per_node, "price_per_kwh": price_per_kwh, "pue": pue}
-        for (gpu, per_node), count in sorted(groups.items())
-    ]
-    return {"name": name, "nodes": nodes}
+def _catalog_knows(gpu: str) -> bool:
+    try:
+        from gpuweave.hardware.catalog import get_gpu
+    except ModuleNotFoundError:
+        return False
+    try:
+        get_gpu(gpu)
+    except (InputError, KeyError, LookupError, ValueError):
+        return False
+    return True
+
+
+def _cluster(
+    name: str,
+    groups: dict[tuple[str, int], int],
+    *,
+    file: Path,
+    source: str,
+    price_per_kwh: float | None,
+    pue: float | None,
+    catalog_only: bool,
+) -> dict[str, Any]:
+    nodes = []
+    dropped: list[str] = []
+    for (gpu, per_node), count in sorted(groups.items()):
+        if catalog_only and not _catalog_knows(gpu):
+            dropped.append(f"{count} x {per_node} {gpu}")
+            continue
+        node: dict[str, Any] = {"count": count, "gpu": gpu, "gpus_per_node": per_node}
+        if price_per_kwh is not None:
+            node["price_per_kwh"] = price_per_kwh
+        if pue is not None:
+            node["pue"] = pue
+        nodes.append(node)
+    if not nodes:
+        raise InputError("no node group left: the hardware catalog knows none of the GPU models", file=file)
+    gpus = sum(n["count"] * n["gpus_per_node"] for n in nodes)
+    description = f"{sum(n['count'] for n in nodes)} GPU nodes, {gpus} GPUs, from {file.name}"
+    if dropped:
+        description += f"; left out (GPU model not in the hardware catalog): {', '.join(dropped)}"
+    return {"name": name, "description": description, "source": source, "nodes": nodes}
 
 
 def _group_nodes(raw: "pd.DataFrame", model_column: str, count_column: str, *, file: Path) -> dict[tuple[str, int], int]:
@@ -181,23 +217,58 @@ def _group_nodes(raw: "pd.DataFrame", model_column: str, count_column: str, *, f
 
 
 def read_openb_nodes(
-    path: str | Path, *, name: str = "alibaba-openb-2023", price_per_kwh: float | None = None, pue: float | None = None
+    path: str | Path,
+    *,
+    name: str = "alibaba-openb-2023",
+    price_per_kwh: float | None = None,
+    pue: float | None = None,
+    catalog_only: bool = False,
 ) -> dict[str, Any]:
-    """Cluster description of an openb node list; CPU-only nodes (``gpu == 0``) are left out."""
+    """Cluster description of an openb node list; CPU-only nodes (``gpu == 0``) are left out.
+
+    ``price_per_kwh``/``pue`` (None = not set, the cluster spec's defaults apply) go on every node group.
+    ``catalog_only`` leaves out node groups whose GPU model the hardware catalog does not know (the
+    undisclosed ``G2``/``G3``), naming them in ``description``.
+    """
     file = Path(path)
     raw = read_csv_strings(file)
     require_columns(raw, OPENB_NODE_COLUMNS, file=file, what="an openb node list")
-    return _cluster(name, _group_nodes(raw, "model", "gpu", file=file), price_per_kwh, pue)
+    return _cluster(
+        name,
+        _group_nodes(raw, "model", "gpu", file=file),
+        file=file,
+        source=f"alibaba/clusterdata@7a6c496 cluster-trace-gpu-v2023/csv/{file.name} (FGD, ATC'23; research/study use)",
+        price_per_kwh=price_per_kwh,
+        pue=pue,
+        catalog_only=catalog_only,
+    )
 
 
 def read_spot_nodes(
-    path: str | Path, *, name: str = "alibaba-spot-2026", price_per_kwh: float | None = None, pue: float | None = None
+    path: str | Path,
+    *,
+    name: str = "alibaba-spot-2026",
+    price_per_kwh: float | None = None,
+    pue: float | None = None,
+    catalog_only: bool = False,
 ) -> dict[str, Any]:
-    """Cluster description of the 2026 spot-GPU ``node_info_df.csv`` (columns read by name, not order)."""
+    """Cluster description of the 2026 spot-GPU ``node_info_df.csv`` (columns read by name, not order).
+
+    Options as in :func:`read_openb_nodes`; ``catalog_only`` drops A800, H800 and the undisclosed
+    ``GPU-series-*`` groups unless the hardware catalog has learned them.
+    """
     file = Path(path)
     raw = read_csv_strings(file)
     require_columns(raw, SPOT_NODE_COLUMNS, file=file, what="a spot-GPU node list")
-    return _cluster(name, _group_nodes(raw, "gpu_model", "gpu_capacity_num", file=file), price_per_kwh, pue)
+    return _cluster(
+        name,
+        _group_nodes(raw, "gpu_model", "gpu_capacity_num", file=file),
+        file=file,
+        source=f"alibaba/clusterdata@7a6c496 cluster-trace-v2026-spot-gpu/{file.name} (GFS, ASPLOS'26; research/study use)",
+        price_per_kwh=price_per_kwh,
+        pue=pue,
+        catalog_only=catalog_only,
+    )
 
 
 def cluster_gpu_count(cluster: dict[str, Any]) -> int:

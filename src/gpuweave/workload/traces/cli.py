@@ -50,7 +50,7 @@ def register(cli) -> None:
 
     @trace_app.command("convert")
     def convert_cmd(
-        source: Path = typer.Argument(..., metavar="IN", help="Input trace."),
+        source: Path = typer.Argument(..., metavar="IN", help="Input trace (any readable format)."),
         out: Path = typer.Argument(..., metavar="OUT", help="Output trace in gpuweave's schema: a .csv or .parquet path."),
         from_format: str = typer.Option("auto", "--from", help=FORMAT_HELP),
         profiles: Optional[Path] = typer.Option(None, "--profiles", help=PROFILES_HELP),
@@ -61,7 +61,7 @@ def register(cli) -> None:
         any_job_type: bool = typer.Option(False, "--any-job-type", help="Do not require job types to be in the profile store."),
         seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
     ) -> None:
-        """Convert IN (any readable format) to gpuweave's trace schema at OUT."""
+        """Convert IN (any readable format) to gpuweave's trace schema at OUT (.csv or .parquet)."""
         from gpuweave.workload.traces.formats import load_trace_frame
         from gpuweave.workload.traces.schema import fill_work, write_frame
 
@@ -143,13 +143,14 @@ def register(cli) -> None:
     @trace_app.command("cluster")
     def cluster_cmd(
         source: Path = typer.Argument(..., metavar="IN", help="Node list: openb_node_list_*.csv or node_info_df.csv."),
-        out: Optional[Path] = typer.Argument(None, metavar="[OUT]", help="Output YAML (default: print)."),
+        out: Optional[Path] = typer.Argument(None, metavar="OUT", help="Output YAML (default: print)."),
         from_format: str = typer.Option("auto", "--from", help="openb-nodes, spot-nodes or auto (from the header)."),
         name: Optional[str] = typer.Option(None, "--name", help="Cluster name (default: from the source)."),
         price_per_kwh: Optional[float] = typer.Option(None, "--price-per-kwh", help="Energy price for every node (the traces have none)."),
         pue: Optional[float] = typer.Option(None, "--pue", help="Power usage effectiveness for every node (the traces have none)."),
+        catalog_only: bool = typer.Option(False, "--catalog-only", help="Leave out nodes whose GPU model the hardware catalog does not know (e.g. the undisclosed G2)."),
     ) -> None:
-        """Turn an Alibaba node list into a cluster description (YAML: name, nodes[count, gpu, gpus_per_node, ...])."""
+        """Turn an Alibaba node list IN into a cluster spec (YAML: name, description, source, nodes)."""
         from gpuweave.errors import InputError
         from gpuweave.workload.traces._tables import read_text
         from gpuweave.workload.traces.alibaba import cluster_gpu_count, cluster_to_yaml, read_openb_nodes, read_spot_nodes
@@ -164,7 +165,7 @@ def register(cli) -> None:
         readers = {"openb-nodes": read_openb_nodes, "spot-nodes": read_spot_nodes}
         if kind not in readers:
             raise InputError(f"unknown node-list format {kind!r}; expected openb-nodes or spot-nodes", field="from")
-        kwargs = {"price_per_kwh": price_per_kwh, "pue": pue}
+        kwargs = {"price_per_kwh": price_per_kwh, "pue": pue, "catalog_only": catalog_only}
         if name:
             kwargs["name"] = name
         cluster = readers[kind](source, **kwargs)

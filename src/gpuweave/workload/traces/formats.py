@@ -78,12 +78,14 @@ FORMATS: dict[str, TraceFormat] = {
 
 # header columns that identify each CSV format (all must be present)
 _SIGNATURES: tuple[tuple[str, frozenset[str]], ...] = (
-    ("schema", frozenset({"job_id", "arrival", "num_gpus", "job_type"})),
     ("alibaba-pods", frozenset({"name", "num_gpu", "gpu_milli"})),
     ("alibaba-jobs", frozenset({"job_name", "gpu_request", "worker_num"})),
     ("tiresias", frozenset({"job_id", "num_gpu", "submit_time"})),
     ("philly", frozenset({"timestamp", "duration", "num_gpus", "cluster"})),
 )
+
+
+_SCHEMA_REQUIRED = frozenset({"job_id", "arrival", "num_gpus", "job_type"})
 
 
 def detect_format(path: str | Path) -> str:
@@ -99,6 +101,9 @@ def detect_format(path: str | Path) -> str:
     for name, columns in _SIGNATURES:
         if columns <= header:
             return name
+    # A schema file with a column missing is still a schema file: let the validator name the column.
+    if len(header & _SCHEMA_REQUIRED) >= 2:
+        return "schema"
     raise InputError(
         f"cannot tell the trace format from the header {first[:80]!r}; pass --format ({', '.join(FORMATS)})",
         file=file,

@@ -349,6 +349,7 @@ def write_frame(frame: "pd.DataFrame", path: str | Path) -> None:
     if suffix not in {".csv", ".parquet"}:
         raise InputError(f"output must end in .csv or .parquet, got '{file.suffix or file.name}'", file=file)
     frame = frame.drop(columns=[c for c in frame.columns if str(c).startswith("_")])
+    frame.attrs = {}  # pandas would store attrs (converter notes) in Parquet metadata
     file.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
     os.close(handle)

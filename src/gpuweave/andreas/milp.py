@@ -1,0 +1,209 @@
+"""Exact optimum of one rescheduling point for the code proxy f_OBJ, as MILPs in HiGHS (beyond the paper).
+
+Problem: minimise f_OBJ (variant "code", :mod:`gpuweave.andreas.cost`) over all plans that put each queued
+job on at most one node with one profiled configuration of that node's type, within node capacities.
+f_OBJ is nonlinear (the energy term multiplies node costs by Δt_S = the first finish time, a minimum), so
+the problem is linearised by **enumerating configurations and the first-ending (job, configuration)**
+(the enumerated-configuration linearisation of specs/dependencies.md): for a fixed Δ* = t_{j*}(k*),
+
+* binaries x_{j,n,k} for every job j, node n and configuration k of n's type with t_j(k) ≥ Δ*;
+  Σ_{n,k} x_{j,n,k} ≤ 1; Σ_n x_{j*,n,k*} = 1 (so Δt_S = Δ* exactly);
+* binaries y_{n,u}, u = 0..G_n: Σ_u y_{n,u} = 1 and Σ_{j,k} g_k x_{j,n,k} = Σ_u u y_{n,u} (capacity, and
+  the node cost c(type_n, u) of the GPUs in use, as in (4f)–(4h) of the paper's Appendix A);
+* objective Σ_{n,u} c(type_n, u) Δ*/3600 y_{n,u} + Σ x_{j,n,k} (ω_j max(0, T_c + Δ* − d_j) − W_j) + Σ_j W_j,
+  with W_j the postponement term of j;
+
+and the optimum is the best over all Δ* (plus the empty plan). Candidates are solved in ascending order of
+a lower bound (Σ_j min(W_j, tardiness at Δ*) + c(k*)Δ*/3600) and skipped once the bound reaches the
+incumbent.
+
+``maximal=True`` (default) adds the non-idling constraint every plan of RG's CONSTRUCT satisfies: a
+postponed job fits on no node (free_n < its smallest GPU count there). Without it, postponing a job whose
+worst-case tardiness is 0 is free in f_OBJ, so the unconstrained optimum idles GPUs that RG (and the
+paper's constraint (4n), "use min{N, J} nodes") would use; ``maximal=False`` gives that optimum.
+
+This optimises the *code proxy*, not the Appendix A MINLP (whose α·π term picks any job per node, spec
+§4.3 note 3): it is the objective RG minimises, so ``gap = f_RG / f_opt − 1`` is RG's optimality gap.
+Complexity: up to |Q|·K MILPs with O(|Q|·N·K + N·G) binaries each; meant for small queues (≲ 10 jobs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuweave.andreas.model import Instance
+
+EPS = 1e-9
+
+
+@dataclass(slots=True)
+class ExactResult:
+    f: float
+    node_of: np.ndarray
+    cfg_of: np.ndarray
+    milps: int  # MILPs solved
+    candidates: int  # distinct first-ending times considered
+
+
+def _triples(inst: Instance):
+    """All (j, n, k) with matching type, g_k <= G_n and a finite time."""
+    js, ns, ks = [], [], []
+    for k in range(len(inst.configs)):
+        nodes = np.flatnonzero((inst.node_type == inst.cfg_type[k]) & (inst.node_gpus >= inst.cfg_g[k]))
+        jobs = np.flatnonzero(np.isfinite(inst.times[:, k]))
+        if nodes.size and jobs.size:
+            jj, nn = np.meshgrid(jobs, nodes, indexing="ij")
+            js.append(jj.ravel())
+            ns.append(nn.ravel())
+            ks.append(np.full(jj.size, k))
+    if not js:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z
+    return np.concatenate(js), np.concatenate(ns), np.concatenate(ks)
+
+
+def exact_optimum(inst: Instance, *, maximal: bool = True, time_limit: float = 60.0) -> ExactResult:
+    """Minimum of the code proxy over all (maximal) plans; see the module docstring."""
+    import highspy
+
+    n, N = inst.n, inst.num_nodes
+    W = inst.postpone_cost()
+    Wsum = float(W.sum())
+    tj, tn, tk = _triples(inst)
+    tt = inst.times[tj, tk] if tj.size else np.zeros(0)
+    tg = inst.cfg_g[tk]
+    # smallest GPU count of job j usable on node n (for the non-idling rows); BIG if none
+    gmin = np.full((n, N), 1 << 20, dtype=np.int64)
+    if tj.size:
+        np.minimum.at(gmin, (tj, tn), tg)
+    empty_ok = not maximal or not tj.size
+    best_f = Wsum if empty_ok else math.inf
+    best = (np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
+    if not tj.size:
+        return ExactResult(best_f, best[0], best[1], 0, 0)
+    # candidates: distinct (first-ending time, job, configuration)
+    cand = sorted({(float(inst.times[j, k]), int(j), int(k)) for j, k in zip(tj, tk)})
+    bounds = []
+    for d, j, k in cand:
+        with np.errstate(invalid="ignore"):
+            tard = inst.weight * np.maximum(0.0, inst.now + d - inst.due)
+        tard = np.where(np.isnan(tard), 0.0, tard)
+        lb = float(np.minimum(W, tard).sum() - min(W[j], tard[j]) + tard[j]) + inst.cfg_cost[k] * d / 3600.0
+        bounds.append(lb)
+    order = np.argsort(bounds, kind="stable")
+    gmax_n = inst.node_gpus
+    milps = 0
+    for ci in order:
+        if bounds[ci] >= best_f - 1e-12:
+            break
+        d, jstar, kstar = cand[ci]
+        keep = tt >= d - EPS * max(1.0, d)
+        xj, xn, xk, xg = tj[keep], tn[keep], tk[keep], tg[keep]
+        forced = (xj == jstar) & (xk == kstar)
+        if not forced.any():
+            continue
+        # drop the other configurations of j* (it must end exactly at d on k*)
+        sel = (xj != jstar) | forced
+        xj, xn, xk, xg = xj[sel], xn[sel], xk[sel], xg[sel]
+        nx = xj.size
+        # y variables per node, u = 0..G_n
+        y_node = np.repeat(np.arange(N), gmax_n + 1)
+        y_u = np.concatenate([np.arange(G + 1) for G in gmax_n])
+        ny = y_node.size
+        with np.errstate(invalid="ignore"):
+            tard = inst.weight * np.maximum(0.0, inst.now + d - inst.due)
+        tard = np.where(np.isnan(tard), 0.0, tard)
+        cost = np.concatenate([tard[xj] - W[xj], inst.node_cost[y_node, y_u] * d / 3600.0])
+        rows_i, rows_c, rows_v, lo, hi = [], [], [], [], []
+        r = 0
+        # (a) each job at most once; j* exactly once
+        rows_i.append(xj.astype(np.int64))
+        rows_c.append(np.arange(nx))
+        rows_v.append(np.ones(nx))
+        lo.extend([1.0 if j == jstar else 0.0 for j in range(n)])
+        hi.extend([1.0] * n)
+        r += n
+        # (b) one usage level per node
+        rows_i.append(r + y_node)
+        rows_c.append(nx + np.arange(ny))
+        rows_v.append(np.ones(ny))
+        lo.extend([1.0] * N)
+        hi.extend([1.0] * N)
+        r += N
+        # (c) GPUs in use = chosen level
+        rows_i.append(np.concatenate([r + xn, r + y_node]))
+        rows_c.append(np.concatenate([np.arange(nx), nx + np.arange(ny)]))
+        rows_v.append(np.concatenate([xg.astype(float), -y_u.astype(float)]))
+        lo.extend([0.0] * N)
+        hi.extend([0.0] * N)
+        r += N
+        if maximal:
+            # (d) postponed j fits nowhere: u_n + (G_n - gmin + 1) * placed_j >= G_n - gmin + 1
+            pj, pn = np.nonzero(gmin <= gmax_n[None, :])
+            need = (gmax_n[pn] - gmin[pj, pn] + 1).astype(float)
+            for idx in range(pj.size):
+                j, nd = pj[idx], pn[idx]
+                on_n = np.flatnonzero(xn == nd)
+                of_j = np.flatnonzero(xj == j)
+                cols = np.concatenate([on_n, of_j])
+                vals = np.concatenate([xg[on_n].astype(float), np.full(of_j.size, need[idx])])
+                rows_i.append(np.full(cols.size, r))
+                rows_c.append(cols)
+                rows_v.append(vals)
+                lo.append(need[idx])
+                hi.append(math.inf)
+                r += 1
+        ri = np.concatenate(rows_i)
+        rc = np.concatenate(rows_c)
+        rv = np.concatenate(rows_v)
+        srt = np.lexsort((rc, ri))
+        ri, rc, rv = ri[srt], rc[srt], rv[srt]
+        start = np.searchsorted(ri, np.arange(r + 1))
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("mip_rel_gap", 0.0)
+        h.setOptionValue("mip_abs_gap", 0.0)
+        h.setOptionValue("time_limit", float(time_limit))
+        h.setOptionValue("threads", 1)
+        lp = highspy.HighsLp()
+        nc = nx + ny
+        lp.num_col_ = nc
+        lp.num_row_ = r
+        lp.col_cost_ = cost
+        lp.col_lower_ = np.zeros(nc)
+        lp.col_upper_ = np.ones(nc)
+        lp.row_lower_ = np.array(lo, dtype=float)
+        lp.row_upper_ = np.array(hi, dtype=float)
+        lp.offset_ = Wsum
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.start_ = start.astype(np.int32)
+        lp.a_matrix_.index_ = rc.astype(np.int32)
+        lp.a_matrix_.value_ = rv
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * nc
+        h.passModel(lp)
+        h.run()
+        milps += 1
+        status = h.getModelStatus()
+        if status == highspy.HighsModelStatus.kInfeasible:
+            continue
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise RuntimeError(f"HiGHS did not prove optimality: {h.modelStatusToString(status)}")
+        f = float(h.getInfo().objective_function_value)
+        if f < best_f - 1e-12:
+            x = np.asarray(h.getSolution().col_value)[:nx] > 0.5
+            node_of = np.full(n, -1, dtype=np.int64)
+            cfg_of = np.full(n, -1, dtype=np.int64)
+            node_of[xj[x]] = xn[x]
+            cfg_of[xj[x]] = xk[x]
+            best_f, best = f, (node_of, cfg_of)
+    return ExactResult(best_f, best[0], best[1], milps, len(cand))
+
+
+def optimality_gap(f_heuristic: float, f_opt: float) -> float:
+    """Relative gap f_heuristic / f_opt − 1 (0 when both are 0)."""
+    if f_opt <= 0:
+        return 0.0 if f_heuristic <= 1e-12 else math.inf
+    return f_heuristic / f_opt - 1.0

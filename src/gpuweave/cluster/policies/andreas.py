@@ -1,0 +1,27 @@
+"""ANDREAS (Filippini et al.): energy- and deadline-aware Randomized Greedy, and its FIFO baseline.
+
+``andreas``: RG (spec andreas.md §6; :mod:`gpuweave.andreas.rg`) re-plans every waiting and running job
+at each trigger (preemption, migration and resizing allowed; GPU count chosen per job for jobs with
+``attrs["moldable"]``). Options: ``seed``, ``max_it`` (1000), ``cap_iterations`` (True), ``pi_swap``,
+``alpha_cfg``, ``swap_rule``, ``config_rule``, ``proxy_variant`` ("code" | "paper"), ``period`` (s; None =
+event-driven), ``periodic_only``, ``cost_model`` ("auto" | "andreas" | "power"), ``rho`` (100).
+
+``andreas-fifo``: the paper's FIFO baseline (spec §8). The foundation ``fifo`` policy differs from it
+(fastest GPU model instead of the cheapest on-time configuration, several nodes allowed, fixed GPU count,
+head-of-line blocking), so ANDREAS' FIFO is registered separately. EDF and PS are ``edf`` and ``priority``.
+"""
+
+from __future__ import annotations
+
+from gpuweave.andreas.policy import FpmPolicy, RGPolicy
+from gpuweave.cluster.policies import register_policy
+
+
+@register_policy("andreas")
+class AndreasPolicy(RGPolicy):
+    pass
+
+
+@register_policy("andreas-fifo")
+class AndreasFifoPolicy(FpmPolicy):
+    method = "fifo"

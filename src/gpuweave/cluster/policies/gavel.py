@@ -1,0 +1,223 @@
+"""Gavel: heterogeneity-aware max-min fairness (LAS) as an LP, plus Gavel's round-based priority mechanism.
+
+Problem (Narayanan et al., OSDI'20; as used by Hadar, spec hadar.md §4.1, policy ``max_min_fairness_perf``):
+find time fractions ``x[m, r]`` (job m on GPU type r) that maximise the smallest normalised throughput::
+
+    max  min_m  sum_r T[m,r] * sf_m / (w_m * T_equal_m) * x[m,r]
+    s.t. x >= 0;  sum_r x[m,r] <= 1  (each job);  sum_m sf_m * x[m,r] <= workers_r  (each type)
+
+``T[m,r]`` is the whole-job consolidated rate of m on ``sf_m`` GPUs of type r (0 = infeasible: x fixed to
+0), ``sf_m = W_m`` the scale factor, ``w_m = 1`` and ``T_equal_m = sum_r T[m,r] * x_prop[r]`` with the
+proportional share ``x_prop[r] = workers_r / M`` rescaled so that its row sums to at most 1. The epigraph
+form (variable z, rows ``z <= ...``) is an LP with M*R+1 columns and 2M+R rows, built from numpy arrays in
+CSC form and solved by HiGHS (``passModel``); O(M R) to build, HiGHS simplex/IPM to solve.
+
+Mechanism, each round of ``round_length`` (360 s): ``priority[m,r] = x[m,r] / (time m received on r /
+total time r was used)``, or ``x[m,r] * 1e9`` if m has not yet received r; infeasible types are left out.
+GPU types are visited in the order ``type_order`` (V100, P100, K80, then any other model); each type's
+entries are sorted by (priority, deficit, x) descending (stable) and taken greedily: skip a job already
+scheduled this round, skip when its scale factor exceeds that type's free GPUs. Placement goes from the
+largest scale factor to the smallest, all of a job's GPUs on one type, consolidated when one node holds
+them; a job that keeps its type keeps its placement (no restart). The LP is re-solved when the set of
+active jobs changes; time-received counters are reset at such a re-solve at most every 1920 s (Gavel's
+``minimum_time_between_allocation_resets``). Space sharing (packing) is off (spec §4.1 [R]).
+
+Gavel solves its LPs with cvxpy; this is our own formulation of the same program for HiGHS.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.placement import fewest_nodes
+from gpuweave.cluster.policies import register_policy
+from gpuweave.cluster.policies.tiresias import _Scratch
+from gpuweave.hadar.throughput import view_rate_table
+
+DEFAULT_TYPE_ORDER = ("V100", "P100", "K80")
+
+
+def max_min_fairness_lp(throughputs: np.ndarray, scale: np.ndarray, workers: np.ndarray, weights=None) -> np.ndarray:
+    """Solve the LAS LP of the module docstring. ``throughputs`` is M x R (0 = infeasible); returns x (M x R)."""
+    import highspy
+
+    T = np.asarray(throughputs, dtype=float)
+    M, R = T.shape
+    if M == 0:
+        return np.zeros((0, R))
+    sf = np.asarray(scale, dtype=float)
+    n = np.asarray(workers, dtype=float)
+    w = np.ones(M) if weights is None else np.asarray(weights, dtype=float)
+    x_prop = np.tile(n / M, (M, 1))
+    x_prop = np.where(T > 0, x_prop, 0.0)
+    rows = x_prop.sum(axis=1)
+    top = rows.max() if rows.size else 0.0
+    if top > 1:
+        x_prop /= top
+    t_equal = (T * x_prop).sum(axis=1)
+    t_equal = np.where(t_equal > 0, t_equal, np.maximum(T.max(axis=1), 1e-12))
+    coef = T * (sf / (w * t_equal))[:, None]
+    nx = M * R
+    # Columns: x[m, r] at m*R + r, then z. Rows: fair_m (0..M-1), sum_m (M..2M-1), cap_r (2M..2M+R-1).
+    m_idx = np.repeat(np.arange(M), R)
+    r_idx = np.tile(np.arange(R), M)
+    index = np.empty(3 * nx + M, dtype=np.int32)
+    value = np.empty(3 * nx + M)
+    index[0 : 3 * nx : 3] = m_idx
+    index[1 : 3 * nx : 3] = M + m_idx
+    index[2 : 3 * nx : 3] = 2 * M + r_idx
+    value[0 : 3 * nx : 3] = -coef.ravel()
+    value[1 : 3 * nx : 3] = 1.0
+    value[2 : 3 * nx : 3] = sf[m_idx]
+    index[3 * nx :] = np.arange(M)
+    value[3 * nx :] = 1.0
+    start = np.concatenate([np.arange(0, 3 * nx + 1, 3), [3 * nx + M]]).astype(np.int32)
+    lp = highspy.HighsLp()
+    lp.num_col_ = nx + 1
+    lp.num_row_ = 2 * M + R
+    cost = np.zeros(nx + 1)
+    cost[-1] = -1.0
+    lp.col_cost_ = cost
+    lp.col_lower_ = np.zeros(nx + 1)
+    upper = np.where(T.ravel() > 0, 1.0, 0.0)
+    lp.col_upper_ = np.concatenate([upper, [highspy.kHighsInf]])
+    lp.row_lower_ = np.full(2 * M + R, -highspy.kHighsInf)
+    lp.row_upper_ = np.concatenate([np.zeros(M), np.ones(M), n])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = start
+    lp.a_matrix_.index_ = index
+    lp.a_matrix_.value_ = value
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.passModel(lp)
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"Gavel LP not solved: {h.modelStatusToString(h.getModelStatus())}")
+    x = np.asarray(h.getSolution().col_value[:nx]).reshape(M, R)
+    return np.clip(x, 0.0, 1.0)
+
+
+def gavel_priorities(alloc: np.ndarray, received: np.ndarray, type_total: np.ndarray, feasible: np.ndarray) -> np.ndarray:
+    """priority = x / (received / type_total), x*1e9 where nothing was received yet, -1 where infeasible."""
+    alloc = np.asarray(alloc, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(type_total[None, :] > 0, received / np.where(type_total > 0, type_total, 1.0)[None, :], 0.0)
+        prio = np.where(received > 0, alloc / np.where(share > 0, share, 1.0), alloc * 1e9)
+    return np.where(feasible, prio, -1.0)
+
+
+def gavel_round(
+    priority: np.ndarray, alloc: np.ndarray, deficit: np.ndarray, scale, capacity, order: list[int]
+) -> dict[int, int]:
+    """Gavel's greedy pass: job index -> type index, visiting types in ``order`` (per-type queues)."""
+    free = list(capacity)
+    chosen: dict[int, int] = {}
+    M = priority.shape[0]
+    for r in order:
+        keys = [(-priority[m, r], -deficit[m, r], -alloc[m, r], m) for m in range(M) if priority[m, r] >= 0]
+        keys.sort()
+        for _, _, _, m in keys:
+            if m in chosen or scale[m] > free[r]:
+                continue
+            chosen[m] = r
+            free[r] -= scale[m]
+    return chosen
+
+
+@register_policy("gavel")
+class GavelPolicy:
+    round_length = 360.0
+
+    def __init__(self, type_order: tuple[str, ...] | list[str] = DEFAULT_TYPE_ORDER, reset_interval: float = 1920.0) -> None:
+        self.type_order = tuple(type_order)
+        self.reset_interval = float(reset_interval)
+        self._active_key: frozenset[str] | None = None
+        self._alloc: dict[str, np.ndarray] = {}
+        self._received: dict[str, np.ndarray] = {}
+        self._type_total: np.ndarray | None = None
+        self._last_reset = -np.inf
+        self._last_call: float | None = None
+        self.decision_times: list[tuple[float, int, float]] = []
+        self.lp_solves = 0
+
+    def _account(self, view, R: int, col: dict[str, int]) -> None:
+        """Charge the time since the last call to each running job's GPU type."""
+        if self._type_total is None:
+            self._type_total = np.zeros(R)
+        if self._last_call is not None:
+            dt = view.now - self._last_call
+            if dt > 0:
+                for job_id, js in view.running.items():
+                    r = col[view.nodes[js.placement[0][0]].gpu_model]
+                    rec = self._received.setdefault(job_id, np.zeros(R))
+                    rec[r] += dt
+                    self._type_total[r] += dt
+        self._last_call = view.now
+
+    def schedule(self, view) -> Decision:
+        t0 = time.perf_counter()
+        models = list(view.models)
+        R = len(models)
+        col = {m: i for i, m in enumerate(models)}
+        table = view_rate_table(view, self)
+        self._account(view, R, col)
+        active = sorted(list(view.running.values()) + list(view.pending.values()), key=lambda js: (js.job.arrival, js.job.job_id))
+        ids = [js.job.job_id for js in active]
+        key = frozenset(ids)
+        M = len(active)
+        scale = np.array([js.job.num_gpus for js in active], dtype=float)
+        largest = {m: max(view.nodes[i].num_gpus for i in idx) for m, idx in view.nodes_by_model.items()}
+        T = np.zeros((M, R))
+        for i, js in enumerate(active):
+            cons, uncons = table.get(js.job.job_type, js.job.num_gpus)
+            for r, m in enumerate(models):
+                # The job runs consolidated where one node holds it, else spread (unconsolidated rate).
+                T[i, r] = cons[r] if js.job.num_gpus <= largest[m] else uncons[r]
+        workers = np.array([sum(view.nodes[i].num_gpus for i in view.nodes_by_model[m]) for m in models], dtype=float)
+        T = np.where(scale[:, None] <= workers[None, :], T, 0.0)
+        if key != self._active_key:
+            x = max_min_fairness_lp(T, scale, workers)
+            self.lp_solves += 1
+            self._alloc = {job_id: x[i] for i, job_id in enumerate(ids)}
+            self._active_key = key
+            if view.now - self._last_reset >= self.reset_interval:
+                self._received = {}
+                self._type_total = np.zeros(R)
+                self._last_reset = view.now
+        alloc = np.array([self._alloc[j] for j in ids]) if M else np.zeros((0, R))
+        received = np.array([self._received.get(j, np.zeros(R)) for j in ids]) if M else np.zeros((0, R))
+        feasible = T > 0
+        prio = gavel_priorities(alloc, received, self._type_total, feasible)
+        total_time = self._type_total.sum()
+        deficit = alloc - (received / total_time if total_time > 0 else 0.0)
+        order = [col[m] for m in self.type_order if m in col] + [r for r, m in enumerate(models) if m not in self.type_order]
+        chosen = gavel_round(prio, alloc, deficit, scale.astype(int), workers.astype(int), order)
+        # Placement: kept placements first, then largest scale factor first.
+        scratch = _Scratch(view)
+        wanted: dict[str, tuple] = {}
+        movers = []
+        for i, r in chosen.items():
+            js = active[i]
+            p = js.placement
+            if p is not None and col[view.nodes[p[0][0]].gpu_model] == r and scratch.fits(p):
+                scratch.take(p)
+                wanted[js.job.job_id] = p
+            else:
+                movers.append((i, r))
+        movers.sort(key=lambda ir: (-scale[ir[0]], ir[0]))
+        for i, r in movers:
+            js = active[i]
+            placement = fewest_nodes(scratch, js.job.num_gpus, models[r])
+            if placement is None:
+                continue
+            cons, uncons = table.get(js.job.job_type, js.job.num_gpus)
+            if (cons[r] if len(placement) == 1 else uncons[r]) <= 0:
+                continue
+            scratch.take(placement)
+            wanted[js.job.job_id] = placement
+        decision = Decision.from_allocation(view, wanted)
+        self.decision_times.append((view.now, M, time.perf_counter() - t0))
+        return decision

@@ -1,0 +1,139 @@
+"""Tiresias: discretized two-dimensional least-attained-service (2D-LAS), heterogeneity-unaware.
+
+Problem (Gu et al., NSDI'19, as configured by Hadar, spec hadar.md §4.2): at every round boundary, run
+the jobs with the least attained service, where service = GPUs x seconds held. Jobs sit in ``num_queues``
+priority queues split at ``thresholds`` GPU-seconds (Tiresias' simulator default ``[3600, 7200, 18000]``;
+with 2 queues only 3600 is used); queue 0 has strict priority, jobs are FIFO by (arrival, id) inside a
+queue, and there is no starvation promotion (PromoteKnob off). Preemption happens at round boundaries
+(360 s) and costs the simulator's restart delay.
+
+Heterogeneity-unaware placement: all ``W_j`` GPUs of a job on one GPU model, consolidated on as few
+servers as possible; the model is chosen without looking at throughput, either the first model in the
+fixed order ``type_order`` (default K80, P100, V100, then any other model) with enough free GPUs
+(``type_choice="fixed"``) or uniformly at random among those (``"random"``, default, seeded). A model on
+which the job cannot run at all (throughput 0 or absent) is never chosen. A running job that stays
+selected keeps its GPU model and, when it can, its exact placement (no restart).
+
+Complexity per round: O(A log A) to sort A active jobs plus O(A x nodes of a model) placement.
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+
+from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.placement import fewest_nodes
+from gpuweave.cluster.policies import register_policy
+from gpuweave.hadar.throughput import view_rate_table
+
+
+class _Scratch:
+    """Minimal Plan-like scratch (free per node and per model) over the *whole* capacity."""
+
+    __slots__ = ("view", "free", "free_by_model")
+
+    def __init__(self, view) -> None:
+        self.view = view
+        self.free = [n.num_gpus for n in view.nodes]
+        self.free_by_model = {m: sum(view.nodes[i].num_gpus for i in idx) for m, idx in view.nodes_by_model.items()}
+
+    def take(self, placement) -> None:
+        nodes = self.view.nodes
+        for node, k in placement:
+            self.free[node] -= k
+            self.free_by_model[nodes[node].gpu_model] -= k
+
+    def fits(self, placement) -> bool:
+        return all(self.free[node] >= k for node, k in placement)
+
+
+def single_type_placement(scratch: _Scratch, view, n: int, model: str):
+    """All n GPUs of ``model``: one node if any fits, else as few whole nodes as possible."""
+    return fewest_nodes(scratch, n, model)
+
+
+@register_policy("tiresias")
+class TiresiasPolicy:
+    round_length = 360.0
+
+    def __init__(
+        self,
+        num_queues: int = 2,
+        thresholds: tuple[float, ...] | list[float] = (3600.0, 7200.0, 18000.0),
+        type_choice: str = "random",
+        type_order: tuple[str, ...] | list[str] = ("K80", "P100", "V100"),
+        seed: int = 0,
+    ) -> None:
+        if type_choice not in ("fixed", "random"):
+            raise ValueError("type_choice must be 'fixed' or 'random'")
+        if num_queues < 1:
+            raise ValueError("num_queues must be >= 1")
+        self.num_queues = int(num_queues)
+        self.thresholds = sorted(float(t) for t in thresholds)[: self.num_queues - 1]
+        self.type_choice = type_choice
+        self.type_order = tuple(type_order)
+        self._rng = random.Random(seed)
+        self.decision_times: list[tuple[float, int, float]] = []
+
+    def seed_rng(self, seed: int) -> None:
+        self._rng = random.Random(seed)
+
+    def queue_of(self, service: float) -> int:
+        return bisect.bisect_right(self.thresholds, service)
+
+    def _models(self, view) -> list[str]:
+        ordered = [m for m in self.type_order if m in view.nodes_by_model]
+        return ordered + [m for m in view.models if m not in ordered]
+
+    def schedule(self, view) -> Decision:
+        import time
+
+        t0 = time.perf_counter()
+        table = view_rate_table(view, self)
+        models = self._models(view)
+        col = {m: i for i, m in enumerate(view.models)}
+        active = list(view.running.values()) + list(view.pending.values())
+        active.sort(key=lambda js: (self.queue_of(view.attained_service(js)), js.job.arrival, js.job.job_id))
+        # Pass 1: choose the set of jobs and their GPU model by counts (priority order).
+        left = {m: sum(view.nodes[i].num_gpus for i in idx) for m, idx in view.nodes_by_model.items()}
+        chosen: list[tuple[object, str | None]] = []
+        for js in active:
+            n = js.job.num_gpus
+            if js.placement is not None:
+                model = view.nodes[js.placement[0][0]].gpu_model
+                if left[model] >= n:
+                    left[model] -= n
+                    chosen.append((js, model))
+                    continue
+            cons = table.cons(js.job.job_type, n)
+            uncons = table.uncons(js.job.job_type, n)
+            options = [m for m in models if left[m] >= n and (cons[col[m]] > 0 or uncons[col[m]] > 0)]
+            if not options:
+                continue
+            model = options[0] if self.type_choice == "fixed" else self._rng.choice(options)
+            left[model] -= n
+            chosen.append((js, model))
+        # Pass 2: placements; kept jobs first so they do not move.
+        scratch = _Scratch(view)
+        wanted: dict[str, tuple] = {}
+        movers = []
+        for js, model in chosen:
+            p = js.placement
+            if p is not None and view.nodes[p[0][0]].gpu_model == model and scratch.fits(p):
+                scratch.take(p)
+                wanted[js.job.job_id] = p
+            else:
+                movers.append((js, model))
+        for js, model in movers:
+            placement = single_type_placement(scratch, view, js.job.num_gpus, model)
+            if placement is None:
+                continue
+            cons, uncons = table.get(js.job.job_type, js.job.num_gpus)
+            if (cons[col[model]] if len(placement) == 1 else uncons[col[model]]) <= 0:
+                continue
+            scratch.take(placement)
+            wanted[js.job.job_id] = placement
+        decision = Decision.from_allocation(view, wanted)
+        self.decision_times.append((view.now, len(active), time.perf_counter() - t0))
+        return decision

@@ -1,0 +1,10 @@
+"""Hadar and HadarE (Sultana et al., arXiv 2503.10918v1; IPDPS'24): the pieces behind the cluster policies.
+
+Modules (one algorithm each): :mod:`.price` (Eq. 5-7 price function and its constants), :mod:`.problem`
+(the numeric round problem), :mod:`.dp` (FIND_ALLOC and the DP of Algorithm 2 in the spec's corrected
+form, plus the literal variant), :mod:`.forking` (HadarE copy ids, step split, aggregation and
+consolidation), :mod:`.trace` (the 480-job Philly-derived workload), :mod:`.metrics` (GRU, TTD, CRU,
+churn), :mod:`.fig1` (the motivating example), :mod:`.emulation` (5-node physical-cluster emulation),
+:mod:`.scalability` (decision time vs #jobs). The spec is ``specs/hadar.md``; where it departs from the
+paper, the docstrings say so.
+"""

@@ -1,0 +1,62 @@
+"""Per-job throughput vectors over a cluster's GPU models, shared by Hadar, HadarE, Gavel and Tiresias.
+
+Problem: the policies of this family look up, for a job of type ``m`` with ``W`` GPUs, the whole-job rate
+``T(m, W, r)`` on every GPU model ``r`` of the cluster, consolidated (one server) and unconsolidated
+(spread over servers). The profile store raises :class:`~gpuweave.errors.MissingProfileError` for an
+absent entry; spec hadar.md Appendix A ("—" entries, e.g. ResNet-50 bs64 on K80 unconsolidated) says to
+treat an absent entry as infeasible, so here it becomes ``0.0`` (= must not be used).
+
+Complexity: O(R) profile lookups per (job type, W), cached for the life of the object.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuweave.errors import MissingProfileError
+
+
+class RateTable:
+    """``cons(job_type, W)`` / ``uncons(job_type, W)``: float arrays over ``models`` (0 = infeasible)."""
+
+    __slots__ = ("profiles", "models", "_cache")
+
+    def __init__(self, profiles, models: list[str]) -> None:
+        self.profiles = profiles
+        self.models = list(models)
+        self._cache: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+
+    def _lookup(self, job_type: str, num_gpus: int, consolidated: bool, model: str) -> float:
+        try:
+            value = float(self.profiles.rate(job_type, model, num_gpus, consolidated))
+        except MissingProfileError:
+            return 0.0
+        return value if value > 0 else 0.0
+
+    def get(self, job_type: str, num_gpus: int) -> tuple[np.ndarray, np.ndarray]:
+        key = (job_type, num_gpus)
+        hit = self._cache.get(key)
+        if hit is None:
+            cons = np.array([self._lookup(job_type, num_gpus, True, m) for m in self.models])
+            if num_gpus == 1:
+                uncons = cons.copy()
+            else:
+                uncons = np.array([self._lookup(job_type, num_gpus, False, m) for m in self.models])
+            hit = (cons, uncons)
+            self._cache[key] = hit
+        return hit
+
+    def cons(self, job_type: str, num_gpus: int) -> np.ndarray:
+        return self.get(job_type, num_gpus)[0]
+
+    def uncons(self, job_type: str, num_gpus: int) -> np.ndarray:
+        return self.get(job_type, num_gpus)[1]
+
+
+def view_rate_table(view, cache_owner) -> RateTable:
+    """The :class:`RateTable` of a simulation, built once and kept on ``cache_owner`` (a policy)."""
+    table = getattr(cache_owner, "_rate_table", None)
+    if table is None or table.profiles is not view.profiles or table.models != list(view.models):
+        table = RateTable(view.profiles, list(view.models))
+        cache_owner._rate_table = table
+    return table

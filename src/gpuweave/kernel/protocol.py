@@ -1,0 +1,175 @@
+"""FIKIT scheduler/hook-client message protocol, version 1 (paper §3.2 "UDP messages"; spec §1.10, R-13).
+
+Problem: the paper's hook clients and scheduler exchange UDP messages whose format is not given.
+This is a versioned, self-describing format: one UTF-8 JSON object per datagram, at most
+:data:`MAX_DATAGRAM` bytes, with ``"v": 1`` and a type ``"t"``:
+
+=================  ========================================================  =====================
+type               fields                                                    answer
+=================  ========================================================  =====================
+``register``       task_key, pid, priority (0-9), mode (share|measure)       ``register_ack``
+``launch``         pid, tid, seq, kernel_id, t_client_ns                     ``go`` (or ``wait``)
+``task_begin``     pid, job_seq                                              none (logged)
+``task_end``       pid, job_seq                                              none (logged)
+``unregister``     pid                                                       ``unregister_ack``
+``ping``           (none)                                                    ``pong``
+``stats``          (none)                                                    ``stats_reply``
+=================  ========================================================  =====================
+
+Server answers: ``register_ack{pid, mode, profile_loaded}``, ``go{pid, seq}``, ``wait{pid, seq}`` (a
+retransmitted launch that is still queued: the server is alive, keep waiting), ``unregister_ack{pid}``,
+``pong``, ``stats_reply{...}``, ``error{code, message[, pid, seq]}``.
+
+Loss handling: the client retransmits a launch with the same ``seq`` after a timeout; the server
+deduplicates on (pid, seq) and re-sends ``go`` for a seq it already released. After k silent timeouts
+the client fails open (launches without permission, and logs it) so a dead scheduler never deadlocks a
+service. :func:`decode` never raises anything but :class:`ProtocolError`. Complexity O(message size).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from gpuweave.errors import InputError
+from gpuweave.kernel import PRIORITY_LEVELS
+from gpuweave.kernel.ids import validate_task_key
+
+VERSION = 1
+MAX_DATAGRAM = 4096
+MAX_KERNEL_ID = 1024
+MAX_INT = 2**63 - 1
+
+
+class ProtocolError(InputError):
+    """A datagram that is not a valid version-1 message. ``code`` is a short machine-readable reason."""
+
+    def __init__(self, code: str, message: str, field: str | None = None) -> None:
+        self.code = code
+        super().__init__(message, field=field)
+
+
+@dataclass(frozen=True, slots=True)
+class Register:
+    task_key: str
+    pid: int
+    priority: int
+    mode: str
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    pid: int
+    tid: int
+    seq: int
+    kernel_id: str
+    t_client_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskMark:
+    pid: int
+    job_seq: int
+    end: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Unregister:
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ping:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class StatsRequest:
+    pass
+
+
+Message = Register | Launch | TaskMark | Unregister | Ping | StatsRequest
+
+
+def _int(d: dict, name: str, lo: int = 0, hi: int = MAX_INT) -> int:
+    if name not in d:
+        raise ProtocolError("missing_field", f"missing field '{name}'", name)
+    v = d[name]
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ProtocolError("bad_field", f"field '{name}' must be an integer in [{lo}, {hi}]", name)
+    return v
+
+
+def _str(d: dict, name: str, max_len: int) -> str:
+    if name not in d:
+        raise ProtocolError("missing_field", f"missing field '{name}'", name)
+    v = d[name]
+    if not isinstance(v, str) or not v or len(v) > max_len:
+        raise ProtocolError("bad_field", f"field '{name}' must be a non-empty string of at most {max_len} characters", name)
+    return v
+
+
+def decode(data: bytes) -> Message:
+    """Parse one datagram; raises :class:`ProtocolError` (never anything else) on bad input."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ProtocolError("bad_type", "datagram must be bytes")
+    if len(data) > MAX_DATAGRAM:
+        raise ProtocolError("oversized", f"datagram of {len(data)} bytes exceeds {MAX_DATAGRAM}")
+    try:
+        d = json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise ProtocolError("malformed", "datagram is not UTF-8 JSON") from None
+    if not isinstance(d, dict):
+        raise ProtocolError("malformed", "message must be a JSON object")
+    if d.get("v") != VERSION or isinstance(d.get("v"), bool):
+        raise ProtocolError("version", f"unsupported protocol version {d.get('v')!r} (server speaks {VERSION})", "v")
+    t = d.get("t")
+    if t == "launch":
+        return Launch(_int(d, "pid"), _int(d, "tid"), _int(d, "seq"), _str(d, "kernel_id", MAX_KERNEL_ID), _int(d, "t_client_ns"))
+    if t == "register":
+        key = _str(d, "task_key", 128)
+        try:
+            validate_task_key(key)
+        except InputError as exc:
+            raise ProtocolError("bad_field", exc.message, "task_key") from None
+        prio = _int(d, "priority", -(2**31), 2**31)
+        if not 0 <= prio < PRIORITY_LEVELS:
+            raise ProtocolError("bad_priority", f"priority must be 0-{PRIORITY_LEVELS - 1}, got {prio}", "priority")
+        mode = d.get("mode", "share")
+        if mode not in ("share", "measure"):
+            raise ProtocolError("bad_field", "mode must be 'share' or 'measure'", "mode")
+        return Register(key, _int(d, "pid"), prio, mode)
+    if t in ("task_begin", "task_end"):
+        return TaskMark(_int(d, "pid"), _int(d, "job_seq"), t == "task_end")
+    if t == "unregister":
+        return Unregister(_int(d, "pid"))
+    if t == "ping":
+        return Ping()
+    if t == "stats":
+        return StatsRequest()
+    raise ProtocolError("unknown_type", f"unknown message type {t!r}", "t")
+
+
+def encode(t: str, **fields: object) -> bytes:
+    """Encode a message of type ``t``; raises ProtocolError if it would exceed :data:`MAX_DATAGRAM`."""
+    for k, v in fields.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            fields[k] = None
+    data = json.dumps({"v": VERSION, "t": t, **fields}, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    if len(data) > MAX_DATAGRAM:
+        raise ProtocolError("oversized", f"message of {len(data)} bytes exceeds {MAX_DATAGRAM}")
+    return data
+
+
+def decode_reply(data: bytes) -> dict:
+    """Client side: parse a server answer into a dict with at least ``t``; ProtocolError otherwise."""
+    if len(data) > MAX_DATAGRAM:
+        raise ProtocolError("oversized", "reply too large")
+    try:
+        d = json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise ProtocolError("malformed", "reply is not UTF-8 JSON") from None
+    if not isinstance(d, dict) or d.get("v") != VERSION or not isinstance(d.get("t"), str):
+        raise ProtocolError("malformed", "reply is not a version-1 message")
+    return d

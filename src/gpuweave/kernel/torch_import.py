@@ -1,0 +1,154 @@
+"""Import a ``torch.profiler`` Chrome trace as a kernel trace (spec §4.3 "Trace import").
+
+Problem: users with a GPU record one inference with ``torch.profiler`` and
+``prof.export_chrome_trace(path)``; we turn it into a :class:`~gpuweave.kernel.traces.Trace` so the
+simulator can replay their own model. Chrome-trace events used (``traceEvents``, complete events
+``ph == "X"``, times in µs):
+
+- ``cat == "kernel"``: ``name``, ``ts``, ``dur`` and ``args.grid``, ``args.block`` (3-vectors),
+  ``args.correlation`` → kernel ID ``name|b…|g…`` (built without ``-rdynamic``) and duration;
+- ``cat == "cuda_runtime"`` (or ``cuda_driver``) launch events (``cudaLaunchKernel``,
+  ``cuLaunchKernel``, … with the same ``args.correlation``) → host launch times, hence the host time
+  before each launch: ``cpu_before_i = launch_ts_i − host_free``, where the host became free at the
+  end of the previous launch call, or at the end of a synchronising runtime call
+  (``…Synchronize``, a non-async ``cudaMemcpy``) that lies between the two launches, which also sets
+  ``sync_after`` on the previous kernel.
+
+Without runtime launch events the kernels are treated as a kernel-gap trace (gap = next start − end,
+clamped at 0; closed loop). A kernel event without grid/block gets (1,1,1) and is reported in
+``ImportReport.missing_dims``. Missing ``name``/``ts``/``dur`` or negative durations are InputErrors.
+Complexity O(E log E) for E events.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuweave.errors import InputError
+from gpuweave.kernel.ids import KernelId
+from gpuweave.kernel.traces import Op, Trace
+
+MAX_PROFILE_BYTES = 512 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    kernels: int
+    with_launch_events: int
+    syncs: int
+    missing_dims: int
+
+
+def _dims(v: object, what: str, file: str | None, row: int) -> tuple[int, int, int] | None:
+    if v is None:
+        return None
+    if not isinstance(v, list) or not 1 <= len(v) <= 3 or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in v):
+        raise InputError(f"'{what}' must be a list of 1-3 positive integers, got {v!r}", file=file, row=row, field=what)
+    return tuple(list(v) + [1] * (3 - len(v)))  # type: ignore[return-value]
+
+
+def _time(e: dict, name: str, file: str | None, row: int) -> float:
+    v = e.get(name)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise InputError(f"event needs a numeric '{name}' (µs)", file=file, row=row, field=name)
+    if name == "dur" and v < 0:
+        raise InputError(f"negative duration {v}", file=file, row=row, field="dur")
+    return float(v)
+
+
+def import_chrome_trace(source: str | Path | dict | list, name: str | None = None) -> tuple[Trace, ImportReport]:
+    """Build a trace from a Chrome trace file (path) or an already-parsed JSON object."""
+    file = None
+    if isinstance(source, (str, Path)):
+        p = Path(source)
+        file = str(p)
+        try:
+            if p.stat().st_size > MAX_PROFILE_BYTES:
+                raise InputError(f"profile larger than {MAX_PROFILE_BYTES} bytes", file=file)
+            data = json.loads(p.read_text())
+        except FileNotFoundError:
+            raise InputError("profile file not found", file=file) from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InputError(f"not a JSON Chrome trace ({exc})", file=file) from None
+        name = name or p.stem
+    else:
+        data = source
+    events = data.get("traceEvents") if isinstance(data, dict) else data
+    if not isinstance(events, list):
+        raise InputError("expected a Chrome trace with a 'traceEvents' list", file=file, field="traceEvents")
+    kernels: list[tuple[int, dict]] = []
+    launches: dict[object, dict] = {}
+    syncs: list[tuple[float, float]] = []
+    for row, e in enumerate(events, 1):
+        if not isinstance(e, dict) or e.get("ph", "X") != "X":
+            continue
+        cat = str(e.get("cat", "")).lower()
+        ename = e.get("name")
+        if cat == "kernel":
+            kernels.append((row, e))
+        elif cat in ("cuda_runtime", "cuda_driver") and isinstance(ename, str):
+            args = e.get("args") or {}
+            if "Launch" in ename and isinstance(args, dict) and "correlation" in args:
+                launches[args["correlation"]] = e
+            elif "Synchronize" in ename or (ename.startswith("cudaMemcpy") and "Async" not in ename):
+                ts = _time(e, "ts", file, row)
+                syncs.append((ts, ts + _time(e, "dur", file, row)))
+    if not kernels:
+        raise InputError("no kernel events (cat 'kernel') in the trace: was it recorded with CUDA activity?", file=file)
+    rows = []
+    missing = 0
+    for row, e in kernels:
+        kname = e.get("name")
+        if not isinstance(kname, str) or not kname:
+            raise InputError("kernel event needs a 'name'", file=file, row=row, field="name")
+        ts, dur = _time(e, "ts", file, row), _time(e, "dur", file, row)
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        grid, block = _dims(args.get("grid"), "grid", file, row), _dims(args.get("block"), "block", file, row)
+        if grid is None or block is None:
+            missing += 1
+        clean = kname.replace("|", "/").replace("\n", " ")
+        kid = KernelId(clean, block or (1, 1, 1), grid or (1, 1, 1)).canonical()
+        launch = launches.get(args.get("correlation")) if "correlation" in args else None
+        lts = _time(launch, "ts", file, row) if launch else None
+        lend = lts + _time(launch, "dur", file, row) if launch else None
+        rows.append((lts if lts is not None else ts, ts, dur, kid, lts, lend))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    with_launch = sum(1 for r in rows if r[4] is not None)
+    syncs.sort()
+    sync_starts = [s for s, _ in syncs]
+    ops: list[Op] = []
+    n_sync = 0
+    if with_launch == len(rows):
+        for i, (_, _, dur, kid, lts, lend) in enumerate(rows):
+            sync_after = False
+            if i + 1 < len(rows):
+                nxt = rows[i + 1][4]
+                lo, hi = bisect_left(sync_starts, lend), bisect_right(sync_starts, nxt)
+                sync_after = hi > lo
+            ops.append(Op(kid, dur / 1000.0, 0.0, sync_after))
+        fixed = []
+        for i, op in enumerate(ops):
+            if i == 0:
+                fixed.append(op)
+                continue
+            prev_end = rows[i - 1][5]
+            free = prev_end
+            if ops[i - 1].sync_after:
+                lo, hi = bisect_left(sync_starts, prev_end), bisect_right(sync_starts, rows[i][4])
+                free = max([prev_end] + [syncs[k][1] for k in range(lo, hi)])
+                n_sync += 1
+            fixed.append(Op(op.kid, op.dur, max(0.0, (rows[i][4] - free) / 1000.0), op.sync_after))
+        trace = Trace(name or "imported", tuple(fixed))
+    else:
+        gaps = []
+        by_start = sorted(rows, key=lambda r: r[1])
+        for i, r in enumerate(by_start):
+            gap = max(0.0, by_start[i + 1][1] - (r[1] + r[2])) if i + 1 < len(by_start) else 0.0
+            gaps.append((r[3], r[2] / 1000.0, gap / 1000.0))
+        trace = Trace.from_gaps(name or "imported", gaps)
+        n_sync = len(rows) - 1
+    return trace, ImportReport(len(rows), with_launch, n_sync, missing)

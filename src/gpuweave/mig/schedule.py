@@ -1,0 +1,216 @@
+"""The MIG schedule: plain data that every planner returns and the validator checks.
+
+A :class:`Schedule` lists, per task, the GPU, the instance (size and first slice) and the start/end
+times, plus the create/destroy operations of instances. It reads and writes the schedule JSON
+documented in ``docs/schedule-json.md``::
+
+    {"gpu": "A100", "gpus": 1, "makespan": s, "lower_bound": s,
+     "tasks": [{"task": name, "gpu_index": 0, "size": k, "start_slice": j, "start": s, "end": s}],
+     "operations": [{"op": "create"|"destroy", "gpu_index": 0, "size": k, "start_slice": j,
+                     "start": s, "end": s}],
+     "reconfiguration": "table" | "free",          # optional, default "table"
+     "initial_instances": [{"gpu_index": 0, "size": k, "start_slice": j}],   # optional
+     "algo": "far"}                                 # optional
+
+``reconfiguration = "free"`` declares a zero-cost model (operations have zero duration; the paper's
+MISO-opt); ``initial_instances`` exist from time 0 without a create (a static partition set up
+before the batch, the paper's FixPart). Reading is strict: one InputError naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuweave.errors import InputError
+
+RECONFIG_MODELS = ("table", "free")
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledTask:
+    task: str
+    gpu_index: int
+    size: int
+    start_slice: int
+    start: float
+    end: float
+    command: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    op: str  # "create" | "destroy"
+    gpu_index: int
+    size: int
+    start_slice: int
+    start: float
+    end: float
+
+
+@dataclass(frozen=True, slots=True)
+class InitialInstance:
+    gpu_index: int
+    size: int
+    start_slice: int
+
+
+@dataclass(slots=True)
+class Schedule:
+    gpu: str
+    gpus: int
+    makespan: float
+    lower_bound: float
+    tasks: list[ScheduledTask]
+    operations: list[Operation] = field(default_factory=list)
+    reconfiguration: str = "table"
+    initial_instances: list[InitialInstance] = field(default_factory=list)
+    algo: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float:
+        """makespan / lower bound (the paper's rho for FAR)."""
+        return self.makespan / self.lower_bound if self.lower_bound > 0 else math.inf
+
+    def task_map(self) -> dict[str, ScheduledTask]:
+        return {t.task: t for t in self.tasks}
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "gpu": self.gpu,
+            "gpus": self.gpus,
+            "makespan": self.makespan,
+            "lower_bound": self.lower_bound,
+            "algo": self.algo,
+            "reconfiguration": self.reconfiguration,
+            "tasks": [],
+            "operations": [asdict(o) for o in sorted(self.operations, key=lambda o: (o.start, o.gpu_index))],
+        }
+        for t in sorted(self.tasks, key=lambda t: (t.start, t.gpu_index, t.start_slice)):
+            d = asdict(t)
+            if d["command"] is None:
+                del d["command"]
+            out["tasks"].append(d)
+        if self.initial_instances:
+            out["initial_instances"] = [asdict(i) for i in self.initial_instances]
+        if self.info:
+            out["info"] = self.info
+        return out
+
+    def write_json(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n")
+        tmp.replace(path)
+        return path
+
+
+def _num(d: dict, key: str, where: str, file: str | None, *, integer: bool = False, nonneg: bool = True) -> Any:
+    if key not in d:
+        raise InputError(f"missing key {key!r}", file=file, field=where)
+    v = d[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InputError(f"{key} must be a number, got {v!r}", file=file, field=f"{where}.{key}")
+    if integer and (not isinstance(v, int)):
+        raise InputError(f"{key} must be an integer, got {v!r}", file=file, field=f"{where}.{key}")
+    if not math.isfinite(v) or (nonneg and v < 0):
+        raise InputError(f"{key} must be a finite number >= 0, got {v!r}", file=file, field=f"{where}.{key}")
+    return v
+
+
+def schedule_from_dict(data: Any, file: str | None = None) -> Schedule:
+    """Parse the schedule JSON object; structural errors raise InputError naming the field."""
+    if not isinstance(data, dict):
+        raise InputError("schedule JSON must be an object", file=file)
+    gpu = data.get("gpu")
+    if not isinstance(gpu, str) or not gpu:
+        raise InputError("missing or empty 'gpu'", file=file, field="gpu")
+    gpus = _num(data, "gpus", "gpus", file, integer=True) if "gpus" in data else 1
+    if gpus < 1:
+        raise InputError("gpus must be >= 1", file=file, field="gpus")
+    makespan = _num(data, "makespan", "makespan", file)
+    lb = _num(data, "lower_bound", "lower_bound", file) if "lower_bound" in data else 0.0
+    recon = data.get("reconfiguration", "table")
+    if recon not in RECONFIG_MODELS:
+        raise InputError(f"reconfiguration must be one of {RECONFIG_MODELS}, got {recon!r}", file=file, field="reconfiguration")
+    raw_tasks = data.get("tasks")
+    if not isinstance(raw_tasks, list):
+        raise InputError("'tasks' must be a list", file=file, field="tasks")
+    tasks = []
+    for i, t in enumerate(raw_tasks):
+        where = f"tasks[{i}]"
+        if not isinstance(t, dict):
+            raise InputError("expected an object", file=file, field=where)
+        name = t.get("task")
+        if not isinstance(name, (str, int)) or isinstance(name, bool) or str(name) == "":
+            raise InputError("missing task name", file=file, field=f"{where}.task")
+        cmd = t.get("command")
+        if cmd is not None and not isinstance(cmd, str):
+            raise InputError("command must be a string", file=file, field=f"{where}.command")
+        tasks.append(
+            ScheduledTask(
+                str(name),
+                _num(t, "gpu_index", where, file, integer=True),
+                _num(t, "size", where, file, integer=True),
+                _num(t, "start_slice", where, file, integer=True),
+                float(_num(t, "start", where, file)),
+                float(_num(t, "end", where, file)),
+                cmd,
+            )
+        )
+    raw_ops = data.get("operations", [])
+    if not isinstance(raw_ops, list):
+        raise InputError("'operations' must be a list", file=file, field="operations")
+    ops = []
+    for i, o in enumerate(raw_ops):
+        where = f"operations[{i}]"
+        if not isinstance(o, dict):
+            raise InputError("expected an object", file=file, field=where)
+        kind = o.get("op")
+        if kind not in ("create", "destroy"):
+            raise InputError(f"op must be 'create' or 'destroy', got {kind!r}", file=file, field=f"{where}.op")
+        ops.append(
+            Operation(
+                kind,
+                _num(o, "gpu_index", where, file, integer=True),
+                _num(o, "size", where, file, integer=True),
+                _num(o, "start_slice", where, file, integer=True),
+                float(_num(o, "start", where, file)),
+                float(_num(o, "end", where, file)),
+            )
+        )
+    raw_init = data.get("initial_instances", [])
+    if not isinstance(raw_init, list):
+        raise InputError("'initial_instances' must be a list", file=file, field="initial_instances")
+    init = []
+    for i, o in enumerate(raw_init):
+        where = f"initial_instances[{i}]"
+        if not isinstance(o, dict):
+            raise InputError("expected an object", file=file, field=where)
+        init.append(
+            InitialInstance(
+                _num(o, "gpu_index", where, file, integer=True),
+                _num(o, "size", where, file, integer=True),
+                _num(o, "start_slice", where, file, integer=True),
+            )
+        )
+    algo = data.get("algo", "")
+    return Schedule(gpu, gpus, float(makespan), float(lb), tasks, ops, recon, init, str(algo or ""), dict(data.get("info") or {}))
+
+
+def read_schedule_json(path: str | Path) -> Schedule:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise InputError("schedule file not found", file=path) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} (line {exc.lineno})", file=path) from None
+    return schedule_from_dict(data, file=str(path))

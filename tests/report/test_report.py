@@ -1,0 +1,202 @@
+from __future__ import annotations
+
+import base64
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fake_runs import write_run_dir
+
+from gpuweave.demo_sections import DemoSection
+from gpuweave.errors import InputError
+from gpuweave.report import load_runs, render_report, render_sections_report
+from gpuweave.report.html import format_value
+from gpuweave.report.plots import plot_busy_gpus, plot_runs
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def assert_png(path: Path) -> None:
+    data = Path(path).read_bytes()
+    assert data[:8] == PNG_MAGIC
+    assert len(data) > 2000
+
+
+def test_plots_one_and_several_runs(tmp_path):
+    one = load_runs([write_run_dir(tmp_path / "a")])
+    assert one[0].label == "fifo"
+    files = plot_runs(one, tmp_path / "one")
+    assert [p.name for _, p in files] == ["jct_cdf.png", "completed_jobs.png", "busy_gpus.png", "power.png"]
+    for _, p in files:
+        assert_png(p)
+
+    dirs = [write_run_dir(tmp_path / f"r{i}", policy=pol, seed=s) for i, (pol, s) in
+            enumerate([("fifo", 0), ("fifo", 1), ("sjf", 0)])]
+    several = load_runs(dirs)
+    assert [r.label for r in several] == ["fifo seed=0", "fifo seed=1", "sjf seed=0"]
+    for _, p in plot_runs(several, tmp_path / "several"):
+        assert_png(p)
+
+
+def test_busy_gpus_per_model_panels_for_many_runs(tmp_path):
+    dirs = [write_run_dir(tmp_path / f"r{i}", policy="fifo", seed=i, n_jobs=4) for i in range(14)]
+    assert_png(plot_busy_gpus(load_runs(dirs), tmp_path / "busy.png"))
+
+
+def test_labels_disambiguate_by_differing_config(tmp_path):
+    a = write_run_dir(tmp_path / "a", extra_config={"rate_per_hour": 30.0})
+    b = write_run_dir(tmp_path / "b", extra_config={"rate_per_hour": 60.0})
+    c = write_run_dir(tmp_path / "c", extra_config={"rate_per_hour": 60.0})
+    labels = [r.label for r in load_runs([a, b, c])]
+    assert labels == ["fifo seed=0 rate_per_hour=30", "fifo seed=0 rate_per_hour=60 (b)",
+                      "fifo seed=0 rate_per_hour=60 (c)"]
+
+
+def test_report_is_self_contained_and_has_numbers(tmp_path):
+    a = write_run_dir(tmp_path / "a", policy="fifo", avg_jct_s=1234.5, energy_kwh=42.125)
+    b = write_run_dir(tmp_path / "b", policy="sjf", avg_jct_s=617.5, utilization=0.8125)
+    report = render_report([a, b], tmp_path / "out", title="Policy comparison")
+    assert report == tmp_path / "out" / "report.html"
+    text = report.read_text()
+    assert 'src="http' not in text and "<script" not in text and "<link" not in text and "url(" not in text
+    srcs = re.findall(r'src="([^"]+)"', text)
+    assert len(srcs) == 4 and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert base64.b64decode(srcs[0].split(",", 1)[1])[:8] == PNG_MAGIC
+    # summary numbers of both runs, and the comparison against the first run
+    for number in ("1,234.5", "617.5", "42.125", "0.8125", "0.6250"):
+        assert number in text
+    assert "Comparison" in text and "\u00d70.50" in text  # 617.5 / 1234.5
+    assert '<td class="best">617.5 (' in text  # lower JCT is better
+    assert '<td class="best">11' not in text  # both completed 11 jobs: no best
+    assert "<title>Policy comparison</title>" in text
+    for png in ("jct_cdf.png", "completed_jobs.png", "busy_gpus.png", "power.png"):
+        assert_png(tmp_path / "out" / png)
+
+
+def test_single_run_report_has_no_comparison(tmp_path):
+    report = render_report([write_run_dir(tmp_path / "a")], tmp_path / "out")
+    text = report.read_text()
+    assert "<h2>Summary</h2>" in text and "<h2>Comparison</h2>" not in text
+    assert "<title>gpuweave report</title>" in text
+
+
+def test_text_is_escaped(tmp_path):
+    nasty = '<script>alert("x")</script> & $x$'
+    run = write_run_dir(tmp_path / "a", policy=nasty)
+    img = plot_runs(load_runs([run]), tmp_path / "imgs")[0][1]
+    section = DemoSection(title="<b>bold</b> & co", table=[{"<col>": "<v>", "n": 3.5}], images=[img],
+                          text="line <1>\nline 2\n\npara \"2\"")
+    text = render_report([run], tmp_path / "out", title="A & B <i>", sections=[section]).read_text()
+    assert "<script" not in text and "<b>bold" not in text and "<i>" not in text and "<col>" not in text
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; $x$" in text
+    assert "<title>A &amp; B &lt;i&gt;</title>" in text
+    assert "&lt;b&gt;bold&lt;/b&gt; &amp; co" in text
+    assert "<p>line &lt;1&gt;<br>line 2</p><p>para &quot;2&quot;</p>" in text
+    assert "<td class=\"text\">&lt;v&gt;</td><td>3.500</td>" in text
+
+
+def test_sections_only_report(tmp_path):
+    img = plot_runs(load_runs([write_run_dir(tmp_path / "a")]), tmp_path / "imgs")[1][1]
+    sections = [
+        DemoSection(title="MIG", table=[{"job": "a", "slices": 3}, {"job": "b", "gpu": "A100"}], images=[img],
+                    text="packed"),
+        DemoSection(title="Kernels", table=[], text="no table"),
+    ]
+    report = render_sections_report(sections, tmp_path / "demo", title="demo")
+    text = report.read_text()
+    assert text.count("<section>") == 2 and "data:image/png;base64," in text
+    assert "<th class=\"text\">gpu</th>" in text and "A100" in text and "packed" in text
+    assert 'src="http' not in text
+
+
+@pytest.mark.parametrize(
+    "damage, needle",
+    [
+        (lambda d: (d / "summary.json").unlink(), "summary.json: missing summary.json"),
+        (lambda d: (d / "summary.json").write_text("{not json"), "summary.json: not valid JSON"),
+        (lambda d: (d / "summary.json").write_text("[1, 2]"), "summary.json: expected a JSON object"),
+        (lambda d: (d / "summary.json").write_text(json.dumps({"metrics": {"avg_jct_s": "fast"}})),
+         "summary.json, field 'metrics.avg_jct_s': expected a number"),
+        (lambda d: (d / "timeseries.csv").unlink(), "timeseries.csv: missing file"),
+        (lambda d: (d / "jobs.csv").write_text("job_id,arrival,end,jct\nj0,0,10,10\nj1,5,oops,3\n"),
+         "jobs.csv, row 2, field 'end': expected a number, got 'oops'"),
+        (lambda d: (d / "jobs.csv").write_text("job_id,arrival,end\nj0,0,10\n"),
+         "jobs.csv, field 'jct': missing column"),
+    ],
+)
+def test_bad_run_dirs_name_the_file(tmp_path, damage, needle):
+    run = write_run_dir(tmp_path / "a")
+    damage(run)
+    with pytest.raises(InputError) as exc:
+        render_report([run], tmp_path / "out")
+    assert needle in str(exc.value)
+    assert str(run) in exc.value.file
+
+
+def test_other_bad_inputs(tmp_path):
+    with pytest.raises(InputError, match="not a directory"):
+        render_report([tmp_path / "nope"], tmp_path / "out")
+    with pytest.raises(InputError, match="no run directories"):
+        render_report([], tmp_path / "out")
+    with pytest.raises(InputError, match="image not found") as exc:
+        render_sections_report([DemoSection("s", [], images=[tmp_path / "gone.png"])], tmp_path / "out")
+    assert exc.value.file.endswith("gone.png")
+    (tmp_path / "x.bmp").write_bytes(b"BM")
+    with pytest.raises(InputError, match="unsupported image type"):
+        render_sections_report([DemoSection("s", [], images=[tmp_path / "x.bmp"])], tmp_path / "out")
+
+
+def test_format_value():
+    assert format_value(1234.5) == "1,234.5"
+    assert format_value(3.0) == "3"
+    assert format_value(float("nan")) == "n/a"
+    assert format_value(0.8125) == "0.8125"
+    assert format_value(12) == "12"
+    assert format_value(None) == ""
+    assert format_value({"b": 1, "a": 2}) == '{"a": 2, "b": 1}'
+
+
+def _cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "gpuweave.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120)
+
+
+def test_cli_report_and_error(tmp_path):
+    a = write_run_dir(tmp_path / "a")
+    b = write_run_dir(tmp_path / "b", policy="sjf")
+    from typer.testing import CliRunner
+
+    from gpuweave.cli import app
+
+    res = CliRunner().invoke(app, ["report", str(a), str(b), "--out", str(tmp_path / "rep"), "--title", "T"])
+    assert res.exit_code == 0, res.output
+    assert res.output.strip() == f"wrote {tmp_path / 'rep' / 'report.html'}"
+    assert "<title>T</title>" in (tmp_path / "rep" / "report.html").read_text()
+
+    (b / "summary.json").unlink()
+    res = _cli("report", str(a), str(b), cwd=tmp_path)
+    assert res.returncode == 2
+    expected = f"error: {b / 'summary.json'}: missing summary.json (not a gpuweave run directory?)"
+    assert res.stderr.strip().splitlines() == [expected]
+    assert not (tmp_path / "gpuweave-out" / "report" / "report.html").exists()
+
+
+def test_end_to_end_real_simulation(tmp_path):
+    pytest.importorskip("gpuweave.workload.profiles")
+    pytest.importorskip("gpuweave.workload.traces.generate")
+    from gpuweave.cluster.config import parse_config
+    from gpuweave.cluster.run import run_simulation
+    from gpuweave.hardware.cluster_spec import bundled_clusters
+
+    if "gavel-60" not in bundled_clusters():
+        pytest.skip("bundled cluster gavel-60 not landed yet")
+    metrics = run_simulation(parse_config({"policy": "fifo", "jobs": 30}), tmp_path / "run")
+    report = render_report([tmp_path / "run"], tmp_path / "out")
+    text = report.read_text()
+    written = json.loads((tmp_path / "run" / "summary.json").read_text())["metrics"]
+    assert format_value(float(written["avg_jct_s"])) in text and format_value(float(written["utilization"])) in text
+    assert metrics["jobs"] == 30
+    assert_png(tmp_path / "out" / "busy_gpus.png")
