@@ -11,12 +11,11 @@ from __future__ import annotations
 import csv
 import json
 import math
-import shutil
-import tempfile
 from pathlib import Path
 
 from gpuweave import __version__
 from gpuweave.cluster.simulator import SimulationRecords
+from gpuweave.staging import staged_directory
 
 JOB_COLUMNS = [
     "job_id", "job_type", "arrival", "start", "end", "jct", "queueing_delay", "num_gpus", "restarts",
@@ -54,9 +53,7 @@ def _clean(obj):
 
 def write_run(rec: SimulationRecords, summary: dict, config: dict, out_dir: Path, nodes: list) -> Path:
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    with staged_directory(out_dir) as staging:
         _write_jobs(rec, staging / "jobs.csv")
         _write_allocations(rec, staging / "allocations.csv", nodes)
         _write_timeseries(rec, staging / "timeseries.csv")
@@ -76,12 +73,6 @@ def write_run(rec: SimulationRecords, summary: dict, config: dict, out_dir: Path
         with open(staging / "summary.json", "w") as fh:
             json.dump(_clean(payload), fh, indent=2, sort_keys=True)
             fh.write("\n")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        staging.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out_dir
 
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import csv
 import math
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from gpuweave.errors import InputError
 from gpuweave.plugins import import_if_present
+from gpuweave.staging import staged_directory
 
 COMPARISON_COLUMNS = ["experiment", "metric", "paper", "ours", "unit", "note"]
 
@@ -132,10 +131,7 @@ def write_comparison(rows: list[ComparisonRow], path: Path) -> None:
 def run_reproduction(name: str, ctx: ReproContext) -> list[ComparisonRow]:
     """Run one reproduction into ``ctx.out_dir`` atomically and return its rows."""
     repro = get_reproduction(name)
-    final_dir = Path(ctx.out_dir)
-    final_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{final_dir.name}.", dir=final_dir.parent))
-    try:
+    with staged_directory(ctx.out_dir) as staging:
         staged_ctx = ReproContext(
             out_dir=staging, reps=ctx.reps, seed=ctx.seed, full=ctx.full, options=dict(ctx.options)
         )
@@ -143,12 +139,6 @@ def run_reproduction(name: str, ctx: ReproContext) -> list[ComparisonRow]:
         if not rows:
             raise RuntimeError(f"reproduction {name!r} produced no comparison rows")
         write_comparison(rows, staging / "comparison.csv")
-        if final_dir.exists():
-            shutil.rmtree(final_dir)
-        staging.rename(final_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return rows
 
 
