@@ -203,6 +203,10 @@ def register(cli) -> None:
         typer.echo(f"{rep.kernels} kernels ({rep.with_launch_events} with launch events, {rep.syncs} syncs, "
                    f"{rep.missing_dims} without grid/block) -> {dest}")
 
+    trace_app = getattr(cli, "trace", None)
+    if trace_app is not None:  # the same command as `gpuweave trace import-torch`
+        trace_app.command("import-torch")(import_torch_cmd)
+
     @kernel_app.command("bench")
     def bench_cmd(
         tasks: int = typer.Option(60, "--tasks", help="High-priority tasks (IV.a-sized run)."),

@@ -23,6 +23,7 @@ def register(cli) -> None:
         no_args_is_help=True,
     )
     cli.app.add_typer(trace_app, name="trace")
+    cli.trace = trace_app  # other areas add their trace commands here (e.g. kernel's import-torch)
 
     @trace_app.command("validate")
     def validate_cmd(
