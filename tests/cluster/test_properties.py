@@ -113,3 +113,46 @@ def test_physics_hold_for_every_policy(spec, jobs, policy, seed):
         assert sum(s.delay > 0 for s in segs) == js.restarts
     last = by_job and max(s.end for segs in by_job.values() for s in segs)
     assert rec.end_time == pytest.approx(last)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    gpus=st.sampled_from([8, 16, 24, 32]),
+    models=st.lists(st.sampled_from(["V100", "P100", "K80"]), min_size=1, max_size=3, unique=True),
+    per_node=st.sampled_from([2, 4, 8]),
+    seed=st.integers(0, 10_000),
+    policy=st.sampled_from(["fifo", "sjf", "yarn-cs"]),
+)
+def test_physics_on_bundled_profiles_and_generated_traces(gpus, models, per_node, seed, policy):
+    """The same invariants with the real Gavel throughputs, a generated Philly-like trace and a built cluster."""
+    from gpuweave.hardware.catalog import get_gpu
+    from gpuweave.hardware.cluster_spec import make_cluster
+    from gpuweave.workload.profiles import load_profiles
+    from gpuweave.workload.traces.generate import generate_philly_like
+
+    if gpus // per_node < len(models):
+        return  # make_cluster needs a node per model
+    spec = make_cluster(gpus, models, gpus_per_node=per_node)
+    nodes = spec.expand()
+    profiles = load_profiles()
+    trace = [j for j in generate_philly_like(30, 40.0, seed, profiles=profiles) if j.num_gpus <= per_node]
+    power = {n.gpu_model: (get_gpu(n.gpu_model).power_idle_w, get_gpu(n.gpu_model).power_max_w) for n in nodes}
+    feasible = []
+    for j in trace:
+        if any(profiles.rate(j.job_type, m, j.num_gpus, True) > 0 for m in spec.gpus_by_model()):
+            feasible.append(j)
+    if not feasible:
+        return
+    rec = Simulator(nodes, feasible, make_policy(policy), profiles, power).run()
+    per_node_busy = [0] * len(nodes)
+    held: dict[tuple[str, int], int] = {}
+    for change in rec.allocations:
+        key = (change.job_id, change.node)
+        per_node_busy[change.node] += change.gpus - held.get(key, 0)
+        held[key] = change.gpus
+        assert 0 <= per_node_busy[change.node] <= nodes[change.node].num_gpus
+    for js in rec.jobs:
+        assert js.first_start >= js.job.arrival
+        segs = [s for s in rec.segments if s.job_id == js.job.job_id]
+        assert sum((s.end - s.start - s.delay) * s.rate for s in segs) == pytest.approx(js.job.work, rel=1e-6)
+        assert js.attained_gpu_seconds == pytest.approx(js.job.work / segs[0].rate * js.job.num_gpus, rel=1e-9)

@@ -156,5 +156,6 @@ def test_build_forest_shapes():
 
 def test_make_problem_and_far_tiny():
     p = make_problem(["a"], [[4.0, 2.0, 1.5, 1.0, 0.6]], "A100")
+    assert [p.sizes[a[0]] for a in family(p)] == [1, 2, 4, 7]  # min work 1 (ties -> smallest), then next min work
     r = far(p)
-    assert r.makespan == pytest.approx(0.16 + 4.0)  # min work is 1 slice, created first (0.16 s)
+    assert r.makespan == pytest.approx(0.24 + 0.6)  # the whole GPU wins: created (0.24 s), then 0.6 s
