@@ -5,12 +5,10 @@ from __future__ import annotations
 import math
 import random
 
-import pytest
 
 from gpuweave.mig.concat import chain_makespan, chain_schedule, concat_pair, p_multi_batch_paper
 from gpuweave.mig.far import FarOptions, far
 from gpuweave.mig.generator import generate, group_counts, scaling, workload
-from gpuweave.mig.phase1 import min_work_allocation
 from gpuweave.mig.phase2 import schedule_allocation
 from gpuweave.mig.problem import MigProblem
 from gpuweave.mig.validate import validate_schedule

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from gpuweave.errors import InputError
 from gpuweave.mig.far import FarOptions, far
-from gpuweave.mig.fixpart import fixpart_best, ones_partition, fixpart, whole_partition
+from gpuweave.mig.fixpart import fixpart, fixpart_best, whole_partition
 from gpuweave.mig.miso import miso_opt
 from gpuweave.mig.problem import bundled_dataset
-from gpuweave.mig.schedule import Operation, ScheduledTask, schedule_from_dict
+from gpuweave.mig.schedule import schedule_from_dict
 from gpuweave.mig.validate import check_schedule, validate_schedule
 
 from .helpers import random_problem

@@ -278,6 +278,9 @@ class HadarDP:
         # Upper bound for branch and bound (exact: it only prunes a skip branch that cannot beat the
         # select branch): every job's payoff is at most its utility at its best rate without restart delay
         # minus W GPUs at the lowest price; a fractional knapsack over the suffix bounds the suffix value.
+        P = self.P
+        capl = self.capl
+        umin = float(np.min(self.constants.u_min))
         ub = []
         for k, j in enumerate(jobs):
             best = max(self.consl[k] + self.unconsl[k])
@@ -309,7 +312,12 @@ class HadarDP:
             if hit is not None:
                 return hit
             res = (0.0, None)
+            # Cheapest free GPU now: no candidate of job k can cost less than W_k times its price.
+            pmin = min((P[h][capl[h] - f] for h, f in enumerate(F) if f), default=math.inf)
             while i < n and free_total >= min_w[i]:
+                if gpus[i] > free_total or ub[i] - gpus[i] * (pmin - umin) <= 0:
+                    i += 1
+                    continue
                 cand = self.find_alloc(i, F)
                 if cand is None:
                     i += 1
