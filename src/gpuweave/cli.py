@@ -34,6 +34,7 @@ COMMAND_MODULES = [
     "gpuweave.hardware.cli",
     "gpuweave.workload.traces.cli",
     "gpuweave.cluster.cli",
+    "gpuweave.andreas.cli",
     "gpuweave.report.cli",
     "gpuweave.sweep.cli",
     "gpuweave.repro.cli",

@@ -161,6 +161,11 @@ def exact_optimum(inst: Instance, *, maximal: bool = True, time_limit: float = 6
         rv = np.concatenate(rows_v)
         srt = np.lexsort((rc, ri))
         ri, rc, rv = ri[srt], rc[srt], rv[srt]
+        # merge duplicate (row, column) entries (a job's own column on the node of its non-idling row)
+        head = np.ones(ri.size, dtype=bool)
+        head[1:] = (ri[1:] != ri[:-1]) | (rc[1:] != rc[:-1])
+        rv = np.add.reduceat(rv, np.flatnonzero(head))
+        ri, rc = ri[head], rc[head]
         start = np.searchsorted(ri, np.arange(r + 1))
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
@@ -179,6 +184,8 @@ def exact_optimum(inst: Instance, *, maximal: bool = True, time_limit: float = 6
         lp.row_upper_ = np.array(hi, dtype=float)
         lp.offset_ = Wsum
         lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.num_col_ = nc
+        lp.a_matrix_.num_row_ = r
         lp.a_matrix_.start_ = start.astype(np.int32)
         lp.a_matrix_.index_ = rc.astype(np.int32)
         lp.a_matrix_.value_ = rv

