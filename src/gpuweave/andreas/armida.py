@@ -70,9 +70,8 @@ def replay(policy: str = "andreas", seed: int = 0, mode: str = "periodic", **opt
     return run_policy(setup.nodes, setup.jobs, policy, costs=load_costs(), **options)
 
 
-def intervals(result: RunResult) -> list[tuple[str, str, int, float, float]]:
-    """(job, node name, GPUs, start, end) stretches of the run, from the allocation records."""
-    nodes = result.records.extra.get("nodes") if result.records.extra else None
+def intervals(result: RunResult) -> list[tuple[str, int, int, float, float]]:
+    """(job, node index, GPUs, start, end) stretches of the run, from the allocation records."""
     open_: dict[tuple[str, int], tuple[int, float]] = {}
     out = []
     for ch in result.records.allocations:
@@ -85,8 +84,7 @@ def intervals(result: RunResult) -> list[tuple[str, str, int, float, float]]:
             open_[key] = (ch.gpus, ch.time)
     for (job, node), (g, start) in open_.items():
         out.append((job, node, g, start, result.records.end_time))
-    names = nodes or {}
-    return [(j, names.get(n, n) if names else n, g, s, e) for j, n, g, s, e in out]
+    return out
 
 
 def plot_trace(result: RunResult, node_names: list[str], path, title: str = "") -> None:

@@ -1,0 +1,189 @@
+"""Reproduction of ANDREAS (Filippini et al.): simulations (Figures 2–3) and the ARMIDA replay (Table III).
+
+``gpuweave repro andreas [--seeds S] [--n-max N] [--rg-seeds R] [--load-scale K] [--out DIR]``
+
+* Simulations (Sec. V-B, spec §9.3): scenario 1 (2×V100 / 1×T4 nodes) and 2 (4×V100 / 2×T4), N = 10, 20,
+  …, n_max nodes, J = 10N jobs, S workload seeds (1000, 4000, 9000, …), R RG seeds each; RG vs FIFO, EDF,
+  PS. Reported: mean total-cost and energy reduction of RG per N and over N, beside the paper's "around
+  62%" (scenario 1) and "almost 30%" (scenario 2), and RG's optimizer time per call beside "< 0.1 s" and
+  "< 0.01 s on average". The paper's figures are images, so per-N values have no paper number. Our
+  generator follows the spec's defaults, which reach the paper's magnitude only at N = 10–20 (the
+  reduction shrinks with N at this load; spec §9.4, A15); ``--load-scale`` multiplies the arrival rates.
+* ARMIDA replay (Sec. V-C, spec §10.4): predicted energy of RG (periodic 300 s, 20 RG seeds) beside the
+  paper's predicted 1.08438 € and real 0.95111 €, the deviation arithmetic of Table III, the Figure 4 trace
+  checks (AC10), the baselines' prediction, and RG's optimality gap to the exact MILP at every call.
+
+Quick default (CI): S = 1, R = 1, n_max = 10. The paper-sized run is ``--seeds 3 --rg-seeds 5 --n-max 100``
+(``--full`` sets these). Writes comparison.csv, runs.csv, reductions.csv, armida_calls.csv,
+fig_scenario1.png, fig_scenario2.png, armida_trace.png.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from gpuweave.repro.registry import ComparisonRow, ReproContext, register_reproduction
+
+
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    if not rows:
+        return
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _plot_scenario(rows: list[dict], scenario: int, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gpuweave.andreas.experiments import BASELINE_LABEL, means
+
+    ns = sorted({r["N"] for r in rows if r["scenario"] == scenario})
+    policies = ["andreas", "andreas-fifo", "edf", "priority"]
+    fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
+    panels = [("energy_eur", "energy cost [€]"), ("total_eur", "total cost [€]"), ("makespan_h", "simulation time [h]"),
+              ("opt_mean_s", "optimizer time per call [s]")]
+    for ax, (key, label) in zip(axes, panels):
+        for i, p in enumerate(policies):
+            ys = [means(rows, scenario, n, p, key) for n in ns]
+            ax.plot(ns, ys, marker="o", label=BASELINE_LABEL[p], linestyle="-" if p == "andreas" else "--")
+        ax.set_xlabel("N nodes")
+        ax.set_title(label, fontsize=9)
+        if key == "opt_mean_s":
+            ax.set_yscale("log")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"ANDREAS scenario {scenario}: RG vs first-principle methods (means over seeds)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+@register_reproduction(
+    "andreas",
+    title="RG vs FIFO/EDF/PS cost reduction (Figs. 2-3), optimizer time, ARMIDA replay (Table III)",
+    paper="Filippini et al., ANDREAS (FiCloud 2021)",
+    options={"n_max": int, "rg_seeds": int, "load_scale": float, "armida_seeds": int},
+)
+def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
+    from gpuweave.andreas.armida import armida_setup, plot_trace, replay
+    from gpuweave.andreas.catalog import paper_numbers
+    from gpuweave.andreas.cost import deviation
+    from gpuweave.andreas.experiments import BASELINE_LABEL, BASELINES, reductions, scenario_runs
+    from gpuweave.andreas.milp import optimality_gap
+
+    paper = paper_numbers()
+    out = Path(ctx.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    n_max = int(ctx.options.get("n_max") or (100 if ctx.full else 10))
+    seeds = ctx.reps_or(3 if ctx.full else 1)
+    rg_n = int(ctx.options.get("rg_seeds") or (5 if ctx.full else 1))
+    kappa = float(ctx.options.get("load_scale") or 1.0)
+    armida_n = int(ctx.options.get("armida_seeds") or 20)
+    if n_max < 10 or seeds < 1 or rg_n < 1 or armida_n < 1 or kappa <= 0:
+        from gpuweave.errors import InputError
+
+        raise InputError("need --n-max >= 10, --seeds >= 1, --rg-seeds >= 1, --armida-seeds >= 1, --load-scale > 0")
+    ns = list(range(10, n_max + 1, 10))
+    rows: list[ComparisonRow] = []
+    setup = f"S={seeds} workload seeds x {rg_n} RG seeds, load_scale={kappa:g}"
+
+    all_runs: list[dict] = []
+    for scenario in (1, 2):
+        runs = scenario_runs(scenario, ns, seeds, rg_n, load_scale=kappa)
+        all_runs.extend(runs)
+        _plot_scenario(all_runs, scenario, out / f"fig_scenario{scenario}.png")
+    _write_csv(out / "runs.csv", all_runs)
+    red = reductions(all_runs)
+    _write_csv(out / "reductions.csv", [
+        {"scenario": sc, "N": N, "baseline": BASELINE_LABEL[b], "total_cost_reduction": v["total"], "energy_reduction": v["energy"]}
+        for (sc, N, b), v in sorted(red.items())
+    ])
+    for scenario, key in ((1, "scenario1"), (2, "scenario2")):
+        sec = paper[key]["section"]
+        for b in BASELINES:
+            vals = [red[(scenario, N, b)]["total"] for N in ns]
+            rows.append(ComparisonRow(
+                f"scenario {scenario}", f"total-cost reduction vs {BASELINE_LABEL[b]}, mean over N={ns[0]}..{ns[-1]}",
+                paper[key]["total_cost_reduction"], float(np.mean(vals)), "fraction",
+                f"{sec}; {setup}; spec §9.4: the default generator reaches the paper's magnitude at N=10-20 only"))
+        for N in ns:
+            r = red[(scenario, N, "edf")]
+            rows.append(ComparisonRow(f"scenario {scenario}", f"N={N}: total-cost reduction vs EDF", None, r["total"], "fraction",
+                                      f"energy reduction {r['energy']:.3f}; FIFO/PS in reductions.csv"))
+        rg = [r for r in all_runs if r["scenario"] == scenario and r["policy"] == "andreas"]
+        fpm = [r for r in all_runs if r["scenario"] == scenario and r["policy"] != "andreas"]
+        if scenario == 1:
+            rows.append(ComparisonRow("scenario 1", "RG optimizer time per call, max over runs", paper[key]["optimizer_time_max_s"],
+                                      max(r["opt_max_s"] for r in rg), "s", "paper: 'always below 0.1 s' (C++); ours: Python+numpy"))
+        else:
+            rows.append(ComparisonRow("scenario 2", "RG optimizer time per call, mean", paper[key]["optimizer_time_mean_s"],
+                                      float(np.mean([r["opt_mean_s"] for r in rg])), "s", "paper: 'lower than 0.01 s on average'"))
+        rows.append(ComparisonRow(f"scenario {scenario}", "FPM optimizer time per call, mean", None,
+                                  float(np.mean([r["opt_mean_s"] for r in fpm])), "s", "paper: RG takes longer than FPMs"))
+        late_rg = float(np.mean([r["tardiness_eur"] for r in rg]))
+        late_b = float(np.mean([r["tardiness_eur"] for r in fpm]))
+        rows.append(ComparisonRow(f"scenario {scenario}", "tardiness cost RG / FPM (means)", None,
+                                  late_rg / late_b if late_b > 0 else 0.0, "ratio", "spec AC12: <= 0.10 in scenario 1"))
+
+    # ---------------------------------------------------------------- ARMIDA replay
+    arm = paper["armida"]
+    energies, shared_2400, preempt_7200, gaps = [], 0, 0, []
+    call_rows = []
+    for s in range(armida_n):
+        res = replay("andreas", seed=s, mode="periodic", exact_gap_max_queue=8 if s == 0 else 0)
+        energies.append(res.real.energy)
+        by_t = {c.time: c for c in res.calls}
+        c24 = by_t.get(2400.0)
+        if c24 and c24.plan.get("J10") == ("armida-06", 1) and sorted(g for n, g in c24.plan.values() if n == "armida-06") == [1, 1]:
+            shared_2400 += 1
+        c72 = by_t.get(7200.0)
+        if c72 and "J2" in c72.plan and "J7" not in c72.plan:
+            preempt_7200 += 1
+        if s == 0:
+            first = res
+            for c in res.calls:
+                f_opt = c.extra.get("f_opt")
+                gap = optimality_gap(c.f, f_opt) if f_opt is not None else None
+                if gap is not None:
+                    gaps.append(gap)
+                call_rows.append({"time_s": c.time, "queue": c.queue, "plan": " ".join(f"{j}->{n}x{g}" for j, (n, g) in c.plan.items()),
+                                  "f_obj": c.f, "f_greedy": c.f_greedy, "f_opt": "" if f_opt is None else f_opt,
+                                  "gap": "" if gap is None else gap, "opt_ms": c.opt_seconds * 1e3})
+    _write_csv(out / "armida_calls.csv", call_rows)
+    names = [n.name for n in armida_setup().nodes]
+    plot_trace(first, names, out / "armida_trace.png", "ARMIDA replay (RG, periodic 300 s, seed 0): node -> job x GPUs")
+    pred = float(np.mean(energies))
+    fpm_e = {b: replay(b, mode="periodic").real for b in BASELINES}
+    j9_late_all = all(rr.late_jobs >= 1 for rr in fpm_e.values()) and first.real.late_jobs >= 1 and any(
+        js.job.job_id == "J9" and js.end > js.job.deadline for js in first.records.jobs)
+    sec = arm["section"]
+    rows += [
+        ComparisonRow("ARMIDA replay", "predicted energy cost, RG mean", arm["predicted_cost_eur"], pred, "EUR",
+                      f"{sec}; periodic 300 s, {armida_n} RG seeds, range {min(energies):.4f}-{max(energies):.4f}; spec AC9 band [1.030, 1.139]"),
+        ComparisonRow("ARMIDA replay", "real (measured) energy cost", arm["real_cost_eur"], None, "EUR",
+                      "measured on ARMIDA with ExaMon; a simulation cannot reproduce it"),
+        ComparisonRow("ARMIDA replay", "deviation (pred - real)/pred, Table III arithmetic", arm["deviation"],
+                      deviation(arm["predicted_cost_eur"], arm["real_cost_eur"]), "fraction", "AC11: recomputed from the paper's two costs"),
+        ComparisonRow("ARMIDA replay", "deviation of our prediction from the paper's real cost", arm["worst_case_deviation_bound"],
+                      deviation(pred, arm["real_cost_eur"]), "fraction", "paper: worst case below 13% (abstract)"),
+        ComparisonRow("ARMIDA replay", "average deviation per optimizer call", arm["avg_deviation_per_call"], None, "fraction",
+                      "needs the measured per-interval power traces (Figure 5), not published"),
+        ComparisonRow("ARMIDA replay", "predicted energy cost, FIFO/EDF/PS", None, float(np.mean([r.energy for r in fpm_e.values()])), "EUR",
+                      "spec [PROTO] 1.14327; >= RG"),
+        ComparisonRow("ARMIDA replay", "J10 shares armida-06 (1 GPU each) at T=2400, share of seeds", None, shared_2400 / armida_n,
+                      "fraction", "Figure 4 GPU sharing (AC10a; partner identity not checked)"),
+        ComparisonRow("ARMIDA replay", "J2 started and J7 not running at T=7200, share of seeds", None, preempt_7200 / armida_n,
+                      "fraction", "Figure 4 preemption (AC10b: >= 0.5)"),
+        ComparisonRow("ARMIDA replay", "J9 late under every method", None, 1.0 if j9_late_all else 0.0, "bool",
+                      "its fastest time 2848.672 s exceeds its 2600 s due date (spec §10.4, AC10c)"),
+        ComparisonRow("ARMIDA replay", "RG optimality gap vs exact MILP, mean over calls", None, float(np.mean(gaps)) if gaps else None,
+                      "fraction", f"code proxy, non-idling plans; {len(gaps)} calls (seed 0); max {max(gaps) if gaps else float('nan'):.3f}"),
+    ]
+    return rows
