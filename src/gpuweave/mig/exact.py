@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass
 
 from gpuweave.errors import InputError
-from gpuweave.hardware.mig import Placement
+from gpuweave.hardware.mig import Placement, TreeNode, repartition_tree
 from gpuweave.mig.problem import MigProblem, lower_bound
 from gpuweave.mig.schedule import Operation, Schedule, ScheduledTask
 
@@ -94,6 +94,46 @@ def _units(x: float, res: float) -> int:
     return max(0, math.ceil(x / res - 1e-6))
 
 
+def _shape(node: TreeNode) -> tuple:
+    """Structure of a subtree up to slice positions: sizes, occupancy counts, children's shapes."""
+    return (node.size, len(node.occupancy), tuple(_shape(c) for c in node.children))
+
+
+def _swap_pairs(geom) -> list[tuple[frozenset[Placement], frozenset[Placement]]]:
+    """Sibling subtrees of the repartitioning tree that an automorphism of the GPU exchanges.
+
+    Two consecutive isomorphic children A, B of one tree node: the slice permutation that swaps A's
+    subtree with B's (placement by placement, in tree order) and fixes everything else maps allowed
+    placements to allowed placements of the same size and preserves "occupancies intersect" (checked
+    here, not assumed), so it maps every feasible schedule to a feasible schedule with the same
+    makespan (times, create and destroy durations depend only on the size, spec §1.1-1.2).
+    Returned top-down (parents before children), which is the order the symmetry-breaking argument
+    in the module docstring needs.
+    """
+    try:
+        root = repartition_tree(geom)
+    except ValueError:
+        return []
+    out = []
+    queue = [root]
+    while queue:
+        node = queue.pop(0)
+        kids = node.children
+        for a, b in zip(kids, kids[1:]):
+            if _shape(a) != _shape(b):
+                continue
+            pa, pb = [x.placement for x in a.walk()], [x.placement for x in b.walk()]
+            sigma = {**dict(zip(pa, pb)), **dict(zip(pb, pa))}
+            allp = geom.placements
+            ok = all(p.size == sigma.get(p, p).size for p in allp) and all(
+                p.overlaps(q) == sigma.get(p, p).overlaps(sigma.get(q, q)) for p in allp for q in allp
+            )
+            if ok:
+                out.append((frozenset(pa), frozenset(pb)))
+        queue.extend(kids)
+    return out
+
+
 def _solve(
     problem: MigProblem,
     *,
@@ -103,11 +143,12 @@ def _solve(
     workers: int,
     hint: Schedule | None,
 ) -> ExactResult:
-    """One CP-SAT solve of the model with at most ``max_lifetimes`` lifetimes per instance."""
+    """One CP-SAT solve of the lifetime model with at most ``max_lifetimes`` lifetimes per instance."""
     from ortools.sat.python import cp_model
 
     geom = problem.geometry
     sizes = problem.sizes
+    n = problem.n
     finite = [t for row in problem.times for t in row if not math.isinf(t)]
     if resolution is None:
         resolution = min(1e-3, min(finite) / 100.0, min(min(geom.create_s.values()), min(geom.destroy_s.values())) / 100.0)
@@ -116,101 +157,158 @@ def _solve(
         from gpuweave.mig.far import far
 
         hint = far(problem).schedule
-    n_ops = len(hint.operations)
-    horizon = _units(hint.makespan, res) + 2 * (problem.n + n_ops) + 10 + _units(max(geom.destroy_s.values()), res) * (n_ops + problem.n + 2)
-
-    m = cp_model.CpModel()
-    places: list[tuple[int, Placement]] = [(g, p) for g in range(problem.gpus) for p in geom.placements]
     kidx = {s: k for k, s in enumerate(sizes)}
     dur = [[_units(t, res) if not math.isinf(t) else None for t in row] for row in problem.times]
     cu = {s: _units(geom.create_s[s], res) for s in sizes}
     du = {s: _units(geom.destroy_s[s], res) for s in sizes}
+    places: list[tuple[int, Placement]] = [(g, p) for g in range(problem.gpus) for p in geom.placements]
+    elig = [[pi for pi, (g, p) in enumerate(places) if dur[i][kidx[p.size]] is not None] for i in range(n)]
+    for i in range(n):
+        if not elig[i]:
+            raise InputError(f"task {problem.names[i]!r} fits no instance")
+    # Upper bound: the hint re-timed with rounded-up durations is late by < 1 unit per element of a
+    # chain of tasks and operations; the slack below covers every chain.
+    horizon = _units(hint.makespan, res) + n + len(hint.operations) + 2
+    op_horizon = horizon + n * max(du.values()) + 1  # a final destroy may come after the last task
+    max_du = max(du.values())
 
-    eligible = {pi: [i for i in range(problem.n) if dur[i][kidx[p.size]] is not None] for pi, (g, p) in enumerate(places)}
-    slots: dict[int, list[tuple]] = {}
-    ops_by_gpu: dict[int, list] = {g: [] for g in range(problem.gpus)}
-    life_by_slice: dict[tuple[int, int], list] = {}
-    for pi, (g, p) in enumerate(places):
-        k_p = min(len(eligible[pi]), (problem.n + 1) // 2)  # L lifetimes need L-1 others in between
-        if max_lifetimes is not None:
-            k_p = min(k_p, max_lifetimes)
-        lst = []
-        for k in range(k_p):
-            pres = m.NewBoolVar(f"pres_{pi}_{k}")
-            a = m.NewIntVar(0, horizon, f"a_{pi}_{k}")
-            b = m.NewIntVar(0, horizon, f"b_{pi}_{k}")
-            c_iv = m.NewOptionalFixedSizeIntervalVar(a, cu[p.size], pres, f"c_{pi}_{k}")
-            d_iv = m.NewOptionalFixedSizeIntervalVar(b, du[p.size], pres, f"d_{pi}_{k}")
-            life_end = m.NewIntVar(0, horizon + du[p.size], f"le_{pi}_{k}")
-            m.Add(life_end == b + du[p.size])
-            life = m.NewOptionalIntervalVar(a, m.NewIntVar(0, horizon + du[p.size], f"ls_{pi}_{k}"), life_end, pres, f"life_{pi}_{k}")
-            m.Add(b >= a + cu[p.size]).OnlyEnforceIf(pres)
-            ops_by_gpu[g] += [c_iv, d_iv]
-            for s in p.occupancy:
-                life_by_slice.setdefault((g, s), []).append(life)
-            if lst:
-                prev = lst[-1]
-                m.AddImplication(pres, prev[0])
-                m.Add(a >= prev[2] + du[p.size]).OnlyEnforceIf(pres)
-            lst.append((pres, a, b))
-        slots[pi] = lst
-    for key, lives in life_by_slice.items():
-        m.AddNoOverlap(lives)
-    for g, ivs in ops_by_gpu.items():
-        m.AddNoOverlap(ivs)
-
+    m = cp_model.CpModel()
     makespan = m.NewIntVar(0, horizon, "makespan")
-    task_ivs_by_place: dict[int, list] = {pi: [] for pi in range(len(places))}
+    z: dict[tuple[int, int], object] = {}
+    start, dvar = [], []
+    task_ivs_by_key: dict[tuple[int, int], list] = {}
     cumul: dict[int, tuple[list, list]] = {g: ([], []) for g in range(problem.gpus)}
-    slot_users: dict[tuple[int, int], list] = {}
-    z_vars: dict[tuple[int, int], object] = {}
-    start_vars = []
-    slot_x: dict[tuple[int, int, int], object] = {}
-    for i in range(problem.n):
-        start = m.NewIntVar(0, horizon, f"S_{i}")
-        start_vars.append(start)
-        zs = []
-        for pi, (g, p) in enumerate(places):
+    for i in range(n):
+        dmin = min(dur[i][kidx[places[pi][1].size]] for pi in elig[i])
+        dmax = max(dur[i][kidx[places[pi][1].size]] for pi in elig[i])
+        s_i = m.NewIntVar(0, max(0, horizon - dmin), f"S_{i}")
+        d_i = m.NewIntVar(dmin, dmax, f"D_{i}")
+        start.append(s_i)
+        dvar.append(d_i)
+        for pi in elig[i]:
+            g, p = places[pi]
             d = dur[i][kidx[p.size]]
-            if d is None:
-                continue
-            z = m.NewBoolVar(f"z_{i}_{pi}")
-            z_vars[(i, pi)] = z
-            zs.append(z)
-            iv = m.NewOptionalIntervalVar(start, d, start + d, z, f"t_{i}_{pi}")
-            task_ivs_by_place[pi].append(iv)
+            z[i, pi] = m.NewBoolVar(f"z_{i}_{pi}")
+            iv = m.NewOptionalFixedSizeIntervalVar(s_i, d, z[i, pi], f"t_{i}_{pi}")
+            for s in p.occupancy:
+                task_ivs_by_key.setdefault((g, s), []).append(iv)
             cumul[g][0].append(iv)
             cumul[g][1].append(len(p.occupancy))
-            m.Add(makespan >= start + d).OnlyEnforceIf(z)
-            xs = []
-            for k, (pres, a, b) in enumerate(slots[pi]):
-                x = m.NewBoolVar(f"x_{i}_{pi}_{k}")
-                xs.append(x)
-                slot_x[(i, pi, k)] = x
-                m.AddImplication(x, pres)
-                m.Add(start >= a + cu[p.size]).OnlyEnforceIf(x)
-                m.Add(start + d <= b).OnlyEnforceIf(x)
-                slot_users.setdefault((pi, k), []).append(x)
-            m.Add(sum(xs) == z)
-        if not zs:
-            raise InputError(f"task {problem.names[i]!r} fits no instance")
-        m.AddExactlyOne(zs)
-    for (pi, k), xs in slot_users.items():
-        m.Add(sum(xs) >= 1).OnlyEnforceIf(slots[pi][k][0])
-    for pi, lst in slots.items():
-        for k, (pres, _, _) in enumerate(lst):
-            if (pi, k) not in slot_users:
-                m.Add(pres == 0)
-    for pi, ivs in task_ivs_by_place.items():
+        m.AddExactlyOne(z[i, pi] for pi in elig[i])
+        m.Add(d_i == sum(dur[i][kidx[places[pi][1].size]] * z[i, pi] for pi in elig[i]))
+        m.Add(makespan >= s_i + d_i)
+
+    # y[j, r]: task j belongs to the lifetime whose lowest task index is r (y[r, r]: r opens one)
+    y: dict[tuple[int, int], object] = {}
+    for j in range(n):
+        for r in range(j + 1):
+            if set(elig[j]) & set(elig[r]):
+                y[j, r] = m.NewBoolVar(f"y_{j}_{r}")
+        m.AddExactlyOne(y[j, r] for r in range(j + 1) if (j, r) in y)
+    w: dict[tuple[int, int], object] = {}
+    life_ivs_by_key: dict[tuple[int, int], list] = {}
+    ops_by_gpu: dict[int, list] = {g: [] for g in range(problem.gpus)}
+    a_var, b_var, ce_var = [], [], []
+    for r in range(n):
+        rep = y[r, r]
+        for pi in elig[r]:
+            w[r, pi] = m.NewBoolVar(f"w_{r}_{pi}")
+            m.AddImplication(w[r, pi], rep)
+            m.AddImplication(w[r, pi], z[r, pi])
+            m.AddBoolOr([rep.Not(), z[r, pi].Not(), w[r, pi]])
+        cmin = min(cu.values())
+        a = m.NewIntVar(0, horizon, f"a_{r}")
+        b = m.NewIntVar(0, op_horizon, f"b_{r}")
+        cs = m.NewIntVar(0, max(cu.values()), f"cs_{r}")
+        ds = m.NewIntVar(0, max_du, f"ds_{r}")
+        m.Add(cs == sum(cu[places[pi][1].size] * w[r, pi] for pi in elig[r]))
+        m.Add(ds == sum(du[places[pi][1].size] * w[r, pi] for pi in elig[r]))
+        m.Add(a == 0).OnlyEnforceIf(rep.Not())
+        m.Add(b == 0).OnlyEnforceIf(rep.Not())
+        le = m.NewIntVar(0, op_horizon + max_du, f"le_{r}")
+        m.Add(le == b + ds)
+        ce = m.NewIntVar(0, horizon + max(cu.values()), f"ce_{r}")
+        m.Add(ce == a + cs)
+        lsz = m.NewIntVar(0, op_horizon + max_du, f"lsz_{r}")
+        a_var.append(a), b_var.append(b), ce_var.append(ce)
+        for g in range(problem.gpus):
+            on_g = [w[r, pi] for pi in elig[r] if places[pi][0] == g]
+            if not on_g:
+                continue
+            if len(on_g) == 1:
+                pres_g = on_g[0]
+            else:
+                pres_g = m.NewBoolVar(f"og_{r}_{g}")
+                m.Add(pres_g == sum(on_g))
+            ops_by_gpu[g].append(m.NewOptionalIntervalVar(a, cs, ce, pres_g, f"c_{r}_{g}"))
+            ops_by_gpu[g].append(m.NewOptionalIntervalVar(b, ds, le, pres_g, f"d_{r}_{g}"))
+            for s in range(geom.num_slices):
+                on_s = [w[r, pi] for pi in elig[r] if places[pi][0] == g and s in places[pi][1].occupancy]
+                if not on_s:
+                    continue
+                if len(on_s) == 1:
+                    pres_s = on_s[0]
+                else:
+                    pres_s = m.NewBoolVar(f"os_{r}_{g}_{s}")
+                    m.Add(pres_s == sum(on_s))
+                life_ivs_by_key.setdefault((g, s), []).append(m.NewOptionalIntervalVar(a, lsz, le, pres_s, f"l_{r}_{g}_{s}"))
+    for j in range(n):
+        for r in range(j + 1):
+            if (j, r) not in y:
+                continue
+            lit = y[j, r]
+            if r < j:
+                m.AddImplication(lit, y[r, r])
+                for pi in set(elig[j]) | set(elig[r]):
+                    zj = z.get((j, pi), 0)
+                    zr = z.get((r, pi), 0)
+                    m.Add(zj == zr).OnlyEnforceIf(lit)
+            m.Add(start[j] >= ce_var[r]).OnlyEnforceIf(lit)
+            m.Add(start[j] + dvar[j] <= b_var[r]).OnlyEnforceIf(lit)
+    for key, ivs in life_ivs_by_key.items():
+        m.AddNoOverlap(ivs)
+    for key, ivs in task_ivs_by_key.items():
         if len(ivs) > 1:
             m.AddNoOverlap(ivs)
+    for g, ivs in ops_by_gpu.items():
+        m.AddNoOverlap(ivs)
     for g, (ivs, dem) in cumul.items():
         m.AddCumulative(ivs, dem, geom.num_slices)
-    m.Add(makespan * problem.num_slices >= sum(_units(problem.min_work(i), res) for i in range(problem.n)) - problem.n)
+    if max_lifetimes is not None:
+        for pi in range(len(places)):
+            ws = [w[r, pi] for r in range(n) if (r, pi) in w]
+            if len(ws) > max_lifetimes:
+                m.Add(sum(ws) <= max_lifetimes)
+    # energy: on every slice, lifetimes are disjoint and each holds its create and its tasks
+    # before the makespan
+    m.Add(
+        sum(len(places[pi][1].occupancy) * dur[i][kidx[places[pi][1].size]] * z[i, pi] for (i, pi) in z)
+        + sum(len(places[pi][1].occupancy) * cu[places[pi][1].size] * w[r, pi] for (r, pi) in w)
+        <= problem.num_slices * makespan
+    )
+    # symmetry breaking (module docstring): GPUs in order of their lowest task index, then for every
+    # pair of exchangeable sibling subtrees, the left one holds the lower lowest task index
+    groups: list[tuple[list[int], list[int]]] = []
+    for g in range(problem.gpus - 1):
+        groups.append(([pi for pi, (gg, _) in enumerate(places) if gg == g], [pi for pi, (gg, _) in enumerate(places) if gg == g + 1]))
+    for left, right in _swap_pairs(geom):
+        for g in range(problem.gpus):
+            groups.append(
+                ([pi for pi, (gg, p) in enumerate(places) if gg == g and p in left], [pi for pi, (gg, p) in enumerate(places) if gg == g and p in right])
+            )
+    for left, right in groups:
+        u_left = []
+        for i in range(n):
+            ls = [z[i, pi] for pi in left if (i, pi) in z]
+            rs = [z[i, pi] for pi in right if (i, pi) in z]
+            # task i on the right side needs a lower-index task on the left side
+            if rs:
+                for x in rs:
+                    m.AddBoolOr(u_left + [x.Not()])
+            u_left.extend(ls)
     m.Minimize(makespan)
 
-    _add_hint(m, hint, problem, places, slots, z_vars, start_vars, slot_x, res)
-    m.AddHint(makespan, _units(hint.makespan, res))
+    _add_hint(m, hint, problem, places, z, y, w, start, a_var, b_var, res, horizon)
 
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit_s)
@@ -223,70 +321,60 @@ def _solve(
         raise InputError(f"exact solver found no schedule within {time_limit_s} s (status {solver.StatusName(status)})")
 
     out_tasks: list[ScheduledTask] = []
-    for i in range(problem.n):
-        g, p = next(places[pi] for (ii, pi), z in z_vars.items() if ii == i and solver.Value(z))
-        st = solver.Value(start_vars[i]) * res
+    for i in range(n):
+        g, p = places[next(pi for pi in elig[i] if solver.Value(z[i, pi]))]
+        st = solver.Value(start[i]) * res
         true = problem.times[i][kidx[p.size]]
         cmd = problem.commands[i] if problem.commands else None
         out_tasks.append(ScheduledTask(problem.names[i], g, p.size, p.start, st, st + true, cmd))
     lives = []
-    for pi, lst in slots.items():
-        g, p = places[pi]
-        for pres, a, b in lst:
-            if solver.Value(pres):
-                lives.append((g, p, solver.Value(a) * res, solver.Value(b) * res))
+    for r in range(n):
+        if solver.Value(y[r, r]):
+            g, p = places[next(pi for pi in elig[r] if solver.Value(w[r, pi]))]
+            lives.append((g, p, solver.Value(a_var[r]) * res, solver.Value(b_var[r]) * res))
     ops: list[Operation] = []
     for g, p, a, b in lives:
         ops.append(Operation("create", g, p.size, p.start, a, a + geom.create_s[p.size]))
-        needed = any(g2 == g and a2 > a and p2.overlaps(p) for g2, p2, a2, _ in lives)
-        if needed:
+        if any(g2 == g and a2 > a and p2.overlaps(p) for g2, p2, a2, _ in lives):
             ops.append(Operation("destroy", g, p.size, p.start, b, b + geom.destroy_s[p.size]))
     ms = max(t.end for t in out_tasks)
     optimal = status == cp_model.OPTIMAL
-    info = {
-        "optimal": optimal,
-        "status": solver.StatusName(status),
-        "bound_s": solver.BestObjectiveBound() * res,
-        "resolution_s": res,
-        "wall_s": wall,
-    }
+    bound = solver.BestObjectiveBound() * res
+    info = {"optimal": optimal, "status": solver.StatusName(status), "bound_s": bound, "resolution_s": res, "wall_s": wall}
     sched = Schedule(problem.gpu, problem.gpus, ms, lower_bound(problem), out_tasks, ops, "table", [], "exact", info)
-    return ExactResult(sched, optimal, optimal, solver.BestObjectiveBound() * res, wall, res, solver.StatusName(status))
+    return ExactResult(sched, optimal, optimal, bound, wall, res, solver.StatusName(status))
 
 
-def _add_hint(m, hint: Schedule, problem: MigProblem, places, slots, z_vars, start_vars, slot_x, res: float) -> None:
+def _add_hint(m, hint: Schedule, problem: MigProblem, places, z, y, w, start, a_var, b_var, res: float, horizon: int) -> None:
     """Hint every variable from a feasible schedule (its lifetimes read from its operations)."""
     index = {n: i for i, n in enumerate(problem.names)}
     place_index = {(g, p.size, p.start): pi for pi, (g, p) in enumerate(places)}
-    creates: dict[int, list[tuple[float, float]]] = {}
+    creates: dict[int, list[float]] = {}
     destroys: dict[int, list[float]] = {}
     for o in sorted(hint.operations, key=lambda o: o.start):
         pi = place_index[(o.gpu_index, o.size, o.start_slice)]
-        if o.op == "create":
-            creates.setdefault(pi, []).append((o.start, o.end))
-        else:
-            destroys.setdefault(pi, []).append(o.start)
+        (creates if o.op == "create" else destroys).setdefault(pi, []).append(o.start)
     for init in hint.initial_instances:
-        creates.setdefault(place_index[(init.gpu_index, init.size, init.start_slice)], []).insert(0, (0.0, 0.0))
-    chosen: dict[int, tuple[int, int]] = {}
+        creates.setdefault(place_index[(init.gpu_index, init.size, init.start_slice)], []).insert(0, 0.0)
+    life_of: dict[int, tuple[int, int]] = {}
     for t in hint.tasks:
         i = index[t.task]
         pi = place_index[(t.gpu_index, t.size, t.start_slice)]
-        k = sum(1 for c0, _ in creates.get(pi, []) if c0 <= t.start + 1e-9) - 1
-        chosen[i] = (pi, max(k, 0))
-        m.AddHint(start_vars[i], _units(t.start, res))
-    for (i, pi), z in z_vars.items():
-        m.AddHint(z, 1 if chosen[i][0] == pi else 0)
-    for (i, pi, k), x in slot_x.items():
-        m.AddHint(x, 1 if chosen[i] == (pi, k) else 0)
-    used = {v for v in chosen.values()}
-    for pi, lst in slots.items():
+        k = max(0, sum(1 for c0 in creates.get(pi, []) if c0 <= t.start + 1e-9) - 1)
+        life_of[i] = (pi, k)
+        m.AddHint(start[i], _units(t.start, res))
+    rep_of = {}
+    for i in sorted(life_of):
+        rep_of.setdefault(life_of[i], i)
+    for (i, pi), var in z.items():
+        m.AddHint(var, 1 if life_of[i][0] == pi else 0)
+    for (j, r), var in y.items():
+        m.AddHint(var, 1 if rep_of[life_of[j]] == r else 0)
+    for (r, pi), var in w.items():
+        m.AddHint(var, 1 if rep_of[life_of[r]] == r and life_of[r][0] == pi else 0)
+    end_ops = max((o.end for o in hint.operations), default=0.0)
+    for (pi, k), r in rep_of.items():
         cs = creates.get(pi, [])
         ds = destroys.get(pi, [])
-        for k, (pres, a, b) in enumerate(lst):
-            on = (pi, k) in used
-            m.AddHint(pres, 1 if on else 0)
-            if on and k < len(cs):
-                m.AddHint(a, _units(cs[k][0], res))
-                if k < len(ds):
-                    m.AddHint(b, _units(ds[k], res))
+        m.AddHint(a_var[r], _units(cs[k], res) if k < len(cs) else 0)
+        m.AddHint(b_var[r], _units(ds[k], res) if k < len(ds) else max(horizon, _units(end_ops, res)) + 1)

@@ -1,0 +1,1 @@
+"""Package data of gpuweave.hadar (paper numbers, derived Philly pool, emulated clusters)."""

@@ -1,0 +1,270 @@
+"""Physical-cluster emulation: HadarE vs Hadar vs Gavel on 5 single-GPU nodes (spec hadar.md §3.7, §6).
+
+Problem (paper §VII): train a batch of jobs (a mix M-1...M-12 of Table III models, all at t = 0) on the
+AWS (V100, 2 K80, 2 T4) or lab (Titan RTX, T4, T400, RTX 3090, RTX A2000) cluster in fixed slots of
+``T_S`` seconds, and measure CRU, TTD and JCT. Round model of spec §3.7, for every scheduler:
+
+1. Assignment. HadarE: every job is forked into n copies (copy ids ``max_job_count * i + parent``,
+   :mod:`gpuweave.hadar.forking`) and Hadar's DP (:mod:`gpuweave.hadar.dp`) puts at most one copy on
+   each node (single-GPU nodes; a node is its own GPU "type"), scored with the current estimates
+   ``X_hat``. Hadar: the same DP over unforked ``W = 1`` jobs. Gavel: the LAS LP over (job, node) and its
+   priority mechanism (:mod:`gpuweave.cluster.policies.gavel`), nodes visited fastest-estimate first.
+2. Split (HadarE): a job's remaining steps are split over its assigned nodes in proportion to ``X_hat``,
+   summing exactly (remainder to the fastest node).
+3. Execution: node i runs ``min(s_i, X_i (T_S - o_i))`` steps at its true rate ``X_i``; ``o_i`` = 17 s for
+   HadarE (10 load + 5 tracker + 2 consolidation, every round), 15 s for Hadar/Gavel when the node's job
+   changes and 5 s when it stays.
+4. Busy time = executed steps / ``X_i`` (overhead counts as idle; the overhead-as-busy variant is
+   reported too). A node that finishes its share early idles until the slot ends.
+5. Aggregation: remaining steps drop by the executed total; ``X_hat <- X`` for each observed pair.
+6. A job completes at the instant its last share finishes (not at the slot end).
+
+Throughputs: ``X_hat`` from Eq. 10 with the A13 constants (``pmi`` form selectable), true ``X`` = Eq. 10 x
+U[0.7, 1.3] per (model, node), seeded. Jobs are sized by a V100 reference duration (data/physical.toml).
+CRU = busy / (rounds x T_S x n) over full slots (and to the TTD instant as a variant).
+
+Complexity: per round one DP over <= n x jobs copies (HadarE) and O(n) bookkeeping.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+
+import numpy as np
+
+from gpuweave.errors import InputError
+from gpuweave.hadar.dp import hadar_round
+from gpuweave.hadar.forking import copy_id, parent_of, split_steps
+from gpuweave.hadar.problem import QueuedJob, RoundProblem
+
+SCHEDULERS = ("hadare", "hadar", "gavel")
+PMI_FORMS = ("tflops_over_sqrt_vram", "sqrt_tflops_over_vram", "sqrt_tflops_times_vram")
+
+
+def load_physical() -> dict:
+    return tomllib.loads(resources.files("gpuweave.hadar").joinpath("data", "physical.toml").read_text())
+
+
+def pmi(tflops: float, vram: float, form: str = "tflops_over_sqrt_vram") -> float:
+    if form == "tflops_over_sqrt_vram":
+        return tflops / math.sqrt(vram)
+    if form == "sqrt_tflops_over_vram":
+        return math.sqrt(tflops / vram)
+    if form == "sqrt_tflops_times_vram":
+        return math.sqrt(tflops * vram)
+    raise InputError(f"unknown PMI form '{form}' (known: {', '.join(PMI_FORMS)})", field="pmi")
+
+
+def eq10(data: dict, model: str, node: dict, form: str) -> float:
+    """Eq. 10: PMI x batch x pcie_scaling / (model_weight x dataset_size) (relative units)."""
+    gpus = data["gpu"]
+    if node["gpu"] not in gpus:
+        raise InputError(f"GPU '{node['gpu']}' of node '{node['name']}' has no entry in the throughput table", field="gpu")
+    g = gpus[node["gpu"]]
+    m = data["model"][model]
+    c = data["eq10"]
+    return pmi(g["tflops"], g["vram_gb"], form) * m["batch"] * c["pcie_scaling"][node["pcie"]] / (
+        c["model_weight"][m["model_weight"]] * c["dataset_size"][m["dataset_size"]]
+    )
+
+
+@dataclass
+class EmulationResult:
+    scheduler: str
+    ttd: float
+    jct: list[float]
+    cru: float  # full slots
+    cru_to_ttd: float
+    cru_overhead_busy: float
+    round_cru: list[float]
+    rounds: int
+    assignments: list[dict[int, int]] = field(default_factory=list)  # per round: node -> parent job index
+
+    @property
+    def mean_jct(self) -> float:
+        return float(np.mean(self.jct))
+
+
+def rate_tables(data: dict, cluster: str, mix: list[str], seed: int, form: str):
+    if cluster not in data["cluster"]:
+        raise InputError(f"unknown emulated cluster '{cluster}' (known: {', '.join(data['cluster'])})", field="cluster")
+    nodes = data["cluster"][cluster]["nodes"]
+    for m in mix:
+        if m not in data["model"]:
+            raise InputError(f"model '{m}' has no throughput entry (known: {', '.join(data['model'])})", field="mix")
+    rng = np.random.default_rng(seed)
+    lo, hi = data["eq10"]["noise"]
+    models = sorted(set(mix))
+    est = {m: np.array([eq10(data, m, nd, form) for nd in nodes]) for m in models}
+    true = {m: est[m] * rng.uniform(lo, hi, size=len(nodes)) for m in models}
+    # Size: steps = reference seconds x true rate on the reference V100 of the AWS cluster (same draw order).
+    aws = data["cluster"]["aws"]["nodes"]
+    ref = next(nd for nd in aws if nd["gpu"] == "V100")
+    rng_ref = np.random.default_rng(seed + 7919)
+    steps = {m: int(round(data["model"][m]["reference_s"] * eq10(data, m, ref, form) * rng_ref.uniform(lo, hi))) for m in models}
+    return nodes, est, true, steps
+
+
+def emulate(
+    scheduler: str,
+    cluster: str = "aws",
+    mix: str | list[str] = "M-5",
+    slot: float = 360.0,
+    seed: int = 0,
+    pmi_form: str = "tflops_over_sqrt_vram",
+    max_rounds: int = 100_000,
+) -> EmulationResult:
+    if scheduler not in SCHEDULERS:
+        raise InputError(f"unknown scheduler '{scheduler}' (known: {', '.join(SCHEDULERS)})", field="scheduler")
+    data = load_physical()
+    if isinstance(mix, str):
+        if mix not in data["mix"]:
+            raise InputError(f"unknown mix '{mix}' (known: {', '.join(data['mix'])})", field="mix")
+        mix = list(data["mix"][mix])
+    nodes, est, true, steps = rate_tables(data, cluster, mix, seed, pmi_form)
+    n = len(nodes)
+    J = len(mix)
+    ov = data["overheads"]
+    max_job_count = max(J, 1)
+    X = np.array([true[m] for m in mix])  # J x n true steps/s
+    Xhat = np.array([est[m] for m in mix])  # estimates, replaced once observed
+    total = np.array([steps[m] for m in mix], dtype=float)
+    rem = total.copy()
+    done_at = np.full(J, np.nan)
+    last_job = [-1] * n
+    busy_total = 0.0
+    busy_overhead = 0.0
+    round_cru = []
+    assignments = []
+    gavel_state = {"received": np.zeros((J, n)), "type_total": np.zeros(n), "alloc": None, "key": None}
+    k = 0
+    while np.isnan(done_at).any():
+        if k >= max_rounds:
+            raise RuntimeError("emulation did not finish")
+        t = k * slot
+        active = [j for j in range(J) if np.isnan(done_at[j])]
+        assign = _assign(scheduler, active, nodes, Xhat, rem, total, slot, k, last_job, ov, max_job_count, gavel_state)
+        assignments.append({i: j for i, j in assign.items()})
+        busy_round = 0.0
+        by_job: dict[int, list[int]] = {}
+        for i, j in assign.items():
+            by_job.setdefault(j, []).append(i)
+        for j, where in by_job.items():
+            if scheduler == "hadare":
+                share = split_steps(int(math.ceil(rem[j] - 1e-9)), {i: float(Xhat[j, i]) for i in where})
+                o = ov["load"] + ov["comm"] + ov["consolidate"]
+                overhead = {i: o for i in where}
+            else:
+                share = {where[0]: rem[j]}
+                i = where[0]
+                overhead = {i: ov["load"] + ov["comm"] if last_job[i] != j else ov["comm"]}
+            executed = {}
+            finish = 0.0
+            for i in where:
+                cap_steps = X[j, i] * max(slot - overhead[i], 0.0)
+                e = min(share[i], math.floor(cap_steps) if scheduler == "hadare" else cap_steps)
+                executed[i] = e
+                busy = e / X[j, i]
+                busy_round += busy
+                busy_overhead += min(slot, busy + overhead[i])
+                finish = max(finish, overhead[i] + busy)
+                Xhat[j, i] = X[j, i]
+            rem[j] -= sum(executed.values())
+            if rem[j] < 1.0 if scheduler == "hadare" else rem[j] <= 1e-6 * total[j]:
+                rem[j] = 0.0
+                done_at[j] = t + finish
+        for i in range(n):
+            last_job[i] = assign.get(i, -1)
+        busy_total += busy_round
+        round_cru.append(busy_round / (slot * n))
+        k += 1
+    ttd = float(np.nanmax(done_at))
+    return EmulationResult(
+        scheduler=scheduler,
+        ttd=ttd,
+        jct=[float(x) for x in done_at],
+        cru=busy_total / (k * slot * n),
+        cru_to_ttd=busy_total / (ttd * n),
+        cru_overhead_busy=busy_overhead / (k * slot * n),
+        round_cru=round_cru,
+        rounds=k,
+        assignments=assignments,
+    )
+
+
+def _assign(scheduler, active, nodes, Xhat, rem, total, slot, k, last_job, ov, max_job_count, gavel_state) -> dict[int, int]:
+    """node -> parent job index for this round."""
+    n = len(nodes)
+    if scheduler == "gavel":
+        return _gavel_assign(active, Xhat, n, slot, k, last_job, gavel_state)
+    queued = []
+    prev_node = {j: i for i, j in enumerate(last_job) if j >= 0}
+    running = [j for j in active if j in prev_node]
+    waiting = [j for j in active if j not in prev_node]
+    copies = n if scheduler == "hadare" else 1
+    # Q order: running jobs first, then waiting ones (spec A5); copies ordered by copy id, i.e. every job's
+    # first copy before any second copy (ids max_job_count * i + parent grow with i).
+    for c in range(1, copies + 1):
+        for j in running + waiting:
+            cid = copy_id(j, c, max_job_count)
+            prev = None
+            if scheduler == "hadar" and j in prev_node:
+                prev = ((prev_node[j], 1),)
+            queued.append(
+                QueuedJob(
+                    key=cid,
+                    num_gpus=1,
+                    cons=Xhat[j].copy(),
+                    uncons=Xhat[j].copy(),
+                    remaining=rem[j] / copies,
+                    total_work=total[j] / copies,
+                    arrival_slot=0,
+                    prev=prev,
+                    started=True,
+                    packed_only=True,
+                )
+            )
+    problem = RoundProblem(
+        server_type=np.arange(n),
+        capacity=np.ones(n, dtype=np.int64),
+        free=np.ones(n, dtype=np.int64),
+        num_types=n,
+        jobs=queued,
+        round_length=slot,
+        now_slot=k,
+        restart_delay=ov["load"],
+        utility="raw",
+    )
+    plan = hadar_round(problem).plan
+    out = {}
+    for cid, alloc in plan.items():
+        parent, _ = parent_of(cid, max_job_count)
+        out[alloc[0][0]] = parent
+    return out
+
+
+def _gavel_assign(active, Xhat, n, slot, k, last_job, st) -> dict[int, int]:
+    from gpuweave.cluster.policies.gavel import gavel_priorities, gavel_round, max_min_fairness_lp
+
+    # Account the previous round's time.
+    for i, j in enumerate(last_job):
+        if j >= 0:
+            st["received"][j, i] += slot
+            st["type_total"][i] += slot
+    key = tuple(active)
+    if key != st["key"]:
+        T = Xhat[active]
+        st["alloc"] = max_min_fairness_lp(T, np.ones(len(active)), np.ones(n))
+        st["key"] = key
+    alloc = st["alloc"]
+    received = st["received"][active]
+    feasible = Xhat[active] > 0
+    prio = gavel_priorities(alloc, received, st["type_total"], feasible)
+    tot = st["type_total"].sum()
+    deficit = alloc - (received / tot if tot > 0 else 0.0)
+    order = list(np.argsort(-Xhat[active].mean(axis=0), kind="stable"))
+    chosen = gavel_round(prio, alloc, deficit, [1] * len(active), [1] * n, [int(r) for r in order])
+    return {r: active[m] for m, r in chosen.items()}

@@ -1,0 +1,100 @@
+"""A2/A3 in the simulator: gang, capacity, no zero-throughput type, bottleneck rate, restart delay; all
+cluster policies of this family are registered and finish a trace."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpuweave.cluster.policies import make_policy, policy_names
+from gpuweave.cluster.simulator import Simulator
+from gpuweave.errors import MissingProfileError
+from gpuweave.workload.job import Job
+
+from .conftest import POWER, nodes_of
+
+TYPES = ["ResNet-18 (batch size 32)", "ResNet-50 (batch size 64)", "LM (batch size 20)", "Transformer (batch size 64)", "CycleGAN"]
+
+
+def test_registered():
+    assert {"hadar", "hadare", "gavel", "tiresias", "yarn-cs"} <= set(policy_names())
+
+
+def rate_of(profiles, jt, model, W, cons):
+    try:
+        return profiles.rate(jt, model, W, cons)
+    except MissingProfileError:
+        return 0.0
+
+
+jobs_st = st.lists(
+    st.tuples(st.sampled_from(TYPES), st.sampled_from([1, 2, 4]), st.floats(2_000, 200_000), st.floats(0, 3000)),
+    min_size=1, max_size=12,
+)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(jobs_st, st.sampled_from(["hadar", "hadare", "gavel", "tiresias"]))
+def test_a2_a3_physics(gavel_profiles, spec, name):
+    nodes = nodes_of([("V100", 2), ("P100", 4), ("K80", 4), ("V100", 2)])
+    jobs = [Job(f"j{i}", arr, 1 if jt == "CycleGAN" else W, work, jt) for i, (jt, W, work, arr) in enumerate(spec)]
+    policy = make_policy(name)
+    rec = Simulator(nodes, jobs, policy, gavel_profiles, POWER).run()
+    by = {js.job.job_id: js.job for js in rec.jobs}
+    assert all(js.end is not None for js in rec.jobs)
+    for seg in rec.segments:
+        job = by[seg.job_id]
+        total = sum(k for _, k in seg.placement)
+        assert seg.start >= job.arrival
+        models = [nodes[n].gpu_model for n, _ in seg.placement]
+        if total == job.num_gpus:
+            cons = len(seg.placement) == 1
+            expect = min(rate_of(gavel_profiles, job.job_type, m, job.num_gpus, cons) for m in models)
+        else:  # HadarE forked copies, each consolidated on one node
+            assert name == "hadare" and all(k % job.num_gpus == 0 for _, k in seg.placement)
+            expect = sum(k // job.num_gpus * gavel_profiles.rate(job.job_type, nodes[n].gpu_model, job.num_gpus, True) for n, k in seg.placement)
+        assert expect > 0 and seg.rate == pytest.approx(expect)
+        assert seg.delay in (0.0, 10.0)
+    # capacity at every allocation instant
+    # capacity after every instant (within one instant releases and starts interleave)
+    held: dict[tuple, int] = {}
+    allocs = rec.allocations
+    for i, a in enumerate(allocs):
+        held[(a.job_id, a.node)] = a.gpus
+        if i + 1 < len(allocs) and allocs[i + 1].time == a.time:
+            continue
+        used: dict[int, int] = {}
+        for (_j, n), g in held.items():
+            used[n] = used.get(n, 0) + g
+        assert all(used[n] <= nodes[n].num_gpus for n in used)
+
+
+def test_hadar_uses_task_level_heterogeneity(gavel_profiles):
+    # 2-GPU servers of three types and 4-GPU jobs: every job spans servers, and busy types force mixes.
+    nodes = nodes_of([("V100", 2), ("P100", 2), ("K80", 2), ("V100", 2)])
+    jobs = [Job(f"j{i}", 0.0, 4 if i % 2 == 0 else 2, 40_000.0 + 7_000 * i, "ResNet-18 (batch size 32)") for i in range(6)]
+    policy = make_policy("hadar")
+    rec = Simulator(nodes, jobs, policy, gavel_profiles, POWER).run()
+    mixed = [s for s in rec.segments if len({nodes[n].gpu_model for n, _ in s.placement}) > 1]
+    assert mixed, "task-level heterogeneity never used"
+    assert policy.rounds > 0 and len(policy.decision_times) == policy.rounds
+
+
+@pytest.mark.parametrize("name", ["hadar", "hadare", "gavel", "tiresias", "yarn-cs"])
+def test_each_policy_finishes_a_generated_trace(name):
+    from gpuweave.cluster.config import SimulationConfig
+    from gpuweave.cluster.run import simulate
+
+    rec = simulate(SimulationConfig(policy=name, jobs=30, seed=1))
+    assert all(js.end is not None and js.end >= js.job.arrival for js in rec.jobs)
+    assert math.isfinite(rec.end_time)
+
+
+def test_sticky_variant_never_moves_running_jobs(gavel_profiles):
+    nodes = nodes_of([("V100", 4), ("K80", 4)])
+    jobs = [Job(f"j{i}", 400.0 * i, 1 + (i % 2), 30_000.0 + 5_000 * i, TYPES[i % 3]) for i in range(8)]
+    rec = Simulator(nodes, jobs, make_policy("hadar", variant="sticky"), gavel_profiles, POWER).run()
+    assert sum(js.restarts for js in rec.jobs) == 0

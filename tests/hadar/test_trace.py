@@ -1,0 +1,108 @@
+"""The 480-job workload, the raw Philly log converter and bad input (one line, exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpuweave.errors import InputError
+from gpuweave.hadar.trace import derive_pool, fallback_jobs, hadar_workload, load_pool, read_philly_job_log
+
+PHILLY = Path("/work/shared/data/philly/philly.csv")
+
+
+def test_workload_rules(gavel_profiles):
+    jobs = hadar_workload(0, profiles=gavel_profiles)
+    assert len(jobs) == 480 and all(j.arrival == 0 for j in jobs)
+    assert {j.num_gpus for j in jobs} <= {1, 2, 4, 8}
+    for j in jobs:
+        cat = j.attrs["category"]
+        model = j.job_type.split(" (")[0]
+        assert model in {"S": {"ResNet-18"}, "M": {"CycleGAN"}, "L": {"LM", "Transformer"}, "XL": {"ResNet-50"}}[cat]
+        if model == "CycleGAN":
+            assert j.num_gpus == 1
+        assert j.work == pytest.approx(j.duration * gavel_profiles.rate(j.job_type, "V100", j.num_gpus, True))
+    again = hadar_workload(0, profiles=gavel_profiles)
+    assert [(j.job_type, j.work) for j in jobs] == [(j.job_type, j.work) for j in again]
+    other = hadar_workload(1, profiles=gavel_profiles)
+    assert [j.work for j in other] != [j.work for j in jobs]
+    # B0 sanity: the V100-equivalent work is on the scale of a 40 h TTD on 60 GPUs
+    assert 600 < sum(j.duration * j.num_gpus for j in jobs) / 3600 < 2400
+
+
+@pytest.mark.skipif(not PHILLY.exists(), reason="raw Philly list not present")
+def test_bundled_pool_matches_rederivation():
+    import pandas as pd
+
+    d = pd.read_csv(PHILLY)
+    pool = derive_pool(d.timestamp, d.duration, d.num_gpus)
+    bundled = load_pool()
+    assert list(bundled["row"]) == list(pool["row"])
+    assert np.allclose(bundled["duration_s"], pool["duration_s"])
+
+
+def test_fallback_generator(gavel_profiles):
+    jobs = fallback_jobs(50, 3, gavel_profiles)
+    assert len(jobs) == 50 and {j.attrs["category"] for j in jobs} <= {"S", "M", "L", "XL"}
+
+
+def _log(tmp_path, jobs):
+    p = tmp_path / "cluster_job_log"
+    p.write_text(json.dumps(jobs))
+    return p
+
+
+GOOD = {
+    "jobid": "a1", "submitted_time": "2017-10-03 02:00:00",
+    "attempts": [{"start_time": "2017-10-03 02:01:00", "end_time": "2017-10-03 03:01:00",
+                  "detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1"]}, {"ip": "m2", "gpus": ["gpu0", "gpu1"]}]}],
+}
+BAD = {"jobid": "b2", "submitted_time": "2017-10-03 02:00:00",
+       "attempts": [{"start_time": "2017-10-03 05:00:00", "end_time": "2017-10-03 04:00:00", "detail": [{"gpus": ["g"]}]}]}
+
+
+def test_philly_log_converter(tmp_path):
+    out, skipped = read_philly_job_log(_log(tmp_path, [GOOD]))
+    assert out == {"timestamp": ["2017-10-03 02:00:00"], "duration": [3600.0], "num_gpus": [4]} and skipped == 0
+    with pytest.raises(InputError, match="job b2: an attempt ends before it starts"):
+        read_philly_job_log(_log(tmp_path, [GOOD, BAD]))
+    out, skipped = read_philly_job_log(_log(tmp_path, [GOOD, BAD]), skip_malformed=True)
+    assert skipped == 1 and len(out["timestamp"]) == 1
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "repro", "hadar", "--out", str(tmp_path / "o"), "--jobs", "99999"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert "cannot sample 99999 jobs" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_emulation_inputs():
+    from gpuweave.hadar.emulation import emulate, load_physical, rate_tables
+
+    with pytest.raises(InputError, match="unknown mix"):
+        emulate("hadar", "aws", "M-99")
+    with pytest.raises(InputError, match="has no throughput entry"):
+        emulate("hadar", "aws", ["XX"])
+    data = load_physical()
+    data["cluster"]["odd"] = {"nodes": [{"name": "n0", "gpu": "A100", "pcie": "4.0"}]}
+    with pytest.raises(InputError, match="GPU 'A100' of node 'n0' has no entry"):
+        rate_tables(data, "odd", ["IC"], 0, "tflops_over_sqrt_vram")
+
+
+def test_job_without_any_throughput_is_bad_input(gavel_profiles):
+    from gpuweave.cluster.policies import make_policy
+    from gpuweave.cluster.simulator import Simulator
+    from gpuweave.workload.job import Job
+
+    from .conftest import POWER, nodes_of
+
+    with pytest.raises(InputError):
+        Simulator(nodes_of([("V100", 4)]), [Job("x", 0.0, 1, 10.0, "NoSuchModel")], make_policy("hadar"), gavel_profiles, POWER)
