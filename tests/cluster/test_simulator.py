@@ -143,3 +143,47 @@ def test_round_ticks_on_grid_and_only_while_active(profiles):
     assert max(times) <= 5040.0
     by = {js.job.job_id: js for js in rec.jobs}
     assert by["a"].end == pytest.approx(760.0)
+
+
+class Swap:
+    """Starts x on node 0 and y on node 1, then swaps them at the first tick."""
+
+    name = "swap"
+    round_length = 100.0
+
+    def schedule(self, view):
+        if view.pending:
+            return Decision(assign={"x": ((0, 2),), "y": ((1, 2),)})
+        if view.now == 100.0:
+            return Decision(assign={"x": ((1, 2),), "y": ((0, 2),)})
+        return Decision()
+
+
+def test_swapping_jobs_never_overfills_a_node(profiles):
+    nodes = make_nodes([("V100", 2), ("V100", 2)])
+    jobs = [Job("x", 0.0, 2, 6000.0, "small"), Job("y", 0.0, 2, 6000.0, "small")]
+    rec = run(nodes, jobs, Swap(), profiles)
+    per_node = [0, 0]
+    held = {}
+    for change in rec.allocations:
+        key = (change.job_id, change.node)
+        per_node[change.node] += change.gpus - held.get(key, 0)
+        held[key] = change.gpus
+        assert 0 <= per_node[change.node] <= 2
+    assert all(js.restarts == 1 for js in rec.jobs)
+
+
+def test_tardiness_metrics(profiles):
+    from gpuweave.cluster.metrics import summarize
+    from gpuweave.cluster.policies import make_policy
+
+    nodes = make_nodes([("V100", 1)])
+    jobs = [
+        Job("a", 0.0, 1, 300.0, "small", priority=2.0, deadline=50.0),  # ends at 100: 50 s late, weight 2
+        Job("b", 0.0, 1, 300.0, "small", deadline=500.0),  # ends at 200: on time
+        Job("c", 0.0, 1, 30.0, "small"),  # no deadline
+    ]
+    m = summarize(run(nodes, jobs, make_policy("fifo"), profiles))
+    assert m["jobs_with_deadline"] == 2 and m["deadline_misses"] == 1
+    assert m["total_tardiness_s"] == pytest.approx(50.0)
+    assert m["weighted_tardiness_s"] == pytest.approx(100.0)

@@ -8,6 +8,8 @@ Definitions (issue #2 item 8):
 - utilization = GPU-seconds held by jobs / (total GPUs x makespan).
 - energy_kwh and cost: the whole cluster (busy and idle GPUs, times PUE) from first arrival to last
   completion.
+- tardiness (jobs with a deadline): max(0, end - deadline); weighted by the job's priority weight, as
+  ANDREAS' tardiness cost weighs it.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ def summarize(rec: SimulationRecords) -> dict[str, float | int]:
         "events": rec.events,
         "decisions": rec.decisions,
     }
+    late = [(max(0.0, js.end - js.job.deadline), js.job.priority) for js in done if js.job.deadline is not None]
+    out["jobs_with_deadline"] = len(late)
+    out["deadline_misses"] = sum(1 for t, _ in late if t > 0)
+    out["total_tardiness_s"] = float(sum(t for t, _ in late))
+    out["weighted_tardiness_s"] = float(sum(t * w for t, w in late))
     for m, u in by_model.items():
         out[f"utilization_{m}"] = float(u)
     return out

@@ -452,14 +452,16 @@ class Simulator:
             self._release(js)
             del self.running[js.job.job_id]
             self.pending[js.job.job_id] = js
-        for js, placement, rate in starts:
-            job_id = js.job.job_id
+        # Release every moving job before occupying anything, so jobs that swap nodes never overfill one.
+        for js, _placement, _rate in starts:
             if js.placement is not None:
                 self._close_segment(js)
                 self._rollback(js)
                 self._release(js)
             else:
-                self.pending.pop(job_id, None)
+                self.pending.pop(js.job.job_id, None)
+        for js, placement, rate in starts:
+            job_id = js.job.job_id
             resumed = js.first_start is not None
             if not resumed:
                 js.first_start = now

@@ -116,7 +116,8 @@ class ClusterView:
     def rate(self, js: JobState, placement: Placement) -> float:
         """Iterations/s of a job on a placement (slowest model, unconsolidated across nodes); 0 if it
         cannot run there or the profile has no entry for it."""
-        return self._sim.placement_rate(js.job.job_type, js.job.num_gpus, placement, strict=False)
+        total = sum(k for _, k in placement)  # num_gpus, except for opt-in moldable jobs
+        return self._sim.placement_rate(js.job.job_type, total, placement, strict=False)
 
     def model_rate(self, js: JobState, model: str, consolidated: bool = True) -> float:
         """Iterations/s of the job on ``model`` (0 if it cannot run there or the entry is not profiled)."""
@@ -133,7 +134,8 @@ class ClusterView:
         """GPU-seconds the job has held so far (Tiresias' attained service)."""
         if js.placement is None:
             return js.attained_gpu_seconds
-        return js.attained_gpu_seconds + (self._sim.now - js.seg_start) * js.job.num_gpus
+        held = sum(k for _, k in js.placement)
+        return js.attained_gpu_seconds + (self._sim.now - js.seg_start) * held
 
     def plan(self) -> "Plan":
         from gpuweave.cluster.decision import Plan
