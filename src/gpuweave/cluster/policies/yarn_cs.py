@@ -1,8 +1,9 @@
 """YARN-CS: Apache YARN's capacity scheduler as used as a baseline by Tiresias and Hadar.
 
 FIFO by (arrival, job id), non-preemptive, heterogeneity-unaware: a job takes one GPU type chosen
-without looking at throughput (the first type in the cluster's order with enough free GPUs, or a seeded
-uniform choice among them), consolidated on one node when it fits in one, else on as few whole nodes as
+without looking at throughput (a seeded uniform choice among the types with enough free GPUs, as spec
+hadar.md §4.2-4.3 prescribe for Tiresias and YARN-CS; ``type_choice="fixed"`` takes the first in the
+cluster's order), consolidated on one node when it fits in one, else on as few whole nodes as
 possible. A job that does not fit is skipped and later jobs may start (``strict=False``, spec hadar.md
 §4.3); ``strict=True`` gives head-of-line blocking. Event-driven; O(P) per call for P pending jobs.
 """
@@ -20,13 +21,17 @@ from gpuweave.cluster.policies import register_policy
 class YarnCapacityPolicy:
     round_length = None
 
-    def __init__(self, strict: bool = False, type_choice: str = "fixed", seed: int = 0) -> None:
+    def __init__(self, strict: bool = False, type_choice: str = "random", seed: int = 0) -> None:
         if type_choice not in ("fixed", "random"):
             raise ValueError("type_choice must be 'fixed' or 'random'")
         self.strict = strict
         self.type_choice = type_choice
         self._rng = random.Random(seed)
         self._largest: dict[str, int] = {}
+
+    def seed_rng(self, seed: int) -> None:
+        """Runs are seeded from the run config (gpuweave.cluster.run)."""
+        self._rng = random.Random(seed)
 
     def _largest_node(self, view, model: str) -> int:
         size = self._largest.get(model)
