@@ -39,6 +39,9 @@ CANONICAL_NAMES = (
     "H100-80GB",
     "H200",
     "B200",
+    "TITAN-RTX",
+    "T400",
+    "RTX-A2000",
 )
 
 

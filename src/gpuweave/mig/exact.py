@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuweave.errors import InputError
 from gpuweave.hardware.mig import Placement, TreeNode, repartition_tree
@@ -72,7 +72,8 @@ def exact(
         raise InputError(f"the exact solver is for small batches (n <= {max_tasks}); this batch has {problem.n} tasks")
     t0 = time.perf_counter()
     cap1 = 1 if max_lifetimes is None else max_lifetimes
-    first = _solve(problem, time_limit_s=time_limit_s, resolution=resolution, max_lifetimes=cap1, workers=workers, hint=hint)
+    limit1 = time_limit_s / 2 if max_lifetimes is None else time_limit_s  # leave the general stage its share
+    first = _solve(problem, time_limit_s=limit1, resolution=resolution, max_lifetimes=cap1, workers=workers, hint=hint)
     best = first
     general_optimal = False
     bound = lower_bound(problem)
@@ -99,16 +100,15 @@ def _shape(node: TreeNode) -> tuple:
     return (node.size, len(node.occupancy), tuple(_shape(c) for c in node.children))
 
 
-def _swap_pairs(geom) -> list[tuple[frozenset[Placement], frozenset[Placement]]]:
+def _swap_pairs(geom) -> list[tuple[frozenset[Placement], frozenset[Placement], dict[Placement, Placement]]]:
     """Sibling subtrees of the repartitioning tree that an automorphism of the GPU exchanges.
 
-    Two consecutive isomorphic children A, B of one tree node: the slice permutation that swaps A's
-    subtree with B's (placement by placement, in tree order) and fixes everything else maps allowed
-    placements to allowed placements of the same size and preserves "occupancies intersect" (checked
-    here, not assumed), so it maps every feasible schedule to a feasible schedule with the same
-    makespan (times, create and destroy durations depend only on the size, spec §1.1-1.2).
-    Returned top-down (parents before children), which is the order the symmetry-breaking argument
-    in the module docstring needs.
+    Two consecutive isomorphic children A, B of one tree node: the map that swaps A's subtree with
+    B's (placement by placement, in tree order) and fixes every other placement keeps sizes and
+    "occupancies intersect" (checked here, not assumed), so it maps every feasible schedule to a
+    feasible schedule with the same makespan (task, create and destroy times depend only on the
+    size, spec §1.1-1.2; feasibility only on which instances overlap, spec §1.4). Returned
+    top-down (a node's pairs before its descendants'), the order the symmetry argument needs.
     """
     try:
         root = repartition_tree(geom)
@@ -116,6 +116,7 @@ def _swap_pairs(geom) -> list[tuple[frozenset[Placement], frozenset[Placement]]]
         return []
     out = []
     queue = [root]
+    allp = geom.placements
     while queue:
         node = queue.pop(0)
         kids = node.children
@@ -124,14 +125,43 @@ def _swap_pairs(geom) -> list[tuple[frozenset[Placement], frozenset[Placement]]]
                 continue
             pa, pb = [x.placement for x in a.walk()], [x.placement for x in b.walk()]
             sigma = {**dict(zip(pa, pb)), **dict(zip(pb, pa))}
-            allp = geom.placements
             ok = all(p.size == sigma.get(p, p).size for p in allp) and all(
                 p.overlaps(q) == sigma.get(p, p).overlaps(sigma.get(q, q)) for p in allp for q in allp
             )
             if ok:
-                out.append((frozenset(pa), frozenset(pb)))
+                out.append((frozenset(pa), frozenset(pb), sigma))
         queue.extend(kids)
     return out
+
+
+def _canonical(schedule: Schedule, problem: MigProblem) -> Schedule:
+    """The image of ``schedule`` under the GPU/placement symmetries that satisfies the symmetry
+    breaking of the model (same makespan, still feasible); used to seed the solver."""
+    geom = problem.geometry
+    index = {name: i for i, name in enumerate(problem.names)}
+    tasks, ops, init = list(schedule.tasks), list(schedule.operations), list(schedule.initial_instances)
+    first = {g: min((index[t.task] for t in tasks if t.gpu_index == g), default=problem.n + g) for g in range(problem.gpus)}
+    order = sorted(range(problem.gpus), key=lambda g: first[g])
+    new_g = {g: k for k, g in enumerate(order)}
+    tasks = [replace(t, gpu_index=new_g[t.gpu_index]) for t in tasks]
+    ops = [replace(o, gpu_index=new_g[o.gpu_index]) for o in ops]
+    init = [replace(x, gpu_index=new_g[x.gpu_index]) for x in init]
+    for left, right, sigma in _swap_pairs(geom):
+        by_key = {(p.size, p.start): p for p in geom.placements}
+        for g in range(problem.gpus):
+            def low(side):
+                return min((index[t.task] for t in tasks if t.gpu_index == g and by_key[t.size, t.start_slice] in side), default=problem.n)
+            if low(right) < low(left):
+                def move(x):
+                    if x.gpu_index != g:
+                        return x
+                    q = sigma.get(by_key[x.size, x.start_slice])
+                    return x if q is None else replace(x, start_slice=q.start)
+                tasks = [move(t) for t in tasks]
+                ops = [move(o) for o in ops]
+                init = [move(x) for x in init]
+    return Schedule(schedule.gpu, schedule.gpus, schedule.makespan, schedule.lower_bound, tasks, ops, schedule.reconfiguration,
+                    init, schedule.algo, dict(schedule.info))
 
 
 def _solve(
@@ -291,7 +321,7 @@ def _solve(
     groups: list[tuple[list[int], list[int]]] = []
     for g in range(problem.gpus - 1):
         groups.append(([pi for pi, (gg, _) in enumerate(places) if gg == g], [pi for pi, (gg, _) in enumerate(places) if gg == g + 1]))
-    for left, right in _swap_pairs(geom):
+    for left, right, _ in _swap_pairs(geom):
         for g in range(problem.gpus):
             groups.append(
                 ([pi for pi, (gg, p) in enumerate(places) if gg == g and p in left], [pi for pi, (gg, p) in enumerate(places) if gg == g and p in right])
@@ -308,7 +338,7 @@ def _solve(
             u_left.extend(ls)
     m.Minimize(makespan)
 
-    _add_hint(m, hint, problem, places, z, y, w, start, a_var, b_var, res, horizon)
+    _add_hint(m, _canonical(hint, problem), problem, places, z, y, w, start, a_var, b_var, res, horizon)
 
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit_s)
