@@ -21,26 +21,61 @@ from gpuweave.andreas.rg import Schedule, _terms, config_lists, construct, initi
 ORDERS = ("fifo", "edf", "priority")
 
 
+def fpm_key(method: str, submission: float, due: float, weight: float, job_id: str) -> tuple:
+    """The sort key of a waiting job under ``method`` (ties: submission, then id)."""
+    if method == "fifo":
+        return (submission, job_id)
+    if method == "edf":
+        return (due, submission, job_id)  # no deadline = inf: after every job with one, by arrival
+    if method == "priority":
+        return (-weight, submission, job_id)
+    raise ValueError(f"unknown first-principle method {method!r} ({', '.join(ORDERS)})")
+
+
 def fpm_order(inst: Instance, waiting: np.ndarray, method: str) -> list[int]:
     if method not in ORDERS:
         raise ValueError(f"unknown first-principle method {method!r} ({', '.join(ORDERS)})")
-    S, ids = inst.submission, inst.job_ids
-    if method == "fifo":
-        key = lambda j: (S[j], ids[j])  # noqa: E731
-    elif method == "edf":
-        key = lambda j: (inst.due[j], S[j], ids[j])  # noqa: E731
-    else:
-        key = lambda j: (-inst.weight[j], S[j], ids[j])  # noqa: E731
-    return sorted((int(j) for j in waiting), key=key)
+    S, D, w, ids = inst.submission.tolist(), inst.due.tolist(), inst.weight.tolist(), inst.job_ids
+    return sorted((int(j) for j in waiting), key=lambda j: fpm_key(method, S[j], D[j], w[j], ids[j]))
 
 
-def fpm_schedule(inst: Instance, method: str, variant: str = "code") -> Schedule:
-    """Keep running jobs, then CONSTRUCT the waiting ones in the method's order from the free GPUs."""
+def fpm_schedule(inst: Instance, method: str, variant: str = "code", others=None) -> Schedule:
+    """Keep running jobs, then CONSTRUCT the waiting ones in the method's order from the free GPUs.
+
+    ``others``: optional (key, place) pairs for jobs outside the instance (jobs spread over several nodes,
+    placed by the caller), merged into the order by their :func:`fpm_key`; ``place(free)`` is called at the
+    job's turn with the per-node free GPUs and takes what it uses from them (in place)."""
     running = np.flatnonzero(inst.run_node >= 0)
     waiting = np.flatnonzero(inst.run_node < 0)
     lists, n_d, _ = config_lists(inst)
     free = initial_free(inst, running)
-    node_of, cfg_of = construct(inst, fpm_order(inst, waiting, method), free, lists, n_d)
+    order = fpm_order(inst, waiting, method)
+    if not others:
+        node_of, cfg_of = construct(inst, order, free, lists, n_d)
+    else:
+        node_of = np.full(inst.n, -1, dtype=np.int64)
+        cfg_of = np.full(inst.n, -1, dtype=np.int64)
+        S, D, w, ids = inst.submission.tolist(), inst.due.tolist(), inst.weight.tolist(), inst.job_ids
+        items = [(fpm_key(method, S[j], D[j], w[j], ids[j]), 0, j) for j in order]
+        items += [(key, 1, i) for i, (key, _place) in enumerate(others)]
+        items.sort(key=lambda it: (it[0], it[1]))
+        run: list[int] = []
+
+        def flush() -> None:
+            if run:
+                nd, cf = construct(inst, run, free, lists, n_d)
+                sel = nd >= 0
+                node_of[sel] = nd[sel]
+                cfg_of[sel] = cf[sel]
+                run.clear()
+
+        for _key, kind, x in items:
+            if kind == 0:
+                run.append(x)
+            else:
+                flush()
+                others[x][1](free)
+        flush()
     node_of[running] = inst.run_node[running]
     cfg_of[running] = inst.run_cfg[running]
     f, E, T, W = _terms(inst, node_of, cfg_of, variant)

@@ -103,8 +103,11 @@ class Instance:
         return finite.max(axis=1)
 
     def pressure(self) -> np.ndarray:
-        """Delta_j = now + m_j - d_j, unweighted (paper Sec. IV-B; spec A9)."""
-        return self.now + self.min_time() - self.due
+        """Delta_j = now + m_j - d_j, unweighted (paper Sec. IV-B; spec A9). A job without a deadline
+        (d_j = inf) has Delta_j = -inf, also when it has no configuration (m_j = inf: inf - inf, not NaN)."""
+        with np.errstate(invalid="ignore"):
+            delta = self.now + self.min_time() - self.due
+        return np.where(np.isnan(delta), -np.inf, delta)
 
     def postpone_cost(self) -> np.ndarray:
         """rho * omega_j * max(0, now + H_wc + M_j - d_j): the W term of a postponed job (spec §5)."""

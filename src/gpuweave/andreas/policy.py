@@ -79,16 +79,24 @@ class ViewAdapter:
         self._rates: dict[tuple, np.ndarray] = {}
         self._ready = True
 
-    def rates(self, view, job) -> np.ndarray:
-        """Rate of ``job`` on every configuration (0 = not allowed / not profiled)."""
+    def rates(self, view, js) -> np.ndarray:
+        """Rate of the job of ``js`` (a JobState) on every configuration (0 = not allowed / not profiled).
+
+        A fixed-count job (not moldable) has only its ``num_gpus`` configurations, rated by the simulator's
+        profile store (``view.model_rate``, in the store's work units); moldable jobs read every allowed count."""
+        job = js.job
         moldable = job.attrs.get("moldable") if job.attrs else None
         allowed = None if moldable is True else (tuple(sorted(moldable)) if moldable else (job.num_gpus,))
         key = (job.job_type, allowed)
         r = self._rates.get(key)
         if r is None:
             r = np.zeros(len(self.configs))
+            fixed = allowed == (job.num_gpus,)
             for i, (model, g) in enumerate(self.configs):
                 if allowed is not None and g not in allowed:
+                    continue
+                if fixed:  # the simulator's own (cached, non-strict) lookup: 0 = not profiled
+                    r[i] = float(view.model_rate(js, model, True))
                     continue
                 try:
                     r[i] = float(view.profiles.rate(job.job_type, model, g, True))
@@ -97,10 +105,49 @@ class ViewAdapter:
             self._rates[key] = r
         return r
 
-    def instance(self, view, h_wc: float, include_running: bool = True) -> Instance:
+    def spread_models(self, view, js) -> list[str]:
+        """GPU models on which a job with no single-node configuration can run across nodes (unconsolidated
+        rate > 0, enough GPUs of the model, at least two nodes); empty for every other job. Cached per
+        (job type, GPU count)."""
+        job = js.job
+        key = ("spread", job.job_type, job.num_gpus)
+        found = self._rates.get(key)
+        if found is None:
+            found = []
+            if not self.rates(view, js).any():
+                by_model = view.nodes_by_model
+                for model in view.models:
+                    idx = by_model[model]
+                    if len(idx) < 2 or sum(view.nodes[i].num_gpus for i in idx) < job.num_gpus:
+                        continue
+                    if view.model_rate(js, model, False) > 0:
+                        found.append(model)
+            self._rates[key] = found
+        return found
+
+    def instance(
+        self,
+        view,
+        h_wc: float,
+        include_running: bool = True,
+        exclude: frozenset | set = frozenset(),
+        reserved: np.ndarray | None = None,
+    ) -> Instance:
+        """The Instance of the jobs in the view, less ``exclude`` (jobs spread over several nodes, which the
+        policy places itself). ``reserved`` (GPUs per node held by those jobs) shrinks the nodes; a node's
+        cost is then the marginal cost on top of the reserved GPUs, c(r + u) - c(r)."""
         if not self._ready:
             self._setup(view)
         states = list(view.running.values()) + list(view.pending.values()) if include_running else list(view.pending.values())
+        if exclude:
+            states = [js for js in states if js.job.job_id not in exclude]
+        node_gpus, node_cost = self.node_gpus, self.node_cost
+        if reserved is not None and reserved.any():
+            node_gpus = self.node_gpus - reserved
+            node_cost = np.full_like(self.node_cost, np.nan)
+            for i, r in enumerate(reserved.tolist()):
+                row = self.node_cost[i, r : self.node_gpus[i] + 1]
+                node_cost[i, : row.size] = np.maximum(0.0, row - row[0])
         n = len(states)
         K = len(self.configs)
         times = np.full((n, K), np.inf)
@@ -109,7 +156,7 @@ class ViewAdapter:
         due = np.empty(n)
         for j, js in enumerate(states):
             job = js.job
-            r = self.rates(view, job)
+            r = self.rates(view, js)
             rem = view.remaining(js)
             with np.errstate(divide="ignore"):
                 times[j] = np.where(r > 0, rem / np.where(r > 0, r, 1.0), np.inf)
@@ -125,8 +172,8 @@ class ViewAdapter:
             nodes=self.node_specs,
             types=self.types,
             node_type=self.node_type,
-            node_gpus=self.node_gpus,
-            node_cost=self.node_cost,
+            node_gpus=node_gpus,
+            node_cost=node_cost,
             configs=self.configs,
             cfg_type=self.cfg_type,
             cfg_g=self.cfg_g,
@@ -142,6 +189,117 @@ class ViewAdapter:
             rho=self.rho,
         )
         return inst
+
+
+def _spread_on(view, model: str, n: int, cap: list[int], prefer: list[int] | None = None):
+    """n GPUs of ``model`` taken from ``cap`` (GPUs usable per node) on as few nodes as possible: nodes with the
+    most usable GPUs first (then, when ``prefer`` is given, the most ``prefer`` GPUs, e.g. free ones; then
+    index). None if the model has fewer than n usable GPUs."""
+    idx = view.nodes_by_model[model]
+    if prefer is None:
+        nodes = sorted(idx, key=lambda i: (-cap[i], i))
+    else:
+        nodes = sorted(idx, key=lambda i: (-cap[i], -prefer[i], i))
+    placement = []
+    left = n
+    for i in nodes:
+        take = min(cap[i], left)
+        if take <= 0:
+            break
+        placement.append((i, take))
+        left -= take
+        if left == 0:
+            return tuple(sorted(placement))
+    return None
+
+
+class SpreadPlanner:
+    """Jobs larger than any node (e.g. 8 GPUs on 4-GPU nodes, other papers' traces): ANDREAS' model runs a
+    job on one node, so such a job has no configuration. The policy places it itself, across nodes of one
+    GPU model (as few nodes as possible, the unconsolidated rate ``view.rate``), and the optimizer plans the
+    other jobs on what is left (:meth:`ViewAdapter.instance` with ``reserved``). A placed spread job keeps its
+    placement until it completes.
+
+    The model is chosen by ANDREAS' configuration rule: the cheapest energy (marginal node cost x time) among
+    the placements that meet the due date, else the fastest; ties by time, then cluster order. A spread job
+    that fits nowhere waits, except the first one in the policy's order when no other waiting job comes
+    before it: RG then places it on the nodes with the most free GPUs, preempting what runs there (RG
+    re-plans those jobs); the non-preemptive baselines reserve those nodes' free GPUs for it instead, so it
+    starts once they drain. Either way no job waits forever.
+    """
+
+    def __init__(self, adapter: "ViewAdapter", view) -> None:
+        self.adapter = adapter
+        self.view = view
+        nodes = view.nodes
+        self.avail = [nd.num_gpus for nd in nodes]  # GPUs not held by spread jobs
+        self.reserved = np.zeros(len(nodes), dtype=np.int64)
+        self.placed: dict[str, tuple[tuple[int, int], ...]] = {}
+        self.ids: set[str] = set()
+        self.waiting: list = []
+        self.forced = False
+        for js in view.running.values():
+            if adapter.spread_models(view, js):
+                self.ids.add(js.job.job_id)
+                self._hold(js, js.placement, None)
+        for js in view.pending.values():
+            if adapter.spread_models(view, js):
+                self.ids.add(js.job.job_id)
+                self.waiting.append(js)
+
+    def _hold(self, js, placement, free) -> None:
+        self.placed[js.job.job_id] = placement
+        for i, k in placement:
+            self.avail[i] -= k
+            self.reserved[i] += k
+            if free is not None:
+                free[i] = max(0, int(free[i]) - k)
+
+    def _key(self, js, placement, free) -> tuple | None:
+        view = self.view
+        rate = view.rate(js, placement)
+        if not rate > 0:
+            return None
+        t = view.remaining(js) / rate
+        due = math.inf if js.job.deadline is None else float(js.job.deadline)
+        if view.now + t < due:
+            cost = self.adapter.node_cost
+            gpus = self.adapter.node_gpus
+            e = 0.0
+            for i, k in placement:
+                used = int(gpus[i]) - int(free[i])
+                e += float(cost[i, min(used + k, gpus[i])] - cost[i, used])
+            return (0, e * t, t)
+        return (1, t, t)
+
+    def fit(self, js, free) -> bool:
+        """Place ``js`` on free GPUs only (``free``: per-node free GPUs, updated); False if it fits nowhere."""
+        best = None
+        for order, model in enumerate(self.adapter.spread_models(self.view, js)):
+            p = _spread_on(self.view, model, js.job.num_gpus, [min(int(f), a) for f, a in zip(free, self.avail)])
+            if p is None:
+                continue
+            key = self._key(js, p, free)
+            if key is not None and (best is None or key + (order,) < best[0]):
+                best = (key + (order,), p)
+        if best is None:
+            return False
+        self._hold(js, best[1], free)
+        return True
+
+    def target(self, js, free):
+        """The nodes to clear for ``js``: GPUs not held by spread jobs, as few nodes as possible, the ones with
+        the most free GPUs first; the model needing the fewest GPUs cleared (ties: the configuration rule)."""
+        best = None
+        for order, model in enumerate(self.adapter.spread_models(self.view, js)):
+            p = _spread_on(self.view, model, js.job.num_gpus, self.avail, [int(f) for f in free])
+            if p is None:
+                continue
+            busy = sum(max(0, k - int(free[i])) for i, k in p)
+            key = self._key(js, p, [min(int(free[i]), self.avail[i]) for i in range(len(free))])
+            if key is not None and (best is None or (busy,) + key + (order,) < best[0]):
+                best = ((busy,) + key + (order,), p)
+        return None if best is None else best[1]
 
 
 class AndreasPolicyBase:
@@ -179,38 +337,93 @@ class AndreasPolicyBase:
         """Horizon of the postponement term: the period in periodic modes, 0 when event-driven (spec §5)."""
         return float(self.round_length or 0.0)
 
-    def optimize(self, inst: Instance) -> Schedule:  # pragma: no cover - overridden
+    def optimize(self, inst: Instance, others=None) -> Schedule:  # pragma: no cover - overridden
         raise NotImplementedError
+
+    def _plan_spread(self, view, planner: SpreadPlanner):
+        """Place the waiting spread jobs (see :class:`SpreadPlanner`). RG (preemptive): before the optimizer,
+        in (due date, arrival, id) order, on free GPUs, or forced when no waiting job comes first. The
+        baselines: returns (key, place) pairs that :func:`~gpuweave.andreas.fpm.fpm_schedule` merges into
+        its order."""
+        if not planner.waiting:
+            return None
+        if not self.preemptive:
+            from gpuweave.andreas.fpm import fpm_key
+
+            method = getattr(self, "method", "fifo")
+
+            def placer(js):
+                def place(free) -> None:
+                    if planner.fit(js, free) or planner.forced:
+                        return
+                    p = planner.target(js, free)
+                    if p is not None:  # reserve the target nodes' free GPUs: nothing else starts there
+                        planner.forced = True
+                        for i, k in p:
+                            free[i] = max(0, int(free[i]) - k)
+
+                return place
+
+            others = []
+            for js in planner.waiting:
+                job = js.job
+                due = math.inf if job.deadline is None else float(job.deadline)
+                others.append((fpm_key(method, job.arrival, due, float(job.priority), job.job_id), placer(js)))
+            return others
+
+        def key(js):
+            job = js.job
+            return (math.inf if job.deadline is None else float(job.deadline), job.arrival, job.job_id)
+
+        head = min((key(js) for jid, js in view.pending.items() if jid not in planner.ids), default=None)
+        free = list(view.free)
+        for js in sorted(planner.waiting, key=key):
+            if planner.fit(js, free) or planner.forced or (head is not None and head < key(js)):
+                continue
+            p = planner.target(js, free)
+            if p is not None:
+                planner.forced = True
+                planner._hold(js, p, free)
+        return None
 
     def schedule(self, view) -> Decision:
         if not view.pending and not (self.preemptive and view.running):
             return Decision()
         t0 = time.perf_counter()
-        inst = self.adapter.instance(view, self.h_wc)
+        if not self.adapter._ready:
+            self.adapter._setup(view)
+        planner = SpreadPlanner(self.adapter, view)
+        others = self._plan_spread(view, planner)
+        inst = self.adapter.instance(view, self.h_wc, exclude=planner.ids, reserved=planner.reserved)
         t1 = time.perf_counter()
-        sched = self.optimize(inst)
+        sched = self.optimize(inst, others) if others else self.optimize(inst)
         t2 = time.perf_counter()
         wanted: dict[str, tuple[tuple[int, int], ...]] = {}
         for j in np.flatnonzero(sched.node_of >= 0):
             wanted[inst.job_ids[j]] = ((int(sched.node_of[j]), int(inst.cfg_g[sched.cfg_of[j]])),)
+        wanted.update(planner.placed)
         decision = Decision.from_allocation(view, wanted)
         t3 = time.perf_counter()
         if self.record:
             names = [nd.name for nd in view.nodes]
+            opt_seconds = sched.extra.pop("opt_seconds", t2 - t1)
+            extra = dict(sched.extra)
+            if planner.placed:
+                extra["spread"] = {jid: [(names[i], k) for i, k in p] for jid, p in planner.placed.items()}
             self.calls.append(
                 CallRecord(
                     time=inst.now,
                     queue=inst.n,
-                    plan={jid: (names[p[0][0]], p[0][1]) for jid, p in wanted.items()},
+                    plan={jid: (names[p[0][0]], p[0][1]) for jid, p in wanted.items() if jid not in planner.placed},
                     f=sched.f,
                     energy=sched.energy,
                     tardiness=sched.tardiness,
                     postpone=sched.postpone,
                     f_greedy=sched.f_greedy,
                     iterations=sched.iterations,
-                    opt_seconds=sched.extra.pop("opt_seconds", t2 - t1),
+                    opt_seconds=opt_seconds,
                     call_seconds=t3 - t0,
-                    extra=dict(sched.extra),
+                    extra=extra,
                 )
             )
         return decision
@@ -250,7 +463,7 @@ class RGPolicy(AndreasPolicyBase):
     def seed_rng(self, seed: int) -> None:
         self.rng = np.random.default_rng(seed)
 
-    def optimize(self, inst: Instance) -> Schedule:
+    def optimize(self, inst: Instance, others=None) -> Schedule:
         t0 = time.perf_counter()
         sched = randomized_greedy(inst, self.rng, self.config)
         sched.extra["opt_seconds"] = time.perf_counter() - t0  # the exact solve below is not RG's time
@@ -267,7 +480,7 @@ class FpmPolicy(AndreasPolicyBase):
     method = "fifo"
     preemptive = False
 
-    def optimize(self, inst: Instance) -> Schedule:
+    def optimize(self, inst: Instance, others=None) -> Schedule:
         from gpuweave.andreas.fpm import fpm_schedule
 
-        return fpm_schedule(inst, self.method, self.proxy_variant)
+        return fpm_schedule(inst, self.method, self.proxy_variant, others)

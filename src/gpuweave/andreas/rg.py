@@ -14,8 +14,8 @@ Algorithm (spec §6.3, every parameter of §6.1):
    ``swap_rule="inverse"`` exchanges the two, A5); CONSTRUCT(L); keep S if it places ≥ 1 job and
    f(S) < f_best (strict).
 4. CONSTRUCT(L): every node starts empty (full re-plan); for j in L: D = configurations meeting the due
-   date (T_c + t_j(k) < d_j, A8) by t_j(k)·c(k) ascending, D̄ = the others by t_j(k) ascending (ties:
-   (type, g)); try D then D̄, each on its best-fit node (fewest free GPUs that still fit, lowest index,
+   date (T_c + t_j(k) < d_j, A8) by t_j(k)·c(k) ascending (ties: t_j(k), which matters when energy is
+   free), D̄ = the others by t_j(k) ascending (ties: (type, g)); try D then D̄, each on its best-fit node (fewest free GPUs that still fit, lowest index,
    A7); j is postponed if nothing fits. SELECT is the code's RCL with α = 0.05: the r = round(α·|Lc|)
    first entries, which is deterministic (r ≤ 1) for fewer than 30 candidate configurations;
    ``config_rule="roulette"`` picks with probability ∝ 1/key (A6).
@@ -161,7 +161,8 @@ def config_lists(inst: Instance, strict: bool = True) -> tuple[np.ndarray, np.nd
         key = np.where(inD, t * inst.cfg_cost[None, :], t)
     K = inst.cfg_g.size
     idx = np.broadcast_to(np.arange(K)[None, :], t.shape)
-    order = np.lexsort((idx, key, group), axis=-1) if t.size else np.zeros(t.shape, dtype=np.int64)
+    # Ties of t·c (e.g. all costs 0 on a cluster with a zero energy price): the faster configuration first.
+    order = np.lexsort((idx, t, key, group), axis=-1) if t.size else np.zeros(t.shape, dtype=np.int64)
     count = finite.sum(axis=1)
     ranks = np.arange(K)[None, :]
     lists = np.where(ranks < count[:, None], order, -1).astype(np.int64)
@@ -327,14 +328,19 @@ def randomized_greedy(inst: Instance, seed: int | np.random.Generator | None = 0
     if its <= 1 or n == 0:
         return best
     U = rng.random((its - 1, max(n - 1, 0)))
+    n_dbar = np.isfinite(inst.times).sum(axis=1) - n_d
+    deterministic = cfg.config_rule == "rcl" and max(int(n_d.max(initial=0)), int(n_dbar.max(initial=0))) < 30
+    if deterministic and f0 <= 0.0 and not (inst.node_cost < 0).any():
+        # f_OBJ >= 0 (costs, weights, lateness are all >= 0) and only a strictly lower f is kept, so no
+        # iteration can win (e.g. a free energy price and no deadlines); the random stream is drawn above
+        # all the same, so later calls see the same numbers.
+        return best
     delta = inst.pressure()
     distinct = np.unique(delta).size == n and np.isfinite(delta).all()
     if distinct:
         orders = swap_pass_batch(L0, inst.weight, U, cfg.pi_swap, cfg.swap_rule)
     else:
         orders = swap_orders_sequential(L0, delta, inst.weight, U, cfg.pi_swap, cfg.swap_rule)
-    n_dbar = np.isfinite(inst.times).sum(axis=1) - n_d
-    deterministic = cfg.config_rule == "rcl" and max(int(n_d.max(initial=0)), int(n_dbar.max(initial=0))) < 30
     if deterministic:
         node_b, cfg_b, used = construct_batch(inst, orders, lists)
     else:

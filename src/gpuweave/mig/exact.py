@@ -1,31 +1,54 @@
 """Exact optimum of the MIG moldable batch problem with CP-SAT (beyond the paper; spec §5.1 [R]).
 
-Problem. The same model FAR and the validator use (spec §1.4, operational form): each task picks an
-instance placement (any size it can run on, any GPU) and a start; an instance *lifetime* runs from
-its create start to its destroy end, hosts its tasks back to back or with gaps after the create;
-lifetimes whose occupancies overlap never coexist (valid partitions at every moment); create and
-destroy operations of one GPU are sequential with Table 1 durations. Minimise the last task end.
+Problem. The model FAR and the validator use (spec §1.1-1.4, operational form of §1.4): each task
+picks an allowed instance placement (any size it can run on, any GPU) and a start; an instance
+*lifetime* runs from its create start to its destroy end and hosts its tasks one at a time, after
+the create ends and before the destroy starts; lifetimes whose occupancies (spec §1.1: 3@0 also
+blocks S3) intersect never coexist, so live instances always form a valid partition; the create and
+destroy operations of one GPU are pairwise disjoint, with Table 1 durations (spec §1.2). An
+instance may be created any number of times. Minimise the last task end.
 
-Model (CP-SAT, OR-Tools): per placement p and GPU, K_p optional lifetime slots (ordered, each used by
-at least one task, symmetric ones broken by order); per task a placement choice, a start, an optional
-interval per placement (no-overlap per placement) and a slot choice that keeps it inside the slot's
-lifetime; no-overlap of lifetimes per slice (occupancy), of create/destroy intervals per GPU; a
-redundant cumulative over task intervals (demand = occupancy). Every lifetime carries a destroy; a
-destroy that nothing needs (no later lifetime shares its slices) costs nothing here because the
-objective is the last *task* end, and is dropped from the returned schedule (the instance simply
-lives on, spec §1.4 [rev]).
+Formulation (one CP-SAT model, OR-Tools). Lifetimes are named by their lowest task index:
+``y[j, r]`` says task j runs in the lifetime whose lowest-index task is r (r <= j; ``y[r, r]``: r
+opens a lifetime). Every partition of the tasks into lifetimes has exactly one such encoding, so
+there are at most n lifetimes and no interchangeable lifetime slots. A lifetime r takes r's
+placement (``y[j, r]`` forces j onto it), has a create start ``a_r`` and a destroy start ``b_r``
+and gives
 
-Exactness. K_p = min(#tasks that can run on p, floor((n+1)/2)): two lifetimes of p with no
-overlapping lifetime between them can be merged (dropping a destroy and a create never hurts), so
-some optimal schedule has L_p - 1 other lifetimes between its L_p ones. Solving runs in two stages
-(:func:`exact`): one lifetime per instance first (the class FAR's trees belong to; small, proven
-fast), then the general model seeded with it. Times are integers of ``resolution`` seconds with
-durations rounded *up*, so the returned schedule (true durations, validated) is feasible; proven
-bounds hold for the rounded durations, i.e. to within n * resolution.
+* per task and eligible placement an optional interval; ``S_j >= a_r + create``, ``S_j + t_j <= b_r``;
+* per occupied slice an optional interval ``[a_r, b_r + destroy)``; those of a slice never overlap
+  (the partition rule, spec §1.4 bullet 5), and neither do tasks on a slice (redundant);
+* a create and a destroy interval on its GPU's operation line (one no-overlap per GPU).
 
-Complexity: NP-hard. On 2 shared cores the one-lifetime stage proves n = 10 on A100 in ~10-30 s;
-the general stage closes n <= 8 but often not n = 10 within 60 s (then ``optimal`` is False and
-``bound`` is the proven general lower bound).
+Every lifetime carries a destroy in the model: one that nothing needs (no later lifetime shares its
+slices) can sit after every other operation and after the last task, so it costs nothing (the
+objective is the last *task* end); it is dropped from the returned schedule and the instance simply
+lives on (spec §1.4 [rev]). Redundant constraints, both valid for every schedule: a cumulative of
+the tasks with demand = occupancy, and the energy cut sum_i |occ(p_i)| t_i + sum_lifetimes
+|occ| create <= #slices * makespan (on a slice, lifetimes are disjoint and each holds its create and
+its tasks before the makespan), which sharpens the paper's LB = sum_i min_s s t_i(s) / #slices.
+
+Symmetry breaking (exact). Identical GPUs are ordered by their lowest task index. For every pair of
+sibling subtrees of the repartitioning tree (spec §1.5) that are isomorphic (A100: 2@0|2@2 under
+3@0, 1@0|1@1, 1@2|1@3, 1@4|1@5; A30: 2@0|2@2, ...), the map exchanging them keeps sizes and which
+instances overlap (checked in code), hence maps schedules to schedules with the same makespan; the
+model asks the left subtree to hold a lower lowest task index than the right one (when the right
+one holds any task). Applying the exchanges top-down (a node's pair before its descendants', each
+leaving the already-settled sets unchanged) turns any schedule into one that satisfies all of these,
+so some optimum survives. No dominance on sizes is assumed (times need not be monotone, spec §1.3).
+
+Solving (:func:`exact`): the general model, seeded with FAR's schedule (mapped by the symmetries
+above) as hint and upper bound; if its proven optimum creates each instance at most once, it is
+also optimal among those (``optimal_single``), otherwise the one-lifetime model (the same model
+with at most one lifetime per placement, the class FAR's trees belong to) runs in the time left.
+Times are integers of ``resolution`` seconds with durations rounded *up*, so the returned schedule
+(true durations, validated) is feasible; proven bounds hold for the rounded durations, i.e. to
+within n * resolution.
+
+Complexity: NP-hard (strip packing with moldable widths). The model has O(n^2 + n P) Booleans for
+P placements. On 2 shared cores, generated A100 batches (Mixed, WideTimes) prove optimal in ~1-8 s
+at n = 10 and in tens of seconds at n = 12; the previous slot model (K_p interchangeable lifetimes
+per placement) proved n = 10 in 1 of 5 seeds within 60 s.
 """
 
 from __future__ import annotations
@@ -61,34 +84,43 @@ def exact(
     hint: Schedule | None = None,
     max_tasks: int = 14,
 ) -> ExactResult:
-    """Exact optimum in two stages sharing ``time_limit_s``.
+    """Exact optimum within ``time_limit_s`` (see the module docstring).
 
-    Stage 1 solves the model with one lifetime per instance (each placement created at most once, as
-    in every FAR tree schedule): small, usually proven fast. Stage 2 (unless ``max_lifetimes`` is
-    given) solves the general model seeded with stage 1's schedule; ``optimal`` is True only when
-    stage 2 proves it. ``bound`` is stage 2's proven bound (or the lower bound LB).
+    Without ``max_lifetimes``: the general model (any number of lifetimes per instance); ``optimal``
+    is True when it is proven, ``bound`` is its proven lower bound (at least LB). ``optimal_single``
+    is True when the optimum is also proven among schedules creating each instance at most once
+    (directly, or by a one-lifetime solve in the time left). With ``max_lifetimes`` = K: only the
+    model with at most K lifetimes per instance; ``optimal`` stays False and ``optimal_single`` says
+    whether that restricted model was proven.
     """
     if problem.n > max_tasks:
         raise InputError(f"the exact solver is for small batches (n <= {max_tasks}); this batch has {problem.n} tasks")
     t0 = time.perf_counter()
-    cap1 = 1 if max_lifetimes is None else max_lifetimes
-    limit1 = time_limit_s / 2 if max_lifetimes is None else time_limit_s  # leave the general stage its share
-    first = _solve(problem, time_limit_s=limit1, resolution=resolution, max_lifetimes=cap1, workers=workers, hint=hint)
-    best = first
-    general_optimal = False
-    bound = lower_bound(problem)
-    if max_lifetimes is None:
+    if max_lifetimes is not None:
+        only = _solve(problem, time_limit_s=time_limit_s, resolution=resolution, max_lifetimes=max_lifetimes, workers=workers, hint=hint)
+        best, general_optimal, single_optimal = only, False, only.optimal
+        bound = lower_bound(problem)
+    else:
+        general = _solve(problem, time_limit_s=time_limit_s, resolution=resolution, max_lifetimes=None, workers=workers, hint=hint)
+        best, general_optimal = general, general.optimal
+        bound = max(lower_bound(problem), general.bound)
+        # an optimum that creates every instance at most once is also optimal among such schedules
+        single_optimal = general.optimal and _single_lifetime(general.schedule)
         left = time_limit_s - (time.perf_counter() - t0)
-        if left > 1.0:
-            second = _solve(problem, time_limit_s=left, resolution=first.resolution, max_lifetimes=None, workers=workers, hint=first.schedule)
-            bound = max(bound, second.bound)
-            general_optimal = second.optimal
-            if second.schedule.makespan < best.schedule.makespan - 1e-12:
-                best = second
+        if not single_optimal and left > 1.0:
+            single = _solve(problem, time_limit_s=left, resolution=general.resolution, max_lifetimes=1, workers=workers, hint=hint)
+            single_optimal = single.optimal
+            if single.schedule.makespan < best.schedule.makespan - 1e-12:
+                best = single
     wall = time.perf_counter() - t0
     sched = best.schedule
-    sched.info.update({"optimal": general_optimal, "optimal_single_lifetime": first.optimal, "bound_s": bound, "wall_s": wall})
-    return ExactResult(sched, general_optimal, first.optimal, bound, wall, first.resolution, best.status)
+    sched.info.update({"optimal": general_optimal, "optimal_single_lifetime": single_optimal, "bound_s": bound, "wall_s": wall})
+    return ExactResult(sched, general_optimal, single_optimal, bound, wall, best.resolution, best.status)
+
+
+def _single_lifetime(schedule: Schedule) -> bool:
+    creates = [(o.gpu_index, o.size, o.start_slice) for o in schedule.operations if o.op == "create"]
+    return len(set(creates)) == len(creates)
 
 
 def _units(x: float, res: float) -> int:
@@ -246,7 +278,6 @@ def _solve(
             m.AddImplication(w[r, pi], rep)
             m.AddImplication(w[r, pi], z[r, pi])
             m.AddBoolOr([rep.Not(), z[r, pi].Not(), w[r, pi]])
-        cmin = min(cu.values())
         a = m.NewIntVar(0, horizon, f"a_{r}")
         b = m.NewIntVar(0, op_horizon, f"b_{r}")
         cs = m.NewIntVar(0, max(cu.values()), f"cs_{r}")
@@ -332,9 +363,8 @@ def _solve(
             ls = [z[i, pi] for pi in left if (i, pi) in z]
             rs = [z[i, pi] for pi in right if (i, pi) in z]
             # task i on the right side needs a lower-index task on the left side
-            if rs:
-                for x in rs:
-                    m.AddBoolOr(u_left + [x.Not()])
+            for x in rs:
+                m.AddBoolOr(u_left + [x.Not()])
             u_left.extend(ls)
     m.Minimize(makespan)
 
