@@ -8,6 +8,11 @@ that they are judged by the same physics as every other policy and can run on ot
   or zero profile = configuration absent; no extrapolation, spec A27).
 * GPU counts: a job with ``attrs["moldable"]`` may take any profiled count (ANDREAS chooses g per job at
   each rescheduling; the simulator's opt-in moldable rule accepts it); other jobs only ``num_gpus``.
+* Jobs larger than any node (other papers' traces, e.g. 8 GPUs on 4-GPU nodes) have no ANDREAS
+  configuration; :class:`SpreadPlanner` places them across nodes of one GPU model (fewest nodes,
+  unconsolidated rate) and the optimizer plans the rest on the remaining GPUs, so no job starves.
+* With a restart delay (> 0), RG's plan is relabelled among interchangeable nodes so that running jobs stay
+  put (:func:`keep_nodes`; same f_OBJ). Jobs without a deadline have no tardiness term (d = inf, Δ = -inf).
 * Costs: ``cost_model`` ``auto`` uses the ANDREAS table when it prices every node, else GPU power x price
   x PUE (:func:`gpuweave.andreas.catalog.cost_catalog_for`). Jobs without a deadline have d = inf.
 * Triggers (spec §1, §7, A13): event-driven by default (arrivals and completions, H_wc = 0);
@@ -189,6 +194,54 @@ class ViewAdapter:
             rho=self.rho,
         )
         return inst
+
+
+def keep_nodes(view, wanted: dict, reserved: np.ndarray) -> dict:
+    """Relabel a single-node plan among interchangeable nodes (same GPU model, GPU count and GPUs held by
+    spread jobs, hence the same cost table) so that as many GPUs as possible stay where they run now.
+
+    RG re-plans from empty nodes, so a job may be planned on a twin of the node it already holds; the plan's
+    f_OBJ is the same under any such relabelling, but a move costs the simulator's restart delay. Applied only
+    when that delay is > 0 (ANDREAS' own simulator, A11, has none and keeps RG's labels). Greedy matching of
+    planned node contents to nodes by GPUs kept; O(N^2) per class."""
+    if not wanted:
+        return wanted
+    nodes = view.nodes
+    classes: dict[tuple, list[int]] = {}
+    for nd in nodes:
+        classes.setdefault((nd.gpu_model, nd.num_gpus, int(reserved[nd.index])), []).append(nd.index)
+    running = view.running
+    bins: dict[int, list[str]] = {}
+    for jid, p in wanted.items():
+        bins.setdefault(p[0][0], []).append(jid)
+    remap: dict[int, int] = {}
+    for members in classes.values():
+        if len(members) < 2:
+            continue
+        pairs = []
+        for b in members:
+            kept: dict[int, int] = {}
+            for jid in bins.get(b, ()):
+                js = running.get(jid)
+                if js is not None and len(js.placement) == 1 and js.placement[0][1] == wanted[jid][0][1]:
+                    node = js.placement[0][0]
+                    kept[node] = kept.get(node, 0) + js.placement[0][1]
+            pairs += [(-gpus, b, node) for node, gpus in kept.items() if node in members]
+        pairs.sort()
+        used_b: set[int] = set()
+        used_n: set[int] = set()
+        for _neg, b, node in pairs:
+            if b not in used_b and node not in used_n:
+                remap[b] = node
+                used_b.add(b)
+                used_n.add(node)
+        rest_n = [nd for nd in members if nd not in used_n]
+        for b in members:
+            if b not in used_b:
+                remap[b] = rest_n.pop(0)
+    if all(remap.get(b, b) == b for b in bins):
+        return wanted
+    return {jid: ((remap.get(p[0][0], p[0][0]), p[0][1]),) for jid, p in wanted.items()}
 
 
 def _spread_on(view, model: str, n: int, cap: list[int], prefer: list[int] | None = None):
@@ -401,6 +454,8 @@ class AndreasPolicyBase:
         wanted: dict[str, tuple[tuple[int, int], ...]] = {}
         for j in np.flatnonzero(sched.node_of >= 0):
             wanted[inst.job_ids[j]] = ((int(sched.node_of[j]), int(inst.cfg_g[sched.cfg_of[j]])),)
+        if self.preemptive and view.restart_delay > 0:
+            wanted = keep_nodes(view, wanted, planner.reserved)
         wanted.update(planner.placed)
         decision = Decision.from_allocation(view, wanted)
         t3 = time.perf_counter()

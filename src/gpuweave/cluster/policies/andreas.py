@@ -5,6 +5,9 @@ at each trigger (preemption, migration and resizing allowed; GPU count chosen pe
 ``attrs["moldable"]``). Options: ``seed``, ``max_it`` (1000), ``cap_iterations`` (True), ``pi_swap``,
 ``alpha_cfg``, ``swap_rule``, ``config_rule``, ``proxy_variant`` ("code" | "paper"), ``period`` (s; None =
 event-driven), ``periodic_only``, ``cost_model`` ("auto" | "andreas" | "power"), ``rho`` (100).
+On other papers' traces (fixed GPU counts, no deadlines, jobs larger than a node, free energy) every job
+keeps its ``num_gpus``, rates come from the run's profile store, oversized jobs span nodes of one model
+and zero-cost ties go to the fastest configuration (see :mod:`gpuweave.andreas.policy`).
 
 ``andreas-fifo``: the paper's FIFO baseline (spec §8). The foundation ``fifo`` policy differs from it
 (fastest GPU model instead of the cheapest on-time configuration, several nodes allowed, fixed GPU count,
