@@ -19,7 +19,8 @@ def run_demo(out_dir: Path, seed: int = 0, quick: bool = False, only: list[str] 
     from gpuweave.demo_sections import DemoContext, demo_sections
     from gpuweave.report.html import render_sections_report
 
-    console = Console()
+    # Comparison tables are wide: keep at least 120 columns so numbers are not folded into unreadable cells.
+    console = Console(width=max(Console().width, 120))
     out_dir.mkdir(parents=True, exist_ok=True)
     sections = []
     for name, fn in demo_sections():
