@@ -59,10 +59,15 @@ def test_roundtrip_and_errors():
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=600))
 def test_fuzz_decoder_bytes(data):
+    """Arbitrary bytes either decode to a protocol message or raise ProtocolError with a reason code."""
+    from gpuweave.kernel.protocol import Message
+
     try:
-        decode(data)
-    except ProtocolError:
-        pass
+        msg = decode(data)
+    except ProtocolError as exc:
+        assert exc.code and exc.message
+    else:
+        assert isinstance(msg, Message.__args__)
 
 
 _json = st.recursive(
