@@ -21,6 +21,7 @@ from gpuweave.packs.data import paper_numbers
 from gpuweave.packs.model import Profile
 from gpuweave.packs.onepack import reassign
 from gpuweave.packs.registry import Solution, register_algorithm
+from gpuweave.packs.repeat import best_of_runs
 
 
 def random_pack_run(rows: list[list[float]], n: int, p: int, k: int, rng: np.random.Generator) -> tuple[list[list[int]], list[int], float]:
@@ -39,14 +40,7 @@ def random_pack_run(rows: list[list[float]], n: int, p: int, k: int, rng: np.ran
 
 
 def best_of(profile: Profile, k: int, rng: np.random.Generator, runs: int) -> Solution:
-    rows = profile.rows
-    best = None
-    for _ in range(runs):
-        packs, sigma, cost = random_pack_run(rows, profile.n, profile.p, k, rng)
-        if best is None or cost < best[2]:
-            best = (packs, sigma, cost)
-    assert best is not None
-    return Solution(best[0], np.asarray(best[1], dtype=np.int64), {"runs": float(runs)})
+    return best_of_runs(random_pack_run, profile, k, rng, runs)
 
 
 @register_algorithm("random-pack-1", summary="random packs of U{1..k} tasks, Algorithm 1 inside (one run)", randomized=True)
