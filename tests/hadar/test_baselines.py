@@ -59,3 +59,27 @@ def test_a7_hadar_round_count_is_reported():
     rounds, util = fig1.hadar_rounds()
     assert rounds == 7  # spec §5.9 item 5: the §2.8 default gives 7 on this instance
     assert all(0 < u <= 1 for u in util)
+
+
+def test_gavel_min_total_duration_lp_hand_examples():
+    from gpuweave.cluster.policies.gavel import min_total_duration_lp
+
+    # One 1-GPU job, V100 rate 2 and K80 rate 1, 1000 steps: the best it can do is V100 all the time, T* = 500 s.
+    x, T, solves = min_total_duration_lp(np.array([[2.0, 1.0]]), np.ones(1), np.array([1.0, 1.0]), np.array([1000.0]))
+    assert 500.0 <= T <= 500.0 * 1.05 + 1e-9 and solves > 1
+    assert (x * np.array([[2.0, 1.0]])).sum() * T >= 1000.0 - 1e-6
+    # Two 1-GPU jobs sharing one GPU (rate 1, 100 steps each): T* = 200 s; each gets half the time.
+    x, T, _ = min_total_duration_lp(np.array([[1.0], [1.0]]), np.ones(2), np.array([1.0]), np.array([100.0, 100.0]))
+    assert 200.0 <= T <= 210.0 and x.sum() <= 1.0 + 1e-9 and np.all(x[:, 0] * T >= 100.0 - 1e-6)
+    # Infeasible type stays at 0; horizons beyond 1e6 s are found by Gavel's tenfold widening.
+    x, T, _ = min_total_duration_lp(np.array([[0.0, 1e-3]]), np.ones(1), np.array([1.0, 1.0]), np.array([5000.0]))
+    assert x[0, 0] == 0.0 and 5e6 <= T <= 5e6 * 1.05 + 1e-6
+
+
+def test_gavel_policy_option_names():
+    from gpuweave.cluster.policies import make_policy
+
+    assert make_policy("gavel").policy == "max_min_fairness"
+    assert make_policy("gavel", policy="makespan").policy == "min_total_duration"
+    with pytest.raises(Exception):
+        make_policy("gavel", policy="nope")

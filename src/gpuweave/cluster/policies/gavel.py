@@ -22,6 +22,17 @@ them; a job that keeps its type keeps its placement (no restart). The LP is re-s
 active jobs changes; time-received counters are reset at such a re-solve at most every 1920 s (Gavel's
 ``minimum_time_between_allocation_resets``). Space sharing (packing) is off (spec §4.1 [R]).
 
+Policy ``policy="min_total_duration"`` (Gavel's ``min_total_duration_perf``, spec §4.1 and A11, run as a B7
+sensitivity because the paper's metric is makespan): binary-search the smallest horizon ``T`` in
+[100, 1e6] s (widened tenfold while none is feasible) for which the feasibility LP
+
+    sum_r T[m,r] x[m,r] >= steps_remaining_m / T  (each job);  same base constraints as above
+
+has a solution, stopping when ``1.05 * T_lo >= T_hi`` as Gavel does, and use the ``x`` of the smallest
+feasible ``T``. Gavel's LP has a constant objective (``cp.Maximize(1)``); HiGHS solves the same feasibility
+LP with a zero objective (dual simplex, warm-started between bisection steps by changing only the row
+bounds). The mechanism is the same as for LAS.
+
 Gavel solves its LPs with cvxpy; this is our own formulation of the same program for HiGHS.
 """
 
@@ -100,6 +111,83 @@ def max_min_fairness_lp(throughputs: np.ndarray, scale: np.ndarray, workers: np.
     return np.clip(x, 0.0, 1.0)
 
 
+def min_total_duration_lp(
+    throughputs: np.ndarray,
+    scale: np.ndarray,
+    workers: np.ndarray,
+    steps_remaining: np.ndarray,
+    t_lo: float = 100.0,
+    t_hi: float = 1e6,
+    tolerance: float = 1.05,
+) -> tuple[np.ndarray, float, int]:
+    """Gavel's ``min_total_duration_perf``: (x, smallest feasible T found, LP solves). See the module docstring."""
+    import highspy
+
+    T = np.asarray(throughputs, dtype=float)
+    M, R = T.shape
+    if M == 0:
+        return np.zeros((0, R)), 0.0, 0
+    sf = np.asarray(scale, dtype=float)
+    n = np.asarray(workers, dtype=float)
+    steps = np.asarray(steps_remaining, dtype=float)
+    nx = M * R
+    # Columns: x[m, r] at m*R + r. Rows: sum_m (0..M-1), cap_r (M..M+R-1), thr_m (M+R..2M+R-1).
+    m_idx = np.repeat(np.arange(M), R)
+    r_idx = np.tile(np.arange(R), M)
+    index = np.empty(3 * nx, dtype=np.int32)
+    value = np.empty(3 * nx)
+    index[0::3] = m_idx
+    index[1::3] = M + r_idx
+    index[2::3] = M + R + m_idx
+    value[0::3] = 1.0
+    value[1::3] = sf[m_idx]
+    value[2::3] = T.ravel()
+    lp = highspy.HighsLp()
+    lp.num_col_ = nx
+    lp.num_row_ = 2 * M + R
+    lp.col_cost_ = np.zeros(nx)
+    lp.col_lower_ = np.zeros(nx)
+    lp.col_upper_ = np.where(T.ravel() > 0, 1.0, 0.0)
+    inf = highspy.kHighsInf
+    lp.row_lower_ = np.concatenate([np.full(M + R, -inf), np.zeros(M)])
+    lp.row_upper_ = np.concatenate([np.ones(M), n, np.full(M, inf)])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.arange(0, 3 * nx + 1, 3).astype(np.int32)
+    lp.a_matrix_.index_ = index
+    lp.a_matrix_.value_ = value
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.passModel(lp)
+    rows = np.arange(M + R, 2 * M + R, dtype=np.int32)
+    upper = np.full(M, inf)
+    solves = 0
+
+    def feasible(horizon: float):
+        nonlocal solves
+        solves += 1
+        h.changeRowsBounds(M, rows, steps / horizon, upper)
+        h.run()
+        if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+            return np.asarray(h.getSolution().col_value[:nx]).reshape(M, R)
+        return None
+
+    best_x, best_t = None, np.inf
+    lo, hi = float(t_lo), float(t_hi)
+    while best_x is None:
+        while tolerance * lo < hi:
+            mid = 0.5 * (lo + hi)
+            x = feasible(mid)
+            if x is not None:
+                best_x, best_t, hi = x, mid, mid
+            else:
+                lo = mid
+        if best_x is None:  # nothing feasible below the old upper end: search [hi, 10 hi] (Gavel's outer loop)
+            lo, hi = hi, hi * 10.0
+            if hi > 1e15:
+                raise RuntimeError("Gavel min_total_duration LP: no feasible horizon")
+    return np.clip(best_x, 0.0, 1.0), float(best_t), solves
+
+
 def gavel_priorities(alloc: np.ndarray, received: np.ndarray, type_total: np.ndarray, feasible: np.ndarray) -> np.ndarray:
     """priority = x / (received / type_total), x*1e9 where nothing was received yet, -1 where infeasible."""
     alloc = np.asarray(alloc, dtype=float)
@@ -131,7 +219,21 @@ def gavel_round(
 class GavelPolicy:
     round_length = 360.0
 
-    def __init__(self, type_order: tuple[str, ...] | list[str] = DEFAULT_TYPE_ORDER, reset_interval: float = 1920.0) -> None:
+    POLICIES = ("max_min_fairness", "min_total_duration")
+
+    def __init__(
+        self,
+        type_order: tuple[str, ...] | list[str] = DEFAULT_TYPE_ORDER,
+        reset_interval: float = 1920.0,
+        policy: str = "max_min_fairness",
+    ) -> None:
+        aliases = {"las": "max_min_fairness", "max_min_fairness_perf": "max_min_fairness", "makespan": "min_total_duration",
+                   "min_total_duration_perf": "min_total_duration"}
+        policy = aliases.get(policy, policy)
+        if policy not in self.POLICIES:
+            raise ValueError(f"policy must be one of {self.POLICIES} (or las, makespan)")
+        self.policy = policy
+        self.horizons: list[float] = []  # min_total_duration: the T of every re-solve
         self.type_order = tuple(type_order)
         self.reset_interval = float(reset_interval)
         self._active_key: frozenset[str] | None = None
@@ -179,8 +281,14 @@ class GavelPolicy:
         workers = np.array([sum(view.nodes[i].num_gpus for i in view.nodes_by_model[m]) for m in models], dtype=float)
         T = np.where(scale[:, None] <= workers[None, :], T, 0.0)
         if key != self._active_key:
-            x = max_min_fairness_lp(T, scale, workers)
-            self.lp_solves += 1
+            if self.policy == "min_total_duration":
+                steps = np.array([view.remaining(js) for js in active])
+                x, horizon, solves = min_total_duration_lp(T, scale, workers, steps)
+                self.horizons.append(horizon)
+                self.lp_solves += solves
+            else:
+                x = max_min_fairness_lp(T, scale, workers)
+                self.lp_solves += 1
             self._alloc = {job_id: x[i] for i, job_id in enumerate(ids)}
             self._active_key = key
             if view.now - self._last_reset >= self.reset_interval:

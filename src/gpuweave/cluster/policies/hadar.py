@@ -42,8 +42,11 @@ def cluster_arrays(view) -> tuple[np.ndarray, np.ndarray]:
 
 
 def queue_order(view) -> list:
-    """Running jobs first (by start time), then waiting jobs by (arrival, id) (spec §2.8, A5)."""
-    running = sorted(view.running.values(), key=lambda js: (js.seg_start, js.job.arrival, js.job.job_id))
+    """Running jobs first (by start time), then waiting jobs by (arrival, id) (spec §2.8, A5).
+
+    "Start time" is the job's first start, so a running job that was migrated keeps its place in Q (ordering
+    by the current segment's start would send every migrated job to the back of the running group)."""
+    running = sorted(view.running.values(), key=lambda js: (js.first_start, js.job.arrival, js.job.job_id))
     waiting = sorted(view.pending.values(), key=lambda js: (js.job.arrival, js.job.job_id))
     return running + waiting
 
