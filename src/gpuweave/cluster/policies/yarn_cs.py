@@ -43,11 +43,18 @@ class YarnCapacityPolicy:
         if not view.pending:
             return Decision()
         plan = view.plan()
+        # Most free GPUs on one node, per model: a job that must sit on one node skips a model without a scan.
+        max_free = {m: max(plan.free[i] for i in view.nodes_by_model[m]) for m in view.models}
+        free_total = sum(plan.free_by_model.values())
         for js in view.pending.values():
+            if free_total == 0:
+                break
             n = js.job.num_gpus
             candidates = []
             for model in view.models:
                 if plan.free_by_model[model] < n:
+                    continue
+                if n <= self._largest_node(view, model) and max_free[model] < n:
                     continue
                 # Consolidated: one node when the job fits in one, else as few nodes as possible.
                 placement = place_on_model(plan, js, model, allow_spread=n > self._largest_node(view, model))
@@ -56,6 +63,9 @@ class YarnCapacityPolicy:
             if candidates:
                 chosen = candidates[0] if self.type_choice == "fixed" else self._rng.choice(candidates)
                 plan.start(js, chosen)
+                free_total -= n
+                for model in {view.nodes[i].gpu_model for i, _ in chosen}:
+                    max_free[model] = max(plan.free[i] for i in view.nodes_by_model[model])
             elif self.strict:
                 break
         return plan.decision
