@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -63,9 +64,13 @@ def register(cli) -> None:
             cls = policy_class(name)
             rl = getattr(cls, "round_length", None)
             trigger = f"rounds of {rl:g} s" if rl else "arrivals and completions"
-            doc = (cls.__module__ and __import__(cls.__module__, fromlist=["x"]).__doc__ or "").strip().splitlines()
-            table.add_row(name, trigger, doc[0] if doc else "")
+            table.add_row(name, trigger, _first_line(cls.__doc__) or _first_line(sys.modules[cls.__module__].__doc__))
         Console().print(table)
+
+
+def _first_line(doc: str | None) -> str:
+    lines = (doc or "").strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def _summary_table(policy: str, summary: dict):
