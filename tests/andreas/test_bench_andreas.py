@@ -1,4 +1,4 @@
-"""Optimizer time per call at N = 10, 50, 100 (scenario 1); benchmarks run once as tests (disabled by default).
+"""Optimizer time per call at N = 10, 50, 100 (scenarios 1 and 2); benchmarks run once as tests (disabled by default).
 
 Run with ``--benchmark-enable`` to measure. The instance: N nodes of scenario 1 at a busy moment of the
 generated workload, the queue being the N jobs submitted last (a third of them half done).
@@ -31,9 +31,10 @@ def bench_instance(N: int, scenario: int = 1):
     return build_instance(now, nodes, q, load_costs())
 
 
+@pytest.mark.parametrize("scenario", [1, 2])
 @pytest.mark.parametrize("N", [10, 50, 100])
-def test_bench_rg_call(benchmark, N):
-    inst = bench_instance(N)
+def test_bench_rg_call(benchmark, N, scenario):
+    inst = bench_instance(N, scenario)
     sched = benchmark(randomized_greedy, inst, 0)
     assert sched.f <= sched.f_greedy
     assert sched.iterations == min(1000, N * inst.n * inst.g_cat)

@@ -13,6 +13,7 @@ from gpuweave.andreas.simulate import run_policy
 from gpuweave.andreas.workload import WORKLOAD_SEEDS, rg_seeds, scenario_jobs, scenario_nodes
 
 BASELINES = ("andreas-fifo", "edf", "priority")
+OVERLOAD_M = (1.7, 1.7 / 4)  # [C-br] m_high, m_low (spec §9.3 item 5; AC16 overload sanity)
 BASELINE_LABEL = {"andreas-fifo": "FIFO", "edf": "EDF", "priority": "PS", "andreas": "RG"}
 
 
@@ -30,13 +31,18 @@ def scenario_runs(
     load_scale: float = 1.0,
     max_it: int = 1000,
     baselines: tuple[str, ...] = BASELINES,
+    overload: bool = False,
 ) -> list[dict]:
-    """One row per run: scenario, N, seed, policy, rg_seed, costs, makespan, optimizer time per call."""
+    """One row per run: scenario, N, seed, policy, rg_seed, costs, makespan, optimizer time per call.
+
+    ``overload``: the [C-br] arrival constants m_high = 1.7, m_low = 1.7/4 (G_max = 2, i.e. scenario 1's own)
+    instead of the defaults (spec §9.3 item 5, AC16)."""
     rows = []
     for N in ns:
         nodes = scenario_nodes(N, scenario)
         for ws in workload_seeds(n_workload_seeds):
-            jobs = scenario_jobs(N, scenario, ws, load_scale=load_scale)
+            extra = {"m_high": OVERLOAD_M[0], "m_low": OVERLOAD_M[1]} if overload else {}
+            jobs = scenario_jobs(N, scenario, ws, load_scale=load_scale, **extra)
             runs = [(b, None) for b in baselines] + [("andreas", s) for s in rg_seeds(ws, n_rg_seeds)]
             for policy, rs in runs:
                 opts = {"seed": rs, "max_it": max_it} if policy == "andreas" else {}

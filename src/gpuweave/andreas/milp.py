@@ -25,6 +25,26 @@ paper's constraint (4n), "use min{N, J} nodes") would use; ``maximal=False`` giv
 This optimises the *code proxy*, not the Appendix A MINLP (whose α·π term picks any job per node, spec
 §4.3 note 3): it is the objective RG minimises, so ``gap = f_RG / f_opt − 1`` is RG's optimality gap.
 Complexity: up to |Q|·K MILPs with O(|Q|·N·K + N·G) binaries each; meant for small queues (≲ 10 jobs).
+
+**Paper variant** (``variant="paper"``, spec §5 "paper", the per-node reading of Appendix A): f' = E' + T' + W
+with E' = Σ_{n used} t_{j*_n} c(type_n, g_{j*_n})/3600 (j*_n the first-ending job on n), T' = Σ_j ω_j
+max(0, T_c + t_j^S − d_j) and W as above. After enumerating configurations (binaries x_{j,n,k}) this is
+**one exact MILP**, no Δ* enumeration: T' and W are linear in x (each (j, k) has a constant lateness), and
+the α·π term of (1)/(4k)–(4m) is linearised with binaries α_{j,n,k} (the paper's α_jn split by
+configuration) and π_{j,n} = t_j(k) c(k) fixed per (j, n, k):
+
+* Σ_{n,k} x_{j,n,k} ≤ 1 (4d–4e); Σ_{j,k} g_k x_{j,n,k} ≤ G_n (capacity, (4g) with y eliminated, since E'
+  prices the first job's own g, not the node's usage, spec A4);
+* α ≤ x; x_{j,n,k} ≤ Σ_{j',k'} α_{j',n,k'} ≤ 1 (one α per used node, (4l)–(4m));
+* M·α_{j,n,k} + Σ x_{j',n,k'} ≤ M over the (j', k') ending earlier on n ((t, j) lexicographic, j' ≠ j; M the
+  number of such jobs): α can only mark the truly first-ending job (the proxy's j*_n; the Appendix A MINLP
+  lacks this row, spec §4.3 note 3, and would let minimisation pick the cheapest π on the node);
+* objective Σ α t c/3600 + Σ x (ω max(0, T_c + t − d) − W_j) + Σ_j W_j; ``maximal`` adds the same
+  non-idling rows as the code variant.
+
+Cross-checked against :func:`gpuweave.andreas.bruteforce.brute_force` (``variant="paper"``) in the tests.
+The Appendix A constraint (4n) (Σ w_n = min{N, J}) and the Δ-free (4i) (no T_c) are not imposed: the proxy
+RG minimises (spec A3, A21) has neither.
 """
 
 from __future__ import annotations
@@ -65,8 +85,116 @@ def _triples(inst: Instance):
     return np.concatenate(js), np.concatenate(ns), np.concatenate(ks)
 
 
-def exact_optimum(inst: Instance, *, maximal: bool = True, time_limit: float = 60.0) -> ExactResult:
-    """Minimum of the code proxy over all (maximal) plans; see the module docstring."""
+def _solve_binary(cost, rows, offset: float, time_limit: float):
+    """Solve min cost·v + offset over binaries v subject to ``rows`` = [(cols, vals, lo, hi)] with HiGHS.
+    Returns (objective, solution) or None if infeasible."""
+    import highspy
+
+    nc = len(cost)
+    ri = np.concatenate([np.full(len(c), i) for i, (c, _v, _l, _h) in enumerate(rows)]).astype(np.int64)
+    rc = np.concatenate([np.asarray(c, dtype=np.int64) for c, _v, _l, _h in rows])
+    rv = np.concatenate([np.asarray(v, dtype=float) for _c, v, _l, _h in rows])
+    srt = np.lexsort((rc, ri))
+    ri, rc, rv = ri[srt], rc[srt], rv[srt]
+    head = np.ones(ri.size, dtype=bool)
+    head[1:] = (ri[1:] != ri[:-1]) | (rc[1:] != rc[:-1])
+    rv = np.add.reduceat(rv, np.flatnonzero(head)) if rv.size else rv
+    ri, rc = ri[head], rc[head]
+    start = np.searchsorted(ri, np.arange(len(rows) + 1))
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("mip_rel_gap", 0.0)
+    h.setOptionValue("mip_abs_gap", 0.0)
+    h.setOptionValue("time_limit", float(time_limit))
+    h.setOptionValue("threads", 1)
+    lp = highspy.HighsLp()
+    lp.num_col_ = nc
+    lp.num_row_ = len(rows)
+    lp.col_cost_ = np.asarray(cost, dtype=float)
+    lp.col_lower_ = np.zeros(nc)
+    lp.col_upper_ = np.ones(nc)
+    lp.row_lower_ = np.array([lo for _c, _v, lo, _h in rows], dtype=float)
+    lp.row_upper_ = np.array([hi for _c, _v, _l, hi in rows], dtype=float)
+    lp.offset_ = float(offset)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.num_col_ = nc
+    lp.a_matrix_.num_row_ = len(rows)
+    lp.a_matrix_.start_ = start.astype(np.int32)
+    lp.a_matrix_.index_ = rc.astype(np.int32)
+    lp.a_matrix_.value_ = rv
+    lp.integrality_ = [highspy.HighsVarType.kInteger] * nc
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus()
+    if status == highspy.HighsModelStatus.kInfeasible:
+        return None
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"HiGHS did not prove optimality: {h.modelStatusToString(status)}")
+    return float(h.getInfo().objective_function_value), np.asarray(h.getSolution().col_value)
+
+
+def _exact_paper(inst: Instance, maximal: bool, time_limit: float) -> ExactResult:
+    """The paper variant as one MILP (see the module docstring)."""
+    n, N = inst.n, inst.num_nodes
+    W = inst.postpone_cost()
+    Wsum = float(W.sum())
+    tj, tn, tk = _triples(inst)
+    empty = (np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
+    if not tj.size:
+        return ExactResult(Wsum, empty[0], empty[1], 0, 0)
+    nx = tj.size
+    tt = inst.times[tj, tk]
+    tg = inst.cfg_g[tk].astype(float)
+    with np.errstate(invalid="ignore"):
+        tard = inst.weight[tj] * np.maximum(0.0, inst.now + tt - inst.due[tj])
+    tard = np.where(np.isnan(tard), 0.0, tard)
+    cost = np.concatenate([tard - W[tj], tt * inst.cfg_cost[tk] / 3600.0])  # x then alpha
+    A = nx  # offset of the alpha columns
+    rows = []
+    for j in range(n):
+        cols = np.flatnonzero(tj == j)
+        if cols.size:
+            rows.append((cols, np.ones(cols.size), 0.0, 1.0))
+    for nd in range(N):
+        on = np.flatnonzero(tn == nd)
+        if not on.size:
+            continue
+        rows.append((on, tg[on], 0.0, float(inst.node_gpus[nd])))
+        rows.append((A + on, np.ones(on.size), 0.0, 1.0))
+        for t in on.tolist():
+            rows.append((np.array([A + t, t]), np.array([1.0, -1.0]), -math.inf, 0.0))  # alpha <= x
+            rows.append((np.concatenate([[t], A + on]), np.concatenate([[1.0], -np.ones(on.size)]), -math.inf, 0.0))
+            j, d = int(tj[t]), float(tt[t])
+            earlier = on[((tt[on] < d) | ((tt[on] == d) & (tj[on] < j))) & (tj[on] != j)]
+            if earlier.size:
+                M = float(np.unique(tj[earlier]).size)
+                rows.append((np.concatenate([[A + t], earlier]), np.concatenate([[M], np.ones(earlier.size)]), -math.inf, M))
+    if maximal:
+        gmin = np.full((n, N), 1 << 20, dtype=np.int64)
+        np.minimum.at(gmin, (tj, tn), inst.cfg_g[tk])
+        pj, pn = np.nonzero(gmin <= inst.node_gpus[None, :])
+        for j, nd in zip(pj.tolist(), pn.tolist()):
+            need = float(inst.node_gpus[nd] - gmin[j, nd] + 1)
+            on_n = np.flatnonzero(tn == nd)
+            of_j = np.flatnonzero(tj == j)
+            rows.append((np.concatenate([on_n, of_j]), np.concatenate([tg[on_n], np.full(of_j.size, need)]), need, math.inf))
+    sol = _solve_binary(cost, rows, Wsum, time_limit)
+    if sol is None:
+        raise ValueError("no feasible plan")
+    f, v = sol
+    x = v[:nx] > 0.5
+    node_of, cfg_of = empty[0].copy(), empty[1].copy()
+    node_of[tj[x]] = tn[x]
+    cfg_of[tj[x]] = tk[x]
+    return ExactResult(f, node_of, cfg_of, 1, nx)
+
+
+def exact_optimum(inst: Instance, *, maximal: bool = True, time_limit: float = 60.0, variant: str = "code") -> ExactResult:
+    """Minimum of the proxy (``variant`` "code" or "paper") over all (maximal) plans; see the module docstring."""
+    if variant == "paper":
+        return _exact_paper(inst, maximal, time_limit)
+    if variant != "code":
+        raise ValueError(f"unknown proxy variant {variant!r} (code, paper)")
     import highspy
 
     n, N = inst.n, inst.num_nodes

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -355,7 +356,7 @@ class SpreadPlanner:
         return None if best is None else best[1]
 
 
-class AndreasPolicyBase:
+class AndreasPolicyBase(ABC):
     """Shared trigger options, instance building, decision diffing and call recording."""
 
     round_length: float | None = None
@@ -390,8 +391,9 @@ class AndreasPolicyBase:
         """Horizon of the postponement term: the period in periodic modes, 0 when event-driven (spec §5)."""
         return float(self.round_length or 0.0)
 
-    def optimize(self, inst: Instance, others=None) -> Schedule:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def optimize(self, inst: Instance, others=None) -> Schedule:
+        """The plan for one rescheduling point: RG (preemptive) or a fixed-priority baseline."""
 
     def _plan_spread(self, view, planner: SpreadPlanner):
         """Place the waiting spread jobs (see :class:`SpreadPlanner`). RG (preemptive): before the optimizer,
@@ -499,6 +501,8 @@ class RGPolicy(AndreasPolicyBase):
         alpha_cfg: float = 0.05,
         swap_rule: str = "code",
         config_rule: str = "rcl",
+        node_rule: str = "best_fit",
+        postprocessing: bool = False,
         exact_gap_max_queue: int = 0,
         **kw,
     ) -> None:
@@ -512,6 +516,8 @@ class RGPolicy(AndreasPolicyBase):
             proxy_variant=self.proxy_variant,
             swap_rule=swap_rule,
             config_rule=config_rule,
+            node_rule=node_rule,
+            postprocessing=bool(postprocessing),
         )
         self.seed_rng(seed)
 
@@ -522,10 +528,10 @@ class RGPolicy(AndreasPolicyBase):
         t0 = time.perf_counter()
         sched = randomized_greedy(inst, self.rng, self.config)
         sched.extra["opt_seconds"] = time.perf_counter() - t0  # the exact solve below is not RG's time
-        if 0 < inst.n <= self.exact_gap_max_queue and self.proxy_variant == "code":
+        if 0 < inst.n <= self.exact_gap_max_queue:
             from gpuweave.andreas.milp import exact_optimum
 
-            sched.extra["f_opt"] = exact_optimum(inst).f
+            sched.extra["f_opt"] = exact_optimum(inst, variant=self.proxy_variant).f
         return sched
 
 

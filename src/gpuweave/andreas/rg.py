@@ -19,6 +19,10 @@ Algorithm (spec §6.3, every parameter of §6.1):
    A7); j is postponed if nothing fits. SELECT is the code's RCL with α = 0.05: the r = round(α·|Lc|)
    first entries, which is deterministic (r ≤ 1) for fewer than 30 candidate configurations;
    ``config_rule="roulette"`` picks with probability ∝ 1/key (A6).
+5. Optional variants of spec §6 (default off): ``node_rule="random_beta"`` (randomized iterations pick a
+   node uniformly among the first round(0.2·#fitting) nodes in best-fit order, [C-main]) and
+   ``postprocessing=True`` (the returned plan gives each node's idle GPUs to the co-located job with the
+   largest speed-up, [C-main], A10; see :func:`postprocess`).
 
 Implementation: all It−1 randomized iterations are evaluated **at once** with numpy. When the
 pressures are pairwise distinct (the usual case) the re-sort restores L0 every iteration, so the orders
@@ -27,8 +31,8 @@ CONSTRUCT runs over all iterations in lock-step on a (B, N) free-GPU matrix; f_O
 schedules by :func:`gpuweave.andreas.cost.proxy_batch`. The random stream is drawn in the sequential
 order (iteration-major), so the batched path returns exactly what the sequential definition returns for
 the same seed (tested). With tied pressures the orders depend on each other through the tie order and are
-generated sequentially (O(It·|Q|) Python steps); randomised configuration choice (r ≥ 2 or roulette) uses
-a scalar CONSTRUCT per iteration.
+generated sequentially (O(It·|Q|) Python steps); randomised configuration choice (r ≥ 2 or roulette) or
+node choice (random_beta) uses a scalar CONSTRUCT per iteration.
 
 Complexity: O(It·|Q|·(K + N)) numpy element operations per call; O(|Q|·K) Python steps.
 """
@@ -58,6 +62,9 @@ class RGConfig:
     swap_rule: str = "code"
     config_rule: str = "rcl"
     deadline_strict: bool = True
+    node_rule: str = "best_fit"
+    beta_node: float = 0.2
+    postprocessing: bool = False
 
     def __post_init__(self) -> None:
         if self.max_it < 1:
@@ -68,6 +75,10 @@ class RGConfig:
             raise ValueError(f"swap_rule must be 'code' or 'inverse', got {self.swap_rule!r}")
         if self.config_rule not in ("rcl", "roulette"):
             raise ValueError(f"config_rule must be 'rcl' or 'roulette', got {self.config_rule!r}")
+        if self.node_rule not in ("best_fit", "random_beta"):
+            raise ValueError(f"node_rule must be 'best_fit' or 'random_beta', got {self.node_rule!r}")
+        if not 0 <= self.beta_node <= 1:
+            raise ValueError("beta_node must be in [0, 1]")
         if not 0 <= self.pi_swap <= 0.5:
             raise ValueError("pi_swap must be in [0, 0.5]")
 
@@ -110,17 +121,31 @@ def swap_probability(w_left: np.ndarray, w_right: np.ndarray, pi: float, rule: s
 
 def swap_pass_batch(L0: np.ndarray, weight: np.ndarray, U: np.ndarray, pi: float, rule: str = "code") -> np.ndarray:
     """B independent swap passes over L0: row b uses uniforms U[b, i] for pair i (sequential, so an element
-    may move several places). O(B·n) numpy work in n steps."""
+    may move several places). O(B·n) numpy work in n steps.
+
+    A sequential pass only ever compares the element carried forward so far with the untouched L0[i+1], so
+    each step is a (B,)-vector operation against one scalar weight: position i receives L0[i+1] if the pair
+    swaps, else the carried element (which then stays carried)."""
     B = U.shape[0]
-    L = np.tile(L0, (B, 1))
     n = L0.size
+    L = np.empty((B, n), dtype=np.int64)
+    if n == 0:
+        return L
+    hi, lo = 0.5 + pi, 0.5 - pi
+    if rule == "inverse":
+        hi, lo = lo, hi
+    w0 = weight[L0]
+    carried = np.full(B, L0[0], dtype=np.int64)
+    wc = np.full(B, w0[0])
+    UT = np.ascontiguousarray(U.T)
     for i in range(n - 1):
-        a = L[:, i].copy()
-        b = L[:, i + 1]
-        sw = U[:, i] < swap_probability(weight[a], weight[b], pi, rule)
-        if sw.any():
-            L[sw, i] = b[sw]
-            L[sw, i + 1] = a[sw]
+        right, wr = L0[i + 1], w0[i + 1]
+        sw = UT[i] < np.where(wc > wr, hi, lo)
+        L[:, i] = np.where(sw, right, carried)
+        keep = ~sw
+        carried = np.where(sw, carried, right)
+        wc = np.where(keep, wr, wc)
+    L[:, n - 1] = carried
     return L
 
 
@@ -228,9 +253,12 @@ def construct(
                 kc.pop(pos)
             t, g = cfg_type[k], cfg_g[k]
             best, best_free = -1, BIG
-            for n in range(N):
-                if node_type[n] == t and g <= fr[n] < best_free:
-                    best, best_free = n, fr[n]
+            if randomized and rng is not None and cfg.node_rule == "random_beta":
+                best = _random_beta_node(fr, node_type, t, g, cfg.beta_node, rng)
+            else:
+                for n in range(N):
+                    if node_type[n] == t and g <= fr[n] < best_free:
+                        best, best_free = n, fr[n]
             if best >= 0:
                 fr[best] -= g
                 node_of[j] = best
@@ -238,6 +266,68 @@ def construct(
                 break
     free[:] = fr
     return node_of, cfg_of
+
+
+def _random_beta_node(fr: list, node_type: list, t: int, g: int, beta: float, rng) -> int:
+    """``node_rule="random_beta"`` ([C-main], spec §6 optional variants): the fitting nodes sorted by residual
+    capacity (free GPUs, then index: the best-fit order), and a uniform pick among the first
+    r = round(β·#fitting) of them (β = 0.2); r ≤ 1 is plain best fit and draws no random number."""
+    fits = sorted((fr[n], n) for n in range(len(fr)) if node_type[n] == t and fr[n] >= g)
+    if not fits:
+        return -1
+    r = _round_half_away(beta * len(fits))
+    return fits[int(rng.integers(0, r))][1] if r >= 2 else fits[0][1]
+
+
+def postprocess(inst: Instance, node_of: np.ndarray, cfg_of: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``postprocessing`` ([C-main], spec §6 optional variants, A10; not in the paper): give a node's idle
+    GPUs to the co-located job with the largest speed-up.
+
+    For every node (index order) that hosts at least one job and has idle GPUs: among its jobs j and the
+    profiled configurations k' of the node's type with g(k') > g(k_j) and g(k') − g(k_j) ≤ idle, take the
+    largest speed-up t_j(k_j)/t_j(k') (ties: lower job index, then fewer GPUs), move j to k', and repeat
+    until no upgrade fits. Returns new (node_of, cfg_of) and the number of upgrades. O(N·|Q|·K) per pass."""
+    node_of = node_of.copy()
+    cfg_of = cfg_of.copy()
+    K = inst.cfg_g.size
+    used = np.zeros(inst.num_nodes, dtype=np.int64)
+    placed = np.flatnonzero(node_of >= 0)
+    np.add.at(used, node_of[placed], inst.cfg_g[cfg_of[placed]])
+    upgrades = 0
+    for nd in range(inst.num_nodes):
+        while True:
+            idle = int(inst.node_gpus[nd] - used[nd])
+            on = placed[node_of[placed] == nd]
+            if idle <= 0 or on.size == 0:
+                break
+            best = None
+            for j in on.tolist():
+                k = int(cfg_of[j])
+                g, t = int(inst.cfg_g[k]), float(inst.times[j, k])
+                for k2 in range(K):
+                    g2 = int(inst.cfg_g[k2])
+                    t2 = float(inst.times[j, k2])
+                    if inst.cfg_type[k2] != inst.node_type[nd] or not (g < g2 <= g + idle) or not np.isfinite(t2):
+                        continue
+                    key = (-(t / t2) if t2 > 0 else -math.inf, j, g2)
+                    if best is None or key < best[0]:
+                        best = (key, j, k2, g2 - g)
+            if best is None:
+                break
+            _, j, k2, dg = best
+            cfg_of[j] = k2
+            used[nd] += dg
+            upgrades += 1
+    return node_of, cfg_of, upgrades
+
+
+def _postprocessed(inst: Instance, best: "Schedule", cfg: RGConfig) -> "Schedule":
+    node_of, cfg_of, ups = postprocess(inst, best.node_of, best.cfg_of)
+    best.extra["postprocessed"] = ups
+    if ups:
+        best.node_of, best.cfg_of = node_of, cfg_of
+        best.f, best.energy, best.tardiness, best.postpone = _terms(inst, node_of, cfg_of, cfg.proxy_variant)
+    return best
 
 
 def _select(Lc: list, keys: list, randomized: bool, rng, cfg: RGConfig) -> int:
@@ -253,42 +343,61 @@ def _select(Lc: list, keys: list, randomized: bool, rng, cfg: RGConfig) -> int:
 def construct_batch(inst: Instance, orders: np.ndarray, lists: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Deterministic CONSTRUCT of B orders in lock-step (every node empty at the start).
 
-    Returns node_of, cfg_of (B, n) and the GPUs in use (B, N). O(B·n·K_tried·N) numpy element work.
+    Returns node_of, cfg_of (B, n) and the GPUs in use (B, N). O(B·n·K_tried·N_type) numpy element work.
+
+    The free-GPU matrix has its columns grouped by GPU type (node order kept within a type), so a
+    configuration only scans the nodes of its type (a contiguous slice), and it is stored unsigned: the
+    slack ``free − g`` wraps around for nodes that are too small, so the best-fit node (least free GPUs that
+    still fit, lowest index on ties) is a plain ``argmin`` of the slack.
     """
     B, n = orders.shape
     N = inst.num_nodes
-    free = np.tile(inst.node_gpus.astype(np.int32), (B, 1))
+    gmax = int(inst.node_gpus.max(initial=0))
+    dt = np.uint8 if gmax < 1 << 7 else (np.uint16 if gmax < 1 << 15 else np.uint32)
+    perm = np.argsort(inst.node_type, kind="stable")
+    ptype = inst.node_type[perm]
+    T = len(inst.types)
+    lo_t = np.searchsorted(ptype, np.arange(T), side="left")
+    hi_t = np.searchsorted(ptype, np.arange(T), side="right")
+    free = np.tile(inst.node_gpus[perm].astype(dt), (B, 1))
     node_of = np.full((B, n), -1, dtype=np.int64)
     cfg_of = np.full((B, n), -1, dtype=np.int64)
-    # off[t] adds BIG to the nodes of other types, so that they never fit a configuration of type t.
-    off = np.where(inst.node_type[None, :] == np.arange(len(inst.types))[:, None], 0, BIG).astype(np.int32)
-    rows = np.arange(B)
-    cfg_type = inst.cfg_type
-    cfg_g = inst.cfg_g.astype(np.int32)
+    K = inst.cfg_g.size
+    cfg_lo = [int(lo_t[t]) if 0 <= t < T else 0 for t in inst.cfg_type.tolist()]
+    cfg_hi = [int(hi_t[t]) if 0 <= t < T else 0 for t in inst.cfg_type.tolist()]
+    cfg_gd = [dt(g) for g in inst.cfg_g.tolist()]
     kmax = lists.shape[1]
+    all_rows = np.arange(B)
     for i in range(n):
         jb = orders[:, i]
-        pending = np.ones(B, dtype=bool)
+        act = all_rows
         for r in range(kmax):
-            c = lists[jb, r]
-            valid = pending & (c >= 0)
-            if not valid.any():
+            c = lists[jb[act], r]
+            left = []
+            present = np.flatnonzero(np.bincount(c + 1, minlength=K + 1)[1:])
+            for k in present.tolist():
+                sel = act if present.size == 1 and c[0] == k and c[-1] == k and (c == k).all() else act[c == k]
+                lo, hi = cfg_lo[k], cfg_hi[k]
+                if hi <= lo:
+                    left.append(sel)
+                    continue
+                slack = free[sel, lo:hi] - cfg_gd[k]
+                best = slack.argmin(axis=1)
+                ok = slack[np.arange(sel.size), best] <= gmax
+                b = sel[ok]
+                if b.size:
+                    cols = lo + best[ok]
+                    free[b, cols] -= cfg_gd[k]
+                    jj = jb[b]
+                    node_of[b, jj] = perm[cols]
+                    cfg_of[b, jj] = k
+                if b.size < sel.size:
+                    left.append(sel[~ok])
+            if not left:
                 break
-            sub = rows[valid]
-            cs = c[valid]
-            g = cfg_g[cs]
-            masked = free[sub] + off[cfg_type[cs]]
-            masked = np.where(masked >= g[:, None], masked, 2 * BIG)
-            best = masked.argmin(axis=1)
-            ok = masked[np.arange(sub.size), best] < BIG
-            if ok.any():
-                b = sub[ok]
-                nodes = best[ok]
-                free[b, nodes] -= g[ok]
-                node_of[b, jb[b]] = nodes
-                cfg_of[b, jb[b]] = cs[ok]
-                pending[b] = False
-    used = inst.node_gpus[None, :] - free
+            act = np.concatenate(left) if len(left) > 1 else left[0]
+    used = np.empty((B, N), dtype=np.int64)
+    used[:, perm] = inst.node_gpus[perm][None, :] - free
     return node_of, cfg_of, used
 
 
@@ -315,6 +424,13 @@ def _terms(inst, node_of, cfg_of, variant):
 
 
 def randomized_greedy(inst: Instance, seed: int | np.random.Generator | None = 0, cfg: RGConfig = RGConfig()) -> Schedule:
+    """Algorithm 1 (see the module docstring). Deterministic for a given seed (AC7). With
+    ``cfg.postprocessing`` the returned plan is :func:`postprocess`-ed (its f may then exceed f_greedy)."""
+    best = _randomized_greedy(inst, seed, cfg)
+    return _postprocessed(inst, best, cfg) if cfg.postprocessing else best
+
+
+def _randomized_greedy(inst: Instance, seed: int | np.random.Generator | None = 0, cfg: RGConfig = RGConfig()) -> Schedule:
     """Algorithm 1 (see the module docstring). Deterministic for a given seed (AC7)."""
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     lists, n_d, keys = config_lists(inst, cfg.deadline_strict)
@@ -329,7 +445,7 @@ def randomized_greedy(inst: Instance, seed: int | np.random.Generator | None = 0
         return best
     U = rng.random((its - 1, max(n - 1, 0)))
     n_dbar = np.isfinite(inst.times).sum(axis=1) - n_d
-    deterministic = cfg.config_rule == "rcl" and max(int(n_d.max(initial=0)), int(n_dbar.max(initial=0))) < 30
+    deterministic = cfg.config_rule == "rcl" and cfg.node_rule == "best_fit" and max(int(n_d.max(initial=0)), int(n_dbar.max(initial=0))) < 30
     if deterministic and f0 <= 0.0 and not (inst.node_cost < 0).any():
         # f_OBJ >= 0 (costs, weights, lateness are all >= 0) and only a strictly lower f is kept, so no
         # iteration can win (e.g. a free energy price and no deadlines); the random stream is drawn above
@@ -381,7 +497,7 @@ def randomized_greedy_reference(inst: Instance, seed: int = 0, cfg: RGConfig = R
     its = iteration_count(inst, cfg)
     n = inst.n
     if its <= 1 or n == 0:
-        return best
+        return _postprocessed(inst, best, cfg) if cfg.postprocessing else best
     U = rng.random((its - 1, max(n - 1, 0)))
     orders = swap_orders_sequential(L0, inst.pressure(), inst.weight, U, cfg.pi_swap, cfg.swap_rule)
     f_best = f0
@@ -392,4 +508,4 @@ def randomized_greedy_reference(inst: Instance, seed: int = 0, cfg: RGConfig = R
             best = Schedule(node_of, cfg_of, f, E, T, W, f_greedy=f0, iterations=its, best_iteration=it + 1)
             f_best = f
     best.iterations = its
-    return best
+    return _postprocessed(inst, best, cfg) if cfg.postprocessing else best

@@ -13,6 +13,12 @@
   paper's predicted 1.08438 € and real 0.95111 €, the deviation arithmetic of Table III, the Figure 4 trace
   checks (AC10), the baselines' prediction, and RG's optimality gap to the exact MILP at every call.
 
+* AC14 (spec §12): per scenario and N, whether RG's mean total cost and mean energy are ≤ every FPM's
+  (one row each; the paper gives no per-N numbers).
+* ``--overload`` (AC16, spec §12 item 8): scenario 1, N = 10 with the [C-br] arrival constants (1.7, 1.7/4,
+  G_max = 2): EDF's tardiness share of its total cost (spec: > 80%) and RG's total cost vs EDF and PS (the
+  spec's prototype: RG ~60% worse, the proxy's myopia under overload). Written to overload_runs.csv.
+
 Quick default (CI): S = 1, R = 1, n_max = 10. The paper-sized run is ``--seeds 3 --rg-seeds 5 --n-max 100``
 (``--full`` sets these). Writes comparison.csv, runs.csv, reductions.csv, armida_calls.csv,
 fig_scenario1.png, fig_scenario2.png, armida_trace.png.
@@ -69,13 +75,13 @@ def _plot_scenario(rows: list[dict], scenario: int, path: Path) -> None:
     "andreas",
     title="RG vs FIFO/EDF/PS cost reduction (Figs. 2-3), optimizer time, ARMIDA replay (Table III)",
     paper="Filippini et al., ANDREAS (FiCloud 2021)",
-    options={"n_max": int, "rg_seeds": int, "load_scale": float, "armida_seeds": int},
+    options={"n_max": int, "rg_seeds": int, "load_scale": float, "armida_seeds": int, "overload": bool},
 )
 def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
     from gpuweave.andreas.armida import armida_setup, plot_trace, replay
     from gpuweave.andreas.catalog import paper_numbers
     from gpuweave.andreas.cost import deviation
-    from gpuweave.andreas.experiments import BASELINE_LABEL, BASELINES, reductions, scenario_runs
+    from gpuweave.andreas.experiments import BASELINE_LABEL, BASELINES, means, reductions, scenario_runs
     from gpuweave.andreas.milp import optimality_gap
 
     paper = paper_numbers()
@@ -117,6 +123,15 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
             r = red[(scenario, N, "edf")]
             rows.append(ComparisonRow(f"scenario {scenario}", f"N={N}: total-cost reduction vs EDF", None, r["total"], "fraction",
                                       f"energy reduction {r['energy']:.3f}; FIFO/PS in reductions.csv"))
+        for N in ns:
+            m_tot = [(means(all_runs, scenario, N, b, "total_eur") - means(all_runs, scenario, N, "andreas", "total_eur"))
+                     / means(all_runs, scenario, N, b, "total_eur") for b in BASELINES]
+            m_en = [(means(all_runs, scenario, N, b, "energy_eur") - means(all_runs, scenario, N, "andreas", "energy_eur"))
+                    / means(all_runs, scenario, N, b, "energy_eur") for b in BASELINES]
+            dom = min(m_tot) >= -1e-12 and min(m_en) >= -1e-12
+            rows.append(ComparisonRow(f"scenario {scenario}", f"N={N}: RG total cost and energy <= every FPM's (means over seeds)",
+                                      None, 1.0 if dom else 0.0, "bool",
+                                      f"AC14; min margin over FIFO/EDF/PS: total {min(m_tot):.4f}, energy {min(m_en):.4f}; {setup}"))
         rg = [r for r in all_runs if r["scenario"] == scenario and r["policy"] == "andreas"]
         fpm = [r for r in all_runs if r["scenario"] == scenario and r["policy"] != "andreas"]
         if scenario == 1:
@@ -131,6 +146,9 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
         late_b = float(np.mean([r["tardiness_eur"] for r in fpm]))
         rows.append(ComparisonRow(f"scenario {scenario}", "tardiness cost RG / FPM (means)", None,
                                   late_rg / late_b if late_b > 0 else 0.0, "ratio", "spec AC12: <= 0.10 in scenario 1"))
+
+    if ctx.options.get("overload"):
+        rows += _overload_rows(out, seeds, rg_n)
 
     # ---------------------------------------------------------------- ARMIDA replay
     arm = paper["armida"]
@@ -187,3 +205,23 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
                       "fraction", f"code proxy, non-idling plans; {len(gaps)} calls (seed 0); max {max(gaps) if gaps else float('nan'):.3f}"),
     ]
     return rows
+
+
+def _overload_rows(out: Path, seeds: int, rg_n: int) -> list[ComparisonRow]:
+    """AC16 (spec §12 item 8): scenario 1, N = 10, [C-br] arrival constants; not a paper claim."""
+    from gpuweave.andreas.experiments import means, scenario_runs
+
+    runs = scenario_runs(1, [10], seeds, rg_n, overload=True)
+    _write_csv(out / "overload_runs.csv", runs)
+    tot = {p: means(runs, 1, 10, p, "total_eur") for p in ("andreas", "andreas-fifo", "edf", "priority")}
+    edf_share = means(runs, 1, 10, "edf", "tardiness_eur") / tot["edf"]
+    setup = f"scenario 1, N=10, m_high=1.7, m_low=1.7/4, G_max=2 ([C-br]); {seeds} workload x {rg_n} RG seeds"
+    return [
+        ComparisonRow("overload (AC16)", "EDF tardiness share of its total cost", None, edf_share, "fraction",
+                      f"AC16: > 0.80 (spec [PROTO] 0.87); {setup}"),
+        ComparisonRow("overload (AC16)", "RG total cost / EDF total cost - 1", None, tot["andreas"] / tot["edf"] - 1.0, "fraction",
+                      f"spec [PROTO]: RG worse than EDF/PS by ~60% (proxy myopia under overload; not a paper claim); "
+                      f"RG {tot['andreas']:.1f} EUR, EDF {tot['edf']:.1f}, PS {tot['priority']:.1f}, FIFO {tot['andreas-fifo']:.1f}"),
+        ComparisonRow("overload (AC16)", "RG total cost / PS total cost - 1", None, tot["andreas"] / tot["priority"] - 1.0, "fraction",
+                      f"spec [PROTO]: ~+60%; {setup}"),
+    ]
