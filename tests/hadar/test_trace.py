@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from gpuweave.errors import InputError
-from gpuweave.hadar.trace import derive_pool, fallback_jobs, hadar_workload, load_pool, read_philly_job_log
+from gpuweave.hadar.trace import POOL_FILES, category, derive_pool, fallback_jobs, hadar_workload, load_pool, read_philly_job_log
 
 PHILLY = Path("/work/shared/data/philly/philly.csv")
 
@@ -34,14 +35,58 @@ def test_workload_rules(gavel_profiles):
 
 
 @pytest.mark.skipif(not PHILLY.exists(), reason="raw Philly list not present")
-def test_bundled_pool_matches_rederivation():
-    import pandas as pd
-
-    d = pd.read_csv(PHILLY)
-    pool = derive_pool(d.timestamp, d.duration, d.num_gpus)
-    bundled = load_pool()
+@pytest.mark.parametrize("window", list(POOL_FILES))
+def test_bundled_pool_matches_rederivation(window, philly):
+    pool = derive_pool(philly.timestamp, philly.duration, philly.num_gpus, window=window, clusters=philly.cluster)
+    bundled = load_pool(window=window)
     assert list(bundled["row"]) == list(pool["row"])
     assert np.allclose(bundled["duration_s"], pool["duration_s"])
+    assert list(bundled["num_gpus"]) == list(pool["num_gpus"]) and list(bundled["category"]) == list(pool["category"])
+    # the rule itself, checked on the raw rows the pool names
+    import pandas as pd
+
+    ts = pd.to_datetime(philly.timestamp.to_numpy()[pool["row"] - 1])
+    if window == "daily-03-10":
+        assert ((ts.hour >= 3) & (ts.hour < 10)).all() and ts.normalize().nunique() > 50
+    else:
+        assert (ts.max() - ts.min()) < pd.Timedelta(hours=7)
+
+
+@pytest.fixture(scope="module")
+def philly():
+    import pandas as pd
+
+    return pd.read_csv(PHILLY)
+
+
+@pytest.mark.parametrize("window", list(POOL_FILES))
+def test_bundled_pools_are_consistent(window, gavel_profiles):
+    pool = load_pool(window=window)
+    assert len(pool["row"]) >= 480 and (pool["num_gpus"] <= 8).all()
+    gh = pool["duration_s"] * pool["num_gpus"] / 3600.0
+    assert [category(g) for g in gh] == list(pool["category"])
+    text = (resources.files("gpuweave.hadar") / "data" / POOL_FILES[window]).read_text()
+    assert f"window rule '{window}'" in text and "petuum/adaptdl" in text and "c793c7089bd" in text
+    jobs = hadar_workload(0, profiles=gavel_profiles, window=window)
+    assert len(jobs) == 480 and all(j.attrs["philly_row"] in set(pool["row"]) for j in jobs[:20])
+
+
+def test_bundled_pools_are_small():
+    total = sum(len((resources.files("gpuweave.hadar") / "data" / f).read_bytes()) for f in POOL_FILES.values())
+    assert total < 1_000_000
+
+
+def test_unknown_window_is_bad_input(tmp_path):
+    import subprocess
+    import sys
+
+    with pytest.raises(InputError, match="unknown window 'nope'"):
+        load_pool(window="nope")
+    r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "repro", "hadar", "--out", str(tmp_path / "o"), "--window", "nope"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert "unknown window 'nope'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
 
 
 def test_fallback_generator(gavel_profiles):
