@@ -17,6 +17,10 @@ Modules, one algorithm each:
 - :mod:`.experiments` experiments IV.a–IV.d, II, the feedback ablation and the time-slice sweep
 - :mod:`.paper`      paper arithmetic (Tables 2, 3, amortisation, speedup statement)
 - :mod:`.protocol`, :mod:`.server`, :mod:`.client`, :mod:`.torch_client`  the real path over UDP
+- :mod:`.shim`       the kernel-level real path: ``shim/fikit_shim.c``, a C ``LD_PRELOAD`` library that
+  gates ``cudaLaunchKernel`` through the server (runtime API only; not driver-API ``cuLaunchKernel``
+  or CUDA graphs), built by :func:`.shim.build_shim` / ``gpuweave fikit build-shim``; see
+  ``docs/fikit-shim.md``
 
 Time unit everywhere: milliseconds (float).
 """

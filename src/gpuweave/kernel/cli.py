@@ -1,4 +1,4 @@
-"""Commands ``gpuweave kernel simulate|profile|import-torch|bench`` and ``gpuweave fikit serve``.
+"""Commands ``gpuweave kernel simulate|profile|import-torch|bench`` and ``gpuweave fikit serve|build-shim``.
 
 Simulation config (YAML or JSON)::
 
@@ -218,6 +218,18 @@ def register(cli) -> None:
         r = sim_speed(tasks, mode)
         typer.echo(f"{mode}: {r['events']} events, {r['kernels']} kernels in {r['seconds']:.3f} s -> "
                    f"{r['events_per_s']:,.0f} events/s, {r['kernels_per_s']:,.0f} kernels/s")
+
+    @fikit_app.command("build-shim")
+    def build_shim_cmd(
+        out: Path = typer.Option(Path("."), "--out", help="Directory for libfikit_shim.so (created if needed)."),
+    ) -> None:
+        """Compile the C LD_PRELOAD shim (kernel-level hook; needs only a C compiler) and print how to use it."""
+        from gpuweave.kernel.shim import build_shim, preload_line
+
+        lib = build_shim(out)
+        typer.echo(f"built {lib}")
+        typer.echo("run a CUDA program (dynamically linked libcudart) under the scheduler with:")
+        typer.echo(f"  {preload_line(lib)}")
 
     @fikit_app.command("serve")
     def serve_cmd(
