@@ -19,6 +19,17 @@ def bench_sim(jobs: int, gpus: int, policy: str, rate_per_hour: float, seed: int
     from gpuweave.workload.profiles import load_profiles
     from gpuweave.workload.traces.generate import generate_philly_like
 
+    import math
+
+    from gpuweave.errors import InputError
+
+    if not (math.isfinite(rate_per_hour) and rate_per_hour > 0):
+        raise InputError(f"--rate must be a number > 0 (jobs/hour), got {rate_per_hour}", field="rate")
+    if round_length is not None and not (math.isfinite(round_length) and round_length > 0):
+        raise InputError(f"--round must be a number > 0 (seconds), got {round_length}", field="round")
+    if gpus < 24:
+        raise InputError(f"--gpus must be at least 24 (one 8-GPU node of each of V100, P100, K80), got {gpus}", field="gpus")
+    make_policy(policy)  # an unknown name fails before the trace is generated
     t0 = time.perf_counter()
     spec = make_cluster(gpus, ["V100", "P100", "K80"], gpus_per_node=8)
     nodes = spec.expand()
@@ -64,7 +75,7 @@ def register(cli) -> None:
     @bench_app.command("sim")
     def sim_cmd(
         jobs: int = typer.Option(20000, "--jobs", min=1, help="Number of generated Philly-like jobs."),
-        gpus: int = typer.Option(1024, "--gpus", min=8, help="Cluster size (V100/P100/K80 nodes of 8 GPUs)."),
+        gpus: int = typer.Option(1024, "--gpus", min=24, help="Cluster size (V100/P100/K80 nodes of 8 GPUs; at least 24)."),
         policy: str = typer.Option("fifo", "--policy", help="Registered cluster policy."),
         rate: float = typer.Option(30.0, "--rate", help="Arrival rate, jobs/hour."),
         seed: int = typer.Option(0, "--seed"),

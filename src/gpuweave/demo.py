@@ -20,8 +20,16 @@ def run_demo(out_dir: Path, seed: int = 0, quick: bool = False, only: list[str] 
     from gpuweave.report.html import render_sections_report
 
     # Comparison tables are wide: keep at least 120 columns so numbers are not folded into unreadable cells.
+    from gpuweave.errors import InputError
+    from gpuweave.files import prepare_output_dir
+
     console = Console(width=max(Console().width, 120))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    known = [name for name, _ in demo_sections()]
+    unknown = [name for name in (only or []) if name not in known]
+    if unknown:
+        raise InputError(f"unknown demo section '{unknown[0]}' (known: {', '.join(known)})", field="only")
+    prepare_output_dir(out_dir, field="out")
+    (out_dir / "report.html").unlink(missing_ok=True)  # a run that fails halfway must not leave an old report
     sections = []
     for name, fn in demo_sections():
         if only and name not in only:

@@ -13,11 +13,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from gpuweave.files import prepare_output_dir
+
 
 @contextmanager
 def staged_directory(final: str | Path) -> Iterator[Path]:
-    final = Path(final)
-    final.parent.mkdir(parents=True, exist_ok=True)
+    final = prepare_output_dir(final, field="out", create=False)  # InputError if a file is in the way
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
         yield staging

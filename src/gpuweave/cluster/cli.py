@@ -28,6 +28,7 @@ def register(cli) -> None:
         from gpuweave.cluster.config import load_config, parse_config
         from gpuweave.cluster.run import run_simulation
         from gpuweave.errors import InputError
+        from gpuweave.files import prepare_output_dir
 
         data = load_config(config).model_dump() if config else {}
         for key, value in (("policy", policy), ("cluster", cluster), ("trace", trace), ("jobs", jobs),
@@ -38,6 +39,7 @@ def register(cli) -> None:
             raise InputError("no policy given: pass --policy NAME or a config with 'policy:'", field="policy")
         cfg = parse_config(data, config or "<command line>")
         out_dir = out or Path("gpuweave-out") / "runs" / f"{cfg.policy}-{cfg.key()}"
+        prepare_output_dir(out_dir, field="out", create=False)  # fail before simulating, not after
         summary = run_simulation(cfg, out_dir)
         console = Console()
         console.print(_summary_table(cfg.policy, summary))

@@ -37,15 +37,10 @@ class SimulationConfig(BaseModel):
 
 
 def load_config(path: str | Path) -> SimulationConfig:
-    import yaml
+    from gpuweave.files import load_yaml
 
     path = Path(path)
-    if not path.exists():
-        raise InputError("file not found", file=path)
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise InputError(f"not valid YAML: {exc}", file=path) from None
+    data = load_yaml(path, what="run config file") or {}
     return parse_config(data, path)
 
 

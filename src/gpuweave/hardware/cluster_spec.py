@@ -61,14 +61,19 @@ def _canonical_gpu(value: Any) -> str:
         raise ValueError(f"unknown GPU model {value!r}; known: {', '.join(all_gpus())}") from None
 
 
+MAX_NODES_PER_GROUP = 1_000_000
+MAX_GPUS_PER_NODE = 1024
+
+
 class NodeGroup(BaseModel):
     """``count`` identical nodes; price and PUE default to the cluster's (None = inherit)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    count: int = Field(default=1, gt=0)
+    # upper bounds keep a typo (count: 2000000000) from hanging the expansion into nodes
+    count: int = Field(default=1, gt=0, le=MAX_NODES_PER_GROUP)
     gpu: str
-    gpus_per_node: int = Field(gt=0)
+    gpus_per_node: int = Field(gt=0, le=MAX_GPUS_PER_NODE)
     price_per_kwh: float | None = Field(default=None, ge=0)
     pue: float | None = Field(default=None, ge=1.0)
     name_prefix: str | None = None
@@ -196,10 +201,14 @@ def load_cluster(name_or_path: str | Path) -> ClusterSpec:
     if not path.is_file():
         if text in bundled_clusters():
             path = CLUSTERS_DIR / f"{text}.yaml"
+        elif path.is_dir():
+            raise InputError("expected a cluster spec YAML file or a bundled cluster name, got a directory", file=text, field="cluster")
         elif path.suffix.lower() in {".yaml", ".yml"} or "/" in text:
             raise InputError("cluster spec file not found", file=text)
         else:
-            raise InputError(f"unknown cluster {text!r}; bundled: {', '.join(bundled_clusters())}, or give a YAML path")
+            raise InputError(
+                f"unknown cluster {text!r}; bundled: {', '.join(bundled_clusters())}, or give a YAML path", field="cluster"
+            )
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:

@@ -31,6 +31,10 @@ def _print_schedule(schedule, problem_names_order=None) -> None:
         console.print(f"chained makespan, paper model (junction reconfiguration ignored): {info['chain_makespan_model']:.4f} s")
 
 
+# planning time grows about quadratically with the GPU count (100,000 GPUs: half an hour); a typo must not hang
+MAX_PLAN_GPUS = 1024
+
+
 def register(cli) -> None:
     @cli.plan.command("mig")
     def plan_mig(
@@ -48,8 +52,17 @@ def register(cli) -> None:
         from gpuweave.mig.registry import plan
         from gpuweave.mig.validate import check_schedule
 
+        from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
+
         if gpus < 1:
             raise InputError(f"--gpus must be at least 1, got {gpus}", field="gpus")
+        if gpus > MAX_PLAN_GPUS:
+            raise InputError(f"--gpus must be at most {MAX_PLAN_GPUS} (one machine's MIG GPUs), got {gpus}", field="gpus")
+        # check the output paths before planning (exact can take minutes)
+        if json_out is not None:
+            prepare_output_file(json_out, field="json")
+        if gantt is not None:
+            prepare_output_file(gantt, field="gantt", suffixes=IMAGE_SUFFIXES)
         if batches is not None:
             from gpuweave.mig.concat import chain_schedule
             from gpuweave.mig.far import far
@@ -140,10 +153,11 @@ def register(cli) -> None:
         seed: int = typer.Option(0, "--seed"),
     ) -> None:
         """Write a synthetic batch (FAR paper Sec. 6.3 generator) as TASKS.csv."""
+        from gpuweave.files import prepare_output_file
         from gpuweave.mig.generator import generate, scaling as fractions, time_range
 
+        prepare_output_file(out, field="out", suffixes=(".csv",))
         problem = generate(n, fractions(gpu, scaling), gpu=gpu, p_sup=p_sup, times=time_range(times), seed=seed, preset_name=preset)
-        out.parent.mkdir(parents=True, exist_ok=True)
         lines = ["task," + ",".join(map(str, problem.sizes))]
         lines += [name + "," + ",".join(repr(t) for t in row) for name, row in zip(problem.names, problem.times)]
         out.write_text("\n".join(lines) + "\n")

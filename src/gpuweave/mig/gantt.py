@@ -14,6 +14,9 @@ from gpuweave.mig.schedule import Schedule
 
 
 def plot_gantt(schedule: Schedule, path: str | Path, title: str | None = None, label_tasks: bool = True) -> Path:
+    from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
+
+    path = prepare_output_file(path, field="gantt", suffixes=IMAGE_SUFFIXES)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -55,8 +58,6 @@ def plot_gantt(schedule: Schedule, path: str | Path, title: str | None = None, l
     ax.set_title(title or f"{schedule.algo or 'schedule'} on {schedule.gpu}: makespan {schedule.makespan:.4g} s")
     ax.legend(handles=[Patch(color="0.55", alpha=0.45, label="create"), Patch(color="#d62728", alpha=0.45, label="destroy")], loc="lower right", fontsize=7)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

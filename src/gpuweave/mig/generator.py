@@ -118,7 +118,9 @@ def generate(
 ) -> MigProblem:
     """A batch of n synthetic tasks (see module docstring)."""
     if n < 1:
-        raise InputError("n must be >= 1")
+        raise InputError(f"n must be >= 1, got {n}", field="n")
+    if not 0.0 <= p_sup <= 1.0:  # also rejects NaN
+        raise InputError(f"p_sup is a fraction of tasks: expected 0 <= p_sup <= 1, got {p_sup}", field="p_sup")
     if abs(sum(fractions.values()) - 1.0) > 1e-6:
         raise InputError(f"fractions must sum to 1, got {sum(fractions.values())}")
     geometry = get_mig_geometry(gpu)

@@ -142,11 +142,13 @@ def read_tasks_csv(path: str | Path, gpu: str = "A100", gpus: int = 1, *, text: 
     sizes = tuple(sorted(geometry.sizes))
     if text is None:
         try:
-            text = Path(path).read_text()
+            text = Path(path).read_text(encoding="utf-8-sig")
         except FileNotFoundError:
             raise InputError("tasks file not found", file=path) from None
         except OSError as exc:
             raise InputError(f"cannot read tasks file: {exc.strerror}", file=path) from None
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text (byte {exc.start})", file=path) from None
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if not lines:
         raise InputError("empty tasks file (expected a header: task," + ",".join(map(str, sizes)) + ")", file=path)

@@ -102,11 +102,16 @@ class Schedule:
         return out
 
     def write_json(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from gpuweave.files import prepare_output_file
+
+        path = prepare_output_file(path, field="json")
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n")
-        tmp.replace(path)
+        try:
+            tmp.write_text(json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n")
+            tmp.replace(path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         return path
 
 
@@ -204,11 +209,10 @@ def schedule_from_dict(data: Any, file: str | None = None) -> Schedule:
 
 
 def read_schedule_json(path: str | Path) -> Schedule:
+    from gpuweave.files import read_input_text
+
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError("schedule file not found", file=path) from None
+    text = read_input_text(path, what="schedule file")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

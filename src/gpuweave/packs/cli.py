@@ -39,7 +39,13 @@ def register(cli) -> None:
         from gpuweave.packs.registry import check_k, get_algorithm, solve
         from gpuweave.packs.workloads import load_profile_csv
 
+        from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
+
         get_algorithm(algo)  # unknown names fail before the file is read
+        if json_out is not None:
+            prepare_output_file(json_out, field="json")
+        if gantt is not None:
+            prepare_output_file(gantt, field="gantt", suffixes=IMAGE_SUFFIXES)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             prof = load_profile_csv(profile, procs=procs)
@@ -63,7 +69,6 @@ def register(cli) -> None:
         console.print(f"cost {sched.cost:.6g} s{opt}; baseline (each task alone on p) {prof.baseline_cost():.6g} s")
         console.print(_fmt_metrics(metrics))
         if json_out is not None:
-            json_out.parent.mkdir(parents=True, exist_ok=True)
             json_out.write_text(json.dumps(plan_to_dict(prof, sched, kk, metrics, seed=seed), indent=2) + "\n")
             console.print(f"wrote {json_out}")
         if gantt is not None:
@@ -91,6 +96,13 @@ def register(cli) -> None:
         from gpuweave.packs.plan_io import read_plan
         from gpuweave.packs.runner import run_plan
 
+        from gpuweave.errors import InputError
+        from gpuweave.files import prepare_output_file
+
+        if timeout is not None and not timeout > 0:  # also rejects NaN
+            raise InputError(f"--timeout must be > 0 seconds, got {timeout}", field="timeout")
+        if report is not None:
+            prepare_output_file(report, field="report")  # before the run, not after it
         plan = read_plan(schedule)
         rep = run_plan(plan, cpus_per_proc=cpus_per_proc, command=command, timeout=timeout)
         table = Table(title=f"run of {schedule} ({plan.procs} processors x {cpus_per_proc} CPU)")
@@ -104,7 +116,6 @@ def register(cli) -> None:
         console.print(table)
         console.print(f"planned cost {rep.planned_cost:.4g} s, measured {rep.measured_cost:.4g} s")
         if report is not None:
-            report.parent.mkdir(parents=True, exist_ok=True)
             report.write_text(json.dumps(rep.as_dict(), indent=2) + "\n")
             console.print(f"wrote {report}")
         if not rep.ok:

@@ -277,8 +277,11 @@ def render_report(
     from gpuweave.report.plots import plot_runs
     from gpuweave.report.rundir import load_runs
 
+    from gpuweave.files import prepare_output_dir
+
     out_dir = Path(out_dir)
     runs = load_runs(list(run_dirs))
+    prepare_output_dir(out_dir, field="out")
     metrics = _metric_names(runs)
     figures = plot_runs(runs, out_dir)
     body = ["<h2>Runs</h2>", _runs_table(runs), "<h2>Summary</h2>", _summary_table(runs, metrics)]

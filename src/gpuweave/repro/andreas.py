@@ -87,15 +87,28 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
     paper = paper_numbers()
     out = Path(ctx.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    n_max = int(ctx.options.get("n_max") or (100 if ctx.full else 10))
-    seeds = ctx.reps_or(3 if ctx.full else 1)
-    rg_n = int(ctx.options.get("rg_seeds") or (5 if ctx.full else 1))
-    kappa = float(ctx.options.get("load_scale") or 1.0)
-    armida_n = int(ctx.options.get("armida_seeds") or 20)
-    if n_max < 10 or seeds < 1 or rg_n < 1 or armida_n < 1 or kappa <= 0:
-        from gpuweave.errors import InputError
+    import math
 
-        raise InputError("need --n-max >= 10, --seeds >= 1, --rg-seeds >= 1, --armida-seeds >= 1, --load-scale > 0")
+    from gpuweave.errors import InputError
+
+    def option(name: str, default):
+        value = ctx.options.get(name)
+        return default if value is None else value  # 0 is a value (and an error below), not "use the default"
+
+    n_max = int(option("n_max", 100 if ctx.full else 10))
+    seeds = ctx.reps_or(3 if ctx.full else 1)
+    rg_n = int(option("rg_seeds", 5 if ctx.full else 1))
+    kappa = float(option("load_scale", 1.0))
+    armida_n = int(option("armida_seeds", 20))
+    for flag, bad, expected, value in (
+        ("n_max", n_max < 10, ">= 10", n_max),
+        ("seeds", seeds < 1, ">= 1", seeds),
+        ("rg_seeds", rg_n < 1, ">= 1", rg_n),
+        ("armida_seeds", armida_n < 1, ">= 1", armida_n),
+        ("load_scale", not (math.isfinite(kappa) and kappa > 0), "> 0", kappa),
+    ):
+        if bad:
+            raise InputError(f"--{flag.replace('_', '-')} must be {expected}, got {value}", field=flag)
     ns = list(range(10, n_max + 1, 10))
     rows: list[ComparisonRow] = []
     setup = f"S={seeds} workload seeds x {rg_n} RG seeds, load_scale={kappa:g}"

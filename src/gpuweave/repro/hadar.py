@@ -549,6 +549,10 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
 
     seeds = list(range(ctx.reps if ctx.reps is not None else (3 if ctx.full else 1)))
     n_jobs = int(ctx.options.get("jobs", 480))
+    if n_jobs < 1:
+        from gpuweave.errors import InputError
+
+        raise InputError(f"--jobs must be at least 1, got {n_jobs}", field="jobs")
     window = check_window(str(ctx.options.get("window", DEFAULT_WINDOW)))
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     rows = fig1_rows()

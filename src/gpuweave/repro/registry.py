@@ -131,6 +131,8 @@ def write_comparison(rows: list[ComparisonRow], path: Path) -> None:
 def run_reproduction(name: str, ctx: ReproContext) -> list[ComparisonRow]:
     """Run one reproduction into ``ctx.out_dir`` atomically and return its rows."""
     repro = get_reproduction(name)
+    if ctx.reps is not None and ctx.reps < 1:
+        raise InputError(f"--reps/--seeds must be at least 1, got {ctx.reps}", field="reps")
     with staged_directory(ctx.out_dir) as staging:
         staged_ctx = ReproContext(
             out_dir=staging, reps=ctx.reps, seed=ctx.seed, full=ctx.full, options=dict(ctx.options)

@@ -35,10 +35,13 @@ def register(cli) -> None:
 
         from gpuweave.report.html import format_value
         from gpuweave.sweep.executors import make_executor
-        from gpuweave.sweep.spec import load_sweep
+        from gpuweave.files import prepare_output_dir
+        from gpuweave.sweep.spec import check_inputs, load_sweep
         from gpuweave.sweep.sweep import run_sweep
 
         spec = load_sweep(spec_path, out=out)
+        check_inputs(spec)
+        prepare_output_dir(spec.out, field="out", create=False)
         with make_executor(executor, workers=workers, address=address) as ex:
             df = run_sweep(spec, ex, progress=progress)
         summary = df.attrs["summary"]

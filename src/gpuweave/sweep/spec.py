@@ -113,15 +113,10 @@ def parse_sweep(data: Any, source: str | Path = "<sweep>", *, out: str | Path | 
 
 def load_sweep(path: str | Path, *, out: str | Path | None = None) -> SweepSpec:
     """Read and check SWEEP.yaml."""
-    import yaml
+    from gpuweave.files import load_yaml
 
     path = Path(path)
-    if not path.is_file():
-        raise InputError("file not found", file=path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise InputError(f"not valid YAML: {exc}", file=path) from None
+    data = load_yaml(path, what="sweep file")
     return parse_sweep(data, path, out=out)
 
 
@@ -144,3 +139,40 @@ def expand(spec: SweepSpec) -> list[Cell]:
         by_key[cell.key] = cell
         cells.append(cell)
     return cells
+
+
+def check_inputs(spec: SweepSpec) -> None:
+    """Check, before any cell runs, what every cell will read: policy and its options, cluster, trace.
+
+    Each distinct policy/options pair, cluster and (trace, cluster, profiles) combination is checked once,
+    so a typo in the grid is one error line (exit 2) instead of a sweep of failed cells.
+    """
+    from gpuweave.cluster.policies import make_policy
+    from gpuweave.hardware.cluster_spec import load_cluster
+    from gpuweave.workload.profiles import load_profiles
+    from gpuweave.workload.traces.schema import read_trace
+
+    seen: set[str] = set()
+    clusters: dict[str, Any] = {}
+
+    def once(key: str) -> bool:
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
+    for cell in expand(spec):
+        c = cell.config
+        try:
+            if once(f"policy {c.policy} {json.dumps(c.policy_options, sort_keys=True, default=str)}"):
+                make_policy(c.policy, **dict(c.policy_options))
+            if c.cluster not in clusters:
+                clusters[c.cluster] = load_cluster(c.cluster)
+            spec_ = clusters[c.cluster]
+            if c.trace is not None and once(f"trace {c.trace} {c.cluster} {c.profiles} {c.extrapolate_profiles}"):
+                profiles = load_profiles(c.profiles, extrapolate=c.extrapolate_profiles)
+                read_trace(c.trace, profiles=profiles, max_gpus=max(spec_.gpus_by_model().values()))
+        except InputError as exc:
+            if exc.file is not None:  # the error is in another file (cluster YAML, trace): name that file
+                raise
+            raise InputError(f"cell {cell.describe()}: {exc.message}", file=spec.source, field=exc.field) from None

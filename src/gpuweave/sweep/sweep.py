@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from gpuweave import __version__
 from gpuweave.errors import InputError
+from gpuweave.files import prepare_output_dir
 from gpuweave.sweep.executors import Executor, LocalExecutor, TaskFailed, describe_exception
 from gpuweave.sweep.spec import Cell, SweepSpec, expand
 
@@ -158,8 +159,7 @@ def run_sweep(
     started = time.perf_counter()
     cells = expand(spec)
     out = Path(spec.out)
-    runs_dir = out / "runs"
-    runs_dir.mkdir(parents=True, exist_ok=True)
+    runs_dir = prepare_output_dir(out / "runs", field="out")
     executor = executor or LocalExecutor()
 
     metrics: dict[int, dict[str, Any]] = {}

@@ -47,10 +47,16 @@ def read_csv_strings(path: str | Path) -> "pd.DataFrame":
     text = read_text(path)
     if not text.strip():
         raise InputError("empty file", file=path)
+    records: list[list[str]] = []
+    # strict: an unterminated quote (a truncated file) or text after a closing quote is an error, not data
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
-        records = [record for record in csv.reader(io.StringIO(text, newline="")) if record]
+        for record in reader:
+            if record:
+                records.append(record)
     except csv.Error as exc:
-        raise InputError(f"malformed CSV: {exc}", file=path) from None
+        hint = " (unterminated quote: is the file truncated?)" if "end of data" in str(exc) else ""
+        raise InputError(f"malformed CSV: {exc}{hint}", file=path, row=len(records)) from None
     header = [name.strip() for name in records[0]]
     width = len(header)
     for row_number, record in enumerate(records[1:], start=1):

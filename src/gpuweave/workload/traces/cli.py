@@ -87,8 +87,11 @@ def register(cli) -> None:
         from rich.console import Console
         from rich.table import Table
 
+        from gpuweave.errors import InputError
         from gpuweave.workload.traces.formats import load_trace_frame
 
+        if top < 0:
+            raise InputError(f"--top must be >= 0, got {top}", field="top")
         frame = load_trace_frame(file, fmt, seed=seed)
         console = Console()
         summary = Table(title=f"{file.name} ({frame.attrs['format']})", show_header=False)
@@ -156,6 +159,12 @@ def register(cli) -> None:
         from gpuweave.workload.traces._tables import read_text
         from gpuweave.workload.traces.alibaba import cluster_gpu_count, cluster_to_yaml, read_openb_nodes, read_spot_nodes
 
+        import math
+
+        if price_per_kwh is not None and not (math.isfinite(price_per_kwh) and price_per_kwh >= 0):
+            raise InputError(f"--price-per-kwh must be a number >= 0, got {price_per_kwh}", field="price_per_kwh")
+        if pue is not None and not (math.isfinite(pue) and pue >= 1):
+            raise InputError(f"--pue must be a number >= 1 (power usage effectiveness), got {pue}", field="pue")
         kind = from_format
         if kind == "auto":
             header = read_text(source).splitlines()[0] if read_text(source).strip() else ""
@@ -174,5 +183,7 @@ def register(cli) -> None:
         if out is None:
             typer.echo(text, nl=False)
         else:
-            out.write_text(text, encoding="utf-8")
+            from gpuweave.files import prepare_output_file
+
+            prepare_output_file(out, field="out", suffixes=(".yaml", ".yml")).write_text(text, encoding="utf-8")
             typer.echo(f"wrote {out}: {len(cluster['nodes'])} node groups, {cluster_gpu_count(cluster):,} GPUs")

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from gpuweave.errors import InputError, MissingProfileError
+from gpuweave.files import prepare_output_file
 from gpuweave.workload.job import Job
 from gpuweave.workload.profiles import ProfileStore
 from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, read_csv_strings, row_numbers
@@ -151,6 +152,8 @@ def validate_frame(
     out["job_id"] = _string_column(frame, "job_id", file=file, required=True)
     out["arrival"] = numeric_column(frame, "arrival", file=file, unit="seconds", minimum=0.0)
     num_gpus = numeric_column(frame, "num_gpus", file=file, unit="GPUs", integer=True, minimum=1.0)
+    if max_gpus is not None and max_gpus < 1:
+        raise InputError(f"the largest placement must be at least 1 GPU, got {max_gpus}", field="max_gpus")
     if max_gpus is not None:
         too_big = num_gpus.to_numpy() > max_gpus
         if too_big.any():
@@ -240,6 +243,12 @@ def validate_frame(
 # --------------------------------------------------------------------------- work filling and Jobs
 def fill_work(frame: "pd.DataFrame", profiles: ProfileStore, reference_gpu: str = "V100", *, file: str | Path) -> "pd.DataFrame":
     """Fill empty ``work`` from ``duration`` x the consolidated rate on ``reference_gpu`` (Gavel's convention)."""
+    from gpuweave.hardware.catalog import get_gpu
+
+    try:
+        get_gpu(reference_gpu)
+    except InputError as exc:
+        raise InputError(exc.message, field="reference_gpu") from None
     frame = frame.copy()
     work = frame["work"].to_numpy(dtype="float64", copy=True)
     todo = [int(i) for i in (work != work).nonzero()[0]]  # NaN positions
@@ -271,6 +280,13 @@ def fill_work(frame: "pd.DataFrame", profiles: ProfileStore, reference_gpu: str 
                 field="num_gpus",
             )
         work[position] = durations[position] * rate
+        if not math.isfinite(work[position]):
+            raise InputError(
+                f"duration {durations[position]:g} s is too large: work = duration x {rate:g} iterations/s overflows",
+                file=file,
+                row=rows[position],
+                field="duration",
+            )
     frame["work"] = work
     return frame
 
@@ -350,7 +366,7 @@ def write_frame(frame: "pd.DataFrame", path: str | Path) -> None:
         raise InputError(f"output must end in .csv or .parquet, got '{file.suffix or file.name}'", file=file)
     frame = frame.drop(columns=[c for c in frame.columns if str(c).startswith("_")])
     frame.attrs = {}  # pandas would store attrs (converter notes) in Parquet metadata
-    file.parent.mkdir(parents=True, exist_ok=True)
+    prepare_output_file(file, field="out")
     handle, temporary = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
     os.close(handle)
     try:
