@@ -119,3 +119,17 @@ def test_failed_simulation_leaves_no_result(files):
     (files / "bad.csv").write_text(GOOD_TRACE.replace("3600", "-5"))
     one_error(gpuweave("simulate", "--policy", "fifo", "--trace", "bad.csv", "--out", "run", cwd=files), "bad.csv, row 1")
     assert not (files / "run").exists()
+
+
+def test_kernel_and_fikit_commands(files):
+    # before: IsADirectoryError / NotADirectoryError / matplotlib ValueError tracebacks; serve started anyway
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "kernel" / "two-services.yaml"
+    one_error(gpuweave("kernel", "simulate", "adir", cwd=files), "adir", "got a directory")
+    one_error(gpuweave("kernel", "profile", "adir", "--task-key", "k", cwd=files), "adir", "got a directory")
+    one_error(gpuweave("trace", "import-torch", "adir", cwd=files), "adir", "got a directory")
+    one_error(gpuweave("kernel", "simulate", example, "--out", "afile/x.csv", cwd=files), "field 'out'")
+    one_error(gpuweave("kernel", "simulate", example, "--timeline", "g.txt", cwd=files), "field 'timeline'", ".png")
+    one_error(gpuweave("fikit", "serve", "--profiles", "nope", cwd=files), "field 'profiles'")
+    one_error(gpuweave("fikit", "serve", "--client-timeout", "-1", cwd=files), "field 'client_timeout'")

@@ -28,10 +28,9 @@ import typer
 def _load_config(path: Path) -> dict:
     from gpuweave.errors import InputError
 
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError("config file not found", file=path) from None
+    from gpuweave.files import read_input_text
+
+    text = read_input_text(path, what="config file")
     try:
         if path.suffix.lower() == ".json":
             import json
@@ -134,7 +133,14 @@ def register(cli) -> None:
         from gpuweave.kernel.experiments import share_label
         from gpuweave.kernel.sim import simulate
 
+        from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
+
         data = _load_config(config)
+        # Check the output paths before simulating, so a bad path costs nothing.
+        if out:
+            prepare_output_file(out, field="out", suffixes=(".csv",))
+        if timeline:
+            prepare_output_file(timeline, field="timeline", suffixes=IMAGE_SUFFIXES)
         if mode:
             data["mode"] = mode
         services, cfg = build_simulation(data, base=config.parent, file=str(config))
@@ -178,6 +184,11 @@ def register(cli) -> None:
         from gpuweave.kernel.profile import ProfileBuilder
         from gpuweave.kernel.traces import Trace
 
+        from gpuweave.files import prepare_output_dir, read_input_text
+
+        for path in traces:
+            read_input_text(path, what="trace file")
+        prepare_output_dir(out, field="out")
         b = ProfileBuilder()
         for path in traces:
             tr = Trace.load(path)
@@ -195,8 +206,12 @@ def register(cli) -> None:
         name: Optional[str] = typer.Option(None, "--name", help="Trace name."),
     ) -> None:
         """Convert a torch.profiler Chrome trace into a kernel trace for `kernel simulate`."""
+        from gpuweave.files import prepare_output_file, read_input_text
         from gpuweave.kernel.torch_import import import_chrome_trace
 
+        read_input_text(profile, what="torch.profiler trace")
+        if out:
+            prepare_output_file(out, field="out")
         trace, rep = import_chrome_trace(profile, name)
         dest = out or profile.with_suffix(".trace.json")
         trace.save(dest)
@@ -249,6 +264,10 @@ def register(cli) -> None:
 
         if not 0 < port < 65536:
             raise InputError(f"port must be 1-65535, got {port}", field="port")
+        if not client_timeout > 0:
+            raise InputError(f"must be a positive number of seconds, got {client_timeout}", field="client_timeout")
+        if profiles is not None and not profiles.is_dir():
+            raise InputError("expected a directory of {task_key}.json profiles", file=profiles, field="profiles")
         cfg = preset(preset_name)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
