@@ -187,3 +187,23 @@ def test_tardiness_metrics(profiles):
     assert m["jobs_with_deadline"] == 2 and m["deadline_misses"] == 1
     assert m["total_tardiness_s"] == pytest.approx(50.0)
     assert m["weighted_tardiness_s"] == pytest.approx(100.0)
+
+
+class NeverStarts:
+    """A round-based policy that never starts anything: the simulator must stop it, not tick for ever."""
+
+    name = "never"
+    round_length = 60.0
+
+    def schedule(self, view):
+        return Decision()
+
+
+def test_round_policy_that_starves_an_idle_cluster_is_stopped(profiles):
+    from gpuweave.cluster.simulator import STALL_ROUNDS
+
+    nodes = make_nodes([("V100", 1)])
+    sim = Simulator(nodes, [Job("a", 0.0, 1, 10.0, "small")], NeverStarts(), profiles, POWER)
+    with pytest.raises(InvalidDecisionError, match=f"idle cluster for {STALL_ROUNDS} rounds"):
+        sim.run()
+    assert sim.decisions == STALL_ROUNDS

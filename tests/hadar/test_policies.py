@@ -98,3 +98,21 @@ def test_sticky_variant_never_moves_running_jobs(gavel_profiles):
     jobs = [Job(f"j{i}", 400.0 * i, 1 + (i % 2), 30_000.0 + 5_000 * i, TYPES[i % 3]) for i in range(8)]
     rec = Simulator(nodes, jobs, make_policy("hadar", variant="sticky"), gavel_profiles, POWER).run()
     assert sum(js.restarts for js in rec.jobs) == 0
+
+
+@pytest.mark.parametrize("name", ["hadar", "hadare"])
+def test_starving_job_on_an_idle_cluster_is_started(gavel_profiles, name):
+    """Regression: a waiting job whose utility decayed below the idle price was never placed (46 M s of ticks)."""
+    spec = [('Transformer (batch size 64)', 4, 109760.86, 456.2), ('LM (batch size 20)', 2, 35585.14, 1530.98),
+            ('LM (batch size 20)', 4, 21528.76, 1771.91), ('ResNet-18 (batch size 32)', 2, 15265.78, 1327.45),
+            ('ResNet-50 (batch size 64)', 4, 142628.32, 484.88), ('ResNet-18 (batch size 32)', 2, 127922.55, 827.39),
+            ('LM (batch size 20)', 1, 106562.37, 711.70), ('LM (batch size 20)', 2, 15573.73, 2097.59),
+            ('CycleGAN', 4, 74905.22, 1534.56), ('ResNet-18 (batch size 32)', 1, 60781.50, 2205.26),
+            ('CycleGAN', 2, 72458.61, 2219.53), ('Transformer (batch size 64)', 4, 81143.70, 1450.87)]
+    nodes = nodes_of([("V100", 2), ("P100", 4), ("K80", 4), ("V100", 2)])
+    jobs = [Job(f"j{i}", arr, 1 if jt == "CycleGAN" else W, work, jt) for i, (jt, W, work, arr) in enumerate(spec)]
+    policy = make_policy(name)
+    rec = Simulator(nodes, jobs, policy, gavel_profiles, POWER).run()
+    assert all(js.end is not None for js in rec.jobs)
+    if name == "hadare":
+        assert policy.starvation_rounds >= 1

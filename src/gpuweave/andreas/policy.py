@@ -37,6 +37,7 @@ from gpuweave.andreas.catalog import cost_catalog_for
 from gpuweave.andreas.model import RHO, Instance, NodeSpec, catalogue_configs
 from gpuweave.andreas.rg import RGConfig, Schedule, randomized_greedy
 from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.placement import spread
 from gpuweave.errors import MissingProfileError
 
 
@@ -249,22 +250,7 @@ def _spread_on(view, model: str, n: int, cap: list[int], prefer: list[int] | Non
     """n GPUs of ``model`` taken from ``cap`` (GPUs usable per node) on as few nodes as possible: nodes with the
     most usable GPUs first (then, when ``prefer`` is given, the most ``prefer`` GPUs, e.g. free ones; then
     index). None if the model has fewer than n usable GPUs."""
-    idx = view.nodes_by_model[model]
-    if prefer is None:
-        nodes = sorted(idx, key=lambda i: (-cap[i], i))
-    else:
-        nodes = sorted(idx, key=lambda i: (-cap[i], -prefer[i], i))
-    placement = []
-    left = n
-    for i in nodes:
-        take = min(cap[i], left)
-        if take <= 0:
-            break
-        placement.append((i, take))
-        left -= take
-        if left == 0:
-            return tuple(sorted(placement))
-    return None
+    return spread(view.nodes_by_model[model], cap, n, prefer)
 
 
 class SpreadPlanner:

@@ -32,12 +32,20 @@ def fewest_nodes(plan: Plan, n: int, model: str, *, allow_spread: bool = True) -
     one = single_node(plan, n, model)
     if one is not None or not allow_spread:
         return one
-    free = plan.free
-    nodes = sorted(plan.view.nodes_by_model[model], key=lambda i: (-free[i], i))
+    return spread(plan.view.nodes_by_model[model], plan.free, n)
+
+
+def spread(nodes: list[int], cap: list[int], n: int, prefer: list[int] | None = None) -> Placement | None:
+    """n GPUs from ``cap`` (usable GPUs per node) over ``nodes`` on as few nodes as possible: most usable GPUs
+    first, then (when given) most ``prefer`` GPUs, then lowest index. None if they hold fewer than n."""
+    if prefer is None:
+        order = sorted(nodes, key=lambda i: (-cap[i], i))
+    else:
+        order = sorted(nodes, key=lambda i: (-cap[i], -prefer[i], i))
     placement = []
     left = n
-    for node in nodes:
-        take = min(free[node], left)
+    for node in order:
+        take = min(cap[node], left)
         if take <= 0:
             break
         placement.append((node, take))

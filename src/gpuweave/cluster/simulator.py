@@ -43,6 +43,10 @@ from gpuweave.workload.job import Job
 # Event kinds, in the order they are handled at one instant.
 COMPLETION, ARRIVAL, ROUND = 0, 1, 2
 
+# A round-based policy that leaves jobs waiting on an idle cluster for this many consecutive rounds after
+# the last arrival is declared stuck (otherwise its ticks would go on for ever).
+STALL_ROUNDS = 1000
+
 @dataclass(slots=True)
 class Segment:
     """One continuous stretch of a job on one placement."""
@@ -248,6 +252,8 @@ class Simulator:
         self.now = self._last_t = start_time
         self._record_timeseries()
         done = 0
+        arrived = 0
+        idle_rounds = 0
         n_jobs = len(self.states)
         while q:
             t = q.peek_time()
@@ -268,6 +274,7 @@ class Simulator:
                     changed = True
                 elif kind == ARRIVAL:
                     self.pending[payload.job.job_id] = payload
+                    arrived += 1
                     changed = True
                 else:
                     tick = True
@@ -277,6 +284,17 @@ class Simulator:
                 self.decisions += 1
                 if decision:
                     self._apply(decision, q)
+                if tick and not self.running and arrived == n_jobs:
+                    idle_rounds += 1
+                    if idle_rounds >= STALL_ROUNDS:
+                        stuck = next(iter(self.pending.values()))
+                        raise InvalidDecisionError(
+                            f"policy '{getattr(policy, 'name', policy)}' left {len(self.pending)} job(s) waiting on an "
+                            f"idle cluster for {STALL_ROUNDS} rounds after the last arrival (e.g. job "
+                            f"'{stuck.job.job_id}' needing {stuck.job.num_gpus} GPUs)"
+                        )
+                else:
+                    idle_rounds = 0
             if L is not None and not tick_scheduled and (self.pending or self.running):
                 # Ticks sit on the grid k*L; after a tick the next one is a full round later.
                 nxt = t + L if tick else math.ceil(t / L) * L

@@ -14,6 +14,12 @@ incremental mode) and ``literal`` (Algorithm 2 exactly as printed; it never sele
 so a simulation with it cannot finish: for demonstrating the defect only). ``utility`` is ``raw``
 (effective throughput, default) or ``normalized``.
 
+Starvation guard (ours, ``work_conserving``, default True): the spec's FIND_ALLOC (§2.8) returns None when
+the payoff U_j(tau) - cost is not positive, and U_j decays while a job waits, so a job can starve forever
+on an *idle* cluster (a property test found an LM job left pending for 46 M simulated seconds). When the
+DP selects nothing while no job runs, the round instead starts the waiting jobs greedily in Q order on
+their fastest GPU model (fewest nodes). ``work_conserving=False`` keeps the spec's behaviour.
+
 Recorded per round: wall time of the decision (``decision_times``), DP states, fallback rounds, price
 constants. Complexity: see :mod:`gpuweave.hadar.dp`.
 """
@@ -61,12 +67,15 @@ class HadarPolicy:
         utility: str = "raw",
         max_states: int = DEFAULT_MAX_STATES,
         kappa: float = 1.0,
+        work_conserving: bool = True,
     ) -> None:
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}")
         if utility not in ("raw", "normalized"):
             raise ValueError("utility must be 'raw' or 'normalized'")
         self.variant = variant
+        self.work_conserving = work_conserving
+        self.starvation_rounds = 0  # rounds in which the starvation guard placed jobs
         self.utility = utility
         self.max_states = int(max_states)
         self.kappa = float(kappa)
@@ -132,6 +141,24 @@ class HadarPolicy:
             self.fallback_rounds += int(result.fallback)
             self.last_constants = result.constants
         self.rounds += 1
-        decision = Decision.from_allocation(view, wanted)
+        decision = self.guard_starvation(view, wanted) or Decision.from_allocation(view, wanted)
         self.decision_times.append((view.now, len(view.running) + len(view.pending), time.perf_counter() - t0))
         return decision
+
+    def guard_starvation(self, view, wanted: dict) -> Decision | None:
+        """The greedy start of waiting jobs when the DP would leave an idle cluster idle (see module doc)."""
+        if not (self.work_conserving and not wanted and not view.running and view.pending):
+            return None
+        from gpuweave.cluster.placement import fastest_models, place_on_model
+
+        plan = view.plan()
+        for js in queue_order(view):
+            for model in fastest_models(view, js):
+                placement = place_on_model(plan, js, model)
+                if placement is not None:
+                    plan.start(js, placement)
+                    break
+        if plan.decision:
+            self.starvation_rounds += 1
+            return plan.decision
+        return None

@@ -36,8 +36,17 @@ class HadarEPolicy(HadarPolicy):
     round_length = 360.0
     forks_jobs = True
 
-    def __init__(self, utility: str = "raw", max_states: int = DEFAULT_MAX_STATES, kappa: float = 1.0, max_copies: int | None = None) -> None:
-        super().__init__(variant="replan", utility=utility, max_states=max_states, kappa=kappa)
+    def __init__(
+        self,
+        utility: str = "raw",
+        max_states: int = DEFAULT_MAX_STATES,
+        kappa: float = 1.0,
+        max_copies: int | None = None,
+        work_conserving: bool = True,
+    ) -> None:
+        super().__init__(
+            variant="replan", utility=utility, max_states=max_states, kappa=kappa, work_conserving=work_conserving
+        )
         self.max_copies = max_copies
 
     def schedule(self, view) -> Decision:
@@ -119,6 +128,6 @@ class HadarEPolicy(HadarPolicy):
             self.fallback_rounds += int(result.fallback)
             self.last_constants = result.constants
         self.rounds += 1
-        decision = Decision.from_allocation(view, wanted)
+        decision = self.guard_starvation(view, wanted) or Decision.from_allocation(view, wanted)
         self.decision_times.append((view.now, len(view.running) + len(view.pending), time.perf_counter() - t0))
         return decision
