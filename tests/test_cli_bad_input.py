@@ -17,7 +17,7 @@ def gpuweave(*args, cwd=None):
     )
 
 
-def one_error(r, *needles: str) -> str:
+def check_one_error(r, *needles: str) -> str:
     """Assert the user-error contract and return the error line."""
     assert r.returncode == 2, (r.returncode, r.stdout[-500:], r.stderr[-2000:])
     assert "Traceback" not in r.stderr, r.stderr
@@ -39,85 +39,85 @@ def files(tmp_path):
 
 def test_output_path_under_a_regular_file(files):
     # before: FileExistsError / NotADirectoryError tracebacks (exit 1)
-    one_error(gpuweave("simulate", "--policy", "fifo", "--jobs", 5, "--out", "afile/run", cwd=files), "afile", "field 'out'")
-    one_error(gpuweave("trace", "generate", "afile/jobs.csv", "--jobs", 5, cwd=files), "'afile' is a file")
-    one_error(gpuweave("plan", "mig", "tasks.csv", "--json", "afile/s.json", cwd=files), "field 'json'")
-    one_error(gpuweave("repro", "far", "--reps", 1, "--out", "afile", cwd=files), "afile", "expected a directory")
-    one_error(gpuweave("demo", "--quick", "--only", "packs", "--out", "afile", cwd=files), "field 'out'")
+    check_one_error(gpuweave("simulate", "--policy", "fifo", "--jobs", 5, "--out", "afile/run", cwd=files), "afile", "field 'out'")
+    check_one_error(gpuweave("trace", "generate", "afile/jobs.csv", "--jobs", 5, cwd=files), "'afile' is a file")
+    check_one_error(gpuweave("plan", "mig", "tasks.csv", "--json", "afile/s.json", cwd=files), "field 'json'")
+    check_one_error(gpuweave("repro", "far", "--reps", 1, "--out", "afile", cwd=files), "afile", "expected a directory")
+    check_one_error(gpuweave("demo", "--quick", "--only", "packs", "--out", "afile", cwd=files), "field 'out'")
     # a directory where an output file was asked for: the schedule JSON is not moved over it
-    one_error(gpuweave("plan", "mig", "tasks.csv", "--json", "adir", cwd=files), "is a directory")
+    check_one_error(gpuweave("plan", "mig", "tasks.csv", "--json", "adir", cwd=files), "is a directory")
     assert (files / "afile").read_text() == "I am a file\n" and not list((files / "adir").iterdir())
     assert not (files / "adir.tmp").exists()
 
 
 def test_directory_given_as_an_input_file(files):
     # before: IsADirectoryError tracebacks; cluster show said "unknown cluster"
-    one_error(gpuweave("simulate", "adir", cwd=files), "adir", "got a directory")
-    one_error(gpuweave("mig", "validate", "adir", cwd=files), "adir", "got a directory")
-    one_error(gpuweave("cluster", "show", "adir", cwd=files), "adir", "got a directory")
+    check_one_error(gpuweave("simulate", "adir", cwd=files), "adir", "got a directory")
+    check_one_error(gpuweave("mig", "validate", "adir", cwd=files), "adir", "got a directory")
+    check_one_error(gpuweave("cluster", "show", "adir", cwd=files), "adir", "got a directory")
 
 
 def test_malformed_yaml_is_one_line_with_the_line_number(files):
     # before: PyYAML's multi-line message (5-8 lines on stderr)
     (files / "run.yaml").write_text("policy: [fifo\n")
-    one_error(gpuweave("simulate", "run.yaml", cwd=files), "run.yaml, row 2", "not valid YAML")
+    check_one_error(gpuweave("simulate", "run.yaml", cwd=files), "run.yaml, row 2", "not valid YAML")
     (files / "sweep.yaml").write_text("base: [\n")
-    one_error(gpuweave("sweep", "sweep.yaml", "--no-progress", cwd=files), "sweep.yaml, row 2", "not valid YAML")
+    check_one_error(gpuweave("sweep", "sweep.yaml", "--no-progress", cwd=files), "sweep.yaml, row 2", "not valid YAML")
 
 
 def test_trace_reader_rejects_truncated_and_overflowing_rows(files):
     # a file cut inside a quoted field was read as complete (exit 0)
     (files / "cut.csv").write_text(GOOD_TRACE + 'b,1,1,"ResNet-18 (batch')
-    one_error(gpuweave("trace", "validate", "cut.csv", cwd=files), "cut.csv, row 2", "unterminated quote")
+    check_one_error(gpuweave("trace", "validate", "cut.csv", cwd=files), "cut.csv, row 2", "unterminated quote")
     # duration 1e308 made work = inf: ValueError traceback
     (files / "huge.csv").write_text(GOOD_TRACE.replace("3600", "1e308"))
-    one_error(gpuweave("trace", "validate", "huge.csv", cwd=files), "huge.csv, row 1, field 'duration'", "too large")
+    check_one_error(gpuweave("trace", "validate", "huge.csv", cwd=files), "huge.csv, row 1, field 'duration'", "too large")
     # an unknown --reference-gpu was accepted; --max-gpus 0 gave "largest placement is 0"
-    one_error(gpuweave("trace", "validate", "good.csv", "--reference-gpu", "Z900", cwd=files), "field 'reference_gpu'", "Z900")
-    one_error(gpuweave("trace", "convert", "good.csv", "o.csv", "--max-gpus", 0, cwd=files), "field 'max_gpus'")
+    check_one_error(gpuweave("trace", "validate", "good.csv", "--reference-gpu", "Z900", cwd=files), "field 'reference_gpu'", "Z900")
+    check_one_error(gpuweave("trace", "convert", "good.csv", "o.csv", "--max-gpus", 0, cwd=files), "field 'max_gpus'")
     assert not (files / "o.csv").exists()
 
 
 def test_sweep_checks_every_cell_before_running_any(files):
     # before: the cells ran, the bad one was "failed" (exit 1) and sweep.csv was written
     (files / "s.yaml").write_text("base: {cluster: gavel-60, jobs: 5}\ngrid: {policy: [fifo, bogus]}\nout: sw\n")
-    one_error(gpuweave("sweep", "s.yaml", "--workers", 1, "--no-progress", cwd=files), "s.yaml", "cell policy=bogus", "unknown cluster policy")
+    check_one_error(gpuweave("sweep", "s.yaml", "--workers", 1, "--no-progress", cwd=files), "s.yaml", "cell policy=bogus", "unknown cluster policy")
     (files / "t.yaml").write_text("base: {cluster: gavel-60, trace: bad.csv}\ngrid: {policy: [fifo]}\nout: sw\n")
     (files / "bad.csv").write_text(GOOD_TRACE.replace("3600", "nan"))
-    one_error(gpuweave("sweep", "t.yaml", "--workers", 1, "--no-progress", cwd=files), "bad.csv, row 1, field 'duration'")
+    check_one_error(gpuweave("sweep", "t.yaml", "--workers", 1, "--no-progress", cwd=files), "bad.csv, row 1, field 'duration'")
     assert not (files / "sw").exists()
 
 
 def test_repro_option_ranges_leave_no_comparison(files):
     # before: ZeroDivisionError (far), silently the default (andreas --n-max 0), ValueError (hadar --jobs 0)
-    one_error(gpuweave("repro", "far", "--reps", 0, "--out", "r1", cwd=files), "field 'reps'")
-    one_error(gpuweave("repro", "andreas", "--n-max", 0, "--out", "r2", cwd=files), "--n-max must be >= 10")
-    one_error(gpuweave("repro", "hadar", "--jobs", 0, "--out", "r3", cwd=files), "field 'jobs'")
+    check_one_error(gpuweave("repro", "far", "--reps", 0, "--out", "r1", cwd=files), "field 'reps'")
+    check_one_error(gpuweave("repro", "andreas", "--n-max", 0, "--out", "r2", cwd=files), "--n-max must be >= 10")
+    check_one_error(gpuweave("repro", "hadar", "--jobs", 0, "--out", "r3", cwd=files), "field 'jobs'")
     assert not any((files / d).exists() for d in ("r1", "r2", "r3"))
 
 
 def test_out_of_range_option_values(files):
-    one_error(gpuweave("bench", "sim", "--jobs", 10, "--gpus", 24, "--rate", 0), "field 'rate'")  # ran with rate 0
-    one_error(gpuweave("mig", "generate", files / "g.csv", "--p-sup", "nan"), "field 'p_sup'")  # ValueError traceback
-    one_error(gpuweave("run", "packs", files / "none.json", "--timeout", 0), "field 'timeout'")  # ran every task into a kill
-    one_error(gpuweave("plan", "mig", files / "tasks.csv", "--gpus", 100000), "field 'gpus'")  # ran for half an hour
-    one_error(gpuweave("trace", "info", files / "good.csv", "--top", -1), "field 'top'")
-    one_error(gpuweave("trace", "cluster", files / "good.csv", "--pue", 0.5), "field 'pue'")
-    one_error(gpuweave("demo", "--only", "bogus", "--out", files / "d"), "unknown demo section 'bogus'")  # ran nothing, exit 0
+    check_one_error(gpuweave("bench", "sim", "--jobs", 10, "--gpus", 24, "--rate", 0), "field 'rate'")  # ran with rate 0
+    check_one_error(gpuweave("mig", "generate", files / "g.csv", "--p-sup", "nan"), "field 'p_sup'")  # ValueError traceback
+    check_one_error(gpuweave("run", "packs", files / "none.json", "--timeout", 0), "field 'timeout'")  # ran every task into a kill
+    check_one_error(gpuweave("plan", "mig", files / "tasks.csv", "--gpus", 100000), "field 'gpus'")  # ran for half an hour
+    check_one_error(gpuweave("trace", "info", files / "good.csv", "--top", -1), "field 'top'")
+    check_one_error(gpuweave("trace", "cluster", files / "good.csv", "--pue", 0.5), "field 'pue'")
+    check_one_error(gpuweave("demo", "--only", "bogus", "--out", files / "d"), "unknown demo section 'bogus'")  # ran nothing, exit 0
     (files / "big.yaml").write_text("name: big\nnodes:\n  - {count: 2000000000, gpu: V100, gpus_per_node: 4}\n")
-    one_error(gpuweave("cluster", "show", files / "big.yaml"), "field 'nodes[0].count'")  # hung expanding 2e9 nodes
+    check_one_error(gpuweave("cluster", "show", files / "big.yaml"), "field 'nodes[0].count'")  # hung expanding 2e9 nodes
 
 
 def test_wrong_file_kinds(files):
     (files / "bin.csv").write_bytes(b"\x89PNG\x00\xff\xfe")
-    one_error(gpuweave("plan", "mig", "bin.csv", cwd=files), "bin.csv", "not UTF-8")  # UnicodeDecodeError traceback
-    one_error(gpuweave("plan", "mig", "tasks.csv", "--gantt", "g.txt", cwd=files), "field 'gantt'", ".png")  # matplotlib ValueError
-    one_error(gpuweave("mig", "generate", "out.txt", cwd=files), "field 'out'", ".csv")
+    check_one_error(gpuweave("plan", "mig", "bin.csv", cwd=files), "bin.csv", "not UTF-8")  # UnicodeDecodeError traceback
+    check_one_error(gpuweave("plan", "mig", "tasks.csv", "--gantt", "g.txt", cwd=files), "field 'gantt'", ".png")  # matplotlib ValueError
+    check_one_error(gpuweave("mig", "generate", "out.txt", cwd=files), "field 'out'", ".csv")
 
 
 def test_failed_simulation_leaves_no_result(files):
     (files / "bad.csv").write_text(GOOD_TRACE.replace("3600", "-5"))
-    one_error(gpuweave("simulate", "--policy", "fifo", "--trace", "bad.csv", "--out", "run", cwd=files), "bad.csv, row 1")
+    check_one_error(gpuweave("simulate", "--policy", "fifo", "--trace", "bad.csv", "--out", "run", cwd=files), "bad.csv, row 1")
     assert not (files / "run").exists()
 
 
@@ -126,10 +126,10 @@ def test_kernel_and_fikit_commands(files):
     from pathlib import Path
 
     example = Path(__file__).resolve().parents[1] / "examples" / "kernel" / "two-services.yaml"
-    one_error(gpuweave("kernel", "simulate", "adir", cwd=files), "adir", "got a directory")
-    one_error(gpuweave("kernel", "profile", "adir", "--task-key", "k", cwd=files), "adir", "got a directory")
-    one_error(gpuweave("trace", "import-torch", "adir", cwd=files), "adir", "got a directory")
-    one_error(gpuweave("kernel", "simulate", example, "--out", "afile/x.csv", cwd=files), "field 'out'")
-    one_error(gpuweave("kernel", "simulate", example, "--timeline", "g.txt", cwd=files), "field 'timeline'", ".png")
-    one_error(gpuweave("fikit", "serve", "--profiles", "nope", cwd=files), "field 'profiles'")
-    one_error(gpuweave("fikit", "serve", "--client-timeout", "-1", cwd=files), "field 'client_timeout'")
+    check_one_error(gpuweave("kernel", "simulate", "adir", cwd=files), "adir", "got a directory")
+    check_one_error(gpuweave("kernel", "profile", "adir", "--task-key", "k", cwd=files), "adir", "got a directory")
+    check_one_error(gpuweave("trace", "import-torch", "adir", cwd=files), "adir", "got a directory")
+    check_one_error(gpuweave("kernel", "simulate", example, "--out", "afile/x.csv", cwd=files), "field 'out'")
+    check_one_error(gpuweave("kernel", "simulate", example, "--timeline", "g.txt", cwd=files), "field 'timeline'", ".png")
+    check_one_error(gpuweave("fikit", "serve", "--profiles", "nope", cwd=files), "field 'profiles'")
+    check_one_error(gpuweave("fikit", "serve", "--client-timeout", "-1", cwd=files), "field 'client_timeout'")

@@ -110,6 +110,10 @@ class HadarPolicy:
             for js in view.running.values():
                 for h, k in js.placement:
                     free[h] -= k
+        return self.round_problem(view, jobs, stype, cap, free, L)
+
+    def round_problem(self, view, jobs, stype, cap, free, L: float) -> RoundProblem:
+        """The DP's input for this round: servers, queued jobs (or copies), prices' settings."""
         return RoundProblem(
             server_type=stype,
             capacity=cap,

@@ -27,7 +27,7 @@ from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.policies.hadar import HadarPolicy, cluster_arrays, queue_order
 from gpuweave.hadar.dp import DEFAULT_MAX_STATES, hadar_round
-from gpuweave.hadar.problem import QueuedJob, RoundProblem
+from gpuweave.hadar.problem import QueuedJob
 from gpuweave.hadar.throughput import view_rate_table
 
 
@@ -103,19 +103,7 @@ class HadarEPolicy(HadarPolicy):
         wanted: dict[str, tuple] = {}
         jobs = first + extra
         if jobs:
-            problem = RoundProblem(
-                server_type=stype,
-                capacity=cap,
-                free=cap.copy(),
-                num_types=len(view.models),
-                jobs=jobs,
-                round_length=L,
-                now_slot=int(math.floor(view.now / L + 1e-9)),
-                restart_delay=view.restart_delay,
-                utility=self.utility,
-                kappa=self.kappa,
-                type_names=list(view.models),
-            )
+            problem = self.round_problem(view, jobs, stype, cap, cap.copy(), L)
             result = hadar_round(problem, max_states=self.max_states)
             merged: dict[str, dict[int, int]] = {}
             for (job_id, _i), alloc in result.plan.items():
