@@ -46,8 +46,26 @@ def _mean(x: list[float]) -> float:
     return sum(x) / len(x) if x else math.nan
 
 
+class _SpeedupRatios:
+    """The ratios every two-service experiment reports (A = high priority, B = low priority)."""
+
+    __slots__ = ()
+
+    @property
+    def a_speedup(self) -> float:
+        return self.a_share / self.a_fikit
+
+    @property
+    def b_ratio(self) -> float:
+        return self.b_share / self.b_fikit
+
+    @property
+    def a_fikit_over_excl(self) -> float:
+        return self.a_fikit / self.a_excl
+
+
 @dataclass(slots=True)
-class PairResult:
+class PairResult(_SpeedupRatios):
     """IV.a: both services back-to-back from t = 0 (concurrent)."""
 
     share_model: str
@@ -66,17 +84,6 @@ class PairResult:
     share: SimResult = field(repr=False)
     fikit: SimResult = field(repr=False)
 
-    @property
-    def a_speedup(self) -> float:
-        return self.a_share / self.a_fikit
-
-    @property
-    def b_ratio(self) -> float:
-        return self.b_share / self.b_fikit
-
-    @property
-    def a_fikit_over_excl(self) -> float:
-        return self.a_fikit / self.a_excl
 
     @property
     def a_share_over_excl(self) -> float:
@@ -230,7 +237,7 @@ def task_ratio(ratios=(1, 10, 20, 30, 40, 50), m: int = 10, cfg: SimConfig | Non
 
 
 @dataclass(slots=True)
-class PreemptResult:
+class PreemptResult(_SpeedupRatios):
     """IV.c (B continuous, A periodic) or IV.d (A continuous, B periodic)."""
 
     share_model: str
@@ -245,17 +252,6 @@ class PreemptResult:
     share: SimResult | None = field(default=None, repr=False)
     fikit: SimResult | None = field(default=None, repr=False)
 
-    @property
-    def a_speedup(self) -> float:
-        return self.a_share / self.a_fikit
-
-    @property
-    def b_ratio(self) -> float:
-        return self.b_share / self.b_fikit
-
-    @property
-    def a_fikit_over_excl(self) -> float:
-        return self.a_fikit / self.a_excl
 
 
 def preemption(
