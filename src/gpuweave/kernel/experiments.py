@@ -84,7 +84,6 @@ class PairResult(_SpeedupRatios):
     share: SimResult = field(repr=False)
     fikit: SimResult = field(repr=False)
 
-
     @property
     def a_share_over_excl(self) -> float:
         return self.a_share / self.a_excl
