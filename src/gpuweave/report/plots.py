@@ -46,8 +46,10 @@ def _colors(n: int) -> list:
         cmap = matplotlib.colormaps["tab10"]
         return [cmap(i) for i in range(n)]
     if n <= 20:
+        # tab20 pairs a dark and a light shade of each hue; take all dark shades first so neighbours differ.
         cmap = matplotlib.colormaps["tab20"]
-        return [cmap(i) for i in range(n)]
+        order = list(range(0, 20, 2)) + list(range(1, 20, 2))
+        return [cmap(order[i]) for i in range(n)]
     cmap = matplotlib.colormaps["viridis"]
     return [cmap(i / max(n - 1, 1)) for i in range(n)]
 

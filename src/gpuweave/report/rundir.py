@@ -129,13 +129,14 @@ def _short(value: Any) -> str:
 
 
 def label_runs(runs: list[RunData]) -> None:
-    """Give each run a short label: the policy; with several runs also the seed, then whatever config
+    """Give each run a short label: the policy; the seed when the runs' seeds differ; then whatever config
     fields differ between runs that still share a label, and finally the directory name."""
     if len(runs) == 1:
         runs[0].label = runs[0].policy
         return
+    show_seed = len({_short(run.seed) for run in runs}) > 1
     for run in runs:
-        run.label = f"{run.policy} seed={_short(run.seed)}"
+        run.label = f"{run.policy} seed={_short(run.seed)}" if show_seed else run.policy
     groups: dict[str, list[RunData]] = {}
     for run in runs:
         groups.setdefault(run.label, []).append(run)
