@@ -88,19 +88,29 @@ def _triples(inst: Instance):
 def _solve_binary(cost, rows, offset: float, time_limit: float):
     """Solve min cost·v + offset over binaries v subject to ``rows`` = [(cols, vals, lo, hi)] with HiGHS.
     Returns (objective, solution) or None if infeasible."""
-    import highspy
-
-    nc = len(cost)
     ri = np.concatenate([np.full(len(c), i) for i, (c, _v, _l, _h) in enumerate(rows)]).astype(np.int64)
     rc = np.concatenate([np.asarray(c, dtype=np.int64) for c, _v, _l, _h in rows])
     rv = np.concatenate([np.asarray(v, dtype=float) for _c, v, _l, _h in rows])
+    lo = [lo for _c, _v, lo, _h in rows]
+    hi = [hi for _c, _v, _l, hi in rows]
+    return _solve_triplets(cost, ri, rc, rv, lo, hi, offset, time_limit)
+
+
+def _solve_triplets(cost, ri, rc, rv, lo, hi, offset: float, time_limit: float):
+    """Solve min cost·v + offset over binaries v with rows lo <= A v <= hi, A given as (row, col, value)
+    triplets (duplicates are summed), by one exact HiGHS MILP. Returns (objective, solution) or None if
+    infeasible; raises if HiGHS stops without proving optimality."""
+    import highspy
+
+    nc = len(cost)
+    nr = len(lo)
     srt = np.lexsort((rc, ri))
     ri, rc, rv = ri[srt], rc[srt], rv[srt]
     head = np.ones(ri.size, dtype=bool)
     head[1:] = (ri[1:] != ri[:-1]) | (rc[1:] != rc[:-1])
     rv = np.add.reduceat(rv, np.flatnonzero(head)) if rv.size else rv
     ri, rc = ri[head], rc[head]
-    start = np.searchsorted(ri, np.arange(len(rows) + 1))
+    start = np.searchsorted(ri, np.arange(nr + 1))
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("mip_rel_gap", 0.0)
@@ -109,16 +119,16 @@ def _solve_binary(cost, rows, offset: float, time_limit: float):
     h.setOptionValue("threads", 1)
     lp = highspy.HighsLp()
     lp.num_col_ = nc
-    lp.num_row_ = len(rows)
+    lp.num_row_ = nr
     lp.col_cost_ = np.asarray(cost, dtype=float)
     lp.col_lower_ = np.zeros(nc)
     lp.col_upper_ = np.ones(nc)
-    lp.row_lower_ = np.array([lo for _c, _v, lo, _h in rows], dtype=float)
-    lp.row_upper_ = np.array([hi for _c, _v, _l, hi in rows], dtype=float)
+    lp.row_lower_ = np.asarray(lo, dtype=float)
+    lp.row_upper_ = np.asarray(hi, dtype=float)
     lp.offset_ = float(offset)
     lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
     lp.a_matrix_.num_col_ = nc
-    lp.a_matrix_.num_row_ = len(rows)
+    lp.a_matrix_.num_row_ = nr
     lp.a_matrix_.start_ = start.astype(np.int32)
     lp.a_matrix_.index_ = rc.astype(np.int32)
     lp.a_matrix_.value_ = rv
@@ -195,8 +205,6 @@ def exact_optimum(inst: Instance, *, maximal: bool = True, time_limit: float = 6
         return _exact_paper(inst, maximal, time_limit)
     if variant != "code":
         raise ValueError(f"unknown proxy variant {variant!r} (code, paper)")
-    import highspy
-
     n, N = inst.n, inst.num_nodes
     W = inst.postpone_cost()
     Wsum = float(W.sum())
@@ -284,51 +292,15 @@ def exact_optimum(inst: Instance, *, maximal: bool = True, time_limit: float = 6
                 lo.append(need[idx])
                 hi.append(math.inf)
                 r += 1
-        ri = np.concatenate(rows_i)
-        rc = np.concatenate(rows_c)
-        rv = np.concatenate(rows_v)
-        srt = np.lexsort((rc, ri))
-        ri, rc, rv = ri[srt], rc[srt], rv[srt]
-        # merge duplicate (row, column) entries (a job's own column on the node of its non-idling row)
-        head = np.ones(ri.size, dtype=bool)
-        head[1:] = (ri[1:] != ri[:-1]) | (rc[1:] != rc[:-1])
-        rv = np.add.reduceat(rv, np.flatnonzero(head))
-        ri, rc = ri[head], rc[head]
-        start = np.searchsorted(ri, np.arange(r + 1))
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("mip_rel_gap", 0.0)
-        h.setOptionValue("mip_abs_gap", 0.0)
-        h.setOptionValue("time_limit", float(time_limit))
-        h.setOptionValue("threads", 1)
-        lp = highspy.HighsLp()
-        nc = nx + ny
-        lp.num_col_ = nc
-        lp.num_row_ = r
-        lp.col_cost_ = cost
-        lp.col_lower_ = np.zeros(nc)
-        lp.col_upper_ = np.ones(nc)
-        lp.row_lower_ = np.array(lo, dtype=float)
-        lp.row_upper_ = np.array(hi, dtype=float)
-        lp.offset_ = Wsum
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-        lp.a_matrix_.num_col_ = nc
-        lp.a_matrix_.num_row_ = r
-        lp.a_matrix_.start_ = start.astype(np.int32)
-        lp.a_matrix_.index_ = rc.astype(np.int32)
-        lp.a_matrix_.value_ = rv
-        lp.integrality_ = [highspy.HighsVarType.kInteger] * nc
-        h.passModel(lp)
-        h.run()
+        sol = _solve_triplets(
+            cost, np.concatenate(rows_i), np.concatenate(rows_c), np.concatenate(rows_v), lo, hi, Wsum, time_limit
+        )
         milps += 1
-        status = h.getModelStatus()
-        if status == highspy.HighsModelStatus.kInfeasible:
+        if sol is None:
             continue
-        if status != highspy.HighsModelStatus.kOptimal:
-            raise RuntimeError(f"HiGHS did not prove optimality: {h.modelStatusToString(status)}")
-        f = float(h.getInfo().objective_function_value)
+        f, values = sol
         if f < best_f - 1e-12:
-            x = np.asarray(h.getSolution().col_value)[:nx] > 0.5
+            x = values[:nx] > 0.5
             node_of = np.full(n, -1, dtype=np.int64)
             cfg_of = np.full(n, -1, dtype=np.int64)
             node_of[xj[x]] = xn[x]
