@@ -55,6 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuweave.andreas.model import Instance
+from gpuweave.binary_milp import solve_binary_milp
 
 EPS = 1e-9
 
@@ -93,54 +94,7 @@ def _solve_binary(cost, rows, offset: float, time_limit: float):
     rv = np.concatenate([np.asarray(v, dtype=float) for _c, v, _l, _h in rows])
     lo = [lo for _c, _v, lo, _h in rows]
     hi = [hi for _c, _v, _l, hi in rows]
-    return _solve_triplets(cost, ri, rc, rv, lo, hi, offset, time_limit)
-
-
-def _solve_triplets(cost, ri, rc, rv, lo, hi, offset: float, time_limit: float):
-    """Solve min cost·v + offset over binaries v with rows lo <= A v <= hi, A given as (row, col, value)
-    triplets (duplicates are summed), by one exact HiGHS MILP. Returns (objective, solution) or None if
-    infeasible; raises if HiGHS stops without proving optimality."""
-    import highspy
-
-    nc = len(cost)
-    nr = len(lo)
-    srt = np.lexsort((rc, ri))
-    ri, rc, rv = ri[srt], rc[srt], rv[srt]
-    head = np.ones(ri.size, dtype=bool)
-    head[1:] = (ri[1:] != ri[:-1]) | (rc[1:] != rc[:-1])
-    rv = np.add.reduceat(rv, np.flatnonzero(head)) if rv.size else rv
-    ri, rc = ri[head], rc[head]
-    start = np.searchsorted(ri, np.arange(nr + 1))
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("mip_rel_gap", 0.0)
-    h.setOptionValue("mip_abs_gap", 0.0)
-    h.setOptionValue("time_limit", float(time_limit))
-    h.setOptionValue("threads", 1)
-    lp = highspy.HighsLp()
-    lp.num_col_ = nc
-    lp.num_row_ = nr
-    lp.col_cost_ = np.asarray(cost, dtype=float)
-    lp.col_lower_ = np.zeros(nc)
-    lp.col_upper_ = np.ones(nc)
-    lp.row_lower_ = np.asarray(lo, dtype=float)
-    lp.row_upper_ = np.asarray(hi, dtype=float)
-    lp.offset_ = float(offset)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_ = nc
-    lp.a_matrix_.num_row_ = nr
-    lp.a_matrix_.start_ = start.astype(np.int32)
-    lp.a_matrix_.index_ = rc.astype(np.int32)
-    lp.a_matrix_.value_ = rv
-    lp.integrality_ = [highspy.HighsVarType.kInteger] * nc
-    h.passModel(lp)
-    h.run()
-    status = h.getModelStatus()
-    if status == highspy.HighsModelStatus.kInfeasible:
-        return None
-    if status != highspy.HighsModelStatus.kOptimal:
-        raise RuntimeError(f"HiGHS did not prove optimality: {h.modelStatusToString(status)}")
-    return float(h.getInfo().objective_function_value), np.asarray(h.getSolution().col_value)
+    return solve_binary_milp(cost, ri, rc, rv, lo, hi, offset, time_limit)
 
 
 def _exact_paper(inst: Instance, maximal: bool, time_limit: float) -> ExactResult:
@@ -292,7 +246,7 @@ def exact_optimum(inst: Instance, *, maximal: bool = True, time_limit: float = 6
                 lo.append(need[idx])
                 hi.append(math.inf)
                 r += 1
-        sol = _solve_triplets(
+        sol = solve_binary_milp(
             cost, np.concatenate(rows_i), np.concatenate(rows_c), np.concatenate(rows_v), lo, hi, Wsum, time_limit
         )
         milps += 1

@@ -387,10 +387,41 @@ class HadarDP:
             plan[jobs[i].key] = alloc
         return DPResult(value, plan, self.states, len(memo), self.capped, self.constants)
 
+    def backfill(self, result: DPResult) -> DPResult:
+        """Offer each job the DP skipped, in Q order, its FIND_ALLOC on the GPUs the plan leaves free.
 
-def hadar_round(problem: RoundProblem, *, max_states: int = DEFAULT_MAX_STATES) -> DPResult:
-    """Solve one round (§2.8 ``HADAR_ROUND`` after Q and F0 are built by the caller)."""
-    return HadarDP(problem, max_states=max_states).solve()
+        Why (ours, not in the spec): the DP gives a job only its argmax-payoff candidate *at the moment it is
+        considered* (spec A6), so when a later job is worth more on that GPU the DP skips the earlier job
+        outright, although a slower GPU is still free and would pay it a positive payoff: on the emulated
+        clusters (one GPU per node) Hadar left K80 nodes idle while jobs waited. Every added job has
+        ``mu > 0`` at the prices of the remaining free GPUs, so the plan's Eq. 8 objective only grows and no
+        selected job's placement changes. One pass suffices: free GPUs only shrink."""
+        jobs = self.p.jobs
+        F = [int(v) for v in self.p.free]
+        for alloc in result.plan.values():
+            for h, k in alloc:
+                F[h] -= k
+        plan = dict(result.plan)
+        value = result.value
+        for i, j in enumerate(jobs):
+            if j.key in plan or sum(F) < j.num_gpus:
+                continue
+            cand = self.find_alloc(i, tuple(F))
+            if cand is None:
+                continue
+            plan[j.key] = cand.alloc
+            value += cand.mu
+            for h, k in cand.alloc:
+                F[h] -= k
+        return DPResult(value, plan, self.states, result.memo_keys, result.fallback, result.constants)
+
+
+def hadar_round(problem: RoundProblem, *, max_states: int = DEFAULT_MAX_STATES, backfill: bool = False) -> DPResult:
+    """Solve one round (§2.8 ``HADAR_ROUND`` after Q and F0 are built by the caller); with ``backfill``,
+    then offer every job the DP skipped its FIND_ALLOC on what is left (:meth:`HadarDP.backfill`)."""
+    dp = HadarDP(problem, max_states=max_states)
+    result = dp.solve()
+    return dp.backfill(result) if backfill else result
 
 
 def literal_allocation(problem: RoundProblem, *, max_states: int = DEFAULT_MAX_STATES) -> DPResult:

@@ -19,6 +19,18 @@ AWS (V100, 2 K80, 2 T4) or lab (Titan RTX, T4, T400, RTX 3090, RTX A2000) cluste
 5. Aggregation: remaining steps drop by the executed total; ``X_hat <- X`` for each observed pair.
 6. A job completes at the instant its last share finishes (not at the slot end).
 
+Variants (``variant``): ``spec`` (default; the round model above, spec §3.7), ``beta`` (the paper's last-round
+rule, §VI-A: "the last round may involve beta nodes ... those beta fastest nodes": after the DP, each HadarE
+job keeps only its fastest assigned nodes, by the estimate, until their slot capacity covers its remaining
+steps, and the freed nodes go to copies of jobs not yet covered; under the spec model the DP spreads a small
+remainder over all n nodes, which then idle most of the slot) and ``beta-backfill`` (``beta`` plus
+:meth:`gpuweave.hadar.dp.HadarDP.backfill` for Hadar and HadarE: jobs the DP skipped get free nodes when their
+payoff is positive; otherwise Hadar leaves a K80 idle while a job waits because a later job was worth more on
+the T4 the earlier one wanted). ``hadar_variant``: ``replan`` (default) or ``sticky`` (paper §IV-B: running
+jobs keep their node; Fig. 6(a)'s Hadar keeps J3 on one node for four rounds while faster ones idle). With
+``beta`` a node can idle before the last round when the estimates say the assigned nodes suffice, so spec
+A9's corollary is tested on ``spec``.
+
 Throughputs: ``X_hat`` from Eq. 10 with the A13 constants (``pmi`` form selectable), true ``X`` = Eq. 10 x
 U[0.7, 1.3] per (model, node), seeded. Jobs are sized by a V100 reference duration (data/physical.toml).
 CRU = busy / (rounds x T_S x n) over full slots (and to the TTD instant as a variant).
@@ -41,6 +53,8 @@ from gpuweave.hadar.forking import copy_id, parent_of, split_steps
 from gpuweave.hadar.problem import QueuedJob, RoundProblem
 
 SCHEDULERS = ("hadare", "hadar", "gavel")
+VARIANTS = ("spec", "beta", "beta-backfill")
+HADAR_VARIANTS = ("replan", "sticky")
 PMI_FORMS = ("tflops_over_sqrt_vram", "sqrt_tflops_over_vram", "sqrt_tflops_times_vram")
 
 
@@ -116,7 +130,16 @@ def emulate(
     seed: int = 0,
     pmi_form: str = "tflops_over_sqrt_vram",
     max_rounds: int = 100_000,
+    variant: str = "spec",
+    hadar_variant: str = "replan",
+    utility: str = "raw",
 ) -> EmulationResult:
+    if variant not in VARIANTS:
+        raise InputError(f"unknown emulation variant '{variant}' (known: {', '.join(VARIANTS)})", field="variant")
+    if hadar_variant not in HADAR_VARIANTS:
+        raise InputError(f"unknown Hadar variant '{hadar_variant}' (known: {', '.join(HADAR_VARIANTS)})", field="hadar_variant")
+    if utility not in ("raw", "normalized"):
+        raise InputError(f"unknown utility '{utility}' (known: raw, normalized)", field="utility")
     if scheduler not in SCHEDULERS:
         raise InputError(f"unknown scheduler '{scheduler}' (known: {', '.join(SCHEDULERS)})", field="scheduler")
     data = load_physical()
@@ -146,7 +169,8 @@ def emulate(
             raise RuntimeError("emulation did not finish")
         t = k * slot
         active = [j for j in range(J) if np.isnan(done_at[j])]
-        assign = _assign(scheduler, active, nodes, Xhat, rem, total, slot, k, last_job, ov, max_job_count, gavel_state)
+        assign = _assign(scheduler, active, nodes, Xhat, rem, total, slot, k, last_job, ov, max_job_count, gavel_state,
+                         variant, hadar_variant, utility)
         assignments.append({i: j for i, j in assign.items()})
         busy_round = 0.0
         by_job: dict[int, list[int]] = {}
@@ -195,50 +219,107 @@ def emulate(
     )
 
 
-def _assign(scheduler, active, nodes, Xhat, rem, total, slot, k, last_job, ov, max_job_count, gavel_state) -> dict[int, int]:
+def _assign(scheduler, active, nodes, Xhat, rem, total, slot, k, last_job, ov, max_job_count, gavel_state,
+            variant: str = "spec", hadar_variant: str = "replan", utility: str = "raw") -> dict[int, int]:
     """node -> parent job index for this round."""
     n = len(nodes)
     if scheduler == "gavel":
         return _gavel_assign(active, Xhat, n, slot, k, last_job, gavel_state)
-    queued = []
     prev_node = {j: i for i, j in enumerate(last_job) if j >= 0}
     running = [j for j in active if j in prev_node]
     waiting = [j for j in active if j not in prev_node]
+    order = running + waiting
     copies = n if scheduler == "hadare" else 1
+    backfill = variant == "beta-backfill"
+    if scheduler == "hadar" and hadar_variant == "sticky":
+        # Paper §IV-B incremental mode (spec §2.11): running jobs keep their nodes; only waiting jobs are placed.
+        kept = {prev_node[j]: j for j in running}
+        free = np.array([0 if i in kept else 1 for i in range(n)], dtype=np.int64)
+        placed = _dp_assign(scheduler, waiting, {j: 1 for j in waiting}, free, Xhat, rem, total, slot, k, prev_node,
+                            ov, max_job_count, backfill, utility) if free.any() and waiting else {}
+        return {**kept, **placed}
+    out = _dp_assign(scheduler, order, {j: copies for j in order}, np.ones(n, dtype=np.int64), Xhat, rem, total,
+                     slot, k, prev_node, ov, max_job_count, backfill, utility)
+    if scheduler != "hadare" or not variant.startswith("beta"):
+        return out
+    # The paper's last-round rule (§VI-A, spec §3.1): a job whose remaining steps fit in fewer nodes runs on
+    # "those beta fastest nodes" only. Keep, per job, the fastest assigned nodes (by the estimate) until their
+    # slot capacity covers the remaining steps, free the others, and give the freed nodes to copies of jobs
+    # that are not yet covered (the same DP on the freed nodes); repeat until nothing changes.
+    usable = slot - (ov["load"] + ov["comm"] + ov["consolidate"])
+    for _ in range(n):
+        by_job: dict[int, list[int]] = {}
+        for i, j in out.items():
+            by_job.setdefault(j, []).append(i)
+        covered = set()
+        released = []
+        for j, where in by_job.items():
+            where.sort(key=lambda i: -Xhat[j, i])
+            cap = 0.0
+            for pos, i in enumerate(where):
+                cap += Xhat[j, i] * usable
+                if cap >= rem[j]:
+                    covered.add(j)
+                    released += where[pos + 1:]
+                    break
+        for i in released:
+            del out[i]
+        free = np.array([0 if i in out else 1 for i in range(n)], dtype=np.int64)
+        want = [j for j in order if j not in covered]
+        if not released or not free.any() or not want:
+            break
+        extra = _dp_assign(scheduler, want, {j: int(free.sum()) for j in want}, free, Xhat, rem, total, slot, k,
+                           prev_node, ov, max_job_count, backfill, utility)
+        if not extra:
+            break
+        out.update(extra)
+    return out
+
+
+def _dp_assign(scheduler, order, copies, free, Xhat, rem, total, slot, k, prev_node, ov, max_job_count,
+               backfill: bool, utility: str = "raw") -> dict[int, int]:
+    """One Hadar DP over copies of the jobs in ``order`` on the nodes with ``free == 1``: node -> parent."""
+    n = len(free)
+    queued = []
     # Q order: running jobs first, then waiting ones (spec A5); copies ordered by copy id, i.e. every job's
     # first copy before any second copy (ids max_job_count * i + parent grow with i).
-    for c in range(1, copies + 1):
-        for j in running + waiting:
+    for c in range(1, max(copies.values(), default=0) + 1):
+        for j in order:
+            if c > copies[j]:
+                continue
             cid = copy_id(j, c, max_job_count)
             prev = None
-            if scheduler == "hadar" and j in prev_node:
+            if scheduler == "hadar" and j in prev_node and free[prev_node[j]]:
                 prev = ((prev_node[j], 1),)
+            m = n if scheduler == "hadare" else 1
             queued.append(
                 QueuedJob(
                     key=cid,
                     num_gpus=1,
                     cons=Xhat[j].copy(),
                     uncons=Xhat[j].copy(),
-                    remaining=rem[j] / copies,
-                    total_work=total[j] / copies,
+                    remaining=rem[j] / m,
+                    total_work=total[j] / m,
                     arrival_slot=0,
                     prev=prev,
                     started=True,
                     packed_only=True,
                 )
             )
+    if not queued:
+        return {}
     problem = RoundProblem(
         server_type=np.arange(n),
         capacity=np.ones(n, dtype=np.int64),
-        free=np.ones(n, dtype=np.int64),
+        free=free,
         num_types=n,
         jobs=queued,
         round_length=slot,
         now_slot=k,
         restart_delay=ov["load"],
-        utility="raw",
+        utility=utility,
     )
-    plan = hadar_round(problem).plan
+    plan = hadar_round(problem, backfill=backfill).plan
     out = {}
     for cid, alloc in plan.items():
         parent, _ = parent_of(cid, max_job_count)

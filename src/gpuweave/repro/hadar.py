@@ -11,10 +11,13 @@ Experiments (each computed here, paper numbers from ``gpuweave/hadar/data/paper_
   §5.2 step 1 resolution); it applies to ``trace`` and ``sensitivity``.
 * ``fig5``: decision time of one round vs #jobs (32...2048), Hadar and Gavel, log-log slopes.
 * ``physical``: HadarE/Hadar/Gavel emulation on the AWS and lab clusters (:mod:`gpuweave.hadar.emulation`),
-  mixes M-1...M-12, slots 90/180/360 s: CRU, TTD, JCT ratios (Figs. 8-12).
+  mixes M-1...M-12, slots 90/180/360 s: CRU, TTD, JCT ratios (Figs. 8-12), checks C1, C3, C4; the C3 ratios
+  again for the named emulation variants (the paper's beta-node last round, backfill, sticky Hadar, the sqrt
+  PMI form, normalized utility) at slot 360 s.
 * ``fig1``: the motivating example (A7): brute-force optimum, Gavel's mechanism, Hadar's round count.
 * ``sensitivity`` (``--sensitivity``, spec §8 B7): slot length 90/180/360 s for Hadar, Gavel, Tiresias and
-  YARN-CS; Hadar's normalized utility, sticky variant and a 16x DP state budget; Gavel's
+  YARN-CS; Hadar's normalized utility, sticky variant, a 16x DP state budget, the exact round optimum
+  (HiGHS), backfill and the srpt / critical-srpt Q orders (named variants, ours); Gavel's
   ``min_total_duration`` policy; strict-FIFO YARN-CS; the communication-cost sweep kappa in {0, 1, 10}
   (spec A6). C5 (the CRU-best slot per mix, HadarE and Hadar) is part of ``physical``.
 
@@ -280,7 +283,10 @@ SENS_POLICIES = ("hadar", "gavel", "tiresias", "yarn-cs")
 
 def sensitivity_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: str = "busiest") -> list[ComparisonRow]:
     """Spec §8 B7 (report only): slot length, utility variant, sticky variant, Gavel's makespan policy, strict
-    YARN, the DP state budget, and the communication-cost sweep kappa in {0, 1, 10} (spec A6).
+    YARN, the DP state budget, and the communication-cost sweep kappa in {0, 1, 10} (spec A6); and our named
+    Hadar variants beside the paper's (report only, never the defaults): the round's exact optimum by HiGHS
+    (``solver=exact``, about 30 s per seed), backfill after the DP, and the ``srpt`` / ``critical-srpt`` Q
+    orders (:func:`gpuweave.cluster.policies.hadar.queue_order`).
 
     Every case is compared against the default runs of the same seeds; ratios against the paper's numbers are
     shown where the paper states one for that comparison (it reports only the L = 360 s defaults)."""
@@ -299,6 +305,10 @@ def sensitivity_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: s
         "kappa=0": {"hadar": (360.0, {"kappa": 0.0})},
         "kappa=10": {"hadar": (360.0, {"kappa": 10.0})},
         "DP budget 1024 states": {"hadar": (360.0, {"max_states": 1024})},
+        "solver=exact": {"hadar": (360.0, {"solver": "exact"})},
+        "backfill": {"hadar": (360.0, {"backfill": True})},
+        "order=srpt": {"hadar": (360.0, {"order": "srpt"})},
+        "order=critical-srpt": {"hadar": (360.0, {"order": "critical-srpt"})},
     }
     res: dict[str, dict[str, list[dict]]] = {c: {} for c in cases}
     for s in seeds:
@@ -334,14 +344,15 @@ def sensitivity_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: s
             rows.append(ComparisonRow("sensitivity", f"{label} TTD {p}/Hadar", paper_or_none(P[key]), m(case, p, "ttd") / m(case, "hadar", "ttd"), "x",
                                       k + ("" if case == "default" else "; the paper reports only L=360 s")))
     # Hadar variants: their ratios against the default baselines (the paper does not say which utility it used, A8).
-    for case in ("utility=normalized", "hadar_variant=sticky", "DP budget 1024 states"):
+    for case in ("utility=normalized", "hadar_variant=sticky", "DP budget 1024 states", "solver=exact", "backfill",
+                 "order=srpt", "order=critical-srpt"):
         h_ttd, h_t50 = m(case, "hadar", "ttd"), m(case, "hadar", "t50")
         note = f"{k}; Hadar {case}, baselines default"
         rows += [
             ComparisonRow("sensitivity", f"{case}: Hadar TTD", P["hadar_ttd_h"], h_ttd / 3600, "h", note),
             ComparisonRow("sensitivity", f"{case}: Hadar 50%-time", None, h_t50 / 3600, "h", note),
             ComparisonRow("sensitivity", f"{case}: Hadar median GRU", None, m(case, "hadar", "gru_median"), "fraction", note),
-            ComparisonRow("sensitivity", f"{case}: Hadar churn", P["churn"] if case != "DP budget 1024 states" else None, m(case, "hadar", "churn"), "fraction of rounds",
+            ComparisonRow("sensitivity", f"{case}: Hadar churn", P["churn"] if case in ("utility=normalized", "hadar_variant=sticky") else None, m(case, "hadar", "churn"), "fraction of rounds",
                           note + ("; sticky = the paper's §IV-B incremental mode, never changes a running job" if "sticky" in case else "")),
             ComparisonRow("sensitivity", f"{case}: TTD Gavel/Hadar", P["ttd_ratio_gavel"], m("default", "gavel", "ttd") / h_ttd, "x", note),
             ComparisonRow("sensitivity", f"{case}: TTD Tiresias/Hadar", P["ttd_ratio_tiresias"], m("default", "tiresias", "ttd") / h_ttd, "x", note),
@@ -412,21 +423,16 @@ def fig5_rows(ctx: ReproContext, reps: int) -> list[ComparisonRow]:
     return rows
 
 
-def physical_rows(ctx: ReproContext, seeds: list[int]) -> list[ComparisonRow]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def emulate_grid(seeds: list[int], base_seed: int, slots=SLOTS, **options) -> dict:
+    """Mean CRU/TTD/JCT per (cluster, mix, slot, scheduler) over ``seeds`` (physical-cluster emulation)."""
     from gpuweave.hadar.emulation import emulate
 
-    P = paper_numbers()["physical"]
     res = {}
     for cluster in ("aws", "lab"):
         for mix in MIXES:
-            for slot in SLOTS:
+            for slot in slots:
                 for s in ("hadare", "hadar", "gavel"):
-                    rs = [emulate(s, cluster, mix, slot, seed=ctx.seed + k) for k in seeds]
+                    rs = [emulate(s, cluster, mix, slot, seed=base_seed + k, **options) for k in seeds]
                     res[(cluster, mix, slot, s)] = {
                         "cru": float(np.mean([r.cru for r in rs])),
                         "ttd": float(np.mean([r.ttd for r in rs])),
@@ -435,27 +441,77 @@ def physical_rows(ctx: ReproContext, seeds: list[int]) -> list[ComparisonRow]:
                         "cru_round0": float(np.mean([np.mean(r.round_cru[:-1]) for r in rs if len(r.round_cru) > 1]))
                         if any(len(r.round_cru) > 1 for r in rs) else float("nan"),
                     }
+    return res
+
+
+C3_RATIOS = (  # (label, paper key, metric, numerator, denominator, spec range)
+    ("CRU Hadar/Gavel", "cru_hadar_vs_gavel", "cru", "hadar", "gavel", (1.00, 1.45)),
+    ("CRU HadarE/Gavel", "cru_hadare_vs_gavel", "cru", "hadare", "gavel", (1.25, 2.20)),
+    ("TTD speedup Hadar vs Gavel", "ttd_hadar_vs_gavel", "ttd", "gavel", "hadar", (1.00, 1.40)),
+    ("TTD speedup HadarE vs Hadar", "ttd_hadare_vs_hadar", "ttd", "hadar", "hadare", (1.30, 2.60)),
+    ("TTD speedup HadarE vs Gavel", "ttd_hadare_vs_gavel", "ttd", "gavel", "hadare", (1.40, 3.00)),
+    ("mean-JCT reduction Hadar vs Gavel", "jct_hadar_vs_gavel", "jct", "gavel", "hadar", (1.00, 1.50)),
+    ("mean-JCT reduction HadarE vs Gavel", "jct_hadare_vs_gavel", "jct", "gavel", "hadare", (1.50, 3.50)),
+)
+EMULATION_VARIANTS = {  # named variants beside the spec's round model (gpuweave.hadar.emulation)
+    "beta": {"variant": "beta"},
+    "beta-backfill": {"variant": "beta-backfill"},
+    "hadar sticky": {"hadar_variant": "sticky"},
+    "sqrt PMI": {"pmi_form": "sqrt_tflops_over_vram"},
+    "utility normalized": {"utility": "normalized"},
+}
+
+
+def c3_rows(res: dict, cluster: str, label: str = "") -> list[ComparisonRow]:
+    """Spec §8 C3: mean over the 7 mixes at slot 360 s of each ratio, with the spec's range."""
+    P = paper_numbers()["physical"]
+    rows = []
+    for name, key, metric, a, b, (lo, hi) in C3_RATIOS:
+        x = float(np.mean([res[(cluster, m, 360.0, a)][metric] / res[(cluster, m, 360.0, b)][metric] for m in MIXES]))
+        prefix = f"{label}: " if label else ""
+        rows.append(ComparisonRow("physical", f"{prefix}{cluster} {name}", P[key][cluster], x, "x",
+                                  f"C3 {_inrange(x, lo, hi)}; mean over 7 mixes, slot 360 s" + (f"; variant {label}" if label else "")))
+    return rows
+
+
+def c1_c4_rows(res: dict, cluster: str) -> list[ComparisonRow]:
+    """Spec §8 C1 (CRU HadarE >= Hadar >= Gavel on every mix, slots 360 and 90 s) and C4 (JCT range under
+    HadarE <= under Gavel for mixes of more than one model), as counts of mixes that hold."""
+    rows = []
+    for slot in (360.0, 90.0):
+        bad = [m for m in MIXES if not (res[(cluster, m, slot, "hadare")]["cru"] >= res[(cluster, m, slot, "hadar")]["cru"] - 1e-9
+                                        >= res[(cluster, m, slot, "gavel")]["cru"] - 2e-9)]
+        rows.append(ComparisonRow("physical", f"{cluster} C1 CRU HadarE >= Hadar >= Gavel, slot {int(slot)} s", len(MIXES), len(MIXES) - len(bad), "mixes",
+                                  "C1 must hold on every mix: " + ("ok" if not bad else "fails on " + ", ".join(bad))))
+    multi = [m for m in MIXES if m != "M-1"]
+    bad = [m for m in multi if res[(cluster, m, 360.0, "hadare")]["spread"] > res[(cluster, m, 360.0, "gavel")]["spread"] + 1e-9]
+    rows.append(ComparisonRow("physical", f"{cluster} C4 JCT range HadarE <= Gavel", len(multi), len(multi) - len(bad), "mixes",
+                              "C4 must hold on every mix with more than one model: " + ("ok" if not bad else "fails on " + ", ".join(bad))))
+    return rows
+
+
+def physical_rows(ctx: ReproContext, seeds: list[int]) -> list[ComparisonRow]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    P = paper_numbers()["physical"]
+    res = emulate_grid(seeds, ctx.seed)
     with open(ctx.out_dir / "physical_results.csv", "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["cluster", "mix", "slot_s", "scheduler", "cru", "ttd_s", "mean_jct_s", "jct_spread_s"])
-        for (c, m, sl, s), r in res.items():
-            w.writerow([c, m, int(sl), s, f"{r['cru']:.4f}", f"{r['ttd']:.1f}", f"{r['jct']:.1f}", f"{r['spread']:.1f}"])
+        w.writerow(["variant", "cluster", "mix", "slot_s", "scheduler", "cru", "ttd_s", "mean_jct_s", "jct_spread_s"])
+        variants = {"spec": res}
+        for name, options in EMULATION_VARIANTS.items():
+            variants[name] = emulate_grid(seeds, ctx.seed, slots=(360.0,), **options)
+        for name, vres in variants.items():
+            for (c, m, sl, s), r in vres.items():
+                w.writerow([name, c, m, int(sl), s, f"{r['cru']:.4f}", f"{r['ttd']:.1f}", f"{r['jct']:.1f}", f"{r['spread']:.1f}"])
     rows = []
     fig, axes = plt.subplots(2, 3, figsize=(12, 6))
     for ci, cluster in enumerate(("aws", "lab")):
-        def ratio(metric, a, b, slot=360.0, invert=False):
-            vals = [res[(cluster, m, slot, a)][metric] / res[(cluster, m, slot, b)][metric] for m in MIXES]
-            vals = [1 / v for v in vals] if invert else vals
-            return float(np.mean(vals))
-
+        rows += c3_rows(res, cluster) + c1_c4_rows(res, cluster)
         rows += [
-            ComparisonRow("physical", f"{cluster} CRU Hadar/Gavel", P["cru_hadar_vs_gavel"][cluster], ratio("cru", "hadar", "gavel"), "x", "C3 [1.00, 1.45]; mean over 7 mixes, slot 360 s"),
-            ComparisonRow("physical", f"{cluster} CRU HadarE/Gavel", P["cru_hadare_vs_gavel"][cluster], ratio("cru", "hadare", "gavel"), "x", "C3 [1.25, 2.20]"),
-            ComparisonRow("physical", f"{cluster} TTD speedup Hadar vs Gavel", P["ttd_hadar_vs_gavel"][cluster], ratio("ttd", "gavel", "hadar"), "x", "C3 [1.00, 1.40]"),
-            ComparisonRow("physical", f"{cluster} TTD speedup HadarE vs Hadar", P["ttd_hadare_vs_hadar"][cluster], ratio("ttd", "hadar", "hadare"), "x", "C3 [1.30, 2.60]"),
-            ComparisonRow("physical", f"{cluster} TTD speedup HadarE vs Gavel", P["ttd_hadare_vs_gavel"][cluster], ratio("ttd", "gavel", "hadare"), "x", "C3 [1.40, 3.00]"),
-            ComparisonRow("physical", f"{cluster} mean-JCT reduction Hadar vs Gavel", P["jct_hadar_vs_gavel"][cluster], ratio("jct", "gavel", "hadar"), "x", "C3 [1.00, 1.50]"),
-            ComparisonRow("physical", f"{cluster} mean-JCT reduction HadarE vs Gavel", P["jct_hadare_vs_gavel"][cluster], ratio("jct", "gavel", "hadare"), "x", "C3 [1.50, 3.50]"),
             ComparisonRow("physical", f"{cluster} M-5 TTD Gavel", P["m5_ttd_gavel_s"][cluster], res[(cluster, "M-5", 360.0, "gavel")]["ttd"], "s", "Fig. 9 (approx.)"),
             ComparisonRow("physical", f"{cluster} M-5 TTD Hadar", P["m5_ttd_hadar_s"][cluster], res[(cluster, "M-5", 360.0, "hadar")]["ttd"], "s", "Fig. 9 (approx.)"),
             ComparisonRow("physical", f"{cluster} M-1 HadarE CRU (rounds before the last)", None, res[(cluster, "M-1", 360.0, "hadare")]["cru_round0"], "fraction", "C2 must be >= 0.75 (nan: the job finished in one round)"),
@@ -470,6 +526,8 @@ def physical_rows(ctx: ReproContext, seeds: list[int]) -> list[ComparisonRow]:
         for slot in SLOTS:
             rows.append(ComparisonRow("physical", f"{cluster} CRU HadarE slot {int(slot)} s (mean over mixes)", None,
                                       float(np.mean([res[(cluster, m, slot, 'hadare')]['cru'] for m in MIXES])), "fraction", "Figs. 11-12"))
+        for name in EMULATION_VARIANTS:
+            rows += c3_rows(variants[name], cluster, name)
     fig.tight_layout()
     fig.savefig(ctx.out_dir / "fig8_12_physical.png", dpi=100)
     plt.close(fig)

@@ -14,6 +14,11 @@ incremental mode) and ``literal`` (Algorithm 2 exactly as printed; it never sele
 so a simulation with it cannot finish: for demonstrating the defect only). ``utility`` is ``raw``
 (effective throughput, default) or ``normalized``.
 
+Named variants beside the paper's (ours; the defaults are the spec's): ``order`` = ``fifo`` (default),
+``srpt`` or ``critical-srpt`` (Q order, :func:`queue_order`); ``solver`` = ``dp`` (default, the budgeted DP)
+or ``exact`` (the round's optimum by HiGHS, :mod:`gpuweave.hadar.exact_round`); ``backfill`` (default off:
+after the DP, offer skipped jobs the GPUs left free, :meth:`gpuweave.hadar.dp.HadarDP.backfill`).
+
 Starvation guard (ours, ``work_conserving``, default True): the spec's FIND_ALLOC (§2.8) returns None when
 the payoff U_j(tau) - cost is not positive, and U_j decays while a job waits, so a job can starve forever
 on an *idle* cluster (a property test found an LM job left pending for 46 M simulated seconds). When the
@@ -35,9 +40,10 @@ from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.policies import register_policy
 from gpuweave.hadar.dp import DEFAULT_MAX_STATES, hadar_round, literal_allocation
 from gpuweave.hadar.problem import QueuedJob, RoundProblem
-from gpuweave.hadar.throughput import view_rate_table
+from gpuweave.hadar.throughput import RateTable, view_rate_table
 
 VARIANTS = ("replan", "sticky", "literal")
+SOLVERS = ("dp", "exact")
 
 
 def cluster_arrays(view) -> tuple[np.ndarray, np.ndarray]:
@@ -47,14 +53,38 @@ def cluster_arrays(view) -> tuple[np.ndarray, np.ndarray]:
     return stype, cap
 
 
-def queue_order(view) -> list:
-    """Running jobs first (by start time), then waiting jobs by (arrival, id) (spec §2.8, A5).
+QUEUE_ORDERS = ("fifo", "srpt", "critical-srpt")
 
-    "Start time" is the job's first start, so a running job that was migrated keeps its place in Q (ordering
-    by the current segment's start would send every migrated job to the back of the running group)."""
-    running = sorted(view.running.values(), key=lambda js: (js.first_start, js.job.arrival, js.job.job_id))
-    waiting = sorted(view.pending.values(), key=lambda js: (js.job.arrival, js.job.job_id))
-    return running + waiting
+
+def queue_order(view, order: str = "fifo", table: RateTable | None = None) -> list:
+    """Q for a round; the DP and its greedy fallback favour early positions, so Q order is a priority.
+
+    * ``fifo`` (default; spec §2.8, A5): running jobs first (by first start), then waiting jobs by (arrival,
+      id). The first start, not the current segment's, so a migrated job keeps its place in Q.
+    * ``srpt`` (ours, a named variant, not the paper's): every job by its remaining time on its fastest
+      consolidated type, shortest first (ties: arrival, id). Finishes short jobs first; starts the longest
+      jobs last, which lengthens the makespan when one long job bounds it.
+    * ``critical-srpt`` (ours): first the jobs whose remaining time on their fastest type is at least the
+      load bound (remaining best-type GPU-seconds of all jobs / cluster GPUs), longest first, since any of
+      them started late pushes the makespan out; then the rest shortest first. No tuning constant.
+    """
+    if order == "fifo":
+        running = sorted(view.running.values(), key=lambda js: (js.first_start, js.job.arrival, js.job.job_id))
+        waiting = sorted(view.pending.values(), key=lambda js: (js.job.arrival, js.job.job_id))
+        return running + waiting
+    if table is None:
+        table = RateTable(view.profiles, list(view.models))
+    jobs = [*view.running.values(), *view.pending.values()]
+    left = {}
+    for js in jobs:
+        best = float(np.max(table.cons(js.job.job_type, js.job.num_gpus)))
+        left[js.job.job_id] = view.remaining(js) / best if best > 0 else math.inf
+    shortest = sorted(jobs, key=lambda js: (left[js.job.job_id], js.job.arrival, js.job.job_id))
+    if order == "srpt":
+        return shortest
+    load = sum(left[js.job.job_id] * js.job.num_gpus for js in jobs) / max(1, sum(n.num_gpus for n in view.nodes))
+    critical = [js for js in reversed(shortest) if left[js.job.job_id] >= load]
+    return critical + [js for js in shortest if left[js.job.job_id] < load]
 
 
 @register_policy("hadar")
@@ -68,6 +98,9 @@ class HadarPolicy:
         max_states: int = DEFAULT_MAX_STATES,
         kappa: float = 1.0,
         work_conserving: bool = True,
+        backfill: bool = False,
+        order: str = "fifo",
+        solver: str = "dp",
     ) -> None:
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}")
@@ -75,6 +108,13 @@ class HadarPolicy:
             raise ValueError("utility must be 'raw' or 'normalized'")
         self.variant = variant
         self.work_conserving = work_conserving
+        self.backfill = bool(backfill)
+        if order not in QUEUE_ORDERS:
+            raise ValueError(f"order must be one of {QUEUE_ORDERS}")
+        self.order = order
+        if solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}")
+        self.solver = solver
         self.starvation_rounds = 0  # rounds in which the starvation guard placed jobs
         self.utility = utility
         self.max_states = int(max_states)
@@ -130,7 +170,7 @@ class HadarPolicy:
 
     def schedule(self, view) -> Decision:
         t0 = time.perf_counter()
-        order = queue_order(view)
+        order = queue_order(view, self.order, view_rate_table(view, self))
         if self.variant == "sticky":
             order = [js for js in order if js.placement is None]
         wanted: dict[str, tuple] = {}
@@ -138,8 +178,14 @@ class HadarPolicy:
             wanted = {job_id: js.placement for job_id, js in view.running.items()}
         if order:
             problem = self.build_problem(view, order)
-            solver = literal_allocation if self.variant == "literal" else hadar_round
-            result = solver(problem, max_states=self.max_states)
+            if self.variant == "literal":
+                result = literal_allocation(problem, max_states=self.max_states)
+            elif self.solver == "exact":
+                from gpuweave.hadar.exact_round import exact_round
+
+                result = exact_round(problem, max_states=self.max_states)
+            else:
+                result = hadar_round(problem, max_states=self.max_states, backfill=self.backfill)
             wanted.update(result.plan)
             self.dp_states.append(result.states)
             self.fallback_rounds += int(result.fallback)
