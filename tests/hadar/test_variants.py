@@ -132,11 +132,21 @@ def test_variants_run_a_small_trace_to_completion(gavel_profiles, options):
     assert all(js.end is not None for js in rec.jobs)
 
 
-def test_unknown_policy_options_are_refused():
-    with pytest.raises(ValueError, match="order"):
+def test_unknown_policy_options_are_refused(tmp_path):
+    import subprocess
+    import sys
+
+    with pytest.raises(InputError, match="order"):
         make_policy("hadar", order="lifo")
-    with pytest.raises(ValueError, match="solver"):
+    with pytest.raises(InputError, match="solver"):
         make_policy("hadar", solver="magic")
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("policy: hadar\npolicy_options: {order: lifo}\njobs: 5\n")
+    r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "simulate", str(cfg), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert "order must be one of" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
 
 
 # ---------------------------------------------------------------- emulation variants

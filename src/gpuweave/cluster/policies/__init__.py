@@ -59,5 +59,5 @@ def make_policy(name: str, **options):
     cls = policy_class(name)
     try:
         return cls(**options)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # unknown keyword, or a value the policy refuses
         raise InputError(f"bad options for policy '{name}': {exc}", field="policy_options") from None
