@@ -39,3 +39,14 @@ def test_ttd_t50_churn():
     assert hm.ttd(rec) == 900.0 and hm.time_to_fraction(rec, 0.5) == 540.0
     assert hm.churn(rec, 360.0) == pytest.approx(1 / 3)
     assert hm.mean_jct(rec) == pytest.approx(720.0)
+
+
+def test_backlog_rounds():
+    a = JobState(Job("a", 0.0, 2, 1.0, "t"), 0.0, end=540.0)
+    c = JobState(Job("c", 0.0, 1, 1.0, "t"), 0.0, end=1000.0)
+    segs = [
+        Segment("a", 0.0, 540.0, ((0, 2),), 1.0, 0.0),
+        Segment("c", 720.0, 1000.0, ((0, 1),), 1.0, 0.0),  # waits two rounds, starts in the third
+    ]
+    rec = SimulationRecords([a, c], segs, [], [], ["V100"], 4, {"V100": 4}, 0.0, 0.0, 0.0, 1000.0, 0, 0)
+    assert list(hm.backlog_rounds(rec, 360.0)) == [True, True, False]
