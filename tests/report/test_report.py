@@ -29,7 +29,7 @@ def test_plots_one_and_several_runs(tmp_path):
     one = load_runs([write_run_dir(tmp_path / "a")])
     assert one[0].label == "fifo"
     files = plot_runs(one, tmp_path / "one")
-    assert [p.name for _, p in files] == ["jct_cdf.png", "completed_jobs.png", "busy_gpus.png", "power.png"]
+    assert [p.name for _, p in files] == ["jct_cdf.png", "completed_jobs.png", "busy_gpus.png", "gru_cdf.png", "power.png"]
     for _, p in files:
         assert_png(p)
 
@@ -63,7 +63,7 @@ def test_report_is_self_contained_and_has_numbers(tmp_path):
     text = report.read_text()
     assert 'src="http' not in text and "<script" not in text and "<link" not in text and "url(" not in text
     srcs = re.findall(r'src="([^"]+)"', text)
-    assert len(srcs) == 4 and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert len(srcs) == 5 and all(s.startswith("data:image/png;base64,") for s in srcs)
     assert base64.b64decode(srcs[0].split(",", 1)[1])[:8] == PNG_MAGIC
     # summary numbers of both runs, and the comparison against the first run
     for number in ("1,234.5", "617.5", "42.125", "0.8125", "0.6250"):
@@ -72,7 +72,7 @@ def test_report_is_self_contained_and_has_numbers(tmp_path):
     assert '<td class="best">617.5 (' in text  # lower JCT is better
     assert '<td class="best">11' not in text  # both completed 11 jobs: no best
     assert "<title>Policy comparison</title>" in text
-    for png in ("jct_cdf.png", "completed_jobs.png", "busy_gpus.png", "power.png"):
+    for png in ("jct_cdf.png", "completed_jobs.png", "busy_gpus.png", "gru_cdf.png", "power.png"):
         assert_png(tmp_path / "out" / png)
 
 
@@ -200,3 +200,20 @@ def test_end_to_end_real_simulation(tmp_path):
     assert format_value(float(written["avg_jct_s"])) in text and format_value(float(written["utilization"])) in text
     assert metrics["jobs"] == 30
     assert_png(tmp_path / "out" / "busy_gpus.png")
+
+
+def test_gru_per_round_from_a_run_directory_matches_the_records(tmp_path):
+    import numpy as np
+
+    from gpuweave.cluster.config import SimulationConfig
+    from gpuweave.cluster.run import run_simulation, simulate
+    from gpuweave.hadar import metrics as hm
+    from gpuweave.report.plots import gru_per_round
+
+    cfg = SimulationConfig(policy="gavel", cluster="gavel-60", jobs=25, rate_per_hour=20, seed=3)
+    rec = simulate(cfg)
+    run_simulation(cfg, tmp_path / "run")
+    gru, w = gru_per_round(load_runs([tmp_path / "run"])[0], 360.0)
+    # the records' GRU counts rounds from t = 0; the run directory's from the first arrival (also 0 here)
+    assert np.allclose(gru, hm.gru_per_round(rec, 360.0), atol=1e-9)
+    assert np.allclose(w, hm.round_weights(rec, 360.0))

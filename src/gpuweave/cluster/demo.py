@@ -2,7 +2,8 @@
 
 The trace is the bundled ``philly-like-200.csv`` (Gavel's Philly distribution over the bundled Gavel
 throughputs, 4 jobs/hour, seed 0; see workload/data/SOURCES.md), run on the bundled Gavel-style cluster
-(20 V100, 20 P100, 20 K80): one comparison table and the JCT CDF, completion, busy-GPU and power plots.
+(20 V100, 20 P100, 20 K80): one comparison table and the JCT CDF, completion, busy-GPU, GRU CDF (utilisation per
+360 s round, Hadar's Fig. 3) and power plots.
 ``--quick`` generates a 60-job trace with the same distribution instead.
 """
 

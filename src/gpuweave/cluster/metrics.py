@@ -66,3 +66,23 @@ def summarize(rec: SimulationRecords) -> dict[str, float | int]:
     for m, u in by_model.items():
         out[f"utilization_{m}"] = float(u)
     return out
+
+
+def step_mean_per_interval(times, levels, edges):
+    """Mean of a right-continuous step function over each interval ``[edges[k], edges[k+1])``.
+
+    ``times`` are sorted breakpoints and ``levels[i]`` the value from ``times[i]`` to the next breakpoint (0
+    before the first and after the last). Used for GPU utilisation per scheduling round. O(n + m)."""
+    import numpy as np
+
+    t = np.asarray(times, dtype=float)
+    level = np.asarray(levels, dtype=float)
+    edges = np.asarray(edges, dtype=float)
+    if t.size == 0:
+        return np.zeros(max(0, edges.size - 1))
+    integral = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(t))])
+    at_edges = np.interp(edges, t, integral, left=0.0, right=integral[-1])
+    length = np.diff(edges)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(length > 0, np.diff(at_edges) / length, 0.0)
+

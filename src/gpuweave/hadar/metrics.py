@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+from gpuweave.cluster.metrics import step_mean_per_interval
+
 
 def gru_per_round(rec, round_length: float, include_restart: bool = True) -> np.ndarray:
     ttd = rec.end_time
@@ -33,15 +35,8 @@ def gru_per_round(rec, round_length: float, include_restart: bool = True) -> np.
     if not times:
         return np.zeros(n)
     order = np.argsort(times, kind="stable")
-    t = np.asarray(times)[order]
     level = np.cumsum(np.asarray(deltas, dtype=float)[order])
-    # integral of the busy-GPU step function up to each breakpoint
-    integral = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(t))])
-    at_edges = np.interp(edges, t, integral, left=0.0, right=integral[-1])
-    busy = np.diff(at_edges)
-    length = np.diff(edges)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(length > 0, busy / (rec.total_gpus * length), 0.0)
+    return step_mean_per_interval(np.asarray(times)[order], level, edges) / rec.total_gpus
 
 
 def round_weights(rec, round_length: float) -> np.ndarray:

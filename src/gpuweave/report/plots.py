@@ -192,6 +192,43 @@ def plot_power(runs: Sequence[RunData], path: Path) -> Path:
     return _save(fig, path)
 
 
+GRU_ROUND_S = 360.0
+
+
+def gru_per_round(run: RunData, round_length: float = GRU_ROUND_S) -> tuple[np.ndarray, np.ndarray]:
+    """(GPU utilisation per round of ``round_length`` s, round lengths) from first arrival to the last
+    completion: busy GPU-seconds / (cluster GPUs x round length), the last round partial (Hadar's GRU,
+    spec hadar.md §5.6, from a run directory's timeseries)."""
+    from gpuweave.cluster.metrics import step_mean_per_interval
+
+    ts = run.timeseries
+    total = float((run.summary.get("cluster") or {}).get("total_gpus") or 0) or float(ts["busy_total"].max() or 1)
+    t0 = float(run.jobs["arrival"].min())
+    ends = run.jobs["end"].to_numpy(dtype=float)
+    end = float(np.nanmax(ends)) if np.isfinite(ends).any() else float(ts["time"].max())
+    n = max(1, math.ceil((end - t0) / round_length - 1e-9))
+    edges = np.minimum(t0 + np.arange(n + 1) * round_length, end)
+    busy = step_mean_per_interval(ts["time"].to_numpy(dtype=float), ts["busy_total"].to_numpy(dtype=float), edges)
+    return busy / total, np.diff(edges)
+
+
+def plot_gru_cdf(runs: Sequence[RunData], path: Path, round_length: float = GRU_ROUND_S) -> Path:
+    """CDF over time of the GPU utilisation per round (Hadar's Fig. 3 style), one line per run."""
+    fig, axes = _figure()
+    ax = axes[0, 0]
+    for run, color in zip(runs, _colors(len(runs))):
+        gru, w = gru_per_round(run, round_length)
+        order = np.argsort(gru, kind="stable")
+        if w.sum() > 0:
+            ax.step(100 * gru[order], np.cumsum(w[order]) / w.sum(), where="post", color=color, label=plot_text(run.label))
+    ax.set_xlabel(f"GPU utilisation per {round_length:g} s round (%)")
+    ax.set_ylabel("fraction of time")
+    ax.set_title("GPU resource utilisation (GRU) CDF")
+    ax.grid(True, alpha=0.3)
+    _legend(ax, len(runs))
+    return _save(fig, path)
+
+
 def plot_runs(runs: Sequence[RunData], out_dir: Path) -> list[tuple[str, Path]]:
     """All run plots into ``out_dir``: ``[(caption, png_path), ...]``."""
     out_dir = Path(out_dir)
@@ -199,6 +236,7 @@ def plot_runs(runs: Sequence[RunData], out_dir: Path) -> list[tuple[str, Path]]:
         ("Job completion time CDF", plot_jct_cdf(runs, out_dir / "jct_cdf.png")),
         ("Completed jobs over time", plot_completed_over_time(runs, out_dir / "completed_jobs.png")),
         ("Busy GPUs over time by model", plot_busy_gpus(runs, out_dir / "busy_gpus.png")),
+        ("GPU utilisation per 360 s round, CDF over time (GRU)", plot_gru_cdf(runs, out_dir / "gru_cdf.png")),
         ("Power over time", plot_power(runs, out_dir / "power.png")),
     ]
 
