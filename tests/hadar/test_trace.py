@@ -151,3 +151,14 @@ def test_job_without_any_throughput_is_bad_input(gavel_profiles):
 
     with pytest.raises(InputError):
         Simulator(nodes_of([("V100", 4)]), [Job("x", 0.0, 1, 10.0, "NoSuchModel")], make_policy("hadar"), gavel_profiles, POWER)
+
+
+def test_reference_gpu_sets_work_from_duration(gavel_profiles):
+    v = hadar_workload(1, 40, gavel_profiles)
+    p = hadar_workload(1, 40, gavel_profiles, reference_gpu="P100")
+    for a, b in zip(v, p):
+        assert (a.job_id, a.job_type, a.num_gpus, a.duration) == (b.job_id, b.job_type, b.num_gpus, b.duration)
+        assert b.work == pytest.approx(b.duration * gavel_profiles.rate(b.job_type, "P100", b.num_gpus, True))
+        assert a.work == pytest.approx(a.duration * gavel_profiles.rate(a.job_type, "V100", a.num_gpus, True))
+    with pytest.raises(InputError, match="unknown reference GPU"):
+        hadar_workload(1, 40, gavel_profiles, reference_gpu="H100")

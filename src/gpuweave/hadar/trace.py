@@ -235,14 +235,29 @@ def build_jobs(pool: dict, n: int, seed: int, profiles, reference_gpu: str = "V1
     return jobs
 
 
+REFERENCE_GPUS = ("V100", "P100", "K80")
+
+
+def check_reference_gpu(name: str) -> str:
+    if name not in REFERENCE_GPUS:
+        raise InputError(f"unknown reference GPU '{name}' (known: {', '.join(REFERENCE_GPUS)})", field="reference_gpu")
+    return name
+
+
 def hadar_workload(seed: int = 0, n: int = 480, profiles=None, pool_path: str | Path | None = None,
-                   window: str = DEFAULT_WINDOW) -> list[Job]:
-    """The 480-job workload for one seed (the bundled pool of ``window`` unless ``pool_path``)."""
+                   window: str = DEFAULT_WINDOW, reference_gpu: str = "V100") -> list[Job]:
+    """The 480-job workload for one seed (the bundled pool of ``window`` unless ``pool_path``).
+
+    ``reference_gpu``: the GPU on which a Philly duration is taken to have run, so work = duration x rate there.
+    V100 is the spec's (§5.2 step 9, Gavel's convention); P100 is closer to Philly's own hardware (12 GB / 24 GB
+    Pascal GPUs), a sensitivity: work scales by each job type's P100/V100 speed ratio (below 1 for most
+    types; Gavel measured ResNet-18 at small batches faster on P100)."""
+    check_reference_gpu(reference_gpu)
     if profiles is None:
         from gpuweave.workload.profiles import load_profiles
 
         profiles = load_profiles()
-    return build_jobs(load_pool(pool_path, window), n, seed, profiles)
+    return build_jobs(load_pool(pool_path, window), n, seed, profiles, reference_gpu=reference_gpu)
 
 
 def fallback_jobs(n: int, seed: int, profiles) -> list[Job]:

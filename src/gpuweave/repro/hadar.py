@@ -8,7 +8,8 @@ Experiments (each computed here, paper numbers from ``gpuweave/hadar/data/paper_
   GRU per round and its CDF (Fig. 3), completed jobs over time (Fig. 4), churn, DP fallbacks. Seeds:
   ``--seeds N`` (quick default 1; ``--full`` 3). ``--window busiest|daily-03-10|busiest-diverse`` picks
   the Philly window rule of the workload (:mod:`gpuweave.hadar.trace`; default ``busiest``, the spec's
-  §5.2 step 1 resolution); it applies to ``trace`` and ``sensitivity``.
+  §5.2 step 1 resolution); it applies to ``trace`` and ``sensitivity``. ``--reference-gpu`` (default V100,
+  spec §5.2 step 9) is the GPU whose rate turns a duration into work (trace only).
 * ``fig5``: decision time of one round vs #jobs (32...2048), Hadar and Gavel, log-log slopes.
 * ``physical``: HadarE/Hadar/Gavel emulation on the AWS and lab clusters (:mod:`gpuweave.hadar.emulation`),
   mixes M-1...M-12, slots 90/180/360 s: CRU, TTD, JCT ratios (Figs. 8-12), checks C1, C3, C4; the C3 ratios
@@ -151,11 +152,11 @@ def critical_path_h(jobs, env) -> float:
 
 
 def run_trace(seed: int, n_jobs: int = 480, policies=TRACE_POLICIES, round_length: float = 360.0,
-              window: str = "busiest") -> dict:
+              window: str = "busiest", reference_gpu: str = "V100") -> dict:
     from gpuweave.hadar.trace import hadar_workload
 
     env = _trace_env()
-    jobs = hadar_workload(seed, n_jobs, env[0], window=window)
+    jobs = hadar_workload(seed, n_jobs, env[0], window=window, reference_gpu=reference_gpu)
     out = {name: simulate_policy(name, jobs, env, seed, round_length) for name in policies}
     lb = critical_path_h(jobs, env)
     widths = sorted({j.num_gpus for j in jobs})
@@ -209,11 +210,12 @@ WINDOW_NOTES = {
 }
 
 
-def trace_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: str = "busiest") -> list[ComparisonRow]:
+def trace_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: str = "busiest",
+               reference_gpu: str = "V100") -> list[ComparisonRow]:
     P = paper_numbers()["trace"]
     per_seed = []
     for s in seeds:
-        res = run_trace(ctx.seed + s, n_jobs, window=window)
+        res = run_trace(ctx.seed + s, n_jobs, window=window, reference_gpu=reference_gpu)
         per_seed.append(res)
         if s == seeds[0]:
             _plot_trace(res, ctx.out_dir)
@@ -231,7 +233,7 @@ def trace_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: str = "
     ttd = {p: mean("ttd", p) for p in TRACE_POLICIES}
     t50 = {p: mean("t50", p) for p in TRACE_POLICIES}
     gru = {p: mean("gru_median", p) for p in TRACE_POLICIES}
-    k = f"mean of {len(seeds)} seed(s), {n_jobs}-job Philly sample (window {window}), L=360 s"
+    k = f"mean of {len(seeds)} seed(s), {n_jobs}-job Philly sample (window {window}, work = duration x {reference_gpu} rate), L=360 s"
     first = per_seed[0]
     lb = mean("critical_path_h", "hadar")
     workload = (f"workload: {100 * mean('single_gpu_fraction', 'hadar'):.0f}% of jobs W=1, {mean('xl_jobs', 'hadar'):.1f} XL jobs "
@@ -633,13 +635,14 @@ def fig1_rows() -> list[ComparisonRow]:
     "hadar",
     title="Hadar/HadarE vs Gavel, Tiresias, YARN-CS: trace TTD ratios, GRU, scalability, physical-cluster emulation",
     paper="Sultana et al., arXiv 2503.10918 (Hadar, IPDPS'24 + HadarE)",
-    options={"jobs": int, "skip_trace": bool, "skip_physical": bool, "sensitivity": bool, "window": str},
+    options={"jobs": int, "skip_trace": bool, "skip_physical": bool, "sensitivity": bool, "window": str, "reference_gpu": str},
 )
 def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
     """``--sensitivity`` adds the spec's B7 runs and the kappa sweep (about a minute per seed). ``--window``
     picks the Philly window rule of the trace workload (busiest, daily-03-10, busiest-diverse; default busiest
-    by the spec's §5.2 step 1, see :mod:`gpuweave.hadar.trace`)."""
-    from gpuweave.hadar.trace import DEFAULT_WINDOW, check_window
+    by the spec's §5.2 step 1, see :mod:`gpuweave.hadar.trace`). ``--reference-gpu V100|P100|K80``: the GPU whose
+    rate turns a Philly duration into work (default V100, spec §5.2 step 9)."""
+    from gpuweave.hadar.trace import DEFAULT_WINDOW, check_reference_gpu, check_window
 
     seeds = list(range(ctx.reps if ctx.reps is not None else (3 if ctx.full else 1)))
     n_jobs = int(ctx.options.get("jobs", 480))
@@ -648,10 +651,11 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
 
         raise InputError(f"--jobs must be at least 1, got {n_jobs}", field="jobs")
     window = check_window(str(ctx.options.get("window", DEFAULT_WINDOW)))
+    reference_gpu = check_reference_gpu(str(ctx.options.get("reference_gpu", "V100")))
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     rows = fig1_rows()
     if not ctx.options.get("skip_trace"):
-        rows += trace_rows(ctx, seeds, n_jobs, window)
+        rows += trace_rows(ctx, seeds, n_jobs, window, reference_gpu)
     if ctx.options.get("sensitivity"):
         rows += sensitivity_rows(ctx, seeds, n_jobs, window)
     rows += fig5_rows(ctx, 3 if ctx.full else 1)
