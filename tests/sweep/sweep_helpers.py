@@ -8,6 +8,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from gpuweave.fingerprint import code_fingerprint
+
 
 def _log_execution(run_dir: Path, config) -> None:
     log = run_dir.parent.parent / "executed.log"
@@ -34,7 +36,7 @@ def fake_runner(config, run_dir) -> dict:
     (staging / "timeseries.csv").write_text("time,busy_V100,busy_total,power_w\n0,2,2,500\n100,1,1,400\n200,0,0,300\n")
     metrics = {"jobs": config.jobs, "completed": config.jobs, "avg_jct_s": avg, "p99_jct_s": 2 * avg,
                "makespan_s": 5000.0, "utilization": 0.5 * load, "energy_kwh": 3.0, "cost": 1.5}
-    summary = {"gpuweave_version": "test", "config": config.model_dump(mode="json"), "seed": config.seed,
+    summary = {"gpuweave_version": "test", "gpuweave_code": code_fingerprint(), "config": config.model_dump(mode="json"), "seed": config.seed,
                "policy": config.policy, "cluster": {"total_gpus": 2, "gpus_by_model": {"V100": 2}},
                "metrics": metrics}
     (staging / "summary.json").write_text(json.dumps(summary))

@@ -129,6 +129,14 @@ def test_run_sweep_writes_tables_and_caches_finished_cells(tmp_path):
     run_sweep(spec, LocalExecutor(workers=1), progress=False, runner=fake_runner, report=False)
     assert len(executed(out)) == 10
 
+    # a run made by other gpuweave code (its stamp differs) is run again, and only that one
+    path = out / "runs" / df.key[2] / "summary.json"
+    stale = json.loads(path.read_text())
+    stale["gpuweave_code"] = "0" * 16
+    path.write_text(json.dumps(stale))
+    again = run_sweep(spec, LocalExecutor(workers=1), progress=False, runner=fake_runner, report=False)
+    assert len(executed(out)) == 11 and int((~again["cached"]).sum()) == 1
+
 
 def test_failed_cell_is_reported_and_retried(tmp_path):
     data = {"base": {"jobs": 4}, "grid": {"policy": ["fifo", "boom"], "rate_per_hour": [30, 90]}}

@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 from gpuweave import __version__
+from gpuweave.fingerprint import code_fingerprint
 from gpuweave.cluster.simulator import SimulationRecords
 from gpuweave.staging import staged_directory
 
@@ -59,6 +60,7 @@ def write_run(rec: SimulationRecords, summary: dict, config: dict, out_dir: Path
         _write_timeseries(rec, staging / "timeseries.csv")
         payload = {
             "gpuweave_version": __version__,
+            "gpuweave_code": code_fingerprint(),
             "config": config,
             "seed": config.get("seed"),
             "policy": config.get("policy"),

@@ -7,8 +7,9 @@ Layout of ``spec.out``::
     sweep_summary.json     the spec, counts, failures and the per-group means
     report/report.html     comparison report (per-run plots for small sweeps, aggregate plot always)
 
-A cell whose ``runs/<key>/summary.json`` exists and reads back is not run again. A failed cell leaves no
-``summary.json`` (``run_simulation`` stages its files), so the next run retries it.
+A cell whose ``runs/<key>/summary.json`` exists, reads back and carries the current code's stamp
+(:mod:`gpuweave.fingerprint`) is not run again; a run made by other gpuweave code is run again. A failed cell
+leaves no ``summary.json`` (``run_simulation`` stages its files), so the next run retries it.
 """
 
 from __future__ import annotations
@@ -67,16 +68,19 @@ def run_cell(task: CellTask) -> dict[str, Any]:
     return {"status": "ok", "error": None, "seconds": time.perf_counter() - start}
 
 
-def finished_metrics(run_dir: Path) -> dict[str, Any] | None:
-    """The metrics of a finished run directory, or None if it has no readable summary.json."""
+def finished_metrics(run_dir: Path, *, current_code_only: bool = False) -> dict[str, Any] | None:
+    """The metrics of a finished run directory, or None if it has no readable summary.json (or, with
+    ``current_code_only``, if the run was made by other gpuweave code: its ``gpuweave_code`` stamp differs)."""
+    from gpuweave.fingerprint import code_fingerprint
     from gpuweave.report.rundir import read_summary
 
     try:
-        return read_summary(run_dir / "summary.json")["metrics"]
-    except InputError:
+        summary = read_summary(run_dir / "summary.json")
+    except (InputError, OSError):
         return None
-    except OSError:
+    if current_code_only and summary.get("gpuweave_code") != code_fingerprint():
         return None
+    return summary["metrics"]
 
 
 def _cell_value(value: Any) -> Any:
@@ -164,7 +168,7 @@ def run_sweep(
 
     metrics: dict[int, dict[str, Any]] = {}
     for cell in cells:
-        m = finished_metrics(runs_dir / cell.key)
+        m = finished_metrics(runs_dir / cell.key, current_code_only=True)
         if m is not None:
             metrics[cell.index] = m
     todo = [c for c in cells if c.index not in metrics]
