@@ -113,17 +113,22 @@ def fake_view(jobs, remaining, running=()):
 
 
 def test_queue_orders():
-    jobs = [Job(f"j{i}", 0.0, 1, 1.0, "m") for i in range(4)]
-    left = {"j0": 400.0, "j1": 40_000.0, "j2": 4.0, "j3": 4_000.0}
-    view = fake_view(jobs, left, running=("j3",))
+    jobs = [Job(f"j{i}", 0.0, 1, 1.0, "m") for i in range(5)]
+    # best rate 2 (V100): left = remaining / 2 = 200, 20,000, 2, 2,000 and 8,000 s
+    remaining = {"j0": 400.0, "j1": 40_000.0, "j2": 4.0, "j3": 4_000.0, "j4": 16_000.0}
+    view = fake_view(jobs, remaining, running=("j3",))
     ids = lambda order: [js.job.job_id for js in queue_order(view, order)]
-    assert ids("fifo") == ["j3", "j0", "j1", "j2"]  # running first, then by (arrival, id)
-    assert ids("srpt") == ["j2", "j0", "j3", "j1"]
-    # load bound = 22,202 best-type seconds x 1 GPU / 4 GPUs = 5,551 s: only j1 (20,000 s) is critical
-    assert ids("critical-srpt") == ["j1", "j2", "j0", "j3"]
+    assert ids("fifo") == ["j3", "j0", "j1", "j2", "j4"]  # running first, then by (arrival, id)
+    assert ids("srpt") == ["j2", "j0", "j3", "j4", "j1"]
+    # H = max(20,000, 30,202 / 4 GPUs) = 20,000 s: only j1 has under one round (360 s) of slack; j4 (8,000 s)
+    # can wait although it is above the load bound
+    assert ids("slack-srpt") == ["j1", "j2", "j0", "j3", "j4"]
+    # with one round left of slack, a second job turns critical, least slack first
+    remaining["j4"] = 39_400.0  # left 19,700 s: slack 300 s
+    assert ids("slack-srpt") == ["j1", "j4", "j2", "j0", "j3"]
 
 
-@pytest.mark.parametrize("options", [{"order": "srpt"}, {"order": "critical-srpt"}, {"solver": "exact"}, {"backfill": True}])
+@pytest.mark.parametrize("options", [{"order": "srpt"}, {"order": "slack-srpt"}, {"solver": "exact"}, {"backfill": True}])
 def test_variants_run_a_small_trace_to_completion(gavel_profiles, options):
     nodes = nodes_of([("V100", 2), ("P100", 2), ("K80", 2)])
     jt = "ResNet-18 (batch size 32)"

@@ -15,7 +15,7 @@ so a simulation with it cannot finish: for demonstrating the defect only). ``uti
 (effective throughput, default) or ``normalized``.
 
 Named variants beside the paper's (ours; the defaults are the spec's): ``order`` = ``fifo`` (default),
-``srpt`` or ``critical-srpt`` (Q order, :func:`queue_order`); ``solver`` = ``dp`` (default, the budgeted DP)
+``srpt`` or ``slack-srpt`` (Q order, :func:`queue_order`); ``solver`` = ``dp`` (default, the budgeted DP)
 or ``exact`` (the round's optimum by HiGHS, :mod:`gpuweave.hadar.exact_round`); ``backfill`` (default off:
 after the DP, offer skipped jobs the GPUs left free, :meth:`gpuweave.hadar.dp.HadarDP.backfill`).
 
@@ -53,20 +53,22 @@ def cluster_arrays(view) -> tuple[np.ndarray, np.ndarray]:
     return stype, cap
 
 
-QUEUE_ORDERS = ("fifo", "srpt", "critical-srpt")
+QUEUE_ORDERS = ("fifo", "srpt", "slack-srpt")
 
 
-def queue_order(view, order: str = "fifo", table: RateTable | None = None) -> list:
+def queue_order(view, order: str = "fifo", table: RateTable | None = None, round_length: float = 360.0) -> list:
     """Q for a round; the DP and its greedy fallback favour early positions, so Q order is a priority.
 
     * ``fifo`` (default; spec §2.8, A5): running jobs first (by first start), then waiting jobs by (arrival,
       id). The first start, not the current segment's, so a migrated job keeps its place in Q.
     * ``srpt`` (ours, a named variant, not the paper's): every job by its remaining time on its fastest
-      consolidated type, shortest first (ties: arrival, id). Finishes short jobs first; starts the longest
-      jobs last, which lengthens the makespan when one long job bounds it.
-    * ``critical-srpt`` (ours): first the jobs whose remaining time on their fastest type is at least the
-      load bound (remaining best-type GPU-seconds of all jobs / cluster GPUs), longest first, since any of
-      them started late pushes the makespan out; then the rest shortest first. No tuning constant.
+      consolidated type ("left"), shortest first (ties: arrival, id). Finishes short jobs first; starts the
+      longest jobs last, which lengthens the makespan when one long job bounds it.
+    * ``slack-srpt`` (ours): shortest first, except for jobs that could no longer wait. The remaining makespan
+      is at least ``H = max(max_j left_j, sum_j W_j left_j / G)``; a job whose slack ``H - left_j`` is under one
+      round would push the makespan past that bound if it started a round later, so such jobs go first (least
+      slack first), then the rest shortest first. As the longest job runs, H falls by one round per round and
+      the next long jobs become critical just in time. No tuning constant.
     """
     if order == "fifo":
         running = sorted(view.running.values(), key=lambda js: (js.first_start, js.job.arrival, js.job.job_id))
@@ -80,11 +82,12 @@ def queue_order(view, order: str = "fifo", table: RateTable | None = None) -> li
         best = float(np.max(table.cons(js.job.job_type, js.job.num_gpus)))
         left[js.job.job_id] = view.remaining(js) / best if best > 0 else math.inf
     shortest = sorted(jobs, key=lambda js: (left[js.job.job_id], js.job.arrival, js.job.job_id))
-    if order == "srpt":
+    if order == "srpt" or not jobs:
         return shortest
     load = sum(left[js.job.job_id] * js.job.num_gpus for js in jobs) / max(1, sum(n.num_gpus for n in view.nodes))
-    critical = [js for js in reversed(shortest) if left[js.job.job_id] >= load]
-    return critical + [js for js in shortest if left[js.job.job_id] < load]
+    horizon = max(load, max(left.values()))
+    critical = [js for js in reversed(shortest) if horizon - left[js.job.job_id] < round_length]
+    return critical + [js for js in shortest if horizon - left[js.job.job_id] >= round_length]
 
 
 @register_policy("hadar")
@@ -170,7 +173,7 @@ class HadarPolicy:
 
     def schedule(self, view) -> Decision:
         t0 = time.perf_counter()
-        order = queue_order(view, self.order, view_rate_table(view, self))
+        order = queue_order(view, self.order, view_rate_table(view, self), float(view.round_length or self.round_length))
         if self.variant == "sticky":
             order = [js for js in order if js.placement is None]
         wanted: dict[str, tuple] = {}

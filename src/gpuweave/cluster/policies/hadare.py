@@ -43,9 +43,11 @@ class HadarEPolicy(HadarPolicy):
         kappa: float = 1.0,
         max_copies: int | None = None,
         work_conserving: bool = True,
+        order: str = "fifo",
     ) -> None:
         super().__init__(
-            variant="replan", utility=utility, max_states=max_states, kappa=kappa, work_conserving=work_conserving
+            variant="replan", utility=utility, max_states=max_states, kappa=kappa, work_conserving=work_conserving,
+            order=order,
         )
         self.max_copies = max_copies
 
@@ -57,7 +59,7 @@ class HadarEPolicy(HadarPolicy):
         largest = int(cap.max())
         n_nodes = len(view.nodes)
         n_copies = n_nodes if self.max_copies is None else max(1, min(n_nodes, int(self.max_copies)))
-        order = queue_order(view)
+        order = queue_order(view, self.order, table, L)
         first: list[QueuedJob] = []
         extra: list[QueuedJob] = []
         extra_gpus = 0
