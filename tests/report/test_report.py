@@ -53,6 +53,10 @@ def test_labels_disambiguate_by_differing_config(tmp_path):
     labels = [r.label for r in load_runs([a, b, c])]
     # all seeds equal: the seed is not repeated in every label
     assert labels == ["fifo rate_per_hour=30", "fifo rate_per_hour=60 (b)", "fifo rate_per_hour=60 (c)"]
+    # policy options read next to the policy's name; the run without options keeps the bare name
+    d = write_run_dir(tmp_path / "d", policy="hadar", extra_config={"policy_options": {}})
+    e = write_run_dir(tmp_path / "e", policy="hadar", extra_config={"policy_options": {"order": "srpt", "backfill": True}})
+    assert [r.label for r in load_runs([d, e])] == ["hadar", "hadar[backfill=True,order=srpt]"]
 
 
 def test_report_is_self_contained_and_has_numbers(tmp_path):

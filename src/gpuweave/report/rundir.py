@@ -145,6 +145,13 @@ def label_runs(runs: list[RunData]) -> None:
             continue
         keys = sorted({k for r in group for k in r.config} - {"policy", "seed"})
         differing = [k for k in keys if len({_short(r.config.get(k)) for r in group}) > 1]
+        if "policy_options" in differing:  # the policy's own options read best next to its name: hadar[order=srpt]
+            differing.remove("policy_options")
+            for run in group:
+                options = run.config.get("policy_options") or {}
+                if isinstance(options, dict) and options:
+                    inner = ",".join(f"{k}={_short(v)}" for k, v in sorted(options.items()))
+                    run.label = run.label.replace(run.policy, f"{run.policy}[{inner}]", 1)
         for run in group:
             extra = " ".join(f"{k}={_short(run.config.get(k))}" for k in differing)
             if extra:
