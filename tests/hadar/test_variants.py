@@ -195,3 +195,18 @@ def test_sticky_hadar_never_moves_a_running_job():
     for assign in r.assignments:
         for node, job in assign.items():
             assert where.setdefault(job, node) == node
+
+
+def test_fluid_makespan_and_forking_bound():
+    rates = np.array([[2.0, 1.0]])
+    work = np.array([300.0])
+    assert emulation.fluid_makespan(rates, work, forked=True) == pytest.approx(100.0)  # both nodes: 3 steps/s
+    assert emulation.fluid_makespan(rates, work, forked=False) == pytest.approx(150.0)  # one node at a time
+    same = np.array([[1.0, 1.0], [1.0, 1.0]])
+    assert emulation.fluid_makespan(same, np.array([100.0, 100.0]), forked=False) == pytest.approx(100.0)
+    assert emulation.fluid_makespan(same, np.array([100.0, 100.0]), forked=True) == pytest.approx(100.0)
+    # one job on the emulated clusters: the bound is the aggregate rate over the best node's
+    data = emulation.load_physical()
+    _n, _e, true, _s = emulation.rate_tables(data, "aws", ["MM"], 0, "tflops_over_sqrt_vram")
+    assert emulation.forking_speedup_bound("aws", "M-1") == pytest.approx(true["MM"].sum() / true["MM"].max())
+    assert 1.0 - 1e-9 <= emulation.forking_speedup_bound("lab", "M-12") < 1.05

@@ -349,3 +349,50 @@ def _gavel_assign(active, Xhat, n, slot, k, last_job, st) -> dict[int, int]:
     order = list(np.argsort(-Xhat[active].mean(axis=0), kind="stable"))
     chosen = gavel_round(prio, alloc, deficit, [1] * len(active), [1] * n, [int(r) for r in order])
     return {r: active[m] for m, r in chosen.items()}
+
+
+def fluid_makespan(rates: np.ndarray, work: np.ndarray, forked: bool) -> float:
+    """Shortest makespan of jobs with ``work`` steps on single-GPU nodes (``rates[j, i]`` steps/s of job j on node
+    i), preemption and migration free, overheads and slot boundaries ignored (an LP, Lawler-Labetoulle style):
+    ``t_ji`` seconds of job j on node i, ``sum_i t_ji X_ji = work_j``, every node busy at most C, and unforked
+    (``forked=False``) every job at most C in total, since one copy runs on one node at a time."""
+    from gpuweave.binary_milp import solve_lp
+
+    J, n = rates.shape
+    C = J * n  # column of the makespan
+    ri, rc, rv, lo, hi = [], [], [], [], []
+    row = 0
+    for j in range(J):  # work
+        for i in range(n):
+            ri.append(row), rc.append(j * n + i), rv.append(float(rates[j, i]))
+        lo.append(float(work[j])), hi.append(float(work[j]))
+        row += 1
+    groups = [[j * n + i for j in range(J)] for i in range(n)]
+    if not forked:
+        groups += [[j * n + i for i in range(n)] for j in range(J)]
+    for cols in groups:  # node time (and job time) <= C
+        for c in cols:
+            ri.append(row), rc.append(c), rv.append(1.0)
+        ri.append(row), rc.append(C), rv.append(-1.0)
+        lo.append(-np.inf), hi.append(0.0)
+        row += 1
+    cost = np.zeros(C + 1)
+    cost[C] = 1.0
+    sol = solve_lp(cost, np.array(ri), np.array(rc), np.array(rv), lo, hi)
+    if sol is None:
+        raise InputError("a job has no node with a positive rate", field="mix")
+    return sol[0]
+
+
+def forking_speedup_bound(cluster: str, mix: str, seed: int = 0, pmi_form: str = "tflops_over_sqrt_vram") -> float:
+    """The most any forking scheduler can gain in TTD over the best unforked one on this instance (true rates):
+    ``fluid_makespan(unforked) / fluid_makespan(forked)``. Spec §8 C3 asks HadarE/Hadar >= 1.30; where this
+    bound is lower, only a Hadar far from the unforked optimum can show it."""
+    data = load_physical()
+    if mix not in data["mix"]:
+        raise InputError(f"unknown mix '{mix}' (known: {', '.join(data['mix'])})", field="mix")
+    names = list(data["mix"][mix])
+    _nodes, _est, true, steps = rate_tables(data, cluster, names, seed, pmi_form)
+    rates = np.array([true[m] for m in names])
+    work = np.array([steps[m] for m in names], dtype=float)
+    return fluid_makespan(rates, work, forked=False) / fluid_makespan(rates, work, forked=True)
