@@ -29,7 +29,9 @@ payoff is positive; otherwise Hadar leaves a K80 idle while a job waits because 
 the T4 the earlier one wanted). ``hadar_variant``: ``replan`` (default) or ``sticky`` (paper §IV-B: running
 jobs keep their node; Fig. 6(a)'s Hadar keeps J3 on one node for four rounds while faster ones idle). With
 ``beta`` a node can idle before the last round when the estimates say the assigned nodes suffice, so spec
-A9's corollary is tested on ``spec``.
+A9's corollary is tested on ``spec``. ``utility``: ``raw`` (default, spec A8) or ``normalized`` for the DP's
+payoffs (raw iterations/s make a high-step-rate model's copies outbid every other job's, so HadarE runs jobs
+one after another). :func:`forking_speedup_bound` says how much any forking can gain on an instance.
 
 Throughputs: ``X_hat`` from Eq. 10 with the A13 constants (``pmi`` form selectable), true ``X`` = Eq. 10 x
 U[0.7, 1.3] per (model, node), seeded. Jobs are sized by a V100 reference duration (data/physical.toml).
