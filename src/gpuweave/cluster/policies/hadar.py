@@ -173,12 +173,21 @@ class HadarPolicy:
 
     def schedule(self, view) -> Decision:
         t0 = time.perf_counter()
+        wanted = self.plan_round(view)
+        decision = self.guard_starvation(view, wanted) or Decision.from_allocation(view, wanted)
+        self.decision_times.append((view.now, len(view.running) + len(view.pending), time.perf_counter() - t0))
+        return decision
+
+    def plan_round(self, view) -> dict[str, tuple]:
+        """The round's wanted placements {job id: placement} (jobs absent from it wait or are preempted);
+        also what ``gpuweave plan hadar`` prints. Records DP states, fallbacks and the price constants."""
         order = queue_order(view, self.order, view_rate_table(view, self), float(view.round_length or self.round_length))
         if self.variant == "sticky":
             order = [js for js in order if js.placement is None]
         wanted: dict[str, tuple] = {}
         if self.variant == "sticky":
             wanted = {job_id: js.placement for job_id, js in view.running.items()}
+        self.last_result = None
         if order:
             problem = self.build_problem(view, order)
             if self.variant == "literal":
@@ -193,10 +202,9 @@ class HadarPolicy:
             self.dp_states.append(result.states)
             self.fallback_rounds += int(result.fallback)
             self.last_constants = result.constants
+            self.last_result = result
         self.rounds += 1
-        decision = self.guard_starvation(view, wanted) or Decision.from_allocation(view, wanted)
-        self.decision_times.append((view.now, len(view.running) + len(view.pending), time.perf_counter() - t0))
-        return decision
+        return wanted
 
     def guard_starvation(self, view, wanted: dict) -> Decision | None:
         """The greedy start of waiting jobs when the DP would leave an idle cluster idle (see module doc)."""

@@ -1,0 +1,152 @@
+"""One Hadar round from a cluster snapshot: what ``gpuweave plan hadar STATE.json`` decides.
+
+Format::
+
+    {"cluster": "gavel-60",                # bundled cluster name or a cluster YAML path
+     "now": 0, "round_length": 360, "restart_delay": 10,            # optional (defaults shown)
+     "jobs": [{"id": "a", "job_type": "ResNet-50 (batch size 64)", "gpus": 4,
+               "work": 2.0e6, "remaining": 8.0e5,                    # iterations; remaining defaults to work
+               "arrival": 0,                                         # s, optional (0)
+               "running": [["v100-0", 4]]}]}                         # optional: node name, GPUs on it
+
+A job's ``running`` placement (GPUs summing to ``gpus``) makes it a running job: Q puts it first and its
+placement is a candidate without restart delay (spec §2.8). Throughputs come from the bundled Gavel table
+(``profiles``: a profile CSV instead). The round is solved by the Hadar policy's own
+:meth:`~gpuweave.cluster.policies.hadar.HadarPolicy.plan_round` on a read-only view of the snapshot, so the
+plan is what the simulator's Hadar would decide in that state.
+
+Bad input raises :class:`~gpuweave.errors.InputError` naming the file and field: unknown nodes or job types,
+a placement that is not the job's GPU count or exceeds a node, remaining above work, duplicate ids, a job
+with no throughput on any GPU model of the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuweave.cluster.state import JobState
+from gpuweave.errors import InputError
+from gpuweave.hadar.throughput import RateTable
+from gpuweave.workload.job import Job
+
+
+@dataclass
+class SnapshotView:
+    """The parts of :class:`~gpuweave.cluster.state.ClusterView` Hadar reads, built from a snapshot."""
+
+    nodes: list
+    profiles: object
+    now: float = 0.0
+    round_length: float = 360.0
+    restart_delay: float = 10.0
+    running: dict = field(default_factory=dict)
+    pending: dict = field(default_factory=dict)
+
+    @property
+    def models(self) -> list[str]:
+        return list(dict.fromkeys(n.gpu_model for n in self.nodes))
+
+    def remaining(self, js: JobState) -> float:
+        return js.remaining
+
+
+def _number(obj: dict, key: str, where: str, file: str, default=None, minimum: float = 0.0) -> float:
+    if key not in obj:
+        if default is None:
+            raise InputError(f"{where}: missing '{key}'", file=file, field=key)
+        return float(default)
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < minimum:
+        raise InputError(f"{where}: '{key}' must be a number >= {minimum:g}, got {v!r}", file=file, field=key)
+    return float(v)
+
+
+def parse_snapshot(data: object, file: str = "<snapshot>") -> SnapshotView:
+    from gpuweave.hardware.cluster_spec import load_cluster
+    from gpuweave.workload.profiles import load_profiles
+
+    if not isinstance(data, dict):
+        raise InputError("a snapshot must be a JSON object with cluster and jobs", file=file)
+    if not isinstance(data.get("cluster"), str):
+        raise InputError("'cluster' must be a bundled cluster name or a cluster YAML path", file=file, field="cluster")
+    nodes = load_cluster(data["cluster"]).expand()
+    profiles = load_profiles(data["profiles"]) if data.get("profiles") else load_profiles()
+    view = SnapshotView(
+        nodes=nodes,
+        profiles=profiles,
+        now=_number(data, "now", "snapshot", file, default=0.0),
+        round_length=_number(data, "round_length", "snapshot", file, default=360.0, minimum=1e-9),
+        restart_delay=_number(data, "restart_delay", "snapshot", file, default=10.0),
+    )
+    index = {n.name: n.index for n in nodes}
+    table = RateTable(profiles, view.models)
+    used = [0] * len(nodes)
+    jobs = data.get("jobs")
+    if not isinstance(jobs, list) or not jobs:
+        raise InputError("'jobs' must be a non-empty list", file=file, field="jobs")
+    for k, raw in enumerate(jobs):
+        where = f"job {k}"
+        if not isinstance(raw, dict):
+            raise InputError(f"{where}: expected an object", file=file, row=k + 1, field="jobs")
+        jid = raw.get("id")
+        if not isinstance(jid, str) or not jid:
+            raise InputError(f"{where}: 'id' must be a non-empty string", file=file, row=k + 1, field="id")
+        where = f"job {jid!r}"
+        if jid in view.running or jid in view.pending:
+            raise InputError(f"{where}: duplicate id", file=file, row=k + 1, field="id")
+        jt = raw.get("job_type")
+        if not isinstance(jt, str) or jt not in profiles:
+            raise InputError(f"{where}: unknown job_type {jt!r} (see the profile table)", file=file, row=k + 1, field="job_type")
+        W = raw.get("gpus")
+        if isinstance(W, bool) or not isinstance(W, int) or W < 1:
+            raise InputError(f"{where}: 'gpus' must be an integer >= 1, got {W!r}", file=file, row=k + 1, field="gpus")
+        cons, uncons = table.get(jt, W)
+        if not (cons.max() > 0 or uncons.max() > 0):
+            raise InputError(f"{where}: {jt} has no throughput on {W} GPUs of any model of this cluster", file=file, row=k + 1, field="job_type")
+        work = _number(raw, "work", where, file, minimum=1e-12)
+        remaining = _number(raw, "remaining", where, file, default=work)
+        if remaining > work:
+            raise InputError(f"{where}: remaining {remaining:g} exceeds work {work:g}", file=file, row=k + 1, field="remaining")
+        arrival = _number(raw, "arrival", where, file, default=0.0)
+        if arrival > view.now:
+            raise InputError(f"{where}: arrival {arrival:g} is after now {view.now:g}", file=file, row=k + 1, field="arrival")
+        js = JobState(Job(jid, arrival, W, work, jt), remaining)
+        running = raw.get("running")
+        if running is None:
+            view.pending[jid] = js
+            continue
+        if not isinstance(running, list) or not running:
+            raise InputError(f"{where}: 'running' must be a list of [node, gpus]", file=file, row=k + 1, field="running")
+        placement = {}
+        for item in running:
+            if (not isinstance(item, list) or len(item) != 2 or item[0] not in index or isinstance(item[1], bool)
+                    or not isinstance(item[1], int) or item[1] < 1):
+                raise InputError(f"{where}: bad placement entry {item!r} (want [node name, gpus >= 1])", file=file, row=k + 1, field="running")
+            h = index[item[0]]
+            placement[h] = placement.get(h, 0) + item[1]
+        if sum(placement.values()) != W:
+            raise InputError(f"{where}: placement holds {sum(placement.values())} GPUs, the job needs {W}", file=file, row=k + 1, field="running")
+        for h, g in placement.items():
+            used[h] += g
+            if used[h] > nodes[h].num_gpus:
+                raise InputError(f"{where}: node {nodes[h].name} has {nodes[h].num_gpus} GPUs, the running jobs hold {used[h]}",
+                                 file=file, row=k + 1, field="running")
+        js.placement = tuple(sorted(placement.items()))
+        js.first_start = view.now
+        view.running[jid] = js
+    return view
+
+
+def load_snapshot(path: str | Path) -> SnapshotView:
+    from gpuweave.files import read_input_text
+
+    p = Path(path)
+    text = read_input_text(p, what="Hadar snapshot")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} at line {exc.lineno}", file=p) from None
+    return parse_snapshot(data, str(p))
