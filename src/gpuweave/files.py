@@ -48,6 +48,17 @@ def load_yaml(path: str | Path, *, what: str = "file"):
         ) from None
 
 
+def load_json(path: str | Path, *, what: str = "file"):
+    """Parse a JSON file; a syntax error becomes one line with the line number (``row``)."""
+    import json
+
+    text = read_input_text(path, what=what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} (line {exc.lineno})", file=path, row=exc.lineno) from None
+
+
 def _check_parents(path: Path, field: str | None) -> None:
     """Every existing ancestor of ``path`` must be a directory."""
     for parent in reversed(path.parents):

@@ -22,7 +22,6 @@ application must be profiled on 1 GPU of every GPU type in the cluster).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -131,13 +130,10 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> Instance:
 
 
 def load_snapshot(path: str | Path) -> Instance:
+    from gpuweave.files import load_json
+
     p = Path(path)
-    if not p.is_file():
-        raise InputError("snapshot file not found", file=p)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg} (line {exc.lineno})", file=p) from None
+    data = load_json(p, what="snapshot file")
     try:
         return parse_snapshot(data, str(p))
     except InputError as exc:

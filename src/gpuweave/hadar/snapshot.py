@@ -22,7 +22,6 @@ with no throughput on any GPU model of the cluster.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,12 +140,6 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> SnapshotView:
 
 
 def load_snapshot(path: str | Path) -> SnapshotView:
-    from gpuweave.files import read_input_text
+    from gpuweave.files import load_json
 
-    p = Path(path)
-    text = read_input_text(p, what="Hadar snapshot")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg} at line {exc.lineno}", file=p) from None
-    return parse_snapshot(data, str(p))
+    return parse_snapshot(load_json(path, what="Hadar snapshot"), str(path))

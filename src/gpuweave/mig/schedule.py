@@ -209,12 +209,7 @@ def schedule_from_dict(data: Any, file: str | None = None) -> Schedule:
 
 
 def read_schedule_json(path: str | Path) -> Schedule:
-    from gpuweave.files import read_input_text
+    from gpuweave.files import load_json
 
     path = Path(path)
-    text = read_input_text(path, what="schedule file")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg} (line {exc.lineno})", file=path) from None
-    return schedule_from_dict(data, file=str(path))
+    return schedule_from_dict(load_json(path, what="schedule file"), file=str(path))
