@@ -210,3 +210,18 @@ def test_fluid_makespan_and_forking_bound():
     _n, _e, true, _s = emulation.rate_tables(data, "aws", ["MM"], 0, "tflops_over_sqrt_vram")
     assert emulation.forking_speedup_bound("aws", "M-1") == pytest.approx(true["MM"].sum() / true["MM"].max())
     assert 1.0 - 1e-9 <= emulation.forking_speedup_bound("lab", "M-12") < 1.05
+
+
+def test_queue_orders_use_spread_rates_for_jobs_wider_than_any_server():
+    class Profiles:
+        def rate(self, job_type, model, num_gpus, consolidated):
+            if num_gpus > 2 and consolidated:
+                return 0.0  # does not fit one 2-GPU server
+            return {"V100": 2.0, "K80": 1.0}[model]
+
+    jobs = [Job("wide", 0.0, 4, 1.0, "m"), Job("narrow", 0.0, 1, 1.0, "m")]
+    view = fake_view(jobs, {"wide": 4_000.0, "narrow": 40.0})
+    view.profiles = Profiles()
+    # wide: 2,000 s at the spread rate (not infinite), so it is the critical job and srpt puts it last
+    assert [js.job.job_id for js in queue_order(view, "srpt")] == ["narrow", "wide"]
+    assert [js.job.job_id for js in queue_order(view, "slack-srpt")] == ["wide", "narrow"]

@@ -61,8 +61,8 @@ def queue_order(view, order: str = "fifo", table: RateTable | None = None, round
 
     * ``fifo`` (default; spec §2.8, A5): running jobs first (by first start), then waiting jobs by (arrival,
       id). The first start, not the current segment's, so a migrated job keeps its place in Q.
-    * ``srpt`` (ours, a named variant, not the paper's): every job by its remaining time on its fastest
-      consolidated type ("left"), shortest first (ties: arrival, id). Finishes short jobs first; starts the
+    * ``srpt`` (ours, a named variant, not the paper's): every job by its remaining time at its best rate
+      ("left"; consolidated, or spread for a job wider than any server), shortest first (ties: arrival, id). Finishes short jobs first; starts the
       longest jobs last, which lengthens the makespan when one long job bounds it.
     * ``slack-srpt`` (ours): shortest first, except for jobs that could no longer wait. The remaining makespan
       is at least ``H = max(max_j left_j, sum_j W_j left_j / G)``; a job whose slack ``H - left_j`` is under one
@@ -79,13 +79,14 @@ def queue_order(view, order: str = "fifo", table: RateTable | None = None, round
     jobs = [*view.running.values(), *view.pending.values()]
     left = {}
     for js in jobs:
-        best = float(np.max(table.cons(js.job.job_type, js.job.num_gpus)))
+        cons, uncons = table.get(js.job.job_type, js.job.num_gpus)
+        best = max(float(np.max(cons)), float(np.max(uncons)))  # a job wider than any server has only spread rates
         left[js.job.job_id] = view.remaining(js) / best if best > 0 else math.inf
     shortest = sorted(jobs, key=lambda js: (left[js.job.job_id], js.job.arrival, js.job.job_id))
     if order == "srpt" or not jobs:
         return shortest
     load = sum(left[js.job.job_id] * js.job.num_gpus for js in jobs) / max(1, sum(n.num_gpus for n in view.nodes))
-    horizon = max(load, max(left.values()))
+    horizon = max(load, max((v for v in left.values() if v < math.inf), default=0.0))
     critical = [js for js in reversed(shortest) if horizon - left[js.job.job_id] < round_length]
     return critical + [js for js in shortest if horizon - left[js.job.job_id] >= round_length]
 
