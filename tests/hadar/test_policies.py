@@ -36,12 +36,15 @@ jobs_st = st.lists(
 )
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(jobs_st, st.sampled_from(["hadar", "hadare", "gavel", "tiresias"]))
-def test_a2_a3_physics(gavel_profiles, spec, name):
+@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(jobs_st, st.sampled_from([("hadar", {}), ("hadare", {}), ("gavel", {}), ("tiresias", {}),
+                                   ("hadar", {"order": "slack-srpt"}), ("hadar", {"solver": "exact"}),
+                                   ("hadar", {"backfill": True}), ("hadare", {"order": "slack-srpt"})]))
+def test_a2_a3_physics(gavel_profiles, spec, policy_spec):
+    name, options = policy_spec
     nodes = nodes_of([("V100", 2), ("P100", 4), ("K80", 4), ("V100", 2)])
     jobs = [Job(f"j{i}", arr, 1 if jt == "CycleGAN" else W, work, jt) for i, (jt, W, work, arr) in enumerate(spec)]
-    policy = make_policy(name)
+    policy = make_policy(name, **options)
     rec = Simulator(nodes, jobs, policy, gavel_profiles, POWER).run()
     by = {js.job.job_id: js.job for js in rec.jobs}
     assert all(js.end is not None for js in rec.jobs)
