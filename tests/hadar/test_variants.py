@@ -225,3 +225,11 @@ def test_queue_orders_use_spread_rates_for_jobs_wider_than_any_server():
     # wide: 2,000 s at the spread rate (not infinite), so it is the critical job and srpt puts it last
     assert [js.job.job_id for js in queue_order(view, "srpt")] == ["narrow", "wide"]
     assert [js.job.job_id for js in queue_order(view, "slack-srpt")] == ["wide", "narrow"]
+
+
+@pytest.mark.parametrize("options, message", [({"backfill": "no"}, "backfill must be true or false"),
+                                              ({"max_states": 0}, "max_states must be >= 1"),
+                                              ({"kappa": -1.0}, "kappa >= 0")])
+def test_option_values_are_checked(options, message):
+    with pytest.raises(InputError, match=message):
+        make_policy("hadar", **options)

@@ -112,6 +112,9 @@ class HadarPolicy:
             raise ValueError("utility must be 'raw' or 'normalized'")
         self.variant = variant
         self.work_conserving = work_conserving
+        for name, flag in (("backfill", backfill), ("work_conserving", work_conserving)):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise ValueError(f"{name} must be true or false, got {flag!r}")
         self.backfill = bool(backfill)
         if order not in QUEUE_ORDERS:
             raise ValueError(f"order must be one of {QUEUE_ORDERS}")
@@ -123,6 +126,8 @@ class HadarPolicy:
         self.utility = utility
         self.max_states = int(max_states)
         self.kappa = float(kappa)
+        if self.max_states < 1 or not self.kappa >= 0:
+            raise ValueError(f"max_states must be >= 1 and kappa >= 0, got {max_states!r} and {kappa!r}")
         self.decision_times: list[tuple[float, int, float]] = []
         self.dp_states: list[int] = []
         self.fallback_rounds = 0
