@@ -233,3 +233,17 @@ def test_queue_orders_use_spread_rates_for_jobs_wider_than_any_server():
 def test_option_values_are_checked(options, message):
     with pytest.raises(InputError, match=message):
         make_policy("hadar", **options)
+
+
+def test_policies_command_lists_options():
+    from gpuweave.cluster.cli import policy_options_text
+    from gpuweave.cluster.policies import policy_class
+
+    text = policy_options_text(policy_class("hadar"))
+    assert "order='fifo'" in text and "solver='dp'" in text and "backfill=False" in text
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "policies"], capture_output=True, text=True,
+                       env={**__import__("os").environ, "COLUMNS": "200"})
+    assert r.returncode == 0 and "order='fifo'" in r.stdout

@@ -58,16 +58,26 @@ def register(cli) -> None:
 
         from gpuweave.cluster.policies import policy_class, policy_names
 
-        table = Table(title="cluster policies")
+        table = Table(title="cluster policies (options go in the run config's policy_options)")
         table.add_column("name")
         table.add_column("trigger")
         table.add_column("what")
+        table.add_column("options (default)", overflow="fold")
         for name in policy_names():
             cls = policy_class(name)
             rl = getattr(cls, "round_length", None)
             trigger = f"rounds of {rl:g} s" if rl else "arrivals and completions"
-            table.add_row(name, trigger, _first_line(cls.__doc__) or _first_line(sys.modules[cls.__module__].__doc__))
+            table.add_row(name, trigger, _first_line(cls.__doc__) or _first_line(sys.modules[cls.__module__].__doc__),
+                          policy_options_text(cls))
         Console().print(table)
+
+
+def policy_options_text(cls) -> str:
+    """``name=default`` for each keyword option of a policy's constructor, one per line."""
+    import inspect
+
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    return "\n".join(f"{p.name}={p.default!r}" for p in params if p.default is not inspect.Parameter.empty)
 
 
 def _first_line(doc: str | None) -> str:
