@@ -239,11 +239,12 @@ def test_policies_command_lists_options():
     from gpuweave.cluster.cli import policy_options_text
     from gpuweave.cluster.policies import policy_class
 
-    text = policy_options_text(policy_class("hadar"))
-    assert "order='fifo'" in text and "solver='dp'" in text and "backfill=False" in text
+    import os
     import subprocess
     import sys
 
+    text = policy_options_text(policy_class("hadar"))
+    assert "order='fifo'" in text and "solver='dp'" in text and "backfill=False" in text
     r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "policies"], capture_output=True, text=True,
-                       env={**__import__("os").environ, "COLUMNS": "200"})
+                       env={**os.environ, "COLUMNS": "200"})
     assert r.returncode == 0 and "order='fifo'" in r.stdout
