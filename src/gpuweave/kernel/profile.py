@@ -120,14 +120,10 @@ class Profile:
 
     @classmethod
     def load(cls, path: str | Path) -> "Profile":
+        from gpuweave.files import load_json
+
         p = Path(path)
-        try:
-            data = json.loads(p.read_text())
-        except FileNotFoundError:
-            raise InputError("profile file not found", file=str(p)) from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"profile is not valid JSON ({exc})", file=str(p)) from None
-        return cls.from_dict(data, file=str(p))
+        return cls.from_dict(load_json(p, what="profile file"), file=str(p))
 
 
 class ProfileBuilder:

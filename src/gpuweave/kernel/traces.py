@@ -144,14 +144,10 @@ class Trace:
 
     @classmethod
     def load(cls, path: str | Path) -> "Trace":
+        from gpuweave.files import load_json
+
         p = Path(path)
-        try:
-            data = json.loads(p.read_text())
-        except FileNotFoundError:
-            raise InputError("trace file not found", file=str(p)) from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"trace is not valid JSON ({exc})", file=str(p)) from None
-        return cls.from_dict(data, file=str(p))
+        return cls.from_dict(load_json(p, what="trace file"), file=str(p))
 
 
 def _num(k: dict, name: str, file: str | None, row: int) -> float:
