@@ -52,14 +52,14 @@ class SnapshotView:
         return js.remaining
 
 
-def _number(obj: dict, key: str, where: str, file: str, default=None, minimum: float = 0.0) -> float:
+def _number(obj: dict, key: str, where: str, file: str, default=None, minimum: float = 0.0, row: int | None = None) -> float:
     if key not in obj:
         if default is None:
-            raise InputError(f"{where}: missing '{key}'", file=file, field=key)
+            raise InputError(f"{where}: missing '{key}'", file=file, row=row, field=key)
         return float(default)
     v = obj[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < minimum:
-        raise InputError(f"{where}: '{key}' must be a number >= {minimum:g}, got {v!r}", file=file, field=key)
+        raise InputError(f"{where}: '{key}' must be a number >= {minimum:g}, got {v!r}", file=file, row=row, field=key)
     return float(v)
 
 
@@ -105,11 +105,11 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> SnapshotView:
         cons, uncons = table.get(jt, W)
         if not (cons.max() > 0 or uncons.max() > 0):
             raise InputError(f"{where}: {jt} has no throughput on {W} GPUs of any model of this cluster", file=file, row=k + 1, field="job_type")
-        work = _number(raw, "work", where, file, minimum=1e-12)
-        remaining = _number(raw, "remaining", where, file, default=work)
+        work = _number(raw, "work", where, file, minimum=1e-12, row=k + 1)
+        remaining = _number(raw, "remaining", where, file, default=work, row=k + 1)
         if remaining > work:
             raise InputError(f"{where}: remaining {remaining:g} exceeds work {work:g}", file=file, row=k + 1, field="remaining")
-        arrival = _number(raw, "arrival", where, file, default=0.0)
+        arrival = _number(raw, "arrival", where, file, default=0.0, row=k + 1)
         if arrival > view.now:
             raise InputError(f"{where}: arrival {arrival:g} is after now {view.now:g}", file=file, row=k + 1, field="arrival")
         js = JobState(Job(jid, arrival, W, work, jt), remaining)
