@@ -68,6 +68,34 @@ def bench_sim(jobs: int, gpus: int, policy: str, rate_per_hour: float, seed: int
     }
 
 
+def bench_round(jobs: int, policy: str, reps: int, seed: int, options: dict) -> dict:
+    """One scheduling decision with ``jobs`` jobs pending at t = 0 on a cluster grown with them (GPUs = jobs
+    rounded up to a multiple of 12, equal V100/P100/K80, 4 per node: Hadar's Fig. 5 setup, spec §5.8)."""
+    from gpuweave.cluster.policies import make_policy
+    from gpuweave.errors import InputError
+    from gpuweave.hadar.scalability import cpu_model, time_policy
+
+    if reps < 1:
+        raise InputError(f"--reps must be >= 1, got {reps}", field="reps")
+    make_policy(policy, **options)  # bad names and options fail before the workload is built
+    result = time_policy(policy, jobs, reps, seed, **options)
+    return {"bench": "round", **result, "options": options, "cpu": cpu_model(), "python": sys.version.split()[0]}
+
+
+def _parse_options(items: list[str]) -> dict:
+    import yaml
+
+    from gpuweave.errors import InputError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"--option wants key=value, got {item!r}", field="option")
+        out[key] = yaml.safe_load(value)
+    return out
+
+
 def register(cli) -> None:
     bench_app = typer.Typer(help="Measure speed (jobs/s, events/s, memory).", no_args_is_help=True)
     cli.app.add_typer(bench_app, name="bench")
@@ -91,6 +119,30 @@ def register(cli) -> None:
             from rich.table import Table
 
             table = Table(title="bench sim")
+            table.add_column("metric")
+            table.add_column("value")
+            for k, v in result.items():
+                table.add_row(k, str(v))
+            Console().print(table)
+
+    @bench_app.command("round")
+    def round_cmd(
+        jobs: int = typer.Option(2048, "--jobs", min=1, max=100_000, help="Jobs pending at t = 0 (the cluster grows with them)."),
+        policy: str = typer.Option("hadar", "--policy", help="Registered cluster policy."),
+        reps: int = typer.Option(5, "--reps", help="Fresh policies timed; the median is reported."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the Philly-derived workload."),
+        option: list[str] = typer.Option([], "--option", help="Policy option key=value (repeatable), e.g. order=slack-srpt."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    ) -> None:
+        """Time one scheduling round (Hadar's Fig. 5 setup) of a policy with N active jobs."""
+        result = bench_round(jobs, policy, reps, seed, _parse_options(option))
+        if as_json:
+            typer.echo(json.dumps(result))
+        else:
+            from rich.console import Console
+            from rich.table import Table
+
+            table = Table(title="bench round")
             table.add_column("metric")
             table.add_column("value")
             for k, v in result.items():

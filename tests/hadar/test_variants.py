@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -248,3 +249,17 @@ def test_policies_command_lists_options():
     r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "policies"], capture_output=True, text=True,
                        env={**os.environ, "COLUMNS": "200"})
     assert r.returncode == 0 and "order='fifo'" in r.stdout
+
+
+def test_bench_round_cli():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "bench", "round", "--jobs", "32", "--reps", "2",
+                        "--option", "order=slack-srpt", "--option", "backfill=true", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["jobs"] == 32 and out["gpus"] == 36 and out["reps"] == 2 and out["min_s"] <= out["seconds"] <= out["max_s"]
+    assert out["options"] == {"order": "slack-srpt", "backfill": True} and out["started"] > 0
+    r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "bench", "round", "--option", "nokey"], capture_output=True, text=True)
+    assert r.returncode == 2 and "key=value" in r.stderr and len(r.stderr.strip().splitlines()) == 1
