@@ -57,7 +57,7 @@ def register(cli) -> None:
             name, ReproContext(out_dir=out_dir, reps=reps, seed=seed, full=full, options=options)
         )
         console = Console()
-        console.print(comparison_table(rows, f"{repro.paper}: {repro.title}"))
+        console.print(comparison_table(rows, f"{repro.paper}: {repro.title}", notes=console.width >= 120))
         console.print(f"wrote {out_dir / 'comparison.csv'}")
 
     # `gpuweave repro far ...` as a shortcut for `gpuweave repro run far ...`, one command per reproduction.

@@ -144,16 +144,20 @@ def run_reproduction(name: str, ctx: ReproContext) -> list[ComparisonRow]:
     return rows
 
 
-def comparison_table(rows: list[ComparisonRow], title: str):
-    """A rich Table of ours beside the paper's, with the difference."""
+def comparison_table(rows: list[ComparisonRow], title: str, *, notes: bool = True):
+    """A rich Table of ours beside the paper's, with the difference; ``notes`` adds each row's note, cut to one
+    line (comparison.csv has them whole)."""
     from rich.table import Table
 
-    table = Table(title=title)
-    for col in ("experiment", "metric", "paper", "ours", "diff", "unit", "note"):
+    caption = "notes are cut to one line here" if notes else "notes: a terminal of 120+ columns shows them"
+    table = Table(title=title, caption=caption + "; comparison.csv has every row and note in full")
+    for col in ("experiment", "metric", "paper", "ours", "diff", "unit"):
         table.add_column(col, overflow="fold")
+    if notes:
+        table.add_column("note", overflow="ellipsis", no_wrap=True, max_width=60)
     for r in rows:
-        diff = r.difference
-        table.add_row(r.experiment, r.metric, _fmt(r.paper), _fmt(r.ours), _fmt(diff), r.unit, r.note)
+        cells = [r.experiment, r.metric, _fmt(r.paper), _fmt(r.ours), _fmt(r.difference), r.unit]
+        table.add_row(*cells, *([r.note] if notes else []))
     return table
 
 
