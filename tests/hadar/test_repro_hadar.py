@@ -46,3 +46,14 @@ def test_sensitivity_option_is_declared():
 
     repro = get_reproduction("hadar")
     assert parse_extra_options(repro, ["--sensitivity"]) == {"sensitivity": True}
+
+
+def test_sensitivity_rows_small(tmp_path):
+    from gpuweave.repro.hadar import sensitivity_rows
+
+    rows = sensitivity_rows(ReproContext(out_dir=tmp_path), [0], 20)
+    metrics = {r.metric: r for r in rows}
+    for case in ("solver=exact", "order=slack-srpt", "backfill", "utility=normalized", "hadar_variant=sticky"):
+        assert metrics[f"{case}: Hadar TTD"].ours > 0
+    assert metrics["L=90 s TTD gavel/Hadar"].ours > 0
+    assert (tmp_path / "sensitivity_results.csv").stat().st_size > 0
