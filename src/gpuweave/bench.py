@@ -96,6 +96,22 @@ def _parse_options(items: list[str]) -> dict:
     return out
 
 
+def _print_result(result: dict, title: str, as_json: bool) -> None:
+    """One JSON object, or a metric/value table."""
+    if as_json:
+        typer.echo(json.dumps(result))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value")
+    for k, v in result.items():
+        table.add_row(k, str(v))
+    Console().print(table)
+
+
 def register(cli) -> None:
     bench_app = typer.Typer(help="Measure speed (jobs/s, events/s, memory).", no_args_is_help=True)
     cli.app.add_typer(bench_app, name="bench")
@@ -112,18 +128,7 @@ def register(cli) -> None:
     ) -> None:
         """Time the cluster simulator on a generated trace."""
         result = bench_sim(jobs, gpus, policy, rate, seed, round_length)
-        if as_json:
-            typer.echo(json.dumps(result))
-        else:
-            from rich.console import Console
-            from rich.table import Table
-
-            table = Table(title="bench sim")
-            table.add_column("metric")
-            table.add_column("value")
-            for k, v in result.items():
-                table.add_row(k, str(v))
-            Console().print(table)
+        _print_result(result, "bench sim", as_json)
 
     @bench_app.command("round")
     def round_cmd(
@@ -136,15 +141,4 @@ def register(cli) -> None:
     ) -> None:
         """Time one scheduling round (Hadar's Fig. 5 setup) of a policy with N active jobs."""
         result = bench_round(jobs, policy, reps, seed, _parse_options(option))
-        if as_json:
-            typer.echo(json.dumps(result))
-        else:
-            from rich.console import Console
-            from rich.table import Table
-
-            table = Table(title="bench round")
-            table.add_column("metric")
-            table.add_column("value")
-            for k, v in result.items():
-                table.add_row(k, str(v))
-            Console().print(table)
+        _print_result(result, "bench round", as_json)
