@@ -1,0 +1,66 @@
+"""The cluster policy contract: what the simulator and the live runtime may ask of a policy, and nothing more.
+
+A policy decides, from a read-only :class:`~gpuweave.cluster.state.ClusterView`, which jobs run where; it returns a
+:class:`~gpuweave.cluster.decision.Decision` (start/move/stop as a diff) that its driver validates and carries out.
+The same object is driven by the simulator (:mod:`gpuweave.cluster.simulator`) and by the live runtime: a policy
+must not know, or ask, which one drives it.
+
+Everything a driver needs is fixed at construction and never changes afterwards:
+
+- ``name``: the registry name (set by :func:`gpuweave.cluster.policies.register_policy`).
+- ``round_length``: seconds between scheduling rounds, or None for an event-driven policy. A round-based policy is
+  called on the grid ``k * round_length`` while jobs are active.
+- ``reacts_to_events``: a round-based policy that is also called after every instant at which a job arrived or
+  completed (event-driven policies always are).
+- ``forks_jobs``: the policy may give a job several whole copies of its GPUs (HadarE); the driver then runs the
+  copies and adds up their progress.
+- ``seed``: the seed of every random choice the policy makes.
+
+Policies are built by :func:`gpuweave.cluster.policies.make_policy` (``round_length`` and ``seed`` from the run
+config, options from ``policy_options``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.state import ClusterView
+
+
+class ClusterPolicy(ABC):
+    """Base of every cluster policy. Subclasses set ``default_round_length`` (None = event-driven) and, where it
+    applies, ``default_reacts_to_events`` / ``forks_jobs``; their ``__init__`` takes its own options plus
+    ``round_length`` and ``seed`` and passes those two to ``super().__init__``."""
+
+    name: ClassVar[str] = ""
+    default_round_length: ClassVar[float | None] = None
+    default_reacts_to_events: ClassVar[bool] = False
+    forks_jobs: ClassVar[bool] = False
+
+    def __init__(self, *, round_length: float | None = None, seed: int = 0,
+                 reacts_to_events: bool | None = None) -> None:
+        length = self.default_round_length if round_length is None else float(round_length)
+        if length is not None and not length > 0:
+            raise ValueError(f"round_length must be > 0 seconds, got {round_length}")
+        self._round_length = length
+        self._seed = int(seed)
+        self._reacts = self.default_reacts_to_events if reacts_to_events is None else bool(reacts_to_events)
+
+    @property
+    def round_length(self) -> float | None:
+        return self._round_length
+
+    @property
+    def seed(self) -> int:
+        return self._seed
+
+    @property
+    def reacts_to_events(self) -> bool:
+        """Called after arrivals/completions: always for event-driven policies, opt-in for round-based ones."""
+        return self._round_length is None or self._reacts
+
+    @abstractmethod
+    def schedule(self, view: ClusterView) -> Decision:
+        """Return the decision for the cluster as ``view`` shows it now. Must not mutate ``view``."""
