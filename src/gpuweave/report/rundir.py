@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuweave.errors import InputError
+from gpuweave.results import read_summary
 
 JOBS_REQUIRED = ("job_id", "arrival", "end", "jct")
 TIMESERIES_REQUIRED = ("time", "busy_total", "power_w")
@@ -51,28 +52,6 @@ class RunData:
     def models(self) -> list[str]:
         """GPU models with a ``busy_<MODEL>`` column in the timeseries, in file order."""
         return [c[len("busy_"):] for c in self.timeseries.columns if c.startswith("busy_") and c != "busy_total"]
-
-
-def read_summary(path: Path) -> dict[str, Any]:
-    """Read and check one ``summary.json``."""
-    if not path.is_file():
-        raise InputError("missing summary.json (not a gpuweave run directory?)", file=path)
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON: {exc}", file=path) from None
-    if not isinstance(data, dict):
-        raise InputError("expected a JSON object", file=path)
-    metrics = data.get("metrics")
-    if not isinstance(metrics, dict):
-        raise InputError("expected an object of metrics", file=path, field="metrics")
-    for name, value in metrics.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise InputError(f"expected a number, got {value!r}", file=path, field=f"metrics.{name}")
-    for name in ("config", "cluster"):
-        if name in data and not isinstance(data[name], dict):
-            raise InputError("expected an object", file=path, field=name)
-    return data
 
 
 def _read_table(path: Path, required: tuple[str, ...], text_columns: tuple[str, ...] = ()):

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from gpuweave import __version__
 from gpuweave.errors import InputError
 from gpuweave.files import prepare_output_dir
+from gpuweave.results import SUMMARY_NAME, is_current, read_summary
 from gpuweave.sweep.executors import Executor, LocalExecutor, TaskFailed, describe_exception
 from gpuweave.sweep.spec import Cell, SweepSpec, expand
 
@@ -70,15 +71,12 @@ def run_cell(task: CellTask) -> dict[str, Any]:
 
 def finished_metrics(run_dir: Path, *, current_code_only: bool = False) -> dict[str, Any] | None:
     """The metrics of a finished run directory, or None if it has no readable summary.json (or, with
-    ``current_code_only``, if the run was made by other gpuweave code: its ``gpuweave_code`` stamp differs)."""
-    from gpuweave.fingerprint import code_fingerprint
-    from gpuweave.report.rundir import read_summary
-
+    ``current_code_only``, if the run was made by other gpuweave code: its fingerprint stamp differs)."""
     try:
-        summary = read_summary(run_dir / "summary.json")
+        summary = read_summary(run_dir / SUMMARY_NAME)
     except (InputError, OSError):
         return None
-    if current_code_only and summary.get("gpuweave_code") != code_fingerprint():
+    if current_code_only and not is_current(summary):
         return None
     return summary["metrics"]
 
