@@ -35,6 +35,11 @@ class RunData:
         return str(self.summary.get("policy") or self.config.get("policy") or "?")
 
     @property
+    def name(self) -> str:
+        """What the run is labelled by (the policy)."""
+        return self.policy
+
+    @property
     def seed(self) -> Any:
         seed = self.summary.get("seed")
         return self.config.get("seed") if seed is None else seed
@@ -107,15 +112,15 @@ def _short(value: Any) -> str:
     return str(value)
 
 
-def label_runs(runs: list[RunData]) -> None:
-    """Give each run a short label: the policy; the seed when the runs' seeds differ; then whatever config
+def label_runs(runs: list) -> None:
+    """Give each run a short label: its name (the policy, or a MIG/packs algorithm or kernel mode); the seed when the runs' seeds differ; then whatever config
     fields differ between runs that still share a label, and finally the directory name."""
     if len(runs) == 1:
-        runs[0].label = runs[0].policy
+        runs[0].label = runs[0].name
         return
     show_seed = len({_short(run.seed) for run in runs}) > 1
     for run in runs:
-        run.label = f"{run.policy} seed={_short(run.seed)}" if show_seed else run.policy
+        run.label = f"{run.name} seed={_short(run.seed)}" if show_seed else run.name
     groups: dict[str, list[RunData]] = {}
     for run in runs:
         groups.setdefault(run.label, []).append(run)
@@ -130,7 +135,7 @@ def label_runs(runs: list[RunData]) -> None:
                 options = run.config.get("policy_options") or {}
                 if isinstance(options, dict) and options:
                     inner = ",".join(f"{k}={_short(v)}" for k, v in sorted(options.items()))
-                    run.label = run.label.replace(run.policy, f"{run.policy}[{inner}]", 1)
+                    run.label = run.label.replace(run.name, f"{run.name}[{inner}]", 1)
         for run in group:
             extra = " ".join(f"{k}={_short(run.config.get(k))}" for k in differing)
             if extra:
