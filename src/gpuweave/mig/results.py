@@ -16,10 +16,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gpuweave.mig.generator import scaling, time_range, generate
-from gpuweave.mig.registry import plan
+from gpuweave.mig.generator import generate, preset, scaling, time_range
+from gpuweave.mig.registry import get_planner, plan
 from gpuweave.mig.schedule import Schedule
 from gpuweave.mig.validate import check_schedule
 from gpuweave.results import ResultCore, config_key, write_csv, write_result
@@ -66,6 +66,15 @@ class MigBatchConfig(BaseModel):
     p_sup: float = Field(0.0, ge=0.0, le=1.0, description="fraction of memory-bound tasks in groups >= 2")
     preset: str = Field("paper", description="generator preset: paper | authors_code")
     seed: int = Field(0, description="seed of the generator")
+
+    @model_validator(mode="after")
+    def _known_names(self) -> "MigBatchConfig":
+        """Unknown planner, GPU, scaling, time range or preset: one error before any cell runs."""
+        get_planner(self.algo)
+        scaling(self.gpu, self.scaling)
+        time_range(self.times)
+        preset(self.preset)
+        return self
 
     def key(self) -> str:
         return config_key(self.model_dump(mode="json"))

@@ -16,12 +16,14 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuweave.packs.metrics import Metrics, evaluate, response_time
 from gpuweave.packs.model import PackSchedule, Profile
 from gpuweave.packs.plan_io import plan_to_dict
-from gpuweave.packs.registry import solve
+from gpuweave.errors import InputError
+from gpuweave.packs.data import paper_numbers
+from gpuweave.packs.registry import get_algorithm, solve
 from gpuweave.packs.workloads import syn_ref, workload
 from gpuweave.results import ResultCore, config_key, write_csv, write_json, write_result
 
@@ -72,6 +74,15 @@ class PacksWorkloadConfig(BaseModel):
     p: int = Field(16, ge=1, description="processors of a syn-ref profile")
     k: int | None = Field(None, ge=1, description="at most k tasks per pack (default: p)")
     seed: int = Field(0, description="seed of the profile and of randomised algorithms")
+
+    @model_validator(mode="after")
+    def _known_names(self) -> "PacksWorkloadConfig":
+        """Unknown algorithm or workload: one error before any cell runs."""
+        get_algorithm(self.algo)
+        known = [SYNTHETIC, *paper_numbers()["workloads"]]
+        if self.workload not in known:
+            raise InputError(f"unknown workload {self.workload!r} (known: {', '.join(known)})", field="workload")
+        return self
 
     def key(self) -> str:
         return config_key(self.model_dump(mode="json"))
