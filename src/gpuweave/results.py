@@ -25,9 +25,10 @@ import csv
 import hashlib
 import json
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from gpuweave import __version__
 from gpuweave.errors import InputError

@@ -13,7 +13,13 @@ from gpuweave.cli import app
 from gpuweave.errors import InputError
 from gpuweave.fingerprint import code_fingerprint
 from gpuweave.report.grains import report_runs
-from gpuweave.results import KINDS, ResultCore, is_current, read_result_dir, write_result
+from gpuweave.results import (
+    KINDS,
+    ResultCore,
+    is_current,
+    read_result_dir,
+    write_result,
+)
 from gpuweave.sweep import load_sweep, run_sweep
 from gpuweave.sweep.executors import LocalExecutor
 
@@ -52,7 +58,8 @@ def test_mig_result_directory(tmp_path, tasks_csv):
     assert {p.name for p in (tmp_path / "far").iterdir()} == {"schedule.json", "tasks.csv", "summary.json"}
     assert (tmp_path / "far" / "schedule.json").read_bytes() == (tmp_path / "far.json").read_bytes()
     m = summary["metrics"]
-    assert m["makespan_s"] >= m["lower_bound_s"] > 0 and m["ratio"] == pytest.approx(m["makespan_s"] / m["lower_bound_s"])
+    assert m["makespan_s"] >= m["lower_bound_s"] > 0
+    assert m["ratio"] == pytest.approx(m["makespan_s"] / m["lower_bound_s"])
     assert summary["config"]["algo"] == "far" and summary["config"]["tasks"] == str(tasks_csv)
     assert len((tmp_path / "far" / "tasks.csv").read_text().splitlines()) == 1 + 6
     cli("mig", "validate", str(tmp_path / "far" / "schedule.json"), "--tasks", str(tasks_csv))

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from gpuweave.kernel.sim import Service, SimResult
 from gpuweave.results import ResultCore, write_csv, write_result

@@ -68,7 +68,7 @@ class MigBatchConfig(BaseModel):
     seed: int = Field(0, description="seed of the generator")
 
     @model_validator(mode="after")
-    def _known_names(self) -> "MigBatchConfig":
+    def _known_names(self) -> MigBatchConfig:
         """Unknown planner, GPU, scaling, time range or preset: one error before any cell runs."""
         get_planner(self.algo)
         scaling(self.gpu, self.scaling)

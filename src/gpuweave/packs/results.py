@@ -18,11 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gpuweave.errors import InputError
+from gpuweave.packs.data import paper_numbers
 from gpuweave.packs.metrics import Metrics, evaluate, response_time
 from gpuweave.packs.model import PackSchedule, Profile
 from gpuweave.packs.plan_io import plan_to_dict
-from gpuweave.errors import InputError
-from gpuweave.packs.data import paper_numbers
 from gpuweave.packs.registry import get_algorithm, solve
 from gpuweave.packs.workloads import syn_ref, workload
 from gpuweave.results import ResultCore, config_key, write_csv, write_json, write_result
@@ -76,7 +76,7 @@ class PacksWorkloadConfig(BaseModel):
     seed: int = Field(0, description="seed of the profile and of randomised algorithms")
 
     @model_validator(mode="after")
-    def _known_names(self) -> "PacksWorkloadConfig":
+    def _known_names(self) -> PacksWorkloadConfig:
         """Unknown algorithm or workload: one error before any cell runs."""
         get_algorithm(self.algo)
         known = [SYNTHETIC, *paper_numbers()["workloads"]]

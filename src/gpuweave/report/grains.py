@@ -16,9 +16,10 @@ Complexity: O(total size of the result files) plus matplotlib's drawing.
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,8 +29,16 @@ from gpuweave.files import prepare_output_dir
 from gpuweave.mig.gantt import plot_gantt
 from gpuweave.mig.schedule import read_schedule_json
 from gpuweave.report.html import (
-    comparison_table, configs_html, figure_html, html_table, metric_names, page_html, render_report, section_html,
-    summary_table, write_report_file,
+    comparison_table,
+    configs_html,
+    figure_html,
+    html_table,
+    metric_names,
+    page_html,
+    render_report,
+    section_html,
+    summary_table,
+    write_report_file,
 )
 from gpuweave.report.plots import _colors, _figure, _legend, _save, plot_text
 from gpuweave.report.rundir import label_runs
@@ -60,13 +69,17 @@ class GrainRun:
     def name(self) -> str:
         return str(self.config.get("algo") or self.config.get("mode") or self.summary.get("kind"))
 
-    def table(self, name: str) -> list[dict[str, str]]:
-        """A CSV file of the result directory as rows of text (InputError if missing or empty)."""
+    def table(self, name: str, columns: Sequence[str]) -> list[dict[str, str]]:
+        """A CSV file of the result directory as rows of text; InputError if it or one of ``columns`` is missing."""
         path = self.path / name
         if not path.is_file():
             raise InputError("missing file in result directory", file=path)
         with open(path, newline="") as fh:
-            return list(csv.DictReader(fh))
+            reader = csv.DictReader(fh)
+            missing = [c for c in columns if c not in (reader.fieldnames or [])]
+            if missing:
+                raise InputError("missing column", file=path, field=missing[0])
+            return list(reader)
 
 
 def _bars(runs: Sequence[GrainRun], series: dict[str, Callable[[GrainRun], float]], path: Path, title: str,
@@ -94,7 +107,8 @@ def _file_stem(run: GrainRun, index: int) -> str:
 
 def mig_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[tuple[str, Path]]:
     figures = [("Makespan and lower bound (s)", _bars(
-        runs, {"makespan": lambda r: r.metrics.get("makespan_s"), "lower bound": lambda r: r.metrics.get("lower_bound_s")},
+        runs, {"makespan": lambda r: r.metrics.get("makespan_s"),
+               "lower bound": lambda r: r.metrics.get("lower_bound_s")},
         out_dir / "mig_makespan.png", "Makespan against the lower bound", "seconds"))]
     for i, run in enumerate(runs):
         schedule = read_schedule_json(run.path / "schedule.json")
@@ -105,7 +119,7 @@ def mig_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[tuple[str, Path]]
 
 def _plot_pack_rows(run: GrainRun, path: Path) -> Path:
     """Pack blocks over time, task bars stacked over the processors they hold (from packs.csv)."""
-    rows = run.table("packs.csv")
+    rows = run.table("packs.csv", ("pack", "pack_start", "pack_cost", "procs", "time"))
     procs = int(run.metrics.get("procs") or 1)
     fig, axes = _figure(width=8.0, height=3.2)
     ax = axes[0, 0]
@@ -142,7 +156,7 @@ def _jct_cdf(runs: Sequence[GrainRun], path: Path) -> Path:
     lines: dict[str, np.ndarray] = {}
     for run in runs:
         by_service: dict[str, list[float]] = {}
-        for row in run.table("tasks.csv"):
+        for row in run.table("tasks.csv", ("service", "jct_ms")):
             by_service.setdefault(row["service"], []).append(float(row["jct_ms"]))
         for service, values in by_service.items():
             lines[f"{run.label} {service}" if len(runs) > 1 else service] = np.sort(values)
@@ -159,11 +173,13 @@ def _jct_cdf(runs: Sequence[GrainRun], path: Path) -> Path:
 
 
 def kernel_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[tuple[str, Path]]:
-    services = {run.label: {row["service"]: float(row["mean_jct_ms"]) for row in run.table("services.csv")}
+    services = {run.label: {row["service"]: float(row["mean_jct_ms"])
+                            for row in run.table("services.csv", ("service", "mean_jct_ms"))}
                 for run in runs}
     names = list(dict.fromkeys(s for per_run in services.values() for s in per_run))
     series = {s: (lambda r, s=s: services[r.label].get(s)) for s in names}
-    return [("Mean JCT per service (ms)", _bars(runs, series, out_dir / "kernel_jct.png", "Mean JCT per service", "ms")),
+    bars = _bars(runs, series, out_dir / "kernel_jct.png", "Mean JCT per service", "ms")
+    return [("Mean JCT per service (ms)", bars),
             ("JCT CDF per service", _jct_cdf(runs, out_dir / "kernel_jct_cdf.png"))]
 
 

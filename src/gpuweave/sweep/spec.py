@@ -50,8 +50,9 @@ class Grain:
 
 
 GRAINS = {
-    "cluster": Grain(SimulationConfig, run_simulation, ("avg_jct_s", "p99_jct_s", "makespan_s", "mean_queueing_delay_s",
-                                                         "utilization", "energy_kwh", "cost", "completed"), "avg_jct_s"),
+    "cluster": Grain(SimulationConfig, run_simulation,
+                     ("avg_jct_s", "p99_jct_s", "makespan_s", "mean_queueing_delay_s", "utilization", "energy_kwh",
+                      "cost", "completed"), "avg_jct_s"),
     "mig": Grain(MigBatchConfig, run_generated_batch, ("makespan_s", "lower_bound_s", "ratio", "reconfigurations"),
                  "ratio"),
     "packs": Grain(PacksWorkloadConfig, run_workload, ("cost_s", "relative_cost", "packing_ratio",
