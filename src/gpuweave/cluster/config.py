@@ -5,14 +5,13 @@ Every field has a default except the policy, so a config can be as short as ``po
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuweave.errors import InputError
+from gpuweave.results import config_key
 
 
 class SimulationConfig(BaseModel):
@@ -32,8 +31,7 @@ class SimulationConfig(BaseModel):
 
     def key(self) -> str:
         """Stable hash of the config (sweep cache key)."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+        return config_key(self.model_dump(mode="json"))
 
 
 def load_config(path: str | Path) -> SimulationConfig:

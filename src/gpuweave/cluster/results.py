@@ -1,81 +1,48 @@
 """Result files of one cluster run, written atomically.
 
-``jobs.csv``, ``allocations.csv``, ``timeseries.csv`` and ``summary.json`` are first written into a
-staging directory beside the target and renamed into place only when all of them are complete, so a run
-that fails halfway never leaves a result that looks complete. Numbers are formatted with a fixed
-precision, so the same config and seed give byte-identical files.
+``jobs.csv``, ``allocations.csv``, ``timeseries.csv`` and ``summary.json`` are written through the result core
+(:mod:`gpuweave.results`): staged beside the target and renamed into place only when all of them are complete,
+so a run that fails halfway never leaves a result that looks complete. Numbers are formatted with a fixed
+precision, so the same config and seed give byte-identical files. Beside the core keys, summary.json keeps the
+keys it had before the core (``gpuweave_version``, ``gpuweave_code``, ``policy``, ``cluster``, ``definitions``).
 """
 
 from __future__ import annotations
 
 import csv
-import json
-import math
 from pathlib import Path
 
 from gpuweave import __version__
 from gpuweave.fingerprint import code_fingerprint
 from gpuweave.cluster.simulator import SimulationRecords
-from gpuweave.staging import staged_directory
+from gpuweave.results import ResultCore, fmt, write_result
 
 JOB_COLUMNS = [
     "job_id", "job_type", "arrival", "start", "end", "jct", "queueing_delay", "num_gpus", "restarts",
     "deadline", "gpu_seconds", "energy_j", "cost",
 ]
 
-
-def fmt(x) -> str:
-    """Fixed, platform-independent number formatting (at most 9 significant decimals)."""
-    if x is None:
-        return ""
-    if isinstance(x, bool):
-        return str(int(x))
-    if isinstance(x, int):
-        return str(x)
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "nan"
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-        s = f"{x:.9f}".rstrip("0").rstrip(".")
-        return "0" if s in ("-0", "") else s
-    return str(x)
-
-
-def _clean(obj):
-    if isinstance(obj, float):
-        return float(fmt(obj)) if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    return obj
+DEFINITIONS = {
+    "energy": "facility energy (GPU idle/max power x PUE) of the whole cluster, first arrival to last completion",
+    "jct": "end - arrival",
+    "utilization": "GPU-seconds held by jobs (restarts included) / (total GPUs x makespan)",
+}
 
 
 def write_run(rec: SimulationRecords, summary: dict, config: dict, out_dir: Path, nodes: list) -> Path:
-    out_dir = Path(out_dir)
-    with staged_directory(out_dir) as staging:
+    def write_files(staging: Path) -> None:
         _write_jobs(rec, staging / "jobs.csv")
         _write_allocations(rec, staging / "allocations.csv", nodes)
         _write_timeseries(rec, staging / "timeseries.csv")
-        payload = {
-            "gpuweave_version": __version__,
-            "gpuweave_code": code_fingerprint(),
-            "config": config,
-            "seed": config.get("seed"),
-            "policy": config.get("policy"),
-            "cluster": {"total_gpus": rec.total_gpus, "gpus_by_model": rec.gpus_by_model},
-            "metrics": summary,
-            "definitions": {
-                "energy": "facility energy (GPU idle/max power x PUE) of the whole cluster, first arrival to last completion",
-                "jct": "end - arrival",
-                "utilization": "GPU-seconds held by jobs (restarts included) / (total GPUs x makespan)",
-            },
-        }
-        with open(staging / "summary.json", "w") as fh:
-            json.dump(_clean(payload), fh, indent=2, sort_keys=True)
-            fh.write("\n")
-    return out_dir
+
+    extra = {
+        "gpuweave_version": __version__,
+        "gpuweave_code": code_fingerprint(),
+        "policy": config.get("policy"),
+        "cluster": {"total_gpus": rec.total_gpus, "gpus_by_model": rec.gpus_by_model},
+        "definitions": DEFINITIONS,
+    }
+    return write_result(out_dir, ResultCore("cluster", config, config.get("seed"), summary), write_files, extra)
 
 
 def _write_jobs(rec: SimulationRecords, path: Path) -> None:

@@ -121,7 +121,9 @@ def register(cli) -> None:
     def simulate_cmd(
         config: Path = typer.Argument(..., help="Simulation config (YAML/JSON): services, priorities, traces, mode."),
         mode: Optional[str] = typer.Option(None, "--mode", help="Override the config's mode."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Write per-task JCTs (CSV) here."),
+        out: Optional[Path] = typer.Option(
+            None, "--out", help="FILE.csv: per-task JCTs; any other path: a result directory (tasks.csv, services.csv, summary.json)."
+        ),
         timeline: Optional[Path] = typer.Option(None, "--timeline", help="Write a timeline PNG of the first 20 ms here."),
     ) -> None:
         """Simulate services sharing one GPU and print per-service JCT statistics."""
@@ -133,12 +135,16 @@ def register(cli) -> None:
         from gpuweave.kernel.experiments import share_label
         from gpuweave.kernel.sim import simulate
 
-        from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
+        from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
+        from gpuweave.kernel.results import write_kernel_result, write_tasks_csv
 
         data = _load_config(config)
         # Check the output paths before simulating, so a bad path costs nothing.
-        if out:
+        out_csv = out is not None and out.suffix.lower() == ".csv"
+        if out_csv:
             prepare_output_file(out, field="out", suffixes=(".csv",))
+        elif out:
+            prepare_output_dir(out, field="out", create=False)
         if timeline:
             prepare_output_file(timeline, field="timeline", suffixes=IMAGE_SUFFIXES)
         if mode:
@@ -159,15 +165,8 @@ def register(cli) -> None:
         console.print(f"simulated {res.end_time:.1f} ms, {res.kernels_run} kernels, device busy {res.busy_fraction():.3f}"
                       + (f", fillers {res.core_stats.fillers}" if res.core_stats else ""))
         if out:
-            import csv
-
-            with open(out, "w", newline="") as fh:
-                w = csv.writer(fh)
-                w.writerow(["service", "task", "submit_ms", "start_ms", "end_ms", "jct_ms"])
-                for s in services:
-                    for r in res.tasks[s.name]:
-                        w.writerow([r.service, r.index, f"{r.submit:.6f}", f"{r.start:.6f}", f"{r.end:.6f}", f"{r.jct:.6f}"])
-            console.print(f"wrote {out}")
+            written = write_tasks_csv(res, services, out) if out_csv else write_kernel_result(out, res, services, data)
+            console.print(f"wrote {written}")
         if timeline:
             from gpuweave.kernel.timeline import plot_timelines
 

@@ -45,6 +45,7 @@ def register(cli) -> None:
         json_out: Optional[Path] = typer.Option(None, "--json", help="Write the schedule JSON here."),
         gantt: Optional[Path] = typer.Option(None, "--gantt", help="Write a Gantt chart (PNG) here."),
         batches: Optional[Path] = typer.Option(None, "--batches", help="Directory of batch CSVs (file-name order) to schedule with FAR and concatenate."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Write a result directory here (schedule.json, tasks.csv, summary.json)."),
     ) -> None:
         """Plan a batch of moldable tasks on MIG and print the schedule, makespan, lower bound and ratio."""
         from gpuweave.errors import InputError
@@ -52,7 +53,7 @@ def register(cli) -> None:
         from gpuweave.mig.registry import plan
         from gpuweave.mig.validate import check_schedule
 
-        from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
+        from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
 
         if gpus < 1:
             raise InputError(f"--gpus must be at least 1, got {gpus}", field="gpus")
@@ -63,6 +64,8 @@ def register(cli) -> None:
             prepare_output_file(json_out, field="json")
         if gantt is not None:
             prepare_output_file(gantt, field="gantt", suffixes=IMAGE_SUFFIXES)
+        if out is not None:
+            prepare_output_dir(out, field="out", create=False)
         if batches is not None:
             from gpuweave.mig.concat import chain_schedule
             from gpuweave.mig.far import far
@@ -88,6 +91,11 @@ def register(cli) -> None:
             from gpuweave.mig.gantt import plot_gantt
 
             typer.echo(f"wrote {plot_gantt(schedule, gantt)}")
+        if out is not None:
+            from gpuweave.mig.results import write_mig_result
+
+            source = {"tasks": str(tasks)} if batches is None else {"batches": str(batches)}
+            typer.echo(f"wrote {write_mig_result(out, schedule, {**source, 'gpu': gpu, 'gpus': gpus, 'algo': algo})}")
 
     @cli.run.command("mig")
     def run_mig(

@@ -26,6 +26,7 @@ def register(cli) -> None:
         seed: int = typer.Option(0, "--seed", help="Seed of the random heuristics."),
         json_out: Optional[Path] = typer.Option(None, "--json", help="Write the plan as JSON (input of `gpuweave run packs`)."),
         gantt: Optional[Path] = typer.Option(None, "--gantt", help="Write the pack chart (PNG)."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Write a result directory here (plan.json, packs.csv, summary.json)."),
     ) -> None:
         """Co-schedule the tasks of PROFILE into packs of at most K tasks on P processors."""
         import json
@@ -39,13 +40,15 @@ def register(cli) -> None:
         from gpuweave.packs.registry import check_k, get_algorithm, solve
         from gpuweave.packs.workloads import load_profile_csv
 
-        from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
+        from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
 
         get_algorithm(algo)  # unknown names fail before the file is read
         if json_out is not None:
             prepare_output_file(json_out, field="json")
         if gantt is not None:
             prepare_output_file(gantt, field="gantt", suffixes=IMAGE_SUFFIXES)
+        if out is not None:
+            prepare_output_dir(out, field="out", create=False)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             prof = load_profile_csv(profile, procs=procs)
@@ -76,6 +79,11 @@ def register(cli) -> None:
 
             plot_packs(prof, sched, gantt)
             console.print(f"wrote {gantt}")
+        if out is not None:
+            from gpuweave.packs.results import write_packs_result
+
+            config = {"profile": str(profile), "procs": prof.p, "k": kk, "algo": algo, "seed": seed}
+            console.print(f"wrote {write_packs_result(out, prof, sched, kk, config, seed)}")
 
     @cli.run.command("packs")
     def run_packs(

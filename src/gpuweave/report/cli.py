@@ -1,4 +1,4 @@
-"""``gpuweave report RUN_DIR...``: plots and a self-contained HTML report of one or several runs."""
+"""``gpuweave report RUN_DIR...``: plots and a self-contained HTML report of one or several runs of one kind."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import typer
 def register(cli) -> None:
     @cli.app.command("report")
     def report_cmd(
-        run_dirs: List[Path] = typer.Argument(..., help="Run directories (written by `gpuweave simulate`)."),
+        run_dirs: List[Path] = typer.Argument(..., help="Result directories of one kind (cluster, mig, packs or kernel runs written with --out)."),
         out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default ./gpuweave-out/report)."),
         title: str = typer.Option("gpuweave report", "--title", help="Report title."),
     ) -> None:
         """Write report.html (images embedded) and the plot PNGs for RUN_DIR..."""
-        from gpuweave.report.html import render_report
+        from gpuweave.report.grains import report_runs
 
         out_dir = out or Path("gpuweave-out") / "report"
-        path = render_report(run_dirs, out_dir, title=title)
+        path = report_runs(run_dirs, out_dir, title=title)
         typer.echo(f"wrote {path}")

@@ -128,7 +128,7 @@ def image_data_uri(path: str | Path) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def _figure(path: Path, caption: str) -> str:
+def figure_html(path: Path, caption: str) -> str:
     return (f'<figure><img alt="{esc(caption)}" src="{image_data_uri(path)}">'
             f"<figcaption>{esc(caption)}</figcaption></figure>")
 
@@ -148,12 +148,12 @@ def section_html(section: DemoSection) -> str:
             raise InputError("section table must be a list of dicts", field=f"{section.title}.table")
         out.append(html_table(section.table))
     for image in section.images:
-        out.append(_figure(Path(image), Path(image).stem.replace("_", " ")))
+        out.append(figure_html(Path(image), Path(image).stem.replace("_", " ")))
     out.append("</section>")
     return "".join(out)
 
 
-def _page(title: str, body: Iterable[str]) -> str:
+def page_html(title: str, body: Iterable[str]) -> str:
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -164,7 +164,7 @@ def _page(title: str, body: Iterable[str]) -> str:
     )
 
 
-def _write(out_dir: Path, text: str) -> Path:
+def write_report_file(out_dir: Path, text: str) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / REPORT_NAME
     tmp = out_dir / f".{REPORT_NAME}.{os.getpid()}.tmp"  # ordinary permissions, unlike mkstemp's 0600
@@ -177,7 +177,7 @@ def _write(out_dir: Path, text: str) -> Path:
     return target
 
 
-def _metric_names(runs) -> list[str]:
+def metric_names(runs) -> list[str]:
     seen = list(dict.fromkeys(k for run in runs for k in run.metrics))
     return [m for m in METRIC_ORDER if m in seen] + [m for m in seen if m not in METRIC_ORDER]
 
@@ -199,7 +199,7 @@ def _runs_table(runs) -> str:
     return html_table(rows)
 
 
-def _summary_table(runs, metrics: list[str]) -> str:
+def summary_table(runs, metrics: list[str]) -> str:
     out = ['<div class="scroll"><table><thead><tr><th class="text">metric</th>']
     out += [f"<th>{esc(run.label)}</th>" for run in runs]
     out.append("</tr></thead><tbody>")
@@ -215,16 +215,24 @@ def _finite(value: Any) -> bool:
     return _is_number(value) and math.isfinite(value)
 
 
-def _comparison_table(runs, metrics: list[str]) -> str:
-    compared = [m for m in metrics if m in COMPARED or m.startswith("utilization_")]
+def _better(m: str, compared: dict[str, bool]) -> bool | None:
+    """Whether higher is better for metric ``m`` (``mean_jct_ms[A]`` as ``mean_jct_ms``), None if not compared."""
+    if m.startswith("utilization_"):
+        return True
+    return compared.get(m.split("[", 1)[0])
+
+
+def comparison_table(runs, metrics: list[str], compared: dict[str, bool] = COMPARED) -> str:
+    """Each compared metric relative to the first run, the best run highlighted."""
+    metrics = [m for m in metrics if _better(m, compared) is not None]
     base = runs[0]
     out = [f'<p>Each value relative to the first run (<b>{esc(base.label)}</b>); '
            'the best run per metric is highlighted.</p>',
            '<div class="scroll"><table><thead><tr><th class="text">metric</th>']
     out += [f"<th>{esc(run.label)}</th>" for run in runs]
     out.append("</tr></thead><tbody>")
-    for m in compared:
-        higher = COMPARED.get(m, True)
+    for m in metrics:
+        higher = _better(m, compared)
         values = [run.metrics.get(m) for run in runs]
         finite = [v for v in values if _finite(v)]
         best = (max(finite) if higher else min(finite)) if len(set(finite)) > 1 else None
@@ -241,7 +249,7 @@ def _comparison_table(runs, metrics: list[str]) -> str:
     return "".join(out)
 
 
-def _definitions(runs) -> str:
+def definitions_html(runs) -> str:
     defs: dict[str, str] = {}
     for run in runs:
         d = run.summary.get("definitions")
@@ -254,7 +262,7 @@ def _definitions(runs) -> str:
     return f"<h2>Definitions</h2><dl>{items}</dl>"
 
 
-def _configs(runs) -> str:
+def configs_html(runs) -> str:
     out = ["<h2>Configurations</h2>"]
     for run in runs:
         text = json.dumps(run.config, indent=2, sort_keys=True, default=str)
@@ -282,20 +290,20 @@ def render_report(
     out_dir = Path(out_dir)
     runs = load_runs(list(run_dirs))
     prepare_output_dir(out_dir, field="out")
-    metrics = _metric_names(runs)
+    metrics = metric_names(runs)
     figures = plot_runs(runs, out_dir)
-    body = ["<h2>Runs</h2>", _runs_table(runs), "<h2>Summary</h2>", _summary_table(runs, metrics)]
+    body = ["<h2>Runs</h2>", _runs_table(runs), "<h2>Summary</h2>", summary_table(runs, metrics)]
     if len(runs) > 1:
-        body += ["<h2>Comparison</h2>", _comparison_table(runs, metrics)]
+        body += ["<h2>Comparison</h2>", comparison_table(runs, metrics)]
     body.append("<h2>Plots</h2>")
-    body += [_figure(path, caption) for caption, path in figures]
+    body += [figure_html(path, caption) for caption, path in figures]
     body += [section_html(s) for s in sections]
-    body += [_definitions(runs), _configs(runs)]
-    return _write(out_dir, _page(title, body))
+    body += [definitions_html(runs), configs_html(runs)]
+    return write_report_file(out_dir, page_html(title, body))
 
 
 def render_sections_report(
     sections: Sequence[DemoSection], out_dir: str | Path, title: str = "gpuweave report"
 ) -> Path:
     """Write ``out_dir/report.html`` made of sections only (the demo's report). Returns its path."""
-    return _write(Path(out_dir), _page(title, [section_html(s) for s in sections]))
+    return write_report_file(Path(out_dir), page_html(title, [section_html(s) for s in sections]))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuweave.errors import InputError
+from gpuweave.results import read_summary
 
 JOBS_REQUIRED = ("job_id", "arrival", "end", "jct")
 TIMESERIES_REQUIRED = ("time", "busy_total", "power_w")
@@ -34,6 +35,11 @@ class RunData:
         return str(self.summary.get("policy") or self.config.get("policy") or "?")
 
     @property
+    def name(self) -> str:
+        """What the run is labelled by (the policy)."""
+        return self.policy
+
+    @property
     def seed(self) -> Any:
         seed = self.summary.get("seed")
         return self.config.get("seed") if seed is None else seed
@@ -51,28 +57,6 @@ class RunData:
     def models(self) -> list[str]:
         """GPU models with a ``busy_<MODEL>`` column in the timeseries, in file order."""
         return [c[len("busy_"):] for c in self.timeseries.columns if c.startswith("busy_") and c != "busy_total"]
-
-
-def read_summary(path: Path) -> dict[str, Any]:
-    """Read and check one ``summary.json``."""
-    if not path.is_file():
-        raise InputError("missing summary.json (not a gpuweave run directory?)", file=path)
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON: {exc}", file=path) from None
-    if not isinstance(data, dict):
-        raise InputError("expected a JSON object", file=path)
-    metrics = data.get("metrics")
-    if not isinstance(metrics, dict):
-        raise InputError("expected an object of metrics", file=path, field="metrics")
-    for name, value in metrics.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise InputError(f"expected a number, got {value!r}", file=path, field=f"metrics.{name}")
-    for name in ("config", "cluster"):
-        if name in data and not isinstance(data[name], dict):
-            raise InputError("expected an object", file=path, field=name)
-    return data
 
 
 def _read_table(path: Path, required: tuple[str, ...], text_columns: tuple[str, ...] = ()):
@@ -128,15 +112,15 @@ def _short(value: Any) -> str:
     return str(value)
 
 
-def label_runs(runs: list[RunData]) -> None:
-    """Give each run a short label: the policy; the seed when the runs' seeds differ; then whatever config
+def label_runs(runs: list) -> None:
+    """Give each run a short label: its name (the policy, or a MIG/packs algorithm or kernel mode); the seed when the runs' seeds differ; then whatever config
     fields differ between runs that still share a label, and finally the directory name."""
     if len(runs) == 1:
-        runs[0].label = runs[0].policy
+        runs[0].label = runs[0].name
         return
     show_seed = len({_short(run.seed) for run in runs}) > 1
     for run in runs:
-        run.label = f"{run.policy} seed={_short(run.seed)}" if show_seed else run.policy
+        run.label = f"{run.name} seed={_short(run.seed)}" if show_seed else run.name
     groups: dict[str, list[RunData]] = {}
     for run in runs:
         groups.setdefault(run.label, []).append(run)
@@ -151,7 +135,7 @@ def label_runs(runs: list[RunData]) -> None:
                 options = run.config.get("policy_options") or {}
                 if isinstance(options, dict) and options:
                     inner = ",".join(f"{k}={_short(v)}" for k, v in sorted(options.items()))
-                    run.label = run.label.replace(run.policy, f"{run.policy}[{inner}]", 1)
+                    run.label = run.label.replace(run.name, f"{run.name}[{inner}]", 1)
         for run in group:
             extra = " ".join(f"{k}={_short(run.config.get(k))}" for k in differing)
             if extra:

@@ -1,4 +1,4 @@
-"""``gpuweave sweep SWEEP.yaml``: run a grid of cluster simulations locally or on Ray."""
+"""``gpuweave sweep SWEEP.yaml``: run a grid of cluster simulations, MIG plans or packs plans locally or on Ray."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-#: metrics in the console table (all of them are in sweep.csv)
+#: metrics of a cluster sweep in the console table (all of them are in sweep.csv); other grains show their
+#: aggregate metrics (gpuweave.sweep.spec.GRAINS)
 TABLE_METRICS = ("runs", "avg_jct_s", "p99_jct_s", "makespan_s", "utilization", "energy_kwh")
 
 
@@ -15,10 +16,30 @@ def _hours(value):
     return value / 3600.0 if isinstance(value, (int, float)) else value
 
 
+def _print_aggregate(spec, rows: list[dict]) -> None:
+    """Means over seeds; a cluster sweep shows its times in hours, the other grains in their own units."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from gpuweave.report.html import format_value
+    from gpuweave.sweep.spec import GRAINS
+
+    cluster = spec.grain == "cluster"
+    metrics = TABLE_METRICS if cluster else ("runs", *GRAINS[spec.grain].aggregate_metrics)
+    shown = [c for c in rows[0] if c in spec.grid or c in metrics]
+    table = Table(title=f"sweep {spec.name}: means over seeds")
+    for col in shown:
+        header = f"{col[:-2]} (h)" if cluster and col.endswith("_s") else col
+        table.add_column(header, justify="left" if isinstance(rows[0][col], str) else "right")
+    for row in rows:
+        table.add_row(*(format_value(_hours(row[c]) if cluster and c.endswith("_s") else row[c]) for c in shown))
+    Console().print(table)
+
+
 def register(cli) -> None:
     @cli.app.command("sweep")
     def sweep_cmd(
-        spec_path: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep file: base, grid, out."),
+        spec_path: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep file: grain, base, grid, out."),
         executor: str = typer.Option("local", "--executor", help="Where cells run: local or ray."),
         address: Optional[str] = typer.Option(
             None, "--address", help="Ray cluster address to join (e.g. auto, ray://host:10001); default: local Ray."
@@ -30,10 +51,6 @@ def register(cli) -> None:
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
     ) -> None:
         """Run every cell of SWEEP.yaml (finished cells are reused) and write sweep.csv/.parquet and a report."""
-        from rich.console import Console
-        from rich.table import Table
-
-        from gpuweave.report.html import format_value
         from gpuweave.sweep.executors import make_executor
         from gpuweave.files import prepare_output_dir
         from gpuweave.sweep.spec import check_inputs, load_sweep
@@ -45,17 +62,8 @@ def register(cli) -> None:
         with make_executor(executor, workers=workers, address=address) as ex:
             df = run_sweep(spec, ex, progress=progress)
         summary = df.attrs["summary"]
-        console = Console()
         if summary["aggregate"]:
-            rows = summary["aggregate"]
-            shown = [c for c in rows[0] if c in spec.grid or c in TABLE_METRICS]
-            table = Table(title=f"sweep {spec.name}: means over seeds")
-            for col in shown:
-                header = f"{col[:-2]} (h)" if col.endswith("_s") else col
-                table.add_column(header, justify="left" if isinstance(rows[0][col], str) else "right")
-            for row in rows:
-                table.add_row(*(format_value(_hours(row[c]) if c.endswith("_s") else row[c]) for c in shown))
-            console.print(table)
+            _print_aggregate(spec, summary["aggregate"])
         typer.echo(
             f"{summary['cells']} cells: {summary['executed']} run, {summary['cached']} reused, "
             f"{summary['failed']} failed"

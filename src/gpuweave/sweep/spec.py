@@ -2,7 +2,8 @@
 
 .. code-block:: yaml
 
-    base:                 # any SimulationConfig fields, shared by every cell
+    grain: cluster        # optional: cluster (default), mig or packs; names the config every cell is
+    base:                 # any config fields of the grain, shared by every cell
       cluster: gavel-60
       jobs: 50
     grid:                 # a list of values per SimulationConfig field; cells = cartesian product
@@ -11,6 +12,9 @@
       rate_per_hour: [30, 60]
     out: gpuweave-out/sweeps/small   # optional; default gpuweave-out/sweeps/<file stem>
 
+A grain's config: ``cluster`` a :class:`~gpuweave.cluster.config.SimulationConfig` run by the simulator;
+``mig`` a :class:`~gpuweave.mig.results.MigBatchConfig` (a Sec. 6.3 generated batch and a planner); ``packs`` a
+:class:`~gpuweave.packs.results.PacksWorkloadConfig` (a seeded SYN-REF profile and an algorithm).
 Grid values override base values. Cells are ordered like ``itertools.product`` over the grid fields in
 file order (the last field varies fastest).
 """
@@ -21,12 +25,52 @@ import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from gpuweave.cluster.config import SimulationConfig, parse_config
+from pydantic import BaseModel, ValidationError
+
+from gpuweave.cluster.config import SimulationConfig
+from gpuweave.cluster.run import run_simulation
 from gpuweave.errors import InputError
+from gpuweave.mig.results import MigBatchConfig, run_generated_batch
+from gpuweave.packs.results import PacksWorkloadConfig, run_workload
 
-TOP_LEVEL_KEYS = ("base", "grid", "out")
+TOP_LEVEL_KEYS = ("grain", "base", "grid", "out")
+
+
+@dataclass(frozen=True)
+class Grain:
+    """What a sweep of one grain runs: the cell config model, the runner writing a result directory, the
+    metrics averaged over seeds and the one plotted against the grid."""
+
+    config: type[BaseModel]
+    runner: Callable[[Any, Path], Any]
+    aggregate_metrics: tuple[str, ...]
+    plot_metric: str
+
+
+GRAINS = {
+    "cluster": Grain(SimulationConfig, run_simulation,
+                     ("avg_jct_s", "p99_jct_s", "makespan_s", "mean_queueing_delay_s", "utilization", "energy_kwh",
+                      "cost", "completed"), "avg_jct_s"),
+    "mig": Grain(MigBatchConfig, run_generated_batch, ("makespan_s", "lower_bound_s", "ratio", "reconfigurations"),
+                 "ratio"),
+    "packs": Grain(PacksWorkloadConfig, run_workload, ("cost_s", "relative_cost", "packing_ratio",
+                                                      "relative_response_time"), "relative_cost"),
+}
+
+
+def parse_cell_config(model: type[BaseModel], data: dict, source: str | Path = "<config>") -> Any:
+    """Validate one cell's config; the first problem as one InputError naming the field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, InputError):  # a validator named the problem itself (unknown algorithm, ...)
+            raise InputError(cause.message, file=source, field=cause.field) from None
+        field = ".".join(str(p) for p in err["loc"])
+        raise InputError(err["msg"], file=source, field=field or None) from None
 
 
 @dataclass
@@ -35,6 +79,7 @@ class SweepSpec:
     grid: dict[str, list[Any]]
     out: Path
     source: str = "<sweep>"
+    grain: str = "cluster"
 
     @property
     def name(self) -> str:
@@ -47,7 +92,7 @@ class Cell:
 
     index: int
     params: dict[str, Any]
-    config: SimulationConfig
+    config: Any  # the grain's config model
     key: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -73,26 +118,30 @@ def parse_sweep(data: Any, source: str | Path = "<sweep>", *, out: str | Path | 
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise InputError("expected a mapping with base, grid and out", file=src)
+        raise InputError("expected a mapping with grain, base, grid and out", file=src)
     for key in data:
         if key not in TOP_LEVEL_KEYS:
             raise InputError(f"unknown key (expected one of {', '.join(TOP_LEVEL_KEYS)})", file=src, field=str(key))
+    grain = data.get("grain", "cluster")
+    if grain not in GRAINS:
+        raise InputError(f"unknown grain {grain!r} (known: {', '.join(GRAINS)})", file=src, field="grain")
+    model = GRAINS[grain].config
     base = data.get("base") or {}
     if not isinstance(base, dict):
-        raise InputError("expected a mapping of SimulationConfig fields", file=src, field="base")
+        raise InputError(f"expected a mapping of {model.__name__} fields", file=src, field="base")
     grid = data.get("grid") or {}
     if not isinstance(grid, dict):
         raise InputError("expected a mapping of field: [values]", file=src, field="grid")
-    fields = SimulationConfig.model_fields
+    fields = model.model_fields
     for name in base:
         if name not in fields:
-            raise InputError(f"unknown SimulationConfig field (known: {', '.join(fields)})", file=src,
+            raise InputError(f"unknown {model.__name__} field (known: {', '.join(fields)})", file=src,
                              field=f"base.{name}")
     clean_grid: dict[str, list[Any]] = {}
     for name, values in grid.items():
         where = f"grid.{name}"
         if name not in fields:
-            raise InputError(f"unknown SimulationConfig field (known: {', '.join(fields)})", file=src, field=where)
+            raise InputError(f"unknown {model.__name__} field (known: {', '.join(fields)})", file=src, field=where)
         if not isinstance(values, list) or not values:
             raise InputError("expected a non-empty list of values", file=src, field=where)
         seen = set()
@@ -106,7 +155,7 @@ def parse_sweep(data: Any, source: str | Path = "<sweep>", *, out: str | Path | 
         out = data.get("out")
         if out is not None and not isinstance(out, str):
             raise InputError("expected a directory path", file=src, field="out")
-    spec = SweepSpec(dict(base), clean_grid, Path(out) if out else default_out(src), src)
+    spec = SweepSpec(dict(base), clean_grid, Path(out) if out else default_out(src), src, grain)
     expand(spec)  # validate every cell now, before anything runs
     return spec
 
@@ -128,7 +177,7 @@ def expand(spec: SweepSpec) -> list[Cell]:
     for index, combo in enumerate(itertools.product(*(spec.grid[n] for n in names))):
         params = dict(zip(names, combo))
         try:
-            config = parse_config({**spec.base, **params}, spec.source)
+            config = parse_cell_config(GRAINS[spec.grain].config, {**spec.base, **params}, spec.source)
         except InputError as exc:
             where = ", ".join(f"{k}={_text(v)}" for k, v in params.items()) or "base"
             raise InputError(f"cell {where}: {exc.message}", file=spec.source, field=exc.field) from None
@@ -145,13 +194,17 @@ def check_inputs(spec: SweepSpec) -> None:
     """Check, before any cell runs, what every cell will read: policy and its options, cluster, trace.
 
     Each distinct policy/options pair, cluster and (trace, cluster, profiles) combination is checked once,
-    so a typo in the grid is one error line (exit 2) instead of a sweep of failed cells.
+    so a typo in the grid is one error line (exit 2) instead of a sweep of failed cells. MIG and packs configs
+    check their names when they are validated (:func:`expand`).
     """
     from gpuweave.cluster.policies import make_policy
     from gpuweave.hardware.cluster_spec import load_cluster
     from gpuweave.workload.profiles import load_profiles
     from gpuweave.workload.traces.schema import read_trace
 
+    if spec.grain != "cluster":
+        expand(spec)
+        return
     seen: set[str] = set()
     clusters: dict[str, Any] = {}
 

@@ -20,20 +20,17 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from gpuweave import __version__
 from gpuweave.errors import InputError
 from gpuweave.files import prepare_output_dir
+from gpuweave.results import SUMMARY_NAME, is_current, read_summary
 from gpuweave.sweep.executors import Executor, LocalExecutor, TaskFailed, describe_exception
-from gpuweave.sweep.spec import Cell, SweepSpec, expand
+from gpuweave.sweep.spec import GRAINS, Cell, SweepSpec, expand
 
 #: sweeps with at most this many finished runs get the per-run plots in their report
 REPORT_MAX_RUNS = 12
-#: metrics averaged over seeds in the aggregate table
-AGGREGATE_METRICS = ["avg_jct_s", "p99_jct_s", "makespan_s", "mean_queueing_delay_s", "utilization",
-                     "energy_kwh", "cost", "completed"]
-
 Runner = Callable[[Any, Path], Any]
 
 
@@ -42,20 +39,17 @@ class CellTask:
     """What a worker needs for one cell (picklable)."""
 
     index: int
-    config: Any  # SimulationConfig
+    config: Any  # the grain's config model
     run_dir: str
-    runner: Runner | None = None
+    runner: Runner
 
 
 def run_cell(task: CellTask) -> dict[str, Any]:
     """Run one cell in a worker. Never raises for a failing simulation: returns ``status`` and ``error``."""
     start = time.perf_counter()
     run_dir = Path(task.run_dir)
-    runner = task.runner
-    if runner is None:
-        from gpuweave.cluster.run import run_simulation as runner
     try:
-        runner(task.config, run_dir)
+        task.runner(task.config, run_dir)
     except Exception as exc:
         (run_dir / "summary.json").unlink(missing_ok=True)
         import traceback
@@ -70,15 +64,12 @@ def run_cell(task: CellTask) -> dict[str, Any]:
 
 def finished_metrics(run_dir: Path, *, current_code_only: bool = False) -> dict[str, Any] | None:
     """The metrics of a finished run directory, or None if it has no readable summary.json (or, with
-    ``current_code_only``, if the run was made by other gpuweave code: its ``gpuweave_code`` stamp differs)."""
-    from gpuweave.fingerprint import code_fingerprint
-    from gpuweave.report.rundir import read_summary
-
+    ``current_code_only``, if the run was made by other gpuweave code: its fingerprint stamp differs)."""
     try:
-        summary = read_summary(run_dir / "summary.json")
+        summary = read_summary(run_dir / SUMMARY_NAME)
     except (InputError, OSError):
         return None
-    if current_code_only and summary.get("gpuweave_code") != code_fingerprint():
+    if current_code_only and not is_current(summary):
         return None
     return summary["metrics"]
 
@@ -154,7 +145,7 @@ def run_sweep(
     """Run the sweep and return a pandas DataFrame with one row per cell.
 
     ``executor`` defaults to :class:`LocalExecutor` with all CPUs. ``runner(config, run_dir)`` defaults to
-    :func:`gpuweave.cluster.run.run_simulation` (tests pass a fake; it must be a picklable top-level
+    the grain's runner (:data:`gpuweave.sweep.spec.GRAINS`; tests pass a fake; it must be a picklable top-level
     function). Writes ``sweep.csv``, ``sweep.parquet``, ``sweep_summary.json`` and, with ``report``, the
     comparison report into ``spec.out``.
     """
@@ -165,6 +156,8 @@ def run_sweep(
     out = Path(spec.out)
     runs_dir = prepare_output_dir(out / "runs", field="out")
     executor = executor or LocalExecutor()
+    grain = GRAINS[spec.grain]
+    runner = runner or grain.runner
 
     metrics: dict[int, dict[str, Any]] = {}
     for cell in cells:
@@ -228,13 +221,14 @@ def run_sweep(
          "error": outcomes[c.index].get("error"), "traceback": outcomes[c.index].get("traceback", "")}
         for c in cells if c.index not in metrics
     ]
-    agg = aggregate(df, list(spec.grid))
+    agg = aggregate(df, list(spec.grid), grain.aggregate_metrics)
     report_path = None
     if report and metrics:
         report_path = _write_report(spec, cells, metrics, df, agg, out)
     summary = {
         "gpuweave_version": __version__,
         "source": spec.source,
+        "grain": spec.grain,
         "out": str(out),
         "base": spec.base,
         "grid": spec.grid,
@@ -259,10 +253,10 @@ def run_sweep(
     return df
 
 
-def aggregate(df, grid_fields: list[str]):
+def aggregate(df, grid_fields: list[str], metric_names: Sequence[str]):
     """Mean (and seed count) of the key metrics per combination of grid fields other than ``seed``."""
     ok = df[df["status"] == "ok"]
-    metrics = [m for m in AGGREGATE_METRICS if m in ok.columns]
+    metrics = [m for m in metric_names if m in ok.columns]
     if ok.empty or not metrics:
         return None
     by = [f for f in grid_fields if f != "seed" and f in ok.columns]
@@ -289,7 +283,8 @@ def _x_field(df, grid_fields: list[str]) -> str | None:
 
 def _write_report(spec: SweepSpec, cells: list[Cell], metrics: dict, df, agg, out: Path) -> Path:
     from gpuweave.demo_sections import DemoSection
-    from gpuweave.report.html import render_report, render_sections_report
+    from gpuweave.report.grains import report_runs
+    from gpuweave.report.html import render_sections_report
     from gpuweave.report.plots import plot_sweep_aggregate
 
     report_dir = out / "report"
@@ -298,8 +293,10 @@ def _write_report(spec: SweepSpec, cells: list[Cell], metrics: dict, df, agg, ou
     x = _x_field(ok, grid)
     groups = [f for f in grid if f not in ("seed", x)]
     images = []
-    if "avg_jct_s" in ok.columns:
-        images.append(plot_sweep_aggregate(ok, report_dir / "sweep_avg_jct.png", x=x, y="avg_jct_s", groups=groups))
+    y = GRAINS[spec.grain].plot_metric
+    if y in ok.columns:
+        images.append(plot_sweep_aggregate(ok, report_dir / f"sweep_{y.removesuffix('_s')}.png", x=x, y=y,
+                                           groups=groups))
     n_failed = len(cells) - len(metrics)
     text = (f"{len(cells)} cells from {spec.source}: grid "
             + ", ".join(f"{k} ({len(v)})" for k, v in spec.grid.items())
@@ -313,5 +310,5 @@ def _write_report(spec: SweepSpec, cells: list[Cell], metrics: dict, df, agg, ou
     title = f"gpuweave sweep {spec.name}"
     run_dirs = [out / "runs" / c.key for c in cells if c.index in metrics]
     if len(run_dirs) <= REPORT_MAX_RUNS:
-        return render_report(run_dirs, report_dir, title=title, sections=[section])
+        return report_runs(run_dirs, report_dir, title=title, sections=[section])
     return render_sections_report([section], report_dir, title=title)
