@@ -9,9 +9,10 @@ the first lookup (a module that does not exist yet is skipped).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from gpuweave.registry import Registry
 

@@ -8,8 +8,9 @@ looks names up with :func:`get_planner` -- no if/elif chains on names. Lookup is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 from gpuweave.errors import InputError
 from gpuweave.mig.problem import MigProblem
@@ -40,7 +41,7 @@ class Planner:
     takes_arg: bool = False
 
     @classmethod
-    def of(cls, entry: Entry[MigPlanner]) -> "Planner":
+    def of(cls, entry: Entry[MigPlanner]) -> Planner:
         return cls(entry.name, entry.impl, entry.help, bool(entry.meta.get("takes_arg")))
 
 

@@ -10,8 +10,9 @@ The algorithm modules (:data:`ALGORITHM_MODULES`) are imported on the first look
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -64,7 +65,7 @@ class Algorithm:
     only_k: int | None = None
 
     @classmethod
-    def of(cls, entry: Entry[PacksAlgorithm]) -> "Algorithm":
+    def of(cls, entry: Entry[PacksAlgorithm]) -> Algorithm:
         m = entry.meta
         return cls(entry.name, entry.impl, entry.help, m["exact"], m["randomized"], m["max_n"], m["only_k"])
 

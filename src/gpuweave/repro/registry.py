@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from gpuweave.errors import InputError
 from gpuweave.registry import Entry, Option, Registry
@@ -84,7 +85,7 @@ class Reproduction:
     options: dict[str, type] = field(default_factory=dict)  # extra CLI flags: --n-max 20 -> options["n_max"]=20
 
     @classmethod
-    def of(cls, entry: Entry[Reproducer]) -> "Reproduction":
+    def of(cls, entry: Entry[Reproducer]) -> Reproduction:
         m = entry.meta
         return cls(name=entry.name, title=entry.help, paper=m["paper"], fn=entry.impl, options=m["option_types"])
 
