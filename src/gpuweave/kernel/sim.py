@@ -37,13 +37,21 @@ from typing import Literal
 
 import numpy as np
 
+from gpuweave.engine.loop import EventLoop, Handler
 from gpuweave.errors import InputError
 from gpuweave.kernel.ids import parse_priority
-from gpuweave.kernel.profile import Profile, ProfileBuilder
-from gpuweave.engine.loop import EventLoop, Handler
 from gpuweave.kernel.modes import ARBITERS, MODES, KernelMode
+from gpuweave.kernel.profile import Profile, ProfileBuilder
 from gpuweave.kernel.sched import PRESETS, CoreStats, SchedulerConfig
-from gpuweave.kernel.sim_state import FREE, KEND, KIND_NAMES, LAUNCH, PAIR_KINDS, SUBMIT, ServiceState
+from gpuweave.kernel.sim_state import (
+    FREE,
+    KEND,
+    KIND_NAMES,
+    LAUNCH,
+    PAIR_KINDS,
+    SUBMIT,
+    ServiceState,
+)
 from gpuweave.kernel.traces import Trace
 
 
