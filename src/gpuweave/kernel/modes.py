@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from gpuweave.kernel.sched import CoreStats, Go, SchedulerCore
-from gpuweave.kernel.sim_state import GO, REQ, TIMER, ServiceState, SimHost
+from gpuweave.kernel.sim_state import GO, LAUNCH, REQ, TIMER, ServiceState, SimHost
 from gpuweave.registry import Registry
 
 EventHandler = Callable[[float, object], None]
@@ -130,13 +130,15 @@ class KernelMode(ABC):
     def next_task(self, v: ServiceState, t: float) -> None:
         """After ``v``'s task ended and its workload had its say: start what may start."""
 
-    @abstractmethod
-    def launch(self, v: ServiceState, t: float) -> None:
-        """``v``'s host launches its current kernel at ``t``."""
+    def launch(self, t: float, v: ServiceState) -> None:
+        """``v``'s host launches its current kernel at ``t`` (the handler of LAUNCH events): by default the
+        kernel goes into its stream at once."""
+        self.host.enqueue(t, v)
 
     def handlers(self) -> dict[int, EventHandler]:
-        """The handlers of the event kinds only this mode pushes (FIKIT: requests, GOs, timers)."""
-        return {}
+        """The handlers of LAUNCH and of the event kinds only this mode pushes (FIKIT: requests, GOs, timers).
+        By default a launch is the enqueue itself, bound directly: it is the simulator's hot path."""
+        return {LAUNCH: self.host.enqueue}
 
     def core_stats(self) -> CoreStats | None:
         """The scheduler core's statistics, for modes that have one."""
@@ -165,9 +167,6 @@ class ExclusiveMode(KernelMode):
     def next_task(self, v: ServiceState, t: float) -> None:
         self._grant(t)
 
-    def launch(self, v: ServiceState, t: float) -> None:
-        self.host.enqueue(v, t)
-
     def _grant(self, t: float) -> None:
         if self.lock_owner == -1 and self.lock_wait:
             _, idx, _ = heapq.heappop(self.lock_wait)
@@ -188,9 +187,6 @@ class SharedMode(KernelMode):
     def next_task(self, v: ServiceState, t: float) -> None:
         if v.queue:
             self.host.start_task(v, t)
-
-    def launch(self, v: ServiceState, t: float) -> None:
-        self.host.enqueue(v, t)
 
 
 @MODES.register("share_timeslice", options=())
@@ -226,7 +222,7 @@ class FikitMode(SharedMode):
             self.core.register(v.name, v.prio, host.profile_of(i), "share", 0.0)
         self.core_inputs = [("register", 0.0, v.name, v.prio) for v in host.svcs]
 
-    def launch(self, v: ServiceState, t: float) -> None:
+    def launch(self, t: float, v: ServiceState) -> None:
         v.seq += 1
         rtt = self.host.ipc_rtt
         if rtt > 0:
@@ -235,16 +231,13 @@ class FikitMode(SharedMode):
             self._request(v, v.seq, t)
 
     def handlers(self) -> dict[int, EventHandler]:
-        return {REQ: self._on_request, GO: self._on_go, TIMER: self._on_timer}
+        return {LAUNCH: self.launch, REQ: self._on_request, GO: self.host.enqueue, TIMER: self._on_timer}
 
     def core_stats(self) -> CoreStats | None:
         return self.core.stats
 
     def _on_request(self, t: float, payload: tuple[ServiceState, int]) -> None:
         self._request(payload[0], payload[1], t)
-
-    def _on_go(self, t: float, v: ServiceState) -> None:
-        self.host.enqueue(v, t)
 
     def _on_timer(self, t: float, payload: object) -> None:
         self._apply(self.core.timer(t), t)
@@ -267,6 +260,6 @@ class FikitMode(SharedMode):
                 if rtt > 0:
                     host.push(t + rtt / 2, GO, w)
                 else:
-                    host.enqueue(w, t)
+                    host.enqueue(t, w)
             else:
                 host.push(a.time, TIMER)

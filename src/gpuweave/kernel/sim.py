@@ -377,7 +377,7 @@ class KernelSim:
         self.mode.next_task(v, t)
 
     # -------------------------------------------------------------- host
-    def enqueue(self, v: ServiceState, t: float) -> None:
+    def enqueue(self, t: float, v: ServiceState) -> None:
         if v.outstanding >= self.config.stream_depth:
             v.blocked = True
             return
@@ -440,7 +440,7 @@ class KernelSim:
         v.last_end = t
         if v.blocked:
             v.blocked = False
-            self.enqueue(v, t)
+            self.enqueue(t, v)
         if v.waiting_sync and v.outstanding == 0:
             v.waiting_sync = False
             self._proceed(v, t)
@@ -452,7 +452,6 @@ class KernelSim:
         mode = self.mode
         table: dict[int, Handler] = {
             KEND: self._kend,
-            LAUNCH: lambda t, v: mode.launch(v, t),
             FREE: self._host_free,
             SUBMIT: lambda t, v: self._submit(v, t, t),
             **mode.handlers(),

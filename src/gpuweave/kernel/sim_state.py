@@ -58,7 +58,7 @@ class SimHost(Protocol):
     def start_task(self, v: ServiceState, t: float) -> None:
         """``v`` starts its next queued task at ``t``."""
 
-    def enqueue(self, v: ServiceState, t: float) -> None:
+    def enqueue(self, t: float, v: ServiceState) -> None:
         """``v``'s host enqueues its current kernel into its stream at ``t``."""
 
     def profile_of(self, index: int) -> Profile:
