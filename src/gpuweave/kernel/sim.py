@@ -43,15 +43,7 @@ from gpuweave.kernel.ids import parse_priority
 from gpuweave.kernel.modes import ARBITERS, MODES, KernelMode
 from gpuweave.kernel.profile import Profile, ProfileBuilder
 from gpuweave.kernel.sched import PRESETS, CoreStats, SchedulerConfig
-from gpuweave.kernel.sim_state import (
-    FREE,
-    KEND,
-    KIND_NAMES,
-    LAUNCH,
-    PAIR_KINDS,
-    SUBMIT,
-    ServiceState,
-)
+from gpuweave.kernel.sim_state import FREE, KEND, KIND_NAMES, LAUNCH, REQ, SUBMIT, ServiceState
 from gpuweave.kernel.traces import Trace
 
 
@@ -312,6 +304,7 @@ class KernelSim:
         v.last_end = 0.0
         v.go_filler = False
         v.busy = 0.0
+        v.kdur = 0.0
         return v
 
     # -------------------------------------------------------------- host (what the mode may call)
@@ -422,14 +415,15 @@ class KernelSim:
         self.last_ctx = j
         end = start + dur
         self.running = j
-        self.loop.push(end, KEND, (v, dur))
+        v.kdur = dur
+        self.loop.push(end, KEND, v)
         if self.config.record_kernels:
             w = self.config.record_window
             if w is None or (end >= w[0] and start <= w[1]):
                 self.kernel_records.append(KernelRecord(v.name, v.task_no, op, start, end, filler, v.prio))
 
-    def _kend(self, t: float, payload: tuple[ServiceState, float]) -> None:
-        v, dur = payload
+    def _kend(self, t: float, v: ServiceState) -> None:
+        dur = v.kdur
         self.running = -1
         self.busy += dur
         self.kernels_run += 1
@@ -462,10 +456,10 @@ class KernelSim:
 
     def _logged(self, kind: int, handler: Handler) -> Handler:
         """``handler`` preceded by one log line per event (the format the event logs have always had)."""
-        log, name, pair = self.log, KIND_NAMES[kind], kind in PAIR_KINDS
+        log, name = self.log, KIND_NAMES[kind]
 
         def logged(t: float, payload: object) -> None:
-            a, b = payload if pair else (payload, None)  # type: ignore[misc]
+            a, b = payload if kind == REQ else (payload, payload.kdur if kind == KEND else None)  # type: ignore
             log.append(f"{t!r} {name} {a.name if a is not None else '-'} {b!r}")
             handler(t, payload)
 

@@ -16,11 +16,11 @@ import numpy as np
 from gpuweave.kernel.profile import Profile
 from gpuweave.kernel.sched import SchedulerConfig
 
-# Event kinds, in the order of the handler table. KEND and REQ carry a (service, value) pair; TIMER carries
-# nothing; the others carry the service.
+# Event kinds, in the order of the handler table. REQ carries a (service, seq) pair; TIMER carries nothing; the
+# others carry the service (a KEND's duration is the service's ``kdur``: the device runs one kernel at a time,
+# so it needs no tuple of its own on the hot path).
 KEND, LAUNCH, FREE, TIMER, REQ, GO, SUBMIT = range(7)
 KIND_NAMES = ("kend", "launch", "free", "timer", "req", "go", "submit")
-PAIR_KINDS = frozenset((KEND, REQ))
 
 
 class ServiceState:
@@ -30,6 +30,7 @@ class ServiceState:
         "idx", "name", "prio", "kids", "base_dur", "base_cpu", "syncs", "n_ops", "rng", "total", "workload",
         "submitted", "queue", "running", "cur_submit", "cur_start", "op", "task_no", "durs", "cpus", "stream",
         "outstanding", "waiting_sync", "blocked", "seq", "done", "records", "last_end", "go_filler", "finite", "busy",
+        "kdur",
     )
 
     idx: int
