@@ -82,6 +82,26 @@ def bench_round(jobs: int, policy: str, reps: int, seed: int, options: dict) -> 
     return {"bench": "round", **result, "options": options, "cpu": cpu_model(), "python": sys.version.split()[0]}
 
 
+def bench_kernel(tasks: int, mode: str, runs: int, seed: int) -> dict:
+    """Run the IV.a two-service simulation ``runs`` times; report the median wall time and events/s."""
+    from gpuweave.kernel.bench import sim_speed
+
+    samples = sorted((sim_speed(tasks, mode, seed) for _ in range(runs)), key=lambda r: r["seconds"])
+    mid = samples[len(samples) // 2]
+    return {
+        "bench": "kernel",
+        "mode": mode,
+        "tasks": tasks,
+        "runs": runs,
+        "events": mid["events"],
+        "kernels": mid["kernels"],
+        "wall_s": round(mid["seconds"], 4),
+        "events_per_s": round(mid["events_per_s"], 1),
+        "events_per_s_runs": [round(r["events_per_s"], 1) for r in samples],
+        "python": sys.version.split()[0],
+    }
+
+
 def _parse_options(items: list[str]) -> dict:
     import yaml
 
@@ -142,3 +162,16 @@ def register(cli) -> None:
         """Time one scheduling round (Hadar's Fig. 5 setup) of a policy with N active jobs."""
         result = bench_round(jobs, policy, reps, seed, _parse_options(option))
         _print_result(result, "bench round", as_json)
+
+    @bench_app.command("kernel")
+    def kernel_cmd(
+        tasks: int = typer.Option(300, "--tasks", min=1, help="HI tasks of service A (B runs 10/3 as many LO tasks)."),
+        mode: str = typer.Option("fikit", "--mode", help="Kernel arbitration mode (gpuweave kernel modes)."),
+        runs: int = typer.Option(3, "--runs", min=1, help="Timed runs; the median is reported."),
+        seed: int = typer.Option(0, "--seed"),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    ) -> None:
+        """Time the kernel simulator on the canonical HI + LO pair (experiment IV.a, scaled by --tasks)."""
+        result = bench_kernel(tasks, mode, runs, seed)
+        _print_result(result, "bench kernel", as_json)
+

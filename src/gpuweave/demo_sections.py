@@ -1,19 +1,20 @@
 """Registry of the sections ``gpuweave demo`` runs, one per scheduler family.
 
-A section is ``fn(ctx: DemoContext) -> DemoSection``; it runs on bundled data only, writes its
-files into ``ctx.out_dir`` and returns a title, a table (list of dicts), image paths and a short text for
-the console and the HTML report. Register with ``@register_demo_section("name", order=N)``.
-Modules listed in :data:`DEMO_MODULES` are imported to register their sections; a module that does not
-exist yet is skipped.
+The contract is :class:`DemoSectionFn`: ``fn(ctx: DemoContext) -> DemoSection``; a section runs on bundled data
+only, writes its files into ``ctx.out_dir`` and returns a title, a table (list of dicts), image paths and a short
+text for the console and the HTML report. Register with ``@register_demo_section("name", order=N)`` on the shared
+:class:`~gpuweave.registry.Registry` :data:`DEMO_SECTIONS`; the modules in :data:`DEMO_MODULES` are imported on
+the first lookup (a module that does not exist yet is skipped).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Protocol
 
-from gpuweave.plugins import import_if_present
+from gpuweave.registry import Registry
 
 DEMO_MODULES = [
     "gpuweave.cluster.demo",
@@ -39,18 +40,21 @@ class DemoSection:
     text: str = ""
 
 
-_SECTIONS: dict[str, tuple[int, Callable[[DemoContext], DemoSection]]] = {}
+class DemoSectionFn(Protocol):
+    """What every demo section is: a context in, one :class:`DemoSection` out."""
+
+    def __call__(self, ctx: DemoContext) -> DemoSection: ...
 
 
-def register_demo_section(name: str, *, order: int) -> Callable:
-    def deco(fn: Callable[[DemoContext], DemoSection]):
-        _SECTIONS[name] = (order, fn)
-        return fn
-
-    return deco
+DEMO_SECTIONS: Registry[DemoSectionFn] = Registry("demo section", DEMO_MODULES)
 
 
-def demo_sections() -> list[tuple[str, Callable[[DemoContext], DemoSection]]]:
-    for module in DEMO_MODULES:
-        import_if_present(module)
-    return [(name, fn) for name, (order, fn) in sorted(_SECTIONS.items(), key=lambda kv: (kv[1][0], kv[0]))]
+def register_demo_section(name: str, *, order: int) -> Callable[[DemoSectionFn], DemoSectionFn]:
+    """Decorator; ``order`` places the section in the demo (ties by name)."""
+    return DEMO_SECTIONS.register(name, options=(), order=order)
+
+
+def demo_sections() -> list[tuple[str, DemoSectionFn]]:
+    """(name, section) in demo order."""
+    entries = sorted(DEMO_SECTIONS.entries().values(), key=lambda e: (e.meta["order"], e.name))
+    return [(e.name, e.impl) for e in entries]

@@ -13,46 +13,38 @@ Model (spec §4.3):
   stream (blocking at ``stream_depth``), is busy for ``launch_overhead`` (charged after the enqueue,
   so it overlaps device execution, spec [rev]), and, if ``sync_after``, waits until its stream
   drains; every task ends with an implicit sync; JCT = end of the last kernel − submission;
-- the device runs one kernel at a time; among streams with ready heads it picks by mode:
-  ``exclusive`` (a task-level lock granted in submission order; for one service this is "alone"),
-  ``share_timeslice`` (the current context keeps the GPU while it has ready work and its slice
-  ``quantum`` has not expired, else round-robin; switches at kernel boundaries; optional switch
-  cost), ``share_fifo`` (earliest enqueued head), ``share_rr_kernel`` (one kernel per context in
-  turn). ``fikit`` uses the ``device`` arbitration (default time slicing) and the core decides what
-  is released;
+- the device runs one kernel at a time (optional context-switch cost); task admission, what a launch
+  does and which stream head runs next are the mode's: a :class:`~gpuweave.kernel.modes.KernelMode`
+  looked up by name (``exclusive``, ``share_timeslice``, ``share_fifo``, ``share_rr_kernel``, ``fikit``;
+  see :mod:`gpuweave.kernel.modes`);
 - jitter: every run re-samples each duration and host delay × exp(N(0, σ)) (numpy PCG64 per
   service, seeded from ``seed``), so the same seed gives a byte-identical event log;
   no wall-clock time is read (AC-22).
 
-The event loop is a hand-written heapq loop over ``(time, seq, kind, a, b)`` tuples; ``seq`` breaks
-ties deterministically. Complexity: O(E log E) for E events (≈ 3–5 per kernel).
+Events run on the shared :class:`~gpuweave.engine.loop.EventLoop`, one handler per kind
+(:mod:`gpuweave.kernel.sim_state`); insertion order breaks ties deterministically.
+Complexity: O(E log E) for E events (≈ 3–5 per kernel).
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import math
 import re
 from bisect import bisect_right
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
 
+from gpuweave.engine.loop import EventLoop, Handler
 from gpuweave.errors import InputError
 from gpuweave.kernel.ids import parse_priority
+from gpuweave.kernel.modes import ARBITERS, MODES, KernelMode
 from gpuweave.kernel.profile import Profile, ProfileBuilder
-from gpuweave.kernel.sched import PRESETS, CoreStats, Go, SchedulerConfig, SchedulerCore
+from gpuweave.kernel.sched import PRESETS, CoreStats, SchedulerConfig
+from gpuweave.kernel.sim_state import FREE, KEND, KIND_NAMES, LAUNCH, REQ, SUBMIT, ServiceState
 from gpuweave.kernel.traces import Trace
-
-MODES = ("exclusive", "share_timeslice", "share_fifo", "share_rr_kernel", "fikit")
-DEVICE_MODES = ("share_timeslice", "share_fifo", "share_rr_kernel")
-
-# event kinds
-_KEND, _LAUNCH, _FREE, _TIMER, _REQ, _GO, _SUBMIT = range(7)
-_KIND_NAMES = ("kend", "launch", "free", "timer", "req", "go", "submit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +125,8 @@ class SimConfig:
     measure_gap_inflation: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise InputError(f"unknown mode {self.mode!r} (known: {', '.join(MODES)})", field="mode")
-        if self.device not in DEVICE_MODES:
-            raise InputError(f"unknown device arbitration {self.device!r} (known: {', '.join(DEVICE_MODES)})", field="device")
+        MODES.get(self.mode)  # an unknown name is an InputError listing the known ones
+        ARBITERS.get(self.device)
         for name in ("quantum", "launch_overhead", "ipc_rtt", "jitter", "ctx_switch", "measure_gap_inflation"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
@@ -231,21 +221,13 @@ class SimResult:
         return self.busy_until(w) / w if w > 0 else 0.0
 
 
-class _Svc:
-    __slots__ = (
-        "idx", "name", "prio", "kids", "base_dur", "base_cpu", "syncs", "n_ops", "rng", "total", "workload",
-        "submitted", "queue", "running", "cur_submit", "cur_start", "op", "task_no", "durs", "cpus", "stream",
-        "outstanding", "waiting_sync", "blocked", "seq", "done", "records", "last_end", "go_filler", "finite", "busy",
-    )
-
-
 def _task_key_of(name: str) -> str:
     key = re.sub(r"[^A-Za-z0-9_.:\-]", "_", name)[:128]
     return key or "task"
 
 
 class KernelSim:
-    """One simulation run. Use :func:`simulate` for the usual call."""
+    """One simulation run. Use :func:`simulate` for the usual call. It is the :class:`SimHost` its mode sees."""
 
     def __init__(self, services: list[Service] | tuple[Service, ...], config: SimConfig) -> None:
         if not services:
@@ -255,99 +237,99 @@ class KernelSim:
             raise InputError("service names must be unique", field="name")
         self.services = tuple(services)
         self.config = config
-        cfg = config
-        self.mode = cfg.mode
-        self.arb = cfg.device if cfg.mode == "fikit" else cfg.mode
-        self.core: SchedulerCore | None = None
+        self.ipc_rtt = config.ipc_rtt
+        self.log_on = config.log
         self.profiles: dict[str, Profile] = {}
         self.go_log: list[tuple[float, str, int, str, bool]] = []
-        if cfg.mode == "fikit":
-            self.core = SchedulerCore(cfg.scheduler)
-            for s in services:
-                prof = s.profile if s.profile is not None else measure_profile(
-                    s.trace,
-                    runs=cfg.profiling_runs,
-                    jitter=cfg.jitter,
-                    seed=cfg.seed + 7919,
-                    launch_overhead=cfg.launch_overhead,
-                    gap_inflation=cfg.measure_gap_inflation,
-                    task_key=_task_key_of(s.name),
-                )
-                self.profiles[s.name] = prof
-                self.core.register(s.name, s.priority, prof, "share", 0.0)
-        stop = cfg.stop_when
-        if stop is None:
-            stop = tuple(s.name for s in services if s.workload.n is not None)
-        unknown = set(stop) - set(names)
-        if unknown:
-            raise InputError(f"stop_when names unknown services: {sorted(unknown)}", field="stop_when")
-        for s in services:
-            if s.name in stop and s.workload.n is None:
-                raise InputError(f"stop_when service {s.name!r} runs continuously and never finishes", field="stop_when")
-        if not stop and not math.isfinite(cfg.horizon):
-            raise InputError("all services run continuously: give a finite horizon", field="horizon")
-        self.stop_set = {names.index(n) for n in stop}
-        self.svcs: list[_Svc] = []
-        self.by_name: dict[str, _Svc] = {}
-        for i, s in enumerate(services):
-            v = _Svc()
-            v.idx, v.name, v.prio = i, s.name, s.priority
-            v.kids = [o.kid for o in s.trace.ops]
-            v.base_dur = np.array([o.dur for o in s.trace.ops], dtype=float)
-            v.base_cpu = np.array([o.cpu_before for o in s.trace.ops], dtype=float)
-            v.syncs = [o.sync_after for o in s.trace.ops]
-            v.n_ops = len(v.kids)
-            v.rng = np.random.Generator(np.random.PCG64([cfg.seed, i]))
-            v.total = s.workload.n
-            v.finite = s.workload.n is not None
-            v.workload = s.workload
-            v.submitted = 0
-            v.queue = deque()
-            v.running = False
-            v.cur_submit = v.cur_start = 0.0
-            v.op = 0
-            v.task_no = -1
-            v.durs = v.cpus = None
-            v.stream = deque()
-            v.outstanding = 0
-            v.waiting_sync = False
-            v.blocked = False
-            v.seq = 0
-            v.done = 0
-            v.records = []
-            v.last_end = 0.0
-            v.go_filler = False
-            v.busy = 0.0
-            self.svcs.append(v)
-            self.by_name[s.name] = v
-        self.heap: list[tuple] = []
-        self._count = itertools.count()
+        self.log: list[str] = []
+        self.stop_set = self._stop_set(names)
+        self.svcs = [self._service_state(i, s) for i, s in enumerate(services)]
+        self.by_name = {v.name: v for v in self.svcs}
+        self.loop = EventLoop()
         self.now = 0.0
         self.stopped = False
         # device
         self.running = -1
-        self.cur = -1
-        self.slice_start = -math.inf
         self.last_ctx = -1
         self.busy = 0.0
         self.kernels_run = 0
         self.kend_times: list[float] = []
         self.kend_cum: list[float] = []
         self.kernel_records: list[KernelRecord] = []
-        # exclusive lock
-        self.lock_owner = -1
-        self.lock_wait: list[tuple[float, int, int]] = []
-        self.log: list[str] = []
-        self.core_inputs: list[tuple] = []
-        if self.core is not None:
-            for s in services:
-                self.core_inputs.append(("register", 0.0, s.name, s.priority))
+        self.mode: KernelMode = MODES.get(config.mode).impl(self, config.device)
+        self.arbiter = self.mode.arbiter(config.quantum)
 
-    # -------------------------------------------------------------- helpers
-    def _push(self, t: float, kind: int, a: object = None, b: object = None) -> None:
-        heapq.heappush(self.heap, (t, next(self._count), kind, a, b))
+    def _stop_set(self, names: list[str]) -> set[int]:
+        """The services whose last task ends the run (``stop_when``; default: every finite one)."""
+        cfg = self.config
+        stop = cfg.stop_when
+        if stop is None:
+            stop = tuple(s.name for s in self.services if s.workload.n is not None)
+        unknown = set(stop) - set(names)
+        if unknown:
+            raise InputError(f"stop_when names unknown services: {sorted(unknown)}", field="stop_when")
+        for s in self.services:
+            if s.name in stop and s.workload.n is None:
+                raise InputError(f"stop_when service {s.name!r} runs continuously and never finishes", field="stop_when")
+        if not stop and not math.isfinite(cfg.horizon):
+            raise InputError("all services run continuously: give a finite horizon", field="horizon")
+        return {names.index(n) for n in stop}
 
-    def _sample(self, v: _Svc) -> None:
+    def _service_state(self, i: int, s: Service) -> ServiceState:
+        v = ServiceState()
+        v.idx, v.name, v.prio = i, s.name, s.priority
+        v.kids = [o.kid for o in s.trace.ops]
+        v.base_dur = np.array([o.dur for o in s.trace.ops], dtype=float)
+        v.base_cpu = np.array([o.cpu_before for o in s.trace.ops], dtype=float)
+        v.syncs = [o.sync_after for o in s.trace.ops]
+        v.n_ops = len(v.kids)
+        v.rng = np.random.Generator(np.random.PCG64([self.config.seed, i]))
+        v.total = s.workload.n
+        v.finite = s.workload.n is not None
+        v.workload = s.workload
+        v.submitted = 0
+        v.queue = deque()
+        v.running = False
+        v.cur_submit = v.cur_start = 0.0
+        v.op = 0
+        v.task_no = -1
+        v.durs = v.cpus = None
+        v.stream = deque()
+        v.outstanding = 0
+        v.waiting_sync = False
+        v.blocked = False
+        v.seq = 0
+        v.done = 0
+        v.records = []
+        v.last_end = 0.0
+        v.go_filler = False
+        v.busy = 0.0
+        v.kdur = 0.0
+        return v
+
+    # -------------------------------------------------------------- host (what the mode may call)
+    def push(self, t: float, kind: int, payload: object = None) -> None:
+        self.loop.push(t, kind, payload)
+
+    def profile_of(self, index: int) -> Profile:
+        cfg = self.config
+        s = self.services[index]
+        prof = s.profile if s.profile is not None else measure_profile(
+            s.trace,
+            runs=cfg.profiling_runs,
+            jitter=cfg.jitter,
+            seed=cfg.seed + 7919,
+            launch_overhead=cfg.launch_overhead,
+            gap_inflation=cfg.measure_gap_inflation,
+            task_key=_task_key_of(s.name),
+        )
+        self.profiles[s.name] = prof
+        return prof
+
+    def scheduler_config(self) -> SchedulerConfig:
+        return self.config.scheduler
+
+    def _sample(self, v: ServiceState) -> None:
         sigma = self.config.jitter
         if sigma > 0:
             n = v.n_ops
@@ -358,82 +340,37 @@ class KernelSim:
             v.cpus = v.base_cpu.tolist()
 
     # -------------------------------------------------------------- tasks
-    def _submit(self, v: _Svc, t_submit: float, now: float) -> None:
+    def _submit(self, v: ServiceState, t_submit: float, now: float) -> None:
         v.submitted += 1
         v.queue.append(t_submit)
-        if self.mode == "exclusive":
-            heapq.heappush(self.lock_wait, (t_submit, v.idx, v.submitted))
-            self._grant(now)
-        elif not v.running:
-            self._start_task(v, now)
+        self.mode.submit(v, now)
 
-    def _grant(self, t: float) -> None:
-        if self.lock_owner == -1 and self.lock_wait:
-            _, idx, _ = heapq.heappop(self.lock_wait)
-            self.lock_owner = idx
-            self._start_task(self.svcs[idx], t)
-
-    def _start_task(self, v: _Svc, t: float) -> None:
+    def start_task(self, v: ServiceState, t: float) -> None:
         v.cur_submit = v.queue.popleft()
         v.cur_start = t
         v.running = True
         v.task_no += 1
         v.op = 0
         self._sample(v)
-        self._push(t + v.cpus[0], _LAUNCH, v)
+        self.loop.push(t + v.cpus[0], LAUNCH, v)
 
-    def _task_done(self, v: _Svc, t: float) -> None:
+    def _task_done(self, v: ServiceState, t: float) -> None:
         v.running = False
         v.records.append(TaskRecord(v.name, v.task_no, v.cur_submit, v.cur_start, v.last_end))
         v.done += 1
         if v.finite and v.done >= v.total and v.idx in self.stop_set:
             if all(self.svcs[i].done >= self.svcs[i].total for i in self.stop_set):
                 self.stopped = True
+                self.loop.stop()
                 return
-        if self.mode == "exclusive":
-            self.lock_owner = -1
+        self.mode.release(v, t)
         wl = v.workload
         if wl.kind == "back_to_back" and (v.total is None or v.submitted < v.total):
             self._submit(v, v.last_end, t)
-        if self.mode == "exclusive":
-            self._grant(t)
-        elif v.queue:
-            self._start_task(v, t)
+        self.mode.next_task(v, t)
 
     # -------------------------------------------------------------- host
-    def _launch(self, v: _Svc, t: float) -> None:
-        if self.core is None:
-            self._enqueue(v, t)
-            return
-        v.seq += 1
-        rtt = self.config.ipc_rtt
-        if rtt > 0:
-            self._push(t + rtt / 2, _REQ, v, v.seq)
-        else:
-            self._request(v, v.seq, t)
-
-    def _request(self, v: _Svc, seq: int, t: float) -> None:
-        kid = v.kids[v.op]
-        self.core_inputs.append(("request", t, v.name, kid, seq))
-        self._apply(self.core.request(v.name, kid, seq, t), t)  # type: ignore[union-attr]
-
-    def _apply(self, actions: list, t: float) -> None:
-        rtt = self.config.ipc_rtt
-        for a in actions:
-            if a.__class__ is Go:
-                w = self.by_name[a.request.task]
-                w.go_filler = a.filler
-                if self.config.log:
-                    self.log.append(f"{t!r} go {w.name} {a.request.seq} {'F' if a.filler else 'H'}")
-                    self.go_log.append((t, w.name, a.request.seq, a.request.kid, a.filler))
-                if rtt > 0:
-                    self._push(t + rtt / 2, _GO, w)
-                else:
-                    self._enqueue(w, t)
-            else:
-                self._push(a.time, _TIMER)
-
-    def _enqueue(self, v: _Svc, t: float) -> None:
+    def enqueue(self, t: float, v: ServiceState) -> None:
         if v.outstanding >= self.config.stream_depth:
             v.blocked = True
             return
@@ -444,11 +381,11 @@ class KernelSim:
             self._dev_next(t)
         ov = self.config.launch_overhead
         if ov > 0:
-            self._push(t + ov, _FREE, v)
+            self.loop.push(t + ov, FREE, v)
         else:
-            self._host_free(v, t)
+            self._host_free(t, v)
 
-    def _host_free(self, v: _Svc, t: float) -> None:
+    def _host_free(self, t: float, v: ServiceState) -> None:
         i = v.op
         if v.syncs[i] or i == v.n_ops - 1:
             if v.outstanding == 0:
@@ -458,50 +395,16 @@ class KernelSim:
         else:
             self._proceed(v, t)
 
-    def _proceed(self, v: _Svc, t: float) -> None:
+    def _proceed(self, v: ServiceState, t: float) -> None:
         if v.op == v.n_ops - 1:
             self._task_done(v, t)
         else:
             v.op += 1
-            c = v.cpus[v.op]
-            self._push(t + c, _LAUNCH, v)
+            self.loop.push(t + v.cpus[v.op], LAUNCH, v)
 
     # -------------------------------------------------------------- device
-    def _pick(self, t: float) -> int:
-        svcs = self.svcs
-        arb = self.arb
-        n = len(svcs)
-        if arb == "share_timeslice" or arb == "exclusive":
-            c = self.cur
-            if c >= 0 and svcs[c].stream and t - self.slice_start < self.config.quantum:
-                return c
-            for k in range(1, n + 1):
-                j = (c + k) % n
-                if svcs[j].stream:
-                    self.cur = j
-                    self.slice_start = t
-                    return j
-            return -1
-        if arb == "share_fifo":
-            best = -1
-            best_t = math.inf
-            for j in range(n):
-                st = svcs[j].stream
-                if st and st[0][0] < best_t:
-                    best_t = st[0][0]
-                    best = j
-            return best
-        # share_rr_kernel
-        c = self.cur
-        for k in range(1, n + 1):
-            j = (c + k) % n
-            if svcs[j].stream:
-                self.cur = j
-                return j
-        return -1
-
     def _dev_next(self, t: float) -> None:
-        j = self._pick(t)
+        j = self.arbiter.pick(t)
         if j < 0:
             return
         v = self.svcs[j]
@@ -512,13 +415,15 @@ class KernelSim:
         self.last_ctx = j
         end = start + dur
         self.running = j
-        self._push(end, _KEND, v, dur)
+        v.kdur = dur
+        self.loop.push(end, KEND, v)
         if self.config.record_kernels:
             w = self.config.record_window
             if w is None or (end >= w[0] and start <= w[1]):
                 self.kernel_records.append(KernelRecord(v.name, v.task_no, op, start, end, filler, v.prio))
 
-    def _kend(self, v: _Svc, dur: float, t: float) -> None:
+    def _kend(self, t: float, v: ServiceState) -> None:
+        dur = v.kdur
         self.running = -1
         self.busy += dur
         self.kernels_run += 1
@@ -529,7 +434,7 @@ class KernelSim:
         v.last_end = t
         if v.blocked:
             v.blocked = False
-            self._enqueue(v, t)
+            self.enqueue(t, v)
         if v.waiting_sync and v.outstanding == 0:
             v.waiting_sync = False
             self._proceed(v, t)
@@ -537,51 +442,54 @@ class KernelSim:
             self._dev_next(t)
 
     # -------------------------------------------------------------- loop
-    def run(self) -> SimResult:
+    def _handlers(self) -> dict[int, Handler]:
+        mode = self.mode
+        table: dict[int, Handler] = {
+            KEND: self._kend,
+            FREE: self._host_free,
+            SUBMIT: lambda t, v: self._submit(v, t, t),
+            **mode.handlers(),
+        }
+        if self.log_on:
+            table = {kind: self._logged(kind, h) for kind, h in table.items()}
+        return table
+
+    def _logged(self, kind: int, handler: Handler) -> Handler:
+        """``handler`` preceded by one log line per event (the format the event logs have always had)."""
+        log, name = self.log, KIND_NAMES[kind]
+
+        def logged(t: float, payload: object) -> None:
+            a, b = payload if kind == REQ else (payload, payload.kdur if kind == KEND else None)  # type: ignore
+            log.append(f"{t!r} {name} {a.name if a is not None else '-'} {b!r}")
+            handler(t, payload)
+
+        return logged
+
+    def _submissions(self) -> None:
+        push = self.loop.push
         for v in self.svcs:
             wl = v.workload
             if wl.kind == "back_to_back":
-                self._push(wl.start, _SUBMIT, v)
+                push(wl.start, SUBMIT, v)
             elif wl.kind == "periodic":
                 for k in range(wl.n):  # type: ignore[arg-type]
-                    self._push(wl.start + k * wl.period, _SUBMIT, v)
+                    push(wl.start + k * wl.period, SUBMIT, v)
             elif wl.kind == "at_t0":
                 for _ in range(wl.n):  # type: ignore[arg-type]
-                    self._push(wl.start, _SUBMIT, v)
+                    push(wl.start, SUBMIT, v)
             else:
                 for x in wl.times:
-                    self._push(x, _SUBMIT, v)
-        heap = self.heap
-        pop = heapq.heappop
+                    push(x, SUBMIT, v)
+
+    def run(self) -> SimResult:
+        self._submissions()
+        loop = self.loop
+        for kind, handler in self._handlers().items():
+            loop.on(kind, handler)
         horizon = self.config.horizon
-        log = self.log if self.config.log else None
-        core = self.core
-        events = 0
-        t = 0.0
-        while heap:
-            t, _, kind, a, b = pop(heap)
-            if t > horizon:
-                t = horizon
-                break
-            events += 1
-            if log is not None:
-                log.append(f"{t!r} {_KIND_NAMES[kind]} {a.name if a is not None else '-'} {b!r}")
-            if kind == _KEND:
-                self._kend(a, b, t)
-            elif kind == _LAUNCH:
-                self._launch(a, t)
-            elif kind == _FREE:
-                self._host_free(a, t)
-            elif kind == _TIMER:
-                self._apply(core.timer(t), t)  # type: ignore[union-attr]
-            elif kind == _REQ:
-                self._request(a, b, t)
-            elif kind == _GO:
-                self._enqueue(a, t)
-            else:
-                self._submit(a, t, t)
-            if self.stopped:
-                break
+        loop.run(until=horizon)
+        # the run ends at the last event, or at the horizon when events lie beyond it
+        t = horizon if loop and not self.stopped else loop.now
         self.now = t
         return SimResult(
             config=self.config,
@@ -589,12 +497,12 @@ class KernelSim:
             tasks={v.name: v.records for v in self.svcs},
             kernels=self.kernel_records,
             end_time=t,
-            events=events,
+            events=loop.events,
             kernels_run=self.kernels_run,
             busy=self.busy,
             log=self.log,
-            core_inputs=self.core_inputs,
-            core_stats=self.core.stats if self.core is not None else None,
+            core_inputs=self.mode.core_inputs,
+            core_stats=self.mode.core_stats(),
             service_busy={v.name: v.busy for v in self.svcs},
             profiles=self.profiles,
             go_log=self.go_log,
@@ -607,8 +515,6 @@ def simulate(services: list[Service] | tuple[Service, ...], config: SimConfig | 
     """Run one simulation. ``overrides`` replace fields of ``config`` (e.g. ``mode="fikit"``)."""
     cfg = config or SimConfig()
     if overrides:
-        from dataclasses import replace
-
         cfg = replace(cfg, **overrides)
     return KernelSim(services, cfg).run()
 

@@ -60,6 +60,7 @@ from dataclasses import dataclass, replace
 from gpuweave.errors import InputError
 from gpuweave.hardware.mig import Placement, TreeNode, repartition_tree
 from gpuweave.mig.problem import MigProblem, lower_bound
+from gpuweave.mig.registry import register_planner
 from gpuweave.mig.schedule import Operation, Schedule, ScheduledTask
 
 
@@ -438,3 +439,8 @@ def _add_hint(m, hint: Schedule, problem: MigProblem, places, z, y, w, start, a_
         ds = destroys.get(pi, [])
         m.AddHint(a_var[r], _units(cs[k], res) if k < len(cs) else 0)
         m.AddHint(b_var[r], _units(ds[k], res) if k < len(ds) else max(horizon, _units(end_ops, res)) + 1)
+
+
+@register_planner("exact", help="exact optimum with CP-SAT (small batches, n <= 14; 60 s limit)")
+def exact_planner(problem: MigProblem, arg: str | None) -> Schedule:
+    return exact(problem).schedule

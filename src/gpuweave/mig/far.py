@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from gpuweave.mig.phase2 import Phase2Result, best_allocation
 from gpuweave.mig.problem import MigProblem, lower_bound
 from gpuweave.mig.refine import MOVE_EPS, RefineStats, refine
+from gpuweave.mig.registry import register_planner
 from gpuweave.mig.schedule import Schedule
 from gpuweave.mig.tree import Forest, forest_to_schedule, recompute_times
 
@@ -98,3 +99,8 @@ def far(problem: MigProblem, options: FarOptions = FarOptions()) -> FarResult:
     }
     schedule = forest_to_schedule(forest, problem, "far", lb, info)
     return FarResult(schedule, forest, p2, ms_noref, ms, lb, stats, regressed, guard_fired)
+
+
+@register_planner("far", help="FAR: family of allocations, repartitioning tree, moves and swaps (the paper's algorithm)")
+def far_planner(problem: MigProblem, arg: str | None) -> Schedule:
+    return far(problem).schedule

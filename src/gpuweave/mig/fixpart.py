@@ -22,6 +22,7 @@ import math
 from gpuweave.errors import InputError
 from gpuweave.hardware.mig import Placement, get_partition, partition_label, partitions
 from gpuweave.mig.problem import MigProblem, lower_bound
+from gpuweave.mig.registry import register_planner
 from gpuweave.mig.schedule import InitialInstance, Schedule, ScheduledTask
 
 
@@ -96,3 +97,17 @@ def ones_partition(problem: MigProblem) -> str:
 def whole_partition(problem: MigProblem) -> str:
     """Label of FixPart(7) (A30: FixPart(4))."""
     return str(problem.geometry.max_size)
+
+
+@register_planner(
+    "fixpart",
+    help="FixPart(P): static partition P, e.g. fixpart:1-1-1-1-1-1-1, fixpart:7, fixpart:4-2-1",
+    takes_arg=True,
+)
+def fixpart_planner(problem: MigProblem, arg: str | None) -> Schedule:
+    return fixpart(problem, arg or "")
+
+
+@register_planner("fixpart-best", help="FixPartBest: the best static partition")
+def fixpart_best_planner(problem: MigProblem, arg: str | None) -> Schedule:
+    return fixpart_best(problem)

@@ -24,6 +24,7 @@ import math
 from gpuweave.errors import InputError
 from gpuweave.hardware.mig import partition_label, partitions
 from gpuweave.mig.problem import MigProblem, lower_bound
+from gpuweave.mig.registry import register_planner
 from gpuweave.mig.replay import Incarnation, replay
 from gpuweave.mig.schedule import Operation, Schedule, ScheduledTask
 
@@ -87,3 +88,15 @@ def miso_opt(problem: MigProblem, *, charge_reconfig: bool = False) -> Schedule:
         ops.append(Operation("destroy", g, pl.size, pl.start, e, e))
     ms = max(t.end for t in tasks)
     return Schedule(problem.gpu, problem.gpus, ms, lower_bound(problem), tasks, ops, "free", [], "miso-opt", info)
+
+
+@register_planner("miso-opt", help="MISO-opt: FIFO windows, best-speedup partition per window (no reconfiguration cost)")
+def miso_planner(problem: MigProblem, arg: str | None) -> Schedule:
+    return miso_opt(problem)
+
+
+@register_planner("miso-opt-charged", help="MISO-opt with the Table 1 reconfiguration times charged (spec 7.13 flag)")
+def miso_charged_planner(problem: MigProblem, arg: str | None) -> Schedule:
+    sched = miso_opt(problem, charge_reconfig=True)
+    sched.algo = "miso-opt-charged"
+    return sched

@@ -1,22 +1,24 @@
 """Registry of co-scheduling algorithms, by name.
 
-An algorithm is ``fn(profile, k, rng) -> Solution``: packs as lists of task indices and the processor
-assignment ``sigma`` (plus statistics). Register it with :func:`register_algorithm`; :func:`solve` runs it,
-times it and returns a validated-by-construction :class:`~gpuweave.packs.model.PackSchedule`.
-The algorithm modules are imported by :func:`_load_all` (listed in :data:`ALGORITHM_MODULES`).
+The contract is :class:`PacksAlgorithm`: ``algorithm(profile, k, rng) -> Solution``, the packs as lists of task
+indices and the processor assignment ``sigma`` (plus statistics). Each algorithm module registers its function
+with :func:`register_algorithm` on the shared :class:`~gpuweave.registry.Registry` :data:`ALGORITHMS`;
+:func:`solve` runs it, times it and returns a validated-by-construction :class:`~gpuweave.packs.model.PackSchedule`.
+The algorithm modules (:data:`ALGORITHM_MODULES`) are imported on the first lookup.
 """
 
 from __future__ import annotations
 
-import importlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Protocol
 
 import numpy as np
 
 from gpuweave.errors import InputError
 from gpuweave.packs.model import PackSchedule, Profile, build_schedule
+from gpuweave.registry import Entry, Registry
 
 ALGORITHM_MODULES = [
     "gpuweave.packs.exact_dp",
@@ -40,18 +42,32 @@ class Solution:
     info: dict[str, float] = field(default_factory=dict)
 
 
-AlgoFn = Callable[[Profile, int, np.random.Generator], Solution]
+class PacksAlgorithm(Protocol):
+    """What every co-scheduling algorithm is: the profile, the pack size bound ``k`` and a seeded RNG in,
+    a :class:`Solution` out."""
+
+    def __call__(self, profile: Profile, k: int, rng: np.random.Generator) -> Solution: ...
+
+
+ALGORITHMS: Registry[PacksAlgorithm] = Registry("packs algorithm", ALGORITHM_MODULES)
 
 
 @dataclass(frozen=True, slots=True)
 class Algorithm:
+    """A registered algorithm as the callers see it: the function and what it can handle."""
+
     name: str
-    fn: AlgoFn
+    fn: PacksAlgorithm
     summary: str
     exact: bool = False
     randomized: bool = False
     max_n: int | None = None
     only_k: int | None = None
+
+    @classmethod
+    def of(cls, entry: Entry[PacksAlgorithm]) -> Algorithm:
+        m = entry.meta
+        return cls(entry.name, entry.impl, entry.help, m["exact"], m["randomized"], m["max_n"], m["only_k"])
 
     def check(self, profile: Profile, k: int) -> None:
         """Raise :class:`InputError` when this algorithm cannot handle the instance."""
@@ -59,9 +75,6 @@ class Algorithm:
             raise InputError(f"--algo {self.name} handles at most {self.max_n} tasks, the profile has {profile.n}")
         if self.only_k is not None and k != self.only_k:
             raise InputError(f"--algo {self.name} solves only k = {self.only_k}, got k = {k}")
-
-
-_REGISTRY: dict[str, Algorithm] = {}
 
 
 def register_algorithm(
@@ -72,37 +85,23 @@ def register_algorithm(
     randomized: bool = False,
     max_n: int | None = None,
     only_k: int | None = None,
-) -> Callable[[AlgoFn], AlgoFn]:
+) -> Callable[[PacksAlgorithm], PacksAlgorithm]:
     """Decorator: ``@register_algorithm("pack-by-pack-1", summary=...)``."""
-
-    def deco(fn: AlgoFn) -> AlgoFn:
-        if name in _REGISTRY and _REGISTRY[name].fn is not fn:
-            raise RuntimeError(f"packs algorithm {name!r} registered twice")
-        _REGISTRY[name] = Algorithm(name, fn, summary, exact, randomized, max_n, only_k)
-        return fn
-
-    return deco
-
-
-def _load_all() -> None:
-    for module in ALGORITHM_MODULES:
-        importlib.import_module(module)
+    return ALGORITHMS.register(
+        name, help=summary, options=(), exact=exact, randomized=randomized, max_n=max_n, only_k=only_k
+    )
 
 
 def algorithms() -> dict[str, Algorithm]:
-    _load_all()
-    return dict(sorted(_REGISTRY.items()))
+    return {name: Algorithm.of(entry) for name, entry in ALGORITHMS.entries().items()}
 
 
 def algorithm_names() -> list[str]:
-    return list(algorithms())
+    return ALGORITHMS.names()
 
 
 def get_algorithm(name: str) -> Algorithm:
-    algos = algorithms()
-    if name not in algos:
-        raise InputError(f"unknown packs algorithm '{name}' (known: {', '.join(algos)})")
-    return algos[name]
+    return Algorithm.of(ALGORITHMS.get(name))
 
 
 def check_k(profile: Profile, k: int) -> None:

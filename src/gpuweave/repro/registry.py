@@ -1,7 +1,7 @@
 """Registry and runner for paper reproductions.
 
-A reproduction is a function ``fn(ctx: ReproContext) -> list[ComparisonRow]`` registered with
-:func:`register_reproduction`. It computes its numbers (never copies them), may write extra files
+The contract is :class:`Reproducer`: ``fn(ctx: ReproContext) -> list[ComparisonRow]``, registered with
+:func:`register_reproduction` on the shared :class:`~gpuweave.registry.Registry` :data:`REPRODUCTIONS`. It computes its numbers (never copies them), may write extra files
 (CSV, Markdown, PNG) into ``ctx.out_dir``, and returns one row per number the paper states (``paper``
 set) or per number of ours worth showing (``paper`` None). The runner writes ``comparison.csv`` with the
 columns ``experiment,metric,paper,ours,unit,note`` and prints ours beside the paper's.
@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Protocol
 
 from gpuweave.errors import InputError
-from gpuweave.plugins import import_if_present
+from gpuweave.registry import Entry, Option, Registry
 from gpuweave.staging import staged_directory
 
 COMPARISON_COLUMNS = ["experiment", "metric", "paper", "ours", "unit", "note"]
@@ -64,52 +65,50 @@ class ReproContext:
         return self.reps if self.reps is not None else quick_default
 
 
+class Reproducer(Protocol):
+    """What every reproduction is: a context in, one comparison row per number out."""
+
+    def __call__(self, ctx: ReproContext) -> list[ComparisonRow]: ...
+
+
+REPRODUCTIONS: Registry[Reproducer] = Registry("reproduction", REPRODUCTION_MODULES)
+
+
 @dataclass(frozen=True, slots=True)
 class Reproduction:
+    """A registered reproduction as the callers see it."""
+
     name: str
     title: str
     paper: str
-    fn: Callable[[ReproContext], list[ComparisonRow]]
+    fn: Reproducer
     options: dict[str, type] = field(default_factory=dict)  # extra CLI flags: --n-max 20 -> options["n_max"]=20
 
-
-_REGISTRY: dict[str, Reproduction] = {}
+    @classmethod
+    def of(cls, entry: Entry[Reproducer]) -> Reproduction:
+        m = entry.meta
+        return cls(name=entry.name, title=entry.help, paper=m["paper"], fn=entry.impl, options=m["option_types"])
 
 
 def register_reproduction(
     name: str, *, title: str, paper: str, options: dict[str, type] | None = None
-) -> Callable:
+) -> Callable[[Reproducer], Reproducer]:
     """Decorator: ``@register_reproduction("far", title=..., paper=..., options={"n_max": int})``.
 
     ``options`` declares extra command-line flags of this reproduction (``--n-max 20`` for ``n_max``); their
     parsed values reach the function in ``ctx.options``.
     """
-
-    def deco(fn: Callable[[ReproContext], list[ComparisonRow]]):
-        if name in _REGISTRY and _REGISTRY[name].fn is not fn:
-            raise RuntimeError(f"reproduction {name!r} registered twice")
-        _REGISTRY[name] = Reproduction(name=name, title=title, paper=paper, fn=fn, options=dict(options or {}))
-        return fn
-
-    return deco
-
-
-def _load_all() -> None:
-    for module in REPRODUCTION_MODULES:
-        import_if_present(module)
+    types = dict(options or {})
+    listed = tuple(Option(key, typ.__name__, None) for key, typ in types.items())
+    return REPRODUCTIONS.register(name, help=title, options=listed, paper=paper, option_types=types)
 
 
 def all_reproductions() -> dict[str, Reproduction]:
-    _load_all()
-    return dict(sorted(_REGISTRY.items()))
+    return {name: Reproduction.of(entry) for name, entry in REPRODUCTIONS.entries().items()}
 
 
 def get_reproduction(name: str) -> Reproduction:
-    repros = all_reproductions()
-    if name not in repros:
-        known = ", ".join(repros) or "none"
-        raise InputError(f"unknown reproduction '{name}' (known: {known})")
-    return repros[name]
+    return Reproduction.of(REPRODUCTIONS.get(name))
 
 
 def _fmt(x: float | None) -> str:
