@@ -17,7 +17,7 @@ from gpuweave.plugins import import_if_present
 
 DEMO_MODULES = [
     "gpuweave.cluster.demo",
-    "gpuweave.andreas.demo",
+    "gpuweave.repro.andreas.demo",
     "gpuweave.mig.demo",
     "gpuweave.packs.demo",
     "gpuweave.kernel.demo",

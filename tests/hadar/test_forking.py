@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.simulator import Simulator
 from gpuweave.errors import InvalidDecisionError
@@ -61,11 +62,12 @@ def test_a9_no_idle_node_before_the_last_round(cluster, mix, slot, seed):
     assert r.ttd > 0 and all(j > 0 for j in r.jct)
 
 
-class Forker:
+class Forker(ClusterPolicy):
     name = "forker"
-    round_length = None
+    default_round_length = None
 
     def __init__(self, placement, forks=True):
+        super().__init__()
         self.placement = placement
         self.forks_jobs = forks
 

@@ -237,18 +237,23 @@ def test_option_values_are_checked(options, message):
 
 
 def test_policies_command_lists_options():
-    from gpuweave.cluster.cli import policy_options_text
-    from gpuweave.cluster.policies import policy_class
+    from gpuweave.cluster.cli import options_text
+    from gpuweave.cluster.policies import POLICIES
 
+    import json
     import os
     import subprocess
     import sys
 
-    text = policy_options_text(policy_class("hadar"))
+    text = options_text(POLICIES.get("hadar").options)
     assert "order='fifo'" in text and "solver='dp'" in text and "backfill=False" in text
     r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "policies"], capture_output=True, text=True,
                        env={**os.environ, "COLUMNS": "200"})
     assert r.returncode == 0 and "order='fifo'" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "policies", "--json"], capture_output=True, text=True)
+    listing = {e["name"]: e for e in json.loads(r.stdout)}
+    assert listing["hadar"]["trigger"] == "round 360 s" and listing["fifo"]["trigger"] == "event-driven"
+    assert {"name": "order", "type": "str", "default": "fifo", "help": ""} in listing["hadar"]["options"]
 
 
 def test_bench_round_cli():

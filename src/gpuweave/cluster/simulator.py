@@ -20,9 +20,9 @@ Model (issue #2, DESIGN.md):
 - Forking (opt-in, HadarE): a policy with ``forks_jobs = True`` may give a job m >= 2 whole copies of
   ``num_gpus`` GPUs, each copy on one node; the job then progresses at the sum of the copies' consolidated
   rates (copies' steps add up) until its work is done.
-- Triggers: a policy with ``round_length`` is called on round ticks (``k * round_length``) while jobs are
-  active; otherwise it is called after every instant at which a job arrived or completed. A policy may set
-  ``on_events = True`` to be called on both.
+- Triggers (:class:`~gpuweave.cluster.contract.ClusterPolicy`): a policy with a ``round_length`` is called on
+  round ticks (``k * round_length``) while jobs are active; one with ``reacts_to_events`` (every event-driven
+  policy) is called after every instant at which a job arrived or completed.
 
 A policy returns a :class:`~gpuweave.cluster.decision.Decision`; the simulator validates all of it and
 raises :class:`~gpuweave.errors.InvalidDecisionError` on the first broken rule, naming the policy, the time
@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision, normalize
 from gpuweave.cluster.state import ClusterView, JobState, Placement
 from gpuweave.engine import EventQueue
@@ -92,7 +93,7 @@ class Simulator:
         self,
         nodes: list,
         jobs: list[Job],
-        policy,
+        policy: ClusterPolicy,
         profiles,
         gpu_power: dict[str, tuple[float, float]],
         *,
@@ -108,10 +109,10 @@ class Simulator:
         self.policy = policy
         self.profiles = profiles
         self.restart_delay = float(restart_delay)
-        self.round_length = getattr(policy, "round_length", None)
+        self.round_length = policy.round_length
         # Opt-in job forking (HadarE, spec hadar.md §3): a policy with ``forks_jobs = True`` may place a job on
         # m >= 2 whole copies of ``num_gpus`` GPUs, each on one node; the copies' rates add up (fork_rate).
-        self._forks = bool(getattr(policy, "forks_jobs", False))
+        self._forks = policy.forks_jobs
         self.record_segments = record_segments
         self.max_time = max_time
         self.now = 0.0
@@ -246,7 +247,7 @@ class Simulator:
             q.push(js.job.arrival, ARRIVAL, ARRIVAL, js)
         policy = self.policy
         L = self.round_length
-        on_events = L is None or getattr(policy, "on_events", False)
+        on_events = policy.reacts_to_events
         tick_scheduled = False
         start_time = self.states[0].job.arrival if self.states else 0.0
         self.now = self._last_t = start_time
@@ -289,7 +290,7 @@ class Simulator:
                     if idle_rounds >= STALL_ROUNDS:
                         stuck = next(iter(self.pending.values()))
                         raise InvalidDecisionError(
-                            f"policy '{getattr(policy, 'name', policy)}' left {len(self.pending)} job(s) waiting on an "
+                            f"policy '{policy.name}' left {len(self.pending)} job(s) waiting on an "
                             f"idle cluster for {STALL_ROUNDS} rounds after the last arrival (e.g. job "
                             f"'{stuck.job.job_id}' needing {stuck.job.num_gpus} GPUs)"
                         )
@@ -306,7 +307,7 @@ class Simulator:
         if done < n_jobs and self.max_time == math.inf:
             stuck = next(iter(self.pending.values()), None) or next(iter(self.running.values()), None)
             raise InvalidDecisionError(
-                f"policy '{getattr(policy, 'name', policy)}' left {n_jobs - done} job(s) unfinished with nothing left to "
+                f"policy '{policy.name}' left {n_jobs - done} job(s) unfinished with nothing left to "
                 f"happen (e.g. job '{stuck.job.job_id}' needing {stuck.job.num_gpus} GPUs)"
             )
         return SimulationRecords(
@@ -407,7 +408,7 @@ class Simulator:
         js.version += 1
 
     def _apply(self, decision: Decision, q: EventQueue) -> None:
-        name = getattr(self.policy, "name", type(self.policy).__name__)
+        name = self.policy.name or type(self.policy).__name__
         now = self.now
         # Validate everything first; nothing is applied unless the whole decision is valid.
         stop_ids = []

@@ -8,7 +8,7 @@ AWS (V100, 2 K80, 2 T4) or lab (Titan RTX, T4, T400, RTX 3090, RTX A2000) cluste
    :mod:`gpuweave.hadar.forking`) and Hadar's DP (:mod:`gpuweave.hadar.dp`) puts at most one copy on
    each node (single-GPU nodes; a node is its own GPU "type"), scored with the current estimates
    ``X_hat``. Hadar: the same DP over unforked ``W = 1`` jobs. Gavel: the LAS LP over (job, node) and its
-   priority mechanism (:mod:`gpuweave.cluster.policies.gavel`), nodes visited fastest-estimate first.
+   priority mechanism (:mod:`gpuweave.baselines.gavel`), nodes visited fastest-estimate first.
 2. Split (HadarE): a job's remaining steps are split over its assigned nodes in proportion to ``X_hat``,
    summing exactly (remainder to the fastest node).
 3. Execution: node i runs ``min(s_i, X_i (T_S - o_i))`` steps at its true rate ``X_i``; ``o_i`` = 17 s for
@@ -49,6 +49,7 @@ from importlib import resources
 
 import numpy as np
 
+from gpuweave.baselines.gavel import gavel_priorities, gavel_round, max_min_fairness_lp
 from gpuweave.errors import InputError
 from gpuweave.hadar.dp import hadar_round
 from gpuweave.hadar.forking import copy_id, parent_of, split_steps
@@ -330,8 +331,6 @@ def _dp_assign(scheduler, order, copies, free, Xhat, rem, total, slot, k, prev_n
 
 
 def _gavel_assign(active, Xhat, n, slot, k, last_job, st) -> dict[int, int]:
-    from gpuweave.cluster.policies.gavel import gavel_priorities, gavel_round, max_min_fairness_lp
-
     # Account the previous round's time.
     for i, j in enumerate(last_job):
         if j >= 0:

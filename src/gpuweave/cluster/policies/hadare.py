@@ -28,12 +28,10 @@ from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.policies.hadar import HadarPolicy, cluster_arrays, queue_order
 from gpuweave.hadar.dp import DEFAULT_MAX_STATES, hadar_round
 from gpuweave.hadar.problem import QueuedJob
-from gpuweave.hadar.throughput import view_rate_table
 
 
 @register_policy("hadare")
 class HadarEPolicy(HadarPolicy):
-    round_length = 360.0
     forks_jobs = True
 
     def __init__(
@@ -44,18 +42,21 @@ class HadarEPolicy(HadarPolicy):
         max_copies: int | None = None,
         work_conserving: bool = True,
         order: str = "fifo",
+        *,
+        round_length: float | None = None,
+        seed: int = 0,
     ) -> None:
         super().__init__(
             variant="replan", utility=utility, max_states=max_states, kappa=kappa, work_conserving=work_conserving,
-            order=order,
+            order=order, round_length=round_length, seed=seed,
         )
         self.max_copies = max_copies
 
     def schedule(self, view) -> Decision:
         t0 = time.perf_counter()
-        table = view_rate_table(view, self)
+        table = self._rates.of(view)
         stype, cap = cluster_arrays(view)
-        L = float(view.round_length or self.round_length)
+        L = self.round_length
         largest = int(cap.max())
         n_nodes = len(view.nodes)
         n_copies = n_nodes if self.max_copies is None else max(1, min(n_nodes, int(self.max_copies)))
