@@ -39,6 +39,7 @@ from gpuweave.cluster.decision import Decision, normalize
 from gpuweave.cluster.state import ClusterView, JobState, Placement
 from gpuweave.engine import EventQueue
 from gpuweave.errors import InputError, InvalidDecisionError, MissingProfileError
+from gpuweave.hadar.forking import forked_rate, is_forked
 from gpuweave.workload.job import Job
 
 # Event kinds, in the order they are handled at one instant.
@@ -110,8 +111,7 @@ class Simulator:
         self.profiles = profiles
         self.restart_delay = float(restart_delay)
         self.round_length = policy.round_length
-        # Opt-in job forking (HadarE, spec hadar.md §3): a policy with ``forks_jobs = True`` may place a job on
-        # m >= 2 whole copies of ``num_gpus`` GPUs, each on one node; the copies' rates add up (fork_rate).
+        # Opt-in job forking (HadarE, spec hadar.md §3; rules in gpuweave.hadar.forking).
         self._forks = policy.forks_jobs
         self.record_segments = record_segments
         self.max_time = max_time
@@ -204,12 +204,6 @@ class Simulator:
             if r < rate:
                 rate = r
         return rate
-
-    def fork_rate(self, job_type: str, num_gpus: int, placement: Placement) -> float:
-        """Opt-in forking (HadarE): every node holds whole copies of ``num_gpus`` GPUs, each consolidated;
-        the copies' progress adds up, so the job's rate is the sum of the copies' rates."""
-        nodes = self.nodes
-        return sum((k // num_gpus) * self.model_rate(job_type, nodes[node].gpu_model, num_gpus, True) for node, k in placement)
 
     def _check_feasible(self) -> None:
         """Every job must be able to run somewhere, or the run could never finish."""
@@ -440,14 +434,16 @@ class Simulator:
                     raise InvalidDecisionError(f"policy '{name}' at t={now:g}: job '{job_id}' placed on invalid node {node}")
                 total += k
                 delta[node] = delta.get(node, 0) - k
-            forked = self._forks and _fork_ok(js.job.num_gpus, placement, total)
+            forked = self._forks and is_forked(js.job.num_gpus, placement, total)
             if total != js.job.num_gpus and not forked and not _moldable_ok(js.job, total):
                 raise InvalidDecisionError(
                     f"policy '{name}' at t={now:g}: gang rule: job '{job_id}' needs {js.job.num_gpus} GPUs, placement "
                     f"gives {total}"
                 )
             if forked:
-                rate = self.fork_rate(js.job.job_type, js.job.num_gpus, placement)
+                job = js.job
+                rate = forked_rate(job.num_gpus, placement, lambda node: self.model_rate(
+                    job.job_type, self.nodes[node].gpu_model, job.num_gpus, True))
             else:
                 rate = self.placement_rate(js.job.job_type, total, placement)
             if not rate > 0:
@@ -493,11 +489,6 @@ class Simulator:
             self.running[job_id] = js
             finish = js.productive_start + js.remaining / rate
             q.push(finish, COMPLETION, COMPLETION, (js, js.version))
-
-
-def _fork_ok(num_gpus: int, placement: Placement, total: int) -> bool:
-    """A forked placement: at least two copies, every node holding whole copies of ``num_gpus`` GPUs."""
-    return total > num_gpus and all(k % num_gpus == 0 for _, k in placement)
 
 
 def _moldable_ok(job: Job, total: int) -> bool:

@@ -52,7 +52,7 @@ import numpy as np
 from gpuweave.baselines.gavel import gavel_priorities, gavel_round, max_min_fairness_lp
 from gpuweave.errors import InputError
 from gpuweave.hadar.dp import hadar_round
-from gpuweave.hadar.forking import copy_id, parent_of, split_steps
+from gpuweave.hadar.forking import copy_count, copy_id, parent_of, split_steps
 from gpuweave.hadar.problem import QueuedJob, RoundProblem
 
 SCHEDULERS = ("hadare", "hadar", "gavel")
@@ -232,7 +232,7 @@ def _assign(scheduler, active, nodes, Xhat, rem, total, slot, k, last_job, ov, m
     running = [j for j in active if j in prev_node]
     waiting = [j for j in active if j not in prev_node]
     order = running + waiting
-    copies = n if scheduler == "hadare" else 1
+    copies = copy_count(1, 1, n) if scheduler == "hadare" else 1  # single-GPU nodes: one copy per node
     backfill = variant == "beta-backfill"
     if scheduler == "hadar" and hadar_variant == "sticky":
         # Paper §IV-B incremental mode (spec §2.11): running jobs keep their nodes; only waiting jobs are placed.

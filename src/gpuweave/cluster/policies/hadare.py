@@ -27,6 +27,7 @@ from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.policies.hadar import HadarPolicy, cluster_arrays, queue_order
 from gpuweave.hadar.dp import DEFAULT_MAX_STATES, hadar_round
+from gpuweave.hadar.forking import copy_count, copy_nodes, merge_copies
 from gpuweave.hadar.problem import QueuedJob
 
 
@@ -68,17 +69,11 @@ class HadarEPolicy(HadarPolicy):
         copies_of: dict[str, int] = {}
         for js in order:
             W = js.job.num_gpus
-            forkable = W <= largest and n_copies > 1
-            k = n_copies if forkable else 1
+            k = copy_count(W, largest, n_copies)
+            forkable = k > 1
             copies_of[js.job.job_id] = k
             cons, uncons = table.get(js.job.job_type, W)
-            prev_nodes: list[int] = []
-            if js.placement is not None:
-                if sum(c for _, c in js.placement) == W:
-                    prev_nodes = [js.placement[0][0]] if len(js.placement) == 1 else []
-                else:
-                    for node, c in js.placement:
-                        prev_nodes += [node] * (c // W)
+            prev_nodes = copy_nodes(js.placement, W)
             rem = view.remaining(js) / k
             tot = float(js.job.work) / k
             for i in range(1, k + 1):
@@ -108,13 +103,7 @@ class HadarEPolicy(HadarPolicy):
         if jobs:
             problem = self.round_problem(view, jobs, stype, cap, cap.copy(), L)
             result = hadar_round(problem, max_states=self.max_states)
-            merged: dict[str, dict[int, int]] = {}
-            for (job_id, _i), alloc in result.plan.items():
-                slot = merged.setdefault(job_id, {})
-                for node, c in alloc:
-                    slot[node] = slot.get(node, 0) + c
-            for job_id, counts in merged.items():
-                wanted[job_id] = tuple(sorted(counts.items()))
+            wanted.update(merge_copies(result.plan))
             self.dp_states.append(result.states)
             self.fallback_rounds += int(result.fallback)
             self.last_constants = result.constants
