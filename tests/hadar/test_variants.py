@@ -163,8 +163,9 @@ def emulated_round(variant, rem):
     nodes, est, _true, steps = emulation.rate_tables(data, "lab", mix, 0, "tflops_over_sqrt_vram")
     Xhat = np.array([est[m] for m in mix])
     total = np.array([steps[m] for m in mix], dtype=float)
-    return emulation._assign("hadare", [0, 1], nodes, Xhat, np.array(rem, dtype=float), total, 360.0, 0,
-                             [-1] * len(nodes), data["overheads"], 2, None, variant), Xhat
+    inputs = emulation.RoundInputs([0, 1], len(nodes), Xhat, np.array(rem, dtype=float), total, 360.0, 0,
+                                   [-1] * len(nodes), data["overheads"], 2, variant=variant)
+    return emulation.SCHEDULERS["hadare"].assign(inputs), Xhat
 
 
 def test_beta_variant_keeps_only_the_fastest_nodes_a_remainder_needs():

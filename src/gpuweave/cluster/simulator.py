@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision, normalize
 from gpuweave.cluster.state import ClusterView, JobState, Placement
-from gpuweave.engine import EventQueue
+from gpuweave.engine.loop import EventLoop
 from gpuweave.errors import InputError, InvalidDecisionError, MissingProfileError
 from gpuweave.hadar.forking import forked_rate, is_forked
 from gpuweave.workload.job import Job
@@ -236,72 +236,24 @@ class Simulator:
 
     # ------------------------------------------------------------------ run
     def run(self) -> SimulationRecords:
-        q = EventQueue()
+        loop = self._loop = EventLoop()
+        loop.on(COMPLETION, self._on_completion)
+        loop.on(ARRIVAL, self._on_arrival)
+        loop.on(ROUND, self._on_round)
         for js in self.states:
-            q.push(js.job.arrival, ARRIVAL, ARRIVAL, js)
-        policy = self.policy
-        L = self.round_length
-        on_events = policy.reacts_to_events
-        tick_scheduled = False
+            loop.push(js.job.arrival, ARRIVAL, js, ARRIVAL)
         start_time = self.states[0].job.arrival if self.states else 0.0
         self.now = self._last_t = start_time
         self._record_timeseries()
-        done = 0
-        arrived = 0
-        idle_rounds = 0
+        self._done = self._arrived = self._idle_rounds = 0
+        self._changed = self._tick = self._tick_scheduled = False
+        loop.run(until=self.max_time, before_instant=self._advance, after_instant=self._after_instant)
+        self.events = loop.events
         n_jobs = len(self.states)
-        while q:
-            t = q.peek_time()
-            if t > self.max_time:
-                break
-            self._advance(t)
-            changed = False
-            tick = False
-            while q and q.peek_time() == t:
-                _, kind, payload = q.pop()
-                self.events += 1
-                if kind == COMPLETION:
-                    js, version = payload
-                    if js.version != version or js.placement is None:
-                        continue
-                    self._complete(js)
-                    done += 1
-                    changed = True
-                elif kind == ARRIVAL:
-                    self.pending[payload.job.job_id] = payload
-                    arrived += 1
-                    changed = True
-                else:
-                    tick = True
-                    tick_scheduled = False
-            if ((changed and on_events) or tick) and (self.pending or self.running):
-                decision = policy.schedule(self.view)
-                self.decisions += 1
-                if decision:
-                    self._apply(decision, q)
-                if tick and not self.running and arrived == n_jobs:
-                    idle_rounds += 1
-                    if idle_rounds >= STALL_ROUNDS:
-                        stuck = next(iter(self.pending.values()))
-                        raise InvalidDecisionError(
-                            f"policy '{policy.name}' left {len(self.pending)} job(s) waiting on an "
-                            f"idle cluster for {STALL_ROUNDS} rounds after the last arrival (e.g. job "
-                            f"'{stuck.job.job_id}' needing {stuck.job.num_gpus} GPUs)"
-                        )
-                else:
-                    idle_rounds = 0
-            if L is not None and not tick_scheduled and (self.pending or self.running):
-                # Ticks sit on the grid k*L; after a tick the next one is a full round later.
-                nxt = t + L if tick else math.ceil(t / L) * L
-                q.push(max(nxt, t), ROUND, ROUND)
-                tick_scheduled = True
-            self._record_timeseries()
-            if done == n_jobs:
-                break
-        if done < n_jobs and self.max_time == math.inf:
+        if self._done < n_jobs and self.max_time == math.inf:
             stuck = next(iter(self.pending.values()), None) or next(iter(self.running.values()), None)
             raise InvalidDecisionError(
-                f"policy '{policy.name}' left {n_jobs - done} job(s) unfinished with nothing left to "
+                f"policy '{self.policy.name}' left {n_jobs - self._done} job(s) unfinished with nothing left to "
                 f"happen (e.g. job '{stuck.job.job_id}' needing {stuck.job.num_gpus} GPUs)"
             )
         return SimulationRecords(
@@ -319,6 +271,61 @@ class Simulator:
             events=self.events,
             decisions=self.decisions,
         )
+
+    # ------------------------------------------------------------------ event handlers
+    def _on_completion(self, t: float, payload: tuple[JobState, int]) -> None:
+        js, version = payload
+        if js.version != version or js.placement is None:
+            return  # stale: the job was moved or stopped after this completion was scheduled
+        self._complete(js)
+        self._done += 1
+        self._changed = True
+
+    def _on_arrival(self, t: float, js: JobState) -> None:
+        self.pending[js.job.job_id] = js
+        self._arrived += 1
+        self._changed = True
+
+    def _on_round(self, t: float, _payload: None) -> None:
+        self._tick = True
+        self._tick_scheduled = False
+
+    def _after_instant(self, t: float) -> None:
+        """After every event of one instant: ask the policy (on a tick, or on events if it reacts to them),
+        schedule the next tick, record the time series; stop once every job is done."""
+        tick = self._tick
+        active = self.pending or self.running
+        if ((self._changed and self.policy.reacts_to_events) or tick) and active:
+            decision = self.policy.schedule(self.view)
+            self.decisions += 1
+            if decision:
+                self._apply(decision)
+            self._count_idle_round(tick)
+        L = self.round_length
+        if L is not None and not self._tick_scheduled and (self.pending or self.running):
+            # Ticks sit on the grid k*L; after a tick the next one is a full round later.
+            nxt = t + L if tick else math.ceil(t / L) * L
+            self._loop.push(max(nxt, t), ROUND, None, ROUND)
+            self._tick_scheduled = True
+        self._changed = self._tick = False
+        self._record_timeseries()
+        if self._done == len(self.states):
+            self._loop.stop()
+
+    def _count_idle_round(self, tick: bool) -> None:
+        """A round-based policy that leaves jobs waiting on an idle cluster after the last arrival for
+        STALL_ROUNDS rounds is stuck: raise instead of ticking for ever."""
+        if not (tick and not self.running and self._arrived == len(self.states)):
+            self._idle_rounds = 0
+            return
+        self._idle_rounds += 1
+        if self._idle_rounds >= STALL_ROUNDS:
+            stuck = next(iter(self.pending.values()))
+            raise InvalidDecisionError(
+                f"policy '{self.policy.name}' left {len(self.pending)} job(s) waiting on an "
+                f"idle cluster for {STALL_ROUNDS} rounds after the last arrival (e.g. job "
+                f"'{stuck.job.job_id}' needing {stuck.job.num_gpus} GPUs)"
+            )
 
     def _advance(self, t: float) -> None:
         dt = t - self._last_t
@@ -401,7 +408,7 @@ class Simulator:
         js.rate = rate
         js.version += 1
 
-    def _apply(self, decision: Decision, q: EventQueue) -> None:
+    def _apply(self, decision: Decision) -> None:
         name = self.policy.name or type(self.policy).__name__
         now = self.now
         # Validate everything first; nothing is applied unless the whole decision is valid.
@@ -488,7 +495,7 @@ class Simulator:
             js.productive_start = now + delay
             self.running[job_id] = js
             finish = js.productive_start + js.remaining / rate
-            q.push(finish, COMPLETION, COMPLETION, (js, js.version))
+            self._loop.push(finish, COMPLETION, (js, js.version), COMPLETION)
 
 
 def _moldable_ok(job: Job, total: int) -> bool:
