@@ -13,8 +13,8 @@ find time fractions ``x[m, r]`` (job m on GPU type r) that maximise the smallest
 ``T[m,r]`` is the whole-job consolidated rate of m on ``sf_m`` GPUs of type r (0 = infeasible: x fixed to
 0), ``sf_m = W_m`` the scale factor, ``w_m = 1`` and ``T_equal_m = sum_r T[m,r] * x_prop[r]`` with the
 proportional share ``x_prop[r] = workers_r / M`` rescaled so that its row sums to at most 1. The epigraph
-form (variable z, rows ``z <= ...``) is an LP with M*R+1 columns and 2M+R rows, built from numpy arrays in
-CSC form and solved by HiGHS (``passModel``); O(M R) to build, HiGHS simplex/IPM to solve.
+form (variable z, rows ``z <= ...``) is an LP with M*R+1 columns and 2M+R rows, built column-wise from
+triplets by :func:`gpuweave.highs_models.highs_model`; O(M R) to build, HiGHS simplex/IPM to solve.
 
 Mechanism, each round of ``round_length`` (360 s): ``priority[m,r] = x[m,r] / (time m received on r /
 total time r was used)``, or ``x[m,r] * 1e9`` if m has not yet received r; infeasible types are left out.
@@ -44,11 +44,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuweave.highs_models import highs_model, run_model
+
 
 def max_min_fairness_lp(throughputs: np.ndarray, scale: np.ndarray, workers: np.ndarray, weights=None) -> np.ndarray:
     """Solve the LAS LP of the module docstring. ``throughputs`` is M x R (0 = infeasible); returns x (M x R)."""
-    import highspy
-
     T = np.asarray(throughputs, dtype=float)
     M, R = T.shape
     if M == 0:
@@ -69,40 +69,19 @@ def max_min_fairness_lp(throughputs: np.ndarray, scale: np.ndarray, workers: np.
     # Columns: x[m, r] at m*R + r, then z. Rows: fair_m (0..M-1), sum_m (M..2M-1), cap_r (2M..2M+R-1).
     m_idx = np.repeat(np.arange(M), R)
     r_idx = np.tile(np.arange(R), M)
-    index = np.empty(3 * nx + M, dtype=np.int32)
-    value = np.empty(3 * nx + M)
-    index[0 : 3 * nx : 3] = m_idx
-    index[1 : 3 * nx : 3] = M + m_idx
-    index[2 : 3 * nx : 3] = 2 * M + r_idx
-    value[0 : 3 * nx : 3] = -coef.ravel()
-    value[1 : 3 * nx : 3] = 1.0
-    value[2 : 3 * nx : 3] = sf[m_idx]
-    index[3 * nx :] = np.arange(M)
-    value[3 * nx :] = 1.0
-    start = np.concatenate([np.arange(0, 3 * nx + 1, 3), [3 * nx + M]]).astype(np.int32)
-    lp = highspy.HighsLp()
-    lp.num_col_ = nx + 1
-    lp.num_row_ = 2 * M + R
+    cols = np.arange(nx)
+    ri = np.concatenate([m_idx, M + m_idx, 2 * M + r_idx, np.arange(M)])
+    rc = np.concatenate([cols, cols, cols, np.full(M, nx)])
+    rv = np.concatenate([-coef.ravel(), np.ones(nx), sf[m_idx], np.ones(M)])
     cost = np.zeros(nx + 1)
     cost[-1] = -1.0
-    lp.col_cost_ = cost
-    lp.col_lower_ = np.zeros(nx + 1)
-    upper = np.where(T.ravel() > 0, 1.0, 0.0)
-    lp.col_upper_ = np.concatenate([upper, [highspy.kHighsInf]])
-    lp.row_lower_ = np.full(2 * M + R, -highspy.kHighsInf)
-    lp.row_upper_ = np.concatenate([np.zeros(M), np.ones(M), n])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = start
-    lp.a_matrix_.index_ = index
-    lp.a_matrix_.value_ = value
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.passModel(lp)
-    h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        raise RuntimeError(f"Gavel LP not solved: {h.modelStatusToString(h.getModelStatus())}")
-    x = np.asarray(h.getSolution().col_value[:nx]).reshape(M, R)
-    return np.clip(x, 0.0, 1.0)
+    upper = np.concatenate([np.where(T.ravel() > 0, 1.0, 0.0), [np.inf]])
+    h = highs_model(cost, ri, rc, rv, np.full(2 * M + R, -np.inf), np.concatenate([np.zeros(M), np.ones(M), n]),
+                    col_upper=upper, orientation="col")
+    solved = run_model(h)
+    if solved is None:
+        raise RuntimeError("Gavel LP infeasible")
+    return np.clip(solved[1][:nx].reshape(M, R), 0.0, 1.0)
 
 
 def min_total_duration_lp(
@@ -115,8 +94,6 @@ def min_total_duration_lp(
     tolerance: float = 1.05,
 ) -> tuple[np.ndarray, float, int]:
     """Gavel's ``min_total_duration_perf``: (x, smallest feasible T found, LP solves). See the module docstring."""
-    import highspy
-
     T = np.asarray(throughputs, dtype=float)
     M, R = T.shape
     if M == 0:
@@ -128,30 +105,14 @@ def min_total_duration_lp(
     # Columns: x[m, r] at m*R + r. Rows: sum_m (0..M-1), cap_r (M..M+R-1), thr_m (M+R..2M+R-1).
     m_idx = np.repeat(np.arange(M), R)
     r_idx = np.tile(np.arange(R), M)
-    index = np.empty(3 * nx, dtype=np.int32)
-    value = np.empty(3 * nx)
-    index[0::3] = m_idx
-    index[1::3] = M + r_idx
-    index[2::3] = M + R + m_idx
-    value[0::3] = 1.0
-    value[1::3] = sf[m_idx]
-    value[2::3] = T.ravel()
-    lp = highspy.HighsLp()
-    lp.num_col_ = nx
-    lp.num_row_ = 2 * M + R
-    lp.col_cost_ = np.zeros(nx)
-    lp.col_lower_ = np.zeros(nx)
-    lp.col_upper_ = np.where(T.ravel() > 0, 1.0, 0.0)
-    inf = highspy.kHighsInf
-    lp.row_lower_ = np.concatenate([np.full(M + R, -inf), np.zeros(M)])
-    lp.row_upper_ = np.concatenate([np.ones(M), n, np.full(M, inf)])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.arange(0, 3 * nx + 1, 3).astype(np.int32)
-    lp.a_matrix_.index_ = index
-    lp.a_matrix_.value_ = value
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.passModel(lp)
+    cols = np.arange(nx)
+    ri = np.concatenate([m_idx, M + r_idx, M + R + m_idx])
+    rc = np.concatenate([cols, cols, cols])
+    rv = np.concatenate([np.ones(nx), sf[m_idx], T.ravel()])
+    inf = np.inf
+    h = highs_model(np.zeros(nx), ri, rc, rv, np.concatenate([np.full(M + R, -inf), np.zeros(M)]),
+                    np.concatenate([np.ones(M), n, np.full(M, inf)]), col_upper=np.where(T.ravel() > 0, 1.0, 0.0),
+                    orientation="col")
     rows = np.arange(M + R, 2 * M + R, dtype=np.int32)
     upper = np.full(M, inf)
     solves = 0
@@ -160,10 +121,8 @@ def min_total_duration_lp(
         nonlocal solves
         solves += 1
         h.changeRowsBounds(M, rows, steps / horizon, upper)
-        h.run()
-        if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
-            return np.asarray(h.getSolution().col_value[:nx]).reshape(M, R)
-        return None
+        solved = run_model(h, strict=False)
+        return None if solved is None else solved[1][:nx].reshape(M, R)
 
     best_x, best_t = None, np.inf
     lo, hi = float(t_lo), float(t_hi)

@@ -58,6 +58,7 @@ from gpuweave.errors import InputError
 from gpuweave.hadar.dp import hadar_round
 from gpuweave.hadar.forking import copy_count, copy_id, parent_of, split_steps
 from gpuweave.hadar.problem import QueuedJob, RoundProblem
+from gpuweave.highs_models import solve_lp
 
 VARIANTS = ("spec", "beta", "beta-backfill")
 HADAR_VARIANTS = ("replan", "sticky")
@@ -417,8 +418,6 @@ def fluid_makespan(rates: np.ndarray, work: np.ndarray, forked: bool) -> float:
     i), preemption and migration free, overheads and slot boundaries ignored (an LP, Lawler-Labetoulle style):
     ``t_ji`` seconds of job j on node i, ``sum_i t_ji X_ji = work_j``, every node busy at most C, and unforked
     (``forked=False``) every job at most C in total, since one copy runs on one node at a time."""
-    from gpuweave.binary_milp import solve_lp
-
     J, n = rates.shape
     C = J * n  # column of the makespan
     ri, rc, rv, lo, hi = [], [], [], [], []
