@@ -39,9 +39,7 @@ def bench_sim(jobs: int, gpus: int, policy: str, rate_per_hour: float, seed: int
     for node in nodes:
         g = get_gpu(node.gpu_model)
         power[node.gpu_model] = (g.power_idle_w, g.power_max_w)
-    pol = make_policy(policy)
-    if round_length is not None:
-        pol.round_length = round_length
+    pol = make_policy(policy, round_length=round_length)
     setup_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     sim = Simulator(nodes, trace, pol, profiles, power)
@@ -56,7 +54,7 @@ def bench_sim(jobs: int, gpus: int, policy: str, rate_per_hour: float, seed: int
         "completed": done,
         "gpus": sum(n.num_gpus for n in nodes),
         "rate_per_hour": rate_per_hour,
-        "round_length": getattr(pol, "round_length", None),
+        "round_length": pol.round_length,
         "wall_s": round(wall, 4),
         "setup_s": round(setup_s, 4),
         "jobs_per_s": round(jobs / wall, 1),
@@ -73,7 +71,7 @@ def bench_round(jobs: int, policy: str, reps: int, seed: int, options: dict) -> 
     rounded up to a multiple of 12, equal V100/P100/K80, 4 per node: Hadar's Fig. 5 setup, spec §5.8)."""
     from gpuweave.cluster.policies import make_policy
     from gpuweave.errors import InputError
-    from gpuweave.hadar.scalability import cpu_model, time_policy
+    from gpuweave.repro.hadar.scalability import cpu_model, time_policy
 
     if reps < 1:
         raise InputError(f"--reps must be >= 1, got {reps}", field="reps")

@@ -35,7 +35,7 @@ COMMAND_MODULES = [
     "gpuweave.workload.traces.cli",
     "gpuweave.cluster.cli",
     "gpuweave.andreas.cli",
-    "gpuweave.hadar.cli",
+    "gpuweave.cluster.hadar_cli",
     "gpuweave.report.cli",
     "gpuweave.sweep.cli",
     "gpuweave.repro.cli",

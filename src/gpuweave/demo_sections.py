@@ -18,7 +18,7 @@ from gpuweave.registry import Registry
 
 DEMO_MODULES = [
     "gpuweave.cluster.demo",
-    "gpuweave.andreas.demo",
+    "gpuweave.repro.andreas.demo",
     "gpuweave.mig.demo",
     "gpuweave.packs.demo",
     "gpuweave.kernel.demo",

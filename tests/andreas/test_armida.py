@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuweave.andreas.armida import armida_setup, intervals, plot_trace, replay
+from gpuweave.repro.andreas.armida import armida_setup, intervals, plot_trace, replay
 from gpuweave.andreas.cost import deviation
 
 

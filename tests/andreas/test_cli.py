@@ -98,7 +98,7 @@ def test_repro_quick_writes_comparison(tmp_path):
 
 
 def test_demo_section_charges_energy_and_tardiness_to_every_policy(tmp_path):
-    from gpuweave.andreas.demo import POLICIES, andreas_section
+    from gpuweave.repro.andreas.demo import POLICIES, andreas_section
     from gpuweave.demo_sections import DemoContext, demo_sections
 
     sec = andreas_section(DemoContext(out_dir=tmp_path, quick=True))

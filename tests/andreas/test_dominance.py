@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuweave.andreas.experiments import BASELINES, means, scenario_runs
+from gpuweave.repro.andreas.experiments import BASELINES, means, scenario_runs
 
 
 @pytest.mark.parametrize("scenario", [1, 2])

@@ -24,7 +24,7 @@ def test_policy_completes_a_generated_philly_trace_on_gavel_60(policy, tmp_path)
 
 
 def _run(policy, jobs, nodes, **kw):
-    from gpuweave.andreas.simulate import run_policy
+    from gpuweave.repro.andreas.simulate import run_policy
     from tests.cluster.conftest import TableProfiles
 
     with warnings.catch_warnings():

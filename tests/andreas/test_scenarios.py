@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuweave.andreas.experiments import reductions, scenario_runs
+from gpuweave.repro.andreas.experiments import reductions, scenario_runs
 from gpuweave.andreas.workload import OMEGA_RANGE, full_times, rg_seeds, scenario_jobs, scenario_nodes
 from gpuweave.errors import InputError
 

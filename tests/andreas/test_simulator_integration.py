@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.andreas.catalog import load_costs
-from gpuweave.andreas.cost import real_cost
-from gpuweave.andreas.simulate import run_policy
+from gpuweave.repro.andreas.simulate import real_cost
+from gpuweave.repro.andreas.simulate import run_policy
 from gpuweave.andreas.workload import andreas_job, scenario_jobs, scenario_nodes
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.simulator import Simulator
@@ -19,13 +20,14 @@ PROFILES = ProfileStore.from_rows([("app", "V100", 1, True, 1.0), ("app", "V100"
 POWER = {"V100": (45.0, 300.0)}
 
 
-class Script:
+class Script(ClusterPolicy):
     """Applies scripted decisions: {time: Decision}; ticks every 10 s."""
 
     name = "script"
-    round_length = 10.0
+    default_round_length = 10.0
 
     def __init__(self, plan):
+        super().__init__()
         self.plan = plan
 
     def schedule(self, view):

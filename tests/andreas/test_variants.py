@@ -77,7 +77,7 @@ def test_postprocessing_gives_idle_gpus_to_the_colocated_job():
 
 
 def test_variants_as_policy_options():
-    from gpuweave.andreas.simulate import run_policy
+    from gpuweave.repro.andreas.simulate import run_policy
     from gpuweave.andreas.workload import scenario_jobs, scenario_nodes
 
     nodes, jobs = scenario_nodes(4, 2), scenario_jobs(4, 2, 1000)

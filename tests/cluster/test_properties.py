@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.contract import ClusterPolicy
+from gpuweave.cluster.decision import Decision, Plan
 from gpuweave.cluster.placement import fewest_nodes
 from gpuweave.cluster.policies import make_policy
 from gpuweave.cluster.simulator import Simulator
@@ -17,17 +18,17 @@ from gpuweave.workload.job import Job
 from .conftest import POWER, TableProfiles, make_nodes
 
 
-class RandomPreemptive:
+class RandomPreemptive(ClusterPolicy):
     """Round-based chaos: random preemptions and moves, to exercise restarts."""
 
     name = "random-preemptive"
 
     def __init__(self, seed: int, round_length: float):
+        super().__init__(round_length=round_length)
         self.rng = random.Random(seed)
-        self.round_length = round_length
 
     def schedule(self, view):
-        plan = view.plan()
+        plan = Plan(view)
         for js in list(view.running.values()):
             if self.rng.random() < 0.3:
                 plan.stop(js)

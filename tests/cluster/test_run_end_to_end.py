@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.config import parse_config
 from gpuweave.cluster.run import run_simulation
 
@@ -111,9 +112,9 @@ def test_round_based_run_visits_only_active_jobs():
     fifo = make_policy("fifo")
     seen = []
 
-    class Spy:
+    class Spy(ClusterPolicy):
         name = "spy"
-        round_length = 360.0
+        default_round_length = 360.0
 
         def schedule(self, view):
             seen.append(len(view.pending) + len(view.running))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.contract import ClusterPolicy
+from gpuweave.cluster.decision import Decision, Plan
 from gpuweave.cluster.simulator import Simulator
 from gpuweave.errors import InputError, InvalidDecisionError
 from gpuweave.workload.job import Job
@@ -49,13 +50,14 @@ def test_fifo_head_of_line_blocking_and_spread_rate(profiles):
     assert by["c"].first_start == pytest.approx(by["b"].end)
 
 
-class MoveOnce:
+class MoveOnce(ClusterPolicy):
     """Starts job x on node 0, moves it to node 1 at the first round tick after 0."""
 
     name = "move-once"
-    round_length = 50.0
+    default_round_length = 50.0
 
     def __init__(self):
+        super().__init__()
         self.moved = False
 
     def schedule(self, view):
@@ -79,11 +81,12 @@ def test_restart_delay_charged_on_move(profiles):
     assert [s.delay for s in rec.segments] == [0.0, 10.0]
 
 
-class Bad:
+class Bad(ClusterPolicy):
     name = "bad"
-    round_length = None
+    default_round_length = None
 
     def __init__(self, decision):
+        super().__init__()
         self.decision = decision
 
     def schedule(self, view):
@@ -115,16 +118,17 @@ def test_job_that_can_never_fit_is_bad_input(profiles):
         run(nodes, [Job("j", 0.0, 4, 10.0, "big")], make_policy("fifo"), profiles)
 
 
-class RoundCounter:
+class RoundCounter(ClusterPolicy):
     name = "rounds"
-    round_length = 360.0
+    default_round_length = 360.0
 
     def __init__(self):
+        super().__init__()
         self.calls = []
 
     def schedule(self, view):
         self.calls.append((view.now, len(view.pending) + len(view.running)))
-        plan = view.plan()
+        plan = Plan(view)
         for js in view.pending.values():
             plan.start(js, ((0, 1),)) if plan.free[0] else None
         return plan.decision
@@ -145,11 +149,11 @@ def test_round_ticks_on_grid_and_only_while_active(profiles):
     assert by["a"].end == pytest.approx(760.0)
 
 
-class Swap:
+class Swap(ClusterPolicy):
     """Starts x on node 0 and y on node 1, then swaps them at the first tick."""
 
     name = "swap"
-    round_length = 100.0
+    default_round_length = 100.0
 
     def schedule(self, view):
         if view.pending:
@@ -189,11 +193,11 @@ def test_tardiness_metrics(profiles):
     assert m["weighted_tardiness_s"] == pytest.approx(100.0)
 
 
-class NeverStarts:
+class NeverStarts(ClusterPolicy):
     """A round-based policy that never starts anything: the simulator must stop it, not tick for ever."""
 
     name = "never"
-    round_length = 60.0
+    default_round_length = 60.0
 
     def schedule(self, view):
         return Decision()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuweave.cluster.policies.gavel import gavel_priorities, max_min_fairness_lp
+from gpuweave.baselines.gavel import gavel_priorities, max_min_fairness_lp
 from gpuweave.cluster.policies.tiresias import TiresiasPolicy
 from gpuweave.hadar import fig1
 
@@ -62,7 +62,7 @@ def test_a7_hadar_round_count_is_reported():
 
 
 def test_gavel_min_total_duration_lp_hand_examples():
-    from gpuweave.cluster.policies.gavel import min_total_duration_lp
+    from gpuweave.baselines.gavel import min_total_duration_lp
 
     # One 1-GPU job, V100 rate 2 and K80 rate 1, 1000 steps: the best it can do is V100 all the time, T* = 500 s.
     x, T, solves = min_total_duration_lp(np.array([[2.0, 1.0]]), np.ones(1), np.array([1.0, 1.0]), np.array([1000.0]))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpuweave.cluster.policies import make_policy
-from gpuweave.hadar.scalability import prepared_view
+from gpuweave.repro.hadar.scalability import prepared_view
 
 
 @pytest.fixture(scope="module")

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.simulator import Simulator
 from gpuweave.errors import InvalidDecisionError
 from gpuweave.hadar.emulation import emulate
-from gpuweave.hadar.forking import JobTracker, consolidate, copy_id, parent_of, split_steps
+from gpuweave.hadar.forking import copy_id, copy_nodes, is_forked, merge_copies, parent_of, split_steps
 from gpuweave.workload.job import Job
 
 from .conftest import POWER, nodes_of
@@ -40,17 +40,6 @@ def test_a8_split_sums_exactly_and_is_proportional(steps, rates):
             assert abs(share[i] - steps * x / total) <= 0.5 + 1e-9
 
 
-def test_a8_completion_and_consolidation():
-    tracker = JobTracker(target_steps=1000)
-    tracker.aggregate({0: 400, 1: 300})
-    assert not tracker.complete and tracker.remaining == 300
-    tracker.aggregate({0: 200, 2: 100})
-    assert tracker.complete and tracker.remaining == 0
-    a, b = np.array([1.0, 2.0, 3.0]), np.array([3.0, 6.0, 9.0])
-    assert consolidate([a, b], [100, 300]) == pytest.approx(0.25 * a + 0.75 * b)
-    assert consolidate([a, b], [100, 300], weighted=False) == pytest.approx((a + b) / 2)
-
-
 @settings(max_examples=12, deadline=None)
 @given(st.sampled_from(["aws", "lab"]), st.sampled_from(["M-1", "M-3", "M-4", "M-5", "M-8"]), st.sampled_from([90.0, 180.0, 360.0]), st.integers(0, 3))
 def test_a9_no_idle_node_before_the_last_round(cluster, mix, slot, seed):
@@ -61,11 +50,12 @@ def test_a9_no_idle_node_before_the_last_round(cluster, mix, slot, seed):
     assert r.ttd > 0 and all(j > 0 for j in r.jct)
 
 
-class Forker:
+class Forker(ClusterPolicy):
     name = "forker"
-    round_length = None
+    default_round_length = None
 
     def __init__(self, placement, forks=True):
+        super().__init__()
         self.placement = placement
         self.forks_jobs = forks
 
@@ -89,3 +79,11 @@ def test_simulator_fork_needs_opt_in_and_whole_copies(gavel_profiles):
         Simulator(nodes, [Job("x", 0.0, 1, 1000.0, jt)], Forker(((0, 1), (1, 1)), forks=False), gavel_profiles, POWER).run()
     with pytest.raises(InvalidDecisionError, match="gang"):
         Simulator(nodes, [Job("x", 0.0, 2, 1000.0, jt)], Forker(((0, 2), (1, 1))), gavel_profiles, POWER).run()
+
+
+def test_fork_rules_copy_nodes_and_merge():
+    assert is_forked(2, ((0, 2), (1, 4)), 6) and not is_forked(2, ((0, 2),), 2) and not is_forked(2, ((0, 3),), 3)
+    assert copy_nodes(((0, 2), (1, 4)), 2) == [0, 1, 1]
+    assert copy_nodes(((3, 2),), 2) == [3] and copy_nodes(((0, 1), (1, 1)), 2) == [] and copy_nodes(None, 2) == []
+    assert merge_copies({("a", 1): ((0, 2),), ("a", 2): ((1, 2),), ("b", 1): ((0, 1),), ("a", 3): ((0, 2),)}) == {
+        "a": ((0, 4), (1, 2)), "b": ((0, 1),)}

@@ -7,7 +7,7 @@ import pytest
 
 from gpuweave.cluster.simulator import Segment, SimulationRecords
 from gpuweave.cluster.state import JobState
-from gpuweave.hadar import metrics as hm
+from gpuweave.repro.hadar import metrics as hm
 from gpuweave.workload.job import Job
 
 

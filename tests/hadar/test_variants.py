@@ -163,8 +163,9 @@ def emulated_round(variant, rem):
     nodes, est, _true, steps = emulation.rate_tables(data, "lab", mix, 0, "tflops_over_sqrt_vram")
     Xhat = np.array([est[m] for m in mix])
     total = np.array([steps[m] for m in mix], dtype=float)
-    return emulation._assign("hadare", [0, 1], nodes, Xhat, np.array(rem, dtype=float), total, 360.0, 0,
-                             [-1] * len(nodes), data["overheads"], 2, None, variant), Xhat
+    inputs = emulation.RoundInputs([0, 1], len(nodes), Xhat, np.array(rem, dtype=float), total, 360.0, 0,
+                                   [-1] * len(nodes), data["overheads"], 2, variant=variant)
+    return emulation.SCHEDULERS["hadare"].assign(inputs), Xhat
 
 
 def test_beta_variant_keeps_only_the_fastest_nodes_a_remainder_needs():
@@ -237,18 +238,23 @@ def test_option_values_are_checked(options, message):
 
 
 def test_policies_command_lists_options():
-    from gpuweave.cluster.cli import policy_options_text
-    from gpuweave.cluster.policies import policy_class
+    from gpuweave.cluster.cli import options_text
+    from gpuweave.cluster.policies import POLICIES
 
+    import json
     import os
     import subprocess
     import sys
 
-    text = policy_options_text(policy_class("hadar"))
+    text = options_text(POLICIES.get("hadar").options)
     assert "order='fifo'" in text and "solver='dp'" in text and "backfill=False" in text
     r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "policies"], capture_output=True, text=True,
                        env={**os.environ, "COLUMNS": "200"})
     assert r.returncode == 0 and "order='fifo'" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "policies", "--json"], capture_output=True, text=True)
+    listing = {e["name"]: e for e in json.loads(r.stdout)}
+    assert listing["hadar"]["trigger"] == "round 360 s" and listing["fifo"]["trigger"] == "event-driven"
+    assert {"name": "order", "type": "str", "default": "fifo", "help": ""} in listing["hadar"]["options"]
 
 
 def test_bench_round_cli():

@@ -211,7 +211,7 @@ def test_gru_per_round_from_a_run_directory_matches_the_records(tmp_path):
 
     from gpuweave.cluster.config import SimulationConfig
     from gpuweave.cluster.run import run_simulation, simulate
-    from gpuweave.hadar import metrics as hm
+    from gpuweave.repro.hadar import metrics as hm
     from gpuweave.report.plots import gru_per_round
 
     cfg = SimulationConfig(policy="gavel", cluster="gavel-60", jobs=25, rate_per_hour=20, seed=3)

@@ -17,19 +17,18 @@ n with configuration k, remaining time t_j^S), P the postponed jobs, u_n the GPU
 
 **Real cost** (spec §3): energy = ∫ Σ_n c(type_n, u_n(t)) dt / 3600 over the run, where u_n is the number of
 GPUs in use on n (idle nodes cost 0), attributed to jobs in proportion g_j/u_n; tardiness =
-Σ_j ω_j max(0, C_j − d_j); total = energy + tardiness. :func:`real_cost` computes it from the cluster
-simulator's records, so every policy is charged the same way. :func:`deviation` is Table III's
+Σ_j ω_j max(0, C_j − d_j); total = energy + tardiness. The ANDREAS reproduction's ``real_cost`` computes
+it from a simulated run, so every policy is charged the same way. :func:`deviation` is Table III's
 (pred − real)/pred (spec A24, AC11).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from gpuweave.andreas.catalog import CostCatalog
 from gpuweave.andreas.model import Instance
 
 
@@ -112,76 +111,6 @@ def proxy(inst: Instance, node_of: np.ndarray, cfg_of: np.ndarray, variant: str 
     """(f, E, T, W) of one schedule given as (n,) arrays."""
     terms = proxy_batch(inst, np.asarray(node_of)[None, :], np.asarray(cfg_of)[None, :], variant)
     return float(terms.f[0]), float(terms.energy[0]), float(terms.tardiness[0]), float(terms.postpone[0])
-
-
-# ----------------------------------------------------------------------------------------------- real cost
-@dataclass(slots=True)
-class RealCost:
-    """Ex-post cost of a simulated run (spec §3), in EUR; times in seconds."""
-
-    energy: float
-    tardiness: float
-    late_jobs: int
-    makespan: float  # "simulation time": clock when the last job completes
-    job_energy: dict[str, float] = field(default_factory=dict)
-    node_energy: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def total(self) -> float:
-        return self.energy + self.tardiness
-
-
-def real_cost(records, nodes, costs: CostCatalog) -> RealCost:
-    """Energy (node cost at GPUs in use, idle nodes free) and weighted tardiness of a simulator run.
-
-    ``records`` is a :class:`~gpuweave.cluster.simulator.SimulationRecords`; ``nodes`` the expanded nodes.
-    Jobs without a deadline contribute no tardiness; ``Job.priority`` is the weight ω_j [€/s].
-    """
-    N = len(nodes)
-    tables = [costs.table(nd.gpu_model, nd.num_gpus) for nd in nodes]
-    holding: list[dict[str, int]] = [dict() for _ in range(N)]
-    used = [0] * N
-    last = [records.start_time] * N
-    node_energy = [0.0] * N
-    job_energy: dict[str, float] = {}
-
-    def close(node: int, now: float) -> None:
-        dt = now - last[node]
-        if dt > 0 and used[node] > 0:
-            e = tables[node][used[node]] * dt / 3600.0
-            node_energy[node] += e
-            u = used[node]
-            for jid, g in holding[node].items():
-                job_energy[jid] = job_energy.get(jid, 0.0) + e * g / u
-        last[node] = now
-
-    for ch in records.allocations:
-        close(ch.node, ch.time)
-        old = holding[ch.node].pop(ch.job_id, 0)
-        if ch.gpus > 0:
-            holding[ch.node][ch.job_id] = ch.gpus
-        used[ch.node] += ch.gpus - old
-    for node in range(N):
-        close(node, records.end_time)
-    tard = 0.0
-    late = 0
-    ends = []
-    for js in records.jobs:
-        if js.end is None:
-            continue
-        ends.append(js.end)
-        d = js.job.deadline
-        if d is not None and js.end > d + 1e-7:
-            tard += float(js.job.priority) * (js.end - d)
-            late += 1
-    return RealCost(
-        energy=float(sum(node_energy)),
-        tardiness=tard,
-        late_jobs=late,
-        makespan=max(ends) if ends else 0.0,
-        job_energy=job_energy,
-        node_energy={nd.name: e for nd, e in zip(nodes, node_energy)},
-    )
 
 
 def deviation(predicted: float, real: float) -> float:

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuweave.andreas.model import Instance
-from gpuweave.binary_milp import solve_binary_milp
+from gpuweave.highs_models import solve_binary_milp
 
 EPS = 1e-9
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import sys
+import json
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 import typer
+
+from gpuweave.registry import Option
 
 
 def register(cli) -> None:
@@ -51,38 +53,29 @@ def register(cli) -> None:
         console.print(f"results: {out_dir}")
 
     @cli.app.command("policies")
-    def policies_cmd() -> None:
-        """List the registered cluster policies."""
+    def policies_cmd(as_json: bool = typer.Option(False, "--json", help="Print the registry listing as JSON.")) -> None:
+        """List the registered cluster policies: trigger, what they do, options."""
+        from gpuweave.cluster.policies import POLICIES
+
+        if as_json:
+            typer.echo(json.dumps(POLICIES.listing(), indent=2))
+            return
         from rich.console import Console
         from rich.table import Table
-
-        from gpuweave.cluster.policies import policy_class, policy_names
 
         table = Table(title="cluster policies (options go in the run config's policy_options)")
         table.add_column("name")
         table.add_column("trigger")
         table.add_column("what")
         table.add_column("options (default)", overflow="fold")
-        for name in policy_names():
-            cls = policy_class(name)
-            rl = getattr(cls, "round_length", None)
-            trigger = f"rounds of {rl:g} s" if rl else "arrivals and completions"
-            table.add_row(name, trigger, _first_line(cls.__doc__) or _first_line(sys.modules[cls.__module__].__doc__),
-                          policy_options_text(cls))
+        for entry in POLICIES.entries().values():
+            table.add_row(entry.name, entry.meta["trigger"], entry.help, options_text(entry.options))
         Console().print(table)
 
 
-def policy_options_text(cls) -> str:
-    """``name=default`` for each keyword option of a policy's constructor, one per line."""
-    import inspect
-
-    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    return "\n".join(f"{p.name}={p.default!r}" for p in params if p.default is not inspect.Parameter.empty)
-
-
-def _first_line(doc: str | None) -> str:
-    lines = (doc or "").strip().splitlines()
-    return lines[0] if lines else ""
+def options_text(options: Iterable[Option]) -> str:
+    """``name=default`` for each option, one per line."""
+    return "\n".join(f"{o.name}={o.default!r}" for o in options)
 
 
 def _summary_table(policy: str, summary: dict):

@@ -16,6 +16,9 @@ Everything a driver needs is fixed at construction and never changes afterwards:
   copies and adds up their progress.
 - ``seed``: the seed of every random choice the policy makes.
 
+A policy that times its own decisions appends ``(time, queued jobs, seconds)`` to ``decision_times`` (empty for
+the others), so drivers and reproductions read it without asking what the policy is.
+
 Policies are built by :func:`gpuweave.cluster.policies.make_policy` (``round_length`` and ``seed`` from the run
 config, options from ``policy_options``).
 """
@@ -47,6 +50,7 @@ class ClusterPolicy(ABC):
         self._round_length = length
         self._seed = int(seed)
         self._reacts = self.default_reacts_to_events if reacts_to_events is None else bool(reacts_to_events)
+        self.decision_times: list[tuple[float, int, float]] = []
 
     @property
     def round_length(self) -> float | None:

@@ -72,3 +72,24 @@ def place_on_model(plan: Plan, js, model: str, *, allow_spread: bool = True) -> 
     if placement is not None and len(placement) > 1 and plan.view.rate(js, placement) <= 0:
         return None
     return placement
+
+
+class CapacityScratch:
+    """A Plan-like scratch (free GPUs per node and per model) over the *whole* capacity, for policies that
+    re-place every active job each round (Tiresias, Gavel) and so ignore what currently runs."""
+
+    __slots__ = ("view", "free", "free_by_model")
+
+    def __init__(self, view) -> None:
+        self.view = view
+        self.free = [n.num_gpus for n in view.nodes]
+        self.free_by_model = {m: sum(view.nodes[i].num_gpus for i in idx) for m, idx in view.nodes_by_model.items()}
+
+    def take(self, placement) -> None:
+        nodes = self.view.nodes
+        for node, k in placement:
+            self.free[node] -= k
+            self.free_by_model[nodes[node].gpu_model] -= k
+
+    def fits(self, placement) -> bool:
+        return all(self.free[node] >= k for node, k in placement)

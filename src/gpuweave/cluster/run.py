@@ -48,11 +48,8 @@ def prepare(config: SimulationConfig) -> PreparedRun:
 def simulate(config: SimulationConfig, prepared: PreparedRun | None = None) -> SimulationRecords:
     prepared = prepared or prepare(config)
     options = dict(config.policy_options)
-    policy = make_policy(config.policy, **options)
-    if config.round_length is not None:
-        policy.round_length = config.round_length
-    if hasattr(policy, "seed_rng"):
-        policy.seed_rng(config.seed)
+    options.pop("seed", None)  # the run config's seed wins over one in policy_options
+    policy = make_policy(config.policy, round_length=config.round_length, seed=config.seed, **options)
     sim = Simulator(
         prepared.nodes,
         prepared.jobs,

@@ -20,9 +20,9 @@ Model (issue #2, DESIGN.md):
 - Forking (opt-in, HadarE): a policy with ``forks_jobs = True`` may give a job m >= 2 whole copies of
   ``num_gpus`` GPUs, each copy on one node; the job then progresses at the sum of the copies' consolidated
   rates (copies' steps add up) until its work is done.
-- Triggers: a policy with ``round_length`` is called on round ticks (``k * round_length``) while jobs are
-  active; otherwise it is called after every instant at which a job arrived or completed. A policy may set
-  ``on_events = True`` to be called on both.
+- Triggers (:class:`~gpuweave.cluster.contract.ClusterPolicy`): a policy with a ``round_length`` is called on
+  round ticks (``k * round_length``) while jobs are active; one with ``reacts_to_events`` (every event-driven
+  policy) is called after every instant at which a job arrived or completed.
 
 A policy returns a :class:`~gpuweave.cluster.decision.Decision`; the simulator validates all of it and
 raises :class:`~gpuweave.errors.InvalidDecisionError` on the first broken rule, naming the policy, the time
@@ -34,10 +34,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision, normalize
 from gpuweave.cluster.state import ClusterView, JobState, Placement
-from gpuweave.engine import EventQueue
+from gpuweave.engine.loop import EventLoop
 from gpuweave.errors import InputError, InvalidDecisionError, MissingProfileError
+from gpuweave.hadar.forking import forked_rate, is_forked
 from gpuweave.workload.job import Job
 
 # Event kinds, in the order they are handled at one instant.
@@ -92,7 +94,7 @@ class Simulator:
         self,
         nodes: list,
         jobs: list[Job],
-        policy,
+        policy: ClusterPolicy,
         profiles,
         gpu_power: dict[str, tuple[float, float]],
         *,
@@ -108,10 +110,9 @@ class Simulator:
         self.policy = policy
         self.profiles = profiles
         self.restart_delay = float(restart_delay)
-        self.round_length = getattr(policy, "round_length", None)
-        # Opt-in job forking (HadarE, spec hadar.md §3): a policy with ``forks_jobs = True`` may place a job on
-        # m >= 2 whole copies of ``num_gpus`` GPUs, each on one node; the copies' rates add up (fork_rate).
-        self._forks = bool(getattr(policy, "forks_jobs", False))
+        self.round_length = policy.round_length
+        # Opt-in job forking (HadarE, spec hadar.md §3; rules in gpuweave.hadar.forking).
+        self._forks = policy.forks_jobs
         self.record_segments = record_segments
         self.max_time = max_time
         self.now = 0.0
@@ -204,12 +205,6 @@ class Simulator:
                 rate = r
         return rate
 
-    def fork_rate(self, job_type: str, num_gpus: int, placement: Placement) -> float:
-        """Opt-in forking (HadarE): every node holds whole copies of ``num_gpus`` GPUs, each consolidated;
-        the copies' progress adds up, so the job's rate is the sum of the copies' rates."""
-        nodes = self.nodes
-        return sum((k // num_gpus) * self.model_rate(job_type, nodes[node].gpu_model, num_gpus, True) for node, k in placement)
-
     def _check_feasible(self) -> None:
         """Every job must be able to run somewhere, or the run could never finish."""
         largest_node = {m: max(self.nodes[i].num_gpus for i in idx) for m, idx in self.nodes_by_model.items()}
@@ -241,72 +236,24 @@ class Simulator:
 
     # ------------------------------------------------------------------ run
     def run(self) -> SimulationRecords:
-        q = EventQueue()
+        loop = self._loop = EventLoop()
+        loop.on(COMPLETION, self._on_completion)
+        loop.on(ARRIVAL, self._on_arrival)
+        loop.on(ROUND, self._on_round)
         for js in self.states:
-            q.push(js.job.arrival, ARRIVAL, ARRIVAL, js)
-        policy = self.policy
-        L = self.round_length
-        on_events = L is None or getattr(policy, "on_events", False)
-        tick_scheduled = False
+            loop.push(js.job.arrival, ARRIVAL, js, ARRIVAL)
         start_time = self.states[0].job.arrival if self.states else 0.0
         self.now = self._last_t = start_time
         self._record_timeseries()
-        done = 0
-        arrived = 0
-        idle_rounds = 0
+        self._done = self._arrived = self._idle_rounds = 0
+        self._changed = self._tick = self._tick_scheduled = False
+        loop.run(until=self.max_time, before_instant=self._advance, after_instant=self._after_instant)
+        self.events = loop.events
         n_jobs = len(self.states)
-        while q:
-            t = q.peek_time()
-            if t > self.max_time:
-                break
-            self._advance(t)
-            changed = False
-            tick = False
-            while q and q.peek_time() == t:
-                _, kind, payload = q.pop()
-                self.events += 1
-                if kind == COMPLETION:
-                    js, version = payload
-                    if js.version != version or js.placement is None:
-                        continue
-                    self._complete(js)
-                    done += 1
-                    changed = True
-                elif kind == ARRIVAL:
-                    self.pending[payload.job.job_id] = payload
-                    arrived += 1
-                    changed = True
-                else:
-                    tick = True
-                    tick_scheduled = False
-            if ((changed and on_events) or tick) and (self.pending or self.running):
-                decision = policy.schedule(self.view)
-                self.decisions += 1
-                if decision:
-                    self._apply(decision, q)
-                if tick and not self.running and arrived == n_jobs:
-                    idle_rounds += 1
-                    if idle_rounds >= STALL_ROUNDS:
-                        stuck = next(iter(self.pending.values()))
-                        raise InvalidDecisionError(
-                            f"policy '{getattr(policy, 'name', policy)}' left {len(self.pending)} job(s) waiting on an "
-                            f"idle cluster for {STALL_ROUNDS} rounds after the last arrival (e.g. job "
-                            f"'{stuck.job.job_id}' needing {stuck.job.num_gpus} GPUs)"
-                        )
-                else:
-                    idle_rounds = 0
-            if L is not None and not tick_scheduled and (self.pending or self.running):
-                # Ticks sit on the grid k*L; after a tick the next one is a full round later.
-                nxt = t + L if tick else math.ceil(t / L) * L
-                q.push(max(nxt, t), ROUND, ROUND)
-                tick_scheduled = True
-            self._record_timeseries()
-            if done == n_jobs:
-                break
-        if done < n_jobs and self.max_time == math.inf:
+        if self._done < n_jobs and self.max_time == math.inf:
             stuck = next(iter(self.pending.values()), None) or next(iter(self.running.values()), None)
             raise InvalidDecisionError(
-                f"policy '{getattr(policy, 'name', policy)}' left {n_jobs - done} job(s) unfinished with nothing left to "
+                f"policy '{self.policy.name}' left {n_jobs - self._done} job(s) unfinished with nothing left to "
                 f"happen (e.g. job '{stuck.job.job_id}' needing {stuck.job.num_gpus} GPUs)"
             )
         return SimulationRecords(
@@ -324,6 +271,61 @@ class Simulator:
             events=self.events,
             decisions=self.decisions,
         )
+
+    # ------------------------------------------------------------------ event handlers
+    def _on_completion(self, t: float, payload: tuple[JobState, int]) -> None:
+        js, version = payload
+        if js.version != version or js.placement is None:
+            return  # stale: the job was moved or stopped after this completion was scheduled
+        self._complete(js)
+        self._done += 1
+        self._changed = True
+
+    def _on_arrival(self, t: float, js: JobState) -> None:
+        self.pending[js.job.job_id] = js
+        self._arrived += 1
+        self._changed = True
+
+    def _on_round(self, t: float, _payload: None) -> None:
+        self._tick = True
+        self._tick_scheduled = False
+
+    def _after_instant(self, t: float) -> None:
+        """After every event of one instant: ask the policy (on a tick, or on events if it reacts to them),
+        schedule the next tick, record the time series; stop once every job is done."""
+        tick = self._tick
+        active = self.pending or self.running
+        if ((self._changed and self.policy.reacts_to_events) or tick) and active:
+            decision = self.policy.schedule(self.view)
+            self.decisions += 1
+            if decision:
+                self._apply(decision)
+            self._count_idle_round(tick)
+        L = self.round_length
+        if L is not None and not self._tick_scheduled and (self.pending or self.running):
+            # Ticks sit on the grid k*L; after a tick the next one is a full round later.
+            nxt = t + L if tick else math.ceil(t / L) * L
+            self._loop.push(max(nxt, t), ROUND, None, ROUND)
+            self._tick_scheduled = True
+        self._changed = self._tick = False
+        self._record_timeseries()
+        if self._done == len(self.states):
+            self._loop.stop()
+
+    def _count_idle_round(self, tick: bool) -> None:
+        """A round-based policy that leaves jobs waiting on an idle cluster after the last arrival for
+        STALL_ROUNDS rounds is stuck: raise instead of ticking for ever."""
+        if not (tick and not self.running and self._arrived == len(self.states)):
+            self._idle_rounds = 0
+            return
+        self._idle_rounds += 1
+        if self._idle_rounds >= STALL_ROUNDS:
+            stuck = next(iter(self.pending.values()))
+            raise InvalidDecisionError(
+                f"policy '{self.policy.name}' left {len(self.pending)} job(s) waiting on an "
+                f"idle cluster for {STALL_ROUNDS} rounds after the last arrival (e.g. job "
+                f"'{stuck.job.job_id}' needing {stuck.job.num_gpus} GPUs)"
+            )
 
     def _advance(self, t: float) -> None:
         dt = t - self._last_t
@@ -406,8 +408,8 @@ class Simulator:
         js.rate = rate
         js.version += 1
 
-    def _apply(self, decision: Decision, q: EventQueue) -> None:
-        name = getattr(self.policy, "name", type(self.policy).__name__)
+    def _apply(self, decision: Decision) -> None:
+        name = self.policy.name or type(self.policy).__name__
         now = self.now
         # Validate everything first; nothing is applied unless the whole decision is valid.
         stop_ids = []
@@ -439,14 +441,16 @@ class Simulator:
                     raise InvalidDecisionError(f"policy '{name}' at t={now:g}: job '{job_id}' placed on invalid node {node}")
                 total += k
                 delta[node] = delta.get(node, 0) - k
-            forked = self._forks and _fork_ok(js.job.num_gpus, placement, total)
+            forked = self._forks and is_forked(js.job.num_gpus, placement, total)
             if total != js.job.num_gpus and not forked and not _moldable_ok(js.job, total):
                 raise InvalidDecisionError(
                     f"policy '{name}' at t={now:g}: gang rule: job '{job_id}' needs {js.job.num_gpus} GPUs, placement "
                     f"gives {total}"
                 )
             if forked:
-                rate = self.fork_rate(js.job.job_type, js.job.num_gpus, placement)
+                job = js.job
+                rate = forked_rate(job.num_gpus, placement, lambda node: self.model_rate(
+                    job.job_type, self.nodes[node].gpu_model, job.num_gpus, True))
             else:
                 rate = self.placement_rate(js.job.job_type, total, placement)
             if not rate > 0:
@@ -491,12 +495,7 @@ class Simulator:
             js.productive_start = now + delay
             self.running[job_id] = js
             finish = js.productive_start + js.remaining / rate
-            q.push(finish, COMPLETION, COMPLETION, (js, js.version))
-
-
-def _fork_ok(num_gpus: int, placement: Placement, total: int) -> bool:
-    """A forked placement: at least two copies, every node holding whole copies of ``num_gpus`` GPUs."""
-    return total > num_gpus and all(k % num_gpus == 0 for _, k in placement)
+            self._loop.push(finish, COMPLETION, (js, js.version), COMPLETION)
 
 
 def _moldable_ok(job: Job, total: int) -> bool:

@@ -136,8 +136,3 @@ class ClusterView:
             return js.attained_gpu_seconds
         held = sum(k for _, k in js.placement)
         return js.attained_gpu_seconds + (self._sim.now - js.seg_start) * held
-
-    def plan(self) -> "Plan":
-        from gpuweave.cluster.decision import Plan
-
-        return Plan(self)

@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from gpuweave.binary_milp import solve_binary_milp
+from gpuweave.highs_models import solve_binary_milp
 from gpuweave.hadar.dp import DEFAULT_MAX_STATES, DPResult, HadarDP
 from gpuweave.hadar.problem import RoundProblem
 

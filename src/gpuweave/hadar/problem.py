@@ -2,7 +2,7 @@
 
 Kept free of the simulator so that the DP can be unit-tested, brute-forced (spec A6) and benchmarked on
 its own. Servers hold one GPU type each (spec §5.1 [R]); a placement is a sorted tuple of
-``(server, gpus)`` pairs, as in :mod:`gpuweave.cluster.state`.
+``(server, gpus)`` pairs, as the cluster simulator writes placements.
 """
 
 from __future__ import annotations

@@ -53,10 +53,18 @@ class RateTable:
         return self.get(job_type, num_gpus)[1]
 
 
-def view_rate_table(view, cache_owner) -> RateTable:
-    """The :class:`RateTable` of a simulation, built once and kept on ``cache_owner`` (a policy)."""
-    table = getattr(cache_owner, "_rate_table", None)
-    if table is None or table.profiles is not view.profiles or table.models != list(view.models):
-        table = RateTable(view.profiles, list(view.models))
-        cache_owner._rate_table = table
-    return table
+class RateTableCache:
+    """The :class:`RateTable` of the cluster a policy is looking at, rebuilt only when the profiles or the GPU
+    models change (one per policy object)."""
+
+    __slots__ = ("_table",)
+
+    def __init__(self) -> None:
+        self._table: RateTable | None = None
+
+    def of(self, view) -> RateTable:
+        """The table for ``view`` (anything with ``profiles`` and ``models``)."""
+        table = self._table
+        if table is None or table.profiles is not view.profiles or table.models != list(view.models):
+            table = self._table = RateTable(view.profiles, list(view.models))
+        return table

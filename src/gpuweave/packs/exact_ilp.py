@@ -12,7 +12,7 @@ paper's text, both exact reformulations:
 * Symmetry breaking: pack ``b`` is empty or has task ``b`` as its lowest-index task
   (``x[i,.,b] = 0`` for ``i < b`` and ``sum_j x[i,j,b] <= sum_j x[b,j,b]``). Any co-schedule can be relabelled so.
 
-The model is passed to HiGHS as numpy arrays (row-wise matrix) in one ``passModel`` call.
+The model is built from triplets by :func:`gpuweave.highs_models.highs_model` (row-wise, one ``passModel``).
 
 Complexity: exponential (branch and bound); ``n^2 p + n`` columns and ``O(n^2)`` rows. Limited to
 ``n <= 12``; the cross-checks use ``n <= 8``.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuweave.highs_models import EXACT, highs_model, run_model
 from gpuweave.packs.model import Profile
 from gpuweave.packs.registry import Solution, register_algorithm
 
@@ -30,8 +31,6 @@ MAX_N = 12
 
 def ilp_optimum(profile: Profile, k: int, *, time_limit: float = 300.0) -> tuple[float, list[list[int]], list[int]]:
     """Return ``(OPT_k, packs, sigma)`` solved to proven optimality by HiGHS."""
-    import highspy
-
     n, p = profile.n, profile.p
     t = profile.times
     nx = n * p * n
@@ -42,20 +41,20 @@ def ilp_optimum(profile: Profile, k: int, *, time_limit: float = 300.0) -> tuple
     def y(b: int) -> int:
         return nx + b
 
-    starts = [0]
+    ri: list[int] = []
     index: list[int] = []
     value: list[float] = []
     lo: list[float] = []
     hi: list[float] = []
 
     def row(cols: list[int], vals: list[float], lower: float, upper: float) -> None:
+        ri.extend([len(lo)] * len(cols))
         index.extend(cols)
         value.extend(vals)
-        starts.append(len(index))
         lo.append(lower)
         hi.append(upper)
 
-    inf = highspy.kHighsInf
+    inf = np.inf
     allowed = [(i, b) for i in range(n) for b in range(n) if b <= i]
     for i in range(n):  # (i)
         cols = [x(i, j, b) for b in range(i + 1) for j in range(1, p + 1)]
@@ -81,34 +80,14 @@ def ilp_optimum(profile: Profile, k: int, *, time_limit: float = 300.0) -> tuple
     cost = np.zeros(ncol)
     cost[nx:] = 1.0
 
-    lp = highspy.HighsLp()
-    lp.num_col_ = ncol
-    lp.num_row_ = len(lo)
-    lp.col_cost_ = cost
-    lp.col_lower_ = np.zeros(ncol)
-    lp.col_upper_ = upper
-    lp.row_lower_ = np.asarray(lo)
-    lp.row_upper_ = np.asarray(hi)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_ = ncol
-    lp.a_matrix_.num_row_ = len(lo)
-    lp.a_matrix_.start_ = np.asarray(starts, dtype=np.int32)
-    lp.a_matrix_.index_ = np.asarray(index, dtype=np.int32)
-    lp.a_matrix_.value_ = np.asarray(value)
-    lp.integrality_ = [highspy.HighsVarType.kInteger] * nx + [highspy.HighsVarType.kContinuous] * n
-
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
-    h.setOptionValue("time_limit", float(time_limit))
-    h.setOptionValue("mip_rel_gap", 0.0)
-    h.setOptionValue("mip_abs_gap", 1e-9)
-    h.passModel(lp)
-    h.run()
-    status = h.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:
-        raise RuntimeError(f"HiGHS did not prove optimality: {h.modelStatusToString(status)}")
-    col = np.asarray(h.getSolution().col_value)
+    integral = np.zeros(ncol, dtype=bool)
+    integral[:nx] = True
+    h = highs_model(cost, ri, index, value, lo, hi, col_upper=upper, integral=integral,
+                    options={**EXACT, "mip_abs_gap": 1e-9, "time_limit": float(time_limit)})
+    solved = run_model(h)
+    if solved is None:
+        raise RuntimeError("HiGHS did not prove optimality: Infeasible")
+    col = solved[1]
     packs_by_b: dict[int, list[int]] = {}
     sigma = [0] * n
     for i, b in allowed:

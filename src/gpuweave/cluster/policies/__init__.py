@@ -1,16 +1,19 @@
-"""Cluster policies, registered by name.
+"""Cluster policies, registered by name on a :class:`~gpuweave.registry.Registry`.
 
-A policy is a class with a ``name``, an optional ``round_length`` (seconds; None = event-driven) and
-``schedule(view) -> Decision``. Register it with ``@register_policy("name")``; ``make_policy(name, **options)``
-builds one for a run. Modules listed in :data:`POLICY_MODULES` are imported on first lookup.
+A policy subclasses :class:`~gpuweave.cluster.contract.ClusterPolicy`. Register it with
+``@register_policy("name")``; ``make_policy(name, round_length=..., seed=..., **options)`` builds one for a run.
+Modules listed in :data:`POLICY_MODULES` are imported on first lookup. Each entry's meta holds its
+``trigger`` (``event-driven`` or ``round <L> s``) for ``gpuweave policies``.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
+from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.errors import InputError
-from gpuweave.plugins import import_if_present
+from gpuweave.registry import Registry, first_line
 
 POLICY_MODULES = [
     "gpuweave.cluster.policies.fifo",
@@ -24,40 +27,42 @@ POLICY_MODULES = [
     "gpuweave.cluster.policies.edf", "gpuweave.cluster.policies.priority",
 ]
 
-_REGISTRY: dict[str, type] = {}
+# round_length and seed come from the run config, not from policy_options: they are not listed as options.
+POLICIES: Registry[type[ClusterPolicy]] = Registry(
+    "cluster policy", POLICY_MODULES, field="policy")
+
+
+def trigger_of(cls: type[ClusterPolicy]) -> str:
+    """How the simulator calls a policy by default: on events, or on a round grid."""
+    length = cls.default_round_length
+    return "event-driven" if length is None else f"round {length:g} s"
 
 
 def register_policy(name: str) -> Callable[[type], type]:
-    def deco(cls: type) -> type:
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise RuntimeError(f"cluster policy {name!r} registered twice")
+    """Class decorator: set ``cls.name`` and register it (its trigger in the entry's meta)."""
+    def deco(cls: type[ClusterPolicy]) -> type[ClusterPolicy]:
+        if not (isinstance(cls, type) and issubclass(cls, ClusterPolicy)):
+            raise TypeError(f"cluster policy {name!r} must subclass ClusterPolicy")
         cls.name = name
-        _REGISTRY[name] = cls
-        return cls
+        help_text = first_line(cls.__doc__) or first_line(sys.modules[cls.__module__].__doc__)
+        return POLICIES.register(name, help=help_text, skip_options=("round_length", "seed", "reacts_to_events"),
+                                 trigger=trigger_of(cls))(cls)
 
     return deco
 
 
-def _load() -> None:
-    for module in POLICY_MODULES:
-        import_if_present(module)
-
-
 def policy_names() -> list[str]:
-    _load()
-    return sorted(_REGISTRY)
+    return POLICIES.names()
 
 
-def policy_class(name: str) -> type:
-    _load()
-    if name not in _REGISTRY:
-        raise InputError(f"unknown cluster policy '{name}' (known: {', '.join(sorted(_REGISTRY))})", field="policy")
-    return _REGISTRY[name]
+def policy_class(name: str) -> type[ClusterPolicy]:
+    return POLICIES.get(name).impl
 
 
-def make_policy(name: str, **options):
+def make_policy(name: str, *, round_length: float | None = None, seed: int = 0, **options) -> ClusterPolicy:
+    """Build policy ``name``: ``round_length`` (None = the policy's default) and ``seed`` fixed for its life."""
     cls = policy_class(name)
     try:
-        return cls(**options)
+        return cls(round_length=round_length, seed=seed, **options)
     except (TypeError, ValueError) as exc:  # unknown keyword, or a value the policy refuses
         raise InputError(f"bad options for policy '{name}': {exc}", field="policy_options") from None

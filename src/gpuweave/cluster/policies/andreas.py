@@ -8,7 +8,7 @@ at each trigger (preemption, migration and resizing allowed; GPU count chosen pe
 ``cost_model`` ("auto" | "andreas" | "power"), ``rho`` (100).
 On other papers' traces (fixed GPU counts, no deadlines, jobs larger than a node, free energy) every job
 keeps its ``num_gpus``, rates come from the run's profile store, oversized jobs span nodes of one model
-and zero-cost ties go to the fastest configuration (see :mod:`gpuweave.andreas.policy`).
+and zero-cost ties go to the fastest configuration (see :mod:`gpuweave.cluster.policies.andreas_adapter`).
 
 ``andreas-fifo``: the paper's FIFO baseline (spec §8). The foundation ``fifo`` policy differs from it
 (fastest GPU model instead of the cheapest on-time configuration, several nodes allowed, fixed GPU count,
@@ -17,7 +17,7 @@ head-of-line blocking), so ANDREAS' FIFO is registered separately. EDF and PS ar
 
 from __future__ import annotations
 
-from gpuweave.andreas.policy import FpmPolicy, RGPolicy
+from gpuweave.cluster.policies.andreas_adapter import FpmPolicy, RGPolicy
 from gpuweave.cluster.policies import register_policy
 
 

@@ -7,22 +7,22 @@ O(nodes of a model).
 
 from __future__ import annotations
 
-from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.contract import ClusterPolicy
+from gpuweave.cluster.decision import Decision, Plan
 from gpuweave.cluster.placement import fastest_models, place_on_model
 from gpuweave.cluster.policies import register_policy
 
 
 @register_policy("fifo")
-class FifoPolicy:
-    round_length = None
-
-    def __init__(self, strict: bool = True) -> None:
+class FifoPolicy(ClusterPolicy):
+    def __init__(self, strict: bool = True, *, round_length: float | None = None, seed: int = 0) -> None:
+        super().__init__(round_length=round_length, seed=seed)
         self.strict = strict
 
     def schedule(self, view) -> Decision:
         if not view.pending:
             return Decision()
-        plan = view.plan()
+        plan = Plan(view)
         for js in view.pending.values():
             placed = False
             if sum(plan.free_by_model.values()) >= js.job.num_gpus:

@@ -1,39 +1,11 @@
-"""Gavel: heterogeneity-aware max-min fairness (LAS) as an LP, plus Gavel's round-based priority mechanism.
+"""Gavel as a cluster policy: the LAS / min-total-duration LPs and the round mechanism of
+:mod:`gpuweave.baselines.gavel`, fed from a ClusterView.
 
-Problem (Narayanan et al., OSDI'20; as used by Hadar, spec hadar.md §4.1, policy ``max_min_fairness_perf``):
-find time fractions ``x[m, r]`` (job m on GPU type r) that maximise the smallest normalised throughput::
-
-    max  min_m  sum_r T[m,r] * sf_m / (w_m * T_equal_m) * x[m,r]
-    s.t. x >= 0;  sum_r x[m,r] <= 1  (each job);  sum_m sf_m * x[m,r] <= workers_r  (each type)
-
-``T[m,r]`` is the whole-job consolidated rate of m on ``sf_m`` GPUs of type r (0 = infeasible: x fixed to
-0), ``sf_m = W_m`` the scale factor, ``w_m = 1`` and ``T_equal_m = sum_r T[m,r] * x_prop[r]`` with the
-proportional share ``x_prop[r] = workers_r / M`` rescaled so that its row sums to at most 1. The epigraph
-form (variable z, rows ``z <= ...``) is an LP with M*R+1 columns and 2M+R rows, built from numpy arrays in
-CSC form and solved by HiGHS (``passModel``); O(M R) to build, HiGHS simplex/IPM to solve.
-
-Mechanism, each round of ``round_length`` (360 s): ``priority[m,r] = x[m,r] / (time m received on r /
-total time r was used)``, or ``x[m,r] * 1e9`` if m has not yet received r; infeasible types are left out.
-GPU types are visited in the order ``type_order`` (V100, P100, K80, then any other model); each type's
-entries are sorted by (priority, deficit, x) descending (stable) and taken greedily: skip a job already
-scheduled this round, skip when its scale factor exceeds that type's free GPUs. Placement goes from the
-largest scale factor to the smallest, all of a job's GPUs on one type, consolidated when one node holds
-them; a job that keeps its type keeps its placement (no restart). The LP is re-solved when the set of
-active jobs changes; time-received counters are reset at such a re-solve at most every 1920 s (Gavel's
-``minimum_time_between_allocation_resets``). Space sharing (packing) is off (spec §4.1 [R]).
-
-Policy ``policy="min_total_duration"`` (Gavel's ``min_total_duration_perf``, spec §4.1 and A11, run as a B7
-sensitivity because the paper's metric is makespan): binary-search the smallest horizon ``T`` in
-[100, 1e6] s (widened tenfold while none is feasible) for which the feasibility LP
-
-    sum_r T[m,r] x[m,r] >= steps_remaining_m / T  (each job);  same base constraints as above
-
-has a solution, stopping when ``1.05 * T_lo >= T_hi`` as Gavel does, and use the ``x`` of the smallest
-feasible ``T``. Gavel's LP has a constant objective (``cp.Maximize(1)``); HiGHS solves the same feasibility
-LP with a zero objective (dual simplex, warm-started between bisection steps by changing only the row
-bounds). The mechanism is the same as for LAS.
-
-Gavel solves its LPs with cvxpy; this is our own formulation of the same program for HiGHS.
+Each round of ``round_length`` (360 s) the LP is re-solved when the set of active jobs changes, priorities are
+computed from the time each job received on each GPU type and the greedy pass picks a type per job; placement
+goes from the largest scale factor to the smallest, all of a job's GPUs on one type, consolidated when one node
+holds them; a job that keeps its type keeps its placement (no restart). See the baseline module for the LPs,
+the mechanism and their complexity.
 """
 
 from __future__ import annotations
@@ -42,182 +14,19 @@ import time
 
 import numpy as np
 
+from gpuweave.baselines.gavel import gavel_priorities, gavel_round, max_min_fairness_lp, min_total_duration_lp
+from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
-from gpuweave.cluster.placement import fewest_nodes
+from gpuweave.cluster.placement import CapacityScratch, fewest_nodes
 from gpuweave.cluster.policies import register_policy
-from gpuweave.cluster.policies.tiresias import _Scratch
-from gpuweave.hadar.throughput import view_rate_table
+from gpuweave.hadar.throughput import RateTableCache
 
 DEFAULT_TYPE_ORDER = ("V100", "P100", "K80")
 
 
-def max_min_fairness_lp(throughputs: np.ndarray, scale: np.ndarray, workers: np.ndarray, weights=None) -> np.ndarray:
-    """Solve the LAS LP of the module docstring. ``throughputs`` is M x R (0 = infeasible); returns x (M x R)."""
-    import highspy
-
-    T = np.asarray(throughputs, dtype=float)
-    M, R = T.shape
-    if M == 0:
-        return np.zeros((0, R))
-    sf = np.asarray(scale, dtype=float)
-    n = np.asarray(workers, dtype=float)
-    w = np.ones(M) if weights is None else np.asarray(weights, dtype=float)
-    x_prop = np.tile(n / M, (M, 1))
-    x_prop = np.where(T > 0, x_prop, 0.0)
-    rows = x_prop.sum(axis=1)
-    top = rows.max() if rows.size else 0.0
-    if top > 1:
-        x_prop /= top
-    t_equal = (T * x_prop).sum(axis=1)
-    t_equal = np.where(t_equal > 0, t_equal, np.maximum(T.max(axis=1), 1e-12))
-    coef = T * (sf / (w * t_equal))[:, None]
-    nx = M * R
-    # Columns: x[m, r] at m*R + r, then z. Rows: fair_m (0..M-1), sum_m (M..2M-1), cap_r (2M..2M+R-1).
-    m_idx = np.repeat(np.arange(M), R)
-    r_idx = np.tile(np.arange(R), M)
-    index = np.empty(3 * nx + M, dtype=np.int32)
-    value = np.empty(3 * nx + M)
-    index[0 : 3 * nx : 3] = m_idx
-    index[1 : 3 * nx : 3] = M + m_idx
-    index[2 : 3 * nx : 3] = 2 * M + r_idx
-    value[0 : 3 * nx : 3] = -coef.ravel()
-    value[1 : 3 * nx : 3] = 1.0
-    value[2 : 3 * nx : 3] = sf[m_idx]
-    index[3 * nx :] = np.arange(M)
-    value[3 * nx :] = 1.0
-    start = np.concatenate([np.arange(0, 3 * nx + 1, 3), [3 * nx + M]]).astype(np.int32)
-    lp = highspy.HighsLp()
-    lp.num_col_ = nx + 1
-    lp.num_row_ = 2 * M + R
-    cost = np.zeros(nx + 1)
-    cost[-1] = -1.0
-    lp.col_cost_ = cost
-    lp.col_lower_ = np.zeros(nx + 1)
-    upper = np.where(T.ravel() > 0, 1.0, 0.0)
-    lp.col_upper_ = np.concatenate([upper, [highspy.kHighsInf]])
-    lp.row_lower_ = np.full(2 * M + R, -highspy.kHighsInf)
-    lp.row_upper_ = np.concatenate([np.zeros(M), np.ones(M), n])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = start
-    lp.a_matrix_.index_ = index
-    lp.a_matrix_.value_ = value
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.passModel(lp)
-    h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        raise RuntimeError(f"Gavel LP not solved: {h.modelStatusToString(h.getModelStatus())}")
-    x = np.asarray(h.getSolution().col_value[:nx]).reshape(M, R)
-    return np.clip(x, 0.0, 1.0)
-
-
-def min_total_duration_lp(
-    throughputs: np.ndarray,
-    scale: np.ndarray,
-    workers: np.ndarray,
-    steps_remaining: np.ndarray,
-    t_lo: float = 100.0,
-    t_hi: float = 1e6,
-    tolerance: float = 1.05,
-) -> tuple[np.ndarray, float, int]:
-    """Gavel's ``min_total_duration_perf``: (x, smallest feasible T found, LP solves). See the module docstring."""
-    import highspy
-
-    T = np.asarray(throughputs, dtype=float)
-    M, R = T.shape
-    if M == 0:
-        return np.zeros((0, R)), 0.0, 0
-    sf = np.asarray(scale, dtype=float)
-    n = np.asarray(workers, dtype=float)
-    steps = np.asarray(steps_remaining, dtype=float)
-    nx = M * R
-    # Columns: x[m, r] at m*R + r. Rows: sum_m (0..M-1), cap_r (M..M+R-1), thr_m (M+R..2M+R-1).
-    m_idx = np.repeat(np.arange(M), R)
-    r_idx = np.tile(np.arange(R), M)
-    index = np.empty(3 * nx, dtype=np.int32)
-    value = np.empty(3 * nx)
-    index[0::3] = m_idx
-    index[1::3] = M + r_idx
-    index[2::3] = M + R + m_idx
-    value[0::3] = 1.0
-    value[1::3] = sf[m_idx]
-    value[2::3] = T.ravel()
-    lp = highspy.HighsLp()
-    lp.num_col_ = nx
-    lp.num_row_ = 2 * M + R
-    lp.col_cost_ = np.zeros(nx)
-    lp.col_lower_ = np.zeros(nx)
-    lp.col_upper_ = np.where(T.ravel() > 0, 1.0, 0.0)
-    inf = highspy.kHighsInf
-    lp.row_lower_ = np.concatenate([np.full(M + R, -inf), np.zeros(M)])
-    lp.row_upper_ = np.concatenate([np.ones(M), n, np.full(M, inf)])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.arange(0, 3 * nx + 1, 3).astype(np.int32)
-    lp.a_matrix_.index_ = index
-    lp.a_matrix_.value_ = value
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.passModel(lp)
-    rows = np.arange(M + R, 2 * M + R, dtype=np.int32)
-    upper = np.full(M, inf)
-    solves = 0
-
-    def feasible(horizon: float):
-        nonlocal solves
-        solves += 1
-        h.changeRowsBounds(M, rows, steps / horizon, upper)
-        h.run()
-        if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
-            return np.asarray(h.getSolution().col_value[:nx]).reshape(M, R)
-        return None
-
-    best_x, best_t = None, np.inf
-    lo, hi = float(t_lo), float(t_hi)
-    while best_x is None:
-        while tolerance * lo < hi:
-            mid = 0.5 * (lo + hi)
-            x = feasible(mid)
-            if x is not None:
-                best_x, best_t, hi = x, mid, mid
-            else:
-                lo = mid
-        if best_x is None:  # nothing feasible below the old upper end: search [hi, 10 hi] (Gavel's outer loop)
-            lo, hi = hi, hi * 10.0
-            if hi > 1e15:
-                raise RuntimeError("Gavel min_total_duration LP: no feasible horizon")
-    return np.clip(best_x, 0.0, 1.0), float(best_t), solves
-
-
-def gavel_priorities(alloc: np.ndarray, received: np.ndarray, type_total: np.ndarray, feasible: np.ndarray) -> np.ndarray:
-    """priority = x / (received / type_total), x*1e9 where nothing was received yet, -1 where infeasible."""
-    alloc = np.asarray(alloc, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(type_total[None, :] > 0, received / np.where(type_total > 0, type_total, 1.0)[None, :], 0.0)
-        prio = np.where(received > 0, alloc / np.where(share > 0, share, 1.0), alloc * 1e9)
-    return np.where(feasible, prio, -1.0)
-
-
-def gavel_round(
-    priority: np.ndarray, alloc: np.ndarray, deficit: np.ndarray, scale, capacity, order: list[int]
-) -> dict[int, int]:
-    """Gavel's greedy pass: job index -> type index, visiting types in ``order`` (per-type queues)."""
-    free = list(capacity)
-    chosen: dict[int, int] = {}
-    M = priority.shape[0]
-    for r in order:
-        keys = [(-priority[m, r], -deficit[m, r], -alloc[m, r], m) for m in range(M) if priority[m, r] >= 0]
-        keys.sort()
-        for _, _, _, m in keys:
-            if m in chosen or scale[m] > free[r]:
-                continue
-            chosen[m] = r
-            free[r] -= scale[m]
-    return chosen
-
-
 @register_policy("gavel")
-class GavelPolicy:
-    round_length = 360.0
+class GavelPolicy(ClusterPolicy):
+    default_round_length = 360.0
 
     POLICIES = ("max_min_fairness", "min_total_duration")
 
@@ -226,7 +35,12 @@ class GavelPolicy:
         type_order: tuple[str, ...] | list[str] = DEFAULT_TYPE_ORDER,
         reset_interval: float = 1920.0,
         policy: str = "max_min_fairness",
+        *,
+        round_length: float | None = None,
+        seed: int = 0,
     ) -> None:
+        super().__init__(round_length=round_length, seed=seed)
+        self._rates = RateTableCache()
         aliases = {"las": "max_min_fairness", "max_min_fairness_perf": "max_min_fairness", "makespan": "min_total_duration",
                    "min_total_duration_perf": "min_total_duration"}
         policy = aliases.get(policy, policy)
@@ -242,7 +56,6 @@ class GavelPolicy:
         self._type_total: np.ndarray | None = None
         self._last_reset = -np.inf
         self._last_call: float | None = None
-        self.decision_times: list[tuple[float, int, float]] = []
         self.lp_solves = 0
 
     def _account(self, view, R: int, col: dict[str, int]) -> None:
@@ -264,7 +77,7 @@ class GavelPolicy:
         models = list(view.models)
         R = len(models)
         col = {m: i for i, m in enumerate(models)}
-        table = view_rate_table(view, self)
+        table = self._rates.of(view)
         self._account(view, R, col)
         active = sorted(list(view.running.values()) + list(view.pending.values()), key=lambda js: (js.job.arrival, js.job.job_id))
         ids = [js.job.job_id for js in active]
@@ -304,7 +117,7 @@ class GavelPolicy:
         order = [col[m] for m in self.type_order if m in col] + [r for r, m in enumerate(models) if m not in self.type_order]
         chosen = gavel_round(prio, alloc, deficit, scale.astype(int), workers.astype(int), order)
         # Placement: kept placements first, then largest scale factor first.
-        scratch = _Scratch(view)
+        scratch = CapacityScratch(view)
         wanted: dict[str, tuple] = {}
         movers = []
         for i, r in chosen.items():

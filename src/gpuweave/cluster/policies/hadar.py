@@ -36,11 +36,12 @@ import time
 
 import numpy as np
 
-from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.contract import ClusterPolicy
+from gpuweave.cluster.decision import Decision, Plan
 from gpuweave.cluster.policies import register_policy
 from gpuweave.hadar.dp import DEFAULT_MAX_STATES, hadar_round, literal_allocation
 from gpuweave.hadar.problem import QueuedJob, RoundProblem
-from gpuweave.hadar.throughput import RateTable, view_rate_table
+from gpuweave.hadar.throughput import RateTable, RateTableCache
 
 VARIANTS = ("replan", "sticky", "literal")
 SOLVERS = ("dp", "exact")
@@ -92,8 +93,8 @@ def queue_order(view, order: str = "fifo", table: RateTable | None = None, round
 
 
 @register_policy("hadar")
-class HadarPolicy:
-    round_length = 360.0
+class HadarPolicy(ClusterPolicy):
+    default_round_length = 360.0
 
     def __init__(
         self,
@@ -105,7 +106,12 @@ class HadarPolicy:
         backfill: bool = False,
         order: str = "fifo",
         solver: str = "dp",
+        *,
+        round_length: float | None = None,
+        seed: int = 0,
     ) -> None:
+        super().__init__(round_length=round_length, seed=seed)
+        self._rates = RateTableCache()
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}")
         if utility not in ("raw", "normalized"):
@@ -128,16 +134,15 @@ class HadarPolicy:
         self.kappa = float(kappa)
         if self.max_states < 1 or not self.kappa >= 0:
             raise ValueError(f"max_states must be >= 1 and kappa >= 0, got {max_states!r} and {kappa!r}")
-        self.decision_times: list[tuple[float, int, float]] = []
         self.dp_states: list[int] = []
         self.fallback_rounds = 0
         self.rounds = 0
         self.last_constants = None
 
     def build_problem(self, view, order) -> RoundProblem:
-        table = view_rate_table(view, self)
+        table = self._rates.of(view)
         stype, cap = cluster_arrays(view)
-        L = float(view.round_length or self.round_length)
+        L = self.round_length
         jobs = []
         for js in order:
             cons, uncons = table.get(js.job.job_type, js.job.num_gpus)
@@ -187,7 +192,7 @@ class HadarPolicy:
     def plan_round(self, view) -> dict[str, tuple]:
         """The round's wanted placements {job id: placement} (jobs absent from it wait or are preempted);
         also what ``gpuweave plan hadar`` prints. Records DP states, fallbacks and the price constants."""
-        order = queue_order(view, self.order, view_rate_table(view, self), float(view.round_length or self.round_length))
+        order = queue_order(view, self.order, self._rates.of(view), self.round_length)
         if self.variant == "sticky":
             order = [js for js in order if js.placement is None]
         wanted: dict[str, tuple] = {}
@@ -218,7 +223,7 @@ class HadarPolicy:
             return None
         from gpuweave.cluster.placement import fastest_models, place_on_model
 
-        plan = view.plan()
+        plan = Plan(view)
         for js in queue_order(view):
             for model in fastest_models(view, js):
                 placement = place_on_model(plan, js, model)

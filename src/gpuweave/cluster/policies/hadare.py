@@ -27,13 +27,12 @@ from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.policies.hadar import HadarPolicy, cluster_arrays, queue_order
 from gpuweave.hadar.dp import DEFAULT_MAX_STATES, hadar_round
+from gpuweave.hadar.forking import copy_count, copy_nodes, merge_copies
 from gpuweave.hadar.problem import QueuedJob
-from gpuweave.hadar.throughput import view_rate_table
 
 
 @register_policy("hadare")
 class HadarEPolicy(HadarPolicy):
-    round_length = 360.0
     forks_jobs = True
 
     def __init__(
@@ -44,18 +43,21 @@ class HadarEPolicy(HadarPolicy):
         max_copies: int | None = None,
         work_conserving: bool = True,
         order: str = "fifo",
+        *,
+        round_length: float | None = None,
+        seed: int = 0,
     ) -> None:
         super().__init__(
             variant="replan", utility=utility, max_states=max_states, kappa=kappa, work_conserving=work_conserving,
-            order=order,
+            order=order, round_length=round_length, seed=seed,
         )
         self.max_copies = max_copies
 
     def schedule(self, view) -> Decision:
         t0 = time.perf_counter()
-        table = view_rate_table(view, self)
+        table = self._rates.of(view)
         stype, cap = cluster_arrays(view)
-        L = float(view.round_length or self.round_length)
+        L = self.round_length
         largest = int(cap.max())
         n_nodes = len(view.nodes)
         n_copies = n_nodes if self.max_copies is None else max(1, min(n_nodes, int(self.max_copies)))
@@ -67,17 +69,11 @@ class HadarEPolicy(HadarPolicy):
         copies_of: dict[str, int] = {}
         for js in order:
             W = js.job.num_gpus
-            forkable = W <= largest and n_copies > 1
-            k = n_copies if forkable else 1
+            k = copy_count(W, largest, n_copies)
+            forkable = k > 1
             copies_of[js.job.job_id] = k
             cons, uncons = table.get(js.job.job_type, W)
-            prev_nodes: list[int] = []
-            if js.placement is not None:
-                if sum(c for _, c in js.placement) == W:
-                    prev_nodes = [js.placement[0][0]] if len(js.placement) == 1 else []
-                else:
-                    for node, c in js.placement:
-                        prev_nodes += [node] * (c // W)
+            prev_nodes = copy_nodes(js.placement, W)
             rem = view.remaining(js) / k
             tot = float(js.job.work) / k
             for i in range(1, k + 1):
@@ -107,13 +103,7 @@ class HadarEPolicy(HadarPolicy):
         if jobs:
             problem = self.round_problem(view, jobs, stype, cap, cap.copy(), L)
             result = hadar_round(problem, max_states=self.max_states)
-            merged: dict[str, dict[int, int]] = {}
-            for (job_id, _i), alloc in result.plan.items():
-                slot = merged.setdefault(job_id, {})
-                for node, c in alloc:
-                    slot[node] = slot.get(node, 0) + c
-            for job_id, counts in merged.items():
-                wanted[job_id] = tuple(sorted(counts.items()))
+            wanted.update(merge_copies(result.plan))
             self.dp_states.append(result.states)
             self.fallback_rounds += int(result.fallback)
             self.last_constants = result.constants

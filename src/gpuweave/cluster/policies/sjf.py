@@ -7,16 +7,16 @@ shorter ones behind it may start. Placement as FIFO. O(P log P) per call for P p
 
 from __future__ import annotations
 
-from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.contract import ClusterPolicy
+from gpuweave.cluster.decision import Decision, Plan
 from gpuweave.cluster.placement import fastest_models, place_on_model
 from gpuweave.cluster.policies import register_policy
 
 
 @register_policy("sjf")
-class SjfPolicy:
-    round_length = None
-
-    def __init__(self) -> None:
+class SjfPolicy(ClusterPolicy):
+    def __init__(self, *, round_length: float | None = None, seed: int = 0) -> None:
+        super().__init__(round_length=round_length, seed=seed)
         self._duration: dict[str, float] = {}
 
     def _oracle(self, view, js) -> float:
@@ -33,7 +33,7 @@ class SjfPolicy:
     def schedule(self, view) -> Decision:
         if not view.pending:
             return Decision()
-        plan = view.plan()
+        plan = Plan(view)
         order = sorted(view.pending.values(), key=lambda js: (self._oracle(view, js), js.job.arrival, js.job.job_id))
         for js in order:
             if sum(plan.free_by_model.values()) < js.job.num_gpus:

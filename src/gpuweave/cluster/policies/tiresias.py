@@ -22,40 +22,21 @@ from __future__ import annotations
 import bisect
 import random
 
+from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
-from gpuweave.cluster.placement import fewest_nodes
+from gpuweave.cluster.placement import CapacityScratch, fewest_nodes
 from gpuweave.cluster.policies import register_policy
-from gpuweave.hadar.throughput import view_rate_table
+from gpuweave.hadar.throughput import RateTableCache
 
 
-class _Scratch:
-    """Minimal Plan-like scratch (free per node and per model) over the *whole* capacity."""
-
-    __slots__ = ("view", "free", "free_by_model")
-
-    def __init__(self, view) -> None:
-        self.view = view
-        self.free = [n.num_gpus for n in view.nodes]
-        self.free_by_model = {m: sum(view.nodes[i].num_gpus for i in idx) for m, idx in view.nodes_by_model.items()}
-
-    def take(self, placement) -> None:
-        nodes = self.view.nodes
-        for node, k in placement:
-            self.free[node] -= k
-            self.free_by_model[nodes[node].gpu_model] -= k
-
-    def fits(self, placement) -> bool:
-        return all(self.free[node] >= k for node, k in placement)
-
-
-def single_type_placement(scratch: _Scratch, view, n: int, model: str):
+def single_type_placement(scratch: CapacityScratch, view, n: int, model: str):
     """All n GPUs of ``model``: one node if any fits, else as few whole nodes as possible."""
     return fewest_nodes(scratch, n, model)
 
 
 @register_policy("tiresias")
-class TiresiasPolicy:
-    round_length = 360.0
+class TiresiasPolicy(ClusterPolicy):
+    default_round_length = 360.0
 
     def __init__(
         self,
@@ -63,8 +44,12 @@ class TiresiasPolicy:
         thresholds: tuple[float, ...] | list[float] = (3600.0, 7200.0, 18000.0),
         type_choice: str = "random",
         type_order: tuple[str, ...] | list[str] = ("K80", "P100", "V100"),
+        *,
+        round_length: float | None = None,
         seed: int = 0,
     ) -> None:
+        super().__init__(round_length=round_length, seed=seed)
+        self._rates = RateTableCache()
         if type_choice not in ("fixed", "random"):
             raise ValueError("type_choice must be 'fixed' or 'random'")
         if num_queues < 1:
@@ -73,10 +58,6 @@ class TiresiasPolicy:
         self.thresholds = sorted(float(t) for t in thresholds)[: self.num_queues - 1]
         self.type_choice = type_choice
         self.type_order = tuple(type_order)
-        self._rng = random.Random(seed)
-        self.decision_times: list[tuple[float, int, float]] = []
-
-    def seed_rng(self, seed: int) -> None:
         self._rng = random.Random(seed)
 
     def queue_of(self, service: float) -> int:
@@ -90,7 +71,7 @@ class TiresiasPolicy:
         import time
 
         t0 = time.perf_counter()
-        table = view_rate_table(view, self)
+        table = self._rates.of(view)
         models = self._models(view)
         col = {m: i for i, m in enumerate(view.models)}
         active = list(view.running.values()) + list(view.pending.values())
@@ -115,7 +96,7 @@ class TiresiasPolicy:
             left[model] -= n
             chosen.append((js, model))
         # Pass 2: placements; kept jobs first so they do not move.
-        scratch = _Scratch(view)
+        scratch = CapacityScratch(view)
         wanted: dict[str, tuple] = {}
         movers = []
         for js, model in chosen:

@@ -12,26 +12,23 @@ from __future__ import annotations
 
 import random
 
-from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.contract import ClusterPolicy
+from gpuweave.cluster.decision import Decision, Plan
 from gpuweave.cluster.placement import place_on_model
 from gpuweave.cluster.policies import register_policy
 
 
 @register_policy("yarn-cs")
-class YarnCapacityPolicy:
-    round_length = None
-
-    def __init__(self, strict: bool = False, type_choice: str = "random", seed: int = 0) -> None:
+class YarnCapacityPolicy(ClusterPolicy):
+    def __init__(self, strict: bool = False, type_choice: str = "random", *,
+                 round_length: float | None = None, seed: int = 0) -> None:
+        super().__init__(round_length=round_length, seed=seed)
         if type_choice not in ("fixed", "random"):
             raise ValueError("type_choice must be 'fixed' or 'random'")
         self.strict = strict
         self.type_choice = type_choice
         self._rng = random.Random(seed)
         self._largest: dict[str, int] = {}
-
-    def seed_rng(self, seed: int) -> None:
-        """Runs are seeded from the run config (gpuweave.cluster.run)."""
-        self._rng = random.Random(seed)
 
     def _largest_node(self, view, model: str) -> int:
         size = self._largest.get(model)
@@ -42,7 +39,7 @@ class YarnCapacityPolicy:
     def schedule(self, view) -> Decision:
         if not view.pending:
             return Decision()
-        plan = view.plan()
+        plan = Plan(view)
         # Most free GPUs on one node, per model: a job that must sit on one node skips a model without a scan.
         max_free = {m: max(plan.free[i] for i in view.nodes_by_model[m]) for m in view.models}
         free_total = sum(plan.free_by_model.values())

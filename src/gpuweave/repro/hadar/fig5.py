@@ -14,7 +14,7 @@ def fig5_rows(ctx: ReproContext, reps: int) -> list[ComparisonRow]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from gpuweave.hadar.scalability import cpu_model, curve, loglog_slope
+    from gpuweave.repro.hadar.scalability import cpu_model, curve, loglog_slope
 
     data = curve(("hadar", "gavel"), SIZES, reps)
     with open(ctx.out_dir / "fig5_decision_time.csv", "w", newline="") as fh:

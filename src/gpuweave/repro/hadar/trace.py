@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gpuweave.cluster.policies.hadar import HadarPolicy
 from gpuweave.repro.hadar.common import SLACK, TRACE_POLICIES, in_range, paper_numbers
 from gpuweave.repro.registry import ComparisonRow, ReproContext
 
@@ -37,23 +38,23 @@ def simulate_policy(name: str, jobs, env, seed: int, round_length: float = 360.0
     """One 480-job run of one policy on gavel-60 and the §5.6 metrics plus diagnostics."""
     from gpuweave.cluster.policies import make_policy
     from gpuweave.cluster.simulator import Simulator
-    from gpuweave.hadar import metrics as hm
+    from gpuweave.repro.hadar import metrics as hm
 
     profiles, nodes, power = env
     if name in ("tiresias", "yarn-cs"):
         # Tiresias and YARN-CS pick a GPU type without looking at throughput, uniformly among those with room
         # (spec §4.2-4.3, A10; seeded): YARN-CS's own default ("fixed", cluster order = V100 first on gavel-60)
         # would make it heterogeneity-aware by accident.
-        options = {"seed": seed, "type_choice": "random", **options}
-    policy = make_policy(name, **options)
-    policy.round_length = round_length
+        options = {"type_choice": "random", **options}
+    policy = make_policy(name, round_length=round_length, seed=seed, **options)
     t0 = time.perf_counter()
     rec = Simulator(nodes, jobs, policy, profiles, power).run()
     wall = time.perf_counter() - t0
     gru = hm.gru_per_round(rec, round_length)
     w = hm.round_weights(rec, round_length)
     gru_x = hm.gru_per_round(rec, round_length, include_restart=False)
-    times = [d for _, _, d in getattr(policy, "decision_times", [])]
+    times = [d for _, _, d in policy.decision_times]
+    hadar = policy if isinstance(policy, HadarPolicy) else None  # Hadar's own diagnostics (fallbacks, prices)
     # Diagnostics for the notes: GPU-seconds on multi-server placements (task-level heterogeneity / kappa only
     # matter there), the job that finishes last and where it ran, completion order vs queue order and length.
     total = spread = 0.0
@@ -79,20 +80,20 @@ def simulate_policy(name: str, jobs, env, seed: int, round_length: float = 360.0
         "churn": hm.churn(rec, round_length),
         "wall_s": wall,
         "decision_mean_s": float(np.mean(times)) if times else float("nan"),
-        "fallback_fraction": getattr(policy, "fallback_rounds", 0) / max(1, getattr(policy, "rounds", 1)),
+        "fallback_fraction": hadar.fallback_rounds / max(1, hadar.rounds) if hadar else 0.0,
         "work_v100_gpu_h": sum(j.duration * j.num_gpus for j in jobs) / 3600.0,
         "spread_fraction": spread / total if total else 0.0,
         "last_job": f"{last.job.job_id} {last.job.job_type} W={last.job.num_gpus} (V100 {last.job.duration / 3600:.1f} h)",
         "last_job_k80": last.gpu_seconds_by_model.get("K80", 0.0) / held,
         "rho_queue": _rank_corr(ends, np.arange(ends.size)),
         "rho_length": _rank_corr(ends, np.array([js.job.duration for js in ordered])),
-        "u_min": float(np.max(policy.last_constants.u_min)) if getattr(policy, "last_constants", None) else float("nan"),
-        "u_max": float(np.max(policy.last_constants.u_max)) if getattr(policy, "last_constants", None) else float("nan"),
+        "u_min": float(np.max(hadar.last_constants.u_min)) if hadar and hadar.last_constants else float("nan"),
+        "u_max": float(np.max(hadar.last_constants.u_max)) if hadar and hadar.last_constants else float("nan"),
     }
 
 
 def _backlog_median(gru, weights, mask) -> float:
-    from gpuweave.hadar import metrics as hm
+    from gpuweave.repro.hadar import metrics as hm
 
     return hm.weighted_median(gru[mask], weights[mask]) if mask.any() else float("nan")
 
@@ -138,7 +139,7 @@ def _plot_trace(results: dict, out_dir: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from gpuweave.hadar import metrics as hm
+    from gpuweave.repro.hadar import metrics as hm
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, r in results.items():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuweave.andreas.simulate import run_policy
+from gpuweave.repro.andreas.simulate import run_policy
 from gpuweave.andreas.workload import WORKLOAD_SEEDS, rg_seeds, scenario_jobs, scenario_nodes
 
 BASELINES = ("andreas-fifo", "edf", "priority")

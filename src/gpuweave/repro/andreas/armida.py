@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from gpuweave.andreas.catalog import gpu_type, load_costs
-from gpuweave.andreas.simulate import RunResult, run_policy
+from gpuweave.repro.andreas.simulate import RunResult, run_policy
 from gpuweave.andreas.workload import PRICE_EUR_PER_KWH, PUE, andreas_job
 
 

@@ -1,6 +1,6 @@
 """``gpuweave plan hadar STATE.json``: one Hadar round on a cluster snapshot, printed or as JSON.
 
-Reads a snapshot (:mod:`gpuweave.hadar.snapshot`), runs the Hadar policy's round (the same code the simulator
+Reads a snapshot (:mod:`gpuweave.cluster.hadar_snapshot`), runs the Hadar policy's round (the same code the simulator
 runs; its options as flags) and prints, per job, the decision (start, keep, move, stop or wait), the
 placement by node and GPU model and the rate it gives, plus the DP's value, states and fallback. Bad input:
 one line on stderr, exit code 2.
@@ -14,15 +14,14 @@ from pathlib import Path
 
 import typer
 
+from gpuweave.cluster.hadar_snapshot import load_snapshot
+from gpuweave.cluster.policies import make_policy
+from gpuweave.hadar.throughput import RateTable
+
 
 def plan_snapshot(path: Path, **options) -> dict:
-    from gpuweave.cluster.policies import make_policy
-    from gpuweave.hadar.snapshot import load_snapshot
-    from gpuweave.hadar.throughput import RateTable
-
     view = load_snapshot(path)
-    policy = make_policy("hadar", work_conserving=False, **options)
-    policy.round_length = view.round_length
+    policy = make_policy("hadar", round_length=view.round_length, work_conserving=False, **options)
     t0 = time.perf_counter()
     wanted = policy.plan_round(view)
     seconds = time.perf_counter() - t0
@@ -58,7 +57,7 @@ def plan_snapshot(path: Path, **options) -> dict:
 def register(cli) -> None:
     @cli.plan.command("hadar")
     def plan_hadar(
-        state: Path = typer.Argument(..., help="Snapshot JSON: cluster, jobs with work, remaining and running placements (see gpuweave.hadar.snapshot)."),
+        state: Path = typer.Argument(..., help="Snapshot JSON: cluster, jobs with work, remaining and running placements (see gpuweave.cluster.hadar_snapshot)."),
         variant: str = typer.Option("replan", "--variant", help="replan (spec §2.8), sticky (paper §IV-B) or literal (printed Alg. 2)."),
         utility: str = typer.Option("raw", "--utility", help="raw (effective throughput) or normalized."),
         solver: str = typer.Option("dp", "--solver", help="dp (memoised DP with a state budget) or exact (the round's optimum, HiGHS)."),

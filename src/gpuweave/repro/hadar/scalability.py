@@ -16,7 +16,13 @@ import time
 
 import numpy as np
 
+from gpuweave.cluster.contract import ClusterPolicy
+from gpuweave.cluster.policies import make_policy
+from gpuweave.cluster.policies.hadar import HadarPolicy
+from gpuweave.cluster.simulator import Simulator
+from gpuweave.hadar.trace import build_jobs, load_pool
 from gpuweave.hardware.cluster_spec import Node
+from gpuweave.workload.profiles import load_profiles
 
 
 def scaled_cluster(num_jobs: int) -> list[Node]:
@@ -31,17 +37,14 @@ def scaled_cluster(num_jobs: int) -> list[Node]:
 
 def prepared_view(num_jobs: int, seed: int = 0):
     """A simulator with all N jobs pending at t = 0 (its ``view`` is what a policy sees)."""
-    from gpuweave.cluster.simulator import Simulator
-    from gpuweave.hadar.trace import build_jobs, load_pool
-    from gpuweave.workload.profiles import load_profiles
 
     profiles = load_profiles()
     jobs = build_jobs(load_pool(), num_jobs, seed, profiles)
     nodes = scaled_cluster(num_jobs)
     power = {m: (0.0, 0.0) for m in ("V100", "P100", "K80")}
 
-    class _Idle:
-        round_length = 360.0
+    class _Idle(ClusterPolicy):
+        default_round_length = 360.0
 
         def schedule(self, view):  # pragma: no cover - never called
             raise AssertionError
@@ -53,8 +56,6 @@ def prepared_view(num_jobs: int, seed: int = 0):
 
 
 def time_policy(name: str, num_jobs: int, reps: int = 3, seed: int = 0, **options) -> dict:
-    from gpuweave.cluster.policies import make_policy
-
     sim = prepared_view(num_jobs, seed)
     times = []
     extra = {}
@@ -63,7 +64,8 @@ def time_policy(name: str, num_jobs: int, reps: int = 3, seed: int = 0, **option
         t0 = time.perf_counter()
         decision = policy.schedule(sim.view)
         times.append(time.perf_counter() - t0)
-        extra = {"started": len(decision.assign), "fallback": int(getattr(policy, "fallback_rounds", 0))}
+        fallback = policy.fallback_rounds if isinstance(policy, HadarPolicy) else 0
+        extra = {"started": len(decision.assign), "fallback": int(fallback)}
     return {"policy": name, "jobs": num_jobs, "gpus": sum(n.num_gpus for n in sim.nodes), "seconds": statistics.median(times),
             "min_s": min(times), "max_s": max(times), "reps": reps, **extra}
 

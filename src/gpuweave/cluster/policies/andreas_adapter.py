@@ -28,14 +28,17 @@ from __future__ import annotations
 
 import math
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from gpuweave.andreas.catalog import cost_catalog_for
+from gpuweave.andreas.fpm import fpm_key, fpm_schedule
+from gpuweave.andreas.milp import exact_optimum
 from gpuweave.andreas.model import RHO, Instance, NodeSpec, catalogue_configs
 from gpuweave.andreas.rg import RGConfig, Schedule, randomized_greedy
+from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.placement import spread
 from gpuweave.errors import MissingProfileError
@@ -342,12 +345,14 @@ class SpreadPlanner:
         return None if best is None else best[1]
 
 
-class AndreasPolicyBase(ABC):
-    """Shared trigger options, instance building, decision diffing and call recording."""
+class AndreasPolicyBase(ClusterPolicy):
+    """Shared trigger options, instance building, decision diffing and call recording.
 
-    round_length: float | None = None
-    on_events = False
+    Triggers: event-driven unless a round length is given (``round_length``, or ``period`` as old configs
+    spell it); with one, the policy is also called on events unless ``periodic_only``."""
+
     preemptive = True
+    method = "fifo"  # the fixed-priority order of the non-preemptive baselines
 
     def __init__(
         self,
@@ -357,14 +362,18 @@ class AndreasPolicyBase(ABC):
         rho: float = RHO,
         proxy_variant: str = "code",
         record: bool = True,
+        *,
+        round_length: float | None = None,
+        seed: int = 0,
     ) -> None:
-        if period is not None:
-            if not period > 0:
-                raise ValueError("period must be > 0 seconds")
-            self.round_length = float(period)
-            self.on_events = not periodic_only
-        elif periodic_only:
+        if period is not None and not period > 0:
+            raise ValueError("period must be > 0 seconds")
+        if period is not None and round_length is not None and float(period) != float(round_length):
+            raise ValueError(f"period ({period}) and round_length ({round_length}) disagree")
+        length = round_length if round_length is not None else period
+        if length is None and periodic_only:
             raise ValueError("periodic_only needs a period")
+        super().__init__(round_length=length, seed=seed, reacts_to_events=not periodic_only)
         if proxy_variant not in ("code", "paper"):
             raise ValueError(f"proxy_variant must be 'code' or 'paper', got {proxy_variant!r}")
         self.proxy_variant = proxy_variant
@@ -389,9 +398,7 @@ class AndreasPolicyBase(ABC):
         if not planner.waiting:
             return None
         if not self.preemptive:
-            from gpuweave.andreas.fpm import fpm_key
-
-            method = getattr(self, "method", "fifo")
+            method = self.method
 
             def placer(js):
                 def place(free) -> None:
@@ -480,7 +487,6 @@ class RGPolicy(AndreasPolicyBase):
 
     def __init__(
         self,
-        seed: int = 0,
         max_it: int = 1000,
         cap_iterations: bool = True,
         pi_swap: float = 0.05,
@@ -492,7 +498,7 @@ class RGPolicy(AndreasPolicyBase):
         exact_gap_max_queue: int = 0,
         **kw,
     ) -> None:
-        super().__init__(**kw)
+        super().__init__(**kw)  # round_length, seed and the trigger options
         self.exact_gap_max_queue = int(exact_gap_max_queue)
         self.config = RGConfig(
             max_it=max_it,
@@ -505,18 +511,13 @@ class RGPolicy(AndreasPolicyBase):
             node_rule=node_rule,
             postprocessing=bool(postprocessing),
         )
-        self.seed_rng(seed)
-
-    def seed_rng(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(self.seed)
 
     def optimize(self, inst: Instance, others=None) -> Schedule:
         t0 = time.perf_counter()
         sched = randomized_greedy(inst, self.rng, self.config)
         sched.extra["opt_seconds"] = time.perf_counter() - t0  # the exact solve below is not RG's time
         if 0 < inst.n <= self.exact_gap_max_queue:
-            from gpuweave.andreas.milp import exact_optimum
-
             sched.extra["f_opt"] = exact_optimum(inst, variant=self.proxy_variant).f
         return sched
 
@@ -528,6 +529,4 @@ class FpmPolicy(AndreasPolicyBase):
     preemptive = False
 
     def optimize(self, inst: Instance, others=None) -> Schedule:
-        from gpuweave.andreas.fpm import fpm_schedule
-
         return fpm_schedule(inst, self.method, self.proxy_variant, others)

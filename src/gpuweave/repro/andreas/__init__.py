@@ -49,7 +49,7 @@ def _plot_scenario(rows: list[dict], scenario: int, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from gpuweave.andreas.experiments import BASELINE_LABEL, means
+    from gpuweave.repro.andreas.experiments import BASELINE_LABEL, means
 
     ns = sorted({r["N"] for r in rows if r["scenario"] == scenario})
     policies = ["andreas", "andreas-fifo", "edf", "priority"]
@@ -78,10 +78,10 @@ def _plot_scenario(rows: list[dict], scenario: int, path: Path) -> None:
     options={"n_max": int, "rg_seeds": int, "load_scale": float, "armida_seeds": int, "overload": bool},
 )
 def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
-    from gpuweave.andreas.armida import armida_setup, plot_trace, replay
+    from gpuweave.repro.andreas.armida import armida_setup, plot_trace, replay
     from gpuweave.andreas.catalog import paper_numbers
     from gpuweave.andreas.cost import deviation
-    from gpuweave.andreas.experiments import BASELINE_LABEL, BASELINES, means, reductions, scenario_runs
+    from gpuweave.repro.andreas.experiments import BASELINE_LABEL, BASELINES, means, reductions, scenario_runs
     from gpuweave.andreas.milp import optimality_gap
 
     paper = paper_numbers()
@@ -222,7 +222,7 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
 
 def _overload_rows(out: Path, seeds: int, rg_n: int) -> list[ComparisonRow]:
     """AC16 (spec §12 item 8): scenario 1, N = 10, [C-br] arrival constants; not a paper claim."""
-    from gpuweave.andreas.experiments import means, scenario_runs
+    from gpuweave.repro.andreas.experiments import means, scenario_runs
 
     runs = scenario_runs(1, [10], seeds, rg_n, overload=True)
     _write_csv(out / "overload_runs.csv", runs)

@@ -16,7 +16,7 @@ POLICIES = ("andreas", "andreas-fifo", "edf", "priority", "fifo", "sjf", "yarn-c
 
 @register_demo_section("andreas", order=15)
 def andreas_section(ctx: DemoContext) -> DemoSection:
-    from gpuweave.andreas.simulate import run_policy
+    from gpuweave.repro.andreas.simulate import run_policy
     from gpuweave.andreas.workload import scenario_jobs, scenario_nodes
 
     ctx.out_dir.mkdir(parents=True, exist_ok=True)

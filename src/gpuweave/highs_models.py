@@ -1,0 +1,95 @@
+"""The one way gpuweave builds and solves a HiGHS LP or MILP: a model from (row, column, value) triplets.
+
+Problem: ``min cost . v + offset`` subject to ``row_lower <= A v <= row_upper`` and ``col_lower <= v <=
+col_upper``, with some columns integral (a MILP) or none (an LP). ``A`` comes as triplets (duplicates are
+summed) and is handed to HiGHS in one ``passModel`` call, row-wise or column-wise (``orientation``; both
+orders are kept because HiGHS' pivoting, and so the vertex it returns on a degenerate LP, follows the order
+it is given). Used by ANDREAS' exact MILP, Hadar's exact round and LP bounds, Gavel's allocation LPs and the
+packs exact ILP.
+
+Complexity: O(nnz log nnz) to build; HiGHS simplex (polynomial in practice) for an LP, branch and bound
+(exponential in the worst case) for a MILP. ``EXACT`` asks for a proven optimum: zero gaps, one thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+# Options for a proven MILP optimum (zero relative and absolute gap) that does not depend on thread timing.
+EXACT: dict[str, Any] = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, "threads": 1}
+
+
+def highs_model(cost, ri, rc, rv, row_lower, row_upper, *, col_lower=None, col_upper=None, integral=None,
+                offset: float = 0.0, orientation: str = "row", options: dict[str, Any] | None = None):
+    """A ``highspy.Highs`` holding the model (not yet run). ``col_lower`` defaults to 0, ``col_upper`` to
+    +inf; ``integral`` is a boolean mask of integer columns (None = an LP); ``options`` are HiGHS options
+    (output is always off)."""
+    # Imported here, not at module level: highspy costs ~0.1 s to import and most commands never solve.
+    import highspy
+
+    if orientation not in ("row", "col"):
+        raise ValueError(f"orientation must be 'row' or 'col', got {orientation!r}")
+    nc, nr = len(cost), len(row_lower)
+    ri, rc, rv = np.asarray(ri, dtype=np.int64), np.asarray(rc, dtype=np.int64), np.asarray(rv, dtype=float)
+    major, minor, count = (ri, rc, nr) if orientation == "row" else (rc, ri, nc)
+    srt = np.lexsort((minor, major))
+    major, minor, rv = major[srt], minor[srt], rv[srt]
+    head = np.ones(major.size, dtype=bool)
+    head[1:] = (major[1:] != major[:-1]) | (minor[1:] != minor[:-1])
+    rv = np.add.reduceat(rv, np.flatnonzero(head)) if rv.size else rv
+    major, minor = major[head], minor[head]
+    lp = highspy.HighsLp()
+    lp.num_col_ = nc
+    lp.num_row_ = nr
+    lp.col_cost_ = np.asarray(cost, dtype=float)
+    lp.col_lower_ = np.zeros(nc) if col_lower is None else np.asarray(col_lower, dtype=float)
+    lp.col_upper_ = np.full(nc, highspy.kHighsInf) if col_upper is None else np.asarray(col_upper, dtype=float)
+    lp.row_lower_ = np.asarray(row_lower, dtype=float)
+    lp.row_upper_ = np.asarray(row_upper, dtype=float)
+    lp.offset_ = float(offset)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise if orientation == "row" else highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_ = nc
+    lp.a_matrix_.num_row_ = nr
+    lp.a_matrix_.start_ = np.searchsorted(major, np.arange(count + 1)).astype(np.int32)
+    lp.a_matrix_.index_ = minor.astype(np.int32)
+    lp.a_matrix_.value_ = rv
+    if integral is not None:
+        kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
+        lp.integrality_ = [kinds[bool(flag)] for flag in integral]
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    for name, value in (options or {}).items():
+        h.setOptionValue(name, value)
+    h.passModel(lp)
+    return h
+
+
+def run_model(h, *, strict: bool = True) -> tuple[float, np.ndarray] | None:
+    """Run ``h``: (objective, column values), None if infeasible; raises if HiGHS stops without an optimum
+    (``strict=False``: None for every status but optimal, for feasibility probes)."""
+    import highspy  # see highs_model
+
+    h.run()
+    status = h.getModelStatus()
+    if status == highspy.HighsModelStatus.kInfeasible or (not strict and status != highspy.HighsModelStatus.kOptimal):
+        return None
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"HiGHS did not prove optimality: {h.modelStatusToString(status)}")
+    return float(h.getInfo().objective_function_value), np.asarray(h.getSolution().col_value)
+
+
+def solve_lp(cost, ri, rc, rv, lo, hi, time_limit: float = 60.0):
+    """min cost·v over v >= 0 with rows lo <= A v <= hi (triplets as in :func:`highs_model`)."""
+    return solve_binary_milp(cost, ri, rc, rv, lo, hi, 0.0, time_limit, integral=False)
+
+
+def solve_binary_milp(cost, ri, rc, rv, lo, hi, offset: float, time_limit: float, *, integral: bool = True):
+    """min cost·v + offset over binaries v (``integral=False``: over v >= 0, an LP) with rows lo <= A v <= hi,
+    solved to a proven optimum. Returns (objective, solution) or None if infeasible."""
+    nc = len(cost)
+    h = highs_model(cost, ri, rc, rv, lo, hi, col_upper=np.ones(nc) if integral else None,
+                    integral=np.ones(nc, dtype=bool) if integral else None, offset=offset,
+                    options={**EXACT, "time_limit": float(time_limit)})
+    return run_model(h)
