@@ -49,7 +49,8 @@ class LiveRuntime:
         self.jobs: dict[str, LiveJob] = {}
         for js in self.book.states:
             program = js.job.attrs.get("program")
-            argv = program_argv(str(program), config_dir) if program else default_argv
+            named = isinstance(program, str) and program.strip()
+            argv = program_argv(program, config_dir) if named else default_argv
             ckpt = self.out / "checkpoints" / _safe(js.job.job_id) / "model.ckpt"
             self.jobs[js.job.job_id] = LiveJob(js, argv, int(math.ceil(js.job.work)), ckpt)
         executor.check_cluster(self.nodes)
