@@ -97,8 +97,10 @@ class LiveRuntime:
         if active and ((changed and self.members.reacts_to_events) or tick):
             self._decide(wall, now)
         if length is not None:
-            if tick or (active and self.next_tick == math.inf):
+            if tick:  # ticks sit on the grid k*L, as in the simulator; the first one at ceil(now / L) * L
                 self.next_tick = (math.floor(now / length) + 1) * length
+            elif active and self.next_tick == math.inf:
+                self.next_tick = math.ceil(now / length) * length
             elif not active:
                 self.next_tick = math.inf
         self._launch_ready(wall)
