@@ -32,6 +32,7 @@ app.add_typer(run_app, name="run")
 # The modules that add commands. Each has `register(cli)`, where cli has .app, .plan and .run.
 COMMAND_MODULES = [
     "gpuweave.hardware.cli",
+    "gpuweave.live.cli",
     "gpuweave.workload.traces.cli",
     "gpuweave.cluster.cli",
     "gpuweave.andreas.cli",

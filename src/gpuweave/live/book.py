@@ -1,0 +1,99 @@
+"""The live runtime's cluster state, kept by the simulator's own bookkeeping so policies see the same view.
+
+Problem: a policy must not know whether it is simulated. :class:`LiveBook` is a
+:class:`~gpuweave.cluster.simulator.Simulator` whose clock is the wall clock (scaled) and whose progress comes
+from worker reports instead of predicted finish times: a decision is validated and applied by the simulator's
+``_apply`` (same gang, capacity and feasibility rules, same restart accounting), and the change it made to the
+running set becomes the executor's actions. Complexity: O(jobs the decision names) per decision.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.simulator import SimulationRecords, Simulator
+from gpuweave.cluster.state import JobState, Placement
+
+
+class _NoQueue:
+    """Completion predictions are dropped: in a live run the workers say when a job is done."""
+
+    def push(self, *_args) -> None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    kind: str  # "start" (was waiting), "move" (was running elsewhere) or "stop"
+    job_id: str
+    placement: Placement | None
+
+
+class LiveBook(Simulator):
+    """Cluster state for the live runtime (see module docstring)."""
+
+    def arrive(self, js: JobState) -> None:
+        self.pending[js.job.job_id] = js
+
+    def apply_decision(self, decision: Decision) -> list[Action]:
+        before = {job_id: js.placement for job_id, js in self.running.items()}
+        self._apply(decision, _NoQueue())
+        actions = []
+        for job_id in decision.preempt:
+            if job_id not in self.running:
+                actions.append(Action("stop", job_id, None))
+        for job_id, js in self.running.items():
+            old = before.get(job_id)
+            if js.placement != old:
+                actions.append(Action("start" if old is None else "move", job_id, js.placement))
+                js.productive_start = math.inf  # no progress until the new workers report
+        return actions
+
+    def observe(self, js: JobState, remaining: float, rate: float) -> None:
+        """A worker report: ``remaining`` steps left as of now, at ``rate`` steps per (simulated) second."""
+        js.remaining = remaining
+        js.rate = rate
+        js.productive_start = self.now
+
+    def set_remaining(self, js: JobState, remaining: float) -> None:
+        """After a stop: the job resumes from its checkpoint, whatever the extrapolation said."""
+        js.remaining = remaining
+
+    def complete(self, js: JobState) -> None:
+        """The job's work is done (it may have been preempted in the instant its last checkpoint landed)."""
+        if js.job.job_id in self.running:
+            self._complete(js)
+        else:
+            self.pending.pop(js.job.job_id, None)
+            js.remaining = 0.0
+            js.end = self.now
+
+    def use_profiles(self, profiles) -> None:
+        """Policies see these rates from now on (measured where measured)."""
+        self.profiles = profiles
+        self._rate_cache.clear()
+
+    def fail(self, js: JobState) -> None:
+        """Take a failed job out of the cluster (it keeps ``end = None``)."""
+        job_id = js.job.job_id
+        if job_id in self.running:
+            self._close_segment(js)
+            self._release(js)
+            del self.running[job_id]
+        self.pending.pop(job_id, None)
+
+    def advance(self, now: float) -> None:
+        self._advance(max(now, self.now))
+
+    def record(self) -> None:
+        self._record_timeseries()
+
+    def records(self, start_time: float) -> SimulationRecords:
+        return SimulationRecords(
+            jobs=self.states, segments=self.segments, allocations=self.allocations, timeseries=self.timeseries,
+            models=self.models, total_gpus=sum(n.num_gpus for n in self.nodes), gpus_by_model=self.gpus_by_model,
+            energy_j=self.energy_j, cost=self.cost, start_time=start_time, end_time=self.now, events=self.events,
+            decisions=self.decisions,
+        )

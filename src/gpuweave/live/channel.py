@@ -1,0 +1,46 @@
+"""The worker protocol: what a worker tells the runtime, through one small JSON file per attempt.
+
+A worker rewrites ``status.json`` in its channel directory (write to a temporary file, then rename, so the
+runtime never reads half a file). The runtime asks for a checkpoint by creating ``checkpoint-request`` in the
+same directory, and asks a worker to checkpoint and exit with SIGTERM. Steps count from the start of the attempt;
+``checkpoint_steps`` is the attempt's step count saved in the last checkpoint (what a retry resumes from).
+A file channel needs the runtime and the workers to share a filesystem (one machine, or a shared mount).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+STATUS_FILE = "status.json"
+CHECKPOINT_REQUEST = "checkpoint-request"
+
+
+@dataclass(slots=True)
+class WorkerStatus:
+    steps: int = 0  # steps done in this attempt
+    steps_per_s: float = 0.0  # wall-clock steps per second, measured by the worker
+    checkpoint_steps: int = 0  # attempt steps saved in the last checkpoint
+    first_step_wall: float | None = None  # time.time() when the first step was reported
+    error: str = ""
+
+
+def write_status(channel: Path, status: WorkerStatus) -> None:
+    tmp = channel / f".{STATUS_FILE}.{os.getpid()}"
+    tmp.write_text(json.dumps(asdict(status)))
+    os.replace(tmp, channel / STATUS_FILE)
+
+
+def read_status(channel: Path) -> WorkerStatus | None:
+    """The worker's last status, or None before its first report."""
+    try:
+        data = json.loads((channel / STATUS_FILE).read_text())
+    except FileNotFoundError:
+        return None
+    return WorkerStatus(**data)
+
+
+def request_checkpoint(channel: Path) -> None:
+    (channel / CHECKPOINT_REQUEST).touch()

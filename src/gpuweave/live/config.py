@@ -1,0 +1,81 @@
+"""The live run config: exactly what ``gpuweave simulate`` reads, plus an ``executor`` section.
+
+``executor.program`` says what a job runs unless its trace row has a ``program`` column: ``synthetic`` (paced
+steps, no torch), ``torch`` (the bundled PyTorch trainer), a Python script using :mod:`gpuweave.live.api`, or an
+executable; arguments may follow, shell-style. Programs are checked before anything starts.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gpuweave.cluster.config import SimulationConfig
+from gpuweave.errors import InputError
+from gpuweave.files import load_yaml
+
+BUILTIN_PROGRAMS = {
+    "synthetic": "gpuweave.live.workers.synthetic",
+    "torch": "gpuweave.live.workers.torch_train",
+}
+
+
+class ExecutorSection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["local", "ray"] = Field("local", description="executor (the CLI's --executor overrides it)")
+    program: str = Field("synthetic", description="what every job runs unless its trace row names a program")
+    time_scale: float = Field(1.0, gt=0, description="simulated seconds per wall-clock second")
+    checkpoint_every: float = Field(5.0, gt=0, description="wall seconds between a worker's periodic checkpoints")
+    max_retries: int = Field(2, ge=0, description="restarts of a crashed worker before its job fails")
+    report_timeout: float = Field(30.0, gt=0, description="wall seconds a worker may go without reporting")
+    measured_rates: bool = Field(True, description="policies see measured steps/s per GPU type once known")
+    poll_interval: float = Field(0.05, gt=0, description="wall seconds between polls of the workers")
+
+
+class LiveConfig(SimulationConfig):
+    executor: ExecutorSection = Field(default_factory=ExecutorSection)
+
+
+def load_live_config(path: str | Path) -> LiveConfig:
+    path = Path(path)
+    data = load_yaml(path, what="run config file") or {}
+    try:
+        config = LiveConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(err["msg"], file=path, field=".".join(str(p) for p in err["loc"])) from None
+    # Files named relative to the config file are found beside it (examples run from anywhere).
+    for key in ("trace", "cluster"):
+        value = getattr(config, key)
+        if value is not None and not Path(value).is_absolute() and (path.parent / value).is_file():
+            config = config.model_copy(update={key: str(path.parent / value)})
+    return config
+
+
+def program_argv(program: str, base: Path | None = None) -> list[str]:
+    """The command line of a job's program; InputError if it is missing or not executable."""
+    try:
+        words = shlex.split(program)
+    except ValueError as exc:
+        raise InputError(f"cannot parse program {program!r}: {exc}", field="executor.program") from None
+    if not words:
+        raise InputError("empty program", field="executor.program")
+    head, rest = words[0], words[1:]
+    if head in BUILTIN_PROGRAMS:
+        return [sys.executable, "-m", BUILTIN_PROGRAMS[head], *rest]
+    path = Path(head)
+    if not path.is_absolute() and base is not None and (base / path).exists():
+        path = base / path
+    if not path.is_file():
+        raise InputError(f"program {head!r} does not exist (or is not a file)", field="executor.program")
+    if path.suffix == ".py":
+        return [sys.executable, str(path.resolve()), *rest]
+    if not os.access(path, os.X_OK):
+        raise InputError(f"program {head!r} is not executable", field="executor.program")
+    return [str(path.resolve()), *rest]

@@ -1,0 +1,75 @@
+"""The executor interface: start one worker process for a placement, watch it, signal it, end it.
+
+A worker is one process of one job attempt on one node, holding ``gpus`` GPUs of that node's model. Executors
+differ only in where the process runs (:mod:`gpuweave.live.local`: a subprocess here; :mod:`gpuweave.live.ray_executor`:
+a process started by a Ray actor on the chosen Ray node). Progress never travels through the executor: the worker
+writes it to its channel directory (:mod:`gpuweave.live.channel`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LOG_FILE = "worker.log"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    job_id: str
+    attempt: int
+    copy: int  # forked copy index (0 when not forked)
+    rank: int  # node rank inside a multi-node placement
+    node: int
+    node_name: str
+    gpu_model: str
+    gpus: int
+    argv: tuple[str, ...]
+    channel: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.job_id}/a{self.attempt}/c{self.copy}/r{self.rank}"
+
+
+class Executor(ABC):
+    name: str = ""
+    emulated: bool = True  # no real GPUs: workers pace their steps to the emulated GPU type
+
+    @abstractmethod
+    def check_cluster(self, nodes: list) -> None:
+        """Raise InputError, before anything starts, when the cluster config asks for what is not there."""
+
+    @abstractmethod
+    def launch(self, spec: LaunchSpec) -> object:
+        """Start the worker; returns a handle for the calls below."""
+
+    @abstractmethod
+    def exit_code(self, handle: object) -> int | None:
+        """The worker's exit status, or None while it runs."""
+
+    @abstractmethod
+    def terminate(self, handle: object) -> None:
+        """SIGTERM: the worker checkpoints and exits."""
+
+    @abstractmethod
+    def kill(self, handle: object) -> None:
+        """End the worker now (no checkpoint)."""
+
+    def pid(self, handle: object) -> int | None:
+        """The worker's process id where it runs on this machine (journalled for a restarted runtime)."""
+        return None
+
+    def close(self) -> None:
+        """Release the executor's own resources (every worker has ended)."""
+
+
+def log_tail(channel: Path, lines: int = 3) -> str:
+    """The last lines of a worker's log, as one line (a failed job's reason)."""
+    try:
+        text = (channel / LOG_FILE).read_text(errors="replace").strip().splitlines()
+    except FileNotFoundError:
+        return ""
+    return " | ".join(text[-lines:])

@@ -1,0 +1,81 @@
+"""The ``local`` executor: one subprocess per worker on this machine.
+
+Every declared node lives here. ``CUDA_VISIBLE_DEVICES`` is set from the placement: the node's GPU slots
+``0..num_gpus-1`` are handed out to its workers; when NVML sees at least that many GPUs the ids are real and the
+workers are not paced, otherwise the GPUs are emulated (``CUDA_VISIBLE_DEVICES`` empty, steps paced).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+
+from gpuweave.live.executor import LOG_FILE, Executor, LaunchSpec
+
+
+def nvml_gpu_count() -> int:
+    """GPUs NVML sees on this machine (0 without the NVML library or a driver)."""
+    try:
+        import pynvml  # optional: only machines with NVIDIA drivers have it
+
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlDeviceGetCount())
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no library, no driver, no device: all mean "no GPUs here"
+        return 0
+
+
+@dataclass(slots=True)
+class _Proc:
+    popen: subprocess.Popen
+    node: int
+    slots: list[int]
+    released: bool = False
+
+
+class LocalExecutor(Executor):
+    name = "local"
+
+    def __init__(self) -> None:
+        self._free: dict[int, list[int]] = {}
+        self._real_gpus = nvml_gpu_count()
+        self.emulated = True
+
+    def check_cluster(self, nodes: list) -> None:
+        self._free = {n.index: list(range(n.num_gpus)) for n in nodes}
+        self.emulated = not (len(nodes) == 1 and self._real_gpus >= nodes[0].num_gpus)
+
+    def launch(self, spec: LaunchSpec) -> _Proc:
+        free = self._free[spec.node]
+        slots, self._free[spec.node] = free[: spec.gpus], free[spec.gpus:]
+        env = dict(os.environ, **spec.env)
+        env["CUDA_VISIBLE_DEVICES"] = "" if self.emulated else ",".join(map(str, slots))
+        spec.channel.mkdir(parents=True, exist_ok=True)
+        with open(spec.channel / LOG_FILE, "ab") as log:
+            popen = subprocess.Popen(list(spec.argv), env=env, stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        return _Proc(popen, spec.node, slots)
+
+    def exit_code(self, handle: _Proc) -> int | None:
+        code = handle.popen.poll()
+        if code is not None and not handle.released:
+            handle.released = True
+            self._free[handle.node] = sorted(self._free[handle.node] + handle.slots)
+        return code
+
+    def terminate(self, handle: _Proc) -> None:
+        if handle.popen.poll() is None:
+            handle.popen.send_signal(signal.SIGTERM)
+
+    def kill(self, handle: _Proc) -> None:
+        if handle.popen.poll() is None:
+            handle.popen.kill()
+        handle.popen.wait()
+        self.exit_code(handle)
+
+    def pid(self, handle: _Proc) -> int | None:
+        return handle.popen.pid

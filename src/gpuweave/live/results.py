@@ -1,0 +1,108 @@
+"""Result files of a live run: the simulator's four files (same writers) plus ``live.csv``, and sim-vs-live JCT.
+
+``jobs.csv``, ``allocations.csv``, ``timeseries.csv`` and ``summary.json`` come from
+:func:`gpuweave.cluster.results.write_run`, so ``gpuweave report SIMRUN LIVERUN`` reads both; ``summary.json``
+gains ``executor``, ``live: true``, the emulation note and the runtime's timings. ``live.csv`` has one row per
+attempt: when the policy decided it and when its first step was reported (simulated seconds), the restart delay
+between the two, the wall-clock launch latency, and the measured steps/s.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import statistics
+from pathlib import Path
+
+from gpuweave.cluster.metrics import summarize
+from gpuweave.cluster.results import fmt, write_run
+from gpuweave.errors import InputError
+from gpuweave.files import read_input_text
+
+LIVE_COLUMNS = ["job_id", "attempt", "kind", "placement", "gpu_models", "copies", "planned_start", "measured_start",
+                "restart_delay_s", "launch_latency_wall_s", "steps", "steps_per_s", "emulated", "outcome"]
+RESULT_FILES = ("jobs.csv", "allocations.csv", "timeseries.csv", "summary.json")
+
+
+def write_live_run(runtime, out: Path) -> dict:
+    book = runtime.book
+    rec = book.records(runtime.start_time)
+    summary = summarize(rec)
+    staging = out / ".results"
+    if staging.exists():
+        shutil.rmtree(staging)
+    write_run(rec, summary, runtime.config.model_dump(mode="json"), staging, runtime.nodes)
+    for name in RESULT_FILES:
+        (staging / name).replace(out / name)
+    shutil.rmtree(staging)
+    latencies = _write_live_csv(runtime, out / "live.csv")
+    payload = json.loads((out / "summary.json").read_text())
+    payload.update({
+        "executor": runtime.executor.name,
+        "live": True,
+        "emulated_gpus": runtime.executor.emulated,
+        "note": ("GPUs declared, not detected: each worker paced its steps to the profile store's rate for its "
+                 "GPU type" if runtime.executor.emulated else "workers ran on the machine's GPUs"),
+        "failed_jobs": {j.js.job_id: j.failed for j in runtime.jobs.values() if j.failed},
+        "runtime": _timings(runtime, latencies),
+    })
+    (out / "summary.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    return summary
+
+
+def _write_live_csv(runtime, path: Path) -> list[float]:
+    nodes, scale = runtime.nodes, runtime.ex.time_scale
+    latencies = []
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(LIVE_COLUMNS)
+        for job in runtime.jobs.values():
+            for a in job.history:
+                first = runtime.start_time + (a.first_step_wall - runtime.wall0) * scale if a.first_step_wall else None
+                latency = a.first_step_wall - a.decided_wall if a.first_step_wall else None
+                if latency is not None:
+                    latencies.append(latency)
+                rate = sum(c.status.steps_per_s for c in a.copies if c.status) / scale
+                outcome = "crash" if a.crash else ("stopped" if a.stopping else "done")
+                w.writerow([
+                    job.js.job_id, a.number, a.kind, ";".join(f"{nodes[n].name}:{k}" for n, k in a.placement),
+                    "+".join(sorted({nodes[n].gpu_model for n, _ in a.placement})), len(a.copies),
+                    fmt(a.decided_sim), fmt(first), fmt(first - a.decided_sim if first is not None else None),
+                    fmt(latency), a.steps, fmt(rate), int(runtime.executor.emulated), outcome,
+                ])
+    return latencies
+
+
+def _timings(runtime, latencies: list[float]) -> dict:
+    def pct(values: list[float], p: float) -> float | None:
+        if not values:
+            return None
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+    return {
+        "launch_latency_p50_s": pct(latencies, 50), "launch_latency_p95_s": pct(latencies, 95),
+        "decisions": len(runtime.decision_s),
+        "policy_decision_mean_s": statistics.fmean(runtime.decision_s) if runtime.decision_s else None,
+        "runtime_overhead_mean_s": statistics.fmean(runtime.overhead_s) if runtime.overhead_s else None,
+    }
+
+
+def read_jct(run_dir: Path) -> dict[str, float]:
+    """job_id -> JCT of a result directory's jobs.csv (completed jobs only)."""
+    path = Path(run_dir) / "jobs.csv"
+    rows = csv.DictReader(read_input_text(path, what="jobs.csv of a run").splitlines())
+    if rows.fieldnames is None or "jct" not in rows.fieldnames:
+        raise InputError("not a gpuweave result (no jct column)", file=path)
+    return {r["job_id"]: float(r["jct"]) for r in rows if r["jct"]}
+
+
+def compare_jct(sim_dir: Path, live_dir: Path) -> list[tuple[str, float | None, float | None, float | None]]:
+    """(job, simulated JCT, live JCT, live/sim) for every job of either run."""
+    sim, live = read_jct(sim_dir), read_jct(live_dir)
+    rows = []
+    for job_id in sorted(set(sim) | set(live)):
+        s, v = sim.get(job_id), live.get(job_id)
+        rows.append((job_id, s, v, v / s if s and v is not None else None))
+    return rows

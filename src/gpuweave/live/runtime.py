@@ -1,0 +1,317 @@
+"""The live runtime: the simulator's policy loop on the wall clock, with workers instead of predicted progress.
+
+Problem: drive real jobs with the very policy objects the simulator drives. Each poll (``poll_interval``) the
+runtime reads the workers' reports into the :class:`~gpuweave.live.book.LiveBook`, admits arrivals, and calls
+the policy when the simulator would (round ticks on the grid ``k * L`` while jobs are active; after arrivals,
+completions and failures for event-driven policies). The decision is validated and applied by the book; its
+starts, stops and moves become executor actions. A stop asks for a checkpoint (SIGTERM) and commits what the
+checkpoint holds; a move starts the job elsewhere once the stop is done. HadarE copies are stopped at each
+round's end, consolidated, and started again from the consolidated checkpoint. Simulated time is
+``first arrival + (wall - start) * time_scale``. Complexity per poll: O(workers) plus the policy's decision.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+from gpuweave.cluster.run import prepare
+from gpuweave.cluster.simulator import _fork_ok
+from gpuweave.errors import InvalidDecisionError
+from gpuweave.live._policy_compat import build_policy, contract_members
+from gpuweave.live.attempts import Attempt, Copy, LiveJob, Worker, commit, split_steps
+from gpuweave.live.book import Action, LiveBook
+from gpuweave.live.config import LiveConfig, program_argv
+from gpuweave.live.executor import Executor, LaunchSpec, log_tail
+from gpuweave.live.journal import Journal
+from gpuweave.live.rates import MeasuredProfiles, emulated_rate, measured_key
+
+MIN_MEASURE_STEPS = 5  # a rate is measured once a copy has done this many steps
+
+
+class LiveRuntime:
+    def __init__(self, config: LiveConfig, executor: Executor, out: Path, *, config_dir: Path | None = None) -> None:
+        self.config = config
+        self.ex = config.executor
+        self.executor = executor
+        self.out = Path(out)
+        prepared = prepare(config)
+        self.prepared = prepared
+        self.nodes = prepared.nodes
+        self.base_profiles = prepared.profiles
+        self.policy = build_policy(config.policy, round_length=config.round_length, seed=config.seed,
+                                   options=dict(config.policy_options))
+        self.members = contract_members(self.policy)
+        self.book = LiveBook(self.nodes, prepared.jobs, self.policy, self.base_profiles, prepared.gpu_power,
+                             restart_delay=config.restart_delay)
+        default_argv = program_argv(self.ex.program, config_dir)
+        self.jobs: dict[str, LiveJob] = {}
+        for js in self.book.states:
+            program = js.job.attrs.get("program")
+            named = isinstance(program, str) and program.strip()
+            argv = program_argv(program, config_dir) if named else default_argv
+            ckpt = self.out / "checkpoints" / _safe(js.job.job_id) / "model.ckpt"
+            self.jobs[js.job.job_id] = LiveJob(js, argv, int(math.ceil(js.job.work)), ckpt)
+        executor.check_cluster(self.nodes)
+        self.measured: dict = {}
+        self.measured_changed = False
+        self.start_time = self.book.states[0].job.arrival if self.book.states else 0.0
+        self.wall0 = 0.0
+        self.next_tick = math.inf
+        self.arrival_index = 0
+        self.decision_s: list[float] = []
+        self.overhead_s: list[float] = []
+        self.journal = Journal(self.out / "journal.jsonl")
+
+    # ------------------------------------------------------------------ clock
+    def sim_time(self, wall: float) -> float:
+        return self.start_time + (wall - self.wall0) * self.ex.time_scale
+
+    # ------------------------------------------------------------------ main loop
+    def run(self) -> None:
+        self.wall0 = self.journal.resume(self, time.time())
+        try:
+            while not all(j.done or j.failed for j in self.jobs.values()):
+                self.step()
+                time.sleep(self.ex.poll_interval)
+        finally:
+            for job in self.jobs.values():
+                if job.attempt is not None:
+                    for w in job.attempt.workers:
+                        self.executor.kill(w.handle)
+            self.executor.close()
+
+    def step(self) -> None:
+        wall = time.time()
+        now = self.sim_time(wall)
+        self.book.advance(now)
+        changed = self._poll(wall)
+        changed = self._admit(now) or changed
+        book = self.book
+        active = bool(book.pending or book.running)
+        length = self.members.round_length
+        tick = length is not None and active and now >= self.next_tick
+        if tick:
+            self._end_fork_rounds(wall)
+        if active and ((changed and self.members.reacts_to_events) or tick):
+            self._decide(wall, now)
+        if length is not None:
+            if tick:  # ticks sit on the grid k*L, as in the simulator; the first one at ceil(now / L) * L
+                self.next_tick = (math.floor(now / length) + 1) * length
+            elif active and self.next_tick == math.inf:
+                self.next_tick = math.ceil(now / length) * length
+            elif not active:
+                self.next_tick = math.inf
+        self._launch_ready(wall)
+        book.record()
+        self._check_stuck(now)
+
+    def _decide(self, wall: float, now: float) -> None:
+        t0 = time.perf_counter()
+        if self.ex.measured_rates and self.measured_changed:
+            self.book.use_profiles(MeasuredProfiles(self.base_profiles, self.measured))
+            self.measured_changed = False
+        t1 = time.perf_counter()
+        decision = self.policy.schedule(self.book.view)
+        t2 = time.perf_counter()
+        self.book.decisions += 1
+        for action in self.book.apply_decision(decision) if decision else []:
+            self._carry_out(action, wall, now)
+        t3 = time.perf_counter()
+        self.decision_s.append(t2 - t1)
+        self.overhead_s.append((t1 - t0) + (t3 - t2))
+
+    def _check_stuck(self, now: float) -> None:
+        book = self.book
+        if book.running or not book.pending or self.arrival_index < len(book.states):
+            return
+        if any(j.attempt is not None or j.next_start is not None for j in self.jobs.values()):
+            return
+        if self.members.round_length is None:
+            stuck = next(iter(book.pending.values()))
+            raise InvalidDecisionError(
+                f"policy '{getattr(self.policy, 'name', self.policy)}' left {len(book.pending)} job(s) waiting on an "
+                f"idle cluster with nothing left to happen (e.g. job '{stuck.job.job_id}')")
+
+    # ------------------------------------------------------------------ events in
+    def _admit(self, now: float) -> bool:
+        states = self.book.states
+        arrived = False
+        while self.arrival_index < len(states) and states[self.arrival_index].job.arrival <= now:
+            js = states[self.arrival_index]
+            self.arrival_index += 1
+            job = self.jobs[js.job.job_id]
+            if not (job.done or job.failed):
+                self.book.arrive(js)
+                self.book.events += 1
+                arrived = True
+        return arrived
+
+    def _poll(self, wall: float) -> bool:
+        """Read every live attempt; True when a job completed or failed (a policy event)."""
+        changed = False
+        for job in self.jobs.values():
+            attempt = job.attempt
+            if attempt is None:
+                continue
+            for copy in attempt.copies:
+                copy.refresh()
+                for w in copy.workers:
+                    if w.code is None:
+                        w.code = self.executor.exit_code(w.handle)
+            self._observe(job, attempt, wall)
+            self._watch_faults(job, attempt, wall)
+            if attempt.ended:
+                changed = self._end_attempt(job, attempt, wall) or changed
+        return changed
+
+    def _observe(self, job: LiveJob, attempt: Attempt, wall: float) -> None:
+        firsts = [c.status.first_step_wall for c in attempt.copies if c.status and c.status.first_step_wall]
+        if attempt.first_step_wall is None and firsts:
+            attempt.first_step_wall = min(firsts)
+        steps = attempt.steps
+        if steps != attempt.seen_steps:
+            attempt.seen_steps = steps
+            attempt.last_progress_wall = wall
+        js = job.js
+        if attempt.stopping or js.job.job_id not in self.book.running or not attempt.first_step_wall:
+            return
+        scale = self.ex.time_scale
+        rate = sum(c.status.steps_per_s for c in attempt.copies if c.status) / scale
+        self.book.observe(js, max(0.0, job.remaining - steps), rate)
+        for copy in attempt.copies:
+            if copy.status and copy.steps >= MIN_MEASURE_STEPS and copy.status.steps_per_s > 0:
+                spec = copy.workers[0].spec
+                placement = ((spec.node, js.num_gpus),) if attempt.forked else attempt.placement
+                key = measured_key(js.job.job_type, js.num_gpus, self.nodes, placement)
+                if key is not None:
+                    self.measured[key] = copy.status.steps_per_s / scale
+                    self.measured_changed = True
+
+    def _watch_faults(self, job: LiveJob, attempt: Attempt, wall: float) -> None:
+        if attempt.stopping or attempt.crash:
+            return
+        for copy in attempt.copies:
+            lead = copy.workers[0]
+            if lead.code == 0 and copy.steps >= copy.target:
+                for w in copy.workers[1:]:
+                    self.executor.terminate(w.handle)
+        bad = [w for w in attempt.workers if w.code not in (None, 0)]
+        early = [c for c in attempt.copies if c.workers[0].code == 0 and c.steps < c.target]
+        silent = wall - attempt.last_progress_wall > self.ex.report_timeout
+        if bad:
+            w = bad[0]
+            attempt.crash = f"worker {w.spec.label} exited with status {w.code}: {log_tail(w.spec.channel)}"
+        elif early:
+            attempt.crash = f"worker {early[0].workers[0].spec.label} exited before its target"
+        elif silent:
+            attempt.crash = f"no report from the workers for {self.ex.report_timeout:g} s"
+        if attempt.crash:
+            for w in attempt.workers:
+                self.executor.kill(w.handle)
+                w.code = self.executor.exit_code(w.handle) if w.code is None else w.code
+
+    # ------------------------------------------------------------------ attempt ends
+    def _end_attempt(self, job: LiveJob, attempt: Attempt, wall: float) -> bool:
+        saved = commit(job, attempt)
+        job.attempt = None
+        self.journal.attempt_ended(job, attempt, saved)
+        js, book = job.js, self.book
+        book.advance(self.sim_time(wall))
+        if job.committed >= job.target:
+            job.done = True
+            job.next_start = None
+            book.complete(js)
+            self.journal.job_done(job)
+            return True
+        if attempt.crash:
+            job.crashes += 1
+            if job.crashes > self.ex.max_retries:
+                job.failed = f"{attempt.crash} (after {job.crashes} attempt(s) ending in a crash)"
+                job.next_start = None
+                book.fail(js)
+                self.journal.job_failed(job)
+                return True
+            if js.job.job_id in book.running:
+                job.next_start = (js.placement, "retry", wall, self.sim_time(wall))
+        book.set_remaining(js, job.remaining)
+        return False
+
+    def _end_fork_rounds(self, wall: float) -> None:
+        """HadarE: every forked attempt ends its round; its copies are consolidated and started again."""
+        for job in self.jobs.values():
+            attempt = job.attempt
+            if attempt is not None and attempt.forked and not attempt.stopping and not attempt.crash:
+                self._stop(job, attempt)
+                job.next_start = (attempt.placement, "fork-round", wall, self.sim_time(wall))
+
+    def _stop(self, job: LiveJob, attempt: Attempt) -> None:
+        attempt.stopping = True
+        for w in attempt.workers:
+            if w.code is None:
+                self.executor.terminate(w.handle)
+
+    # ------------------------------------------------------------------ decisions out
+    def _carry_out(self, action: Action, wall: float, now: float) -> None:
+        job = self.jobs[action.job_id]
+        if job.attempt is not None and not job.attempt.stopping:
+            self._stop(job, job.attempt)
+        if action.kind == "stop":
+            job.next_start = None
+            return
+        kind = "start" if job.attempts == 0 else ("move" if action.kind == "move" else "resume")
+        job.next_start = (action.placement, kind, wall, now)
+
+    def _launch_ready(self, wall: float) -> None:
+        for job in self.jobs.values():
+            if job.next_start is not None and job.attempt is None and not (job.done or job.failed):
+                placement, kind, decided_wall, decided_sim = job.next_start
+                job.next_start = None
+                if job.js.job.job_id in self.book.running and job.js.placement == placement:
+                    self._launch(job, placement, kind, decided_wall, decided_sim)
+
+    def _launch(self, job: LiveJob, placement, kind: str, decided_wall: float, decided_sim: float) -> None:
+        js = job.js
+        job.attempts += 1
+        number = job.attempts
+        total = sum(k for _, k in placement)
+        forked = self.members.forks_jobs and _fork_ok(js.num_gpus, placement, total)
+        slots = [((node, js.num_gpus),) for node, k in placement for _ in range(k // js.num_gpus)] if forked \
+            else [placement]
+        job_type = js.job.job_type
+        view = self.book.view
+        rates = [view.rate(js, s) or 1.0 for s in slots]
+        shares = split_steps(job.remaining, rates) if forked else [job.remaining]
+        base = job.checkpoint.parent
+        base.mkdir(parents=True, exist_ok=True)
+        copies = []
+        for index, (slot, share) in enumerate(zip(slots, shares)):
+            if share <= 0:
+                continue
+            ckpt = base / f"a{number}-c{index}.ckpt" if forked else job.checkpoint
+            pace = emulated_rate(self.base_profiles, job_type, js.num_gpus, self.nodes, slot) * self.ex.time_scale
+            workers = []
+            for rank, (node, k) in enumerate(slot):
+                channel = self.out / "channels" / _safe(js.job.job_id) / f"a{number}-c{index}-r{rank}"
+                channel.mkdir(parents=True, exist_ok=True)
+                env = {
+                    "GPUWEAVE_CHANNEL": str(channel), "GPUWEAVE_TARGET_STEPS": str(share),
+                    "GPUWEAVE_PACE": f"{pace:.6f}" if self.executor.emulated else "0",
+                    "GPUWEAVE_CHECKPOINT_EVERY": str(self.ex.checkpoint_every),
+                    "GPUWEAVE_CHECKPOINT": str(ckpt if rank == 0 else channel / "rank.ckpt"),
+                    "GPUWEAVE_RESUME_FROM": str(job.checkpoint) if job.checkpoint.exists() else "",
+                    "GPUWEAVE_ATTEMPT": str(number - 1), "GPUWEAVE_RANK": str(rank), "GPUWEAVE_JOB": js.job.job_id,
+                }
+                spec = LaunchSpec(js.job.job_id, number, index, rank, node, self.nodes[node].name,
+                                  self.nodes[node].gpu_model, k, tuple(job.argv), channel, env)
+                workers.append(Worker(spec, self.executor.launch(spec)))
+            copies.append(Copy(index, share, ckpt, workers))
+        attempt = Attempt(number, kind, placement, forked, copies, decided_wall, decided_sim, time.time())
+        job.attempt = attempt
+        job.history.append(attempt)
+        self.journal.attempt_started(job, attempt, self.executor)
+
+
+def _safe(job_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in job_id)

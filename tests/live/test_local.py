@@ -1,0 +1,135 @@
+"""Live runs on the local executor with synthetic workers: results, preemption/moves, faults, bad input."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuweave.errors import InputError
+from gpuweave.live.launch import run_live
+from gpuweave.live.results import compare_jct
+
+RESNET = "ResNet-18 (batch size 128)"
+SMALL = [f"a,0,1,{RESNET},400", f"b,0,2,{RESNET},600", "c,50,1,A3C,300", f"d,100,1,{RESNET},300",
+         f"e,150,2,{RESNET},400", "f,200,1,A3C,200"]
+
+
+def _rows(path: Path) -> list[dict]:
+    with open(path) as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_fifo_run_writes_simulator_results_and_live_csv(live_config, tmp_path):
+    out = tmp_path / "out"
+    summary = run_live(live_config(SMALL), "local", None, out)
+    assert summary["completed"] == 6
+    for name in ("jobs.csv", "allocations.csv", "timeseries.csv", "summary.json", "live.csv"):
+        assert (out / name).is_file()
+    meta = json.loads((out / "summary.json").read_text())
+    assert meta["live"] is True and meta["executor"] == "local" and meta["emulated_gpus"] is True
+    live = _rows(out / "live.csv")
+    assert {r["job_id"] for r in live} == set("abcdef")
+    assert all(float(r["launch_latency_wall_s"]) < 5 for r in live)
+    jobs = _rows(out / "jobs.csv")
+    assert all(float(r["jct"]) > 0 for r in jobs)
+    ratios = compare_jct(out, out)
+    assert all(ratio == 1.0 for _, _, _, ratio in ratios)
+
+
+def test_round_policy_preempts_and_resumes_from_checkpoints(live_config, tmp_path):
+    out = tmp_path / "out"
+    summary = run_live(live_config(SMALL, policy="tiresias", round_length=60), "local", None, out)
+    assert summary["completed"] == 6
+    live = _rows(out / "live.csv")
+    resumed = [r for r in live if r["kind"] in ("resume", "move")]
+    for r in resumed:  # a resumed attempt never redoes the whole job
+        first = next(x for x in live if x["job_id"] == r["job_id"] and x["attempt"] == "1")
+        assert int(r["steps"]) < int(first["steps"]) + int(r["steps"])
+
+
+def test_user_script_example_runs(live_config, tmp_path):
+    script = Path(__file__).resolve().parents[2] / "examples" / "live" / "my_training.py"
+    out = tmp_path / "out"
+    config = live_config(SMALL[:2], executor={"program": str(script)})
+    assert run_live(config, "local", None, out)["completed"] == 2
+    state = json.loads((out / "checkpoints" / "a" / "model.ckpt").read_text())
+    assert state["steps"] > 0
+
+
+def test_crash_is_retried_from_checkpoint_then_fails_with_reason(live_config, tmp_path):
+    rows = [f"ok,0,1,{RESNET},300,synthetic --crash-attempts 1", f"bad,0,1,{RESNET},300,synthetic --crash-attempts 9"]
+    out = tmp_path / "out"
+    summary = run_live(live_config(rows, executor={"max_retries": 2}), "local", None, out)
+    assert summary["completed"] == 1
+    meta = json.loads((out / "summary.json").read_text())
+    assert "exited with status 3" in meta["failed_jobs"]["bad"]
+    live = _rows(out / "live.csv")
+    assert [r["kind"] for r in live if r["job_id"] == "ok"] == ["start", "retry"]
+    assert len([r for r in live if r["job_id"] == "bad"]) == 3
+
+
+def test_silent_program_fails_and_the_run_goes_on(live_config, tmp_path):
+    rows = [f"quiet,0,1,{RESNET},300,synthetic --silent", f"fine,0,1,{RESNET},300"]
+    out = tmp_path / "out"
+    config = live_config(rows, executor={"max_retries": 0, "report_timeout": 1.5})
+    assert run_live(config, "local", None, out)["completed"] == 1
+    assert "no report" in json.loads((out / "summary.json").read_text())["failed_jobs"]["quiet"]
+
+
+@pytest.mark.parametrize("program, message", [("missing.py", "does not exist"), ("run.yaml", "not executable")])
+def test_bad_program_is_an_input_error_before_anything_starts(live_config, tmp_path, program, message):
+    config = live_config(SMALL, executor={"program": program})
+    with pytest.raises(InputError, match=message):
+        run_live(config, "local", None, tmp_path / "out")
+    assert not (tmp_path / "out" / "journal.jsonl").exists()
+
+
+def test_cli_bad_input_is_one_line_exit_2(live_config, tmp_path):
+    config = live_config(SMALL, executor={"program": "nope"})
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
+    proc = subprocess.run([sys.executable, "-m", "gpuweave.cli", "cluster", "run", str(config), "--out",
+                           str(tmp_path / "o")], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "does not exist" in proc.stderr
+
+
+def test_runtime_killed_with_sigkill_resumes_from_its_journal(live_config, tmp_path):
+    rows = [f"k{i},{i * 40},1,{RESNET},{500 + 100 * i}" for i in range(6)]
+    config = live_config(rows, executor={"time_scale": 300, "checkpoint_every": 0.3})
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
+    argv = [sys.executable, "-m", "gpuweave.cli", "cluster", "run", str(config), "--out", str(out)]
+    first = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while time.time() < deadline and '"ev": "end"' not in _text(out / "journal.jsonl"):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    before = [json.loads(line) for line in _text(out / "journal.jsonl").splitlines()]
+    committed_before = {r["job"]: r["committed"] for r in before if r["ev"] == "end"}
+    assert subprocess.run(argv, env=env, capture_output=True).returncode == 0
+    records = [json.loads(line) for line in _text(out / "journal.jsonl").splitlines()]
+    resumed_at = next(i for i, r in enumerate(records) if r["ev"] == "resumed")
+    open_attempts: dict[str, int] = {}
+    for r in records:  # never two live attempts of one job
+        if r["ev"] == "launch":
+            assert r["job"] not in open_attempts
+            open_attempts[r["job"]] = r["attempt"]
+        elif r["ev"] == "end":
+            open_attempts.pop(r["job"], None)
+    for r in records[resumed_at:]:  # none from scratch after the restart
+        if r["ev"] == "launch" and committed_before.get(r["job"], 0) > 0:
+            assert r["committed"] >= committed_before[r["job"]]
+    jobs = _rows(out / "jobs.csv")
+    assert len(jobs) == 6 and all(r["end"] for r in jobs)
+    assert sum(1 for r in records if r["ev"] == "done") == 6
+
+
+def _text(path: Path) -> str:
+    return path.read_text() if path.exists() else ""

@@ -1,0 +1,60 @@
+"""Live runs on Ray: one shared ray.cluster_utils.Cluster (3 declared nodes, two GPU types) for the module."""
+
+import json
+
+import pytest
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from gpuweave.errors import InputError  # noqa: E402
+from gpuweave.live.launch import run_live  # noqa: E402
+from gpuweave.live.ray_executor import RayExecutor  # noqa: E402
+
+RESNET = "ResNet-18 (batch size 128)"
+TRACE = [f"a,0,1,{RESNET},300", f"b,0,2,{RESNET},400", "c,40,1,A3C,200", f"d,80,1,{RESNET},200"]
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    for model in ("V100", "V100", "K80"):
+        cluster.add_node(num_cpus=1, num_gpus=2, resources={f"gpu_type:{model}": 2})
+    ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+def _run(config, tmp_path, name):
+    executor = RayExecutor(None)
+    from gpuweave.live.config import load_live_config
+    from gpuweave.live.results import write_live_run
+    from gpuweave.live.runtime import LiveRuntime
+
+    runtime = LiveRuntime(load_live_config(config), executor, tmp_path / name, config_dir=config.parent)
+    runtime.run()
+    return write_live_run(runtime, tmp_path / name)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "hadar"])  # every policy: see the report (Ray is slow here)
+def test_every_policy_finishes_synthetic_jobs_on_ray(ray_cluster, live_config, tmp_path, policy):
+    config = live_config(TRACE, policy=policy, round_length=60)
+    summary = _run(config, tmp_path, policy)
+    assert summary["completed"] == 4
+    assert json.loads((tmp_path / policy / "summary.json").read_text())["executor"] == "ray"
+
+
+def test_cluster_lacking_a_gpu_type_is_an_input_error(ray_cluster, live_config, tmp_path):
+    (tmp_path / "cluster.yaml").write_text("name: p100\nnodes:\n  - {gpu: P100, gpus_per_node: 1}\n")
+    config = live_config([f"a,0,1,{RESNET},100"])
+    with pytest.raises(InputError, match="lacks GPU type P100"):
+        _run(config, tmp_path, "t4")
+
+
+def test_unreachable_address_is_an_input_error(live_config, tmp_path):
+    if ray.is_initialized():
+        pytest.skip("a Ray connection is already open in this process")
+    with pytest.raises(InputError, match="cannot reach"):
+        RayExecutor("127.0.0.1:1").check_cluster([])
+
