@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(VENV)/bin/gpuweave demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 bench: $(STAMP)
 	$(VENV)/bin/gpuweave bench sim --jobs 20000 --gpus 1024 --policy fifo --json

@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from gpuweave.cluster.config import SimulationConfig
+from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.metrics import summarize
 from gpuweave.cluster.policies import make_policy
 from gpuweave.cluster.results import write_run
@@ -45,11 +46,17 @@ def prepare(config: SimulationConfig) -> PreparedRun:
     return PreparedRun(config, nodes, jobs, profiles, power)
 
 
+def build_policy(config: SimulationConfig) -> ClusterPolicy:
+    """The run's policy: its options from ``policy_options``, ``round_length`` and ``seed`` from the run config
+    (the run's seed wins over a ``seed`` in policy_options). The simulator and the live runtime both use it."""
+    options = dict(config.policy_options)
+    options.pop("seed", None)
+    return make_policy(config.policy, round_length=config.round_length, seed=config.seed, **options)
+
+
 def simulate(config: SimulationConfig, prepared: PreparedRun | None = None) -> SimulationRecords:
     prepared = prepared or prepare(config)
-    options = dict(config.policy_options)
-    options.pop("seed", None)  # the run config's seed wins over one in policy_options
-    policy = make_policy(config.policy, round_length=config.round_length, seed=config.seed, **options)
+    policy = build_policy(config)
     sim = Simulator(
         prepared.nodes,
         prepared.jobs,

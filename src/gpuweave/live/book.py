@@ -39,7 +39,8 @@ class LiveBook(Simulator):
 
     def apply_decision(self, decision: Decision) -> list[Action]:
         before = {job_id: js.placement for job_id, js in self.running.items()}
-        self._apply(decision, _NoQueue())
+        self._loop = _NoQueue()  # the simulator's _apply predicts completions on its loop; live, workers report
+        self._apply(decision)
         actions = []
         for job_id in decision.preempt:
             if job_id not in self.running:

@@ -16,10 +16,9 @@ import math
 import time
 from pathlib import Path
 
-from gpuweave.cluster.run import prepare
-from gpuweave.cluster.simulator import _fork_ok
+from gpuweave.cluster.run import build_policy, prepare
 from gpuweave.errors import InvalidDecisionError
-from gpuweave.live._policy_compat import build_policy, contract_members
+from gpuweave.hadar.forking import copy_nodes, is_forked
 from gpuweave.live.attempts import Attempt, Copy, LiveJob, Worker, commit, split_steps
 from gpuweave.live.book import Action, LiveBook
 from gpuweave.live.config import LiveConfig, program_argv
@@ -40,9 +39,7 @@ class LiveRuntime:
         self.prepared = prepared
         self.nodes = prepared.nodes
         self.base_profiles = prepared.profiles
-        self.policy = build_policy(config.policy, round_length=config.round_length, seed=config.seed,
-                                   options=dict(config.policy_options))
-        self.members = contract_members(self.policy)
+        self.policy = build_policy(config)
         self.book = LiveBook(self.nodes, prepared.jobs, self.policy, self.base_profiles, prepared.gpu_power,
                              restart_delay=config.restart_delay)
         default_argv = program_argv(self.ex.program, config_dir)
@@ -90,11 +87,11 @@ class LiveRuntime:
         changed = self._admit(now) or changed
         book = self.book
         active = bool(book.pending or book.running)
-        length = self.members.round_length
+        length = self.policy.round_length
         tick = length is not None and active and now >= self.next_tick
         if tick:
             self._end_fork_rounds(wall)
-        if active and ((changed and self.members.reacts_to_events) or tick):
+        if active and ((changed and self.policy.reacts_to_events) or tick):
             self._decide(wall, now)
         if length is not None:
             if tick:  # ticks sit on the grid k*L, as in the simulator; the first one at ceil(now / L) * L
@@ -128,7 +125,7 @@ class LiveRuntime:
             return
         if any(j.attempt is not None or j.next_start is not None for j in self.jobs.values()):
             return
-        if self.members.round_length is None:
+        if self.policy.round_length is None:
             stuck = next(iter(book.pending.values()))
             raise InvalidDecisionError(
                 f"policy '{getattr(self.policy, 'name', self.policy)}' left {len(book.pending)} job(s) waiting on an "
@@ -276,9 +273,8 @@ class LiveRuntime:
         job.attempts += 1
         number = job.attempts
         total = sum(k for _, k in placement)
-        forked = self.members.forks_jobs and _fork_ok(js.num_gpus, placement, total)
-        slots = [((node, js.num_gpus),) for node, k in placement for _ in range(k // js.num_gpus)] if forked \
-            else [placement]
+        forked = self.policy.forks_jobs and is_forked(js.num_gpus, placement, total)
+        slots = [((node, js.num_gpus),) for node in copy_nodes(placement, js.num_gpus)] if forked else [placement]
         job_type = js.job.job_type
         view = self.book.view
         rates = [view.rate(js, s) or 1.0 for s in slots]
