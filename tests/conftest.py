@@ -7,7 +7,6 @@ is reproducible; locally every run draws fresh examples, which is how the proper
 import os
 
 import pytest
-
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, print_blob=True)

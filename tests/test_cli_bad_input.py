@@ -39,7 +39,9 @@ def files(tmp_path):
 
 def test_output_path_under_a_regular_file(files):
     # before: FileExistsError / NotADirectoryError tracebacks (exit 1)
-    check_one_error(gpuweave("simulate", "--policy", "fifo", "--jobs", 5, "--out", "afile/run", cwd=files), "afile", "field 'out'")
+    check_one_error(
+        gpuweave("simulate", "--policy", "fifo", "--jobs", 5, "--out", "afile/run", cwd=files), "afile", "field 'out'"
+    )
     check_one_error(gpuweave("trace", "generate", "afile/jobs.csv", "--jobs", 5, cwd=files), "'afile' is a file")
     check_one_error(gpuweave("plan", "mig", "tasks.csv", "--json", "afile/s.json", cwd=files), "field 'json'")
     check_one_error(gpuweave("repro", "far", "--reps", 1, "--out", "afile", cwd=files), "afile", "expected a directory")
@@ -71,9 +73,13 @@ def test_trace_reader_rejects_truncated_and_overflowing_rows(files):
     check_one_error(gpuweave("trace", "validate", "cut.csv", cwd=files), "cut.csv, row 2", "unterminated quote")
     # duration 1e308 made work = inf: ValueError traceback
     (files / "huge.csv").write_text(GOOD_TRACE.replace("3600", "1e308"))
-    check_one_error(gpuweave("trace", "validate", "huge.csv", cwd=files), "huge.csv, row 1, field 'duration'", "too large")
+    check_one_error(
+        gpuweave("trace", "validate", "huge.csv", cwd=files), "huge.csv, row 1, field 'duration'", "too large"
+    )
     # an unknown --reference-gpu was accepted; --max-gpus 0 gave "largest placement is 0"
-    check_one_error(gpuweave("trace", "validate", "good.csv", "--reference-gpu", "Z900", cwd=files), "field 'reference_gpu'", "Z900")
+    check_one_error(
+        gpuweave("trace", "validate", "good.csv", "--reference-gpu", "Z900", cwd=files), "field 'reference_gpu'", "Z900"
+    )
     check_one_error(gpuweave("trace", "convert", "good.csv", "o.csv", "--max-gpus", 0, cwd=files), "field 'max_gpus'")
     assert not (files / "o.csv").exists()
 
@@ -81,10 +87,17 @@ def test_trace_reader_rejects_truncated_and_overflowing_rows(files):
 def test_sweep_checks_every_cell_before_running_any(files):
     # before: the cells ran, the bad one was "failed" (exit 1) and sweep.csv was written
     (files / "s.yaml").write_text("base: {cluster: gavel-60, jobs: 5}\ngrid: {policy: [fifo, bogus]}\nout: sw\n")
-    check_one_error(gpuweave("sweep", "s.yaml", "--workers", 1, "--no-progress", cwd=files), "s.yaml", "cell policy=bogus", "unknown cluster policy")
+    check_one_error(
+        gpuweave("sweep", "s.yaml", "--workers", 1, "--no-progress", cwd=files),
+        "s.yaml",
+        "cell policy=bogus",
+        "unknown cluster policy",
+    )
     (files / "t.yaml").write_text("base: {cluster: gavel-60, trace: bad.csv}\ngrid: {policy: [fifo]}\nout: sw\n")
     (files / "bad.csv").write_text(GOOD_TRACE.replace("3600", "nan"))
-    check_one_error(gpuweave("sweep", "t.yaml", "--workers", 1, "--no-progress", cwd=files), "bad.csv, row 1, field 'duration'")
+    check_one_error(
+        gpuweave("sweep", "t.yaml", "--workers", 1, "--no-progress", cwd=files), "bad.csv, row 1, field 'duration'"
+    )
     assert not (files / "sw").exists()
 
 
@@ -97,27 +110,45 @@ def test_repro_option_ranges_leave_no_comparison(files):
 
 
 def test_out_of_range_option_values(files):
-    check_one_error(gpuweave("bench", "sim", "--jobs", 10, "--gpus", 24, "--rate", 0), "field 'rate'")  # ran with rate 0
-    check_one_error(gpuweave("mig", "generate", files / "g.csv", "--p-sup", "nan"), "field 'p_sup'")  # ValueError traceback
-    check_one_error(gpuweave("run", "packs", files / "none.json", "--timeout", 0), "field 'timeout'")  # ran every task into a kill
-    check_one_error(gpuweave("plan", "mig", files / "tasks.csv", "--gpus", 100000), "field 'gpus'")  # ran for half an hour
+    check_one_error(
+        gpuweave("bench", "sim", "--jobs", 10, "--gpus", 24, "--rate", 0), "field 'rate'"
+    )  # ran with rate 0
+    check_one_error(
+        gpuweave("mig", "generate", files / "g.csv", "--p-sup", "nan"), "field 'p_sup'"
+    )  # ValueError traceback
+    check_one_error(
+        gpuweave("run", "packs", files / "none.json", "--timeout", 0), "field 'timeout'"
+    )  # ran every task into a kill
+    check_one_error(
+        gpuweave("plan", "mig", files / "tasks.csv", "--gpus", 100000), "field 'gpus'"
+    )  # ran for half an hour
     check_one_error(gpuweave("trace", "info", files / "good.csv", "--top", -1), "field 'top'")
     check_one_error(gpuweave("trace", "cluster", files / "good.csv", "--pue", 0.5), "field 'pue'")
-    check_one_error(gpuweave("demo", "--only", "bogus", "--out", files / "d"), "unknown demo section 'bogus'")  # ran nothing, exit 0
+    check_one_error(
+        gpuweave("demo", "--only", "bogus", "--out", files / "d"), "unknown demo section 'bogus'"
+    )  # ran nothing, exit 0
     (files / "big.yaml").write_text("name: big\nnodes:\n  - {count: 2000000000, gpu: V100, gpus_per_node: 4}\n")
-    check_one_error(gpuweave("cluster", "show", files / "big.yaml"), "field 'nodes[0].count'")  # hung expanding 2e9 nodes
+    check_one_error(
+        gpuweave("cluster", "show", files / "big.yaml"), "field 'nodes[0].count'"
+    )  # hung expanding 2e9 nodes
 
 
 def test_wrong_file_kinds(files):
     (files / "bin.csv").write_bytes(b"\x89PNG\x00\xff\xfe")
-    check_one_error(gpuweave("plan", "mig", "bin.csv", cwd=files), "bin.csv", "not UTF-8")  # UnicodeDecodeError traceback
-    check_one_error(gpuweave("plan", "mig", "tasks.csv", "--gantt", "g.txt", cwd=files), "field 'gantt'", ".png")  # matplotlib ValueError
+    check_one_error(
+        gpuweave("plan", "mig", "bin.csv", cwd=files), "bin.csv", "not UTF-8"
+    )  # UnicodeDecodeError traceback
+    check_one_error(
+        gpuweave("plan", "mig", "tasks.csv", "--gantt", "g.txt", cwd=files), "field 'gantt'", ".png"
+    )  # matplotlib ValueError
     check_one_error(gpuweave("mig", "generate", "out.txt", cwd=files), "field 'out'", ".csv")
 
 
 def test_failed_simulation_leaves_no_result(files):
     (files / "bad.csv").write_text(GOOD_TRACE.replace("3600", "-5"))
-    check_one_error(gpuweave("simulate", "--policy", "fifo", "--trace", "bad.csv", "--out", "run", cwd=files), "bad.csv, row 1")
+    check_one_error(
+        gpuweave("simulate", "--policy", "fifo", "--trace", "bad.csv", "--out", "run", cwd=files), "bad.csv, row 1"
+    )
     assert not (files / "run").exists()
 
 
@@ -130,6 +161,8 @@ def test_kernel_and_fikit_commands(files):
     check_one_error(gpuweave("kernel", "profile", "adir", "--task-key", "k", cwd=files), "adir", "got a directory")
     check_one_error(gpuweave("trace", "import-torch", "adir", cwd=files), "adir", "got a directory")
     check_one_error(gpuweave("kernel", "simulate", example, "--out", "afile/x.csv", cwd=files), "field 'out'")
-    check_one_error(gpuweave("kernel", "simulate", example, "--timeline", "g.txt", cwd=files), "field 'timeline'", ".png")
+    check_one_error(
+        gpuweave("kernel", "simulate", example, "--timeline", "g.txt", cwd=files), "field 'timeline'", ".png"
+    )
     check_one_error(gpuweave("fikit", "serve", "--profiles", "nope", cwd=files), "field 'profiles'")
     check_one_error(gpuweave("fikit", "serve", "--client-timeout", "-1", cwd=files), "field 'client_timeout'")

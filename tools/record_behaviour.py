@@ -20,7 +20,9 @@ from pathlib import Path
 GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "golden"
 
 # Metrics and table columns that are wall-clock measurements, not results: they differ from run to run.
-TIMING = re.compile(r"(optimizer time|wall|decision time|running time|-1 time|runtime|elapsed|log-log slope)", re.IGNORECASE)
+TIMING = re.compile(
+    r"(optimizer time|wall|decision time|running time|-1 time|runtime|elapsed|log-log slope)", re.IGNORECASE
+)
 
 
 def repro_rows(name: str, out_dir: Path) -> list[dict[str, str]]:

@@ -12,23 +12,24 @@ import typer
 
 def bench_sim(jobs: int, gpus: int, policy: str, rate_per_hour: float, seed: int, round_length: float | None) -> dict:
     """Simulate ``jobs`` Philly-like jobs on a ``gpus``-GPU V100/P100/K80 cluster; time the simulation alone."""
+    import math
+
     from gpuweave.cluster.policies import make_policy
     from gpuweave.cluster.simulator import Simulator
+    from gpuweave.errors import InputError
     from gpuweave.hardware.catalog import get_gpu
     from gpuweave.hardware.cluster_spec import make_cluster
     from gpuweave.workload.profiles import load_profiles
     from gpuweave.workload.traces.generate import generate_philly_like
-
-    import math
-
-    from gpuweave.errors import InputError
 
     if not (math.isfinite(rate_per_hour) and rate_per_hour > 0):
         raise InputError(f"--rate must be a number > 0 (jobs/hour), got {rate_per_hour}", field="rate")
     if round_length is not None and not (math.isfinite(round_length) and round_length > 0):
         raise InputError(f"--round must be a number > 0 (seconds), got {round_length}", field="round")
     if gpus < 24:
-        raise InputError(f"--gpus must be at least 24 (one 8-GPU node of each of V100, P100, K80), got {gpus}", field="gpus")
+        raise InputError(
+            f"--gpus must be at least 24 (one 8-GPU node of each of V100, P100, K80), got {gpus}", field="gpus"
+        )
     make_policy(policy)  # an unknown name fails before the trace is generated
     t0 = time.perf_counter()
     spec = make_cluster(gpus, ["V100", "P100", "K80"], gpus_per_node=8)
@@ -137,7 +138,9 @@ def register(cli) -> None:
     @bench_app.command("sim")
     def sim_cmd(
         jobs: int = typer.Option(20000, "--jobs", min=1, help="Number of generated Philly-like jobs."),
-        gpus: int = typer.Option(1024, "--gpus", min=24, help="Cluster size (V100/P100/K80 nodes of 8 GPUs; at least 24)."),
+        gpus: int = typer.Option(
+            1024, "--gpus", min=24, help="Cluster size (V100/P100/K80 nodes of 8 GPUs; at least 24)."
+        ),
         policy: str = typer.Option("fifo", "--policy", help="Registered cluster policy."),
         rate: float = typer.Option(30.0, "--rate", help="Arrival rate, jobs/hour."),
         seed: int = typer.Option(0, "--seed"),
@@ -150,11 +153,15 @@ def register(cli) -> None:
 
     @bench_app.command("round")
     def round_cmd(
-        jobs: int = typer.Option(2048, "--jobs", min=1, max=100_000, help="Jobs pending at t = 0 (the cluster grows with them)."),
+        jobs: int = typer.Option(
+            2048, "--jobs", min=1, max=100_000, help="Jobs pending at t = 0 (the cluster grows with them)."
+        ),
         policy: str = typer.Option("hadar", "--policy", help="Registered cluster policy."),
         reps: int = typer.Option(5, "--reps", help="Fresh policies timed; the median is reported."),
         seed: int = typer.Option(0, "--seed", help="Seed of the Philly-derived workload."),
-        option: list[str] = typer.Option([], "--option", help="Policy option key=value (repeatable), e.g. order=slack-srpt."),
+        option: list[str] = typer.Option(
+            [], "--option", help="Policy option key=value (repeatable), e.g. order=slack-srpt."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Time one scheduling round (Hadar's Fig. 5 setup) of a policy with N active jobs."""
@@ -172,4 +179,3 @@ def register(cli) -> None:
         """Time the kernel simulator on the canonical HI + LO pair (experiment IV.a, scaled by --tasks)."""
         result = bench_kernel(tasks, mode, runs, seed)
         _print_result(result, "bench kernel", as_json)
-

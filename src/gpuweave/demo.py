@@ -17,11 +17,11 @@ def run_demo(out_dir: Path, seed: int = 0, quick: bool = False, only: list[str] 
     from rich.table import Table
 
     from gpuweave.demo_sections import DemoContext, demo_sections
-    from gpuweave.report.html import render_sections_report
 
     # Comparison tables are wide: keep at least 120 columns so numbers are not folded into unreadable cells.
     from gpuweave.errors import InputError
     from gpuweave.files import prepare_output_dir
+    from gpuweave.report.html import render_sections_report
 
     console = Console(width=max(Console().width, 120))
     known = [name for name, _ in demo_sections()]

@@ -63,9 +63,7 @@ def _check_parents(path: Path, field: str | None) -> None:
     """Every existing ancestor of ``path`` must be a directory."""
     for parent in reversed(path.parents):
         if parent.exists() and not parent.is_dir():
-            raise InputError(
-                f"cannot write here: '{parent}' is a file, not a directory", file=path, field=field
-            )
+            raise InputError(f"cannot write here: '{parent}' is a file, not a directory", file=path, field=field)
 
 
 def _mkdir(path: Path, target: Path, field: str | None) -> None:
@@ -75,13 +73,13 @@ def _mkdir(path: Path, target: Path, field: str | None) -> None:
         raise InputError(f"cannot create directory '{path}': permission denied", file=target, field=field) from None
     except OSError as exc:
         if exc.errno in (errno.EEXIST, errno.ENOTDIR):
-            raise InputError(f"cannot create directory '{path}': a file is in the way", file=target, field=field) from None
+            raise InputError(
+                f"cannot create directory '{path}': a file is in the way", file=target, field=field
+            ) from None
         raise InputError(f"cannot create directory '{path}': {exc.strerror or exc}", file=target, field=field) from None
 
 
-def prepare_output_file(
-    path: str | Path, *, field: str | None = None, suffixes: tuple[str, ...] | None = None
-) -> Path:
+def prepare_output_file(path: str | Path, *, field: str | None = None, suffixes: tuple[str, ...] | None = None) -> Path:
     """Check that a file can be written at ``path`` and create its parent directories.
 
     ``suffixes`` (lower case, with the dot) restricts the extension, e.g. ``(".png", ".svg", ".pdf")``.

@@ -21,7 +21,9 @@ SUFFIXES = (".py", ".toml", ".csv", ".yaml", ".json", ".c")
 def code_fingerprint() -> str:
     root = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.suffix in SUFFIXES and "__pycache__" not in p.parts and p.is_file()):
+    for path in sorted(
+        p for p in root.rglob("*") if p.suffix in SUFFIXES and "__pycache__" not in p.parts and p.is_file()
+    ):
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(b"\0")
         digest.update(path.read_bytes())

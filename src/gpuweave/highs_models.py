@@ -21,8 +21,21 @@ import numpy as np
 EXACT: dict[str, Any] = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, "threads": 1}
 
 
-def highs_model(cost, ri, rc, rv, row_lower, row_upper, *, col_lower=None, col_upper=None, integral=None,
-                offset: float = 0.0, orientation: str = "row", options: dict[str, Any] | None = None):
+def highs_model(
+    cost,
+    ri,
+    rc,
+    rv,
+    row_lower,
+    row_upper,
+    *,
+    col_lower=None,
+    col_upper=None,
+    integral=None,
+    offset: float = 0.0,
+    orientation: str = "row",
+    options: dict[str, Any] | None = None,
+):
     """A ``highspy.Highs`` holding the model (not yet run). ``col_lower`` defaults to 0, ``col_upper`` to
     +inf; ``integral`` is a boolean mask of integer columns (None = an LP); ``options`` are HiGHS options
     (output is always off)."""
@@ -89,7 +102,16 @@ def solve_binary_milp(cost, ri, rc, rv, lo, hi, offset: float, time_limit: float
     """min cost·v + offset over binaries v (``integral=False``: over v >= 0, an LP) with rows lo <= A v <= hi,
     solved to a proven optimum. Returns (objective, solution) or None if infeasible."""
     nc = len(cost)
-    h = highs_model(cost, ri, rc, rv, lo, hi, col_upper=np.ones(nc) if integral else None,
-                    integral=np.ones(nc, dtype=bool) if integral else None, offset=offset,
-                    options={**EXACT, "time_limit": float(time_limit)})
+    h = highs_model(
+        cost,
+        ri,
+        rc,
+        rv,
+        lo,
+        hi,
+        col_upper=np.ones(nc) if integral else None,
+        integral=np.ones(nc, dtype=bool) if integral else None,
+        offset=offset,
+        options={**EXACT, "time_limit": float(time_limit)},
+    )
     return run_model(h)

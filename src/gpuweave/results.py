@@ -95,8 +95,14 @@ class ResultCore:
                 raise ValueError(f"metric {name} is not a number: {value!r}")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "config": self.config, "seed": self.seed, "version": __version__,
-                "fingerprint": code_fingerprint(), "metrics": self.metrics}
+        return {
+            "kind": self.kind,
+            "config": self.config,
+            "seed": self.seed,
+            "version": __version__,
+            "fingerprint": code_fingerprint(),
+            "metrics": self.metrics,
+        }
 
 
 def write_json(path: Path, payload: Any, *, indent: int = 2) -> Path:
@@ -117,8 +123,9 @@ def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) 
     return path
 
 
-def write_result(out_dir: str | Path, core: ResultCore, write_files: Callable[[Path], None],
-                 extra: dict[str, Any] | None = None) -> Path:
+def write_result(
+    out_dir: str | Path, core: ResultCore, write_files: Callable[[Path], None], extra: dict[str, Any] | None = None
+) -> Path:
     """Write a result directory whole: ``write_files(staging)`` writes the grain's files, then summary.json
     (``extra`` keys beside the core; the core wins on a clash). Nothing is left behind if anything fails."""
     out_dir = Path(out_dir)

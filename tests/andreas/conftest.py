@@ -16,7 +16,9 @@ def times(app: str, epochs: float) -> dict:
 
 def armida_t0(h_wc: float = 300.0):
     """T = 0: only J6 (EfficientNet, 80 epochs, d = 3600, omega = 4)."""
-    return build_instance(0.0, ARMIDA_NODES, [QueueJob("J6", 0.0, 3600.0, 4.0, times("efficientNet", 80))], load_costs(), h_wc=h_wc)
+    return build_instance(
+        0.0, ARMIDA_NODES, [QueueJob("J6", 0.0, 3600.0, 4.0, times("efficientNet", 80))], load_costs(), h_wc=h_wc
+    )
 
 
 def armida_t1200(h_wc: float = 300.0):

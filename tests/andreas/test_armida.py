@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuweave.repro.andreas.armida import armida_setup, intervals, plot_trace, replay
 from gpuweave.andreas.cost import deviation
+from gpuweave.repro.andreas.armida import armida_setup, intervals, plot_trace, replay
 
 
 def test_ac9_ac10_periodic_replay(tmp_path):

@@ -19,15 +19,34 @@ STATE = {
         {"name": "armida-07", "gpu": "TURING", "gpus": 1},
     ],
     "jobs": [
-        {"id": "J6", "application": "efficientNet", "epochs": 80, "remaining_epochs": 80 - 1200 / 41.2372, "submission": 0,
-         "due": 3600, "due_relative": True, "weight": 4, "running": {"node": "armida-06", "gpus": 2}},
-        {"id": "J9", "application": "convolutionNet", "epochs": 160, "submission": 1200, "due": 2600, "due_relative": True, "weight": 2},
+        {
+            "id": "J6",
+            "application": "efficientNet",
+            "epochs": 80,
+            "remaining_epochs": 80 - 1200 / 41.2372,
+            "submission": 0,
+            "due": 3600,
+            "due_relative": True,
+            "weight": 4,
+            "running": {"node": "armida-06", "gpus": 2},
+        },
+        {
+            "id": "J9",
+            "application": "convolutionNet",
+            "epochs": 160,
+            "submission": 1200,
+            "due": 2600,
+            "due_relative": True,
+            "weight": 2,
+        },
     ],
 }
 
 
 def gpuweave(*args):
-    return subprocess.run([sys.executable, "-m", "gpuweave.cli", *map(str, args)], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuweave.cli", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
 
 
 def write(tmp_path, data, name="state.json"):
@@ -58,7 +77,10 @@ BAD = {
     "zero GPUs": (_bad(lambda d: d["nodes"][0].update(gpus=0)), "has 0 GPUs"),
     "unknown GPU type": (_bad(lambda d: d["nodes"][2].update(gpu="VOODOO")), "unknown GPU type 'VOODOO'"),
     "negative epochs": (_bad(lambda d: d["jobs"][1].update(epochs=-5)), "epochs must be > 0"),
-    "due before submission": (_bad(lambda d: d["jobs"][1].update(due_relative=False, due=1000)), "before its submission"),
+    "due before submission": (
+        _bad(lambda d: d["jobs"][1].update(due_relative=False, due=1000)),
+        "before its submission",
+    ),
     "missing profile": (_bad(lambda d: d["nodes"][2].update(gpu="A100")), "no energy cost for GPU type"),
     "unknown application": (_bad(lambda d: d["jobs"][0].update(application="bert")), "unknown application"),
 }
@@ -75,7 +97,9 @@ def test_bad_input_one_line_exit_2(tmp_path, case):
 
 def test_profiles_missing_a_configuration_a_node_offers(tmp_path):
     prof = tmp_path / "prof.csv"
-    prof.write_text("application,gpu_type,num_gpus,time_per_epoch_s\nconvolutionNet,TESLA,1,20.5\nconvolutionNet,TESLA,2,17.8\n")
+    prof.write_text(
+        "application,gpu_type,num_gpus,time_per_epoch_s\nconvolutionNet,TESLA,1,20.5\nconvolutionNet,TESLA,2,17.8\n"
+    )
     data = _bad(lambda d: d.update(profiles=str(prof), jobs=[d["jobs"][1]]))
     r = gpuweave("plan", "andreas", write(tmp_path, data))
     assert r.returncode == 2 and "no per-epoch time of convolutionNet on T4x1, which node armida-07 offers" in r.stderr
@@ -98,8 +122,8 @@ def test_repro_quick_writes_comparison(tmp_path):
 
 
 def test_demo_section_charges_energy_and_tardiness_to_every_policy(tmp_path):
-    from gpuweave.repro.andreas.demo import POLICIES, andreas_section
     from gpuweave.demo_sections import DemoContext, demo_sections
+    from gpuweave.repro.andreas.demo import POLICIES, andreas_section
 
     sec = andreas_section(DemoContext(out_dir=tmp_path, quick=True))
     assert [r["policy"] for r in sec.table] == list(POLICIES)

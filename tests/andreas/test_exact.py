@@ -15,7 +15,9 @@ from .test_rg_batch import random_instance
 @pytest.mark.parametrize("maximal", [True, False])
 def test_milp_equals_brute_force(maximal):
     for s in range(12):
-        inst = random_instance(np.random.default_rng(50 + s), n_jobs=int(1 + s % 5), n_nodes=int(2 + s % 2), h_wc=300.0 * (s % 2))
+        inst = random_instance(
+            np.random.default_rng(50 + s), n_jobs=int(1 + s % 5), n_nodes=int(2 + s % 2), h_wc=300.0 * (s % 2)
+        )
         m = exact_optimum(inst, maximal=maximal)
         b = brute_force(inst, maximal=maximal)
         assert m.f == pytest.approx(b.f, rel=1e-9, abs=1e-12)

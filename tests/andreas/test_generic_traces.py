@@ -40,7 +40,10 @@ def test_job_larger_than_any_node_runs_across_nodes_of_one_model(policy):
     from gpuweave.workload.job import Job
     from tests.cluster.conftest import make_nodes
 
-    nodes = [Node(n.index, n.name, n.gpu_model, n.num_gpus, 0.0, 1.0) for n in make_nodes([("V100", 4), ("V100", 4), ("K80", 4)])]
+    nodes = [
+        Node(n.index, n.name, n.gpu_model, n.num_gpus, 0.0, 1.0)
+        for n in make_nodes([("V100", 4), ("V100", 4), ("K80", 4)])
+    ]
     jobs = [Job(f"s{i}", 5.0 * i, 1 + i % 2, 400.0 + 30 * i, "small") for i in range(12)]
     jobs.append(Job("big", 1.0, 8, 500.0, "small"))
     res = _run(policy, jobs, nodes)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuweave.repro.andreas.experiments import reductions, scenario_runs
 from gpuweave.andreas.workload import OMEGA_RANGE, full_times, rg_seeds, scenario_jobs, scenario_nodes
 from gpuweave.errors import InputError
+from gpuweave.repro.andreas.experiments import reductions, scenario_runs
 
 
 def test_generator_shape_and_determinism():
@@ -16,7 +16,9 @@ def test_generator_shape_and_determinism():
     jobs = scenario_jobs(10, 1, 1000)
     assert len(jobs) == 100 and min(j.arrival for j in jobs) == 0.0
     again = scenario_jobs(10, 1, 1000)
-    assert [(j.job_id, j.arrival, j.deadline, j.priority) for j in jobs] == [(j.job_id, j.arrival, j.deadline, j.priority) for j in again]
+    assert [(j.job_id, j.arrival, j.deadline, j.priority) for j in jobs] == [
+        (j.job_id, j.arrival, j.deadline, j.priority) for j in again
+    ]
     for j in jobs:
         t = full_times(j.job_type, j.work)
         rel = j.deadline - j.arrival

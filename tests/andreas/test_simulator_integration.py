@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.andreas.catalog import load_costs
-from gpuweave.repro.andreas.simulate import real_cost
-from gpuweave.repro.andreas.simulate import run_policy
 from gpuweave.andreas.workload import andreas_job, scenario_jobs, scenario_nodes
+from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.simulator import Simulator
 from gpuweave.errors import InvalidDecisionError
 from gpuweave.hardware.cluster_spec import Node
+from gpuweave.repro.andreas.simulate import real_cost, run_policy
 from gpuweave.workload.job import Job
 from gpuweave.workload.profiles import ProfileStore
 
@@ -61,7 +60,11 @@ def test_moldable_collection_and_fixed_jobs_keep_the_gang_rule():
 def test_snapshot_rollback_loses_progress_since_the_last_epoch():
     job = Job("s", 0.0, 1, 30.0, "app", attrs={"moldable": True, "snapshot_every": 4.0})
     # runs 10 s on 1 GPU (10 units), preempted: back to the snapshot at 8; resumes at 20 on 1 GPU: 22 units left
-    plan = {0.0: Decision(assign={"s": ((0, 1),)}), 10.0: Decision(preempt=["s"]), 20.0: Decision(assign={"s": ((0, 1),)})}
+    plan = {
+        0.0: Decision(assign={"s": ((0, 1),)}),
+        10.0: Decision(preempt=["s"]),
+        20.0: Decision(assign={"s": ((0, 1),)}),
+    }
     sim = _sim(job, plan)
     rec = sim.run()
     assert rec.jobs[0].end == pytest.approx(20.0 + 22.0)
@@ -119,7 +122,10 @@ def test_ac8_invariants_over_a_scenario_run(policy):
 
 def test_triggers_event_periodic_and_both():
     nodes = [Node(0, "v", "V100", 2, 0.17168313, 1.33), Node(1, "t", "T4", 1, 0.17168313, 1.33)]
-    jobs = [andreas_job("x", "convolutionNet", 20, 0.0, 2000.0, 1e-3), andreas_job("y", "LSTMbig", 10, 450.0, 3000.0, 1e-3)]
+    jobs = [
+        andreas_job("x", "convolutionNet", 20, 0.0, 2000.0, 1e-3),
+        andreas_job("y", "LSTMbig", 10, 450.0, 3000.0, 1e-3),
+    ]
     ev = run_policy(nodes, jobs, "andreas")
     assert [c.time for c in ev.calls][:2] == [0.0, 450.0]
     per = run_policy(nodes, jobs, "andreas", period=300.0, periodic_only=True)

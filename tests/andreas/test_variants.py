@@ -10,7 +10,14 @@ from gpuweave.andreas.catalog import load_costs, load_profile_table
 from gpuweave.andreas.cost import proxy
 from gpuweave.andreas.milp import exact_optimum
 from gpuweave.andreas.model import NodeSpec, QueueJob, build_instance
-from gpuweave.andreas.rg import RGConfig, config_lists, construct, postprocess, randomized_greedy, randomized_greedy_reference
+from gpuweave.andreas.rg import (
+    RGConfig,
+    config_lists,
+    construct,
+    postprocess,
+    randomized_greedy,
+    randomized_greedy_reference,
+)
 
 from .test_rg_batch import random_instance
 
@@ -29,9 +36,13 @@ def test_random_beta_picks_among_the_first_fifth_of_fitting_nodes():
     picks = []
     for s in range(200):
         rng = np.random.default_rng(s)
-        node_of, _ = construct(inst, [0], inst.node_gpus.copy(), lists, n_d, randomized=True, rng=rng, cfg=beta, keys=keys)
+        node_of, _ = construct(
+            inst, [0], inst.node_gpus.copy(), lists, n_d, randomized=True, rng=rng, cfg=beta, keys=keys
+        )
         picks.append(int(node_of[0]))
-        det, _ = construct(inst, [0], inst.node_gpus.copy(), lists, n_d, randomized=True, rng=rng, cfg=RGConfig(), keys=keys)
+        det, _ = construct(
+            inst, [0], inst.node_gpus.copy(), lists, n_d, randomized=True, rng=rng, cfg=RGConfig(), keys=keys
+        )
         assert det[0] == 0
     assert set(picks) == {0, 1}
     assert 0.4 < picks.count(1) / len(picks) < 0.6
@@ -63,9 +74,15 @@ def test_postprocessing_gives_idle_gpus_to_the_colocated_job():
     assert post.f == pytest.approx(proxy(inst, post.node_of, post.cfg_of)[0])
     assert post.energy > plain.energy  # the upgrade is not free under the proxy: this variant is off by default
     # the largest speed-up wins: LSTM (1.41x) over ConvNet (1.15x), both alone on 2-GPU nodes with 1 idle GPU each
-    two = build_instance(0.0, [NodeSpec("v", "V100", 4)],
-                         [QueueJob("c", 0.0, 1e5, 3e-4, _times("convolutionNet", 100)), QueueJob("l", 0.0, 1e6, 3e-4, _times("LSTMbig", 100))],
-                         costs)
+    two = build_instance(
+        0.0,
+        [NodeSpec("v", "V100", 4)],
+        [
+            QueueJob("c", 0.0, 1e5, 3e-4, _times("convolutionNet", 100)),
+            QueueJob("l", 0.0, 1e6, 3e-4, _times("LSTMbig", 100)),
+        ],
+        costs,
+    )
     kk = {c: i for i, c in enumerate(two.configs)}
     node_of, cfg_of, ups = postprocess(two, np.array([0, 0]), np.array([kk[("V100", 1)], kk[("V100", 1)]]))
     assert ups == 2 and cfg_of.tolist() == [kk[("V100", 2)], kk[("V100", 2)]]
@@ -77,8 +94,8 @@ def test_postprocessing_gives_idle_gpus_to_the_colocated_job():
 
 
 def test_variants_as_policy_options():
-    from gpuweave.repro.andreas.simulate import run_policy
     from gpuweave.andreas.workload import scenario_jobs, scenario_nodes
+    from gpuweave.repro.andreas.simulate import run_policy
 
     nodes, jobs = scenario_nodes(4, 2), scenario_jobs(4, 2, 1000)
     base = run_policy(nodes, jobs, "andreas", seed=1, max_it=50)
@@ -94,8 +111,13 @@ def test_variants_as_policy_options():
 @pytest.mark.parametrize("maximal", [True, False])
 def test_paper_variant_milp_equals_brute_force(maximal):
     for s in range(16):
-        inst = random_instance(np.random.default_rng(300 + s), n_jobs=int(1 + s % 5), n_nodes=int(2 + s % 2),
-                               scenario=1 + s % 2, h_wc=300.0 * (s % 2))
+        inst = random_instance(
+            np.random.default_rng(300 + s),
+            n_jobs=int(1 + s % 5),
+            n_nodes=int(2 + s % 2),
+            scenario=1 + s % 2,
+            h_wc=300.0 * (s % 2),
+        )
         m = exact_optimum(inst, maximal=maximal, variant="paper")
         b = brute_force(inst, maximal=maximal, variant="paper")
         assert m.f == pytest.approx(b.f, rel=1e-9, abs=1e-12)

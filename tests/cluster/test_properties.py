@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuweave.cluster.contract import ClusterPolicy
-from gpuweave.cluster.decision import Decision, Plan
+from gpuweave.cluster.decision import Plan
 from gpuweave.cluster.placement import fewest_nodes
 from gpuweave.cluster.policies import make_policy
 from gpuweave.cluster.simulator import Simulator
@@ -65,13 +65,13 @@ def _fits(nodes, profiles, n, jtype):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(spec=clusters, jobs=job_specs, policy=st.sampled_from(["fifo", "sjf", "yarn-cs", "chaos"]), seed=st.integers(0, 99))
+@given(
+    spec=clusters, jobs=job_specs, policy=st.sampled_from(["fifo", "sjf", "yarn-cs", "chaos"]), seed=st.integers(0, 99)
+)
 def test_physics_hold_for_every_policy(spec, jobs, policy, seed):
     nodes = make_nodes(spec)
     profiles = TableProfiles()
-    trace = [
-        Job(f"j{i}", a, n, w, t) for i, (a, n, w, t) in enumerate(jobs) if _fits(nodes, profiles, n, t)
-    ]
+    trace = [Job(f"j{i}", a, n, w, t) for i, (a, n, w, t) in enumerate(jobs) if _fits(nodes, profiles, n, t)]
     if not trace:
         return
     pol = RandomPreemptive(seed, 97.0) if policy == "chaos" else make_policy(policy)

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.config import parse_config
+from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.run import run_simulation
 
 
@@ -26,8 +26,17 @@ def test_result_files_and_byte_identical_rerun(tmp_path):
     summary = json.loads(a["summary.json"])
     assert summary["seed"] == 3 and summary["policy"] == "fifo"
     assert summary["metrics"]["completed"] == 40 == s1["completed"]
-    for key in ("avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "time_to_50pct_s", "mean_queueing_delay_s",
-                "utilization", "energy_kwh", "cost"):
+    for key in (
+        "avg_jct_s",
+        "p50_jct_s",
+        "p99_jct_s",
+        "makespan_s",
+        "time_to_50pct_s",
+        "mean_queueing_delay_s",
+        "utilization",
+        "energy_kwh",
+        "cost",
+    ):
         assert key in summary["metrics"]
     rows = list(csv.DictReader(open(tmp_path / "a" / "jobs.csv")))
     assert len(rows) == 40

@@ -56,7 +56,11 @@ def test_a4_hadar_schedules_mixed_types(a4_sim):
     sim = a4_sim(make_policy("hadar"))
     decision = sim.policy.schedule(sim.view)
     placement = decision.assign["j"]
-    assert sorted(placement) == [(0, 3), (1, 1)] or sorted(placement) == [(0, 1), (1, 3)] or {n for n, _ in placement} == {0, 1}
+    assert (
+        sorted(placement) == [(0, 3), (1, 1)]
+        or sorted(placement) == [(0, 1), (1, 3)]
+        or {n for n, _ in placement} == {0, 1}
+    )
     assert sum(k for _, k in placement) == 4
     assert sim.view.rate(sim.states[0], placement) == pytest.approx(25.510, abs=1e-3)
 

@@ -41,7 +41,12 @@ def test_a8_split_sums_exactly_and_is_proportional(steps, rates):
 
 
 @settings(max_examples=12, deadline=None)
-@given(st.sampled_from(["aws", "lab"]), st.sampled_from(["M-1", "M-3", "M-4", "M-5", "M-8"]), st.sampled_from([90.0, 180.0, 360.0]), st.integers(0, 3))
+@given(
+    st.sampled_from(["aws", "lab"]),
+    st.sampled_from(["M-1", "M-3", "M-4", "M-5", "M-8"]),
+    st.sampled_from([90.0, 180.0, 360.0]),
+    st.integers(0, 3),
+)
 def test_a9_no_idle_node_before_the_last_round(cluster, mix, slot, seed):
     r = emulate("hadare", cluster, mix, slot, seed=seed)
     for k, assign in enumerate(r.assignments[:-1]):
@@ -76,7 +81,9 @@ def test_simulator_fork_needs_opt_in_and_whole_copies(gavel_profiles):
     nodes = nodes_of([("V100", 4), ("K80", 4)])
     jt = "ResNet-18 (batch size 32)"
     with pytest.raises(InvalidDecisionError, match="gang"):
-        Simulator(nodes, [Job("x", 0.0, 1, 1000.0, jt)], Forker(((0, 1), (1, 1)), forks=False), gavel_profiles, POWER).run()
+        Simulator(
+            nodes, [Job("x", 0.0, 1, 1000.0, jt)], Forker(((0, 1), (1, 1)), forks=False), gavel_profiles, POWER
+        ).run()
     with pytest.raises(InvalidDecisionError, match="gang"):
         Simulator(nodes, [Job("x", 0.0, 2, 1000.0, jt)], Forker(((0, 2), (1, 1))), gavel_profiles, POWER).run()
 
@@ -86,4 +93,6 @@ def test_fork_rules_copy_nodes_and_merge():
     assert copy_nodes(((0, 2), (1, 4)), 2) == [0, 1, 1]
     assert copy_nodes(((3, 2),), 2) == [3] and copy_nodes(((0, 1), (1, 1)), 2) == [] and copy_nodes(None, 2) == []
     assert merge_copies({("a", 1): ((0, 2),), ("a", 2): ((1, 2),), ("b", 1): ((0, 1),), ("a", 3): ((0, 2),)}) == {
-        "a": ((0, 4), (1, 2)), "b": ((0, 1),)}
+        "a": ((0, 4), (1, 2)),
+        "b": ((0, 1),),
+    }

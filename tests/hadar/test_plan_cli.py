@@ -22,7 +22,9 @@ JOBS = [
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "gpuweave.cli", "plan", "hadar", *map(str, args)], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuweave.cli", "plan", "hadar", *map(str, args)], capture_output=True, text=True
+    )
 
 
 @pytest.mark.parametrize("options", [{}, {"order": "slack-srpt"}, {"solver": "exact"}])
@@ -41,7 +43,9 @@ def test_first_round_equals_the_simulators(tmp_path, gavel_profiles, options):
     jobs = [Job(j["id"], 0.0, j["gpus"], j["work"], j["job_type"]) for j in JOBS]
     rec = Simulator(nodes, jobs, make_policy("hadar", **options), gavel_profiles, power).run()
     first = {s.job_id: sorted((nodes[h].name, g) for h, g in s.placement) for s in rec.segments if s.start == 0.0}
-    assert {j: sorted((p["node"], p["gpus"]) for p in r["placement"]) for j, r in planned.items() if r["placement"]} == first
+    assert {
+        j: sorted((p["node"], p["gpus"]) for p in r["placement"]) for j, r in planned.items() if r["placement"]
+    } == first
     assert all(r["decision"] in ("start", "wait") for r in planned.values())
 
 
@@ -62,7 +66,10 @@ def test_example_snapshot_plans(tmp_path):
     [
         ({"jobs": [{**JOBS[0], "running": [["v100-99", 4]]}]}, "bad placement entry"),
         ({"jobs": [{**JOBS[0], "running": [["v100-0", 2]]}]}, "placement holds 2 GPUs, the job needs 4"),
-        ({"jobs": [{**JOBS[0], "running": [["v100-0", 4]]}, {**JOBS[1], "running": [["v100-0", 1]]}]}, "has 4 GPUs, the running jobs hold 5"),
+        (
+            {"jobs": [{**JOBS[0], "running": [["v100-0", 4]]}, {**JOBS[1], "running": [["v100-0", 1]]}]},
+            "has 4 GPUs, the running jobs hold 5",
+        ),
         ({"jobs": [{**JOBS[0], "job_type": "AlexNet"}]}, "unknown job_type"),
         ({"jobs": [{**JOBS[0], "remaining": 3e5}]}, "exceeds work"),
         ({"jobs": [JOBS[0], JOBS[0]]}, "duplicate id"),

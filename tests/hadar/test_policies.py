@@ -16,7 +16,13 @@ from gpuweave.workload.job import Job
 
 from .conftest import POWER, nodes_of
 
-TYPES = ["ResNet-18 (batch size 32)", "ResNet-50 (batch size 64)", "LM (batch size 20)", "Transformer (batch size 64)", "CycleGAN"]
+TYPES = [
+    "ResNet-18 (batch size 32)",
+    "ResNet-50 (batch size 64)",
+    "LM (batch size 20)",
+    "Transformer (batch size 64)",
+    "CycleGAN",
+]
 
 
 def test_registered():
@@ -32,14 +38,29 @@ def rate_of(profiles, jt, model, W, cons):
 
 jobs_st = st.lists(
     st.tuples(st.sampled_from(TYPES), st.sampled_from([1, 2, 4]), st.floats(2_000, 200_000), st.floats(0, 3000)),
-    min_size=1, max_size=12,
+    min_size=1,
+    max_size=12,
 )
 
 
-@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(jobs_st, st.sampled_from([("hadar", {}), ("hadare", {}), ("gavel", {}), ("tiresias", {}),
-                                   ("hadar", {"order": "slack-srpt"}), ("hadar", {"solver": "exact"}),
-                                   ("hadar", {"backfill": True}), ("hadare", {"order": "slack-srpt"})]))
+@settings(
+    max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(
+    jobs_st,
+    st.sampled_from(
+        [
+            ("hadar", {}),
+            ("hadare", {}),
+            ("gavel", {}),
+            ("tiresias", {}),
+            ("hadar", {"order": "slack-srpt"}),
+            ("hadar", {"solver": "exact"}),
+            ("hadar", {"backfill": True}),
+            ("hadare", {"order": "slack-srpt"}),
+        ]
+    ),
+)
 def test_a2_a3_physics(gavel_profiles, spec, policy_spec):
     name, options = policy_spec
     nodes = nodes_of([("V100", 2), ("P100", 4), ("K80", 4), ("V100", 2)])
@@ -58,7 +79,10 @@ def test_a2_a3_physics(gavel_profiles, spec, policy_spec):
             expect = min(rate_of(gavel_profiles, job.job_type, m, job.num_gpus, cons) for m in models)
         else:  # HadarE forked copies, each consolidated on one node
             assert name == "hadare" and all(k % job.num_gpus == 0 for _, k in seg.placement)
-            expect = sum(k // job.num_gpus * gavel_profiles.rate(job.job_type, nodes[n].gpu_model, job.num_gpus, True) for n, k in seg.placement)
+            expect = sum(
+                k // job.num_gpus * gavel_profiles.rate(job.job_type, nodes[n].gpu_model, job.num_gpus, True)
+                for n, k in seg.placement
+            )
         assert expect > 0 and seg.rate == pytest.approx(expect)
         assert seg.delay in (0.0, 10.0)
     # capacity at every allocation instant
@@ -78,7 +102,9 @@ def test_a2_a3_physics(gavel_profiles, spec, policy_spec):
 def test_hadar_uses_task_level_heterogeneity(gavel_profiles):
     # 2-GPU servers of three types and 4-GPU jobs: every job spans servers, and busy types force mixes.
     nodes = nodes_of([("V100", 2), ("P100", 2), ("K80", 2), ("V100", 2)])
-    jobs = [Job(f"j{i}", 0.0, 4 if i % 2 == 0 else 2, 40_000.0 + 7_000 * i, "ResNet-18 (batch size 32)") for i in range(6)]
+    jobs = [
+        Job(f"j{i}", 0.0, 4 if i % 2 == 0 else 2, 40_000.0 + 7_000 * i, "ResNet-18 (batch size 32)") for i in range(6)
+    ]
     policy = make_policy("hadar")
     rec = Simulator(nodes, jobs, policy, gavel_profiles, POWER).run()
     mixed = [s for s in rec.segments if len({nodes[n].gpu_model for n, _ in s.placement}) > 1]
@@ -106,12 +132,20 @@ def test_sticky_variant_never_moves_running_jobs(gavel_profiles):
 @pytest.mark.parametrize("name", ["hadar", "hadare"])
 def test_starving_job_on_an_idle_cluster_is_started(gavel_profiles, name):
     """Regression: a waiting job whose utility decayed below the idle price was never placed (46 M s of ticks)."""
-    spec = [('Transformer (batch size 64)', 4, 109760.86, 456.2), ('LM (batch size 20)', 2, 35585.14, 1530.98),
-            ('LM (batch size 20)', 4, 21528.76, 1771.91), ('ResNet-18 (batch size 32)', 2, 15265.78, 1327.45),
-            ('ResNet-50 (batch size 64)', 4, 142628.32, 484.88), ('ResNet-18 (batch size 32)', 2, 127922.55, 827.39),
-            ('LM (batch size 20)', 1, 106562.37, 711.70), ('LM (batch size 20)', 2, 15573.73, 2097.59),
-            ('CycleGAN', 4, 74905.22, 1534.56), ('ResNet-18 (batch size 32)', 1, 60781.50, 2205.26),
-            ('CycleGAN', 2, 72458.61, 2219.53), ('Transformer (batch size 64)', 4, 81143.70, 1450.87)]
+    spec = [
+        ("Transformer (batch size 64)", 4, 109760.86, 456.2),
+        ("LM (batch size 20)", 2, 35585.14, 1530.98),
+        ("LM (batch size 20)", 4, 21528.76, 1771.91),
+        ("ResNet-18 (batch size 32)", 2, 15265.78, 1327.45),
+        ("ResNet-50 (batch size 64)", 4, 142628.32, 484.88),
+        ("ResNet-18 (batch size 32)", 2, 127922.55, 827.39),
+        ("LM (batch size 20)", 1, 106562.37, 711.70),
+        ("LM (batch size 20)", 2, 15573.73, 2097.59),
+        ("CycleGAN", 4, 74905.22, 1534.56),
+        ("ResNet-18 (batch size 32)", 1, 60781.50, 2205.26),
+        ("CycleGAN", 2, 72458.61, 2219.53),
+        ("Transformer (batch size 64)", 4, 81143.70, 1450.87),
+    ]
     nodes = nodes_of([("V100", 2), ("P100", 4), ("K80", 4), ("V100", 2)])
     jobs = [Job(f"j{i}", arr, 1 if jt == "CycleGAN" else W, work, jt) for i, (jt, W, work, arr) in enumerate(spec)]
     policy = make_policy(name)

@@ -37,8 +37,16 @@ def test_a1_alpha():
 
 def test_constants_follow_eqs_6_7():
     # two jobs, 60 GPUs, L = 360: job 0 1 GPU 3600 it at best 10 it/s (1 slot), worst 1 it/s (10 slots)
-    c = price_constants(np.array([3600.0, 72000.0]), np.array([1, 4]), np.array([10.0, 40.0]), np.array([1.0, 10.0]),
-                        np.zeros(2), 60, 3, 360.0)
+    c = price_constants(
+        np.array([3600.0, 72000.0]),
+        np.array([1, 4]),
+        np.array([10.0, 40.0]),
+        np.array([1.0, 10.0]),
+        np.zeros(2),
+        60,
+        3,
+        360.0,
+    )
     assert list(c.t_min) == [1, 5] and list(c.t_max) == [10, 20]
     assert c.eta == pytest.approx(max(1.0, 60 / (10 * 1), 60 / (20 * 4)))
     assert c.horizon == math.ceil((10 * 1 + 20 * 4) / 60) + 20

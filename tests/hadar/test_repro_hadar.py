@@ -18,8 +18,15 @@ def test_repro_hadar_small(tmp_path):
     assert float(metrics["Hadar decision time at ~2000 jobs"]["ours"]) > 0
     assert metrics["optimal makespan under strict gang (brute force)"]["ours"] == "6"
     assert any(r.experiment == "physical" and r.paper is not None for r in rows)
-    for name in ("fig3_gru_cdf.png", "fig4_completed.png", "fig5_decision_time.png", "fig8_12_physical.png",
-                 "trace_results.csv", "fig5_decision_time.csv", "physical_results.csv"):
+    for name in (
+        "fig3_gru_cdf.png",
+        "fig4_completed.png",
+        "fig5_decision_time.png",
+        "fig8_12_physical.png",
+        "trace_results.csv",
+        "fig5_decision_time.csv",
+        "physical_results.csv",
+    ):
         assert (out / name).stat().st_size > 0
 
 

@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 from gpuweave.errors import InputError
-from gpuweave.hadar.trace import POOL_FILES, category, derive_pool, fallback_jobs, hadar_workload, load_pool, read_philly_job_log
+from gpuweave.hadar.trace import (
+    POOL_FILES,
+    category,
+    derive_pool,
+    fallback_jobs,
+    hadar_workload,
+    load_pool,
+    read_philly_job_log,
+)
 
 PHILLY = Path("/work/shared/data/philly/philly.csv")
 
@@ -82,8 +90,11 @@ def test_unknown_window_is_bad_input(tmp_path):
 
     with pytest.raises(InputError, match="unknown window 'nope'"):
         load_pool(window="nope")
-    r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "repro", "hadar", "--out", str(tmp_path / "o"), "--window", "nope"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "gpuweave.cli", "repro", "hadar", "--out", str(tmp_path / "o"), "--window", "nope"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2, r.stderr
     assert "unknown window 'nope'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
@@ -101,12 +112,21 @@ def _log(tmp_path, jobs):
 
 
 GOOD = {
-    "jobid": "a1", "submitted_time": "2017-10-03 02:00:00",
-    "attempts": [{"start_time": "2017-10-03 02:01:00", "end_time": "2017-10-03 03:01:00",
-                  "detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1"]}, {"ip": "m2", "gpus": ["gpu0", "gpu1"]}]}],
+    "jobid": "a1",
+    "submitted_time": "2017-10-03 02:00:00",
+    "attempts": [
+        {
+            "start_time": "2017-10-03 02:01:00",
+            "end_time": "2017-10-03 03:01:00",
+            "detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1"]}, {"ip": "m2", "gpus": ["gpu0", "gpu1"]}],
+        }
+    ],
 }
-BAD = {"jobid": "b2", "submitted_time": "2017-10-03 02:00:00",
-       "attempts": [{"start_time": "2017-10-03 05:00:00", "end_time": "2017-10-03 04:00:00", "detail": [{"gpus": ["g"]}]}]}
+BAD = {
+    "jobid": "b2",
+    "submitted_time": "2017-10-03 02:00:00",
+    "attempts": [{"start_time": "2017-10-03 05:00:00", "end_time": "2017-10-03 04:00:00", "detail": [{"gpus": ["g"]}]}],
+}
 
 
 def test_philly_log_converter(tmp_path):
@@ -122,8 +142,11 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "repro", "hadar", "--out", str(tmp_path / "o"), "--jobs", "99999"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "gpuweave.cli", "repro", "hadar", "--out", str(tmp_path / "o"), "--jobs", "99999"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2, r.stderr
     assert "cannot sample 99999 jobs" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
@@ -150,7 +173,13 @@ def test_job_without_any_throughput_is_bad_input(gavel_profiles):
     from .conftest import POWER, nodes_of
 
     with pytest.raises(InputError):
-        Simulator(nodes_of([("V100", 4)]), [Job("x", 0.0, 1, 10.0, "NoSuchModel")], make_policy("hadar"), gavel_profiles, POWER)
+        Simulator(
+            nodes_of([("V100", 4)]),
+            [Job("x", 0.0, 1, 10.0, "NoSuchModel")],
+            make_policy("hadar"),
+            gavel_profiles,
+            POWER,
+        )
 
 
 def test_reference_gpu_sets_work_from_duration(gavel_profiles):

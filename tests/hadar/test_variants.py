@@ -129,7 +129,9 @@ def test_queue_orders():
     assert ids("slack-srpt") == ["j1", "j4", "j2", "j0", "j3"]
 
 
-@pytest.mark.parametrize("options", [{"order": "srpt"}, {"order": "slack-srpt"}, {"solver": "exact"}, {"backfill": True}])
+@pytest.mark.parametrize(
+    "options", [{"order": "srpt"}, {"order": "slack-srpt"}, {"solver": "exact"}, {"backfill": True}]
+)
 def test_variants_run_a_small_trace_to_completion(gavel_profiles, options):
     nodes = nodes_of([("V100", 2), ("P100", 2), ("K80", 2)])
     jt = "ResNet-18 (batch size 32)"
@@ -148,8 +150,11 @@ def test_unknown_policy_options_are_refused(tmp_path):
         make_policy("hadar", solver="magic")
     cfg = tmp_path / "run.yaml"
     cfg.write_text("policy: hadar\npolicy_options: {order: lifo}\njobs: 5\n")
-    r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "simulate", str(cfg), "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "gpuweave.cli", "simulate", str(cfg), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2, r.stderr
     assert "order must be one of" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
@@ -163,8 +168,19 @@ def emulated_round(variant, rem):
     nodes, est, _true, steps = emulation.rate_tables(data, "lab", mix, 0, "tflops_over_sqrt_vram")
     Xhat = np.array([est[m] for m in mix])
     total = np.array([steps[m] for m in mix], dtype=float)
-    inputs = emulation.RoundInputs([0, 1], len(nodes), Xhat, np.array(rem, dtype=float), total, 360.0, 0,
-                                   [-1] * len(nodes), data["overheads"], 2, variant=variant)
+    inputs = emulation.RoundInputs(
+        [0, 1],
+        len(nodes),
+        Xhat,
+        np.array(rem, dtype=float),
+        total,
+        360.0,
+        0,
+        [-1] * len(nodes),
+        data["overheads"],
+        2,
+        variant=variant,
+    )
     return emulation.SCHEDULERS["hadare"].assign(inputs), Xhat
 
 
@@ -229,27 +245,36 @@ def test_queue_orders_use_spread_rates_for_jobs_wider_than_any_server():
     assert [js.job.job_id for js in queue_order(view, "slack-srpt")] == ["wide", "narrow"]
 
 
-@pytest.mark.parametrize("options, message", [({"backfill": "no"}, "backfill must be true or false"),
-                                              ({"max_states": 0}, "max_states must be >= 1"),
-                                              ({"kappa": -1.0}, "kappa >= 0")])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"backfill": "no"}, "backfill must be true or false"),
+        ({"max_states": 0}, "max_states must be >= 1"),
+        ({"kappa": -1.0}, "kappa >= 0"),
+    ],
+)
 def test_option_values_are_checked(options, message):
     with pytest.raises(InputError, match=message):
         make_policy("hadar", **options)
 
 
 def test_policies_command_lists_options():
-    from gpuweave.cluster.cli import options_text
-    from gpuweave.cluster.policies import POLICIES
-
     import json
     import os
     import subprocess
     import sys
 
+    from gpuweave.cluster.cli import options_text
+    from gpuweave.cluster.policies import POLICIES
+
     text = options_text(POLICIES.get("hadar").options)
     assert "order='fifo'" in text and "solver='dp'" in text and "backfill=False" in text
-    r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "policies"], capture_output=True, text=True,
-                       env={**os.environ, "COLUMNS": "200"})
+    r = subprocess.run(
+        [sys.executable, "-m", "gpuweave.cli", "policies"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert r.returncode == 0 and "order='fifo'" in r.stdout
     r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "policies", "--json"], capture_output=True, text=True)
     listing = {e["name"]: e for e in json.loads(r.stdout)}
@@ -261,11 +286,33 @@ def test_bench_round_cli():
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "bench", "round", "--jobs", "32", "--reps", "2",
-                        "--option", "order=slack-srpt", "--option", "backfill=true", "--json"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuweave.cli",
+            "bench",
+            "round",
+            "--jobs",
+            "32",
+            "--reps",
+            "2",
+            "--option",
+            "order=slack-srpt",
+            "--option",
+            "backfill=true",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["jobs"] == 32 and out["gpus"] == 36 and out["reps"] == 2 and out["min_s"] <= out["seconds"] <= out["max_s"]
+    assert (
+        out["jobs"] == 32 and out["gpus"] == 36 and out["reps"] == 2 and out["min_s"] <= out["seconds"] <= out["max_s"]
+    )
     assert out["options"] == {"order": "slack-srpt", "backfill": True} and out["started"] > 0
-    r = subprocess.run([sys.executable, "-m", "gpuweave.cli", "bench", "round", "--option", "nokey"], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "gpuweave.cli", "bench", "round", "--option", "nokey"], capture_output=True, text=True
+    )
     assert r.returncode == 2 and "key=value" in r.stderr and len(r.stderr.strip().splitlines()) == 1

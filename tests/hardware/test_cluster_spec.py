@@ -154,7 +154,13 @@ def test_make_cluster_splits_nodes_evenly():
 
 @pytest.mark.parametrize(
     ("args", "field"),
-    [((100, ["V100"]), "gpus"), ((0, ["V100"]), "gpus"), ((8, []), "models"), ((8, ["V100", "T4"]), "models"), ((8, ["Z1"]), "models[0]")],
+    [
+        ((100, ["V100"]), "gpus"),
+        ((0, ["V100"]), "gpus"),
+        ((8, []), "models"),
+        ((8, ["V100", "T4"]), "models"),
+        ((8, ["Z1"]), "models[0]"),
+    ],
 )
 def test_make_cluster_bad_input(args, field):
     with pytest.raises(InputError) as info:

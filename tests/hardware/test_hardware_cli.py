@@ -68,7 +68,12 @@ def test_cluster_list_and_show(app):
 
 @pytest.mark.parametrize(
     "args",
-    [["gpus", "NoSuchGPU"], ["gpus", "V100", "--tree"], ["gpus", "--partitions"], ["cluster", "show", "no-such-cluster"]],
+    [
+        ["gpus", "NoSuchGPU"],
+        ["gpus", "V100", "--tree"],
+        ["gpus", "--partitions"],
+        ["cluster", "show", "no-such-cluster"],
+    ],
 )
 def test_bad_input_raises_input_error(app, args):
     result = runner.invoke(app, args)

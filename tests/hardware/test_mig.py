@@ -43,7 +43,9 @@ SPEC_A100_TREE = N(
 )  # fmt: skip
 
 
-@pytest.mark.parametrize(("gpu", "expected"), [("A30", SPEC_A30_TREE), ("A100", SPEC_A100_TREE), ("H100", SPEC_A100_TREE)])
+@pytest.mark.parametrize(
+    ("gpu", "expected"), [("A30", SPEC_A30_TREE), ("A100", SPEC_A100_TREE), ("H100", SPEC_A100_TREE)]
+)
 def test_repartition_tree_equals_spec_node_for_node(gpu, expected):
     tree = repartition_tree(get_mig_geometry(gpu))
     assert tree.to_tuple() == expected
@@ -62,7 +64,9 @@ def test_tree_sizes_and_reconfiguration_bounds():
     assert s6 == [7, 3, 1]
 
 
-@pytest.mark.parametrize(("gpu", "expected"), [("A30", A30_FIG1), ("A100", A100_FIG1), ("H100", A100_FIG1), ("B200", A100_FIG1)])
+@pytest.mark.parametrize(
+    ("gpu", "expected"), [("A30", A30_FIG1), ("A100", A100_FIG1), ("H100", A100_FIG1), ("B200", A100_FIG1)]
+)
 def test_partitions_match_fig1_numbering(gpu, expected):
     found = partitions(get_mig_geometry(gpu))
     assert [partition_label(p) for p in found] == expected

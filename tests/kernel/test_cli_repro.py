@@ -21,23 +21,38 @@ runner = CliRunner()
 
 def _cli(*args):
     """Run the console entry point in a subprocess (exit code 2 and one line for InputError)."""
-    return subprocess.run([sys.executable, "-c", "from gpuweave.cli import main; main()", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", "from gpuweave.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_trace_file_roundtrip_and_validation(tmp_path):
     p = tmp_path / "hi.json"
     hi_trace().save(p)
     assert Trace.load(p) == hi_trace()
-    bad = {"format": "gpuweave.kernel.trace", "version": 1, "name": "x",
-           "kernels": [{"id": "a", "dur": 1.0, "cpu_before": 0.0, "sync_after": True}, {"id": "b", "dur": -1, "cpu_before": 0, "sync_after": True}]}
+    bad = {
+        "format": "gpuweave.kernel.trace",
+        "version": 1,
+        "name": "x",
+        "kernels": [
+            {"id": "a", "dur": 1.0, "cpu_before": 0.0, "sync_after": True},
+            {"id": "b", "dur": -1, "cpu_before": 0, "sync_after": True},
+        ],
+    }
     with pytest.raises(InputError, match="row 2.*dur"):
         Trace.from_dict(bad, file="t.json")
     bad["kernels"][1] = {"id": "b", "dur": 1.0, "sync_after": True}
     with pytest.raises(InputError, match="cpu_before"):
         Trace.from_dict(bad)
-    gap = {"format": "gpuweave.kernel.trace", "version": 1, "name": "g",
-           "kernels": [{"id": "a", "dur": 1.0, "gap_after": 2.0}, {"id": "b", "dur": 0.5, "gap_after": 0.0}]}
+    gap = {
+        "format": "gpuweave.kernel.trace",
+        "version": 1,
+        "name": "g",
+        "kernels": [{"id": "a", "dur": 1.0, "gap_after": 2.0}, {"id": "b", "dur": 0.5, "gap_after": 0.0}],
+    }
     t = Trace.from_dict(gap)
     assert [o.cpu_before for o in t.ops] == [0.0, 2.0] and all(o.sync_after for o in t.ops)
 
@@ -56,11 +71,37 @@ def _chrome(with_launch=True):
     for i in range(4):
         corr = 10 + i
         if with_launch:
-            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": ts, "dur": 5.0, "args": {"correlation": corr}})
-        ev.append({"ph": "X", "cat": "kernel", "name": f"void gemm<{i % 2}>", "ts": ts + 10, "dur": 100.0,
-                   "args": {"grid": [80, 1, 1], "block": [256, 1, 1], "stream": 7, "correlation": corr}})
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "ts": ts,
+                    "dur": 5.0,
+                    "args": {"correlation": corr},
+                }
+            )
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": f"void gemm<{i % 2}>",
+                "ts": ts + 10,
+                "dur": 100.0,
+                "args": {"grid": [80, 1, 1], "block": [256, 1, 1], "stream": 7, "correlation": corr},
+            }
+        )
         if i == 1 and with_launch:
-            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "ts": ts + 6, "dur": 110.0, "args": {}})
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaStreamSynchronize",
+                    "ts": ts + 6,
+                    "dur": 110.0,
+                    "args": {},
+                }
+            )
             ts += 116 + 40
         else:
             ts += 20

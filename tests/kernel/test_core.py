@@ -115,8 +115,10 @@ def test_best_prio_fit_first_level_wins_and_zero_duration():
 def test_ac3_skip_threshold(gap, cand, expect):
     profiles = {"H": prof("H", {"h": 1.0, "h2": 1.0}, {"h": gap}), "L": prof("L", {"l": cand})}
     script = [
-        ("register", 0, "H", 0), ("register", 0, "L", 1),
-        ("request", 0, "H", "h", 1), ("request", 0, "L", "l", 1),
+        ("register", 0, "H", 0),
+        ("register", 0, "L", 1),
+        ("request", 0, "H", "h", 1),
+        ("request", 0, "L", "l", 1),
     ]
     gos = replay(script, profiles, preset("recommended"))
     fillers = [g for g in gos if g.filler]
@@ -134,8 +136,12 @@ def test_ac4_fig8_order(name):
         "C": prof("C", {"ck1": 1.0}),
     }
     script = [
-        ("register", 0, "A", 0), ("register", 0, "B", 1), ("register", 0, "C", 2),
-        ("request", 0, "A", "ak1", 1), ("request", 0, "B", "bk1", 1), ("request", 0, "C", "ck1", 1),
+        ("register", 0, "A", 0),
+        ("register", 0, "B", 1),
+        ("register", 0, "C", 2),
+        ("request", 0, "A", "ak1", 1),
+        ("request", 0, "B", "bk1", 1),
+        ("request", 0, "C", "ck1", 1),
         ("request", 5.0, "A", "ak2", 2),  # 4 ms after Ak1 ends
     ]
     gos = replay(script, profiles, preset(name))
@@ -321,8 +327,11 @@ def scripts(draw):
     n_tasks = draw(st.integers(1, 4))
     prios = [draw(st.integers(0, 9)) for _ in range(n_tasks)]
     profiles = {
-        f"T{i}": prof(f"T{i}", {"a": draw(st.floats(0, 2)), "b": draw(st.floats(0, 2)), "c": 0.5},
-                      {"a": draw(st.floats(0, 5)), "b": draw(st.floats(0, 5))})
+        f"T{i}": prof(
+            f"T{i}",
+            {"a": draw(st.floats(0, 2)), "b": draw(st.floats(0, 2)), "c": 0.5},
+            {"a": draw(st.floats(0, 5)), "b": draw(st.floats(0, 5))},
+        )
         for i in range(n_tasks)
     }
     script = [("register", 0.0, f"T{i}", p) for i, p in enumerate(prios)]

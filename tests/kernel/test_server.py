@@ -40,7 +40,11 @@ def test_roundtrip_and_errors():
     m = decode(msg("launch", pid=1, tid=2, seq=3, kernel_id="k|b1,1,1|g1,1,1", t_client_ns=5))
     assert (m.pid, m.seq, m.kernel_id) == (1, 3, "k|b1,1,1|g1,1,1")
     bad = [
-        b"\xff\xfe", b"[]", b"{}", b'{"v":2,"t":"ping"}', b'{"v":1,"t":"nope"}',
+        b"\xff\xfe",
+        b"[]",
+        b"{}",
+        b'{"v":2,"t":"ping"}',
+        b'{"v":1,"t":"nope"}',
         msg("register", task_key="a", pid=1, priority=10, mode="share"),
         msg("register", task_key="a", pid=1, priority=-1, mode="share"),
         msg("register", task_key="a/b", pid=1, priority=0, mode="share"),
@@ -80,10 +84,21 @@ _json = st.recursive(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.fixed_dictionaries(
-        {"v": st.sampled_from([1, 1, 1, 2, "1", True]),
-         "t": st.sampled_from(["launch", "register", "unregister", "task_begin", "task_end", "ping", "stats", "x"])},
-        optional={"pid": _json, "tid": _json, "seq": _json, "kernel_id": _json, "t_client_ns": _json,
-                  "task_key": _json, "priority": _json, "mode": _json, "job_seq": _json},
+        {
+            "v": st.sampled_from([1, 1, 1, 2, "1", True]),
+            "t": st.sampled_from(["launch", "register", "unregister", "task_begin", "task_end", "ping", "stats", "x"]),
+        },
+        optional={
+            "pid": _json,
+            "tid": _json,
+            "seq": _json,
+            "kernel_id": _json,
+            "t_client_ns": _json,
+            "task_key": _json,
+            "priority": _json,
+            "mode": _json,
+            "job_seq": _json,
+        },
     )
 )
 def test_fuzz_decoder_structured_and_server_survives(d):
@@ -106,7 +121,11 @@ def _prof(key, sk, sg=None):
 def test_server_fig8_and_bad_input_fake_clock():
     out = Outbox()
     clock = FakeClock()
-    profiles = {"A": _prof("A", {"ak1": 1.0, "ak2": 1.0}, {"ak1": 5.0}), "B": _prof("B", {"bk1": 1.0}), "C": _prof("C", {"ck1": 1.0})}
+    profiles = {
+        "A": _prof("A", {"ak1": 1.0, "ak2": 1.0}, {"ak1": 5.0}),
+        "B": _prof("B", {"bk1": 1.0}),
+        "C": _prof("C", {"ck1": 1.0}),
+    }
     srv = FikitServer(out, clock, profiles=profiles, record_gos=True)
     for pid, key in enumerate("ABC", 1):
         srv.handle(msg("register", task_key=key, pid=pid, priority=pid - 1, mode="share"), ("h", pid))
@@ -158,7 +177,10 @@ def test_server_drops_disappeared_client():
 def test_twin_simulator_and_server_same_go_sequence(preset_name):
     from gpuweave.kernel.sched import preset
 
-    svcs = [Service("A", hi_trace(), 0, Workload.back_to_back(2)), Service("B", lo_trace(), 1, Workload.back_to_back(None))]
+    svcs = [
+        Service("A", hi_trace(), 0, Workload.back_to_back(2)),
+        Service("B", lo_trace(), 1, Workload.back_to_back(None)),
+    ]
     cfg = SimConfig(mode="fikit", log=True, seed=5, scheduler=preset(preset_name), stop_when=("A",), ipc_rtt=0.01)
     res = simulate(svcs, cfg)
     sim_gos = [(round(t, 9), name, seq, kid, f) for t, name, seq, kid, f in res.go_log]
@@ -173,12 +195,18 @@ def test_twin_simulator_and_server_same_go_sequence(preset_name):
         clock.advance(t)
         if kind == "register":
             pids[entry[2]] = len(pids) + 1
-            srv.handle(msg("register", task_key=entry[2], pid=pids[entry[2]], priority=entry[3], mode="share"), ("h", 0))
+            srv.handle(
+                msg("register", task_key=entry[2], pid=pids[entry[2]], priority=entry[3], mode="share"), ("h", 0)
+            )
         else:
-            srv.handle(msg("launch", pid=pids[entry[2]], tid=1, seq=entry[4], kernel_id=entry[3], t_client_ns=0), ("h", 0))
+            srv.handle(
+                msg("launch", pid=pids[entry[2]], tid=1, seq=entry[4], kernel_id=entry[3], t_client_ns=0), ("h", 0)
+            )
     last = res.core_inputs[-1][1]
     clock.advance(res.end_time)
-    srv_gos = [(round(g.time, 9), g.task.split("#")[0], g.seq, g.kid, g.filler) for g in srv.gos if g.time <= res.end_time]
+    srv_gos = [
+        (round(g.time, 9), g.task.split("#")[0], g.seq, g.kid, g.filler) for g in srv.gos if g.time <= res.end_time
+    ]
     sim_gos = [g for g in sim_gos if g[0] <= res.end_time]
     assert last <= res.end_time
     assert srv_gos == sim_gos
@@ -186,7 +214,9 @@ def test_twin_simulator_and_server_same_go_sequence(preset_name):
 
 # ---------------------------------------------------------------- loopback UDP
 def test_client_config_from_env():
-    cfg = ClientConfig.from_env({"FIKIT_SCHEDULER": "127.0.0.1:5000", "FIKIT_PRIORITY": "3", "FIKIT_TASK_KEY": "svc", "FIKIT_MODE": "share"})
+    cfg = ClientConfig.from_env(
+        {"FIKIT_SCHEDULER": "127.0.0.1:5000", "FIKIT_PRIORITY": "3", "FIKIT_TASK_KEY": "svc", "FIKIT_MODE": "share"}
+    )
     assert cfg == ClientConfig(("127.0.0.1", 5000), 3, "svc", "share")
     for env in ({"FIKIT_PRIORITY": "12"}, {"FIKIT_MODE": "fast"}, {"FIKIT_SCHEDULER": "nohost"}):
         with pytest.raises(InputError):
@@ -248,7 +278,9 @@ def test_load_20_clients_1000_requests(tmp_path):
     for i in range(n_clients):
         _prof(f"c{i}", {"k": 0.001}, {"k": 0.0}).save(tmp_path / f"c{i}.json")
     with ServerThread(profile_dir=tmp_path) as st_:
-        clients = [FikitClient(st_.address, f"c{i}", i % 10, pid=2000 + i, timeout_s=0.5, retries=10) for i in range(n_clients)]
+        clients = [
+            FikitClient(st_.address, f"c{i}", i % 10, pid=2000 + i, timeout_s=0.5, retries=10) for i in range(n_clients)
+        ]
         for c in clients:
             assert c.register()
         errors = []

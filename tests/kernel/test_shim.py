@@ -40,10 +40,26 @@ def built(tmp_path_factory):
     shim = build_shim(d / "lib")
     stub = d / "libcudart.so.12"
     prog = d / "launch_prog"
-    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-Wl,-soname,libcudart.so.12", "-o", str(stub),
-                    str(STUB_DIR / "stub_cudart.c"), "-ldl"], check=True, timeout=60)
-    subprocess.run(["cc", "-O2", "-rdynamic", "-o", str(prog), str(STUB_DIR / "launch_prog.c"), str(stub), "-pthread"],
-                   check=True, timeout=60)
+    subprocess.run(
+        [
+            "cc",
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-Wl,-soname,libcudart.so.12",
+            "-o",
+            str(stub),
+            str(STUB_DIR / "stub_cudart.c"),
+            "-ldl",
+        ],
+        check=True,
+        timeout=60,
+    )
+    subprocess.run(
+        ["cc", "-O2", "-rdynamic", "-o", str(prog), str(STUB_DIR / "launch_prog.c"), str(stub), "-pthread"],
+        check=True,
+        timeout=60,
+    )
     return {"dir": d, "shim": shim, "prog": prog}
 
 
@@ -119,7 +135,9 @@ def test_shim_gates_launches_through_the_real_server(built):
         gos = list(st.server.gos)
     regs = rec.of(Register)
     prog_argv = [str(built["prog"]), str(n)]
-    key = hashlib.sha256((Path(os.path.realpath(built["prog"])).name + "\0" + "\0".join(prog_argv)).encode()).hexdigest()
+    key = hashlib.sha256(
+        (Path(os.path.realpath(built["prog"])).name + "\0" + "\0".join(prog_argv)).encode()
+    ).hexdigest()
     assert len(regs) == 1 and regs[0].task_key == key and regs[0].priority == 3 and regs[0].mode == "share"
     pid = regs[0].pid
     launches = rec.of(Launch)
@@ -134,7 +152,9 @@ def test_shim_gates_launches_through_the_real_server(built):
     assert [(nm, g, b) for nm, g, b, _ in records] == want
     assert [g.kid for g in gos] == want_ids and [g.seq for g in gos] == list(range(1, n + 1))
     assert stats["errors"] == 0 and stats["gos"] == n and stats["clients"] == 0 and stats["dropped"] == 0
-    assert rec.of(Unregister)[0].pid == pid and isinstance(rec.msgs[0], Register) and isinstance(rec.msgs[-1], Unregister)
+    assert (
+        rec.of(Unregister)[0].pid == pid and isinstance(rec.msgs[0], Register) and isinstance(rec.msgs[-1], Unregister)
+    )
 
 
 def test_shim_is_thread_safe(built):
@@ -142,8 +162,16 @@ def test_shim_is_thread_safe(built):
     with ServerThread(record_gos=True) as st:
         rec = Recorder(st)
         host, port = st.address
-        p, records, hidden, _ = run_prog(built, n, threads, FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_PRIORITY="0",
-                                         FIKIT_TASK_KEY="svc.threads", FIKIT_MODE="measure", **SLOW_OK)
+        p, records, hidden, _ = run_prog(
+            built,
+            n,
+            threads,
+            FIKIT_SCHEDULER=f"{host}:{port}",
+            FIKIT_PRIORITY="0",
+            FIKIT_TASK_KEY="svc.threads",
+            FIKIT_MODE="measure",
+            **SLOW_OK,
+        )
         assert p.returncode == 0, p.stderr
         assert wait_for(lambda: len(rec.of(Unregister)) == 1)
         stats = st.call(st.server.stats)
@@ -152,7 +180,11 @@ def test_shim_is_thread_safe(built):
     launches = rec.of(Launch)
     assert sorted(m.seq for m in launches) == list(range(1, n * threads + 1))  # nothing lost or duplicated
     assert len({m.tid for m in launches}) == threads
-    want = sorted(KernelId(nm, b, g).canonical() for t in range(threads) for nm, g, b in (expected(i, t, hidden) for i in range(n)))
+    want = sorted(
+        KernelId(nm, b, g).canonical()
+        for t in range(threads)
+        for nm, g, b in (expected(i, t, hidden) for i in range(n))
+    )
     assert sorted(m.kernel_id for m in launches) == want
     assert len(records) == n * threads
     for t in range(threads):  # each thread's launches reach the runtime in its program order
@@ -169,13 +201,18 @@ def test_shim_prefers_cudaFuncGetName_and_sanitises_names(built):
         assert p.returncode == 0, p.stderr
         p2, records2, hidden2, _ = run_prog(built, 3, FIKIT_SCHEDULER=f"{host}:{port}", STUB_FUNCNAME="odd", **SLOW_OK)
         assert p2.returncode == 0, p2.stderr
-        p3, _, hidden3, _ = run_prog(built, 3, FIKIT_SCHEDULER=f"{host}:{port}", STUB_FUNCNAME="1", FIKIT_SHIM_NAMES="dladdr", **SLOW_OK)
+        p3, _, hidden3, _ = run_prog(
+            built, 3, FIKIT_SCHEDULER=f"{host}:{port}", STUB_FUNCNAME="1", FIKIT_SHIM_NAMES="dladdr", **SLOW_OK
+        )
         assert p3.returncode == 0, p3.stderr
         assert wait_for(lambda: len(rec.of(Unregister)) == 3)
         stats = st.call(st.server.stats)
     ids = [m.kernel_id for m in rec.of(Launch)]
-    assert ids[:3] == ["rt_fk_alpha_kernel|b32,1,1|g1,1,1", "rt__Z13fk_beta_tilePfS_i|b64,1,1|g2,1,1",
-                       f"?{int(hidden, 16):#x}|b96,1,1|g3,1,1"]
+    assert ids[:3] == [
+        "rt_fk_alpha_kernel|b32,1,1|g1,1,1",
+        "rt__Z13fk_beta_tilePfS_i|b64,1,1|g2,1,1",
+        f"?{int(hidden, 16):#x}|b96,1,1|g3,1,1",
+    ]
     # odd name: printable ASCII without | " \ kept, the rest '_', cut to 880 chars + FNV-1a-64 of the raw bytes
     raw = b'odd|na"me\xc3\xa9_' + b"x" * 1500
     h = 0xCBF29CE484222325
@@ -184,7 +221,10 @@ def test_shim_prefers_cudaFuncGetName_and_sanitises_names(built):
     clean = "".join(chr(c) if 0x20 <= c <= 0x7E and chr(c) not in '|"\\' else "_" for c in raw)[:880]
     assert ids[3] == f"{clean}~h{h:016x}|b32,1,1|g1,1,1" and len(ids[3]) <= 1024
     assert ids[4] == "_Z13fk_beta_tilePfS_i|b64,1,1|g2,1,1"  # odd only for alpha; beta falls back to dladdr
-    assert ids[6:8] == ["fk_alpha_kernel|b32,1,1|g1,1,1", "_Z13fk_beta_tilePfS_i|b64,1,1|g2,1,1"]  # FIKIT_SHIM_NAMES=dladdr
+    assert ids[6:8] == [
+        "fk_alpha_kernel|b32,1,1|g1,1,1",
+        "_Z13fk_beta_tilePfS_i|b64,1,1|g2,1,1",
+    ]  # FIKIT_SHIM_NAMES=dladdr
     assert stats["errors"] == 0
 
 
@@ -202,10 +242,15 @@ def test_shim_off_and_bad_settings_pass_through_untouched(built):
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as listener:
         listener.bind(("127.0.0.1", 0))
         addr = "127.0.0.1:%d" % listener.getsockname()[1]
-        cases = [({"FIKIT_MODE": "off"}, ""), ({"FIKIT_MODE": "Bogus"}, "FIKIT_MODE"),
-                 ({"FIKIT_PRIORITY": "12"}, "FIKIT_PRIORITY"), ({"FIKIT_PRIORITY": "x"}, "FIKIT_PRIORITY"),
-                 ({"FIKIT_TASK_KEY": "a/b"}, "FIKIT_TASK_KEY"), ({"FIKIT_SCHEDULER": "nohostport"}, "FIKIT_SCHEDULER"),
-                 ({"FIKIT_TIMEOUT_MS": "0"}, "FIKIT_TIMEOUT_MS")]
+        cases = [
+            ({"FIKIT_MODE": "off"}, ""),
+            ({"FIKIT_MODE": "Bogus"}, "FIKIT_MODE"),
+            ({"FIKIT_PRIORITY": "12"}, "FIKIT_PRIORITY"),
+            ({"FIKIT_PRIORITY": "x"}, "FIKIT_PRIORITY"),
+            ({"FIKIT_TASK_KEY": "a/b"}, "FIKIT_TASK_KEY"),
+            ({"FIKIT_SCHEDULER": "nohostport"}, "FIKIT_SCHEDULER"),
+            ({"FIKIT_TIMEOUT_MS": "0"}, "FIKIT_TIMEOUT_MS"),
+        ]
         for env, complaint in cases:
             env = {"FIKIT_SCHEDULER": addr, **env}
             p, records, hidden, secs = run_prog(built, 6, **env)
@@ -277,8 +322,15 @@ class ScriptedServer:
                 elif seq == 2 and tx == 1:
                     self.sock.sendto(encode("error", code="unknown_pid", message="forgot you", pid=pid, seq=seq), addr)
                 elif seq == 3:
-                    for junk in (b"\xff\xfe", b"[1,2]", b"{" * 10, b"x" * 5000, encode("go", pid=pid, seq=1, tid=0),
-                                 encode("go", pid=pid + 1, seq=3, tid=0), encode("error", code="internal", message="m")):
+                    for junk in (
+                        b"\xff\xfe",
+                        b"[1,2]",
+                        b"{" * 10,
+                        b"x" * 5000,
+                        encode("go", pid=pid, seq=1, tid=0),
+                        encode("go", pid=pid + 1, seq=3, tid=0),
+                        encode("error", code="internal", message="m"),
+                    ):
                         self.sock.sendto(junk, addr)
                     self.go(pid, seq, addr)
                 else:
@@ -297,15 +349,17 @@ class ScriptedServer:
 def test_shim_protocol_retransmit_wait_reregister_and_gating(built):
     n = 6
     with ScriptedServer() as srv:
-        p, records, hidden, secs = run_prog(built, n, FIKIT_SCHEDULER=srv.address, FIKIT_TIMEOUT_MS="40",
-                                            FIKIT_TASK_KEY="scripted", FIKIT_PRIORITY="7")
+        p, records, hidden, secs = run_prog(
+            built, n, FIKIT_SCHEDULER=srv.address, FIKIT_TIMEOUT_MS="40", FIKIT_TASK_KEY="scripted", FIKIT_PRIORITY="7"
+        )
         assert wait_for(lambda: srv.unregisters == 1)
     assert p.returncode == 0 and "failing open" not in p.stderr, p.stderr
     assert len(srv.registers) == 2 and all(r["priority"] == 7 and r["task_key"] == "scripted" for r in srv.registers)
     assert srv.launch_tx[1] >= 2 and srv.launch_tx[2] >= 2  # lost datagram retransmitted; re-sent after re-register
     assert sorted(srv.go_ns) == list(range(1, n + 1))
-    assert [srv.kernel_ids[s] for s in range(1, n + 1)] == [KernelId(nm, b, g).canonical() for nm, g, b in
-                                                            (expected(i, 0, hidden) for i in range(n))]
+    assert [srv.kernel_ids[s] for s in range(1, n + 1)] == [
+        KernelId(nm, b, g).canonical() for nm, g, b in (expected(i, 0, hidden) for i in range(n))
+    ]
     assert len(records) == n
     for seq, (_, _, _, t_launch) in enumerate(records, 1):
         assert t_launch >= srv.go_ns[seq]  # the launch reached the runtime only after its GO

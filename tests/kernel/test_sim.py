@@ -36,7 +36,10 @@ def test_measured_profile_without_jitter_is_exact():
 
 @pytest.mark.parametrize("mode", ["share_timeslice", "share_fifo", "share_rr_kernel", "exclusive", "fikit"])
 def test_every_mode_runs_all_kernels(mode):
-    svcs = [Service("A", hi_trace(), 0, Workload.back_to_back(2)), Service("B", lo_trace(), 1, Workload.back_to_back(3))]
+    svcs = [
+        Service("A", hi_trace(), 0, Workload.back_to_back(2)),
+        Service("B", lo_trace(), 1, Workload.back_to_back(3)),
+    ]
     r = simulate(svcs, mode=mode, jitter=0.0)
     assert r.kernels_run == 2 * 200 + 3 * 300
     assert len(r.tasks["A"]) == 2 and len(r.tasks["B"]) == 3
@@ -54,7 +57,9 @@ def test_periodic_and_at_t0_workloads_record_queueing():
     tr = Trace("t", (Op("k", 10.0, 0.0, True),))
     r = simulate([Service("A", tr, 0, Workload.at_t0(3))], mode="exclusive", jitter=0.0, launch_overhead=0.0)
     assert r.jcts("A") == pytest.approx([10.0, 20.0, 30.0])
-    r = simulate([Service("A", tr, 0, Workload.periodic(5.0, 3, 1.0))], mode="exclusive", jitter=0.0, launch_overhead=0.0)
+    r = simulate(
+        [Service("A", tr, 0, Workload.periodic(5.0, 3, 1.0))], mode="exclusive", jitter=0.0, launch_overhead=0.0
+    )
     assert [t.submit for t in r.tasks["A"]] == [1.0, 6.0, 11.0]
     assert r.jcts("A") == pytest.approx([10.0, 15.0, 20.0])
 
@@ -183,7 +188,10 @@ def test_literal_equals_recommended_without_jitter():
 
 
 def test_ac22_same_seed_byte_identical_log():
-    svcs = [Service("A", hi_trace(), 0, Workload.back_to_back(2)), Service("B", lo_trace(), 1, Workload.back_to_back(4))]
+    svcs = [
+        Service("A", hi_trace(), 0, Workload.back_to_back(2)),
+        Service("B", lo_trace(), 1, Workload.back_to_back(4)),
+    ]
     cfg = SimConfig(mode="fikit", log=True, seed=3, ipc_rtt=0.02)
     a = "\n".join(simulate(svcs, cfg).log).encode()
     b = "\n".join(simulate(svcs, cfg).log).encode()

@@ -27,8 +27,11 @@ def test_op_ids_and_off_mode():
 
 
 def test_fail_open_when_server_absent():
-    mode = from_env({"FIKIT_SCHEDULER": "127.0.0.1:9", "FIKIT_MODE": "share", "FIKIT_PRIORITY": "0", "FIKIT_TASK_KEY": "t"},
-                    timeout_s=0.02, retries=2)
+    mode = from_env(
+        {"FIKIT_SCHEDULER": "127.0.0.1:9", "FIKIT_MODE": "share", "FIKIT_PRIORITY": "0", "FIKIT_TASK_KEY": "t"},
+        timeout_s=0.02,
+        retries=2,
+    )
     x = torch.ones(2)
     with mode:
         y = (x + 1) * 3
@@ -103,7 +106,12 @@ def test_three_clients_fig8_order(tmp_path):
             t.join(10)
         gos = srv.call(lambda: list(srv.server.gos))[before:]
         order = [(g.task.split("#")[0], g.kid.split("|")[0]) for g in gos]
-        assert order == [("A", "aten.mul.Tensor"), ("B", "aten.sub.Tensor"), ("C", "aten.sub.Tensor"), ("A", "aten.add.Tensor")]
+        assert order == [
+            ("A", "aten.mul.Tensor"),
+            ("B", "aten.sub.Tensor"),
+            ("C", "aten.sub.Tensor"),
+            ("A", "aten.add.Tensor"),
+        ]
         assert [g.filler for g in gos] == [False, True, True, False]
         for c in clients.values():
             assert not c.failed_open

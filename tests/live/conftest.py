@@ -21,8 +21,14 @@ def live_config(tmp_path):
         trace.write_text("\n".join([header, *rows]) + "\n")
         executor = {"program": "synthetic", "time_scale": 400, "checkpoint_every": 0.5, "poll_interval": 0.03}
         executor.update(overrides.pop("executor", {}))
-        data = {"policy": "fifo", "cluster": "cluster.yaml", "trace": "trace.csv", "restart_delay": 10,
-                "executor": executor, **overrides}
+        data = {
+            "policy": "fifo",
+            "cluster": "cluster.yaml",
+            "trace": "trace.csv",
+            "restart_delay": 10,
+            "executor": executor,
+            **overrides,
+        }
         path = tmp_path / "run.yaml"
         path.write_text(yaml.safe_dump(data))
         return path

@@ -17,8 +17,9 @@ def test_weighted_state_dict_matches_a_hand_average():
     states = [_model(s).state_dict() for s in (1, 2, 3)]
     weights = [10, 30, 60]
     merged = weighted_state_dict(states, weights)
-    hand = (states[0]["0.weight"].double() * 10 + states[1]["0.weight"].double() * 30
-            + states[2]["0.weight"].double() * 60) / 100
+    hand = (
+        states[0]["0.weight"].double() * 10 + states[1]["0.weight"].double() * 30 + states[2]["0.weight"].double() * 60
+    ) / 100
     assert torch.equal(merged["0.weight"], hand.float())
     assert torch.equal(merged["1.num_batches_tracked"], states[2]["1.num_batches_tracked"])
 
@@ -37,4 +38,3 @@ def test_consolidated_checkpoint_file_is_the_average_of_the_copies(tmp_path):
 def test_split_steps_is_proportional_and_exact():
     assert split_steps(10, [1.0, 1.0, 2.0]) == [3, 2, 5]
     assert sum(split_steps(1001, [3.3, 7.1])) == 1001
-

@@ -16,8 +16,14 @@ from gpuweave.live.launch import run_live
 from gpuweave.live.results import compare_jct
 
 RESNET = "ResNet-18 (batch size 128)"
-SMALL = [f"a,0,1,{RESNET},400", f"b,0,2,{RESNET},600", "c,50,1,A3C,300", f"d,100,1,{RESNET},300",
-         f"e,150,2,{RESNET},400", "f,200,1,A3C,200"]
+SMALL = [
+    f"a,0,1,{RESNET},400",
+    f"b,0,2,{RESNET},600",
+    "c,50,1,A3C,300",
+    f"d,100,1,{RESNET},300",
+    f"e,150,2,{RESNET},400",
+    "f,200,1,A3C,200",
+]
 
 
 def _rows(path: Path) -> list[dict]:
@@ -93,8 +99,12 @@ def test_bad_program_is_an_input_error_before_anything_starts(live_config, tmp_p
 def test_cli_bad_input_is_one_line_exit_2(live_config, tmp_path):
     config = live_config(SMALL, executor={"program": "nope"})
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
-    proc = subprocess.run([sys.executable, "-m", "gpuweave.cli", "cluster", "run", str(config), "--out",
-                           str(tmp_path / "o")], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpuweave.cli", "cluster", "run", str(config), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "does not exist" in proc.stderr
 
 

@@ -8,7 +8,6 @@ ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from gpuweave.errors import InputError  # noqa: E402
-from gpuweave.live.launch import run_live  # noqa: E402
 from gpuweave.live.ray_executor import RayExecutor  # noqa: E402
 
 RESNET = "ResNet-18 (batch size 128)"
@@ -57,4 +56,3 @@ def test_unreachable_address_is_an_input_error(live_config, tmp_path):
         pytest.skip("a Ray connection is already open in this process")
     with pytest.raises(InputError, match="cannot reach"):
         RayExecutor("127.0.0.1:1").check_cluster([])
-

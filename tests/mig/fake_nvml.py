@@ -47,7 +47,15 @@ A100 = {
 class NVMLError(Exception):
     def __init__(self, value: int):
         self.value = value
-        super().__init__({2: "Invalid Argument", 3: "Not Supported", 4: "Insufficient Permissions", 19: "In use by another client", 23: "Insufficient Resources"}.get(value, str(value)))
+        super().__init__(
+            {
+                2: "Invalid Argument",
+                3: "Not Supported",
+                4: "Insufficient Permissions",
+                19: "In use by another client",
+                23: "Insufficient Resources",
+            }.get(value, str(value))
+        )
 
 
 class c_nvmlGpuInstancePlacement_t:  # noqa: N801 - mirrors the pynvml name
@@ -79,11 +87,21 @@ class FakeNvml:
     NVMLError = NVMLError
     c_nvmlGpuInstancePlacement_t = c_nvmlGpuInstancePlacement_t
 
-    def __init__(self, devices: int = 1, *, mig: bool = True, scale: float = 0.01, permission: bool = True, transient_in_use: int = 0):
+    def __init__(
+        self,
+        devices: int = 1,
+        *,
+        mig: bool = True,
+        scale: float = 0.01,
+        permission: bool = True,
+        transient_in_use: int = 0,
+    ):
         for k, v in globals().items():
             if k.startswith("NVML_"):
                 setattr(self, k, v)
-        self.devices = [_Device(A100, NVML_DEVICE_MIG_ENABLE if mig else NVML_DEVICE_MIG_DISABLE) for _ in range(devices)]
+        self.devices = [
+            _Device(A100, NVML_DEVICE_MIG_ENABLE if mig else NVML_DEVICE_MIG_DISABLE) for _ in range(devices)
+        ]
         self.scale = scale
         self.permission = permission
         self.transient_in_use = transient_in_use
@@ -169,7 +187,9 @@ class FakeNvml:
             if self.transient_in_use > 0:
                 self.transient_in_use -= 1
                 raise NVMLError(NVML_ERROR_IN_USE)
-            _, (sid, slices, mem, starts, c, d) = self._profile_by_id(gi.device, gi.device.spec["profiles"][gi.profile][0])
+            _, (sid, slices, mem, starts, c, d) = self._profile_by_id(
+                gi.device, gi.device.spec["profiles"][gi.profile][0]
+            )
             time.sleep(d * self.scale)
             del gi.device.gis[gi.gid]
             self.log.append(("destroy", slices, gi.start))

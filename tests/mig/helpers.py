@@ -9,7 +9,9 @@ from gpuweave.hardware.catalog import get_mig_geometry
 from gpuweave.mig.problem import MigProblem
 
 
-def random_problem(rng: random.Random, gpu: str = "A100", n: int | None = None, gpus: int = 1, inf_prob: float = 0.0) -> MigProblem:
+def random_problem(
+    rng: random.Random, gpu: str = "A100", n: int | None = None, gpus: int = 1, inf_prob: float = 0.0
+) -> MigProblem:
     """A small random batch with non-monotone times and occasional infeasible sizes."""
     geom = get_mig_geometry(gpu)
     sizes = sorted(geom.sizes)

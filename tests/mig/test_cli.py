@@ -34,7 +34,9 @@ def tasks_csv(tmp_path):
 
 def test_plan_far_json_gantt_and_validate(monkeypatch, capsys, tmp_path, tasks_csv):
     out_json, png = tmp_path / "s.json", tmp_path / "g.png"
-    code, out, err = run(monkeypatch, capsys, "plan", "mig", tasks_csv, "--gpu", "A100", "--json", out_json, "--gantt", png)
+    code, out, err = run(
+        monkeypatch, capsys, "plan", "mig", tasks_csv, "--gpu", "A100", "--json", out_json, "--gantt", png
+    )
     assert code == 0, err
     assert "makespan" in out and "lower bound" in out and "ratio" in out and "Gaussian" in out
     data = json.loads(out_json.read_text())
@@ -43,7 +45,9 @@ def test_plan_far_json_gantt_and_validate(monkeypatch, capsys, tmp_path, tasks_c
     code, out, _ = run(monkeypatch, capsys, "mig", "validate", out_json, "--tasks", tasks_csv)
     assert code == 0 and out.startswith("valid: 4 tasks")
     # break a rule: overlap two tasks on one slice
-    data["tasks"][1].update(size=data["tasks"][0]["size"], start_slice=data["tasks"][0]["start_slice"], start=data["tasks"][0]["start"])
+    data["tasks"][1].update(
+        size=data["tasks"][0]["size"], start_slice=data["tasks"][0]["start_slice"], start=data["tasks"][0]["start"]
+    )
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(data))
     code, out, err = run(monkeypatch, capsys, "mig", "validate", bad)
@@ -122,6 +126,8 @@ def test_algos_and_generate(monkeypatch, capsys, tmp_path):
     code, out, _ = run(monkeypatch, capsys, "mig", "algos")
     assert code == 0 and all(a in out for a in ("far", "miso-opt", "fixpart-best", "fixpart:PARTITION", "exact"))
     path = tmp_path / "gen.csv"
-    code, out, _ = run(monkeypatch, capsys, "mig", "generate", path, "--n", "12", "--scaling", "good", "--times", "narrow")
+    code, out, _ = run(
+        monkeypatch, capsys, "mig", "generate", path, "--n", "12", "--scaling", "good", "--times", "narrow"
+    )
     assert code == 0 and len(path.read_text().splitlines()) == 13
     assert run(monkeypatch, capsys, "plan", "mig", path)[0] == 0

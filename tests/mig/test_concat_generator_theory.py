@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import random
 
-
 from gpuweave.mig.concat import chain_makespan, chain_schedule, concat_pair, p_multi_batch_paper
 from gpuweave.mig.far import FarOptions, far
 from gpuweave.mig.generator import generate, group_counts, scaling, workload

@@ -64,8 +64,14 @@ def test_exact_general_never_worse_than_one_lifetime_model():
 def test_symmetric_image_of_a_schedule_is_valid():
     from gpuweave.mig.exact import _canonical, _swap_pairs
 
-    labels = sorted(tuple(sorted(q.label for q in side)) for left, right, _ in _swap_pairs(get_mig_geometry("A100")) for side in (left, right))
-    assert labels == sorted([("1@0", "1@1", "2@0"), ("1@2", "1@3", "2@2"), ("1@0",), ("1@1",), ("1@2",), ("1@3",), ("1@4",), ("1@5",)])
+    labels = sorted(
+        tuple(sorted(q.label for q in side))
+        for left, right, _ in _swap_pairs(get_mig_geometry("A100"))
+        for side in (left, right)
+    )
+    assert labels == sorted(
+        [("1@0", "1@1", "2@0"), ("1@2", "1@3", "2@2"), ("1@0",), ("1@1",), ("1@2",), ("1@3",), ("1@4",), ("1@5",)]
+    )
     for seed in range(3):
         p = workload("A100", "mixed", "wide", 12, seed=seed).with_gpus(2)
         s = far(p).schedule

@@ -19,7 +19,14 @@ SCALE = 0.01  # fake reconfiguration = Table 1 time x SCALE; task commands sleep
 
 def scaled_batch():
     names = ["big", "mid", "a", "b", "c", "d"]
-    times = [[30, 16, 11, 8, 5], [12, 7, 5, 4, 3.5], [3, 2.5, 2.2, 2.1, 2], [3, 2.6, 2.4, 2.2, 2.1], [2.5, 2.0, 1.8, 1.7, 1.6], [2, 1.6, 1.5, 1.4, 1.4]]
+    times = [
+        [30, 16, 11, 8, 5],
+        [12, 7, 5, 4, 3.5],
+        [3, 2.5, 2.2, 2.1, 2],
+        [3, 2.6, 2.4, 2.2, 2.1],
+        [2.5, 2.0, 1.8, 1.7, 1.6],
+        [2, 1.6, 1.5, 1.4, 1.4],
+    ]
     p = make_problem(names, times, "A100")
     r = far(p)
     py = sys.executable

@@ -46,7 +46,12 @@ def test_seeded_loop_of_2000_small_batches():
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**31 - 1), gpu=st.sampled_from(["A100", "A30", "H100"]), n=st.integers(1, 16), gpus=st.integers(1, 3))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    gpu=st.sampled_from(["A100", "A30", "H100"]),
+    n=st.integers(1, 16),
+    gpus=st.integers(1, 3),
+)
 def test_property_every_planner_passes(seed, gpu, n, gpus):
     p = random_problem(random.Random(seed), gpu, n=n, gpus=gpus)
     for s in all_schedules(p):

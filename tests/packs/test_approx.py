@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -78,7 +76,9 @@ def test_variant_b_never_worse_than_a_never_worse_than_raw():
 def test_sigma_trajectory_does_not_depend_on_k():
     prof = random_profile(np.random.default_rng(14), 12, 8)
     rows = prof.times.tolist()
-    trajs = [[s.sigma for s in pack_approx_run(rows, 12, 8, k, reassign_each=False, record=True).steps] for k in (2, 5, 8)]
+    trajs = [
+        [s.sigma for s in pack_approx_run(rows, 12, 8, k, reassign_each=False, record=True).steps] for k in (2, 5, 8)
+    ]
     assert trajs[0] == trajs[1] == trajs[2]
 
 

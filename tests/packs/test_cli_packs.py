@@ -34,8 +34,23 @@ def hand_csv(tmp_path):
 
 def test_plan_exact_prints_packs_and_writes_json_and_chart(monkeypatch, capsys, hand_csv, tmp_path):
     js, png = tmp_path / "plan.json", tmp_path / "g.png"
-    code, out, err = gw(monkeypatch, capsys, "plan", "packs", str(hand_csv), "--procs", "4", "--k", "2", "--algo", "exact",
-                        "--json", str(js), "--gantt", str(png))
+    code, out, err = gw(
+        monkeypatch,
+        capsys,
+        "plan",
+        "packs",
+        str(hand_csv),
+        "--procs",
+        "4",
+        "--k",
+        "2",
+        "--algo",
+        "exact",
+        "--json",
+        str(js),
+        "--gantt",
+        str(png),
+    )
     assert code == 0, err
     assert "proven optimum" in out and "relative cost 0.7778" in out and "packing ratio 0.9643" in out
     data = json.loads(js.read_text())
@@ -127,8 +142,12 @@ def test_plan_through_the_installed_entry_point(tmp_path):
     """The command a user types, in a fresh interpreter."""
     path = tmp_path / "p.csv"
     path.write_text("task,1,2\nT1,3,x\n")
-    res = subprocess.run([sys.executable, "-m", "gpuweave.cli", "plan", "packs", str(path)], capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "gpuweave.cli", "plan", "packs", str(path)], capture_output=True, text=True
+    )
     assert res.returncode == 2 and "row 1, field '2'" in one_error_line(res.stderr)
     prof = resources.files("gpuweave.packs.examples").joinpath("burn_profile.csv")
-    res = subprocess.run([sys.executable, "-m", "gpuweave.cli", "plan", "packs", str(prof), "--k", "2"], capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "gpuweave.cli", "plan", "packs", str(prof), "--k", "2"], capture_output=True, text=True
+    )
     assert res.returncode == 0 and "pack-by-pack-9" in res.stdout

@@ -28,7 +28,15 @@ HEURISTICS = [
     "random-proc-9",
     "one-by-one",
 ]
-SEVEN = ["pack-approx", "pack-by-pack-1", "pack-by-pack-9", "random-pack-1", "random-pack-9", "random-proc-1", "random-proc-9"]
+SEVEN = [
+    "pack-approx",
+    "pack-by-pack-1",
+    "pack-by-pack-9",
+    "random-pack-1",
+    "random-pack-9",
+    "random-proc-1",
+    "random-proc-9",
+]
 
 
 def k_bound(prof, k: int) -> float:
@@ -95,7 +103,9 @@ def test_hand_example_pack_by_pack():
     packs, sigma, cost = pack_by_pack_run(rows, 3, 4, 4, 0.5)
     assert packs == [[0, 1], [2]] and sigma == [2, 2, 4] and cost == 8.0
     m = evaluate(prof, solve("pack-by-pack-1", prof, 4))
-    assert m.cost == 8.0 and m.packing_ratio == pytest.approx(0.9375) and m.relative_response_time == pytest.approx(1.0625)
+    assert (
+        m.cost == 8.0 and m.packing_ratio == pytest.approx(0.9375) and m.relative_response_time == pytest.approx(1.0625)
+    )
     assert pack_by_pack_run(rows, 3, 4, 4, 0.1)[2] == 9.0
     assert len(pack_by_pack_run(rows, 3, 4, 4, 0.1)[0]) == 3
     for eps in (0.2, 0.3, 0.4, 0.5, 0.6):

@@ -42,7 +42,10 @@ def test_repro_packs_writes_figures_table_and_comparison(tmp_path):
 def test_demo_section_runs_on_bundled_data(tmp_path):
     sections = dict(demo_sections())
     section = sections["packs"](DemoContext(out_dir=tmp_path))
-    assert len(section.table) == 14 and {row["heuristic"] for row in section.table} >= {"pack-by-pack-9", "random-pack-1"}
+    assert len(section.table) == 14 and {row["heuristic"] for row in section.table} >= {
+        "pack-by-pack-9",
+        "random-pack-1",
+    }
     assert all(0 < row["relative cost"] <= 1.0 for row in section.table)
     assert section.images and section.images[0].read_bytes()[:4] == b"\x89PNG"
     assert "Workload-II" in section.title

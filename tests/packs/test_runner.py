@@ -55,11 +55,18 @@ def test_example_program_runs_as_packs_pinned_to_disjoint_cpus(tmp_path):
 
 def test_run_packs_cli_writes_report(tmp_path, monkeypatch, capsys):
     burn = "{python} -m gpuweave.packs.examples.burn --work 0.5 --procs {procs}"
-    plan = {"procs": 2, "packs": [
-        {"tasks": [{"task": "wide", "procs": 2, "time": 0.2, "command": burn}]},
-        {"tasks": [{"task": "left", "procs": 1, "time": 0.2, "command": burn},
-                   {"task": "right", "procs": 1, "time": 0.2, "command": burn}]},
-    ]}
+    plan = {
+        "procs": 2,
+        "packs": [
+            {"tasks": [{"task": "wide", "procs": 2, "time": 0.2, "command": burn}]},
+            {
+                "tasks": [
+                    {"task": "left", "procs": 1, "time": 0.2, "command": burn},
+                    {"task": "right", "procs": 1, "time": 0.2, "command": burn},
+                ]
+            },
+        ],
+    }
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan))
     report = tmp_path / "report.json"
@@ -74,15 +81,24 @@ def test_run_packs_cli_writes_report(tmp_path, monkeypatch, capsys):
     assert data["ok"] and len(data["packs"]) == 2
     assert data["packs"][0]["tasks"][0]["cpus"] == two  # one task on both processors
     assert [t["cpus"] for t in data["packs"][1]["tasks"]] == [[two[0]], [two[1]]]
-    assert all(json.loads(t["output"].splitlines()[-1])["cpus"] == t["cpus"] for pk in data["packs"] for t in pk["tasks"])
+    assert all(
+        json.loads(t["output"].splitlines()[-1])["cpus"] == t["cpus"] for pk in data["packs"] for t in pk["tasks"]
+    )
 
 
 def test_failing_task_stops_the_run(tmp_path, monkeypatch, capsys):
-    plan = {"procs": 2, "packs": [
-        {"tasks": [{"task": "bad", "procs": 1, "time": 0.1, "command": "{python} -c 'import sys; sys.exit(3)'"},
-                   {"task": "good", "procs": 1, "time": 0.1, "command": "{python} -c 'pass'"}]},
-        {"tasks": [{"task": "never", "procs": 2, "time": 0.1, "command": "{python} -c 'pass'"}]},
-    ]}
+    plan = {
+        "procs": 2,
+        "packs": [
+            {
+                "tasks": [
+                    {"task": "bad", "procs": 1, "time": 0.1, "command": "{python} -c 'import sys; sys.exit(3)'"},
+                    {"task": "good", "procs": 1, "time": 0.1, "command": "{python} -c 'pass'"},
+                ]
+            },
+            {"tasks": [{"task": "never", "procs": 2, "time": 0.1, "command": "{python} -c 'pass'"}]},
+        ],
+    }
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan))
     rep = run_plan(read_plan(path))

@@ -33,12 +33,45 @@ def write_run_dir(
         jobs.append((i, arrival, start, end))
     with open(path / "jobs.csv", "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["job_id", "job_type", "arrival", "start", "end", "jct", "queueing_delay", "num_gpus",
-                    "restarts", "deadline", "gpu_seconds", "energy_j", "cost"] + [f"gpu_seconds_{m}" for m in MODELS])
+        w.writerow(
+            [
+                "job_id",
+                "job_type",
+                "arrival",
+                "start",
+                "end",
+                "jct",
+                "queueing_delay",
+                "num_gpus",
+                "restarts",
+                "deadline",
+                "gpu_seconds",
+                "energy_j",
+                "cost",
+            ]
+            + [f"gpu_seconds_{m}" for m in MODELS]
+        )
         for i, arrival, start, end in jobs:
             jct = "" if end is None else end - arrival
-            w.writerow([f"job{i}", "ResNet-50", arrival, start, "" if end is None else end, jct, start - arrival,
-                        1 + i % 2, i % 2, "", 100.0 * i, 5000.0 * i, 0.5 * i, 60.0 * i, 40.0 * i])
+            w.writerow(
+                [
+                    f"job{i}",
+                    "ResNet-50",
+                    arrival,
+                    start,
+                    "" if end is None else end,
+                    jct,
+                    start - arrival,
+                    1 + i % 2,
+                    i % 2,
+                    "",
+                    100.0 * i,
+                    5000.0 * i,
+                    0.5 * i,
+                    60.0 * i,
+                    40.0 * i,
+                ]
+            )
     times = sorted({t for _, a, s, e in jobs for t in (a, s, e) if t is not None})
     with open(path / "timeseries.csv", "w", newline="") as fh:
         w = csv.writer(fh)
@@ -60,11 +93,23 @@ def write_run_dir(
         "policy": policy,
         "cluster": {"total_gpus": 16, "gpus_by_model": {"V100": 8, "K80": 8}},
         "metrics": {
-            "jobs": n_jobs, "completed": n_jobs - 1, "avg_jct_s": avg_jct_s, "p50_jct_s": 900.0,
-            "p99_jct_s": 7000.25, "makespan_s": 9000.0, "time_to_50pct_s": 3000.0,
-            "mean_queueing_delay_s": 30.0, "utilization": utilization, "energy_kwh": energy_kwh, "cost": 12.5,
-            "restarts": 3, "gpu_hours": 4.5, "events": 40, "decisions": 20,
-            "utilization_V100": 0.75, "utilization_K80": 0.5,
+            "jobs": n_jobs,
+            "completed": n_jobs - 1,
+            "avg_jct_s": avg_jct_s,
+            "p50_jct_s": 900.0,
+            "p99_jct_s": 7000.25,
+            "makespan_s": 9000.0,
+            "time_to_50pct_s": 3000.0,
+            "mean_queueing_delay_s": 30.0,
+            "utilization": utilization,
+            "energy_kwh": energy_kwh,
+            "cost": 12.5,
+            "restarts": 3,
+            "gpu_hours": 4.5,
+            "events": 40,
+            "decisions": 20,
+            "utilization_V100": 0.75,
+            "utilization_K80": 0.5,
         },
         "definitions": {"jct": "end - arrival"},
     }

@@ -29,12 +29,20 @@ def test_plots_one_and_several_runs(tmp_path):
     one = load_runs([write_run_dir(tmp_path / "a")])
     assert one[0].label == "fifo"
     files = plot_runs(one, tmp_path / "one")
-    assert [p.name for _, p in files] == ["jct_cdf.png", "completed_jobs.png", "busy_gpus.png", "gru_cdf.png", "power.png"]
+    assert [p.name for _, p in files] == [
+        "jct_cdf.png",
+        "completed_jobs.png",
+        "busy_gpus.png",
+        "gru_cdf.png",
+        "power.png",
+    ]
     for _, p in files:
         assert_png(p)
 
-    dirs = [write_run_dir(tmp_path / f"r{i}", policy=pol, seed=s) for i, (pol, s) in
-            enumerate([("fifo", 0), ("fifo", 1), ("sjf", 0)])]
+    dirs = [
+        write_run_dir(tmp_path / f"r{i}", policy=pol, seed=s)
+        for i, (pol, s) in enumerate([("fifo", 0), ("fifo", 1), ("sjf", 0)])
+    ]
     several = load_runs(dirs)
     assert [r.label for r in several] == ["fifo seed=0", "fifo seed=1", "sjf seed=0"]
     for _, p in plot_runs(several, tmp_path / "several"):
@@ -55,7 +63,9 @@ def test_labels_disambiguate_by_differing_config(tmp_path):
     assert labels == ["fifo rate_per_hour=30", "fifo rate_per_hour=60 (b)", "fifo rate_per_hour=60 (c)"]
     # policy options read next to the policy's name; the run without options keeps the bare name
     d = write_run_dir(tmp_path / "d", policy="hadar", extra_config={"policy_options": {}})
-    e = write_run_dir(tmp_path / "e", policy="hadar", extra_config={"policy_options": {"order": "srpt", "backfill": True}})
+    e = write_run_dir(
+        tmp_path / "e", policy="hadar", extra_config={"policy_options": {"order": "srpt", "backfill": True}}
+    )
     assert [r.label for r in load_runs([d, e])] == ["hadar", "hadar[backfill=True,order=srpt]"]
 
 
@@ -91,28 +101,30 @@ def test_text_is_escaped(tmp_path):
     nasty = '<script>alert("x")</script> & $x$'
     run = write_run_dir(tmp_path / "a", policy=nasty)
     img = plot_runs(load_runs([run]), tmp_path / "imgs")[0][1]
-    section = DemoSection(title="<b>bold</b> & co", table=[{"<col>": "<v>", "n": 3.5}], images=[img],
-                          text="line <1>\nline 2\n\npara \"2\"")
+    section = DemoSection(
+        title="<b>bold</b> & co", table=[{"<col>": "<v>", "n": 3.5}], images=[img], text='line <1>\nline 2\n\npara "2"'
+    )
     text = render_report([run], tmp_path / "out", title="A & B <i>", sections=[section]).read_text()
     assert "<script" not in text and "<b>bold" not in text and "<i>" not in text and "<col>" not in text
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; $x$" in text
     assert "<title>A &amp; B &lt;i&gt;</title>" in text
     assert "&lt;b&gt;bold&lt;/b&gt; &amp; co" in text
     assert "<p>line &lt;1&gt;<br>line 2</p><p>para &quot;2&quot;</p>" in text
-    assert "<td class=\"text\">&lt;v&gt;</td><td>3.500</td>" in text
+    assert '<td class="text">&lt;v&gt;</td><td>3.500</td>' in text
 
 
 def test_sections_only_report(tmp_path):
     img = plot_runs(load_runs([write_run_dir(tmp_path / "a")]), tmp_path / "imgs")[1][1]
     sections = [
-        DemoSection(title="MIG", table=[{"job": "a", "slices": 3}, {"job": "b", "gpu": "A100"}], images=[img],
-                    text="packed"),
+        DemoSection(
+            title="MIG", table=[{"job": "a", "slices": 3}, {"job": "b", "gpu": "A100"}], images=[img], text="packed"
+        ),
         DemoSection(title="Kernels", table=[], text="no table"),
     ]
     report = render_sections_report(sections, tmp_path / "demo", title="demo")
     text = report.read_text()
     assert text.count("<section>") == 2 and "data:image/png;base64," in text
-    assert "<th class=\"text\">gpu</th>" in text and "A100" in text and "packed" in text
+    assert '<th class="text">gpu</th>' in text and "A100" in text and "packed" in text
     assert 'src="http' not in text
 
 
@@ -122,13 +134,19 @@ def test_sections_only_report(tmp_path):
         (lambda d: (d / "summary.json").unlink(), "summary.json: missing summary.json"),
         (lambda d: (d / "summary.json").write_text("{not json"), "summary.json: not valid JSON"),
         (lambda d: (d / "summary.json").write_text("[1, 2]"), "summary.json: expected a JSON object"),
-        (lambda d: (d / "summary.json").write_text(json.dumps({"metrics": {"avg_jct_s": "fast"}})),
-         "summary.json, field 'metrics.avg_jct_s': expected a number"),
+        (
+            lambda d: (d / "summary.json").write_text(json.dumps({"metrics": {"avg_jct_s": "fast"}})),
+            "summary.json, field 'metrics.avg_jct_s': expected a number",
+        ),
         (lambda d: (d / "timeseries.csv").unlink(), "timeseries.csv: missing file"),
-        (lambda d: (d / "jobs.csv").write_text("job_id,arrival,end,jct\nj0,0,10,10\nj1,5,oops,3\n"),
-         "jobs.csv, row 2, field 'end': expected a number, got 'oops'"),
-        (lambda d: (d / "jobs.csv").write_text("job_id,arrival,end\nj0,0,10\n"),
-         "jobs.csv, field 'jct': missing column"),
+        (
+            lambda d: (d / "jobs.csv").write_text("job_id,arrival,end,jct\nj0,0,10,10\nj1,5,oops,3\n"),
+            "jobs.csv, row 2, field 'end': expected a number, got 'oops'",
+        ),
+        (
+            lambda d: (d / "jobs.csv").write_text("job_id,arrival,end\nj0,0,10\n"),
+            "jobs.csv, field 'jct': missing column",
+        ),
     ],
 )
 def test_bad_run_dirs_name_the_file(tmp_path, damage, needle):
@@ -164,8 +182,9 @@ def test_format_value():
 
 
 def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "gpuweave.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuweave.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
 def test_cli_report_and_error(tmp_path):
@@ -211,8 +230,8 @@ def test_gru_per_round_from_a_run_directory_matches_the_records(tmp_path):
 
     from gpuweave.cluster.config import SimulationConfig
     from gpuweave.cluster.run import run_simulation, simulate
-    from gpuweave.repro.hadar import metrics as hm
     from gpuweave.report.plots import gru_per_round
+    from gpuweave.repro.hadar import metrics as hm
 
     cfg = SimulationConfig(policy="gavel", cluster="gavel-60", jobs=25, rate_per_hour=20, seed=3)
     rec = simulate(cfg)

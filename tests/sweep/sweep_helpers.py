@@ -34,11 +34,25 @@ def fake_runner(config, run_dir) -> dict:
         lines.append(f"j{i},ResNet-18,{arrival},{arrival},{arrival + jct},{jct},0,1")
     (staging / "jobs.csv").write_text("\n".join(lines) + "\n")
     (staging / "timeseries.csv").write_text("time,busy_V100,busy_total,power_w\n0,2,2,500\n100,1,1,400\n200,0,0,300\n")
-    metrics = {"jobs": config.jobs, "completed": config.jobs, "avg_jct_s": avg, "p99_jct_s": 2 * avg,
-               "makespan_s": 5000.0, "utilization": 0.5 * load, "energy_kwh": 3.0, "cost": 1.5}
-    summary = {"gpuweave_version": "test", "gpuweave_code": code_fingerprint(), "config": config.model_dump(mode="json"), "seed": config.seed,
-               "policy": config.policy, "cluster": {"total_gpus": 2, "gpus_by_model": {"V100": 2}},
-               "metrics": metrics}
+    metrics = {
+        "jobs": config.jobs,
+        "completed": config.jobs,
+        "avg_jct_s": avg,
+        "p99_jct_s": 2 * avg,
+        "makespan_s": 5000.0,
+        "utilization": 0.5 * load,
+        "energy_kwh": 3.0,
+        "cost": 1.5,
+    }
+    summary = {
+        "gpuweave_version": "test",
+        "gpuweave_code": code_fingerprint(),
+        "config": config.model_dump(mode="json"),
+        "seed": config.seed,
+        "policy": config.policy,
+        "cluster": {"total_gpus": 2, "gpus_by_model": {"V100": 2}},
+        "metrics": metrics,
+    }
     (staging / "summary.json").write_text(json.dumps(summary))
     if run_dir.exists():
         shutil.rmtree(run_dir)

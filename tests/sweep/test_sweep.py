@@ -12,7 +12,14 @@ from sweep_helpers import executed, fake_runner, square
 
 from gpuweave.errors import InputError
 from gpuweave.sweep import (
-    LocalExecutor, RayExecutor, TaskFailed, expand, load_sweep, make_executor, parse_sweep, run_sweep,
+    LocalExecutor,
+    RayExecutor,
+    TaskFailed,
+    expand,
+    load_sweep,
+    make_executor,
+    parse_sweep,
+    run_sweep,
 )
 
 SMALL = {
@@ -69,8 +76,11 @@ def test_bundled_example_sweep():
         ({"grid": {"policy": "fifo"}}, "grid.policy", "expected a non-empty list"),
         ({"grid": {"policy": []}}, "grid.policy", "expected a non-empty list"),
         ({"grid": {"policy": ["fifo", "fifo"]}}, "grid.policy", "duplicate value fifo"),
-        ({"base": {"policy": "fifo"}, "grid": {"rate_per_hour": [30, -1]}}, "rate_per_hour",
-         "cell rate_per_hour=-1: Input should be greater than 0"),
+        (
+            {"base": {"policy": "fifo"}, "grid": {"rate_per_hour": [30, -1]}},
+            "rate_per_hour",
+            "cell rate_per_hour=-1: Input should be greater than 0",
+        ),
         ({"grid": {"seed": [0]}}, "policy", "cell seed=0: Field required"),
         ({"grid": {"policy": ["fifo"], "rate_per_hour": [30, 30.0]}}, "grid", "are the same config"),
         ({"grid": {"policy": ["fifo"]}, "out": 3}, "out", "expected a directory path"),
@@ -218,8 +228,9 @@ def test_ray_executor_on_a_local_two_cpu_ray(tmp_path, monkeypatch):
 
 
 def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "gpuweave.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuweave.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
 def test_cli_rejects_a_bad_sweep_file(tmp_path):

@@ -9,7 +9,13 @@ import yaml
 
 from gpuweave.errors import InputError
 from gpuweave.workload.profiles import load_profiles
-from gpuweave.workload.traces import load_trace_frame, read_openb_nodes, read_openb_pods, read_spot_jobs, read_spot_nodes
+from gpuweave.workload.traces import (
+    load_trace_frame,
+    read_openb_nodes,
+    read_openb_pods,
+    read_spot_jobs,
+    read_spot_nodes,
+)
 from gpuweave.workload.traces.alibaba import cluster_gpu_count, cluster_to_yaml
 from gpuweave.workload.traces.schema import fill_work, frame_to_jobs
 
@@ -25,7 +31,10 @@ def test_openb_default_pods(shared_data):
     assert frame.attrs["format"] == "alibaba-pods"
     # 8,152 pods: 1,088 CPU-only; of the 7,064 GPU pods, 861 were never scheduled.
     assert len(frame) == 7_064 - 861
-    assert frame.attrs["notes"][:2] == ["dropped 1088 CPU-only pods", "dropped 861 GPU pods never scheduled (empty scheduled_time)"]
+    assert frame.attrs["notes"][:2] == [
+        "dropped 1088 CPU-only pods",
+        "dropped 861 GPU pods never scheduled (empty scheduled_time)",
+    ]
     assert set(frame["num_gpus"]) == {1, 2, 4, 8}
     assert (frame["duration"] > 0).all()
     assert frame["gpu_milli"].between(1, 1000).all()
@@ -82,7 +91,9 @@ def test_spot_nodes_to_cluster(shared_data):
 
 
 def test_catalog_only_clusters_load_as_cluster_specs(shared_data):
-    cluster_spec = pytest.importorskip("gpuweave.hardware.cluster_spec", reason="the hardware cluster-spec module is absent")
+    cluster_spec = pytest.importorskip(
+        "gpuweave.hardware.cluster_spec", reason="the hardware cluster-spec module is absent"
+    )
     openb = read_openb_nodes(shared_data.joinpath(*OPENB, "openb_node_list_gpu_node.csv"), catalog_only=True)
     assert {node["gpu"] for node in openb["nodes"]} == {"A10", "P100", "T4", "V100"}
     assert "549 x 8 G2" in openb["description"] and "39 x 8 G3" in openb["description"]
@@ -135,9 +146,13 @@ def test_spot_jobs_bad_rows(tmp_path, row, field, words):
 
 
 def test_openb_pods_bad_values(tmp_path):
-    header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+    header = (
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
+    )
     path = tmp_path / "pods.csv"
-    path.write_text(f"{header}\np0,1,1,1,1000,,LS,Running,0,10,0\np1,1,1,1,1000,K80|TPU,LS,Running,0,10,0\n", encoding="utf-8")
+    path.write_text(
+        f"{header}\np0,1,1,1,1000,,LS,Running,0,10,0\np1,1,1,1,1000,K80|TPU,LS,Running,0,10,0\n", encoding="utf-8"
+    )
     with pytest.raises(InputError) as exc:
         read_openb_pods(path)
     assert_names(exc, path, 2, "gpu_spec")

@@ -81,7 +81,11 @@ def test_packing_branch_9_field_traces(shared_data, profiles):
     path = shared_data / "gavel" / "packing_experiment_branch" / "packed.trace"
     assert detect_layout(path) == "gavel-packing-9"
     frame = read_gavel_trace(path)
-    assert frame["job_type"].tolist() == ["ResNet-50 (batch size 59)", "Transformer (batch size 98)", "LM (batch size 276)"]
+    assert frame["job_type"].tolist() == [
+        "ResNet-50 (batch size 59)",
+        "Transformer (batch size 98)",
+        "LM (batch size 276)",
+    ]
     assert frame["work"].tolist() == [133199, 166922, 386608]
     with pytest.raises(InputError) as exc:  # batch sizes 59/98/276 are not in the bundled table
         load_trace_frame(path, profiles=profiles)
@@ -93,7 +97,11 @@ LINE10 = "A3C\tpython3 main.py\tdir\t--steps\t1\t{steps}\t{scale}\t1\t{slo}\t{ar
 
 def test_bom_crlf_blank_lines_and_no_final_newline(tmp_path):
     path = tmp_path / "x.trace"
-    lines = [LINE10.format(steps=100, scale=1, slo="-1", arrival=5), "", LINE10.format(steps=7, scale=1, slo="2.0", arrival=0)]
+    lines = [
+        LINE10.format(steps=100, scale=1, slo="-1", arrival=5),
+        "",
+        LINE10.format(steps=7, scale=1, slo="2.0", arrival=0),
+    ]
     path.write_bytes(("\ufeff" + "\r\n".join(lines)).encode("utf-8"))
     frame = read_gavel_trace(path)
     assert frame["job_id"].tolist() == ["x-0", "x-1"]
@@ -116,7 +124,12 @@ def test_msr_zero_scale_lines_are_skipped(tmp_path):
     ("text", "row", "field", "words"),
     [
         ("A3C\tcmd\tonly-three\n", 1, "fields", "expected 7, 9 or 10"),
-        (LINE10.format(steps=1, scale=1, slo=-1, arrival=0) + "\nA3C\tcmd\t-n\t1\t50\t10\t1\n", 2, "fields", "like the first line"),
+        (
+            LINE10.format(steps=1, scale=1, slo=-1, arrival=0) + "\nA3C\tcmd\t-n\t1\t50\t10\t1\n",
+            2,
+            "fields",
+            "like the first line",
+        ),
         (LINE10.format(steps="many", scale=1, slo=-1, arrival=0) + "\n", 1, "total_steps", "expected a number"),
         (LINE10.format(steps=10, scale=1, slo=-1, arrival=-3) + "\n", 1, "arrival_time", ">= 0"),
         (LINE10.format(steps=10, scale=1.5, slo=-1, arrival=0) + "\n", 1, "scale_factor", "integer"),

@@ -62,7 +62,9 @@ def test_defaults_have_no_priority_or_deadline(many):
 def test_priority_and_slo_options_keep_the_base_jobs(profiles):
     base = generate_philly_like(3000, 5.0, seed=1, profiles=profiles)
     rich = generate_philly_like(3000, 5.0, seed=1, profiles=profiles, with_priority=True, with_slo=True)
-    assert [(j.arrival, j.num_gpus, j.job_type, j.work) for j in base] == [(j.arrival, j.num_gpus, j.job_type, j.work) for j in rich]
+    assert [(j.arrival, j.num_gpus, j.job_type, j.work) for j in base] == [
+        (j.arrival, j.num_gpus, j.job_type, j.work) for j in rich
+    ]
     high = np.mean([j.priority == 5.0 for j in rich])
     assert high == pytest.approx(0.2, abs=0.03)
     slos = [j.attrs["slo"] for j in rich]

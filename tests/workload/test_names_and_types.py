@@ -16,9 +16,20 @@ from gpuweave.workload.traces.job_types import assign_job_types, candidate_scale
 
 @pytest.mark.parametrize(
     ("raw", "canonical"),
-    [("v100", "V100"), ("V100M32", "V100"), ("V100M16", "V100"), ("k80", "K80"), ("P100", "P100"), (" t4 ", "T4"),
-     ("A100-SXM4-80GB", "A100-80GB"), ("A800-SXM4-80GB", "A800"), ("H800", "H800"), ("G2", "G2"),
-     ("GPU-series-1", "GPU-series-1"), ("MISC", "MISC")],
+    [
+        ("v100", "V100"),
+        ("V100M32", "V100"),
+        ("V100M16", "V100"),
+        ("k80", "K80"),
+        ("P100", "P100"),
+        (" t4 ", "T4"),
+        ("A100-SXM4-80GB", "A100-80GB"),
+        ("A800-SXM4-80GB", "A800"),
+        ("H800", "H800"),
+        ("G2", "G2"),
+        ("GPU-series-1", "GPU-series-1"),
+        ("MISC", "MISC"),
+    ],
 )
 def test_canonical_names(raw, canonical):
     assert canonical_gpu_model(raw) == canonical

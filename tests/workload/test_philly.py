@@ -25,7 +25,16 @@ def test_real_philly_list(philly):
     assert len(frame) == 82_247
     # The README's histogram; the file also holds 6 jobs of 64 and 3 of 128 GPUs that it does not list.
     assert dict(Counter(frame["num_gpus"])) == {
-        1: 76_627, 4: 1_870, 2: 1_818, 8: 1_643, 16: 199, 32: 67, 12: 7, 24: 7, 64: 6, 128: 3
+        1: 76_627,
+        4: 1_870,
+        2: 1_818,
+        8: 1_643,
+        16: 199,
+        32: 67,
+        12: 7,
+        24: 7,
+        64: 6,
+        128: 3,
     }
     assert frame["arrival"].min() == 0
     assert frame["arrival"].is_monotonic_increasing
@@ -57,14 +66,18 @@ def test_big_jobs_need_extrapolation_or_a_cap(philly):
 
 def test_job_type_assignment_is_seeded(tmp_path):
     path = tmp_path / "p.csv"
-    rows = "\n".join(f"2017-10-0{1 + i % 3} 00:00:{i:02d},{10 + i},{[1, 2, 4, 8, 16][i % 5]},0,vc{i % 2}" for i in range(40))
+    rows = "\n".join(
+        f"2017-10-0{1 + i % 3} 00:00:{i:02d},{10 + i},{[1, 2, 4, 8, 16][i % 5]},0,vc{i % 2}" for i in range(40)
+    )
     path.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n" + rows + "\n\n", encoding="utf-8")
     a = read_philly_jobs(path, seed=3)
     b = read_philly_jobs(path, seed=3)
     c = read_philly_jobs(path, seed=4)
     assert a["job_type"].tolist() == b["job_type"].tolist()
     assert a["job_type"].tolist() != c["job_type"].tolist()
-    jobs = frame_to_jobs(fill_work(load_trace_frame(path, "philly", seed=3), load_profiles(extrapolate=True), file=path))
+    jobs = frame_to_jobs(
+        fill_work(load_trace_frame(path, "philly", seed=3), load_profiles(extrapolate=True), file=path)
+    )
     assert len(jobs) == 40 and jobs[0].arrival == 0.0
     assert jobs[-1].arrival == pytest.approx(2 * 86_400 + 38)
 
@@ -80,7 +93,9 @@ def test_job_type_assignment_is_seeded(tmp_path):
 )
 def test_bad_philly_rows(tmp_path, row, field, words):
     path = tmp_path / "bad.csv"
-    path.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-01 00:00:00,5,1,5,vc\n" + row + "\n", encoding="utf-8")
+    path.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-01 00:00:00,5,1,5,vc\n" + row + "\n", encoding="utf-8"
+    )
     with pytest.raises(InputError) as exc:
         read_philly_jobs(path)
     assert_names(exc, path, 2, field)
@@ -89,7 +104,10 @@ def test_bad_philly_rows(tmp_path, row, field, words):
 
 def test_zero_durations_can_be_dropped(tmp_path):
     path = tmp_path / "zero.csv"
-    path.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-01 00:00:00,5,1,5,vc\n2017-10-01 00:00:01,0,1,0,vc\n", encoding="utf-8")
+    path.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-01 00:00:00,5,1,5,vc\n2017-10-01 00:00:01,0,1,0,vc\n",
+        encoding="utf-8",
+    )
     frame = read_philly_jobs(path, drop_zero_duration=True)
     assert len(frame) == 1 and "dropped 1 jobs with duration 0" in frame.attrs["notes"]
 

@@ -35,7 +35,11 @@ def test_values_match_gavel_appendix(profiles):
 
 
 def test_single_gpu_answers_both_placements(profiles):
-    assert profiles.rate("CycleGAN", "P100", 1, False) == profiles.rate("CycleGAN", "P100", 1, True) == pytest.approx(2.403, abs=1e-3)
+    assert (
+        profiles.rate("CycleGAN", "P100", 1, False)
+        == profiles.rate("CycleGAN", "P100", 1, True)
+        == pytest.approx(2.403, abs=1e-3)
+    )
 
 
 def test_known_infeasible_is_zero_not_an_error(profiles):
@@ -99,7 +103,10 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 
 def test_user_csv_loads_and_canonicalises_gpu_names(tmp_path):
-    path = _write(tmp_path, "# my table\njob_type,gpu_model,num_gpus,consolidated,throughput\nbert,v100,1,1,3.5\nbert,A100-80GB,2,0,9\n")
+    path = _write(
+        tmp_path,
+        "# my table\njob_type,gpu_model,num_gpus,consolidated,throughput\nbert,v100,1,1,3.5\nbert,A100-80GB,2,0,9\n",
+    )
     store = load_profiles(path)
     assert store.rate("bert", "V100", 1, True) == 3.5
     assert store.rate("bert", "A100-80GB", 2, False) == 9.0
@@ -110,11 +117,26 @@ def test_user_csv_loads_and_canonicalises_gpu_names(tmp_path):
     ("body", "row", "field", "words"),
     [
         ("job_type,gpu_model,num_gpus,throughput\nbert,V100,1,3\n", 0, "consolidated", "missing column"),
-        ("job_type,gpu_model,num_gpus,consolidated,throughput\nbert,V100,1,1,fast\n", 1, "throughput", "expected a number"),
-        ("job_type,gpu_model,num_gpus,consolidated,throughput\nbert,V100,1,1,3\nbert,V100,2,1,-1\n", 2, "throughput", ">= 0"),
+        (
+            "job_type,gpu_model,num_gpus,consolidated,throughput\nbert,V100,1,1,fast\n",
+            1,
+            "throughput",
+            "expected a number",
+        ),
+        (
+            "job_type,gpu_model,num_gpus,consolidated,throughput\nbert,V100,1,1,3\nbert,V100,2,1,-1\n",
+            2,
+            "throughput",
+            ">= 0",
+        ),
         ("job_type,gpu_model,num_gpus,consolidated,throughput\nbert,V100,two,1,3\n", 1, "num_gpus", "integer"),
         ("job_type,gpu_model,num_gpus,consolidated,throughput\nbert,V100,1,maybe,3\n", 1, "consolidated", "0 or 1"),
-        ("job_type,gpu_model,num_gpus,consolidated,throughput\nbert,V100,1,1,3\nbert,V100,1,1,4\n", 2, "job_type", "duplicate"),
+        (
+            "job_type,gpu_model,num_gpus,consolidated,throughput\nbert,V100,1,1,3\nbert,V100,1,1,4\n",
+            2,
+            "job_type",
+            "duplicate",
+        ),
     ],
 )
 def test_user_csv_errors_name_file_row_field(tmp_path, body, row, field, words):

@@ -96,7 +96,12 @@ BAD_CASES = [
     (f"{HEADER}\n,0,1,A3C,5,,,\n", 1, "job_id", "empty"),
     (f"{HEADER}\nx,0,1,,5,,,\n", 1, "job_type", "empty"),
     (f"{HEADER}\nx,0,1,A3C,inf,,,\n", 1, "work", "finite"),
-    ("job_id,arrival,num_gpus,job_type,work,gpu_model\nx,0,1,A3C,5,V100\ny,0,1,A3C,5,Voodoo5\n", 2, "gpu_model", "unknown GPU model"),
+    (
+        "job_id,arrival,num_gpus,job_type,work,gpu_model\nx,0,1,A3C,5,V100\ny,0,1,A3C,5,Voodoo5\n",
+        2,
+        "gpu_model",
+        "unknown GPU model",
+    ),
 ]
 
 

@@ -22,8 +22,23 @@ def test_real_60_job_trace(shared_data):
     assert dict(Counter(frame["num_gpus"])) == {1: 30, 2: 10, 4: 10, 8: 10}
     assert frame["arrival"].min() == 0 and frame["arrival"].max() == 1779
     assert frame["duration"].min() == 121 and frame["duration"].max() == 1800
-    assert Counter(frame["tiresias_model"]) == Counter({m: 6 for m in (
-        "vgg19", "vgg16", "vgg11", "alexnet", "resnet152", "resnet101", "resnet50", "inception4", "inception3", "googlenet")})
+    assert Counter(frame["tiresias_model"]) == Counter(
+        {
+            m: 6
+            for m in (
+                "vgg19",
+                "vgg16",
+                "vgg11",
+                "alexnet",
+                "resnet152",
+                "resnet101",
+                "resnet50",
+                "inception4",
+                "inception3",
+                "googlenet",
+            )
+        }
+    )
     jobs = frame_to_jobs(fill_work(frame, load_profiles(), file=path))
     store = load_profiles()
     for job in jobs:

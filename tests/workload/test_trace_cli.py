@@ -32,7 +32,9 @@ def test_help_texts(monkeypatch, capsys):
 
 def test_generate_validate_info_round_trip(monkeypatch, capsys, tmp_path):
     out_file = tmp_path / "g.parquet"
-    code, out, _ = run(monkeypatch, capsys, "trace", "generate", str(out_file), "--jobs", "30", "--rate", "6", "--seed", "5")
+    code, out, _ = run(
+        monkeypatch, capsys, "trace", "generate", str(out_file), "--jobs", "30", "--rate", "6", "--seed", "5"
+    )
     assert code == 0 and "30 jobs" in out
     assert len(read_trace(out_file)) == 30
     code, out, _ = run(monkeypatch, capsys, "trace", "validate", str(out_file))
@@ -53,7 +55,19 @@ def test_convert_real_gavel_trace(monkeypatch, capsys, tmp_path, shared_data):
 def test_convert_philly_with_work(monkeypatch, capsys, tmp_path, shared_data):
     source = shared_data / "Tiresias" / "60_job.csv"
     target = tmp_path / "t.csv"
-    code, _, err = run(monkeypatch, capsys, "trace", "convert", str(source), str(target), "--from", "tiresias", "--fill-work", "--seed", "2")
+    code, _, err = run(
+        monkeypatch,
+        capsys,
+        "trace",
+        "convert",
+        str(source),
+        str(target),
+        "--from",
+        "tiresias",
+        "--fill-work",
+        "--seed",
+        "2",
+    )
     assert code == 0, err
     jobs = read_trace(target)
     assert all(job.work > 0 and job.duration for job in jobs)
@@ -75,7 +89,11 @@ def test_cluster_command(monkeypatch, capsys, tmp_path, shared_data):
         ("job_id,arrival,num_gpus,job_type,work\nx,zero,1,A3C,5\n", [], "row 1, field 'arrival'"),
         ("job_id,arrival,num_gpus,job_type,duration\nx,0,1,A3C,-5\n", [], "row 1, field 'duration'"),
         ("job_id,arrival,num_gpus,job_type,work,gpu_model\nx,0,1,A3C,5,TPUv4\n", [], "row 1, field 'gpu_model'"),
-        ("job_id,arrival,num_gpus,job_type,work\nx,0,1,A3C,5\ny,0,16,A3C,5\n", ["--max-gpus", "8"], "row 2, field 'num_gpus'"),
+        (
+            "job_id,arrival,num_gpus,job_type,work\nx,0,1,A3C,5\ny,0,16,A3C,5\n",
+            ["--max-gpus", "8"],
+            "row 2, field 'num_gpus'",
+        ),
         ("job_id,arrival,num_gpus,job_type,work\nx,0,1,GPT-9,5\n", [], "row 1, field 'job_type'"),
     ],
 )
@@ -109,4 +127,7 @@ def test_subprocess_bad_input_has_no_traceback(tmp_path):
     )
     assert res.returncode == 2
     assert "Traceback" not in res.stderr
-    assert res.stderr.strip() == f"error: {path}, row 1, field 'duration': expected a value > 0 (seconds on the reference GPU), got -1"
+    assert (
+        res.stderr.strip()
+        == f"error: {path}, row 1, field 'duration': expected a value > 0 (seconds on the reference GPU), got -1"
+    )

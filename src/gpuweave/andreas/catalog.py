@@ -58,7 +58,9 @@ def _read_rows(text: str, source: str, columns: tuple[str, ...]) -> list[dict[st
     return list(reader)
 
 
-def _number(row: dict[str, str], key: str, source: str, rownum: int, *, integer: bool = False, positive: bool = True) -> float:
+def _number(
+    row: dict[str, str], key: str, source: str, rownum: int, *, integer: bool = False, positive: bool = True
+) -> float:
     raw = (row.get(key) or "").strip()
     try:
         value = float(raw)
@@ -225,7 +227,12 @@ def load_job_catalog() -> list[tuple[str, str, int, int]]:
     source = f"<bundled andreas/{JOB_CATALOG_FILE}>"
     rows = _read_rows(_bundled_text(JOB_CATALOG_FILE), source, ("job", "application", "epochs", "batch"))
     return [
-        (r["job"], r["application"], _number(r, "epochs", source, i, integer=True), _number(r, "batch", source, i, integer=True))
+        (
+            r["job"],
+            r["application"],
+            _number(r, "epochs", source, i, integer=True),
+            _number(r, "batch", source, i, integer=True),
+        )
         for i, r in enumerate(rows, start=1)
     ]
 

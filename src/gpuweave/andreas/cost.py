@@ -107,7 +107,9 @@ def _paper_energy(inst, node_of, cfg_of, t, placed) -> np.ndarray:
     return out
 
 
-def proxy(inst: Instance, node_of: np.ndarray, cfg_of: np.ndarray, variant: str = "code") -> tuple[float, float, float, float]:
+def proxy(
+    inst: Instance, node_of: np.ndarray, cfg_of: np.ndarray, variant: str = "code"
+) -> tuple[float, float, float, float]:
     """(f, E, T, W) of one schedule given as (n,) arrays."""
     terms = proxy_batch(inst, np.asarray(node_of)[None, :], np.asarray(cfg_of)[None, :], variant)
     return float(terms.f[0]), float(terms.energy[0]), float(terms.tardiness[0]), float(terms.postpone[0])

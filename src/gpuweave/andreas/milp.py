@@ -132,7 +132,9 @@ def _exact_paper(inst: Instance, maximal: bool, time_limit: float) -> ExactResul
             earlier = on[((tt[on] < d) | ((tt[on] == d) & (tj[on] < j))) & (tj[on] != j)]
             if earlier.size:
                 M = float(np.unique(tj[earlier]).size)
-                rows.append((np.concatenate([[A + t], earlier]), np.concatenate([[M], np.ones(earlier.size)]), -math.inf, M))
+                rows.append(
+                    (np.concatenate([[A + t], earlier]), np.concatenate([[M], np.ones(earlier.size)]), -math.inf, M)
+                )
     if maximal:
         gmin = np.full((n, N), 1 << 20, dtype=np.int64)
         np.minimum.at(gmin, (tj, tn), inst.cfg_g[tk])
@@ -141,7 +143,9 @@ def _exact_paper(inst: Instance, maximal: bool, time_limit: float) -> ExactResul
             need = float(inst.node_gpus[nd] - gmin[j, nd] + 1)
             on_n = np.flatnonzero(tn == nd)
             of_j = np.flatnonzero(tj == j)
-            rows.append((np.concatenate([on_n, of_j]), np.concatenate([tg[on_n], np.full(of_j.size, need)]), need, math.inf))
+            rows.append(
+                (np.concatenate([on_n, of_j]), np.concatenate([tg[on_n], np.full(of_j.size, need)]), need, math.inf)
+            )
     sol = _solve_binary(cost, rows, Wsum, time_limit)
     if sol is None:
         raise ValueError("no feasible plan")
@@ -153,7 +157,9 @@ def _exact_paper(inst: Instance, maximal: bool, time_limit: float) -> ExactResul
     return ExactResult(f, node_of, cfg_of, 1, nx)
 
 
-def exact_optimum(inst: Instance, *, maximal: bool = True, time_limit: float = 60.0, variant: str = "code") -> ExactResult:
+def exact_optimum(
+    inst: Instance, *, maximal: bool = True, time_limit: float = 60.0, variant: str = "code"
+) -> ExactResult:
     """Minimum of the proxy (``variant`` "code" or "paper") over all (maximal) plans; see the module docstring."""
     if variant == "paper":
         return _exact_paper(inst, maximal, time_limit)

@@ -185,7 +185,9 @@ def build_instance(
             raise InputError(f"duplicate job id {job.job_id!r}", field="jobs")
         seen.add(job.job_id)
         if not (job.weight >= 0 and math.isfinite(job.weight)):
-            raise InputError(f"job {job.job_id}: tardiness weight must be a finite number >= 0, got {job.weight}", field="weight")
+            raise InputError(
+                f"job {job.job_id}: tardiness weight must be a finite number >= 0, got {job.weight}", field="weight"
+            )
         if math.isnan(job.due):
             raise InputError(f"job {job.job_id}: due date is not a number", field="due")
         for k, t in job.times.items():
@@ -193,12 +195,16 @@ def build_instance(
             if i is None:
                 continue  # a profiled configuration no node offers (e.g. TESLA x2 on 1-GPU nodes only)
             if not (t >= 0):
-                raise InputError(f"job {job.job_id}: remaining time on {config_label(*k)} must be >= 0, got {t}", field="times")
+                raise InputError(
+                    f"job {job.job_id}: remaining time on {config_label(*k)} must be >= 0, got {t}", field="times"
+                )
             times[j, i] = t
         if job.running is not None:
             node, k = job.running
             if not (0 <= node < len(nodes)) or k not in kindex or nodes[node].gpu_type != k[0]:
-                raise InputError(f"job {job.job_id}: runs on an invalid node/configuration {job.running}", field="running")
+                raise InputError(
+                    f"job {job.job_id}: runs on an invalid node/configuration {job.running}", field="running"
+                )
             run_node[j] = node
             run_cfg[j] = kindex[k]
     return Instance(

@@ -149,7 +149,9 @@ def swap_pass_batch(L0: np.ndarray, weight: np.ndarray, U: np.ndarray, pi: float
     return L
 
 
-def swap_orders_sequential(L0: np.ndarray, delta: np.ndarray, weight: np.ndarray, U: np.ndarray, pi: float, rule: str) -> np.ndarray:
+def swap_orders_sequential(
+    L0: np.ndarray, delta: np.ndarray, weight: np.ndarray, U: np.ndarray, pi: float, rule: str
+) -> np.ndarray:
     """The literal loop of spec §6.3 lines 6–10 (re-sort by Δ keeping ties, then one swap pass)."""
     its, _ = U.shape
     n = L0.size
@@ -423,14 +425,18 @@ def _terms(inst, node_of, cfg_of, variant):
     return float(terms.f[0]), float(terms.energy[0]), float(terms.tardiness[0]), float(terms.postpone[0])
 
 
-def randomized_greedy(inst: Instance, seed: int | np.random.Generator | None = 0, cfg: RGConfig = RGConfig()) -> Schedule:
+def randomized_greedy(
+    inst: Instance, seed: int | np.random.Generator | None = 0, cfg: RGConfig = RGConfig()
+) -> Schedule:
     """Algorithm 1 (see the module docstring). Deterministic for a given seed (AC7). With
     ``cfg.postprocessing`` the returned plan is :func:`postprocess`-ed (its f may then exceed f_greedy)."""
     best = _randomized_greedy(inst, seed, cfg)
     return _postprocessed(inst, best, cfg) if cfg.postprocessing else best
 
 
-def _randomized_greedy(inst: Instance, seed: int | np.random.Generator | None = 0, cfg: RGConfig = RGConfig()) -> Schedule:
+def _randomized_greedy(
+    inst: Instance, seed: int | np.random.Generator | None = 0, cfg: RGConfig = RGConfig()
+) -> Schedule:
     """Algorithm 1 (see the module docstring). Deterministic for a given seed (AC7)."""
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     lists, n_d, keys = config_lists(inst, cfg.deadline_strict)
@@ -445,7 +451,11 @@ def _randomized_greedy(inst: Instance, seed: int | np.random.Generator | None = 
         return best
     U = rng.random((its - 1, max(n - 1, 0)))
     n_dbar = np.isfinite(inst.times).sum(axis=1) - n_d
-    deterministic = cfg.config_rule == "rcl" and cfg.node_rule == "best_fit" and max(int(n_d.max(initial=0)), int(n_dbar.max(initial=0))) < 30
+    deterministic = (
+        cfg.config_rule == "rcl"
+        and cfg.node_rule == "best_fit"
+        and max(int(n_d.max(initial=0)), int(n_dbar.max(initial=0))) < 30
+    )
     if deterministic and f0 <= 0.0 and not (inst.node_cost < 0).any():
         # f_OBJ >= 0 (costs, weights, lateness are all >= 0) and only a strictly lower f is kept, so no
         # iteration can win (e.g. a free energy price and no deadlines); the random stream is drawn above
@@ -502,7 +512,9 @@ def randomized_greedy_reference(inst: Instance, seed: int = 0, cfg: RGConfig = R
     orders = swap_orders_sequential(L0, inst.pressure(), inst.weight, U, cfg.pi_swap, cfg.swap_rule)
     f_best = f0
     for it in range(its - 1):
-        node_of, cfg_of = construct(inst, orders[it], inst.node_gpus.copy(), lists, n_d, randomized=True, rng=rng, cfg=cfg, keys=keys)
+        node_of, cfg_of = construct(
+            inst, orders[it], inst.node_gpus.copy(), lists, n_d, randomized=True, rng=rng, cfg=cfg, keys=keys
+        )
         f, E, T, W = _terms(inst, node_of, cfg_of, cfg.proxy_variant)
         if (node_of >= 0).any() and f < f_best:
             best = Schedule(node_of, cfg_of, f, E, T, W, f_greedy=f0, iterations=its, best_iteration=it + 1)

@@ -30,7 +30,9 @@ from gpuweave.andreas.model import Instance, NodeSpec, QueueJob, build_instance
 from gpuweave.errors import InputError
 
 
-def _num(obj: dict, key: str, where: str, file: str, *, default=None, minimum: float | None = None, integer: bool = False):
+def _num(
+    obj: dict, key: str, where: str, file: str, *, default=None, minimum: float | None = None, integer: bool = False
+):
     if key not in obj:
         if default is not None:
             return default
@@ -63,10 +65,16 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> Instance:
         name = str(nd.get("name", f"node-{i}"))
         t = gpu_type(nd.get("gpu", ""), file=file, field_name=f"nodes[{i}].gpu")
         if t not in costs.types():
-            raise InputError(f"node {name}: no energy cost for GPU type {nd.get('gpu')!r} (priced: {', '.join(costs.types())})", file=file, field=f"nodes[{i}].gpu")
+            raise InputError(
+                f"node {name}: no energy cost for GPU type {nd.get('gpu')!r} (priced: {', '.join(costs.types())})",
+                file=file,
+                field=f"nodes[{i}].gpu",
+            )
         g = _num(nd, "gpus", f"node {name}", file, integer=True)
         if g < 1:
-            raise InputError(f"node {name} has {g} GPUs; every node needs at least 1", file=file, field=f"nodes[{i}].gpus")
+            raise InputError(
+                f"node {name} has {g} GPUs; every node needs at least 1", file=file, field=f"nodes[{i}].gpus"
+            )
         nodes.append(NodeSpec(name, t, g))
     index = {nd.name: i for i, nd in enumerate(nodes)}
     types = sorted({nd.gpu_type for nd in nodes})
@@ -81,7 +89,11 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> Instance:
         where = f"job {jid}"
         app = jb.get("application")
         if app not in profiles.apps():
-            raise InputError(f"{where}: unknown application {app!r} (profiled: {', '.join(profiles.apps())})", file=file, field=f"jobs[{i}].application")
+            raise InputError(
+                f"{where}: unknown application {app!r} (profiled: {', '.join(profiles.apps())})",
+                file=file,
+                field=f"jobs[{i}].application",
+            )
         table = profiles.configs(app)
         for t in types:
             if (t, 1) not in table:
@@ -96,18 +108,26 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> Instance:
             raise InputError(f"{where}: epochs must be > 0, got {epochs:g}", file=file, field=f"jobs[{i}].epochs")
         remaining = _num(jb, "remaining_epochs", where, file, default=epochs)
         if remaining < 0 or remaining > epochs:
-            raise InputError(f"{where}: remaining_epochs must be in [0, {epochs:g}], got {remaining:g}", file=file, field=f"jobs[{i}].remaining_epochs")
+            raise InputError(
+                f"{where}: remaining_epochs must be in [0, {epochs:g}], got {remaining:g}",
+                file=file,
+                field=f"jobs[{i}].remaining_epochs",
+            )
         submission = _num(jb, "submission", where, file, minimum=0)
         if submission > now:
-            raise InputError(f"{where}: submitted at {submission:g}, after now = {now:g}", file=file, field=f"jobs[{i}].submission")
+            raise InputError(
+                f"{where}: submitted at {submission:g}, after now = {now:g}", file=file, field=f"jobs[{i}].submission"
+            )
         due = _num(jb, "due", where, file)
         if jb.get("due_relative", False):
             if due < 0:
-                raise InputError(f"{where}: a relative due date must be >= 0, got {due:g}", file=file, field=f"jobs[{i}].due")
+                raise InputError(
+                    f"{where}: a relative due date must be >= 0, got {due:g}", file=file, field=f"jobs[{i}].due"
+                )
             due = submission + due
         elif due < submission:
             raise InputError(
-                f"{where}: due date {due:g} is before its submission {submission:g}; set \"due_relative\": true if it is "
+                f'{where}: due date {due:g} is before its submission {submission:g}; set "due_relative": true if it is '
                 f"relative to the submission (as in the paper's Table V)",
                 file=file,
                 field=f"jobs[{i}].due",
@@ -117,12 +137,20 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> Instance:
         if jb.get("running") is not None:
             run = jb["running"]
             if not isinstance(run, dict) or run.get("node") not in index:
-                raise InputError(f"{where}: 'running' must name a node of the snapshot, got {run!r}", file=file, field=f"jobs[{i}].running")
+                raise InputError(
+                    f"{where}: 'running' must name a node of the snapshot, got {run!r}",
+                    file=file,
+                    field=f"jobs[{i}].running",
+                )
             n_idx = index[run["node"]]
             g = _num(run, "gpus", where, file, integer=True, minimum=1)
             k = (nodes[n_idx].gpu_type, g)
             if k not in table or g > nodes[n_idx].num_gpus:
-                raise InputError(f"{where}: runs on {config_label(*k)} of {run['node']}, which is not a profiled configuration of that node", file=file, field=f"jobs[{i}].running")
+                raise InputError(
+                    f"{where}: runs on {config_label(*k)} of {run['node']}, which is not a profiled configuration of that node",
+                    file=file,
+                    field=f"jobs[{i}].running",
+                )
             running = (n_idx, k)
         times = {k: remaining * s for k, s in table.items()}
         jobs.append(QueueJob(jid, submission, due, weight, times, running))

@@ -73,7 +73,16 @@ def andreas_job(
         attrs["batch"] = batch
     if snapshot_every:
         attrs["snapshot_every"] = float(snapshot_every)
-    return Job(job_id, float(submission), 1, float(epochs), application, priority=float(weight), deadline=float(due), attrs=attrs)
+    return Job(
+        job_id,
+        float(submission),
+        1,
+        float(epochs),
+        application,
+        priority=float(weight),
+        deadline=float(due),
+        attrs=attrs,
+    )
 
 
 def scenario_nodes(n_nodes: int, scenario: int):
@@ -96,7 +105,9 @@ def scenario_nodes(n_nodes: int, scenario: int):
 def full_times(application: str, epochs: float, max_gpus: dict[str, int] | None = None) -> dict[tuple[str, int], float]:
     """Full execution time per configuration: epochs x per-epoch time (restricted to the node sizes)."""
     table = load_profile_table().configs(application)
-    return {k: epochs * s for k, s in table.items() if max_gpus is None or (k[0] in max_gpus and k[1] <= max_gpus[k[0]])}
+    return {
+        k: epochs * s for k, s in table.items() if max_gpus is None or (k[0] in max_gpus and k[1] <= max_gpus[k[0]])
+    }
 
 
 def scenario_jobs(
@@ -151,6 +162,14 @@ def scenario_jobs(
     weights = rng.uniform(*OMEGA_RANGE, size=J)
     for j in range(J):
         jobs.append(
-            andreas_job(ids[j], apps[j], epochs[j], float(submission[j]), float(submission[j] + offsets[j]), float(weights[j]), batch=batches[j])
+            andreas_job(
+                ids[j],
+                apps[j],
+                epochs[j],
+                float(submission[j]),
+                float(submission[j] + offsets[j]),
+                float(weights[j]),
+                batch=batches[j],
+            )
         )
     return jobs

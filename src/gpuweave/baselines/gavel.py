@@ -76,8 +76,16 @@ def max_min_fairness_lp(throughputs: np.ndarray, scale: np.ndarray, workers: np.
     cost = np.zeros(nx + 1)
     cost[-1] = -1.0
     upper = np.concatenate([np.where(T.ravel() > 0, 1.0, 0.0), [np.inf]])
-    h = highs_model(cost, ri, rc, rv, np.full(2 * M + R, -np.inf), np.concatenate([np.zeros(M), np.ones(M), n]),
-                    col_upper=upper, orientation="col")
+    h = highs_model(
+        cost,
+        ri,
+        rc,
+        rv,
+        np.full(2 * M + R, -np.inf),
+        np.concatenate([np.zeros(M), np.ones(M), n]),
+        col_upper=upper,
+        orientation="col",
+    )
     solved = run_model(h)
     if solved is None:
         raise RuntimeError("Gavel LP infeasible")
@@ -110,9 +118,16 @@ def min_total_duration_lp(
     rc = np.concatenate([cols, cols, cols])
     rv = np.concatenate([np.ones(nx), sf[m_idx], T.ravel()])
     inf = np.inf
-    h = highs_model(np.zeros(nx), ri, rc, rv, np.concatenate([np.full(M + R, -inf), np.zeros(M)]),
-                    np.concatenate([np.ones(M), n, np.full(M, inf)]), col_upper=np.where(T.ravel() > 0, 1.0, 0.0),
-                    orientation="col")
+    h = highs_model(
+        np.zeros(nx),
+        ri,
+        rc,
+        rv,
+        np.concatenate([np.full(M + R, -inf), np.zeros(M)]),
+        np.concatenate([np.ones(M), n, np.full(M, inf)]),
+        col_upper=np.where(T.ravel() > 0, 1.0, 0.0),
+        orientation="col",
+    )
     rows = np.arange(M + R, 2 * M + R, dtype=np.int32)
     upper = np.full(M, inf)
     solves = 0
@@ -141,7 +156,9 @@ def min_total_duration_lp(
     return np.clip(best_x, 0.0, 1.0), float(best_t), solves
 
 
-def gavel_priorities(alloc: np.ndarray, received: np.ndarray, type_total: np.ndarray, feasible: np.ndarray) -> np.ndarray:
+def gavel_priorities(
+    alloc: np.ndarray, received: np.ndarray, type_total: np.ndarray, feasible: np.ndarray
+) -> np.ndarray:
     """priority = x / (received / type_total), x*1e9 where nothing was received yet, -1 where infeasible."""
     alloc = np.asarray(alloc, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):

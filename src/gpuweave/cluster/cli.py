@@ -21,7 +21,9 @@ def register(cli) -> None:
         jobs: Optional[int] = typer.Option(None, "--jobs", help="Generated jobs when no trace is given."),
         rate: Optional[float] = typer.Option(None, "--rate", help="Generated arrival rate, jobs/hour."),
         seed: Optional[int] = typer.Option(None, "--seed"),
-        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Result directory (default gpuweave-out/runs/POLICY-KEY)."),
+        out: Optional[Path] = typer.Option(
+            None, "--out", "-o", help="Result directory (default gpuweave-out/runs/POLICY-KEY)."
+        ),
         report: bool = typer.Option(False, "--report", help="Also write report.html into the result directory."),
     ) -> None:
         """Simulate a trace on a cluster under one policy; write jobs.csv, allocations.csv, timeseries.csv, summary.json."""
@@ -33,8 +35,14 @@ def register(cli) -> None:
         from gpuweave.files import prepare_output_dir
 
         data = load_config(config).model_dump() if config else {}
-        for key, value in (("policy", policy), ("cluster", cluster), ("trace", trace), ("jobs", jobs),
-                           ("rate_per_hour", rate), ("seed", seed)):
+        for key, value in (
+            ("policy", policy),
+            ("cluster", cluster),
+            ("trace", trace),
+            ("jobs", jobs),
+            ("rate_per_hour", rate),
+            ("seed", seed),
+        ):
             if value is not None:
                 data[key] = value
         if "policy" not in data:

@@ -42,8 +42,9 @@ class ClusterPolicy(ABC):
     default_reacts_to_events: ClassVar[bool] = False
     forks_jobs: ClassVar[bool] = False
 
-    def __init__(self, *, round_length: float | None = None, seed: int = 0,
-                 reacts_to_events: bool | None = None) -> None:
+    def __init__(
+        self, *, round_length: float | None = None, seed: int = 0, reacts_to_events: bool | None = None
+    ) -> None:
         length = self.default_round_length if round_length is None else float(round_length)
         if length is not None and not length > 0:
             raise ValueError(f"round_length must be > 0 seconds, got {round_length}")

@@ -35,13 +35,13 @@ COLUMNS = [
 
 @register_demo_section("cluster", order=10)
 def cluster_demo(ctx: DemoContext) -> DemoSection:
+    from importlib.resources import files
+
     from gpuweave.cluster.config import SimulationConfig
     from gpuweave.cluster.policies import policy_names
     from gpuweave.cluster.run import run_simulation
     from gpuweave.report.plots import plot_runs
     from gpuweave.report.rundir import load_runs
-
-    from importlib.resources import files
 
     if ctx.quick:
         source = {"jobs": DEMO_QUICK_JOBS, "rate_per_hour": DEMO_QUICK_RATE_PER_HOUR}

@@ -52,7 +52,9 @@ class SnapshotView:
         return js.remaining
 
 
-def _number(obj: dict, key: str, where: str, file: str, default=None, minimum: float = 0.0, row: int | None = None) -> float:
+def _number(
+    obj: dict, key: str, where: str, file: str, default=None, minimum: float = 0.0, row: int | None = None
+) -> float:
     if key not in obj:
         if default is None:
             raise InputError(f"{where}: missing '{key}'", file=file, row=row, field=key)
@@ -98,41 +100,74 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> SnapshotView:
             raise InputError(f"{where}: duplicate id", file=file, row=k + 1, field="id")
         jt = raw.get("job_type")
         if not isinstance(jt, str) or jt not in profiles:
-            raise InputError(f"{where}: unknown job_type {jt!r} (see the profile table)", file=file, row=k + 1, field="job_type")
+            raise InputError(
+                f"{where}: unknown job_type {jt!r} (see the profile table)", file=file, row=k + 1, field="job_type"
+            )
         W = raw.get("gpus")
         if isinstance(W, bool) or not isinstance(W, int) or W < 1:
             raise InputError(f"{where}: 'gpus' must be an integer >= 1, got {W!r}", file=file, row=k + 1, field="gpus")
         cons, uncons = table.get(jt, W)
         if not (cons.max() > 0 or uncons.max() > 0):
-            raise InputError(f"{where}: {jt} has no throughput on {W} GPUs of any model of this cluster", file=file, row=k + 1, field="job_type")
+            raise InputError(
+                f"{where}: {jt} has no throughput on {W} GPUs of any model of this cluster",
+                file=file,
+                row=k + 1,
+                field="job_type",
+            )
         work = _number(raw, "work", where, file, minimum=1e-12, row=k + 1)
         remaining = _number(raw, "remaining", where, file, default=work, row=k + 1)
         if remaining > work:
-            raise InputError(f"{where}: remaining {remaining:g} exceeds work {work:g}", file=file, row=k + 1, field="remaining")
+            raise InputError(
+                f"{where}: remaining {remaining:g} exceeds work {work:g}", file=file, row=k + 1, field="remaining"
+            )
         arrival = _number(raw, "arrival", where, file, default=0.0, row=k + 1)
         if arrival > view.now:
-            raise InputError(f"{where}: arrival {arrival:g} is after now {view.now:g}", file=file, row=k + 1, field="arrival")
+            raise InputError(
+                f"{where}: arrival {arrival:g} is after now {view.now:g}", file=file, row=k + 1, field="arrival"
+            )
         js = JobState(Job(jid, arrival, W, work, jt), remaining)
         running = raw.get("running")
         if running is None:
             view.pending[jid] = js
             continue
         if not isinstance(running, list) or not running:
-            raise InputError(f"{where}: 'running' must be a list of [node, gpus]", file=file, row=k + 1, field="running")
+            raise InputError(
+                f"{where}: 'running' must be a list of [node, gpus]", file=file, row=k + 1, field="running"
+            )
         placement = {}
         for item in running:
-            if (not isinstance(item, list) or len(item) != 2 or item[0] not in index or isinstance(item[1], bool)
-                    or not isinstance(item[1], int) or item[1] < 1):
-                raise InputError(f"{where}: bad placement entry {item!r} (want [node name, gpus >= 1])", file=file, row=k + 1, field="running")
+            if (
+                not isinstance(item, list)
+                or len(item) != 2
+                or item[0] not in index
+                or isinstance(item[1], bool)
+                or not isinstance(item[1], int)
+                or item[1] < 1
+            ):
+                raise InputError(
+                    f"{where}: bad placement entry {item!r} (want [node name, gpus >= 1])",
+                    file=file,
+                    row=k + 1,
+                    field="running",
+                )
             h = index[item[0]]
             placement[h] = placement.get(h, 0) + item[1]
         if sum(placement.values()) != W:
-            raise InputError(f"{where}: placement holds {sum(placement.values())} GPUs, the job needs {W}", file=file, row=k + 1, field="running")
+            raise InputError(
+                f"{where}: placement holds {sum(placement.values())} GPUs, the job needs {W}",
+                file=file,
+                row=k + 1,
+                field="running",
+            )
         for h, g in placement.items():
             used[h] += g
             if used[h] > nodes[h].num_gpus:
-                raise InputError(f"{where}: node {nodes[h].name} has {nodes[h].num_gpus} GPUs, the running jobs hold {used[h]}",
-                                 file=file, row=k + 1, field="running")
+                raise InputError(
+                    f"{where}: node {nodes[h].name} has {nodes[h].num_gpus} GPUs, the running jobs hold {used[h]}",
+                    file=file,
+                    row=k + 1,
+                    field="running",
+                )
         js.placement = tuple(sorted(placement.items()))
         js.first_start = view.now
         view.running[jid] = js

@@ -85,4 +85,3 @@ def step_mean_per_interval(times, levels, edges):
     length = np.diff(edges)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(length > 0, np.diff(at_edges) / length, 0.0)
-

@@ -13,13 +13,24 @@ import csv
 from pathlib import Path
 
 from gpuweave import __version__
-from gpuweave.fingerprint import code_fingerprint
 from gpuweave.cluster.simulator import SimulationRecords
+from gpuweave.fingerprint import code_fingerprint
 from gpuweave.results import ResultCore, fmt, write_result
 
 JOB_COLUMNS = [
-    "job_id", "job_type", "arrival", "start", "end", "jct", "queueing_delay", "num_gpus", "restarts",
-    "deadline", "gpu_seconds", "energy_j", "cost",
+    "job_id",
+    "job_type",
+    "arrival",
+    "start",
+    "end",
+    "jct",
+    "queueing_delay",
+    "num_gpus",
+    "restarts",
+    "deadline",
+    "gpu_seconds",
+    "energy_j",
+    "cost",
 ]
 
 DEFINITIONS = {
@@ -55,8 +66,18 @@ def _write_jobs(rec: SimulationRecords, path: Path) -> None:
             jct = js.end - j.arrival if js.end is not None else None
             wait = js.first_start - j.arrival if js.first_start is not None else None
             row = [
-                j.job_id, j.job_type, fmt(j.arrival), fmt(js.first_start), fmt(js.end), fmt(jct), fmt(wait),
-                j.num_gpus, js.restarts, fmt(j.deadline), fmt(js.attained_gpu_seconds), fmt(js.energy_j),
+                j.job_id,
+                j.job_type,
+                fmt(j.arrival),
+                fmt(js.first_start),
+                fmt(js.end),
+                fmt(jct),
+                fmt(wait),
+                j.num_gpus,
+                js.restarts,
+                fmt(j.deadline),
+                fmt(js.attained_gpu_seconds),
+                fmt(js.energy_j),
                 fmt(js.cost),
             ]
             row += [fmt(js.gpu_seconds_by_model.get(m, 0.0)) for m in models]

@@ -49,6 +49,7 @@ COMPLETION, ARRIVAL, ROUND = 0, 1, 2
 # the last arrival is declared stuck (otherwise its ticks would go on for ever).
 STALL_ROUNDS = 1000
 
+
 @dataclass(slots=True)
 class Segment:
     """One continuous stretch of a job on one placement."""
@@ -155,7 +156,9 @@ class Simulator:
         self._node_price = [node.price_per_kwh for node in nodes]
 
         self._rate_cache: dict[tuple, float] = {}
-        self.states = [JobState(job=j, remaining=float(j.work)) for j in sorted(jobs, key=lambda j: (j.arrival, j.job_id))]
+        self.states = [
+            JobState(job=j, remaining=float(j.work)) for j in sorted(jobs, key=lambda j: (j.arrival, j.job_id))
+        ]
         ids = set()
         for js in self.states:
             if js.job.job_id in ids:
@@ -417,7 +420,9 @@ class Simulator:
         for job_id in decision.preempt:
             js = self.running.get(job_id)
             if js is None:
-                raise InvalidDecisionError(f"policy '{name}' at t={now:g}: preempts job '{job_id}', which is not running")
+                raise InvalidDecisionError(
+                    f"policy '{name}' at t={now:g}: preempts job '{job_id}', which is not running"
+                )
             stop_ids.append(js)
             stopped.add(job_id)
         free = self.free
@@ -438,7 +443,9 @@ class Simulator:
             total = 0
             for node, k in placement:
                 if not (0 <= node < len(self.nodes)) or k < 0:
-                    raise InvalidDecisionError(f"policy '{name}' at t={now:g}: job '{job_id}' placed on invalid node {node}")
+                    raise InvalidDecisionError(
+                        f"policy '{name}' at t={now:g}: job '{job_id}' placed on invalid node {node}"
+                    )
                 total += k
                 delta[node] = delta.get(node, 0) - k
             forked = self._forks and is_forked(js.job.num_gpus, placement, total)
@@ -449,8 +456,11 @@ class Simulator:
                 )
             if forked:
                 job = js.job
-                rate = forked_rate(job.num_gpus, placement, lambda node: self.model_rate(
-                    job.job_type, self.nodes[node].gpu_model, job.num_gpus, True))
+                rate = forked_rate(
+                    job.num_gpus,
+                    placement,
+                    lambda node: self.model_rate(job.job_type, self.nodes[node].gpu_model, job.num_gpus, True),
+                )
             else:
                 rate = self.placement_rate(js.job.job_type, total, placement)
             if not rate > 0:

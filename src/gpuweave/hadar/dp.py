@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuweave.hadar.price import PriceConstants, price, price_constants, utility
+from gpuweave.hadar.price import PriceConstants, price, price_constants
 from gpuweave.hadar.problem import RoundProblem
 
 # The spec suggests 200 000 memo keys per round. A round here costs ~20-60 us per state (FIND_ALLOC), and a
@@ -92,7 +92,9 @@ class DPResult:
 class HadarDP:
     """One round of Hadar on a :class:`RoundProblem` (see the module docstring)."""
 
-    def __init__(self, problem: RoundProblem, *, max_states: int = DEFAULT_MAX_STATES, constants: PriceConstants | None = None) -> None:
+    def __init__(
+        self, problem: RoundProblem, *, max_states: int = DEFAULT_MAX_STATES, constants: PriceConstants | None = None
+    ) -> None:
         self.p = problem
         self.max_states = int(max_states)
         jobs = problem.jobs
@@ -128,7 +130,9 @@ class HadarDP:
         g = np.arange(cmax + 1)[None, :]
         umin = constants.u_min[self.stype][:, None]
         umax = constants.u_max[self.stype][:, None]
-        self.prices = np.where(g <= cap[:, None], price(np.minimum(g, cap[:, None]), np.maximum(cap[:, None], 1), umin, umax), np.inf)
+        self.prices = np.where(
+            g <= cap[:, None], price(np.minimum(g, cap[:, None]), np.maximum(cap[:, None], 1), umin, umax), np.inf
+        )
         self.comm = problem.kappa * float(np.max(constants.u_min)) if R else 0.0
         # Pure-Python tables: FIND_ALLOC runs on tiny per-type loops where numpy call overhead dominates.
         self.P = [list(map(float, self.prices[h, : int(cap[h]) + 1])) for h in range(H)]
@@ -307,7 +311,9 @@ class HadarDP:
         u_type = []
         for k in range(n):
             c, uc = self.consl[k], self.unconsl[k]
-            u_type.append([self.payoff_at(k, max(c[r], uc[r]), 0.0) if max(c[r], uc[r]) > 0 else -math.inf for r in range(R)])
+            u_type.append(
+                [self.payoff_at(k, max(c[r], uc[r]), 0.0) if max(c[r], uc[r]) > 0 else -math.inf for r in range(R)]
+            )
         dens = sorted((k for k in range(n) if ub[k] > 0), key=lambda k: -ub[k] / gpus[k])
 
         def bound(i: int, capacity: int) -> float:

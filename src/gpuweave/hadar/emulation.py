@@ -83,13 +83,17 @@ def eq10(data: dict, model: str, node: dict, form: str) -> float:
     """Eq. 10: PMI x batch x pcie_scaling / (model_weight x dataset_size) (relative units)."""
     gpus = data["gpu"]
     if node["gpu"] not in gpus:
-        raise InputError(f"GPU '{node['gpu']}' of node '{node['name']}' has no entry in the throughput table",
-                         field="gpu")
+        raise InputError(
+            f"GPU '{node['gpu']}' of node '{node['name']}' has no entry in the throughput table", field="gpu"
+        )
     g = gpus[node["gpu"]]
     m = data["model"][model]
     c = data["eq10"]
-    return pmi(g["tflops"], g["vram_gb"], form) * m["batch"] * c["pcie_scaling"][node["pcie"]] / (
-        c["model_weight"][m["model_weight"]] * c["dataset_size"][m["dataset_size"]]
+    return (
+        pmi(g["tflops"], g["vram_gb"], form)
+        * m["batch"]
+        * c["pcie_scaling"][node["pcie"]]
+        / (c["model_weight"][m["model_weight"]] * c["dataset_size"][m["dataset_size"]])
     )
 
 
@@ -126,8 +130,10 @@ def rate_tables(data: dict, cluster: str, mix: list[str], seed: int, form: str):
     aws = data["cluster"]["aws"]["nodes"]
     ref = next(nd for nd in aws if nd["gpu"] == "V100")
     rng_ref = np.random.default_rng(seed + 7919)
-    steps = {m: int(round(data["model"][m]["reference_s"] * eq10(data, m, ref, form) * rng_ref.uniform(lo, hi)))
-             for m in models}
+    steps = {
+        m: int(round(data["model"][m]["reference_s"] * eq10(data, m, ref, form) * rng_ref.uniform(lo, hi)))
+        for m in models
+    }
     return nodes, est, true, steps
 
 
@@ -204,17 +210,37 @@ def emulate(
     n = len(nodes)
     J = len(mix)
     total = np.array([steps[m] for m in mix], dtype=float)
-    run = _Run(X=np.array([true[m] for m in mix]), Xhat=np.array([est[m] for m in mix]), total=total,
-               rem=total.copy(), done_at=np.full(J, np.nan), last_job=[-1] * n,
-               gavel_state={"received": np.zeros((J, n)), "type_total": np.zeros(n), "alloc": None, "key": None})
+    run = _Run(
+        X=np.array([true[m] for m in mix]),
+        Xhat=np.array([est[m] for m in mix]),
+        total=total,
+        rem=total.copy(),
+        done_at=np.full(J, np.nan),
+        last_job=[-1] * n,
+        gavel_state={"received": np.zeros((J, n)), "type_total": np.zeros(n), "alloc": None, "key": None},
+    )
     ov = data["overheads"]
 
     def on_round(t: float, k: int) -> None:
         if k >= max_rounds:
             raise RuntimeError("emulation did not finish")
         active = [j for j in range(J) if np.isnan(run.done_at[j])]
-        inputs = RoundInputs(active, n, run.Xhat, run.rem, run.total, slot, k, run.last_job, ov, max(J, 1),
-                             run.gavel_state, variant, hadar_variant, utility)
+        inputs = RoundInputs(
+            active,
+            n,
+            run.Xhat,
+            run.rem,
+            run.total,
+            slot,
+            k,
+            run.last_job,
+            ov,
+            max(J, 1),
+            run.gavel_state,
+            variant,
+            hadar_variant,
+            utility,
+        )
         _execute_round(run, sched.forks, sched.assign(inputs), t, slot, ov)
         run.rounds = k + 1
         if np.isnan(run.done_at).any():
@@ -244,8 +270,9 @@ def _check_options(scheduler: str, variant: str, hadar_variant: str, utility: st
     if variant not in VARIANTS:
         raise InputError(f"unknown emulation variant '{variant}' (known: {', '.join(VARIANTS)})", field="variant")
     if hadar_variant not in HADAR_VARIANTS:
-        raise InputError(f"unknown Hadar variant '{hadar_variant}' (known: {', '.join(HADAR_VARIANTS)})",
-                         field="hadar_variant")
+        raise InputError(
+            f"unknown Hadar variant '{hadar_variant}' (known: {', '.join(HADAR_VARIANTS)})", field="hadar_variant"
+        )
     if utility not in ("raw", "normalized"):
         raise InputError(f"unknown utility '{utility}' (known: raw, normalized)", field="utility")
     if scheduler not in SCHEDULERS:
@@ -324,8 +351,11 @@ def _hadar_assign(r: RoundInputs) -> dict[int, int]:
         # Paper §IV-B incremental mode (spec §2.11): running jobs keep their nodes; only waiting jobs are placed.
         kept = {prev_node[j]: j for j in running}
         free = np.array([0 if i in kept else 1 for i in range(r.n)], dtype=np.int64)
-        placed = _dp_assign(r, False, waiting, {j: 1 for j in waiting}, free, prev_node, backfill) \
-            if free.any() and waiting else {}
+        placed = (
+            _dp_assign(r, False, waiting, {j: 1 for j in waiting}, free, prev_node, backfill)
+            if free.any() and waiting
+            else {}
+        )
         return {**kept, **placed}
     order = running + waiting
     return _dp_assign(r, False, order, {j: 1 for j in order}, np.ones(r.n, dtype=np.int64), prev_node, backfill)
@@ -359,7 +389,7 @@ def _hadare_assign(r: RoundInputs) -> dict[int, int]:
                 cap += Xhat[j, i] * usable
                 if cap >= rem[j]:
                     covered.add(j)
-                    released += where[pos + 1:]
+                    released += where[pos + 1 :]
                     break
         for i in released:
             del out[i]
@@ -390,16 +420,32 @@ def _dp_assign(r: RoundInputs, forked: bool, order, copies, free, prev_node, bac
             prev = None
             if not forked and j in prev_node and free[prev_node[j]]:
                 prev = ((prev_node[j], 1),)
-            queued.append(QueuedJob(
-                key=copy_id(j, c, max_job_count), num_gpus=1, cons=Xhat[j].copy(), uncons=Xhat[j].copy(),
-                remaining=r.rem[j] / share, total_work=r.total[j] / share, arrival_slot=0, prev=prev,
-                started=True, packed_only=True,
-            ))
+            queued.append(
+                QueuedJob(
+                    key=copy_id(j, c, max_job_count),
+                    num_gpus=1,
+                    cons=Xhat[j].copy(),
+                    uncons=Xhat[j].copy(),
+                    remaining=r.rem[j] / share,
+                    total_work=r.total[j] / share,
+                    arrival_slot=0,
+                    prev=prev,
+                    started=True,
+                    packed_only=True,
+                )
+            )
     if not queued:
         return {}
     problem = RoundProblem(
-        server_type=np.arange(n), capacity=np.ones(n, dtype=np.int64), free=free, num_types=n, jobs=queued,
-        round_length=r.slot, now_slot=r.k, restart_delay=r.ov["load"], utility=r.utility,
+        server_type=np.arange(n),
+        capacity=np.ones(n, dtype=np.int64),
+        free=free,
+        num_types=n,
+        jobs=queued,
+        round_length=r.slot,
+        now_slot=r.k,
+        restart_delay=r.ov["load"],
+        utility=r.utility,
     )
     plan = hadar_round(problem, backfill=backfill).plan
     return {alloc[0][0]: parent_of(cid, max_job_count)[0] for cid, alloc in plan.items()}

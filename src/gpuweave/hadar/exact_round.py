@@ -33,9 +33,9 @@ import math
 
 import numpy as np
 
-from gpuweave.highs_models import solve_binary_milp
 from gpuweave.hadar.dp import DEFAULT_MAX_STATES, DPResult, HadarDP
 from gpuweave.hadar.problem import RoundProblem
+from gpuweave.highs_models import solve_binary_milp
 
 
 def exact_round(problem: RoundProblem, *, time_limit: float = 10.0, max_states: int = DEFAULT_MAX_STATES) -> DPResult:

@@ -155,12 +155,28 @@ def hadar_rounds(inst: dict | None = None, max_rounds: int = 50) -> tuple[int, l
         if not active:
             break
         jobs = [
-            QueuedJob(key=j, num_gpus=inst["W"][j], cons=X[j].copy(), uncons=X[j].copy(), remaining=rem[j],
-                      total_work=float(inst["epochs"][j]), prev=prev.get(j), started=j in prev)
+            QueuedJob(
+                key=j,
+                num_gpus=inst["W"][j],
+                cons=X[j].copy(),
+                uncons=X[j].copy(),
+                remaining=rem[j],
+                total_work=float(inst["epochs"][j]),
+                prev=prev.get(j),
+                started=j in prev,
+            )
             for j in sorted(active, key=lambda j: (j not in prev, j))
         ]
-        problem = RoundProblem(np.arange(R), np.array(inst["capacity"]), np.array(inst["capacity"]), R, jobs,
-                               round_length=L, now_slot=k, restart_delay=0.0)
+        problem = RoundProblem(
+            np.arange(R),
+            np.array(inst["capacity"]),
+            np.array(inst["capacity"]),
+            R,
+            jobs,
+            round_length=L,
+            now_slot=k,
+            restart_delay=0.0,
+        )
         plan = hadar_round(problem).plan
         prev = {}
         for j, alloc in plan.items():

@@ -71,8 +71,10 @@ POOL_FILES = {
 WINDOW_RULES = {
     "busiest": "the 7 consecutive hours (hour grid from the first submission) with the most submissions",
     "daily-03-10": "every job submitted at clock time 03:00:00 <= t < 10:00:00, on any day of the list",
-    "busiest-diverse": ("the 7 consecutive hours (hour grid from the first submission) with the most submissions "
-                        "not counting the window's single most active virtual cluster; all its eligible jobs"),
+    "busiest-diverse": (
+        "the 7 consecutive hours (hour grid from the first submission) with the most submissions "
+        "not counting the window's single most active virtual cluster; all its eligible jobs"
+    ),
 }
 CATEGORIES = {"S": (0.0, 1.0), "M": (1.0, 10.0), "L": (10.0, 50.0), "XL": (60.0, 100.0)}
 MODELS = {"S": ("ResNet-18",), "M": ("CycleGAN",), "L": ("LM", "Transformer"), "XL": ("ResNet-50",)}
@@ -111,7 +113,9 @@ def check_window(window: str) -> str:
     return window
 
 
-def derive_pool(timestamps, durations, num_gpus, hours: int = WINDOW_HOURS, *, window: str = DEFAULT_WINDOW, clusters=None):
+def derive_pool(
+    timestamps, durations, num_gpus, hours: int = WINDOW_HOURS, *, window: str = DEFAULT_WINDOW, clusters=None
+):
     """Steps 1-2 on arrays of a job list under one window rule (module docstring): a dict of numpy arrays
     (row, duration_s, num_gpus, gpu_hours, category) and ``window_start`` (a description for the daily rule).
     ``clusters`` (the Philly virtual cluster of each job) is needed by ``"busiest-diverse"``."""
@@ -244,8 +248,14 @@ def check_reference_gpu(name: str) -> str:
     return name
 
 
-def hadar_workload(seed: int = 0, n: int = 480, profiles=None, pool_path: str | Path | None = None,
-                   window: str = DEFAULT_WINDOW, reference_gpu: str = "V100") -> list[Job]:
+def hadar_workload(
+    seed: int = 0,
+    n: int = 480,
+    profiles=None,
+    pool_path: str | Path | None = None,
+    window: str = DEFAULT_WINDOW,
+    reference_gpu: str = "V100",
+) -> list[Job]:
     """The 480-job workload for one seed (the bundled pool of ``window`` unless ``pool_path``).
 
     ``reference_gpu``: the GPU on which a Philly duration is taken to have run, so work = duration x rate there.
@@ -314,7 +324,11 @@ def read_philly_job_log(path: str | Path, *, skip_malformed: bool = False) -> tu
                 raise ValueError("attempts", "expected a non-empty list")
             starts, ends = [], []
             for a in attempts:
-                if not isinstance(a, dict) or not isinstance(a.get("start_time"), str) or not isinstance(a.get("end_time"), str):
+                if (
+                    not isinstance(a, dict)
+                    or not isinstance(a.get("start_time"), str)
+                    or not isinstance(a.get("end_time"), str)
+                ):
                     raise ValueError("attempts", "an attempt lacks start_time/end_time")
                 s = datetime.strptime(a["start_time"], fmt)
                 e = datetime.strptime(a["end_time"], fmt)

@@ -16,7 +16,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "catalog": ("CANONICAL_NAMES", "GpuModel", "all_gpus", "canonical_gpu_name", "get_gpu", "get_mig_geometry", "mig_geometries"),
+    "catalog": (
+        "CANONICAL_NAMES",
+        "GpuModel",
+        "all_gpus",
+        "canonical_gpu_name",
+        "get_gpu",
+        "get_mig_geometry",
+        "mig_geometries",
+    ),
     "cluster_spec": ("ClusterSpec", "Node", "NodeGroup", "bundled_clusters", "load_cluster", "make_cluster"),
     "mig": (
         "MigGeometry",
@@ -41,7 +49,14 @@ if TYPE_CHECKING:
         get_mig_geometry,
         mig_geometries,
     )
-    from gpuweave.hardware.cluster_spec import ClusterSpec, Node, NodeGroup, bundled_clusters, load_cluster, make_cluster
+    from gpuweave.hardware.cluster_spec import (
+        ClusterSpec,
+        Node,
+        NodeGroup,
+        bundled_clusters,
+        load_cluster,
+        make_cluster,
+    )
     from gpuweave.hardware.mig import (
         MigGeometry,
         Placement,

@@ -140,7 +140,9 @@ def load_catalog(path: str | Path = CATALOG_FILE) -> Catalog:
         if geometry_name:
             if geometry_name not in geometries:
                 raise InputError(
-                    f"unknown MIG geometry {geometry_name!r}; known: {', '.join(geometries)}", file=path, field=f"{where}.mig"
+                    f"unknown MIG geometry {geometry_name!r}; known: {', '.join(geometries)}",
+                    file=path,
+                    field=f"{where}.mig",
                 )
             geometry = geometries[geometry_name]
         aliases = raw.get("aliases", [])

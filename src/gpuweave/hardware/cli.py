@@ -45,7 +45,9 @@ def register(cli) -> None:
             from gpuweave.hardware.mig import repartition_tree
 
             tree = repartition_tree(gpu.mig)
-            console.print(f"{gpu.name} repartitioning tree (geometry {gpu.mig.name}, {tree.non_leaf_count()} non-leaf nodes):")
+            console.print(
+                f"{gpu.name} repartitioning tree (geometry {gpu.mig.name}, {tree.non_leaf_count()} non-leaf nodes):"
+            )
             for line in tree.render():
                 console.print(line, markup=False, highlight=False)
 
@@ -117,7 +119,14 @@ def _catalog_table():
     from gpuweave.hardware.catalog import all_gpus
 
     table = Table(title="GPU catalog")
-    for col, justify in (("name", "left"), ("memory GB", "right"), ("idle W", "right"), ("max W", "right"), ("MIG slices", "right"), ("aliases", "left")):
+    for col, justify in (
+        ("name", "left"),
+        ("memory GB", "right"),
+        ("idle W", "right"),
+        ("max W", "right"),
+        ("MIG slices", "right"),
+        ("aliases", "left"),
+    ):
         table.add_column(col, justify=justify)
     for gpu in all_gpus().values():
         table.add_row(
@@ -145,7 +154,9 @@ def _model_table(gpu):
         table.add_row(key, f"{value:g}", gpu.sources.get(key, ""))
     if gpu.mig is not None:
         geo = gpu.mig
-        table.add_row("mig", f"{geo.name}: {geo.num_slices} slices, sizes {list(geo.sizes)}", gpu.sources.get("mig", geo.note))
+        table.add_row(
+            "mig", f"{geo.name}: {geo.num_slices} slices, sizes {list(geo.sizes)}", gpu.sources.get("mig", geo.note)
+        )
         for size in geo.sizes:
             table.add_row(
                 f"create/destroy {size}g (s)",

@@ -202,12 +202,17 @@ def load_cluster(name_or_path: str | Path) -> ClusterSpec:
         if text in bundled_clusters():
             path = CLUSTERS_DIR / f"{text}.yaml"
         elif path.is_dir():
-            raise InputError("expected a cluster spec YAML file or a bundled cluster name, got a directory", file=text, field="cluster")
+            raise InputError(
+                "expected a cluster spec YAML file or a bundled cluster name, got a directory",
+                file=text,
+                field="cluster",
+            )
         elif path.suffix.lower() in {".yaml", ".yml"} or "/" in text:
             raise InputError("cluster spec file not found", file=text)
         else:
             raise InputError(
-                f"unknown cluster {text!r}; bundled: {', '.join(bundled_clusters())}, or give a YAML path", field="cluster"
+                f"unknown cluster {text!r}; bundled: {', '.join(bundled_clusters())}, or give a YAML path",
+                field="cluster",
             )
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -330,7 +330,9 @@ def _size_table(value: Any, sizes: tuple[int, ...], file: Path | str, field_name
         except ValueError:
             raise InputError(f"instance size {key!r} is not an integer", file=file, field=field_name) from None
         if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
-            raise InputError(f"time for size {size} must be a number >= 0, got {seconds!r}", file=file, field=field_name)
+            raise InputError(
+                f"time for size {size} must be a number >= 0, got {seconds!r}", file=file, field=field_name
+            )
         out[size] = float(seconds)
     if sorted(out) != sorted(sizes):
         raise InputError(f"needs a time for every size {list(sizes)}, has {sorted(out)}", file=file, field=field_name)
@@ -352,10 +354,16 @@ def geometry_from_tables(tables: Mapping[str, Any], file: Path | str = "gpus.tom
             raise InputError("expected a table", file=file, field=where)
         num_slices = raw.get("num_slices")
         if not isinstance(num_slices, int) or isinstance(num_slices, bool) or num_slices < 1:
-            raise InputError(f"num_slices must be a positive integer, got {num_slices!r}", file=file, field=f"{where}.num_slices")
+            raise InputError(
+                f"num_slices must be a positive integer, got {num_slices!r}", file=file, field=f"{where}.num_slices"
+            )
         sizes = tuple(sorted(_int_list(raw.get("sizes"), file, f"{where}.sizes")))
         if not sizes or any(s < 1 or s > num_slices for s in sizes) or len(set(sizes)) != len(sizes):
-            raise InputError(f"sizes must be distinct integers in 1..{num_slices}, got {list(sizes)}", file=file, field=f"{where}.sizes")
+            raise InputError(
+                f"sizes must be distinct integers in 1..{num_slices}, got {list(sizes)}",
+                file=file,
+                field=f"{where}.sizes",
+            )
         raw_placements = raw.get("placements")
         if raw_placements is None and "placements_from" in raw:
             other = tables.get(raw["placements_from"])
@@ -375,7 +383,9 @@ def geometry_from_tables(tables: Mapping[str, Any], file: Path | str = "gpus.tom
                 raise InputError("expected {size, start, occupancy?}", file=file, field=pfield)
             size, start = item.get("size"), item.get("start")
             if size not in sizes:
-                raise InputError(f"size {size!r} is not one of the sizes {list(sizes)}", file=file, field=f"{pfield}.size")
+                raise InputError(
+                    f"size {size!r} is not one of the sizes {list(sizes)}", file=file, field=f"{pfield}.size"
+                )
             if not isinstance(start, int) or isinstance(start, bool) or start < 0 or start + size > num_slices:
                 raise InputError(
                     f"start {start!r} puts a size-{size} instance outside slices 0..{num_slices - 1}",

@@ -16,15 +16,23 @@ def sim_speed(n_a: int = 60, mode: str = "fikit", seed: int = 0) -> dict:
     from gpuweave.kernel.sim import Service, SimConfig, Workload, simulate
     from gpuweave.kernel.traces import hi_trace, lo_trace
 
-    svcs = [Service("A", hi_trace(), 0, Workload.back_to_back(n_a)), Service("B", lo_trace(), 1, Workload.back_to_back(10 * n_a // 3))]
+    svcs = [
+        Service("A", hi_trace(), 0, Workload.back_to_back(n_a)),
+        Service("B", lo_trace(), 1, Workload.back_to_back(10 * n_a // 3)),
+    ]
     cfg = SimConfig(mode=mode, seed=seed)
     simulate([Service("warm", hi_trace())], cfg)  # profile measurement and imports outside the timing
     simulate(svcs[:1] + svcs[1:], SimConfig(mode=mode, seed=seed, stop_when=("A",), horizon=1.0))
     t0 = time.perf_counter()
     r = simulate(svcs, cfg)
     dt = time.perf_counter() - t0
-    return {"events": r.events, "kernels": r.kernels_run, "seconds": dt, "events_per_s": r.events / dt,
-            "kernels_per_s": r.kernels_run / dt}
+    return {
+        "events": r.events,
+        "kernels": r.kernels_run,
+        "seconds": dt,
+        "events_per_s": r.events / dt,
+        "kernels_per_s": r.kernels_run / dt,
+    }
 
 
 def _client_proc(addr, key, prio, pid, n, q) -> None:  # runs in a child process
@@ -51,7 +59,10 @@ def server_load(n_clients: int = 20, n_req: int = 1000, profile_dir=None) -> dic
     ctx = mp.get_context("spawn")
     with ServerThread(profile_dir=tmp) as st:
         q = ctx.Queue()
-        procs = [ctx.Process(target=_client_proc, args=(st.address, f"c{i}", i % 10, 5000 + i, n_req, q)) for i in range(n_clients)]
+        procs = [
+            ctx.Process(target=_client_proc, args=(st.address, f"c{i}", i % 10, 5000 + i, n_req, q))
+            for i in range(n_clients)
+        ]
         t0 = time.perf_counter()
         for p in procs:
             p.start()
@@ -62,9 +73,14 @@ def server_load(n_clients: int = 20, n_req: int = 1000, profile_dir=None) -> dic
         stats = st.call(st.server.stats)
     rtts = sorted(x for r in results for x in r[4])
     return {
-        "clients": n_clients, "requests": n_req, "seconds": elapsed, "gos": stats["gos"],
-        "all_done": all(r[2] == n_req for r in results), "failed_open": sum(r[3] for r in results),
-        "decision_us_median": stats["decision_us_median"], "decision_us_p99": stats["decision_us_p99"],
+        "clients": n_clients,
+        "requests": n_req,
+        "seconds": elapsed,
+        "gos": stats["gos"],
+        "all_done": all(r[2] == n_req for r in results),
+        "failed_open": sum(r[3] for r in results),
+        "decision_us_median": stats["decision_us_median"],
+        "decision_us_p99": stats["decision_us_p99"],
         "rtt_us_median": rtts[len(rtts) // 2] / 1000 if rtts else 0.0,
         "rtt_us_p99": rtts[int(0.99 * len(rtts))] / 1000 if rtts else 0.0,
     }
@@ -73,4 +89,9 @@ def server_load(n_clients: int = 20, n_req: int = 1000, profile_dir=None) -> dic
 if __name__ == "__main__":
     import json
 
-    print(json.dumps({"sim_fikit": sim_speed(), "sim_share": sim_speed(mode="share_timeslice"), "server": server_load()}, indent=1))
+    print(
+        json.dumps(
+            {"sim_fikit": sim_speed(), "sim_share": sim_speed(mode="share_timeslice"), "server": server_load()},
+            indent=1,
+        )
+    )

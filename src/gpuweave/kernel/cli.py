@@ -27,7 +27,6 @@ import typer
 
 def _load_config(path: Path) -> dict:
     from gpuweave.errors import InputError
-
     from gpuweave.files import read_input_text
 
     text = read_input_text(path, what="config file")
@@ -55,8 +54,21 @@ def build_simulation(data: dict, base: Path | None = None, file: str | None = No
     from gpuweave.kernel.sim import Service, SimConfig, Workload
     from gpuweave.kernel.traces import resolve_trace
 
-    known = {"mode", "quantum_ms", "device", "preset", "jitter", "ipc_rtt_ms", "seed", "services", "launch_overhead_ms",
-             "profiling_runs", "horizon_ms", "stop_when", "holder_grace_ms"}
+    known = {
+        "mode",
+        "quantum_ms",
+        "device",
+        "preset",
+        "jitter",
+        "ipc_rtt_ms",
+        "seed",
+        "services",
+        "launch_overhead_ms",
+        "profiling_runs",
+        "horizon_ms",
+        "stop_when",
+        "holder_grace_ms",
+    }
     extra = set(data) - known
     if extra:
         raise InputError(f"unknown config keys: {', '.join(sorted(extra))}", file=file)
@@ -78,7 +90,9 @@ def build_simulation(data: dict, base: Path | None = None, file: str | None = No
             if kind == "times":
                 workload = Workload.at_times([float(x) for x in wl.get("times", [])])
             else:
-                workload = Workload(kind, wl.get("n", 1), float(wl.get("period_ms", 0.0)), float(wl.get("start_ms", 0.0)))
+                workload = Workload(
+                    kind, wl.get("n", 1), float(wl.get("period_ms", 0.0)), float(wl.get("start_ms", 0.0))
+                )
             services.append(Service(str(s["name"]), resolve_trace(str(s["trace"]), base=base), s["priority"], workload))
         except InputError as exc:
             if exc.file:
@@ -111,8 +125,10 @@ def build_simulation(data: dict, base: Path | None = None, file: str | None = No
 
 
 def register(cli) -> None:
-    kernel_app = typer.Typer(help="Kernel-level GPU sharing: simulate FIKIT and baselines, build profiles, import traces.",
-                             no_args_is_help=True)
+    kernel_app = typer.Typer(
+        help="Kernel-level GPU sharing: simulate FIKIT and baselines, build profiles, import traces.",
+        no_args_is_help=True,
+    )
     fikit_app = typer.Typer(help="The FIKIT scheduler server (real path, UDP).", no_args_is_help=True)
     cli.app.add_typer(kernel_app, name="kernel")
     cli.app.add_typer(fikit_app, name="fikit")
@@ -122,9 +138,13 @@ def register(cli) -> None:
         config: Path = typer.Argument(..., help="Simulation config (YAML/JSON): services, priorities, traces, mode."),
         mode: Optional[str] = typer.Option(None, "--mode", help="Override the config's mode."),
         out: Optional[Path] = typer.Option(
-            None, "--out", help="FILE.csv: per-task JCTs; any other path: a result directory (tasks.csv, services.csv, summary.json)."
+            None,
+            "--out",
+            help="FILE.csv: per-task JCTs; any other path: a result directory (tasks.csv, services.csv, summary.json).",
         ),
-        timeline: Optional[Path] = typer.Option(None, "--timeline", help="Write a timeline PNG of the first 20 ms here."),
+        timeline: Optional[Path] = typer.Option(
+            None, "--timeline", help="Write a timeline PNG of the first 20 ms here."
+        ),
     ) -> None:
         """Simulate services sharing one GPU and print per-service JCT statistics."""
         from dataclasses import replace
@@ -132,11 +152,10 @@ def register(cli) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        from gpuweave.kernel.experiments import share_label
-        from gpuweave.kernel.sim import simulate
-
         from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
+        from gpuweave.kernel.experiments import share_label
         from gpuweave.kernel.results import write_kernel_result, write_tasks_csv
+        from gpuweave.kernel.sim import simulate
 
         data = _load_config(config)
         # Check the output paths before simulating, so a bad path costs nothing.
@@ -158,12 +177,21 @@ def register(cli) -> None:
             table.add_column(col)
         for s in services:
             n = len(res.tasks[s.name])
-            table.add_row(s.name, str(s.priority), str(n), f"{res.mean_jct(s.name):.3f}", f"{res.std_jct(s.name):.3f}",
-                          f"{res.cv_jct(s.name):.4f}" if n else "", f"{res.service_busy[s.name] / max(res.end_time, 1e-12):.3f}")
+            table.add_row(
+                s.name,
+                str(s.priority),
+                str(n),
+                f"{res.mean_jct(s.name):.3f}",
+                f"{res.std_jct(s.name):.3f}",
+                f"{res.cv_jct(s.name):.4f}" if n else "",
+                f"{res.service_busy[s.name] / max(res.end_time, 1e-12):.3f}",
+            )
         console = Console()
         console.print(table)
-        console.print(f"simulated {res.end_time:.1f} ms, {res.kernels_run} kernels, device busy {res.busy_fraction():.3f}"
-                      + (f", fillers {res.core_stats.fillers}" if res.core_stats else ""))
+        console.print(
+            f"simulated {res.end_time:.1f} ms, {res.kernels_run} kernels, device busy {res.busy_fraction():.3f}"
+            + (f", fillers {res.core_stats.fillers}" if res.core_stats else "")
+        )
         if out:
             written = write_tasks_csv(res, services, out) if out_csv else write_kernel_result(out, res, services, data)
             console.print(f"wrote {written}")
@@ -180,10 +208,9 @@ def register(cli) -> None:
         out: Path = typer.Option(Path("."), "--out", help="Directory for {task_key}.json."),
     ) -> None:
         """Build SK/SG (spec §1.5) from T recorded runs and save the profile JSON."""
+        from gpuweave.files import prepare_output_dir, read_input_text
         from gpuweave.kernel.profile import ProfileBuilder
         from gpuweave.kernel.traces import Trace
-
-        from gpuweave.files import prepare_output_dir, read_input_text
 
         for path in traces:
             read_input_text(path, what="trace file")
@@ -196,12 +223,16 @@ def register(cli) -> None:
         prof = b.build(task_key)
         out.mkdir(parents=True, exist_ok=True)
         prof.save(out / f"{task_key}.json")
-        typer.echo(f"profile {task_key}: {b.runs} runs, {prof.unique_ids} unique kernel IDs -> {out / (task_key + '.json')}")
+        typer.echo(
+            f"profile {task_key}: {b.runs} runs, {prof.unique_ids} unique kernel IDs -> {out / (task_key + '.json')}"
+        )
 
     @kernel_app.command("import-torch")
     def import_torch_cmd(
         profile: Path = typer.Argument(..., help="torch.profiler Chrome trace (export_chrome_trace)."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Trace JSON to write (default: PROFILE stem + .trace.json)."),
+        out: Optional[Path] = typer.Option(
+            None, "--out", help="Trace JSON to write (default: PROFILE stem + .trace.json)."
+        ),
         name: Optional[str] = typer.Option(None, "--name", help="Trace name."),
     ) -> None:
         """Convert a torch.profiler Chrome trace into a kernel trace for `kernel simulate`."""
@@ -214,8 +245,10 @@ def register(cli) -> None:
         trace, rep = import_chrome_trace(profile, name)
         dest = out or profile.with_suffix(".trace.json")
         trace.save(dest)
-        typer.echo(f"{rep.kernels} kernels ({rep.with_launch_events} with launch events, {rep.syncs} syncs, "
-                   f"{rep.missing_dims} without grid/block) -> {dest}")
+        typer.echo(
+            f"{rep.kernels} kernels ({rep.with_launch_events} with launch events, {rep.syncs} syncs, "
+            f"{rep.missing_dims} without grid/block) -> {dest}"
+        )
 
     trace_app = getattr(cli, "trace", None)
     if trace_app is not None:  # the same command as `gpuweave trace import-torch`
@@ -230,8 +263,10 @@ def register(cli) -> None:
         from gpuweave.kernel.bench import sim_speed
 
         r = sim_speed(tasks, mode)
-        typer.echo(f"{mode}: {r['events']} events, {r['kernels']} kernels in {r['seconds']:.3f} s -> "
-                   f"{r['events_per_s']:,.0f} events/s, {r['kernels_per_s']:,.0f} kernels/s")
+        typer.echo(
+            f"{mode}: {r['events']} events, {r['kernels']} kernels in {r['seconds']:.3f} s -> "
+            f"{r['events_per_s']:,.0f} events/s, {r['kernels_per_s']:,.0f} kernels/s"
+        )
 
     @fikit_app.command("build-shim")
     def build_shim_cmd(
@@ -251,7 +286,9 @@ def register(cli) -> None:
         host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
         preset_name: str = typer.Option("recommended", "--preset", help="recommended | paper_literal | no_feedback"),
         profiles: Optional[Path] = typer.Option(None, "--profiles", help="Directory of {task_key}.json profiles."),
-        client_timeout: float = typer.Option(30.0, "--client-timeout", help="Seconds of silence before a client is dropped."),
+        client_timeout: float = typer.Option(
+            30.0, "--client-timeout", help="Seconds of silence before a client is dropped."
+        ),
     ) -> None:
         """Run the FIKIT scheduler server until interrupted."""
         import asyncio
@@ -271,7 +308,9 @@ def register(cli) -> None:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
         async def main() -> None:
-            srv, transport = await start_server(host, port, config=cfg, profile_dir=profiles, client_timeout_s=client_timeout)
+            srv, transport = await start_server(
+                host, port, config=cfg, profile_dir=profiles, client_timeout_s=client_timeout
+            )
             typer.echo(f"FIKIT scheduler on udp://{host}:{port} (preset {preset_name}); Ctrl-C to stop")
             try:
                 await asyncio.Event().wait()

@@ -75,7 +75,9 @@ class FikitClient:
         retries: int = 5,
     ) -> None:
         if mode not in ("share", "measure"):
-            raise InputError("client mode must be 'share' or 'measure' ('off' means: do not create a client)", field="mode")
+            raise InputError(
+                "client mode must be 'share' or 'measure' ('off' means: do not create a client)", field="mode"
+            )
         self.address = address
         self.task_key = validate_task_key(task_key_)
         self.priority = parse_priority(priority)
@@ -149,7 +151,9 @@ class FikitClient:
 
     def _fail_open(self, why: str) -> None:
         if not self.failed_open:
-            log.warning("FIKIT scheduler %s:%s unreachable (%s): failing open, launches are no longer gated", *self.address, why)
+            log.warning(
+                "FIKIT scheduler %s:%s unreachable (%s): failing open, launches are no longer gated", *self.address, why
+            )
         self.failed_open = True
 
     # ------------------------------------------------------------------ api

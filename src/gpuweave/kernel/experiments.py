@@ -106,8 +106,16 @@ def concurrent_pair(
     both = ("A", "B")
     share_mode = cfg.mode if cfg.mode != "fikit" else cfg.device
     share = simulate(services, replace(cfg, mode=share_mode, stop_when=both))
-    fik = simulate(services, replace(cfg, mode="fikit", device=share_mode if share_mode != "exclusive" else "share_timeslice",
-                                      scheduler=sched, stop_when=both))
+    fik = simulate(
+        services,
+        replace(
+            cfg,
+            mode="fikit",
+            device=share_mode if share_mode != "exclusive" else "share_timeslice",
+            scheduler=sched,
+            stop_when=both,
+        ),
+    )
     w = min(share.completion_time("A"), share.completion_time("B"), fik.completion_time("A"), fik.completion_time("B"))
     a_excl = _alone(hi, n_a, cfg).mean_jct("X")
     b_excl = _alone(lo, n_b, cfg).mean_jct("X")
@@ -167,8 +175,12 @@ def background_pair(hi: Trace, lo: Trace, n_a: int = 10, cfg: SimConfig | None =
     fik = simulate(services, replace(cfg, mode="fikit", device=share_mode, stop_when=("A",)))
     a_excl = _alone(hi, n_a, cfg).mean_jct("X")
     return BackgroundPairResult(
-        share_label(replace(cfg, mode=share_mode)), a_excl, share.mean_jct("A"), fik.mean_jct("A"),
-        share.service_busy["B"] / share.end_time, fik.service_busy["B"] / fik.end_time,
+        share_label(replace(cfg, mode=share_mode)),
+        a_excl,
+        share.mean_jct("A"),
+        fik.mean_jct("A"),
+        share.service_busy["B"] / share.end_time,
+        fik.service_busy["B"] / fik.end_time,
     )
 
 
@@ -181,12 +193,16 @@ class SweepPoint:
     b_ratio: float
 
 
-def timeslice_sweep(quanta=(1.0, 2.0, 4.0, 8.0), n_a: int = 40, n_b: int = 150, cfg: SimConfig | None = None) -> list[SweepPoint]:
+def timeslice_sweep(
+    quanta=(1.0, 2.0, 4.0, 8.0), n_a: int = 40, n_b: int = 150, cfg: SimConfig | None = None
+) -> list[SweepPoint]:
     """AC-15: IV.a under time-slice sharing with q swept; A's speedup should grow with q."""
     cfg = cfg or base_config()
     out = []
     for q in quanta:
-        r = concurrent_pair(n_a=n_a, n_b=n_b, cfg=replace(cfg, quantum=q, mode="share_timeslice", device="share_timeslice"))
+        r = concurrent_pair(
+            n_a=n_a, n_b=n_b, cfg=replace(cfg, quantum=q, mode="share_timeslice", device="share_timeslice")
+        )
         out.append(SweepPoint(q, r.a_speedup, r.a_share_over_excl, r.a_fikit_over_excl, r.b_ratio))
     return out
 
@@ -252,7 +268,6 @@ class PreemptResult(_SpeedupRatios):
     fikit: SimResult | None = field(default=None, repr=False)
 
 
-
 def preemption(
     hi: Trace | None = None,
     lo: Trace | None = None,
@@ -265,7 +280,10 @@ def preemption(
     cfg = cfg or base_config()
     hi = hi or hi_trace()
     lo = lo or lo_trace()
-    services = [Service("A", hi, 0, Workload.periodic(period, n_a, first)), Service("B", lo, 1, Workload.back_to_back(None))]
+    services = [
+        Service("A", hi, 0, Workload.periodic(period, n_a, first)),
+        Service("B", lo, 1, Workload.back_to_back(None)),
+    ]
     share_mode = cfg.mode if cfg.mode not in ("fikit", "exclusive") else cfg.device
     share = simulate(services, replace(cfg, mode=share_mode, stop_when=("A",)))
     fik = simulate(services, replace(cfg, mode="fikit", device=share_mode, stop_when=("A",)))
@@ -273,24 +291,47 @@ def preemption(
     b_excl = _alone(lo, 20, cfg).mean_jct("X")
     active = sum(fik.jcts("A")) / fik.end_time
     return PreemptResult(
-        share_label(replace(cfg, mode=share_mode)), a_excl, b_excl, share.mean_jct("A"), fik.mean_jct("A"),
-        share.mean_jct("B"), fik.mean_jct("B"), fik.cv_jct("B"), active, share, fik,
+        share_label(replace(cfg, mode=share_mode)),
+        a_excl,
+        b_excl,
+        share.mean_jct("A"),
+        fik.mean_jct("A"),
+        share.mean_jct("B"),
+        fik.mean_jct("B"),
+        fik.cv_jct("B"),
+        active,
+        share,
+        fik,
     )
 
 
-def stability(n_b: int = 40, period: float = 1000.0, first: float = 500.0, cfg: SimConfig | None = None) -> PreemptResult:
+def stability(
+    n_b: int = 40, period: float = 1000.0, first: float = 500.0, cfg: SimConfig | None = None
+) -> PreemptResult:
     """Experiment IV.d (Fig. 21, Table 3): A back-to-back forever; B every ``period`` ms, ``n_b`` tasks."""
     cfg = cfg or base_config()
     hi, lo = hi_trace(), lo_trace()
-    services = [Service("A", hi, 0, Workload.back_to_back(None)), Service("B", lo, 1, Workload.periodic(period, n_b, first))]
+    services = [
+        Service("A", hi, 0, Workload.back_to_back(None)),
+        Service("B", lo, 1, Workload.periodic(period, n_b, first)),
+    ]
     share_mode = cfg.mode if cfg.mode not in ("fikit", "exclusive") else cfg.device
     share = simulate(services, replace(cfg, mode=share_mode, stop_when=("B",)))
     fik = simulate(services, replace(cfg, mode="fikit", device=share_mode, stop_when=("B",)))
     a_excl = _alone(hi, 20, cfg).mean_jct("X")
     b_excl = _alone(lo, n_b, cfg).mean_jct("X")
     return PreemptResult(
-        share_label(replace(cfg, mode=share_mode)), a_excl, b_excl, share.mean_jct("A"), fik.mean_jct("A"),
-        share.mean_jct("B"), fik.mean_jct("B"), fik.cv_jct("B"), 1.0, share, fik,
+        share_label(replace(cfg, mode=share_mode)),
+        a_excl,
+        b_excl,
+        share.mean_jct("A"),
+        fik.mean_jct("A"),
+        share.mean_jct("B"),
+        fik.mean_jct("B"),
+        fik.cv_jct("B"),
+        1.0,
+        share,
+        fik,
     )
 
 
@@ -299,7 +340,9 @@ def single_service_overhead(rtt: float, n: int = 1, cfg: SimConfig | None = None
     cfg = cfg or base_config(jitter=0.0)
     hi = hi_trace()
     excl = _alone(hi, n, cfg).mean_jct("X")
-    fik = simulate([Service("A", hi, 0, Workload.back_to_back(n))], replace(cfg, mode="fikit", ipc_rtt=rtt)).mean_jct("A")
+    fik = simulate([Service("A", hi, 0, Workload.back_to_back(n))], replace(cfg, mode="fikit", ipc_rtt=rtt)).mean_jct(
+        "A"
+    )
     return fik, excl
 
 
@@ -346,6 +389,16 @@ def literal_vs_recommended(n_a: int = 60, n_b: int = 200, cfg: SimConfig | None 
 
 
 __all__ = [
-    "base_config", "share_label", "concurrent_pair", "background_pair", "timeslice_sweep", "task_ratio", "preemption", "stability",
-    "single_service_overhead", "feedback_ablation", "literal_vs_recommended", "light_trace",
+    "base_config",
+    "share_label",
+    "concurrent_pair",
+    "background_pair",
+    "timeslice_sweep",
+    "task_ratio",
+    "preemption",
+    "stability",
+    "single_service_overhead",
+    "feedback_ablation",
+    "literal_vs_recommended",
+    "light_trace",
 ]

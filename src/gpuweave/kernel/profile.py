@@ -67,7 +67,9 @@ class Profile:
 
     def scaled_gaps(self, factor: float) -> "Profile":
         """A copy with every SG multiplied by ``factor`` (R-15 correction or measurement-inflation studies)."""
-        return Profile(self.task_key, self.runs, dict(self.sk), {k: v * factor for k, v in self.sg.items()}, dict(self.counts))
+        return Profile(
+            self.task_key, self.runs, dict(self.sk), {k: v * factor for k, v in self.sg.items()}, dict(self.counts)
+        )
 
     def to_dict(self) -> dict:
         return {

@@ -106,7 +106,9 @@ def _str(d: dict, name: str, max_len: int) -> str:
         raise ProtocolError("missing_field", f"missing field '{name}'", name)
     v = d[name]
     if not isinstance(v, str) or not v or len(v) > max_len:
-        raise ProtocolError("bad_field", f"field '{name}' must be a non-empty string of at most {max_len} characters", name)
+        raise ProtocolError(
+            "bad_field", f"field '{name}' must be a non-empty string of at most {max_len} characters", name
+        )
     return v
 
 
@@ -126,7 +128,9 @@ def decode(data: bytes) -> Message:
         raise ProtocolError("version", f"unsupported protocol version {d.get('v')!r} (server speaks {VERSION})", "v")
     t = d.get("t")
     if t == "launch":
-        return Launch(_int(d, "pid"), _int(d, "tid"), _int(d, "seq"), _str(d, "kernel_id", MAX_KERNEL_ID), _int(d, "t_client_ns"))
+        return Launch(
+            _int(d, "pid"), _int(d, "tid"), _int(d, "seq"), _str(d, "kernel_id", MAX_KERNEL_ID), _int(d, "t_client_ns")
+        )
     if t == "register":
         key = _str(d, "task_key", 128)
         try:

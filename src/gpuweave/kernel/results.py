@@ -54,14 +54,26 @@ def kernel_metrics(res: SimResult, services: Sequence[Service]) -> dict[str, flo
     return metrics
 
 
-def write_kernel_result(out_dir: str | Path, res: SimResult, services: Sequence[Service],
-                        config: dict[str, Any]) -> Path:
+def write_kernel_result(
+    out_dir: str | Path, res: SimResult, services: Sequence[Service], config: dict[str, Any]
+) -> Path:
     """Write tasks.csv, services.csv and summary.json into ``out_dir`` (whole or not at all)."""
+
     def write_files(staging: Path) -> None:
         write_tasks_csv(res, services, staging / "tasks.csv")
         busy = max(res.end_time, 1e-12)
-        rows = ((s.name, s.priority, len(res.tasks[s.name]), res.mean_jct(s.name), res.std_jct(s.name),
-                 _cv(res, s.name), res.service_busy[s.name] / busy) for s in services)
+        rows = (
+            (
+                s.name,
+                s.priority,
+                len(res.tasks[s.name]),
+                res.mean_jct(s.name),
+                res.std_jct(s.name),
+                _cv(res, s.name),
+                res.service_busy[s.name] / busy,
+            )
+            for s in services
+        )
         write_csv(staging / "services.csv", SERVICE_COLUMNS, rows)
 
     core = ResultCore("kernel", config, res.config.seed, kernel_metrics(res, services))

@@ -30,7 +30,15 @@ from typing import Callable
 from gpuweave.errors import InputError
 from gpuweave.kernel.profile import Profile
 from gpuweave.kernel.protocol import (
-    Launch, Ping, ProtocolError, Register, StatsRequest, TaskMark, Unregister, decode, encode,
+    Launch,
+    Ping,
+    ProtocolError,
+    Register,
+    StatsRequest,
+    TaskMark,
+    Unregister,
+    decode,
+    encode,
 )
 from gpuweave.kernel.sched import Go, SchedulerConfig, SchedulerCore, SetTimer
 
@@ -176,7 +184,14 @@ class FikitServer:
         c = _Client(m.task_key, m.pid, addr, name, m.priority, mode, now)
         self.clients[m.pid] = c
         self.by_name[name] = c
-        log.info("register pid=%s key=%s prio=%s mode=%s profile=%s", m.pid, m.task_key, m.priority, mode, profile is not None)
+        log.info(
+            "register pid=%s key=%s prio=%s mode=%s profile=%s",
+            m.pid,
+            m.task_key,
+            m.priority,
+            mode,
+            profile is not None,
+        )
         self._reply(encode("register_ack", pid=m.pid, mode=mode, profile_loaded=profile is not None), addr)
         self._arm_sweep(now)
 
@@ -288,9 +303,15 @@ class FikitServer:
 
         st = self.core.stats
         return {
-            "clients": len(self.clients), "messages": self.messages, "errors": self.errors, "gos": st.gos,
-            "fillers": st.fillers, "dropped": self.dropped_requests, "pending": self.core.pending(),
-            "decision_us_median": q(0.5), "decision_us_p99": q(0.99),
+            "clients": len(self.clients),
+            "messages": self.messages,
+            "errors": self.errors,
+            "gos": st.gos,
+            "fillers": st.fillers,
+            "dropped": self.dropped_requests,
+            "pending": self.core.pending(),
+            "decision_us_median": q(0.5),
+            "decision_us_p99": q(0.99),
         }
 
 

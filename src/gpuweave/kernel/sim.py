@@ -270,7 +270,9 @@ class KernelSim:
             raise InputError(f"stop_when names unknown services: {sorted(unknown)}", field="stop_when")
         for s in self.services:
             if s.name in stop and s.workload.n is None:
-                raise InputError(f"stop_when service {s.name!r} runs continuously and never finishes", field="stop_when")
+                raise InputError(
+                    f"stop_when service {s.name!r} runs continuously and never finishes", field="stop_when"
+                )
         if not stop and not math.isfinite(cfg.horizon):
             raise InputError("all services run continuously: give a finite horizon", field="horizon")
         return {names.index(n) for n in stop}
@@ -314,14 +316,18 @@ class KernelSim:
     def profile_of(self, index: int) -> Profile:
         cfg = self.config
         s = self.services[index]
-        prof = s.profile if s.profile is not None else measure_profile(
-            s.trace,
-            runs=cfg.profiling_runs,
-            jitter=cfg.jitter,
-            seed=cfg.seed + 7919,
-            launch_overhead=cfg.launch_overhead,
-            gap_inflation=cfg.measure_gap_inflation,
-            task_key=_task_key_of(s.name),
+        prof = (
+            s.profile
+            if s.profile is not None
+            else measure_profile(
+                s.trace,
+                runs=cfg.profiling_runs,
+                jitter=cfg.jitter,
+                seed=cfg.seed + 7919,
+                launch_overhead=cfg.launch_overhead,
+                gap_inflation=cfg.measure_gap_inflation,
+                task_key=_task_key_of(s.name),
+            )
         )
         self.profiles[s.name] = prof
         return prof
@@ -541,7 +547,11 @@ def measure_profile(
     if hit is not None:
         return hit
     cfg = SimConfig(
-        mode="exclusive", jitter=jitter, seed=seed, launch_overhead=launch_overhead, record_kernels=True,
+        mode="exclusive",
+        jitter=jitter,
+        seed=seed,
+        launch_overhead=launch_overhead,
+        record_kernels=True,
         profiling_runs=max(1, min(runs, 1000)),
     )
     res = KernelSim([Service("measure", trace, 0, Workload.back_to_back(runs))], cfg).run()

@@ -7,7 +7,18 @@ from pathlib import Path
 
 from gpuweave.kernel.sim import KernelRecord
 
-PRIORITY_COLOURS = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+PRIORITY_COLOURS = [
+    "#d62728",
+    "#1f77b4",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+]
 
 
 def plot_timelines(
@@ -34,8 +45,11 @@ def plot_timelines(
             y = names.index(k.service)
             prios.add(k.priority)
             ax.broken_barh(
-                [(k.start, k.end - k.start)], (y - 0.35, 0.7),
-                facecolors=PRIORITY_COLOURS[k.priority % 10], edgecolor="black", linewidth=0.3,
+                [(k.start, k.end - k.start)],
+                (y - 0.35, 0.7),
+                facecolors=PRIORITY_COLOURS[k.priority % 10],
+                edgecolor="black",
+                linewidth=0.3,
                 hatch="//" if k.filler else None,
             )
         ax.set_xlim(t0, t1)

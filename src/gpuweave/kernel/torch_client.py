@@ -81,7 +81,9 @@ def _impl_class():
     class _FikitDispatchModeImpl(base):  # type: ignore[misc, valid-type]
         """``with FikitDispatchMode(client, mode="share"):`` gates every aten op through ``client``."""
 
-        def __init__(self, client: FikitClient | None, mode: str = "share", profile_dir: str | Path | None = None) -> None:
+        def __init__(
+            self, client: FikitClient | None, mode: str = "share", profile_dir: str | Path | None = None
+        ) -> None:
             super().__init__()
             if mode not in ("share", "measure", "off"):
                 raise InputError(f"mode must be share, measure or off, got {mode!r}", field="FIKIT_MODE")
@@ -99,7 +101,11 @@ def _impl_class():
         def from_env(cls, env: dict[str, str] | None = None, **client_kw):
             cfg = ClientConfig.from_env(env)
             env = dict(os.environ) if env is None else env
-            client = None if cfg.mode == "off" else FikitClient(cfg.address, cfg.task_key, cfg.priority, cfg.mode, **client_kw)
+            client = (
+                None
+                if cfg.mode == "off"
+                else FikitClient(cfg.address, cfg.task_key, cfg.priority, cfg.mode, **client_kw)
+            )
             return cls(client, cfg.mode, env.get("FIKIT_PROFILE_DIR"))
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):

@@ -46,7 +46,11 @@ class ImportReport:
 def _dims(v: object, what: str, file: str | None, row: int) -> tuple[int, int, int] | None:
     if v is None:
         return None
-    if not isinstance(v, list) or not 1 <= len(v) <= 3 or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in v):
+    if (
+        not isinstance(v, list)
+        or not 1 <= len(v) <= 3
+        or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in v)
+    ):
         raise InputError(f"'{what}' must be a list of 1-3 positive integers, got {v!r}", file=file, row=row, field=what)
     return tuple(list(v) + [1] * (3 - len(v)))  # type: ignore[return-value]
 

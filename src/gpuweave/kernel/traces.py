@@ -136,7 +136,9 @@ class Trace:
                 cpu = _num(k, "cpu_before", file, row)
                 sync = k.get("sync_after")
                 if not isinstance(sync, bool):
-                    raise InputError(f"'sync_after' must be true or false, got {sync!r}", file=file, row=row, field="sync_after")
+                    raise InputError(
+                        f"'sync_after' must be true or false, got {sync!r}", file=file, row=row, field="sync_after"
+                    )
                 rows.append((kid, dur, cpu, sync))
         if gap_style:
             return cls.from_gaps(name, [(kid, dur, gap) for kid, dur, gap, _ in rows])

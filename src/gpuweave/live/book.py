@@ -93,8 +93,17 @@ class LiveBook(Simulator):
 
     def records(self, start_time: float) -> SimulationRecords:
         return SimulationRecords(
-            jobs=self.states, segments=self.segments, allocations=self.allocations, timeseries=self.timeseries,
-            models=self.models, total_gpus=sum(n.num_gpus for n in self.nodes), gpus_by_model=self.gpus_by_model,
-            energy_j=self.energy_j, cost=self.cost, start_time=start_time, end_time=self.now, events=self.events,
+            jobs=self.states,
+            segments=self.segments,
+            allocations=self.allocations,
+            timeseries=self.timeseries,
+            models=self.models,
+            total_gpus=sum(n.num_gpus for n in self.nodes),
+            gpus_by_model=self.gpus_by_model,
+            energy_j=self.energy_j,
+            cost=self.cost,
+            start_time=start_time,
+            end_time=self.now,
+            events=self.events,
             decisions=self.decisions,
         )

@@ -50,6 +50,7 @@ def register(cli) -> None:
         for column in ("job", "sim JCT s", "live JCT s", "live/sim"):
             table.add_column(column, justify="left" if column == "job" else "right")
         for job_id, sim, live, ratio in compare_jct(sim_run, live_run):
-            table.add_row(job_id, fmt(sim and round(sim, 2)), fmt(live and round(live, 2)),
-                          fmt(ratio and round(ratio, 3)))
+            table.add_row(
+                job_id, fmt(sim and round(sim, 2)), fmt(live and round(live, 2)), fmt(ratio and round(ratio, 3))
+            )
         Console().print(table)

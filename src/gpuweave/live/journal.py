@@ -37,16 +37,40 @@ class Journal:
         os.fsync(self._fh.fileno())
 
     def attempt_started(self, job: LiveJob, attempt: Attempt, executor) -> None:
-        copies = [{"checkpoint": str(c.checkpoint), "channel": str(c.channel),
-                   "pids": [executor.pid(w.handle) for w in c.workers]} for c in attempt.copies]
-        self._write({"ev": "launch", "job": job.js.job_id, "attempt": attempt.number, "kind": attempt.kind,
-                     "forked": attempt.forked, "committed": job.committed, "copies": copies})
+        copies = [
+            {
+                "checkpoint": str(c.checkpoint),
+                "channel": str(c.channel),
+                "pids": [executor.pid(w.handle) for w in c.workers],
+            }
+            for c in attempt.copies
+        ]
+        self._write(
+            {
+                "ev": "launch",
+                "job": job.js.job_id,
+                "attempt": attempt.number,
+                "kind": attempt.kind,
+                "forked": attempt.forked,
+                "committed": job.committed,
+                "copies": copies,
+            }
+        )
 
     def attempt_ended(self, job: LiveJob, attempt: Attempt, saved: int) -> None:
         js = job.js
-        self._write({"ev": "end", "job": js.job_id, "attempt": attempt.number, "saved": saved,
-                     "committed": job.committed, "first_start": js.first_start, "restarts": js.restarts,
-                     "crashes": job.crashes})
+        self._write(
+            {
+                "ev": "end",
+                "job": js.job_id,
+                "attempt": attempt.number,
+                "saved": saved,
+                "committed": job.committed,
+                "first_start": js.first_start,
+                "restarts": js.restarts,
+                "crashes": job.crashes,
+            }
+        )
 
     def job_done(self, job: LiveJob) -> None:
         self._write({"ev": "done", "job": job.js.job_id, "end": job.js.end})
@@ -103,9 +127,19 @@ class Journal:
             status = read_status(Path(c["channel"]))
             saved.append(status.checkpoint_steps if status else 0)
         commit_saved(job, launch["forked"], [Path(c["checkpoint"]) for c in launch["copies"]], saved)
-        self._write({"ev": "end", "job": job.js.job_id, "attempt": launch["attempt"], "saved": sum(saved),
-                     "committed": job.committed, "first_start": job.js.first_start, "restarts": job.js.restarts,
-                     "crashes": job.crashes, "orphan": True})
+        self._write(
+            {
+                "ev": "end",
+                "job": job.js.job_id,
+                "attempt": launch["attempt"],
+                "saved": sum(saved),
+                "committed": job.committed,
+                "first_start": job.js.first_start,
+                "restarts": job.js.restarts,
+                "crashes": job.crashes,
+                "orphan": True,
+            }
+        )
         if job.committed >= job.target:
             job.done = True
 

@@ -51,13 +51,19 @@ class LocalExecutor(Executor):
 
     def launch(self, spec: LaunchSpec) -> _Proc:
         free = self._free[spec.node]
-        slots, self._free[spec.node] = free[: spec.gpus], free[spec.gpus:]
+        slots, self._free[spec.node] = free[: spec.gpus], free[spec.gpus :]
         env = dict(os.environ, **spec.env)
         env["CUDA_VISIBLE_DEVICES"] = "" if self.emulated else ",".join(map(str, slots))
         spec.channel.mkdir(parents=True, exist_ok=True)
         with open(spec.channel / LOG_FILE, "ab") as log:
-            popen = subprocess.Popen(list(spec.argv), env=env, stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+            popen = subprocess.Popen(
+                list(spec.argv),
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         return _Proc(popen, spec.node, slots)
 
     def exit_code(self, handle: _Proc) -> int | None:

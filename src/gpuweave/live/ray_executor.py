@@ -33,8 +33,9 @@ class WorkerHost:
         ids = ray.get_gpu_ids() if use_gpu_ids else []
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in ids)
         with open(log, "ab") as fh:
-            self.proc = subprocess.Popen(argv, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                argv, env=env, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
 
     def wait(self) -> int:
         return self.proc.wait()
@@ -62,25 +63,32 @@ class RayExecutor(Executor):
             for n in nodes:
                 key = f"{TYPE_LABEL}{n.gpu_model}"
                 resources[key] = resources.get(key, 0) + n.num_gpus
-            ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, resources=resources,
-                     num_gpus=0, logging_level="ERROR", log_to_driver=False)
+            ray.init(
+                _node_ip_address="127.0.0.1",
+                include_dashboard=False,
+                resources=resources,
+                num_gpus=0,
+                logging_level="ERROR",
+                log_to_driver=False,
+            )
             self.started_ray = True
             return
         try:
             ray.init(address=self.address, logging_level="ERROR", log_to_driver=False)
         except Exception as exc:  # Ray raises several types for an address it cannot reach
-            raise InputError(f"cannot reach the Ray cluster at {self.address}: {exc}".splitlines()[0],
-                             field="address") from None
+            raise InputError(
+                f"cannot reach the Ray cluster at {self.address}: {exc}".splitlines()[0], field="address"
+            ) from None
 
     def check_cluster(self, nodes: list) -> None:
         self._connect(nodes)
         alive = [n for n in ray.nodes() if n.get("Alive")]
-        labelled = {k[len(NODE_LABEL):] for n in alive for k in n["Resources"] if k.startswith(NODE_LABEL)}
+        labelled = {k[len(NODE_LABEL) :] for n in alive for k in n["Resources"] if k.startswith(NODE_LABEL)}
         by_type: dict[str, list[dict]] = {}
         for n in alive:
             for key in n["Resources"]:
                 if key.startswith(TYPE_LABEL):
-                    by_type.setdefault(key[len(TYPE_LABEL):], []).append(n)
+                    by_type.setdefault(key[len(TYPE_LABEL) :], []).append(n)
         used: dict[str, int] = {}
         for node in nodes:
             if node.name in labelled:
@@ -89,13 +97,14 @@ class RayExecutor(Executor):
             candidates = by_type.get(node.gpu_model, [])
             i = used.get(node.gpu_model, 0)
             if i >= len(candidates):
-                raise InputError(f"the Ray cluster lacks GPU type {node.gpu_model} for node {node.name} "
-                                 f"(it offers {', '.join(sorted(by_type)) or 'no gpu_type:* resources'})",
-                                 field="cluster")
+                raise InputError(
+                    f"the Ray cluster lacks GPU type {node.gpu_model} for node {node.name} "
+                    f"(it offers {', '.join(sorted(by_type)) or 'no gpu_type:* resources'})",
+                    field="cluster",
+                )
             used[node.gpu_model] = i + 1
             ray_node = candidates[i]
-            self._target[node.index] = {"node_id": ray_node["NodeID"],
-                                        "gpus": ray_node["Resources"].get("GPU", 0) > 0}
+            self._target[node.index] = {"node_id": ray_node["NodeID"], "gpus": ray_node["Resources"].get("GPU", 0) > 0}
 
     def launch(self, spec: LaunchSpec):
         target = self._target[spec.node]
@@ -107,8 +116,9 @@ class RayExecutor(Executor):
             if target["gpus"]:
                 options["num_gpus"] = spec.gpus
         spec.channel.mkdir(parents=True, exist_ok=True)
-        actor = WorkerHost.options(**options).remote(list(spec.argv), spec.env, str(spec.channel / LOG_FILE),
-                                                     bool(target["gpus"]) and not self.emulated)
+        actor = WorkerHost.options(**options).remote(
+            list(spec.argv), spec.env, str(spec.channel / LOG_FILE), bool(target["gpus"]) and not self.emulated
+        )
         return [actor, actor.wait.remote(), None]
 
     def exit_code(self, handle) -> int | None:

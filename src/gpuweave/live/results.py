@@ -20,8 +20,22 @@ from gpuweave.cluster.results import fmt, write_run
 from gpuweave.errors import InputError
 from gpuweave.files import read_input_text
 
-LIVE_COLUMNS = ["job_id", "attempt", "kind", "placement", "gpu_models", "copies", "planned_start", "measured_start",
-                "restart_delay_s", "launch_latency_wall_s", "steps", "steps_per_s", "emulated", "outcome"]
+LIVE_COLUMNS = [
+    "job_id",
+    "attempt",
+    "kind",
+    "placement",
+    "gpu_models",
+    "copies",
+    "planned_start",
+    "measured_start",
+    "restart_delay_s",
+    "launch_latency_wall_s",
+    "steps",
+    "steps_per_s",
+    "emulated",
+    "outcome",
+]
 RESULT_FILES = ("jobs.csv", "allocations.csv", "timeseries.csv", "summary.json")
 
 
@@ -38,15 +52,20 @@ def write_live_run(runtime, out: Path) -> dict:
     shutil.rmtree(staging)
     latencies = _write_live_csv(runtime, out / "live.csv")
     payload = json.loads((out / "summary.json").read_text())
-    payload.update({
-        "executor": runtime.executor.name,
-        "live": True,
-        "emulated_gpus": runtime.executor.emulated,
-        "note": ("GPUs declared, not detected: each worker paced its steps to the profile store's rate for its "
-                 "GPU type" if runtime.executor.emulated else "workers ran on the machine's GPUs"),
-        "failed_jobs": {j.js.job_id: j.failed for j in runtime.jobs.values() if j.failed},
-        "runtime": _timings(runtime, latencies),
-    })
+    payload.update(
+        {
+            "executor": runtime.executor.name,
+            "live": True,
+            "emulated_gpus": runtime.executor.emulated,
+            "note": (
+                "GPUs declared, not detected: each worker paced its steps to the profile store's rate for its GPU type"
+                if runtime.executor.emulated
+                else "workers ran on the machine's GPUs"
+            ),
+            "failed_jobs": {j.js.job_id: j.failed for j in runtime.jobs.values() if j.failed},
+            "runtime": _timings(runtime, latencies),
+        }
+    )
     (out / "summary.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return summary
 
@@ -65,12 +84,24 @@ def _write_live_csv(runtime, path: Path) -> list[float]:
                     latencies.append(latency)
                 rate = sum(c.status.steps_per_s for c in a.copies if c.status) / scale
                 outcome = "crash" if a.crash else ("stopped" if a.stopping else "done")
-                w.writerow([
-                    job.js.job_id, a.number, a.kind, ";".join(f"{nodes[n].name}:{k}" for n, k in a.placement),
-                    "+".join(sorted({nodes[n].gpu_model for n, _ in a.placement})), len(a.copies),
-                    fmt(a.decided_sim), fmt(first), fmt(first - a.decided_sim if first is not None else None),
-                    fmt(latency), a.steps, fmt(rate), int(runtime.executor.emulated), outcome,
-                ])
+                w.writerow(
+                    [
+                        job.js.job_id,
+                        a.number,
+                        a.kind,
+                        ";".join(f"{nodes[n].name}:{k}" for n, k in a.placement),
+                        "+".join(sorted({nodes[n].gpu_model for n, _ in a.placement})),
+                        len(a.copies),
+                        fmt(a.decided_sim),
+                        fmt(first),
+                        fmt(first - a.decided_sim if first is not None else None),
+                        fmt(latency),
+                        a.steps,
+                        fmt(rate),
+                        int(runtime.executor.emulated),
+                        outcome,
+                    ]
+                )
     return latencies
 
 
@@ -82,7 +113,8 @@ def _timings(runtime, latencies: list[float]) -> dict:
         return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
     return {
-        "launch_latency_p50_s": pct(latencies, 50), "launch_latency_p95_s": pct(latencies, 95),
+        "launch_latency_p50_s": pct(latencies, 50),
+        "launch_latency_p95_s": pct(latencies, 95),
         "decisions": len(runtime.decision_s),
         "policy_decision_mean_s": statistics.fmean(runtime.decision_s) if runtime.decision_s else None,
         "runtime_overhead_mean_s": statistics.fmean(runtime.overhead_s) if runtime.overhead_s else None,

@@ -40,8 +40,14 @@ class LiveRuntime:
         self.nodes = prepared.nodes
         self.base_profiles = prepared.profiles
         self.policy = build_policy(config)
-        self.book = LiveBook(self.nodes, prepared.jobs, self.policy, self.base_profiles, prepared.gpu_power,
-                             restart_delay=config.restart_delay)
+        self.book = LiveBook(
+            self.nodes,
+            prepared.jobs,
+            self.policy,
+            self.base_profiles,
+            prepared.gpu_power,
+            restart_delay=config.restart_delay,
+        )
         default_argv = program_argv(self.ex.program, config_dir)
         self.jobs: dict[str, LiveJob] = {}
         for js in self.book.states:
@@ -129,7 +135,8 @@ class LiveRuntime:
             stuck = next(iter(book.pending.values()))
             raise InvalidDecisionError(
                 f"policy '{getattr(self.policy, 'name', self.policy)}' left {len(book.pending)} job(s) waiting on an "
-                f"idle cluster with nothing left to happen (e.g. job '{stuck.job.job_id}')")
+                f"idle cluster with nothing left to happen (e.g. job '{stuck.job.job_id}')"
+            )
 
     # ------------------------------------------------------------------ events in
     def _admit(self, now: float) -> bool:
@@ -292,15 +299,29 @@ class LiveRuntime:
                 channel = self.out / "channels" / _safe(js.job.job_id) / f"a{number}-c{index}-r{rank}"
                 channel.mkdir(parents=True, exist_ok=True)
                 env = {
-                    "GPUWEAVE_CHANNEL": str(channel), "GPUWEAVE_TARGET_STEPS": str(share),
+                    "GPUWEAVE_CHANNEL": str(channel),
+                    "GPUWEAVE_TARGET_STEPS": str(share),
                     "GPUWEAVE_PACE": f"{pace:.6f}" if self.executor.emulated else "0",
                     "GPUWEAVE_CHECKPOINT_EVERY": str(self.ex.checkpoint_every),
                     "GPUWEAVE_CHECKPOINT": str(ckpt if rank == 0 else channel / "rank.ckpt"),
                     "GPUWEAVE_RESUME_FROM": str(job.checkpoint) if job.checkpoint.exists() else "",
-                    "GPUWEAVE_ATTEMPT": str(number - 1), "GPUWEAVE_RANK": str(rank), "GPUWEAVE_JOB": js.job.job_id,
+                    "GPUWEAVE_ATTEMPT": str(number - 1),
+                    "GPUWEAVE_RANK": str(rank),
+                    "GPUWEAVE_JOB": js.job.job_id,
                 }
-                spec = LaunchSpec(js.job.job_id, number, index, rank, node, self.nodes[node].name,
-                                  self.nodes[node].gpu_model, k, tuple(job.argv), channel, env)
+                spec = LaunchSpec(
+                    js.job.job_id,
+                    number,
+                    index,
+                    rank,
+                    node,
+                    self.nodes[node].name,
+                    self.nodes[node].gpu_model,
+                    k,
+                    tuple(job.argv),
+                    channel,
+                    env,
+                )
                 workers.append(Worker(spec, self.executor.launch(spec)))
             copies.append(Copy(index, share, ckpt, workers))
         attempt = Attempt(number, kind, placement, forked, copies, decided_wall, decided_sim, time.time())

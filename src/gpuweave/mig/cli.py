@@ -16,7 +16,14 @@ def _print_schedule(schedule, problem_names_order=None) -> None:
     for col in ("task", "gpu", "instance", "slices", "start (s)", "end (s)"):
         table.add_column(col)
     for t in sorted(schedule.tasks, key=lambda t: (t.start, t.gpu_index, t.start_slice)):
-        table.add_row(t.task, str(t.gpu_index), f"{t.size}g@S{t.start_slice}", f"S{t.start_slice}-S{t.start_slice + t.size - 1}", f"{t.start:.4f}", f"{t.end:.4f}")
+        table.add_row(
+            t.task,
+            str(t.gpu_index),
+            f"{t.size}g@S{t.start_slice}",
+            f"S{t.start_slice}-S{t.start_slice + t.size - 1}",
+            f"{t.start:.4f}",
+            f"{t.end:.4f}",
+        )
     console = Console()
     console.print(table)
     ops = len(schedule.operations)
@@ -26,9 +33,13 @@ def _print_schedule(schedule, problem_names_order=None) -> None:
     )
     info = schedule.info
     if "optimal" in info:
-        console.print(f"exact: optimal={info['optimal']} (one-lifetime class: {info.get('optimal_single_lifetime')}), bound {info['bound_s']:.4f} s")
+        console.print(
+            f"exact: optimal={info['optimal']} (one-lifetime class: {info.get('optimal_single_lifetime')}), bound {info['bound_s']:.4f} s"
+        )
     if "chain_makespan_model" in info:
-        console.print(f"chained makespan, paper model (junction reconfiguration ignored): {info['chain_makespan_model']:.4f} s")
+        console.print(
+            f"chained makespan, paper model (junction reconfiguration ignored): {info['chain_makespan_model']:.4f} s"
+        )
 
 
 # planning time grows about quadratically with the GPU count (100,000 GPUs: half an hour); a typo must not hang
@@ -38,27 +49,38 @@ MAX_PLAN_GPUS = 1024
 def register(cli) -> None:
     @cli.plan.command("mig")
     def plan_mig(
-        tasks: Optional[Path] = typer.Argument(None, help="TASKS.csv: task, one column per instance size (s), optional command."),
+        tasks: Optional[Path] = typer.Argument(
+            None, help="TASKS.csv: task, one column per instance size (s), optional command."
+        ),
         gpu: str = typer.Option("A100", "--gpu", help="MIG GPU model: A30, A100, H100, H200, B200."),
         gpus: int = typer.Option(1, "--gpus", help="Number of identical GPUs (FAR uses a forest)."),
-        algo: str = typer.Option("far", "--algo", help="far | miso-opt | fixpart-best | fixpart:1-1-1-1-1-1-1 | fixpart:7 | exact (see `gpuweave mig algos`)."),
+        algo: str = typer.Option(
+            "far",
+            "--algo",
+            help="far | miso-opt | fixpart-best | fixpart:1-1-1-1-1-1-1 | fixpart:7 | exact (see `gpuweave mig algos`).",
+        ),
         json_out: Optional[Path] = typer.Option(None, "--json", help="Write the schedule JSON here."),
         gantt: Optional[Path] = typer.Option(None, "--gantt", help="Write a Gantt chart (PNG) here."),
-        batches: Optional[Path] = typer.Option(None, "--batches", help="Directory of batch CSVs (file-name order) to schedule with FAR and concatenate."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Write a result directory here (schedule.json, tasks.csv, summary.json)."),
+        batches: Optional[Path] = typer.Option(
+            None, "--batches", help="Directory of batch CSVs (file-name order) to schedule with FAR and concatenate."
+        ),
+        out: Optional[Path] = typer.Option(
+            None, "--out", help="Write a result directory here (schedule.json, tasks.csv, summary.json)."
+        ),
     ) -> None:
         """Plan a batch of moldable tasks on MIG and print the schedule, makespan, lower bound and ratio."""
         from gpuweave.errors import InputError
+        from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
         from gpuweave.mig.problem import read_batches_dir, read_tasks_csv
         from gpuweave.mig.registry import plan
         from gpuweave.mig.validate import check_schedule
 
-        from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
-
         if gpus < 1:
             raise InputError(f"--gpus must be at least 1, got {gpus}", field="gpus")
         if gpus > MAX_PLAN_GPUS:
-            raise InputError(f"--gpus must be at most {MAX_PLAN_GPUS} (one machine's MIG GPUs), got {gpus}", field="gpus")
+            raise InputError(
+                f"--gpus must be at most {MAX_PLAN_GPUS} (one machine's MIG GPUs), got {gpus}", field="gpus"
+            )
         # check the output paths before planning (exact can take minutes)
         if json_out is not None:
             prepare_output_file(json_out, field="json")
@@ -99,9 +121,13 @@ def register(cli) -> None:
 
     @cli.run.command("mig")
     def run_mig(
-        schedule_file: Path = typer.Argument(..., metavar="SCHEDULE.json", help="A schedule from `gpuweave plan mig --json`."),
+        schedule_file: Path = typer.Argument(
+            ..., metavar="SCHEDULE.json", help="A schedule from `gpuweave plan mig --json`."
+        ),
         gpu_index: int = typer.Option(0, "--gpu-index", help="NVML index of the MIG-enabled GPU."),
-        tasks: Optional[Path] = typer.Option(None, "--tasks", help="TASKS.csv with a command column (else commands from the JSON)."),
+        tasks: Optional[Path] = typer.Option(
+            None, "--tasks", help="TASKS.csv with a command column (else commands from the JSON)."
+        ),
         out: Optional[Path] = typer.Option(None, "--out", help="Write planned vs measured times (CSV) here."),
     ) -> None:
         """Execute a schedule on a real MIG GPU (Algorithm 3) and compare planned with measured times."""
@@ -121,13 +147,17 @@ def register(cli) -> None:
         if out is not None:
             typer.echo(f"wrote {result.write_csv(out)}")
 
-    mig_app = typer.Typer(help="MIG schedules: validate, list algorithms, generate synthetic batches.", no_args_is_help=True)
+    mig_app = typer.Typer(
+        help="MIG schedules: validate, list algorithms, generate synthetic batches.", no_args_is_help=True
+    )
     cli.app.add_typer(mig_app, name="mig")
 
     @mig_app.command("validate")
     def validate_cmd(
         schedule_file: Path = typer.Argument(..., metavar="SCHEDULE.json"),
-        tasks: Optional[Path] = typer.Option(None, "--tasks", help="TASKS.csv: also check that every task runs once for its profiled time."),
+        tasks: Optional[Path] = typer.Option(
+            None, "--tasks", help="TASKS.csv: also check that every task runs once for its profiled time."
+        ),
     ) -> None:
         """Check a schedule against the MIG model; the first violated rule and its tasks, exit 2."""
         from gpuweave.mig.problem import read_tasks_csv
@@ -162,10 +192,13 @@ def register(cli) -> None:
     ) -> None:
         """Write a synthetic batch (FAR paper Sec. 6.3 generator) as TASKS.csv."""
         from gpuweave.files import prepare_output_file
-        from gpuweave.mig.generator import generate, scaling as fractions, time_range
+        from gpuweave.mig.generator import generate, time_range
+        from gpuweave.mig.generator import scaling as fractions
 
         prepare_output_file(out, field="out", suffixes=(".csv",))
-        problem = generate(n, fractions(gpu, scaling), gpu=gpu, p_sup=p_sup, times=time_range(times), seed=seed, preset_name=preset)
+        problem = generate(
+            n, fractions(gpu, scaling), gpu=gpu, p_sup=p_sup, times=time_range(times), seed=seed, preset_name=preset
+        )
         lines = ["task," + ",".join(map(str, problem.sizes))]
         lines += [name + "," + ",".join(repr(t) for t in row) for name, row in zip(problem.names, problem.times)]
         out.write_text("\n".join(lines) + "\n")

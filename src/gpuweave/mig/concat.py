@@ -89,7 +89,9 @@ class PairResult:
         return 1.0 - self.ms / self.trivial
 
 
-def concat_pair(b1: FarResult, b2: FarResult, problem2: MigProblem, *, max_iters: int = CONCAT_MAX_ITERS, move_swap: bool = True) -> PairResult:
+def concat_pair(
+    b1: FarResult, b2: FarResult, problem2: MigProblem, *, max_iters: int = CONCAT_MAX_ITERS, move_swap: bool = True
+) -> PairResult:
     """Join B1 (forward) and B2 (reversed); B2's forest is left unchanged."""
     e1 = slice_ends(b1.forest)
     m1 = max(e1)
@@ -129,7 +131,9 @@ class ChainPlacement:
     lists: list[tuple[list[int], list[float], list[float]]]  # the forest lists used
 
 
-def chain_makespan(results: list[FarResult], problems: list[MigProblem], *, move_swap: bool = True, max_iters: int = CONCAT_MAX_ITERS) -> tuple[float, list[ChainPlacement]]:
+def chain_makespan(
+    results: list[FarResult], problems: list[MigProblem], *, move_swap: bool = True, max_iters: int = CONCAT_MAX_ITERS
+) -> tuple[float, list[ChainPlacement]]:
     """The true chained makespan: batch k is reversed when k is odd, placed at its minimal offset."""
     slices = results[0].forest.num_slices
     busy = [0.0] * slices
@@ -169,7 +173,9 @@ def chain_makespan(results: list[FarResult], problems: list[MigProblem], *, move
     return max(busy), placements
 
 
-def chain_schedule(results: list[FarResult], problems: list[MigProblem], labels: list[str], *, move_swap: bool = True) -> Schedule:
+def chain_schedule(
+    results: list[FarResult], problems: list[MigProblem], labels: list[str], *, move_swap: bool = True
+) -> Schedule:
     """The chained batches as one valid schedule ([R] exact mode: replayed with sequential reconfiguration).
 
     Task names become ``LABEL/name``. ``info`` holds the paper-model chained makespan beside the
@@ -203,5 +209,9 @@ def chain_schedule(results: list[FarResult], problems: list[MigProblem], labels:
     tasks = [ScheduledTask(names[i], g, p.size, p.start, s, e, commands[i]) for i, g, p, s, e in rows]
     lb = sum(r.lower_bound for r in results)
     ms = max(t.end for t in tasks)
-    info = {"batches": labels, "chain_makespan_model": est, "orientation": ["reversed" if p.reversed else "forward" for p in placements]}
+    info = {
+        "batches": labels,
+        "chain_makespan_model": est,
+        "orientation": ["reversed" if p.reversed else "forward" for p in placements],
+    }
     return Schedule(problems[0].gpu, gpus, ms, lb, tasks, ops, "table", [], "far-chain", info)

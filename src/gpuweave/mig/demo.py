@@ -40,7 +40,9 @@ def mig_section(ctx: DemoContext) -> DemoSection:
                 "valid": validate_schedule(s, p).ok,
             }
         )
-    png = plot_gantt(r.schedule, ctx.out_dir / "far_rodinia_a100.png", title=f"FAR, 16 Rodinia kernels on A100: {r.makespan:.3f} s")
+    png = plot_gantt(
+        r.schedule, ctx.out_dir / "far_rodinia_a100.png", title=f"FAR, 16 Rodinia kernels on A100: {r.makespan:.3f} s"
+    )
     text = (
         f"FAR: makespan {r.makespan:.3f} s, lower bound {r.lower_bound:.3f} s, rho {r.rho:.3f} (paper 1.22); "
         f"{r.phase2.family_size} allocations, {r.stats.moves} move(s) and {r.stats.swaps} swap(s) in refinement, "

@@ -98,24 +98,37 @@ def exact(
         raise InputError(f"the exact solver is for small batches (n <= {max_tasks}); this batch has {problem.n} tasks")
     t0 = time.perf_counter()
     if max_lifetimes is not None:
-        only = _solve(problem, time_limit_s=time_limit_s, resolution=resolution, max_lifetimes=max_lifetimes, workers=workers, hint=hint)
+        only = _solve(
+            problem,
+            time_limit_s=time_limit_s,
+            resolution=resolution,
+            max_lifetimes=max_lifetimes,
+            workers=workers,
+            hint=hint,
+        )
         best, general_optimal, single_optimal = only, False, only.optimal
         bound = lower_bound(problem)
     else:
-        general = _solve(problem, time_limit_s=time_limit_s, resolution=resolution, max_lifetimes=None, workers=workers, hint=hint)
+        general = _solve(
+            problem, time_limit_s=time_limit_s, resolution=resolution, max_lifetimes=None, workers=workers, hint=hint
+        )
         best, general_optimal = general, general.optimal
         bound = max(lower_bound(problem), general.bound)
         # an optimum that creates every instance at most once is also optimal among such schedules
         single_optimal = general.optimal and _single_lifetime(general.schedule)
         left = time_limit_s - (time.perf_counter() - t0)
         if not single_optimal and left > 1.0:
-            single = _solve(problem, time_limit_s=left, resolution=general.resolution, max_lifetimes=1, workers=workers, hint=hint)
+            single = _solve(
+                problem, time_limit_s=left, resolution=general.resolution, max_lifetimes=1, workers=workers, hint=hint
+            )
             single_optimal = single.optimal
             if single.schedule.makespan < best.schedule.makespan - 1e-12:
                 best = single
     wall = time.perf_counter() - t0
     sched = best.schedule
-    sched.info.update({"optimal": general_optimal, "optimal_single_lifetime": single_optimal, "bound_s": bound, "wall_s": wall})
+    sched.info.update(
+        {"optimal": general_optimal, "optimal_single_lifetime": single_optimal, "bound_s": bound, "wall_s": wall}
+    )
     return ExactResult(sched, general_optimal, single_optimal, bound, wall, best.resolution, best.status)
 
 
@@ -173,7 +186,9 @@ def _canonical(schedule: Schedule, problem: MigProblem) -> Schedule:
     geom = problem.geometry
     index = {name: i for i, name in enumerate(problem.names)}
     tasks, ops, init = list(schedule.tasks), list(schedule.operations), list(schedule.initial_instances)
-    first = {g: min((index[t.task] for t in tasks if t.gpu_index == g), default=problem.n + g) for g in range(problem.gpus)}
+    first = {
+        g: min((index[t.task] for t in tasks if t.gpu_index == g), default=problem.n + g) for g in range(problem.gpus)
+    }
     order = sorted(range(problem.gpus), key=lambda g: first[g])
     new_g = {g: k for k, g in enumerate(order)}
     tasks = [replace(t, gpu_index=new_g[t.gpu_index]) for t in tasks]
@@ -182,19 +197,36 @@ def _canonical(schedule: Schedule, problem: MigProblem) -> Schedule:
     for left, right, sigma in _swap_pairs(geom):
         by_key = {(p.size, p.start): p for p in geom.placements}
         for g in range(problem.gpus):
+
             def low(side):
-                return min((index[t.task] for t in tasks if t.gpu_index == g and by_key[t.size, t.start_slice] in side), default=problem.n)
+                return min(
+                    (index[t.task] for t in tasks if t.gpu_index == g and by_key[t.size, t.start_slice] in side),
+                    default=problem.n,
+                )
+
             if low(right) < low(left):
+
                 def move(x):
                     if x.gpu_index != g:
                         return x
                     q = sigma.get(by_key[x.size, x.start_slice])
                     return x if q is None else replace(x, start_slice=q.start)
+
                 tasks = [move(t) for t in tasks]
                 ops = [move(o) for o in ops]
                 init = [move(x) for x in init]
-    return Schedule(schedule.gpu, schedule.gpus, schedule.makespan, schedule.lower_bound, tasks, ops, schedule.reconfiguration,
-                    init, schedule.algo, dict(schedule.info))
+    return Schedule(
+        schedule.gpu,
+        schedule.gpus,
+        schedule.makespan,
+        schedule.lower_bound,
+        tasks,
+        ops,
+        schedule.reconfiguration,
+        init,
+        schedule.algo,
+        dict(schedule.info),
+    )
 
 
 def _solve(
@@ -214,7 +246,9 @@ def _solve(
     n = problem.n
     finite = [t for row in problem.times for t in row if not math.isinf(t)]
     if resolution is None:
-        resolution = min(1e-3, min(finite) / 100.0, min(min(geom.create_s.values()), min(geom.destroy_s.values())) / 100.0)
+        resolution = min(
+            1e-3, min(finite) / 100.0, min(min(geom.create_s.values()), min(geom.destroy_s.values())) / 100.0
+        )
     res = resolution
     if hint is None:
         from gpuweave.mig.far import far
@@ -313,7 +347,9 @@ def _solve(
                 else:
                     pres_s = m.NewBoolVar(f"os_{r}_{g}_{s}")
                     m.Add(pres_s == sum(on_s))
-                life_ivs_by_key.setdefault((g, s), []).append(m.NewOptionalIntervalVar(a, lsz, le, pres_s, f"l_{r}_{g}_{s}"))
+                life_ivs_by_key.setdefault((g, s), []).append(
+                    m.NewOptionalIntervalVar(a, lsz, le, pres_s, f"l_{r}_{g}_{s}")
+                )
     for j in range(n):
         for r in range(j + 1):
             if (j, r) not in y:
@@ -352,11 +388,19 @@ def _solve(
     # pair of exchangeable sibling subtrees, the left one holds the lower lowest task index
     groups: list[tuple[list[int], list[int]]] = []
     for g in range(problem.gpus - 1):
-        groups.append(([pi for pi, (gg, _) in enumerate(places) if gg == g], [pi for pi, (gg, _) in enumerate(places) if gg == g + 1]))
+        groups.append(
+            (
+                [pi for pi, (gg, _) in enumerate(places) if gg == g],
+                [pi for pi, (gg, _) in enumerate(places) if gg == g + 1],
+            )
+        )
     for left, right, _ in _swap_pairs(geom):
         for g in range(problem.gpus):
             groups.append(
-                ([pi for pi, (gg, p) in enumerate(places) if gg == g and p in left], [pi for pi, (gg, p) in enumerate(places) if gg == g and p in right])
+                (
+                    [pi for pi, (gg, p) in enumerate(places) if gg == g and p in left],
+                    [pi for pi, (gg, p) in enumerate(places) if gg == g and p in right],
+                )
             )
     for left, right in groups:
         u_left = []
@@ -401,12 +445,20 @@ def _solve(
     ms = max(t.end for t in out_tasks)
     optimal = status == cp_model.OPTIMAL
     bound = solver.BestObjectiveBound() * res
-    info = {"optimal": optimal, "status": solver.StatusName(status), "bound_s": bound, "resolution_s": res, "wall_s": wall}
+    info = {
+        "optimal": optimal,
+        "status": solver.StatusName(status),
+        "bound_s": bound,
+        "resolution_s": res,
+        "wall_s": wall,
+    }
     sched = Schedule(problem.gpu, problem.gpus, ms, lower_bound(problem), out_tasks, ops, "table", [], "exact", info)
     return ExactResult(sched, optimal, optimal, bound, wall, res, solver.StatusName(status))
 
 
-def _add_hint(m, hint: Schedule, problem: MigProblem, places, z, y, w, start, a_var, b_var, res: float, horizon: int) -> None:
+def _add_hint(
+    m, hint: Schedule, problem: MigProblem, places, z, y, w, start, a_var, b_var, res: float, horizon: int
+) -> None:
     """Hint every variable from a feasible schedule (its lifetimes read from its operations)."""
     index = {n: i for i, n in enumerate(problem.names)}
     place_index = {(g, p.size, p.start): pi for pi, (g, p) in enumerate(places)}

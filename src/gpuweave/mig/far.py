@@ -101,6 +101,8 @@ def far(problem: MigProblem, options: FarOptions = FarOptions()) -> FarResult:
     return FarResult(schedule, forest, p2, ms_noref, ms, lb, stats, regressed, guard_fired)
 
 
-@register_planner("far", help="FAR: family of allocations, repartitioning tree, moves and swaps (the paper's algorithm)")
+@register_planner(
+    "far", help="FAR: family of allocations, repartitioning tree, moves and swaps (the paper's algorithm)"
+)
 def far_planner(problem: MigProblem, arg: str | None) -> Schedule:
     return far(problem).schedule

@@ -26,7 +26,9 @@ from gpuweave.mig.registry import register_planner
 from gpuweave.mig.schedule import InitialInstance, Schedule, ScheduledTask
 
 
-def fixpart_makespan(problem: MigProblem, partition: tuple[Placement, ...]) -> tuple[float, list[tuple[int, int, Placement, float]]]:
+def fixpart_makespan(
+    problem: MigProblem, partition: tuple[Placement, ...]
+) -> tuple[float, list[tuple[int, int, Placement, float]]]:
     """Makespan and placements ``(task, gpu, placement, start)`` of FixPart(partition)."""
     times = problem.times
     kidx = {s: k for k, s in enumerate(problem.sizes)}
@@ -67,12 +69,29 @@ def fixpart(problem: MigProblem, partition: tuple[Placement, ...] | str) -> Sche
     kidx = {s: k for k, s in enumerate(problem.sizes)}
     tasks = [
         ScheduledTask(
-            problem.names[i], g, p.size, p.start, st, st + problem.times[i][kidx[p.size]], problem.commands[i] if problem.commands else None
+            problem.names[i],
+            g,
+            p.size,
+            p.start,
+            st,
+            st + problem.times[i][kidx[p.size]],
+            problem.commands[i] if problem.commands else None,
         )
         for i, g, p, st in placed
     ]
     init = [InitialInstance(g, p.size, p.start) for g in range(problem.gpus) for p in part]
-    return Schedule(problem.gpu, problem.gpus, ms, lower_bound(problem), tasks, [], "table", init, f"fixpart:{label}", {"partition": label})
+    return Schedule(
+        problem.gpu,
+        problem.gpus,
+        ms,
+        lower_bound(problem),
+        tasks,
+        [],
+        "table",
+        init,
+        f"fixpart:{label}",
+        {"partition": label},
+    )
 
 
 def fixpart_best(problem: MigProblem) -> Schedule:

@@ -40,13 +40,31 @@ def plot_gantt(schedule: Schedule, path: str | Path, title: str | None = None, l
         own, extra = rows_of(o.gpu_index, o.size, o.start_slice)
         width = max(o.end - o.start, horizon * 0.002)
         for r in own + extra:
-            ax.add_patch(Rectangle((o.start, r - 0.45), width, 0.9, color="0.55" if o.op == "create" else "#d62728", alpha=0.45, lw=0))
+            ax.add_patch(
+                Rectangle(
+                    (o.start, r - 0.45), width, 0.9, color="0.55" if o.op == "create" else "#d62728", alpha=0.45, lw=0
+                )
+            )
     for t in schedule.tasks:
         own, extra = rows_of(t.gpu_index, t.size, t.start_slice)
         lo, hi = min(own), max(own)
-        ax.add_patch(Rectangle((t.start, lo - 0.4), t.end - t.start, hi - lo + 0.8, facecolor=color[t.task], edgecolor="black", lw=0.5))
+        ax.add_patch(
+            Rectangle(
+                (t.start, lo - 0.4), t.end - t.start, hi - lo + 0.8, facecolor=color[t.task], edgecolor="black", lw=0.5
+            )
+        )
         for r in extra:
-            ax.add_patch(Rectangle((t.start, r - 0.4), t.end - t.start, 0.8, facecolor="none", edgecolor=color[t.task], hatch="///", lw=0.5))
+            ax.add_patch(
+                Rectangle(
+                    (t.start, r - 0.4),
+                    t.end - t.start,
+                    0.8,
+                    facecolor="none",
+                    edgecolor=color[t.task],
+                    hatch="///",
+                    lw=0.5,
+                )
+            )
         if label_tasks and (t.end - t.start) > horizon * 0.04:
             ax.text((t.start + t.end) / 2, (lo + hi) / 2, t.task, ha="center", va="center", fontsize=7, clip_on=True)
     ax.axvline(schedule.makespan, color="black", ls="--", lw=0.8)
@@ -56,7 +74,11 @@ def plot_gantt(schedule: Schedule, path: str | Path, title: str | None = None, l
     ax.set_yticklabels([f"GPU{r // per} S{r % per}" if schedule.gpus > 1 else f"S{r % per}" for r in range(rows)])
     ax.set_xlabel("time (s)")
     ax.set_title(title or f"{schedule.algo or 'schedule'} on {schedule.gpu}: makespan {schedule.makespan:.4g} s")
-    ax.legend(handles=[Patch(color="0.55", alpha=0.45, label="create"), Patch(color="#d62728", alpha=0.45, label="destroy")], loc="lower right", fontsize=7)
+    ax.legend(
+        handles=[Patch(color="0.55", alpha=0.45, label="create"), Patch(color="#d62728", alpha=0.45, label="destroy")],
+        loc="lower right",
+        fontsize=7,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -168,6 +168,23 @@ def generate(
     return MigProblem(names, tuple(rows), geometry, 1, gpu)
 
 
-def workload(gpu: str, scaling_name: str, times_name: str, n: int, *, p_sup: float = 0.0, seed: int | random.Random = 0, preset_name: str = "paper") -> MigProblem:
+def workload(
+    gpu: str,
+    scaling_name: str,
+    times_name: str,
+    n: int,
+    *,
+    p_sup: float = 0.0,
+    seed: int | random.Random = 0,
+    preset_name: str = "paper",
+) -> MigProblem:
     """A named workload, e.g. ``workload("A100", "mixed", "wide", 15)``."""
-    return generate(n, scaling(gpu, scaling_name), gpu=gpu, p_sup=p_sup, times=time_range(times_name), seed=seed, preset_name=preset_name)
+    return generate(
+        n,
+        scaling(gpu, scaling_name),
+        gpu=gpu,
+        p_sup=p_sup,
+        times=time_range(times_name),
+        seed=seed,
+        preset_name=preset_name,
+    )

@@ -77,7 +77,9 @@ def miso_opt(problem: MigProblem, *, charge_reconfig: bool = False) -> Schedule:
         for inc in plan:
             inc.not_before = 0.0
         rows, ops = replay(plan, problem.geometry, problem.gpus, reuse=True)
-        tasks = [ScheduledTask(problem.names[i], g, p.size, p.start, s, e, cmd[i] if cmd else None) for i, g, p, s, e in rows]
+        tasks = [
+            ScheduledTask(problem.names[i], g, p.size, p.start, s, e, cmd[i] if cmd else None) for i, g, p, s, e in rows
+        ]
         ms = max(t.end for t in tasks)
         return Schedule(problem.gpu, problem.gpus, ms, lower_bound(problem), tasks, ops, "table", [], "miso-opt", info)
     tasks = []
@@ -90,7 +92,9 @@ def miso_opt(problem: MigProblem, *, charge_reconfig: bool = False) -> Schedule:
     return Schedule(problem.gpu, problem.gpus, ms, lower_bound(problem), tasks, ops, "free", [], "miso-opt", info)
 
 
-@register_planner("miso-opt", help="MISO-opt: FIFO windows, best-speedup partition per window (no reconfiguration cost)")
+@register_planner(
+    "miso-opt", help="MISO-opt: FIFO windows, best-speedup partition per window (no reconfiguration cost)"
+)
 def miso_planner(problem: MigProblem, arg: str | None) -> Schedule:
     return miso_opt(problem)
 

@@ -77,7 +77,11 @@ class TaskTiming:
 
     @property
     def deviation_pct(self) -> float:
-        return (self.measured_end - self.planned_end) / self.measured_end * 100.0 if self.measured_end > 0 else float("nan")
+        return (
+            (self.measured_end - self.planned_end) / self.measured_end * 100.0
+            if self.measured_end > 0
+            else float("nan")
+        )
 
 
 @dataclass(slots=True)
@@ -92,9 +96,33 @@ class ExecutionResult:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w", newline="") as fh:
             w = csv.writer(fh)
-            w.writerow(["task", "size", "start_slice", "planned_start", "planned_end", "measured_start", "measured_end", "deviation_pct", "returncode"])
+            w.writerow(
+                [
+                    "task",
+                    "size",
+                    "start_slice",
+                    "planned_start",
+                    "planned_end",
+                    "measured_start",
+                    "measured_end",
+                    "deviation_pct",
+                    "returncode",
+                ]
+            )
             for t in self.timings:
-                w.writerow([t.task, t.size, t.start_slice, f"{t.planned_start:.6f}", f"{t.planned_end:.6f}", f"{t.measured_start:.6f}", f"{t.measured_end:.6f}", f"{t.deviation_pct:.3f}", t.returncode])
+                w.writerow(
+                    [
+                        t.task,
+                        t.size,
+                        t.start_slice,
+                        f"{t.planned_start:.6f}",
+                        f"{t.planned_end:.6f}",
+                        f"{t.measured_start:.6f}",
+                        f"{t.measured_end:.6f}",
+                        f"{t.deviation_pct:.3f}",
+                        t.returncode,
+                    ]
+                )
         return path
 
 
@@ -141,7 +169,9 @@ def _call(nvml: Any, what: str, fn: Callable, *args: Any) -> Any:
     except nvml.NVMLError as exc:  # type: ignore[attr-defined]
         code = getattr(exc, "value", None)
         if code == NVML_ERROR_NO_PERMISSION:
-            raise NvmlUnavailable(f"{what}: no permission (MIG management needs root or the mig/config capability)") from None
+            raise NvmlUnavailable(
+                f"{what}: no permission (MIG management needs root or the mig/config capability)"
+            ) from None
         if code == NVML_ERROR_NOT_SUPPORTED:
             raise NvmlUnavailable(f"{what}: not supported on this GPU (not MIG-capable?)") from None
         raise NvmlUnavailable(f"{what} failed: {exc}") from None
@@ -160,7 +190,9 @@ def execute_schedule(
 
     check_schedule(schedule)
     if schedule.gpus != 1:
-        raise InputError(f"the executor drives one GPU; this schedule uses {schedule.gpus} (split it per GPU)", field="gpus")
+        raise InputError(
+            f"the executor drives one GPU; this schedule uses {schedule.gpus} (split it per GPU)", field="gpus"
+        )
     geom = get_mig_geometry(schedule.gpu)
     table = _profiles().get(geom.name)
     if table is None:
@@ -168,7 +200,9 @@ def execute_schedule(
     cmd_of = {t.task: (commands or {}).get(t.task) or t.command for t in schedule.tasks}
     missing = [n for n, c in cmd_of.items() if not c]
     if missing:
-        raise InputError(f"{len(missing)} task(s) have no command (add a 'command' column to TASKS.csv): {', '.join(missing[:5])}")
+        raise InputError(
+            f"{len(missing)} task(s) have no command (add a 'command' column to TASKS.csv): {', '.join(missing[:5])}"
+        )
 
     _call(nvml, "nvmlInit", nvml.nvmlInit)
     try:
@@ -178,11 +212,19 @@ def execute_schedule(
         device = _call(nvml, f"GPU {gpu_index}", nvml.nvmlDeviceGetHandleByIndex, gpu_index)
         current, _pending = _call(nvml, f"MIG mode of GPU {gpu_index}", nvml.nvmlDeviceGetMigMode, device)
         if current != getattr(nvml, "NVML_DEVICE_MIG_ENABLE", 1):
-            raise NvmlUnavailable(f"MIG mode is disabled on GPU {gpu_index} (enable it: sudo nvidia-smi -i {gpu_index} -mig 1)")
+            raise NvmlUnavailable(
+                f"MIG mode is disabled on GPU {gpu_index} (enable it: sudo nvidia-smi -i {gpu_index} -mig 1)"
+            )
         gi_ids: dict[int, int] = {}
         ci_ids: dict[int, int] = {}
         for size, row in table.items():
-            info = _call(nvml, f"GPU instance profile {size}g", nvml.nvmlDeviceGetGpuInstanceProfileInfo, device, getattr(nvml, row["gi_profile"]))
+            info = _call(
+                nvml,
+                f"GPU instance profile {size}g",
+                nvml.nvmlDeviceGetGpuInstanceProfileInfo,
+                device,
+                getattr(nvml, row["gi_profile"]),
+            )
             gi_ids[int(size)] = info.id
         return _run(schedule, nvml, device, table, gi_ids, ci_ids, cmd_of, shell)
     finally:
@@ -210,9 +252,21 @@ def _run(schedule, nvml, device, table, gi_ids, ci_ids, cmd_of, shell) -> Execut
         placement.start = p.start
         placement.size = row["memory_slices"]
         a = now()
-        gi = _call(nvml, f"create {p.size}g instance at S{p.start}", nvml.nvmlDeviceCreateGpuInstanceWithPlacement, device, gi_ids[p.size], placement)
+        gi = _call(
+            nvml,
+            f"create {p.size}g instance at S{p.start}",
+            nvml.nvmlDeviceCreateGpuInstanceWithPlacement,
+            device,
+            gi_ids[p.size],
+            placement,
+        )
         ci_info = _call(
-            nvml, "compute instance profile", nvml.nvmlGpuInstanceGetComputeInstanceProfileInfo, gi, getattr(nvml, row["ci_profile"]), nvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED
+            nvml,
+            "compute instance profile",
+            nvml.nvmlGpuInstanceGetComputeInstanceProfileInfo,
+            gi,
+            getattr(nvml, row["ci_profile"]),
+            nvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
         )
         ci = _call(nvml, "create compute instance", nvml.nvmlGpuInstanceCreateComputeInstance, gi, ci_info.id)
         with ops_lock:
@@ -297,7 +351,14 @@ def print_timings(result: ExecutionResult) -> None:
     for col in ("task", "instance", "planned end (s)", "measured end (s)", "deviation (%)", "rc"):
         table.add_column(col)
     for t in sorted(result.timings, key=lambda t: t.planned_end):
-        table.add_row(t.task, f"{t.size}g@S{t.start_slice}", f"{t.planned_end:.3f}", f"{t.measured_end:.3f}", f"{t.deviation_pct:+.2f}", str(t.returncode))
+        table.add_row(
+            t.task,
+            f"{t.size}g@S{t.start_slice}",
+            f"{t.planned_end:.3f}",
+            f"{t.measured_end:.3f}",
+            f"{t.deviation_pct:+.2f}",
+            str(t.returncode),
+        )
     console = Console()
     console.print(table)
     console.print(f"makespan planned {result.planned_makespan:.3f} s, measured {result.measured_makespan:.3f} s")

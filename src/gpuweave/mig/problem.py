@@ -60,7 +60,9 @@ class MigProblem:
                 raise ValueError(f"task {name}: {len(row)} times for {len(self.sizes)} sizes")
             for size, t in zip(self.sizes, row):
                 if not (t > 0):  # also rejects NaN
-                    raise InputError(f"task {name!r}: time on size {size} must be > 0 seconds, got {t!r}", field=str(size))
+                    raise InputError(
+                        f"task {name!r}: time on size {size} must be > 0 seconds, got {t!r}", field=str(size)
+                    )
             if all(math.isinf(t) for t in row):
                 raise InputError(f"task {name!r} cannot run on any instance size (all times are inf)", field="task")
 
@@ -88,7 +90,12 @@ class MigProblem:
     def subset(self, indices: list[int]) -> MigProblem:
         cmds = None if self.commands is None else tuple(self.commands[i] for i in indices)
         return MigProblem(
-            tuple(self.names[i] for i in indices), tuple(self.times[i] for i in indices), self.geometry, self.gpus, self.gpu, cmds
+            tuple(self.names[i] for i in indices),
+            tuple(self.times[i] for i in indices),
+            self.geometry,
+            self.gpus,
+            self.gpu,
+            cmds,
         )
 
 
@@ -125,7 +132,12 @@ def _parse_time(text: str, file: Path | str, row: int, column: str) -> float:
     try:
         t = float(value)
     except ValueError:
-        raise InputError(f"time {text!r} is not a number (use 'inf' for a size the task cannot use)", file=file, row=row, field=column) from None
+        raise InputError(
+            f"time {text!r} is not a number (use 'inf' for a size the task cannot use)",
+            file=file,
+            row=row,
+            field=column,
+        ) from None
     if not (t > 0) or math.isnan(t):
         raise InputError(f"time must be > 0 seconds, got {text.strip()}", file=file, row=row, field=column)
     return t
@@ -163,9 +175,13 @@ def read_tasks_csv(path: str | Path, gpu: str = "A100", gpus: int = 1, *, text: 
         try:
             size = int(h)
         except ValueError:
-            raise InputError(f"unknown column {h!r}; expected task, command or an instance size {list(sizes)}", file=path, field=h) from None
+            raise InputError(
+                f"unknown column {h!r}; expected task, command or an instance size {list(sizes)}", file=path, field=h
+            ) from None
         if size not in sizes:
-            raise InputError(f"{geometry.name} has no instance of size {size}; sizes: {list(sizes)}", file=path, field=h)
+            raise InputError(
+                f"{geometry.name} has no instance of size {size}; sizes: {list(sizes)}", file=path, field=h
+            )
         size_cols[size] = j
     missing = [s for s in sizes if s not in size_cols]
     if missing:
@@ -212,7 +228,11 @@ def read_batches_dir(path: str | Path, gpu: str = "A100", gpus: int = 1) -> list
 
 def bundled_dataset(name: str, gpus: int = 1) -> MigProblem:
     """A bundled profile: ``rodinia-a100`` (16 kernels), ``rodinia-a30`` (16), ``table3-a30`` (8)."""
-    files = {"rodinia-a100": ("rodinia_a100.csv", "A100"), "rodinia-a30": ("rodinia_a30.csv", "A30"), "table3-a30": ("rodinia_a30_table3.csv", "A30")}
+    files = {
+        "rodinia-a100": ("rodinia_a100.csv", "A100"),
+        "rodinia-a30": ("rodinia_a30.csv", "A30"),
+        "table3-a30": ("rodinia_a30_table3.csv", "A30"),
+    }
     if name not in files:
         raise InputError(f"unknown dataset {name!r}; known: {', '.join(files)}")
     fname, gpu = files[name]

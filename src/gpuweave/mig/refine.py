@@ -105,7 +105,9 @@ def pick_swap(times_i: list[float], times_a: list[float], margin: float) -> tupl
     return best
 
 
-def refine(forest: Forest, *, base: list[float] | None = None, max_iters: int = 100, eps: float = MOVE_EPS) -> RefineStats:
+def refine(
+    forest: Forest, *, base: list[float] | None = None, max_iters: int = 100, eps: float = MOVE_EPS
+) -> RefineStats:
     """REFINE (spec §2.4) in place on the forest's task lists; returns iterations, moves, swaps."""
     stats = RefineStats()
     nodes = forest.nodes

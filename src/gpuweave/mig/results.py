@@ -41,12 +41,16 @@ def mig_metrics(schedule: Schedule) -> dict[str, float | int | None]:
 
 def write_mig_result(out_dir: str | Path, schedule: Schedule, config: dict[str, Any], seed: int | None = None) -> Path:
     """Write schedule.json, tasks.csv and summary.json into ``out_dir`` (whole or not at all)."""
+
     def write_files(staging: Path) -> None:
         # exactly the bytes of `plan mig --json` (full precision), so the file validates and runs the same
         (staging / "schedule.json").write_text(json.dumps(schedule.to_dict(), indent=1, allow_nan=False) + "\n")
         tasks = sorted(schedule.tasks, key=lambda t: (t.start, t.gpu_index, t.start_slice))
-        write_csv(staging / "tasks.csv", TASK_COLUMNS,
-                  ((t.task, t.gpu_index, t.size, t.start_slice, t.start, t.end) for t in tasks))
+        write_csv(
+            staging / "tasks.csv",
+            TASK_COLUMNS,
+            ((t.task, t.gpu_index, t.size, t.start_slice, t.start, t.end) for t in tasks),
+        )
 
     core = ResultCore("mig", {**config, "algo": schedule.algo or config.get("algo")}, seed, mig_metrics(schedule))
     return write_result(out_dir, core, write_files)
@@ -82,8 +86,15 @@ class MigBatchConfig(BaseModel):
 
 def run_generated_batch(config: MigBatchConfig, out_dir: str | Path) -> dict[str, Any]:
     """Draw the batch, plan it, check the schedule and write the result directory; returns the metrics."""
-    problem = generate(config.n, scaling(config.gpu, config.scaling), gpu=config.gpu, p_sup=config.p_sup,
-                       times=time_range(config.times), seed=config.seed, preset_name=config.preset)
+    problem = generate(
+        config.n,
+        scaling(config.gpu, config.scaling),
+        gpu=config.gpu,
+        p_sup=config.p_sup,
+        times=time_range(config.times),
+        seed=config.seed,
+        preset_name=config.preset,
+    )
     problem = dataclasses.replace(problem, gpus=config.gpus)
     schedule = plan(problem, config.algo)
     check_schedule(schedule, problem)

@@ -142,7 +142,9 @@ def schedule_from_dict(data: Any, file: str | None = None) -> Schedule:
     lb = _num(data, "lower_bound", "lower_bound", file) if "lower_bound" in data else 0.0
     recon = data.get("reconfiguration", "table")
     if recon not in RECONFIG_MODELS:
-        raise InputError(f"reconfiguration must be one of {RECONFIG_MODELS}, got {recon!r}", file=file, field="reconfiguration")
+        raise InputError(
+            f"reconfiguration must be one of {RECONFIG_MODELS}, got {recon!r}", file=file, field="reconfiguration"
+        )
     raw_tasks = data.get("tasks")
     if not isinstance(raw_tasks, list):
         raise InputError("'tasks' must be a list", file=file, field="tasks")
@@ -205,7 +207,9 @@ def schedule_from_dict(data: Any, file: str | None = None) -> Schedule:
             )
         )
     algo = data.get("algo", "")
-    return Schedule(gpu, gpus, float(makespan), float(lb), tasks, ops, recon, init, str(algo or ""), dict(data.get("info") or {}))
+    return Schedule(
+        gpu, gpus, float(makespan), float(lb), tasks, ops, recon, init, str(algo or ""), dict(data.get("info") or {})
+    )
 
 
 def read_schedule_json(path: str | Path) -> Schedule:

@@ -184,7 +184,9 @@ def recompute_times(forest: Forest, problem: MigProblem) -> float:
     return forest.makespan()
 
 
-def forest_to_schedule(forest: Forest, problem: MigProblem, algo: str, lower_bound: float, info: dict | None = None) -> Schedule:
+def forest_to_schedule(
+    forest: Forest, problem: MigProblem, algo: str, lower_bound: float, info: dict | None = None
+) -> Schedule:
     """The plain-data schedule of a forest whose start times are current."""
     tasks = []
     for n in forest.nodes:

@@ -125,7 +125,11 @@ def validate_schedule(
     for idx, t in enumerate(schedule.tasks):
         p = _find_placement(geometry, t.size, t.start_slice)
         if p is None:
-            if add("placement", f"{geometry.name} has no instance of size {t.size} at slice {t.start_slice} (allowed size@slice: {allowed})", (t.task,)):
+            if add(
+                "placement",
+                f"{geometry.name} has no instance of size {t.size} at slice {t.start_slice} (allowed size@slice: {allowed})",
+                (t.task,),
+            ):
                 return report
         else:
             task_pl[idx] = p
@@ -162,7 +166,11 @@ def validate_schedule(
             if t.task in index and t.size in problem.sizes:
                 want = problem.time(index[t.task], t.size)
                 if math.isinf(want) or abs((t.end - t.start) - want) > TOL * max(1.0, want) + TOL:
-                    if add("tasks", f"runs {t.end - t.start:.6g} s on size {t.size}, its profiled time is {want:.6g} s", (t.task,)):
+                    if add(
+                        "tasks",
+                        f"runs {t.end - t.start:.6g} s on size {t.size}, its profiled time is {want:.6g} s",
+                        (t.task,),
+                    ):
                         return report
 
     # 4. no two tasks overlap on a slice
@@ -176,7 +184,11 @@ def validate_schedule(
         for a, b in zip(items, items[1:]):
             if b[0] < a[1] - TOL:
                 g, s = divmod(key, per)
-                if add("slice-overlap", f"tasks overlap on GPU {g} slice S{s} ({a[0]:.6g}-{a[1]:.6g} and {b[0]:.6g}-{b[1]:.6g})", (a[2], b[2])):
+                if add(
+                    "slice-overlap",
+                    f"tasks overlap on GPU {g} slice S{s} ({a[0]:.6g}-{a[1]:.6g} and {b[0]:.6g}-{b[1]:.6g})",
+                    (a[2], b[2]),
+                ):
                     return report
 
     # 5. durations of operations
@@ -184,7 +196,10 @@ def validate_schedule(
     for o in schedule.operations:
         want = 0.0 if free else (geometry.create_s if o.op == "create" else geometry.destroy_s)[o.size]
         if abs((o.end - o.start) - want) > TOL:
-            if add("op-duration", f"{o.op} of {o.size}@S{o.start_slice} on GPU {o.gpu_index} lasts {o.end - o.start:.6g} s, the table says {want:.6g} s"):
+            if add(
+                "op-duration",
+                f"{o.op} of {o.size}@S{o.start_slice} on GPU {o.gpu_index} lasts {o.end - o.start:.6g} s, the table says {want:.6g} s",
+            ):
                 return report
 
     # 6. operations sequential per GPU
@@ -192,7 +207,10 @@ def validate_schedule(
         ops = sorted((o for o in schedule.operations if o.gpu_index == g), key=lambda o: (o.start, o.end))
         for a, b in zip(ops, ops[1:]):
             if b.start < a.end - TOL:
-                if add("op-sequential", f"GPU {g}: {a.op} {a.size}@S{a.start_slice} ({a.start:.6g}-{a.end:.6g}) overlaps {b.op} {b.size}@S{b.start_slice} ({b.start:.6g}-{b.end:.6g}); the driver runs them one at a time"):
+                if add(
+                    "op-sequential",
+                    f"GPU {g}: {a.op} {a.size}@S{a.start_slice} ({a.start:.6g}-{a.end:.6g}) overlaps {b.op} {b.size}@S{b.start_slice} ({b.start:.6g}-{b.end:.6g}); the driver runs them one at a time",
+                ):
                     return report
 
     # 7. per-instance op order -> lifetimes
@@ -212,7 +230,10 @@ def validate_schedule(
         pl = _find_placement(geometry, o.size, o.start_slice)
         if o.op == "create":
             if key in open_life:
-                if add("op-order", f"create of {o.size}@S{o.start_slice} on GPU {o.gpu_index} at {o.start:.6g} s while that instance already exists"):
+                if add(
+                    "op-order",
+                    f"create of {o.size}@S{o.start_slice} on GPU {o.gpu_index} at {o.start:.6g} s while that instance already exists",
+                ):
                     return report
                 continue
             life = _Life(o.gpu_index, pl, o.start, o.end, math.inf, math.inf)
@@ -221,7 +242,10 @@ def validate_schedule(
         else:
             life = open_life.pop(key, None)
             if life is None:
-                if add("op-order", f"destroy of {o.size}@S{o.start_slice} on GPU {o.gpu_index} at {o.start:.6g} s without a live instance"):
+                if add(
+                    "op-order",
+                    f"destroy of {o.size}@S{o.start_slice} on GPU {o.gpu_index} at {o.start:.6g} s without a live instance",
+                ):
                     return report
                 continue
             life.release, life.until = o.start, o.end
@@ -235,8 +259,9 @@ def validate_schedule(
             if not near:
                 msg = f"runs on {t.size}@S{t.start_slice} of GPU {t.gpu_index}, which is never created"
             else:
-                msg = f"runs {t.start:.6g}-{t.end:.6g} s on {t.size}@S{t.start_slice} of GPU {t.gpu_index} outside its lifetimes " + ", ".join(
-                    f"[ready {l.ready:.6g}, destroy {l.release:.6g}]" for l in near
+                msg = (
+                    f"runs {t.start:.6g}-{t.end:.6g} s on {t.size}@S{t.start_slice} of GPU {t.gpu_index} outside its lifetimes "
+                    + ", ".join(f"[ready {l.ready:.6g}, destroy {l.release:.6g}]" for l in near)
                 )
             if add("instance-lifetime", msg, (t.task,)):
                 return report
@@ -252,7 +277,9 @@ def validate_schedule(
                     users = tuple(
                         t.task
                         for t in schedule.tasks
-                        if t.gpu_index == g and (t.size, t.start_slice) in ((a.placement.size, a.placement.start), (b.placement.size, b.placement.start))
+                        if t.gpu_index == g
+                        and (t.size, t.start_slice)
+                        in ((a.placement.size, a.placement.start), (b.placement.size, b.placement.start))
                     )[:4]
                     if add(
                         "partition",

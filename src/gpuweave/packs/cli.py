@@ -20,13 +20,23 @@ def register(cli) -> None:
     @cli.plan.command("packs")
     def plan_packs(
         profile: Path = typer.Argument(..., help="Profile CSV: a 'task' column and columns 1..P of times in seconds."),
-        procs: Optional[int] = typer.Option(None, "--procs", help="Processors p (default: the profile's largest column)."),
+        procs: Optional[int] = typer.Option(
+            None, "--procs", help="Processors p (default: the profile's largest column)."
+        ),
         k: Optional[int] = typer.Option(None, "--k", help="At most K tasks per pack (default: p)."),
-        algo: str = typer.Option("pack-by-pack-9", "--algo", help="Algorithm name, e.g. exact, pack-approx, pack-by-pack-9, random-proc-9, matching."),
+        algo: str = typer.Option(
+            "pack-by-pack-9",
+            "--algo",
+            help="Algorithm name, e.g. exact, pack-approx, pack-by-pack-9, random-proc-9, matching.",
+        ),
         seed: int = typer.Option(0, "--seed", help="Seed of the random heuristics."),
-        json_out: Optional[Path] = typer.Option(None, "--json", help="Write the plan as JSON (input of `gpuweave run packs`)."),
+        json_out: Optional[Path] = typer.Option(
+            None, "--json", help="Write the plan as JSON (input of `gpuweave run packs`)."
+        ),
         gantt: Optional[Path] = typer.Option(None, "--gantt", help="Write the pack chart (PNG)."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Write a result directory here (plan.json, packs.csv, summary.json)."),
+        out: Optional[Path] = typer.Option(
+            None, "--out", help="Write a result directory here (plan.json, packs.csv, summary.json)."
+        ),
     ) -> None:
         """Co-schedule the tasks of PROFILE into packs of at most K tasks on P processors."""
         import json
@@ -35,12 +45,11 @@ def register(cli) -> None:
         from rich.console import Console
         from rich.table import Table
 
+        from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
         from gpuweave.packs.metrics import evaluate
         from gpuweave.packs.plan_io import plan_to_dict
         from gpuweave.packs.registry import check_k, get_algorithm, solve
         from gpuweave.packs.workloads import load_profile_csv
-
-        from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
 
         get_algorithm(algo)  # unknown names fail before the file is read
         if json_out is not None:
@@ -101,11 +110,10 @@ def register(cli) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        from gpuweave.packs.plan_io import read_plan
-        from gpuweave.packs.runner import run_plan
-
         from gpuweave.errors import InputError
         from gpuweave.files import prepare_output_file
+        from gpuweave.packs.plan_io import read_plan
+        from gpuweave.packs.runner import run_plan
 
         if timeout is not None and not timeout > 0:  # also rejects NaN
             raise InputError(f"--timeout must be > 0 seconds, got {timeout}", field="timeout")
@@ -119,7 +127,15 @@ def register(cli) -> None:
         for pk in rep.packs:
             table.add_row(str(pk.index), "[b]pack[/b]", "", "", f"{pk.planned:.4g}", f"{pk.measured:.4g}", "")
             for tr in pk.tasks:
-                table.add_row("", tr.task, str(tr.procs), ",".join(map(str, tr.cpus)), f"{tr.planned:.4g}", f"{tr.measured:.4g}", str(tr.returncode))
+                table.add_row(
+                    "",
+                    tr.task,
+                    str(tr.procs),
+                    ",".join(map(str, tr.cpus)),
+                    f"{tr.planned:.4g}",
+                    f"{tr.measured:.4g}",
+                    str(tr.returncode),
+                )
         console = Console()
         console.print(table)
         console.print(f"planned cost {rep.planned_cost:.4g} s, measured {rep.measured_cost:.4g} s")
@@ -128,5 +144,8 @@ def register(cli) -> None:
             console.print(f"wrote {report}")
         if not rep.ok:
             failed = [tr.task for pk in rep.packs for tr in pk.tasks if tr.returncode != 0]
-            typer.echo(f"error: task(s) failed: {', '.join(failed)}; the run stopped after pack {rep.packs[-1].index}", err=True)
+            typer.echo(
+                f"error: task(s) failed: {', '.join(failed)}; the run stopped after pack {rep.packs[-1].index}",
+                err=True,
+            )
             raise typer.Exit(1)

@@ -82,8 +82,17 @@ def ilp_optimum(profile: Profile, k: int, *, time_limit: float = 300.0) -> tuple
 
     integral = np.zeros(ncol, dtype=bool)
     integral[:nx] = True
-    h = highs_model(cost, ri, index, value, lo, hi, col_upper=upper, integral=integral,
-                    options={**EXACT, "mip_abs_gap": 1e-9, "time_limit": float(time_limit)})
+    h = highs_model(
+        cost,
+        ri,
+        index,
+        value,
+        lo,
+        hi,
+        col_upper=upper,
+        integral=integral,
+        options={**EXACT, "mip_abs_gap": 1e-9, "time_limit": float(time_limit)},
+    )
     solved = run_model(h)
     if solved is None:
         raise RuntimeError("HiGHS did not prove optimality: Infeasible")
@@ -100,7 +109,9 @@ def ilp_optimum(profile: Profile, k: int, *, time_limit: float = 300.0) -> tuple
     return opt, packs, sigma
 
 
-@register_algorithm("exact-ilp", summary="proven optimum by the Theorem-4 ILP in HiGHS (n <= 12)", exact=True, max_n=MAX_N)
+@register_algorithm(
+    "exact-ilp", summary="proven optimum by the Theorem-4 ILP in HiGHS (n <= 12)", exact=True, max_n=MAX_N
+)
 def exact_ilp(profile: Profile, k: int, rng: np.random.Generator) -> Solution:
     opt, packs, sigma = ilp_optimum(profile, k)
     return Solution(packs, np.asarray(sigma, dtype=np.int64), {"optimum": opt})

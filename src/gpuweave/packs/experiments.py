@@ -66,7 +66,21 @@ def run_instance(
         for k, res in exact_all_k(prof, list(ks)).items():
             sched = build_schedule(prof, res.packs, res.sigma, algo=OPTIMAL)
             m = evaluate(prof, sched)
-            out.append(Record(name, seed, k, OPTIMAL, 0, m.cost, m.relative_cost, m.packing_ratio, m.relative_response_time, float("nan"), float("nan")))
+            out.append(
+                Record(
+                    name,
+                    seed,
+                    k,
+                    OPTIMAL,
+                    0,
+                    m.cost,
+                    m.relative_cost,
+                    m.packing_ratio,
+                    m.relative_response_time,
+                    float("nan"),
+                    float("nan"),
+                )
+            )
     for algo in algos:
         randomized = get_algorithm(algo).randomized
         for k in ks:
@@ -75,8 +89,17 @@ def run_instance(
                 m = evaluate(prof, sched)
                 out.append(
                     Record(
-                        name, seed, k, algo, rep, m.cost, m.relative_cost, m.packing_ratio, m.relative_response_time,
-                        float(sched.info["runtime_ms"]), float(sched.info.get("iterations", float("nan"))),
+                        name,
+                        seed,
+                        k,
+                        algo,
+                        rep,
+                        m.cost,
+                        m.relative_cost,
+                        m.packing_ratio,
+                        m.relative_response_time,
+                        float(sched.info["runtime_ms"]),
+                        float(sched.info.get("iterations", float("nan"))),
                     )
                 )
     return out

@@ -29,7 +29,15 @@ def plot_packs(profile: Profile, schedule: PackSchedule, path: str | Path, *, ti
         for i, j, t in zip(pk.tasks, pk.procs, pk.times):
             ax.add_patch(Rectangle((pk.start, offset), t, j, fc=cmap(i % 20), ec="k", lw=0.4))
             if schedule.n <= 40:
-                ax.text(pk.start + t / 2, offset + j / 2, profile.names[i], ha="center", va="center", fontsize=6, clip_on=True)
+                ax.text(
+                    pk.start + t / 2,
+                    offset + j / 2,
+                    profile.names[i],
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    clip_on=True,
+                )
             offset += j
     ax.set_xlim(0, schedule.cost * 1.01 if schedule.cost > 0 else 1)
     ax.set_ylim(0, schedule.p)

@@ -51,7 +51,9 @@ def matching_k2(profile: Profile) -> tuple[float, list[list[int]], list[int]]:
     return float(cost), packs, sigma
 
 
-@register_algorithm("matching", summary="proven optimum for k = 2 by maximum-weight matching (Theorem 1)", exact=True, only_k=2)
+@register_algorithm(
+    "matching", summary="proven optimum for k = 2 by maximum-weight matching (Theorem 1)", exact=True, only_k=2
+)
 def matching(profile: Profile, k: int, rng: np.random.Generator) -> Solution:
     cost, packs, sigma = matching_k2(profile)
     return Solution(packs, np.asarray(sigma, dtype=np.int64), {"optimum": cost})

@@ -33,7 +33,9 @@ from gpuweave.packs.registry import Solution, register_algorithm
 _INF = float("inf")
 
 
-def pack_by_pack_run(rows: Sequence[Sequence[float]], n: int, p: int, k: int, eps: float) -> tuple[list[list[int]], list[int], float]:
+def pack_by_pack_run(
+    rows: Sequence[Sequence[float]], n: int, p: int, k: int, eps: float
+) -> tuple[list[list[int]], list[int], float]:
     """Return ``(packs, sigma, cost)`` for one value of ``eps`` (``sigma`` after Algorithm 1)."""
     sigma = [1] * n
     lst = sorted((-rows[i][0], i) for i in range(n))  # ascending key = non-increasing time, index asc

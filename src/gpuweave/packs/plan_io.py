@@ -25,7 +25,9 @@ from gpuweave.packs.metrics import Metrics
 from gpuweave.packs.model import PackSchedule, Profile
 
 
-def plan_to_dict(profile: Profile, schedule: PackSchedule, k: int, metrics: Metrics, *, seed: int | None = None) -> dict[str, Any]:
+def plan_to_dict(
+    profile: Profile, schedule: PackSchedule, k: int, metrics: Metrics, *, seed: int | None = None
+) -> dict[str, Any]:
     """The plan as JSON-ready data; ``seed`` and the package ``version`` are recorded beside the format's keys."""
     from gpuweave import __version__
 

@@ -24,7 +24,9 @@ from gpuweave.packs.registry import Solution, register_algorithm
 from gpuweave.packs.repeat import best_of_runs
 
 
-def random_pack_run(rows: list[list[float]], n: int, p: int, k: int, rng: np.random.Generator) -> tuple[list[list[int]], list[int], float]:
+def random_pack_run(
+    rows: list[list[float]], n: int, p: int, k: int, rng: np.random.Generator
+) -> tuple[list[list[int]], list[int], float]:
     perm = rng.permutation(n).tolist()
     sizes = rng.integers(1, k + 1, size=n).tolist()
     packs: list[list[int]] = []
@@ -43,7 +45,9 @@ def best_of(profile: Profile, k: int, rng: np.random.Generator, runs: int) -> So
     return best_of_runs(random_pack_run, profile, k, rng, runs)
 
 
-@register_algorithm("random-pack-1", summary="random packs of U{1..k} tasks, Algorithm 1 inside (one run)", randomized=True)
+@register_algorithm(
+    "random-pack-1", summary="random packs of U{1..k} tasks, Algorithm 1 inside (one run)", randomized=True
+)
 def random_pack_1(profile: Profile, k: int, rng: np.random.Generator) -> Solution:
     return best_of(profile, k, rng, 1)
 

@@ -24,7 +24,9 @@ from gpuweave.packs.registry import Solution, register_algorithm
 from gpuweave.packs.repeat import best_of_runs
 
 
-def random_proc_run(rows: list[list[float]], n: int, p: int, k: int, rng: np.random.Generator) -> tuple[list[list[int]], list[int], float]:
+def random_proc_run(
+    rows: list[list[float]], n: int, p: int, k: int, rng: np.random.Generator
+) -> tuple[list[list[int]], list[int], float]:
     sigma = rng.integers(1, p + 1, size=n).tolist()
     packs = make_pack(rows, sigma, p, k)
     cost = reassign(rows, packs, sigma, p)
@@ -35,7 +37,9 @@ def best_of(profile: Profile, k: int, rng: np.random.Generator, runs: int) -> So
     return best_of_runs(random_proc_run, profile, k, rng, runs)
 
 
-@register_algorithm("random-proc-1", summary="random sigma ~ U{1..p}, MAKE-PACK, Algorithm 1 inside (one run)", randomized=True)
+@register_algorithm(
+    "random-proc-1", summary="random sigma ~ U{1..p}, MAKE-PACK, Algorithm 1 inside (one run)", randomized=True
+)
 def random_proc_1(profile: Profile, k: int, rng: np.random.Generator) -> Solution:
     return best_of(profile, k, rng, 1)
 

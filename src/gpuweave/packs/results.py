@@ -47,16 +47,20 @@ def packs_metrics(profile: Profile, schedule: PackSchedule, k: int, metrics: Met
     }
 
 
-def write_packs_result(out_dir: str | Path, profile: Profile, schedule: PackSchedule, k: int,
-                       config: dict[str, Any], seed: int | None) -> Path:
+def write_packs_result(
+    out_dir: str | Path, profile: Profile, schedule: PackSchedule, k: int, config: dict[str, Any], seed: int | None
+) -> Path:
     """Write plan.json, packs.csv and summary.json into ``out_dir`` (whole or not at all)."""
     metrics = evaluate(profile, schedule)
 
     def write_files(staging: Path) -> None:
         plan = plan_to_dict(profile, schedule, k, dataclasses.replace(metrics, runtime_ms=None), seed=seed)
         write_json(staging / "plan.json", plan)
-        rows = ((b, pk.start, pk.cost, profile.names[i], j, t)
-                for b, pk in enumerate(schedule.packs) for i, j, t in zip(pk.tasks, pk.procs, pk.times))
+        rows = (
+            (b, pk.start, pk.cost, profile.names[i], j, t)
+            for b, pk in enumerate(schedule.packs)
+            for i, j, t in zip(pk.tasks, pk.procs, pk.times)
+        )
         write_csv(staging / "packs.csv", PACK_COLUMNS, rows)
 
     core = ResultCore("packs", config, seed, packs_metrics(profile, schedule, k, metrics))

@@ -106,16 +106,22 @@ def _argv(pt: PlannedTask, template: str | None, cpus: list[int]) -> list[str]:
     if cmd is None:
         raise InputError(f"task '{pt.name}' has no command (add a 'command' column to the profile or pass --command)")
     try:
-        text = cmd.format(procs=pt.procs, cpus=",".join(map(str, cpus)), task=pt.name, python=shlex.quote(sys.executable))
+        text = cmd.format(
+            procs=pt.procs, cpus=",".join(map(str, cpus)), task=pt.name, python=shlex.quote(sys.executable)
+        )
     except (KeyError, IndexError, ValueError) as exc:
-        raise InputError(f"task '{pt.name}': bad placeholder in command {cmd!r} ({exc}); use {{procs}}, {{cpus}}, {{task}}, {{python}}") from None
+        raise InputError(
+            f"task '{pt.name}': bad placeholder in command {cmd!r} ({exc}); use {{procs}}, {{cpus}}, {{task}}, {{python}}"
+        ) from None
     argv = shlex.split(text)
     if not argv:
         raise InputError(f"task '{pt.name}': empty command")
     return argv
 
 
-def run_plan(plan: Plan, *, cpus_per_proc: int = 1, command: str | None = None, timeout: float | None = None) -> RunReport:
+def run_plan(
+    plan: Plan, *, cpus_per_proc: int = 1, command: str | None = None, timeout: float | None = None
+) -> RunReport:
     """Execute ``plan``; return the planned-vs-measured report."""
     blocks = cpu_blocks(plan, cpus_per_proc)
     argvs = [[_argv(pt, command, cs) for pt, cs in zip(pk.tasks, sets)] for pk, sets in zip(plan.packs, blocks)]

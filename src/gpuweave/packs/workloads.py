@@ -107,7 +107,9 @@ def load_profile_csv(path: str | Path, procs: int | None = None) -> Profile:
         try:
             j = int(h)
         except ValueError:
-            raise InputError("column name is not a processor count (expected an integer 1..P)", file=path, row=0, field=h) from None
+            raise InputError(
+                "column name is not a processor count (expected an integer 1..P)", file=path, row=0, field=h
+            ) from None
         if j < 1:
             raise InputError("processor counts start at 1", file=path, row=0, field=h)
         if j in proc_cols:
@@ -121,10 +123,16 @@ def load_profile_csv(path: str | Path, procs: int | None = None) -> Profile:
     if procs < 1:
         raise InputError(f"--procs must be at least 1, got {procs}")
     if procs > have:
-        raise InputError(f"--procs {procs} is larger than the profile supports (its largest processor column is {have})", file=path)
+        raise InputError(
+            f"--procs {procs} is larger than the profile supports (its largest processor column is {have})", file=path
+        )
     missing = [j for j in range(1, procs + 1) if j not in proc_cols]
     if missing:
-        raise InputError(f"missing processor column(s) {', '.join(map(str, missing))} (need every count 1..{procs})", file=path, row=0)
+        raise InputError(
+            f"missing processor column(s) {', '.join(map(str, missing))} (need every count 1..{procs})",
+            file=path,
+            row=0,
+        )
     task_col = header.index("task")
     cmd_col = header.index("command") if "command" in header else None
     commands: list[str] = []
@@ -148,7 +156,9 @@ def load_profile_csv(path: str | Path, procs: int | None = None) -> Profile:
             except ValueError:
                 raise InputError(f"time '{cell}' is not a number (seconds)", file=path, row=r, field=str(j)) from None
             if not math.isfinite(v) or v <= 0:
-                raise InputError(f"time {cell} must be a positive finite number of seconds", file=path, row=r, field=str(j))
+                raise InputError(
+                    f"time {cell} must be a positive finite number of seconds", file=path, row=r, field=str(j)
+                )
             vals.append(v)
         if cmd_col is not None:
             cmd = rec[cmd_col].strip()

@@ -11,7 +11,9 @@ import typer
 def register(cli) -> None:
     @cli.app.command("report")
     def report_cmd(
-        run_dirs: List[Path] = typer.Argument(..., help="Result directories of one kind (cluster, mig, packs or kernel runs written with --out)."),
+        run_dirs: List[Path] = typer.Argument(
+            ..., help="Result directories of one kind (cluster, mig, packs or kernel runs written with --out)."
+        ),
         out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default ./gpuweave-out/report)."),
         title: str = typer.Option("gpuweave report", "--title", help="Report title."),
     ) -> None:

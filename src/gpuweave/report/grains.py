@@ -82,8 +82,9 @@ class GrainRun:
             return list(reader)
 
 
-def _bars(runs: Sequence[GrainRun], series: dict[str, Callable[[GrainRun], float]], path: Path, title: str,
-          ylabel: str) -> Path:
+def _bars(
+    runs: Sequence[GrainRun], series: dict[str, Callable[[GrainRun], float]], path: Path, title: str, ylabel: str
+) -> Path:
     """Grouped bars: one group per run, one bar per series."""
     fig, axes = _figure(width=max(6.0, 1.2 * len(runs) + 3), height=4.0)
     ax = axes[0, 0]
@@ -106,10 +107,21 @@ def _file_stem(run: GrainRun, index: int) -> str:
 
 
 def mig_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[tuple[str, Path]]:
-    figures = [("Makespan and lower bound (s)", _bars(
-        runs, {"makespan": lambda r: r.metrics.get("makespan_s"),
-               "lower bound": lambda r: r.metrics.get("lower_bound_s")},
-        out_dir / "mig_makespan.png", "Makespan against the lower bound", "seconds"))]
+    figures = [
+        (
+            "Makespan and lower bound (s)",
+            _bars(
+                runs,
+                {
+                    "makespan": lambda r: r.metrics.get("makespan_s"),
+                    "lower bound": lambda r: r.metrics.get("lower_bound_s"),
+                },
+                out_dir / "mig_makespan.png",
+                "Makespan against the lower bound",
+                "seconds",
+            ),
+        )
+    ]
     for i, run in enumerate(runs):
         schedule = read_schedule_json(run.path / "schedule.json")
         png = plot_gantt(schedule, out_dir / f"gantt_{_file_stem(run, i)}.png", title=f"{run.label}: Gantt chart")
@@ -130,8 +142,9 @@ def _plot_pack_rows(run: GrainRun, path: Path) -> Path:
         offset = offsets.get(row["pack"], 0)
         if offset == 0:
             ax.broken_barh([(start, cost)], (0, procs), facecolors="none", edgecolors="0.3", linestyles="--")
-        ax.broken_barh([(start, float(row["time"]))], (offset, used), facecolors=colors[n % 20], edgecolors="k",
-                       linewidth=0.4)
+        ax.broken_barh(
+            [(start, float(row["time"]))], (offset, used), facecolors=colors[n % 20], edgecolors="k", linewidth=0.4
+        )
         offsets[row["pack"]] = offset + used
     ax.set_xlabel("time (s)")
     ax.set_ylabel("processors")
@@ -141,10 +154,16 @@ def _plot_pack_rows(run: GrainRun, path: Path) -> Path:
 
 
 def packs_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[tuple[str, Path]]:
-    series = {name: (lambda r, n=name: r.metrics.get(n))
-              for name in ("relative_cost", "packing_ratio", "relative_response_time")}
-    figures = [("Relative cost, packing ratio and relative response time (Sec. 6.2)",
-                _bars(runs, series, out_dir / "packs_comparison.png", "Cost and response", "ratio"))]
+    series = {
+        name: (lambda r, n=name: r.metrics.get(n))
+        for name in ("relative_cost", "packing_ratio", "relative_response_time")
+    }
+    figures = [
+        (
+            "Relative cost, packing ratio and relative response time (Sec. 6.2)",
+            _bars(runs, series, out_dir / "packs_comparison.png", "Cost and response", "ratio"),
+        )
+    ]
     for i, run in enumerate(runs):
         figures.append((f"Packs: {run.label}", _plot_pack_rows(run, out_dir / f"packs_{_file_stem(run, i)}.png")))
     return figures
@@ -162,8 +181,13 @@ def _jct_cdf(runs: Sequence[GrainRun], path: Path) -> Path:
             lines[f"{run.label} {service}" if len(runs) > 1 else service] = np.sort(values)
     for (name, jct), color in zip(lines.items(), _colors(len(lines))):
         y = np.arange(1, jct.size + 1) / jct.size
-        ax.step(np.concatenate([[jct[0]], jct]), np.concatenate([[0.0], y]), where="post", color=color,
-                label=plot_text(name))
+        ax.step(
+            np.concatenate([[jct[0]], jct]),
+            np.concatenate([[0.0], y]),
+            where="post",
+            color=color,
+            label=plot_text(name),
+        )
     ax.set_xlabel("task completion time (ms)")
     ax.set_ylabel("fraction of tasks")
     ax.set_title("JCT CDF per service")
@@ -173,14 +197,19 @@ def _jct_cdf(runs: Sequence[GrainRun], path: Path) -> Path:
 
 
 def kernel_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[tuple[str, Path]]:
-    services = {run.label: {row["service"]: float(row["mean_jct_ms"])
-                            for row in run.table("services.csv", ("service", "mean_jct_ms"))}
-                for run in runs}
+    services = {
+        run.label: {
+            row["service"]: float(row["mean_jct_ms"]) for row in run.table("services.csv", ("service", "mean_jct_ms"))
+        }
+        for run in runs
+    }
     names = list(dict.fromkeys(s for per_run in services.values() for s in per_run))
     series = {s: (lambda r, s=s: services[r.label].get(s)) for s in names}
     bars = _bars(runs, series, out_dir / "kernel_jct.png", "Mean JCT per service", "ms")
-    return [("Mean JCT per service (ms)", bars),
-            ("JCT CDF per service", _jct_cdf(runs, out_dir / "kernel_jct_cdf.png"))]
+    return [
+        ("Mean JCT per service (ms)", bars),
+        ("JCT CDF per service", _jct_cdf(runs, out_dir / "kernel_jct_cdf.png")),
+    ]
 
 
 @dataclass(frozen=True)
@@ -193,20 +222,34 @@ class GrainReport:
 
 GRAIN_REPORTS = {
     "mig": GrainReport({"makespan_s": False, "ratio": False, "reconfigurations": False}, mig_plots),
-    "packs": GrainReport({"cost_s": False, "relative_cost": False, "packing_ratio": True, "response_time_s": False,
-                          "relative_response_time": False}, packs_plots),
-    "kernel": GrainReport({"mean_jct_ms": False, "cv_jct": False, "busy_fraction": True, "end_time_ms": False},
-                          kernel_plots),
+    "packs": GrainReport(
+        {
+            "cost_s": False,
+            "relative_cost": False,
+            "packing_ratio": True,
+            "response_time_s": False,
+            "relative_response_time": False,
+        },
+        packs_plots,
+    ),
+    "kernel": GrainReport(
+        {"mean_jct_ms": False, "cv_jct": False, "busy_fraction": True, "end_time_ms": False}, kernel_plots
+    ),
 }
 
 
 def _runs_table(runs: Sequence[GrainRun]) -> str:
-    return html_table([{"run": run.label, "seed": run.seed, "directory": str(run.path),
-                        "gpuweave": run.summary.get("version", "")} for run in runs])
+    return html_table(
+        [
+            {"run": run.label, "seed": run.seed, "directory": str(run.path), "gpuweave": run.summary.get("version", "")}
+            for run in runs
+        ]
+    )
 
 
-def render_grain_report(kind: str, runs: list[GrainRun], out_dir: Path, title: str,
-                        sections: Sequence[DemoSection] = ()) -> Path:
+def render_grain_report(
+    kind: str, runs: list[GrainRun], out_dir: Path, title: str, sections: Sequence[DemoSection] = ()
+) -> Path:
     """report.html and the PNGs of MIG, packs or kernel runs of one kind."""
     spec = GRAIN_REPORTS[kind]
     label_runs(runs)
@@ -223,8 +266,13 @@ def render_grain_report(kind: str, runs: list[GrainRun], out_dir: Path, title: s
     return write_report_file(out_dir, page_html(title, body))
 
 
-def report_runs(run_dirs: Sequence[str | Path], out_dir: str | Path, *, title: str = "gpuweave report",
-                sections: Sequence[DemoSection] = ()) -> Path:
+def report_runs(
+    run_dirs: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    title: str = "gpuweave report",
+    sections: Sequence[DemoSection] = (),
+) -> Path:
     """Write ``out_dir/report.html`` for result directories of one kind (InputError for mixed kinds)."""
     if not run_dirs:
         raise InputError("no run directories given")

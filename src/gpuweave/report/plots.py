@@ -133,8 +133,14 @@ def plot_busy_gpus(runs: Sequence[RunData], path: Path) -> Path:
         n = len(runs)
         ncols = 1 if n == 1 else min(3, n)
         nrows = math.ceil(n / ncols)
-        fig, axes = _figure(nrows, ncols, width=7.0 if n == 1 else 4.0 * ncols, height=4.0 if n == 1 else 2.8 * nrows,
-                            sharex=False, sharey=True)
+        fig, axes = _figure(
+            nrows,
+            ncols,
+            width=7.0 if n == 1 else 4.0 * ncols,
+            height=4.0 if n == 1 else 2.8 * nrows,
+            sharex=False,
+            sharey=True,
+        )
         for i, run in enumerate(runs):
             ax = axes[i // ncols, i % ncols]
             for m in run.models:
@@ -220,7 +226,9 @@ def plot_gru_cdf(runs: Sequence[RunData], path: Path, round_length: float = GRU_
         gru, w = gru_per_round(run, round_length)
         order = np.argsort(gru, kind="stable")
         if w.sum() > 0:
-            ax.step(100 * gru[order], np.cumsum(w[order]) / w.sum(), where="post", color=color, label=plot_text(run.label))
+            ax.step(
+                100 * gru[order], np.cumsum(w[order]) / w.sum(), where="post", color=color, label=plot_text(run.label)
+            )
     ax.set_xlabel(f"GPU utilisation per {round_length:g} s round (%)")
     ax.set_ylabel("fraction of time")
     ax.set_title("GPU resource utilisation (GRU) CDF")
@@ -275,8 +283,15 @@ def plot_sweep_aggregate(
             part = keyed[keyed["_group"] == name]
             stats = part.groupby(x, sort=True)[y].agg(["mean", "std", "count"])
             std = stats["std"].fillna(0.0).to_numpy() / scale
-            ax.errorbar(stats.index.to_numpy(dtype=float), stats["mean"].to_numpy() / scale, yerr=std,
-                        marker="o", capsize=3, color=color, label=plot_text(name))
+            ax.errorbar(
+                stats.index.to_numpy(dtype=float),
+                stats["mean"].to_numpy() / scale,
+                yerr=std,
+                marker="o",
+                capsize=3,
+                color=color,
+                label=plot_text(name),
+            )
         ax.set_xlabel(plot_text(x))
         _legend(ax, len(names))
     ax.set_ylabel(plot_text(ylabel))

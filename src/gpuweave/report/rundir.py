@@ -56,7 +56,7 @@ class RunData:
     @property
     def models(self) -> list[str]:
         """GPU models with a ``busy_<MODEL>`` column in the timeseries, in file order."""
-        return [c[len("busy_"):] for c in self.timeseries.columns if c.startswith("busy_") and c != "busy_total"]
+        return [c[len("busy_") :] for c in self.timeseries.columns if c.startswith("busy_") and c != "busy_total"]
 
 
 def _read_table(path: Path, required: tuple[str, ...], text_columns: tuple[str, ...] = ()):

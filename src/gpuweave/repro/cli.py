@@ -32,7 +32,9 @@ def register(cli) -> None:
     def run_cmd(
         name: str = typer.Argument(..., help="Reproduction name (see `gpuweave repro list`)."),
         out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default ./gpuweave-out/repro/NAME)."),
-        reps: Optional[int] = typer.Option(None, "--reps", "--seeds", help="Repetitions/seeds (default: quick CI size)."),
+        reps: Optional[int] = typer.Option(
+            None, "--reps", "--seeds", help="Repetitions/seeds (default: quick CI size)."
+        ),
         seed: int = typer.Option(0, "--seed", help="Base random seed."),
         full: bool = typer.Option(False, "--full", help="Paper-sized run (slow)."),
     ) -> None:
@@ -53,9 +55,7 @@ def register(cli) -> None:
         repro = get_reproduction(name)
         options = parse_extra_options(repro, extra)
         out_dir = out or Path("gpuweave-out") / "repro" / name
-        rows = run_reproduction(
-            name, ReproContext(out_dir=out_dir, reps=reps, seed=seed, full=full, options=options)
-        )
+        rows = run_reproduction(name, ReproContext(out_dir=out_dir, reps=reps, seed=seed, full=full, options=options))
         console = Console()
         console.print(comparison_table(rows, f"{repro.paper}: {repro.title}", notes=console.width >= 120))
         console.print(f"wrote {out_dir / 'comparison.csv'}")
@@ -69,7 +69,9 @@ def register(cli) -> None:
             def cmd(
                 ctx: typer.Context,
                 out: Optional[Path] = typer.Option(None, "--out", help="Output directory."),
-                reps: Optional[int] = typer.Option(None, "--reps", "--seeds", help="Repetitions/seeds (default: quick)."),
+                reps: Optional[int] = typer.Option(
+                    None, "--reps", "--seeds", help="Repetitions/seeds (default: quick)."
+                ),
                 seed: int = typer.Option(0, "--seed", help="Base random seed."),
                 full: bool = typer.Option(False, "--full", help="Paper-sized run (slow)."),
             ) -> None:
@@ -79,6 +81,6 @@ def register(cli) -> None:
             cmd.__doc__ = f"{repro.paper}: {repro.title}" + (f" (extra options: {extra})" if extra else "")
             return cmd
 
-        repro_app.command(
-            repro.name, context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
-        )(make(repro.name))
+        repro_app.command(repro.name, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+            make(repro.name)
+        )

@@ -47,7 +47,16 @@ def _write_table(out: Path, name: str, title: str, rows: list[ComparisonRow]) ->
         w.writerow(["metric", "paper", "ours", "diff", "unit", "note"])
         for r in rows:
             d = r.difference
-            w.writerow([r.metric, "" if r.paper is None else f"{r.paper:.4g}", "" if r.ours is None else f"{r.ours:.4g}", "" if d is None else f"{d:+.4g}", r.unit, r.note])
+            w.writerow(
+                [
+                    r.metric,
+                    "" if r.paper is None else f"{r.paper:.4g}",
+                    "" if r.ours is None else f"{r.ours:.4g}",
+                    "" if d is None else f"{d:+.4g}",
+                    r.unit,
+                    r.note,
+                ]
+            )
     lines = [f"# {title}", "", "| metric | paper | ours | diff | note |", "|---|---|---|---|---|"]
     for r in rows:
         d = r.difference
@@ -77,16 +86,50 @@ def _rodinia(ctx: ReproContext, paper: dict) -> list[ComparisonRow]:
     rows = [
         ComparisonRow(exp, "rho", pr["rho"], r.rho, "", "FAR makespan / LB, reconfiguration included (Sec. 6.4.1)"),
         ComparisonRow(exp, "rho_without_refinement", None, r.makespan_noref / r.lower_bound, "", "Phase-2 best"),
-        ComparisonRow(exp, "makespan_far", None, w, "s", f"{r.stats.moves} move(s), {r.stats.swaps} swap(s), {r.stats.iterations} iteration(s)"),
+        ComparisonRow(
+            exp,
+            "makespan_far",
+            None,
+            w,
+            "s",
+            f"{r.stats.moves} move(s), {r.stats.swaps} swap(s), {r.stats.iterations} iteration(s)",
+        ),
         ComparisonRow(exp, "lower_bound", None, r.lower_bound, "s", ""),
-        ComparisonRow(exp, "sigma_miso_opt", pr["sigma_miso_opt"], miso.makespan / w, "", "no reconfiguration cost (default); " + pr["note_miso"]),
-        ComparisonRow(exp, "sigma_miso_opt_charged", pr["sigma_miso_opt"], miso_c.makespan / w, "", "Table 1 costs charged by sequential replay"),
+        ComparisonRow(
+            exp,
+            "sigma_miso_opt",
+            pr["sigma_miso_opt"],
+            miso.makespan / w,
+            "",
+            "no reconfiguration cost (default); " + pr["note_miso"],
+        ),
+        ComparisonRow(
+            exp,
+            "sigma_miso_opt_charged",
+            pr["sigma_miso_opt"],
+            miso_c.makespan / w,
+            "",
+            "Table 1 costs charged by sequential replay",
+        ),
         ComparisonRow(exp, "sigma_fixpart_ones", pr["sigma_fixpart_ones"], ones.makespan / w, "", "FixPart(1,...,1)"),
-        ComparisonRow(exp, "sigma_fixpart_best", pr["sigma_fixpart_best"], best.makespan / w, "", f"best partition {best.info['partition']}"),
-        ComparisonRow(exp, "sigma_fixpart_whole", pr["sigma_fixpart_whole"], whole.makespan / w, "", pr["note_fixpart_whole"]),
+        ComparisonRow(
+            exp,
+            "sigma_fixpart_best",
+            pr["sigma_fixpart_best"],
+            best.makespan / w,
+            "",
+            f"best partition {best.info['partition']}",
+        ),
+        ComparisonRow(
+            exp, "sigma_fixpart_whole", pr["sigma_fixpart_whole"], whole.makespan / w, "", pr["note_fixpart_whole"]
+        ),
     ]
     for name, sched in (("far", r.schedule), ("miso-opt", miso), ("fixpart-best", best), ("fixpart-ones", ones)):
-        plot_gantt(sched, ctx.out_dir / f"fig12_rodinia_{name}.png", title=f"Rodinia A100, {name}: makespan {sched.makespan:.3f} s")
+        plot_gantt(
+            sched,
+            ctx.out_dir / f"fig12_rodinia_{name}.png",
+            title=f"Rodinia A100, {name}: makespan {sched.makespan:.3f} s",
+        )
     return rows
 
 
@@ -103,9 +146,27 @@ def _table3(ctx: ReproContext, paper: dict) -> list[ComparisonRow]:
         key = "lu" if k == "LU" else k.lower()
         ours = next((v for n, v in ends.items() if n.lower() == key), None)
         rows.append(
-            ComparisonRow("table3-a30", f"simulated_end_{k}", sim, ours, "s", "different profiling run (RL_MIG_scheduler task_info); HotSpot missing there" if ours is not None else "not in the available A30 profile")
+            ComparisonRow(
+                "table3-a30",
+                f"simulated_end_{k}",
+                sim,
+                ours,
+                "s",
+                "different profiling run (RL_MIG_scheduler task_info); HotSpot missing there"
+                if ours is not None
+                else "not in the available A30 profile",
+            )
         )
-    rows.append(ComparisonRow("table3-a30", "simulated_makespan", t3["simulation"][-1], r.makespan, "s", "paper's profile is not public; spec 6 expects 29.49"))
+    rows.append(
+        ComparisonRow(
+            "table3-a30",
+            "simulated_makespan",
+            t3["simulation"][-1],
+            r.makespan,
+            "s",
+            "paper's profile is not public; spec 6 expects 29.49",
+        )
+    )
     return rows
 
 
@@ -123,16 +184,25 @@ def _table4(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
     for n in t4["n"]:
         rng = _rng(ctx, "t4", "a30", n)
         rho = _mean(far(workload("A30", "mixed", "wide", n, seed=rng)).rho for _ in range(reps))
-        rows.append(ComparisonRow("table4", f"rho_a30_n{n}", t4["a30_rho_n10"] if n == 10 else None, rho, "", "A30 (1/3,1/3,1/3), WideTimes (spec 7.23); paper says ~1.01 at n=10, spec expects ~1.05"))
+        rows.append(
+            ComparisonRow(
+                "table4",
+                f"rho_a30_n{n}",
+                t4["a30_rho_n10"] if n == 10 else None,
+                rho,
+                "",
+                "A30 (1/3,1/3,1/3), WideTimes (spec 7.23); paper says ~1.01 at n=10, spec expects ~1.05",
+            )
+        )
     return rows
 
 
 def _table5(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
+    from gpuweave.hardware.mig import get_partition, partitions
     from gpuweave.mig.far import far
     from gpuweave.mig.fixpart import fixpart_makespan
     from gpuweave.mig.generator import workload
     from gpuweave.mig.miso import miso_opt
-    from gpuweave.hardware.mig import get_partition, partitions
 
     t5 = paper["table5"]
     rows = []
@@ -149,7 +219,11 @@ def _table5(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
             acc["fixpart-best"].append(min(fms) / w)
             acc["fixpart-whole"].append(fixpart_makespan(p, get_partition(p.geometry, "7"))[0] / w)
         for c, pv in zip(t5["columns"], t5[f"{cfg}_{times}"]):
-            rows.append(ComparisonRow("table5", f"sigma_{c}_{cfg}_{times}", pv, _mean(acc[c]), "", f"n=15, p_sup=0.5, {reps} reps"))
+            rows.append(
+                ComparisonRow(
+                    "table5", f"sigma_{c}_{cfg}_{times}", pv, _mean(acc[c]), "", f"n=15, p_sup=0.5, {reps} reps"
+                )
+            )
     return rows
 
 
@@ -168,10 +242,31 @@ def _table6(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
             fired += sum(r.regressed for r in res)
             total += len(res)
             note = f"{reps} reps, guard off; " + t6["note"]
-            rows.append(ComparisonRow("table6", f"p_ref_{cfg}_{times}_n{n}", cell["p_ref"][j], _mean(r.p_ref for r in res), "%", note))
-            rows.append(ComparisonRow("table6", f"moves_{cfg}_{times}_n{n}", cell["moves"][j], _mean(r.stats.moves for r in res), "", ""))
-            rows.append(ComparisonRow("table6", f"swaps_{cfg}_{times}_n{n}", cell["swaps"][j], _mean(r.stats.swaps for r in res), "", ""))
-    rows.append(ComparisonRow("table6", "guard_would_fire_fraction", None, fired / total, "", "refinement made the exact makespan worse (guard off)"))
+            rows.append(
+                ComparisonRow(
+                    "table6", f"p_ref_{cfg}_{times}_n{n}", cell["p_ref"][j], _mean(r.p_ref for r in res), "%", note
+                )
+            )
+            rows.append(
+                ComparisonRow(
+                    "table6", f"moves_{cfg}_{times}_n{n}", cell["moves"][j], _mean(r.stats.moves for r in res), "", ""
+                )
+            )
+            rows.append(
+                ComparisonRow(
+                    "table6", f"swaps_{cfg}_{times}_n{n}", cell["swaps"][j], _mean(r.stats.swaps for r in res), "", ""
+                )
+            )
+    rows.append(
+        ComparisonRow(
+            "table6",
+            "guard_would_fire_fraction",
+            None,
+            fired / total,
+            "",
+            "refinement made the exact makespan worse (guard off)",
+        )
+    )
     return rows
 
 
@@ -195,10 +290,31 @@ def _table78(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
         for j, n in enumerate(t7["n"]):
             _, _, pairs = _pairs(ctx, cfg, times, n, reps, "t7")
             note = f"{reps} pairs of independent batches; " + t7["note"]
-            rows.append(ComparisonRow("table7", f"p_rev_{cfg}_{times}_n{n}", c7["p_rev"][j], _mean(p.p_rev for p in pairs), "%", note))
-            rows.append(ComparisonRow("table7", f"p_ms_{cfg}_{times}_n{n}", c7["p_ms"][j], _mean(p.p_ms for p in pairs), "%", ""))
-            rows.append(ComparisonRow("table8", f"moves_{cfg}_{times}_n{n}", c8["moves"][j], _mean(p.moves for p in pairs), "", "concatenation refinement, cap 20"))
-            rows.append(ComparisonRow("table8", f"swaps_{cfg}_{times}_n{n}", c8["swaps"][j], _mean(p.swaps for p in pairs), "", ""))
+            rows.append(
+                ComparisonRow(
+                    "table7", f"p_rev_{cfg}_{times}_n{n}", c7["p_rev"][j], _mean(p.p_rev for p in pairs), "%", note
+                )
+            )
+            rows.append(
+                ComparisonRow(
+                    "table7", f"p_ms_{cfg}_{times}_n{n}", c7["p_ms"][j], _mean(p.p_ms for p in pairs), "%", ""
+                )
+            )
+            rows.append(
+                ComparisonRow(
+                    "table8",
+                    f"moves_{cfg}_{times}_n{n}",
+                    c8["moves"][j],
+                    _mean(p.moves for p in pairs),
+                    "",
+                    "concatenation refinement, cap 20",
+                )
+            )
+            rows.append(
+                ComparisonRow(
+                    "table8", f"swaps_{cfg}_{times}_n{n}", c8["swaps"][j], _mean(p.swaps for p in pairs), "", ""
+                )
+            )
     return rows
 
 
@@ -211,13 +327,36 @@ def _table9(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
         for n, pv in zip(t9["n"], t9[cfg]):
             probs, res, pairs = _pairs(ctx, cfg, "wide", n, reps, "t9")
             lbs = [r.lower_bound for r in res]
-            rows.append(ComparisonRow("table9", f"p_multi_paper_{cfg}_n{n}", pv, p_multi_batch_paper(pairs, lbs), "%", f"{reps + 1} batches, paper's formula (about (2N-2)/N * rho - 1 for N batches, so small N reads low); " + t9["note"]))
+            rows.append(
+                ComparisonRow(
+                    "table9",
+                    f"p_multi_paper_{cfg}_n{n}",
+                    pv,
+                    p_multi_batch_paper(pairs, lbs),
+                    "%",
+                    f"{reps + 1} batches, paper's formula (about (2N-2)/N * rho - 1 for N batches, so small N reads low); "
+                    + t9["note"],
+                )
+            )
             chain, _ = chain_makespan(res, probs)
-            rows.append(ComparisonRow("table9", f"p_multi_chain_{cfg}_n{n}", None, (chain / sum(lbs) - 1.0) * 100.0, "%", "true chained makespan (spec 5.1 [R])"))
+            rows.append(
+                ComparisonRow(
+                    "table9",
+                    f"p_multi_chain_{cfg}_n{n}",
+                    None,
+                    (chain / sum(lbs) - 1.0) * 100.0,
+                    "%",
+                    "true chained makespan (spec 5.1 [R])",
+                )
+            )
     return rows
 
 
-@register_reproduction("far", title="FAR on MIG: Rodinia rho/sigma, Tables 3-9, Fig. 12 Gantt charts", paper="Villarrubia et al., JPDC 204 (2025)")
+@register_reproduction(
+    "far",
+    title="FAR on MIG: Rodinia rho/sigma, Tables 3-9, Fig. 12 Gantt charts",
+    paper="Villarrubia et al., JPDC 204 (2025)",
+)
 def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
     reps = ctx.reps_or(QUICK_REPS)
     paper = _paper()

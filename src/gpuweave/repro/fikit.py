@@ -31,9 +31,7 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
     from gpuweave.kernel.profile import Profile, amortized_jct
     from gpuweave.kernel.sched import preset
     from gpuweave.kernel.script import replay
-    from gpuweave.kernel.sim import Service, Workload, simulate
-    from gpuweave.kernel.timeline import plot_timelines
-    from gpuweave.kernel.traces import hi_trace, light_trace, lo_trace
+    from gpuweave.kernel.traces import light_trace
 
     P = paper_numbers()
     full = ctx.full
@@ -48,14 +46,42 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
 
     # ---------------------------------------------------------------- paper arithmetic
     t2 = table2_check()
-    row("Table 2", "window (min of four totals)", P["table2"]["share_b_s"], t2.window_s, "s", "arithmetic on the paper's table")
+    row(
+        "Table 2",
+        "window (min of four totals)",
+        P["table2"]["share_b_s"],
+        t2.window_s,
+        "s",
+        "arithmetic on the paper's table",
+    )
     row("Table 2", "A whole-run ratio share/FIKIT", None, t2.a_whole_run_ratio, "x", "arithmetic; spec AC-10 = 1.1519")
     row("Table 2", "B total ratio FIKIT/share", None, t2.b_total_ratio, "x", "arithmetic; spec AC-10 = 2.4400")
     t3 = table3_check()
-    row("Table 3", "CV min (sigma/mu)", P["exp4d_stability"]["cv_min"], min(t3.cv_from_sigma_mu), "", "recomputed from sigma/mu")
-    row("Table 3", "CV max (sigma/mu)", P["exp4d_stability"]["cv_max"], max(t3.cv_from_sigma_mu), "", "recomputed from sigma/mu")
+    row(
+        "Table 3",
+        "CV min (sigma/mu)",
+        P["exp4d_stability"]["cv_min"],
+        min(t3.cv_from_sigma_mu),
+        "",
+        "recomputed from sigma/mu",
+    )
+    row(
+        "Table 3",
+        "CV max (sigma/mu)",
+        P["exp4d_stability"]["cv_max"],
+        max(t3.cv_from_sigma_mu),
+        "",
+        "recomputed from sigma/mu",
+    )
     row("Table 3", "max relative error sigma/mu vs CV", None, t3.max_rel_error, "", "spec AC-9: <= 3e-4")
-    row("§3.2 amortisation", "JCT_avg/JCT_f (r=1.7, N_m=1000, N=100000)", None, amortized_jct(1.0, 1.7, 1000, 100_000), "x", "spec AC-8 = 1.007")
+    row(
+        "§3.2 amortisation",
+        "JCT_avg/JCT_f (r=1.7, N_m=1000, N=100000)",
+        None,
+        amortized_jct(1.0, 1.7, 1000, 100_000),
+        "x",
+        "spec AC-8 = 1.007",
+    )
 
     # ---------------------------------------------------------------- Fig. 12 example on the core
     def fig12(sched) -> int:
@@ -70,17 +96,35 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
         h1 = next(i for i, g in enumerate(gos) if g.task == "H" and g.seq == 2)
         return sum(1 for g in gos[:h1] if g.task == "L")
 
-    row("Fig. 12", "fillers before holder kernel, with feedback", P["algorithm"]["fig12_fillers_with_feedback"],
-        fig12(preset("recommended", holder_grace=0.0)), "kernels", "core, FIFO device, recommended preset")
-    row("Fig. 12", "fillers before holder kernel, profile only", P["algorithm"]["fig12_fillers_predicted"],
-        fig12(preset("no_feedback", holder_grace=0.0)), "kernels", "core, no_feedback preset")
+    row(
+        "Fig. 12",
+        "fillers before holder kernel, with feedback",
+        P["algorithm"]["fig12_fillers_with_feedback"],
+        fig12(preset("recommended", holder_grace=0.0)),
+        "kernels",
+        "core, FIFO device, recommended preset",
+    )
+    row(
+        "Fig. 12",
+        "fillers before holder kernel, profile only",
+        P["algorithm"]["fig12_fillers_predicted"],
+        fig12(preset("no_feedback", holder_grace=0.0)),
+        "kernels",
+        "core, no_feedback preset",
+    )
 
     # ---------------------------------------------------------------- Exp II (AC-12)
     for rtt in (0.0, 0.02, 0.05):
         fik, excl = E.single_service_overhead(rtt)
-        row("Exp II", f"single-service overhead, IPC RTT {rtt:g} ms", P["exp2_sharing_overhead"]["max_pct"] if rtt else None,
-            100 * (fik / excl - 1), "%", f"HI alone, jitter 0; paper range {P['exp2_sharing_overhead']['min_pct']}-"
-            f"{P['exp2_sharing_overhead']['max_pct']}% on real GPUs")
+        row(
+            "Exp II",
+            f"single-service overhead, IPC RTT {rtt:g} ms",
+            P["exp2_sharing_overhead"]["max_pct"] if rtt else None,
+            100 * (fik / excl - 1),
+            "%",
+            f"HI alone, jitter 0; paper range {P['exp2_sharing_overhead']['min_pct']}-"
+            f"{P['exp2_sharing_overhead']['max_pct']}% on real GPUs",
+        )
 
     # ---------------------------------------------------------------- IV.a canonical pair
     n_a, n_b = (1000, 1000) if full else (8, 24) if smoke else (60, 200)
@@ -89,8 +133,14 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
     row("IV.a", "A speedup FIKIT vs share (window)", None, iva.a_speedup, "x", note + "; proto 1.60")
     row("IV.a", "A JCT FIKIT/exclusive", None, iva.a_fikit_over_excl, "x", note + "; paper: ->1; proto 1.005")
     row("IV.a", "A JCT share/exclusive", None, iva.a_share_over_excl, "x", note)
-    row("IV.a", "B JCT ratio share/FIKIT", P["exp4a_concurrent"]["lo_efficiency_max"], iva.b_ratio, "x",
-        note + "; paper: < 30% in most pairs; proto 0.73")
+    row(
+        "IV.a",
+        "B JCT ratio share/FIKIT",
+        P["exp4a_concurrent"]["lo_efficiency_max"],
+        iva.b_ratio,
+        "x",
+        note + "; paper: < 30% in most pairs; proto 0.73",
+    )
     row("IV.a", "device busy, FIKIT (whole run)", None, iva.fikit.busy_fraction(), "", note + "; proto 0.905")
     row("IV.a", "device busy, share (whole run)", None, iva.share.busy_fraction(), "", note + "; proto 0.877")
     row("IV.a", "device busy, FIKIT (window)", None, iva.busy_fikit, "", note)
@@ -108,36 +158,91 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
         r = E.background_pair(model_trace(a_name), model_trace(b_name), n_a=pa, cfg=cfg)
         pair_speedups.append(r.a_speedup)
         pair_eff.append(r.b_efficiency)
-        pair_rows.append([a_name, b_name, src, f"{r.a_excl:.3f}", f"{r.a_share:.3f}", f"{r.a_fikit:.3f}",
-                          f"{r.a_speedup:.4f}", f"{r.b_efficiency:.4f}", f"{r.a_fikit_over_excl:.4f}"])
+        pair_rows.append(
+            [
+                a_name,
+                b_name,
+                src,
+                f"{r.a_excl:.3f}",
+                f"{r.a_share:.3f}",
+                f"{r.a_fikit:.3f}",
+                f"{r.a_speedup:.4f}",
+                f"{r.b_efficiency:.4f}",
+                f"{r.a_fikit_over_excl:.4f}",
+            ]
+        )
     with open(out / "fikit_pairs.csv", "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["A_high", "B_low", "pair_source", "A_excl_ms", "A_share_ms", "A_fikit_ms", "A_speedup",
-                    "B_efficiency_fikit_over_share", "A_fikit_over_excl"])
+        w.writerow(
+            [
+                "A_high",
+                "B_low",
+                "pair_source",
+                "A_excl_ms",
+                "A_share_ms",
+                "A_fikit_ms",
+                "A_speedup",
+                "B_efficiency_fikit_over_share",
+                "A_fikit_over_excl",
+            ]
+        )
         w.writerows(pair_rows)
-    snote = f"10 pairs of SYNTHETIC Table 1 traces (assumed, not measured), A {pa} tasks, B continuous; sharing = {model}"
+    snote = (
+        f"10 pairs of SYNTHETIC Table 1 traces (assumed, not measured), A {pa} tasks, B continuous; sharing = {model}"
+    )
     row("IV.a pairs", "A speedup min", P["abstract"]["hi_speedup_min"], min(pair_speedups), "x", snote)
     row("IV.a pairs", "A speedup max", P["abstract"]["hi_speedup_max"], max(pair_speedups), "x", snote)
-    row("IV.a pairs", "pairs with speedup > 3.4x", None, float(sum(s > 3.4 for s in pair_speedups)), "of 10",
-        snote + "; paper: more than half; " + speedup_statement(pair_speedups))
-    row("IV.a pairs", "pairs with B efficiency < 30%", None, float(sum(e < 0.3 for e in pair_eff)), "of 10",
-        snote + "; B throughput FIKIT/share; paper: < 30% in most pairs")
+    row(
+        "IV.a pairs",
+        "pairs with speedup > 3.4x",
+        None,
+        float(sum(s > 3.4 for s in pair_speedups)),
+        "of 10",
+        snote + "; paper: more than half; " + speedup_statement(pair_speedups),
+    )
+    row(
+        "IV.a pairs",
+        "pairs with B efficiency < 30%",
+        None,
+        float(sum(e < 0.3 for e in pair_eff)),
+        "of 10",
+        snote + "; B throughput FIKIT/share; paper: < 30% in most pairs",
+    )
 
     # ---------------------------------------------------------------- time-slice sweep (AC-15)
     sw = E.timeslice_sweep(n_a=200 if full else 4 if smoke else 40, n_b=750 if full else 12 if smoke else 150, cfg=cfg)
     proto = {1.0: 1.31, 2.0: 1.60, 4.0: 2.27, 8.0: 4.09}
     for p in sw:
-        row("IV.a sweep", f"A speedup, q = {p.quantum:g} ms", None, p.a_speedup, "x",
-            f"sharing = share_timeslice q={p.quantum:g} ms; share_A/A_excl {p.a_share_over_excl:.3f}; proto {proto[p.quantum]}")
+        row(
+            "IV.a sweep",
+            f"A speedup, q = {p.quantum:g} ms",
+            None,
+            p.a_speedup,
+            "x",
+            f"sharing = share_timeslice q={p.quantum:g} ms; share_A/A_excl {p.a_share_over_excl:.3f}; proto {proto[p.quantum]}",
+        )
 
     # ---------------------------------------------------------------- IV.b (AC-19)
     ivb = E.task_ratio(ratios=(1, 2, 3) if smoke else (1, 10, 20, 30, 40, 50), m=3 if smoke else 10, cfg=cfg)
     slope, _, r2 = ivb.linear_fit()
     bnote = "A:B task ratio r:1, M = 10, all at t=0; exclusive computed (R-16); FIKIT device = " + model
     for r, v in zip(ivb.ratios, ivb.excl_over_fikit):
-        row("IV.b", f"B JCT exclusive/FIKIT, r = {r}", 1.0 if r == 1 else None, v, "x",
-            bnote + ("; paper: exclusive ~ FIKIT at 1:1 (real models); proto 5.10" if r == 1 else ""))
-    row("IV.b", "B FIKIT JCT spread over r", None, max(ivb.b_fikit) / min(ivb.b_fikit) - 1, "", bnote + "; paper: constant")
+        row(
+            "IV.b",
+            f"B JCT exclusive/FIKIT, r = {r}",
+            1.0 if r == 1 else None,
+            v,
+            "x",
+            bnote + ("; paper: exclusive ~ FIKIT at 1:1 (real models); proto 5.10" if r == 1 else ""),
+        )
+    row(
+        "IV.b",
+        "B FIKIT JCT spread over r",
+        None,
+        max(ivb.b_fikit) / min(ivb.b_fikit) - 1,
+        "",
+        bnote + "; paper: constant",
+    )
     row("IV.b", "linear fit R^2", None, r2, "", bnote + "; paper: linear")
     row("IV.b", "B FIKIT JCT", None, sum(ivb.b_fikit) / len(ivb.b_fikit), "ms", bnote + "; proto 961.4")
 
@@ -145,35 +250,81 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
     nc = 100 if full else 2 if smoke else 30
     ivc = E.preemption(n_a=nc, cfg=cfg)
     cnote = f"B continuous, A every 1 s x {nc}; sharing = {model}"
-    row("IV.c", "A speedup FIKIT vs share", P["exp4c_preemption"]["hi_speedup_max"], ivc.a_speedup, "x",
-        cnote + "; paper value is the max over pairs; proto 1.61")
+    row(
+        "IV.c",
+        "A speedup FIKIT vs share",
+        P["exp4c_preemption"]["hi_speedup_max"],
+        ivc.a_speedup,
+        "x",
+        cnote + "; paper value is the max over pairs; proto 1.61",
+    )
     row("IV.c", "A JCT FIKIT/exclusive", None, ivc.a_fikit_over_excl, "x", cnote + "; proto 1.005")
-    row("IV.c", "B JCT ratio share/FIKIT", P["exp4c_preemption"]["lo_ratio_min"], ivc.b_ratio, "x",
-        cnote + f"; paper range 0.86-1; A active {100 * ivc.a_active_fraction:.0f}% of the time; proto 0.936")
+    row(
+        "IV.c",
+        "B JCT ratio share/FIKIT",
+        P["exp4c_preemption"]["lo_ratio_min"],
+        ivc.b_ratio,
+        "x",
+        cnote + f"; paper range 0.86-1; A active {100 * ivc.a_active_fraction:.0f}% of the time; proto 0.936",
+    )
     for q in (1.0, 2.0):
         lc = E.preemption(hi=light_trace(), n_a=nc, cfg=replace(cfg, quantum=q))
         lnote = f"light high-priority model (160 short kernels), B continuous; sharing = share_timeslice q={q:g} ms"
-        row("IV.c light", f"A speedup, q = {q:g} ms", P["abstract"]["hi_speedup_max"], lc.a_speedup, "x",
-            lnote + f"; proto {23.3 if q == 1.0 else 42.2}")
-        row("IV.c light", f"B ratio share/FIKIT, q = {q:g} ms", P["abstract"]["lo_ratio_max"], lc.b_ratio, "x", lnote + "; proto 0.996")
+        row(
+            "IV.c light",
+            f"A speedup, q = {q:g} ms",
+            P["abstract"]["hi_speedup_max"],
+            lc.a_speedup,
+            "x",
+            lnote + f"; proto {23.3 if q == 1.0 else 42.2}",
+        )
+        row(
+            "IV.c light",
+            f"B ratio share/FIKIT, q = {q:g} ms",
+            P["abstract"]["lo_ratio_max"],
+            lc.b_ratio,
+            "x",
+            lnote + "; proto 0.996",
+        )
 
     # ---------------------------------------------------------------- IV.d (AC-18)
     nd = 100 if full else 3 if smoke else 40
     ivd = E.stability(n_b=nd, cfg=cfg)
     dnote = f"A continuous, B every 1 s x {nd}; FIKIT device = {model}"
-    row("IV.d", "CV of B JCT (FIKIT)", P["exp4d_stability"]["cv_max"], ivd.b_cv_fikit, "",
-        dnote + "; paper range 0.095-0.164 (<1); proto 0.016")
+    row(
+        "IV.d",
+        "CV of B JCT (FIKIT)",
+        P["exp4d_stability"]["cv_max"],
+        ivd.b_cv_fikit,
+        "",
+        dnote + "; paper range 0.095-0.164 (<1); proto 0.016",
+    )
     row("IV.d", "A JCT FIKIT/exclusive", None, ivd.a_fikit_over_excl, "x", dnote + "; proto 1.001")
 
     # ---------------------------------------------------------------- feedback ablation (AC-20), literal (AC-21)
     ab = E.feedback_ablation(n_a=3 if smoke else 20, cfg=replace(cfg, jitter=0.0))
     anote = f"HI gaps x1.5 in the profile, jitter 0, B continuous; FIKIT device = {model}"
-    row("Fig. 12 ablation", "A overhead, recommended (feedback)", None, 100 * ab.overhead_recommended, "%", anote + "; proto 9.2%")
-    row("Fig. 12 ablation", "A overhead, no feedback", None, 100 * ab.overhead_no_feedback, "%", anote + "; proto 37.1%")
+    row(
+        "Fig. 12 ablation",
+        "A overhead, recommended (feedback)",
+        None,
+        100 * ab.overhead_recommended,
+        "%",
+        anote + "; proto 9.2%",
+    )
+    row(
+        "Fig. 12 ablation", "A overhead, no feedback", None, 100 * ab.overhead_no_feedback, "%", anote + "; proto 37.1%"
+    )
     lit = E.literal_vs_recommended(n_a=n_a // 2, n_b=n_b // 2, cfg=cfg)
     for name, r in lit.items():
-        row("presets", f"A speedup vs share, {name}", None, r.a_speedup, "x",
-            f"IV.a jitter 0.05; sharing = {model}; proto recommended 1.60, paper_literal 1.01, +grace 1.27")
+        row(
+            "presets",
+            f"A speedup vs share, {name}",
+            None,
+            r.a_speedup,
+            "x",
+            f"IV.a jitter 0.05; sharing = {model}; proto recommended 1.60, paper_literal 1.01, +grace 1.27",
+        )
 
     # ---------------------------------------------------------------- figures
     _figures(out, cfg, sw, ivb, ivd)
@@ -193,7 +344,10 @@ def _figures(out, cfg, sweep, ivb, ivd) -> None:
     from gpuweave.kernel.timeline import plot_timelines
     from gpuweave.kernel.traces import hi_trace, lo_trace
 
-    svcs = [Service("A (HI, p0)", hi_trace(), 0, Workload.back_to_back(2)), Service("B (LO, p1)", lo_trace(), 1, Workload.back_to_back(None))]
+    svcs = [
+        Service("A (HI, p0)", hi_trace(), 0, Workload.back_to_back(2)),
+        Service("B (LO, p1)", lo_trace(), 1, Workload.back_to_back(None)),
+    ]
     win = (20.0, 32.0)
     panels = []
     for title, c in (
@@ -207,8 +361,17 @@ def _figures(out, cfg, sweep, ivb, ivd) -> None:
     c0 = replace(cfg, jitter=0.0, measure_gap_inflation=1.5)
     panels = []
     for name in ("recommended", "no_feedback"):
-        r = simulate(svcs, replace(c0, mode="fikit", scheduler=preset(name), record_kernels=True, record_window=win,
-                                   stop_when=("A (HI, p0)",)))
+        r = simulate(
+            svcs,
+            replace(
+                c0,
+                mode="fikit",
+                scheduler=preset(name),
+                record_kernels=True,
+                record_window=win,
+                stop_when=("A (HI, p0)",),
+            ),
+        )
         panels.append((f"FIKIT {name}, profile gaps x1.5 (Fig. 12 style)", r.kernels))
     plot_timelines(panels, win, out / "timeline_fig12.png")
 

@@ -94,13 +94,25 @@ def _figures(out_dir, curves_by_w, seven):
     import matplotlib.pyplot as plt
 
     paths = []
-    names = {"relative_cost": "fig2_relative_cost.png", "packing_ratio": "fig3_packing_ratio.png", "relative_response_time": "fig4_response_time.png"}
+    names = {
+        "relative_cost": "fig2_relative_cost.png",
+        "packing_ratio": "fig3_packing_ratio.png",
+        "relative_response_time": "fig4_response_time.png",
+    }
     for field, label in METRICS:
         fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
         c1 = curves_by_w["I"]
         ks1 = sorted(k for (a, k) in c1 if a == "optimal")
         opt_line = c1[("optimal", max(ks1))][field][0] if ks1 else None
-        _plot_panel(axes[0], c1, ("optimal", *seven), field, label, "(a) Workload-I (SYN-REF surrogate, n=10, p=16)", opt_line=opt_line)
+        _plot_panel(
+            axes[0],
+            c1,
+            ("optimal", *seven),
+            field,
+            label,
+            "(a) Workload-I (SYN-REF surrogate, n=10, p=16)",
+            opt_line=opt_line,
+        )
         _plot_panel(axes[1], curves_by_w["II"], seven, field, label, "(b) Workload-II (n=65, p=16)")
         axes[0].legend(fontsize=7)
         fig.tight_layout()
@@ -137,7 +149,9 @@ def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
     paper = paper_numbers()
     claims = paper["claims"]
     reps = FULL_REPS if ctx.full else QUICK_REPS
-    seeds = {w: (ctx.reps if ctx.reps is not None else (FULL_SEEDS[w] if ctx.full else QUICK_SEEDS)) for w in FULL_SEEDS}
+    seeds = {
+        w: (ctx.reps if ctx.reps is not None else (FULL_SEEDS[w] if ctx.full else QUICK_SEEDS)) for w in FULL_SEEDS
+    }
     base = ctx.seed
     recs = {
         w: run_grid(w, range(base, base + seeds[w]), workload_ks(w), SEVEN, reps, optimal=(w == "I"))
@@ -160,62 +174,145 @@ def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
 
     def claim_row(experiment: str, key: str, ours: float, note: str, metric: str | None = None) -> None:
         c = claims[key]
-        rows.append(ComparisonRow(experiment, metric or f"{c['metric']} ({c['relation']} paper)", float(c["value"]), ours, "", f"{c['section']}; {note}"))
+        rows.append(
+            ComparisonRow(
+                experiment,
+                metric or f"{c['metric']} ({c['relation']} paper)",
+                float(c["value"]),
+                ours,
+                "",
+                f"{c['section']}; {note}",
+            )
+        )
 
     w1, w2, w3 = recs["I"], recs["II"], recs["III"]
     opt10 = [r.relative_cost for r in w1 if r.algo == OPTIMAL and r.k == 10]
-    claim_row("Fig2a W-I", "w1_opt_relative_cost", float(np.mean(opt10)),
-              f"optimal k=10, mean over seeds (max {max(opt10):.3f}); Workload-I data unpublished, SYN-REF surrogate; {setup}",
-              metric="optimal relative cost (< paper)")
+    claim_row(
+        "Fig2a W-I",
+        "w1_opt_relative_cost",
+        float(np.mean(opt10)),
+        f"optimal k=10, mean over seeds (max {max(opt10):.3f}); Workload-I data unpublished, SYN-REF surrogate; {setup}",
+        metric="optimal relative cost (< paper)",
+    )
     for k in workload_ks("I"):
         for algo in ("pack-approx", "pack-by-pack-9", "random-pack-1", "random-proc-1", "random-proc-9"):
             r = ratio_to_optimal(w1, algo, k)
-            rows.append(ComparisonRow("Fig2a W-I", f"{algo} cost / OPT_k, k={k}", None, float(np.mean(r)), "ratio",
-                                      f"paper: packing heuristics 'very close to optimal', random ones 'poor'; max {max(r):.3f}"))
+            rows.append(
+                ComparisonRow(
+                    "Fig2a W-I",
+                    f"{algo} cost / OPT_k, k={k}",
+                    None,
+                    float(np.mean(r)),
+                    "ratio",
+                    f"paper: packing heuristics 'very close to optimal', random ones 'poor'; max {max(r):.3f}",
+                )
+            )
     for algo in ("pack-by-pack-9", "pack-approx", "pack-by-pack-1"):
-        claim_row("Fig2b W-II", "w2_cost_k16", mean_of(w2, "relative_cost", algo=algo, k=16), f"{algo}, k=16, mean; {setup}",
-                  metric=f"{algo} relative cost k=16 (< paper)")
+        claim_row(
+            "Fig2b W-II",
+            "w2_cost_k16",
+            mean_of(w2, "relative_cost", algo=algo, k=16),
+            f"{algo}, k=16, mean; {setup}",
+            metric=f"{algo} relative cost k=16 (< paper)",
+        )
     for k in (2, 4, 8, 16):
         rc = {a: mean_of(w2, "relative_cost", algo=a, k=k) for a in SEVEN}
         gap = min(rc["random-pack-9"], rc["random-proc-9"]) - max(rc["pack-approx"], rc["pack-by-pack-9"])
-        rows.append(ComparisonRow("Fig2b W-II", f"random-9 minus packing relative cost, k={k}", None, gap, "",
-                                  "paper: 'increased gap between random heuristics and the packing ones' (positive = packing better)"))
+        rows.append(
+            ComparisonRow(
+                "Fig2b W-II",
+                f"random-9 minus packing relative cost, k={k}",
+                None,
+                gap,
+                "",
+                "paper: 'increased gap between random heuristics and the packing ones' (positive = packing better)",
+            )
+        )
     for wl, recs_w, ks in (("W-I", w1, (2, 10)), ("W-II", w2, (2, 16)), ("W-III", w3, (2, 32))):
         for k in ks:
             for algo in ("pack-approx", "pack-by-pack-9"):
                 note = f"{algo}, k={k}; paper: 'very close to one'"
                 if wl == "W-I":
                     note += f"; optimum itself {mean_of(recs_w, 'packing_ratio', algo=OPTIMAL, k=k):.3f} (ratio < 1 is forced at large k)"
-                claim_row(f"Fig3 {wl}" if wl != "W-III" else "Fig5b W-III", "packing_ratio_close_to_1",
-                          mean_of(recs_w, "packing_ratio", algo=algo, k=k), note, metric=f"{algo} packing ratio k={k}")
+                claim_row(
+                    f"Fig3 {wl}" if wl != "W-III" else "Fig5b W-III",
+                    "packing_ratio_close_to_1",
+                    mean_of(recs_w, "packing_ratio", algo=algo, k=k),
+                    note,
+                    metric=f"{algo} packing ratio k={k}",
+                )
     for k in (12, 14, 16):
         for algo in ("pack-by-pack-9", "pack-approx"):
-            claim_row("Fig4b W-II", "w2_response_large_k", mean_of(w2, "relative_response_time", algo=algo, k=k),
-                      f"{algo}, k={k}: not reached with SYN-REF (spec D5 gate 0.30); the paper's W-II parameters are unpublished and "
-                      "the response time depends on the spread of task lengths the generator draws",
-                      metric=f"{algo} relative response time k={k} (< paper)")
+            claim_row(
+                "Fig4b W-II",
+                "w2_response_large_k",
+                mean_of(w2, "relative_response_time", algo=algo, k=k),
+                f"{algo}, k={k}: not reached with SYN-REF (spec D5 gate 0.30); the paper's W-II parameters are unpublished and "
+                "the response time depends on the spread of task lengths the generator draws",
+                metric=f"{algo} relative response time k={k} (< paper)",
+            )
     for k in (16, 32):
         for algo in PACKING:
-            claim_row("Fig5a W-III", "w3_cost_k16_32", mean_of(w3, "relative_cost", algo=algo, k=k), f"{algo}, k={k}, mean; {setup}",
-                      metric=f"{algo} relative cost k={k} (~ paper)")
-            claim_row("Fig5c W-III", "w3_response_k16_32", mean_of(w3, "relative_response_time", algo=algo, k=k),
-                      f"{algo}, k={k}; paper '80% lower'", metric=f"{algo} relative response time k={k} (~ paper)")
+            claim_row(
+                "Fig5a W-III",
+                "w3_cost_k16_32",
+                mean_of(w3, "relative_cost", algo=algo, k=k),
+                f"{algo}, k={k}, mean; {setup}",
+                metric=f"{algo} relative cost k={k} (~ paper)",
+            )
+            claim_row(
+                "Fig5c W-III",
+                "w3_response_k16_32",
+                mean_of(w3, "relative_response_time", algo=algo, k=k),
+                f"{algo}, k={k}; paper '80% lower'",
+                metric=f"{algo} relative response time k={k} (~ paper)",
+            )
     for k in (4, 16, 32):
-        rows.append(ComparisonRow("Fig5a W-III", f"max random mean relative cost, k={k}", None,
-                                  max(mean_of(w3, "relative_cost", algo=a, k=k) for a in SEVEN[3:]), "",
-                                  "paper: every heuristic, random ones included, reduces cost (< 1)"))
+        rows.append(
+            ComparisonRow(
+                "Fig5a W-III",
+                f"max random mean relative cost, k={k}",
+                None,
+                max(mean_of(w3, "relative_cost", algo=a, k=k) for a in SEVEN[3:]),
+                "",
+                "paper: every heuristic, random ones included, reduces cost (< 1)",
+            )
+        )
     for wl, recs_w, k in (("W-II", w2, 16), ("W-III", w3, 16), ("W-III", w3, 32)):
         c1 = {r.seed: r.cost for r in recs_w if r.algo == "pack-by-pack-1" and r.k == k}
         c9 = {r.seed: r.cost for r in recs_w if r.algo == "pack-by-pack-9" and r.k == k}
         gain = float(np.mean([c1[s] / c9[s] - 1 for s in c1]))
         if wl == "W-II":
-            claim_row("Summary W-II", "w2_pbp9_gain_k16", gain, f"mean over seeds of PbP-1/PbP-9 - 1, k={k}", metric="pack-by-pack-9 gain over -1, k=16")
+            claim_row(
+                "Summary W-II",
+                "w2_pbp9_gain_k16",
+                gain,
+                f"mean over seeds of PbP-1/PbP-9 - 1, k={k}",
+                metric="pack-by-pack-9 gain over -1, k=16",
+            )
         else:
-            rows.append(ComparisonRow(f"Fig5 {wl}", f"pack-by-pack-9 gain over -1, k={k}", None, gain, "", "paper: PbP-1 'very close' to PbP-9"))
+            rows.append(
+                ComparisonRow(
+                    f"Fig5 {wl}",
+                    f"pack-by-pack-9 gain over -1, k={k}",
+                    None,
+                    gain,
+                    "",
+                    "paper: PbP-1 'very close' to PbP-9",
+                )
+            )
     it = {wl: mean_of(r, "iterations", algo="pack-approx", k=2) for wl, r in (("I", w1), ("II", w2), ("III", w3))}
     for wl, v in it.items():
-        rows.append(ComparisonRow("Table1 text", f"pack-Approx iterations, W-{wl}", None, v, "MAKE-PACK calls",
-                                  "paper: fewer iterations on W-II than on W-I"))
+        rows.append(
+            ComparisonRow(
+                "Table1 text",
+                f"pack-Approx iterations, W-{wl}",
+                None,
+                v,
+                "MAKE-PACK calls",
+                "paper: fewer iterations on W-II than on W-I",
+            )
+        )
 
     # Table 1: running times, mean over seeds, k values and repetitions.
     table = paper["table1"]
@@ -226,13 +323,29 @@ def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
             for algo in SEVEN:
                 ours = mean_of(recs[wl], "runtime_ms", algo=algo)
                 w.writerow([wl, algo, table[wl][algo], f"{ours:.4f}"])
-                rows.append(ComparisonRow(f"Table1 W-{wl}", f"{algo} running time", float(table[wl][algo]), ours, table["unit"],
-                                          "ours: Python on this machine, mean over seeds, k and repetitions; paper: language and hardware "
-                                          "unknown (spec R17), compare orders of magnitude only"))
+                rows.append(
+                    ComparisonRow(
+                        f"Table1 W-{wl}",
+                        f"{algo} running time",
+                        float(table[wl][algo]),
+                        ours,
+                        table["unit"],
+                        "ours: Python on this machine, mean over seeds, k and repetitions; paper: language and hardware "
+                        "unknown (spec R17), compare orders of magnitude only",
+                    )
+                )
         for wl in ("I", "II", "III"):
             for base_name in ("random-pack", "random-proc", "pack-by-pack"):
                 one = mean_of(recs[wl], "runtime_ms", algo=f"{base_name}-1")
                 nine = mean_of(recs[wl], "runtime_ms", algo=f"{base_name}-9")
-                rows.append(ComparisonRow(f"Table1 W-{wl}", f"{base_name}-9 / -1 time", float(table[wl][f"{base_name}-9"]) / float(table[wl][f"{base_name}-1"]),
-                                          nine / one, "x", "paper column: ratio of the paper's Table 1 entries"))
+                rows.append(
+                    ComparisonRow(
+                        f"Table1 W-{wl}",
+                        f"{base_name}-9 / -1 time",
+                        float(table[wl][f"{base_name}-9"]) / float(table[wl][f"{base_name}-1"]),
+                        nine / one,
+                        "x",
+                        "paper column: ratio of the paper's Table 1 entries",
+                    )
+                )
     return rows

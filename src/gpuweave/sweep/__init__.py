@@ -5,6 +5,15 @@ from gpuweave.sweep.spec import Cell, SweepSpec, expand, load_sweep, parse_sweep
 from gpuweave.sweep.sweep import run_sweep
 
 __all__ = [
-    "Cell", "Executor", "LocalExecutor", "RayExecutor", "SweepSpec", "TaskFailed", "expand", "load_sweep",
-    "make_executor", "parse_sweep", "run_sweep",
+    "Cell",
+    "Executor",
+    "LocalExecutor",
+    "RayExecutor",
+    "SweepSpec",
+    "TaskFailed",
+    "expand",
+    "load_sweep",
+    "make_executor",
+    "parse_sweep",
+    "run_sweep",
 ]

@@ -51,8 +51,8 @@ def register(cli) -> None:
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
     ) -> None:
         """Run every cell of SWEEP.yaml (finished cells are reused) and write sweep.csv/.parquet and a report."""
-        from gpuweave.sweep.executors import make_executor
         from gpuweave.files import prepare_output_dir
+        from gpuweave.sweep.executors import make_executor
         from gpuweave.sweep.spec import check_inputs, load_sweep
         from gpuweave.sweep.sweep import run_sweep
 

@@ -130,8 +130,10 @@ class RayExecutor(Executor):
         if num_cpus is not None and num_cpus < 1:
             raise InputError(f"num_cpus must be at least 1, got {num_cpus}", field="num_cpus")
         if address is not None and num_cpus is not None:
-            raise InputError("--workers/num_cpus applies to a local Ray only; a cluster at --address has its own CPUs",
-                             field="num_cpus")
+            raise InputError(
+                "--workers/num_cpus applies to a local Ray only; a cluster at --address has its own CPUs",
+                field="num_cpus",
+            )
         self.address = address
         self.num_cpus = num_cpus
         self._started = False
@@ -142,8 +144,9 @@ class RayExecutor(Executor):
         try:
             import ray
         except ImportError:
-            raise InputError("the ray executor needs Ray: pip install 'gpuweave[ray]' (or use --executor local)",
-                             field="executor") from None
+            raise InputError(
+                "the ray executor needs Ray: pip install 'gpuweave[ray]' (or use --executor local)", field="executor"
+            ) from None
         return ray
 
     def _ensure(self):
@@ -156,16 +159,24 @@ class RayExecutor(Executor):
             else:
                 # Local workers import what this process imports (e.g. a runner defined next to a script).
                 pythonpath = os.pathsep.join(p for p in sys.path if p)
-                ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False,
-                         runtime_env={"env_vars": {"PYTHONPATH": pythonpath}})
+                ray.init(
+                    num_cpus=self.num_cpus,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
+                )
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError or its own AuthenticationError
             where = f"the Ray cluster at {self.address}" if self.address else "a local Ray"
             hint = ""
             if "auth" in str(exc).lower() or "token" in str(exc).lower():
-                hint = (" (token authentication: set RAY_AUTH_TOKEN or copy the cluster's ~/.ray/auth_token, "
-                        "and use the same RAY_AUTH_MODE as the cluster)")
-            raise InputError(f"cannot start or join {where}: {describe_exception(exc)}{hint}",
-                             field="address" if self.address else "executor") from None
+                hint = (
+                    " (token authentication: set RAY_AUTH_TOKEN or copy the cluster's ~/.ray/auth_token, "
+                    "and use the same RAY_AUTH_MODE as the cluster)"
+                )
+            raise InputError(
+                f"cannot start or join {where}: {describe_exception(exc)}{hint}",
+                field="address" if self.address else "executor",
+            ) from None
         self._started = True
         return ray
 

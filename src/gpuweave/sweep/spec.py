@@ -50,13 +50,30 @@ class Grain:
 
 
 GRAINS = {
-    "cluster": Grain(SimulationConfig, run_simulation,
-                     ("avg_jct_s", "p99_jct_s", "makespan_s", "mean_queueing_delay_s", "utilization", "energy_kwh",
-                      "cost", "completed"), "avg_jct_s"),
-    "mig": Grain(MigBatchConfig, run_generated_batch, ("makespan_s", "lower_bound_s", "ratio", "reconfigurations"),
-                 "ratio"),
-    "packs": Grain(PacksWorkloadConfig, run_workload, ("cost_s", "relative_cost", "packing_ratio",
-                                                      "relative_response_time"), "relative_cost"),
+    "cluster": Grain(
+        SimulationConfig,
+        run_simulation,
+        (
+            "avg_jct_s",
+            "p99_jct_s",
+            "makespan_s",
+            "mean_queueing_delay_s",
+            "utilization",
+            "energy_kwh",
+            "cost",
+            "completed",
+        ),
+        "avg_jct_s",
+    ),
+    "mig": Grain(
+        MigBatchConfig, run_generated_batch, ("makespan_s", "lower_bound_s", "ratio", "reconfigurations"), "ratio"
+    ),
+    "packs": Grain(
+        PacksWorkloadConfig,
+        run_workload,
+        ("cost_s", "relative_cost", "packing_ratio", "relative_response_time"),
+        "relative_cost",
+    ),
 }
 
 
@@ -135,8 +152,9 @@ def parse_sweep(data: Any, source: str | Path = "<sweep>", *, out: str | Path | 
     fields = model.model_fields
     for name in base:
         if name not in fields:
-            raise InputError(f"unknown {model.__name__} field (known: {', '.join(fields)})", file=src,
-                             field=f"base.{name}")
+            raise InputError(
+                f"unknown {model.__name__} field (known: {', '.join(fields)})", file=src, field=f"base.{name}"
+            )
     clean_grid: dict[str, list[Any]] = {}
     for name, values in grid.items():
         where = f"grid.{name}"
@@ -183,8 +201,11 @@ def expand(spec: SweepSpec) -> list[Cell]:
             raise InputError(f"cell {where}: {exc.message}", file=spec.source, field=exc.field) from None
         cell = Cell(index, params, config)
         if cell.key in by_key:
-            raise InputError(f"cells {by_key[cell.key].describe()} and {cell.describe()} are the same config",
-                             file=spec.source, field="grid")
+            raise InputError(
+                f"cells {by_key[cell.key].describe()} and {cell.describe()} are the same config",
+                file=spec.source,
+                field="grid",
+            )
         by_key[cell.key] = cell
         cells.append(cell)
     return cells

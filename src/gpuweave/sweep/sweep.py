@@ -54,11 +54,18 @@ def run_cell(task: CellTask) -> dict[str, Any]:
         (run_dir / "summary.json").unlink(missing_ok=True)
         import traceback
 
-        return {"status": "failed", "error": describe_exception(exc), "traceback": traceback.format_exc(),
-                "seconds": time.perf_counter() - start}
+        return {
+            "status": "failed",
+            "error": describe_exception(exc),
+            "traceback": traceback.format_exc(),
+            "seconds": time.perf_counter() - start,
+        }
     if not (run_dir / "summary.json").is_file():
-        return {"status": "failed", "error": f"the run wrote no {run_dir / 'summary.json'}",
-                "seconds": time.perf_counter() - start}
+        return {
+            "status": "failed",
+            "error": f"the run wrote no {run_dir / 'summary.json'}",
+            "seconds": time.perf_counter() - start,
+        }
     return {"status": "ok", "error": None, "seconds": time.perf_counter() - start}
 
 
@@ -114,8 +121,13 @@ class _Progress:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=Console(stderr=True))
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+            )
             self._task = self._bar.add_task("sweep", total=total, completed=done)
 
     def __enter__(self):
@@ -217,9 +229,16 @@ def run_sweep(
     _replace_atomically(out / "sweep.parquet", lambda p: df.to_parquet(p, index=False))
 
     failures = [
-        {"index": c.index, "cell": c.describe(), "params": c.params, "key": c.key,
-         "error": outcomes[c.index].get("error"), "traceback": outcomes[c.index].get("traceback", "")}
-        for c in cells if c.index not in metrics
+        {
+            "index": c.index,
+            "cell": c.describe(),
+            "params": c.params,
+            "key": c.key,
+            "error": outcomes[c.index].get("error"),
+            "traceback": outcomes[c.index].get("traceback", ""),
+        }
+        for c in cells
+        if c.index not in metrics
     ]
     agg = aggregate(df, list(spec.grid), grain.aggregate_metrics)
     report_path = None
@@ -295,12 +314,15 @@ def _write_report(spec: SweepSpec, cells: list[Cell], metrics: dict, df, agg, ou
     images = []
     y = GRAINS[spec.grain].plot_metric
     if y in ok.columns:
-        images.append(plot_sweep_aggregate(ok, report_dir / f"sweep_{y.removesuffix('_s')}.png", x=x, y=y,
-                                           groups=groups))
+        images.append(
+            plot_sweep_aggregate(ok, report_dir / f"sweep_{y.removesuffix('_s')}.png", x=x, y=y, groups=groups)
+        )
     n_failed = len(cells) - len(metrics)
-    text = (f"{len(cells)} cells from {spec.source}: grid "
-            + ", ".join(f"{k} ({len(v)})" for k, v in spec.grid.items())
-            + f". Means over seeds; {n_failed} failed cell(s) left out.")
+    text = (
+        f"{len(cells)} cells from {spec.source}: grid "
+        + ", ".join(f"{k} ({len(v)})" for k, v in spec.grid.items())
+        + f". Means over seeds; {n_failed} failed cell(s) left out."
+    )
     section = DemoSection(
         title="Sweep aggregate",
         table=agg.to_dict(orient="records") if agg is not None else [],

@@ -139,10 +139,14 @@ class ProfileStore:
         elif gpu_model not in self._gpu_models:
             detail = f"unknown GPU model {gpu_model!r} (known: {', '.join(self._gpu_models)})"
         else:
-            counts = sorted(n for (jt, gm, n, c) in self._rates if jt == job_type and gm == gpu_model and c == consolidated)
+            counts = sorted(
+                n for (jt, gm, n, c) in self._rates if jt == job_type and gm == gpu_model and c == consolidated
+            )
             detail = f"profiled counts for it: {counts or 'none'}"
             if not self.extrapolate and counts and num_gpus > counts[-1] >= 2:
-                detail += "; load the profiles with extrapolate=True (CLI: --extrapolate) to scale the largest one linearly"
+                detail += (
+                    "; load the profiles with extrapolate=True (CLI: --extrapolate) to scale the largest one linearly"
+                )
         raise MissingProfileError(
             f"no throughput profile for job type {job_type!r} on {num_gpus} x {gpu_model} ({where}): {detail}",
             file=self.source,
@@ -217,6 +221,7 @@ def _parse_rows(text: str, source: str) -> list[ProfileRow]:
     rows: list[ProfileRow] = []
     seen: dict[tuple[str, str, int, bool], int] = {}
     for row_number, record in enumerate(reader, start=1):
+
         def cell(name: str) -> str:
             position = index[name]
             if position >= len(record) or record[position].strip() == "":

@@ -24,12 +24,12 @@ POLICY_MODULES = [
     "gpuweave.cluster.policies.hadar",
     "gpuweave.cluster.policies.hadare",
     "gpuweave.cluster.policies.andreas",
-    "gpuweave.cluster.policies.edf", "gpuweave.cluster.policies.priority",
+    "gpuweave.cluster.policies.edf",
+    "gpuweave.cluster.policies.priority",
 ]
 
 # round_length and seed come from the run config, not from policy_options: they are not listed as options.
-POLICIES: Registry[type[ClusterPolicy]] = Registry(
-    "cluster policy", POLICY_MODULES, field="policy")
+POLICIES: Registry[type[ClusterPolicy]] = Registry("cluster policy", POLICY_MODULES, field="policy")
 
 
 def trigger_of(cls: type[ClusterPolicy]) -> str:
@@ -40,13 +40,15 @@ def trigger_of(cls: type[ClusterPolicy]) -> str:
 
 def register_policy(name: str) -> Callable[[type], type]:
     """Class decorator: set ``cls.name`` and register it (its trigger in the entry's meta)."""
+
     def deco(cls: type[ClusterPolicy]) -> type[ClusterPolicy]:
         if not (isinstance(cls, type) and issubclass(cls, ClusterPolicy)):
             raise TypeError(f"cluster policy {name!r} must subclass ClusterPolicy")
         cls.name = name
         help_text = first_line(cls.__doc__) or first_line(sys.modules[cls.__module__].__doc__)
-        return POLICIES.register(name, help=help_text, skip_options=("round_length", "seed", "reacts_to_events"),
-                                 trigger=trigger_of(cls))(cls)
+        return POLICIES.register(
+            name, help=help_text, skip_options=("round_length", "seed", "reacts_to_events"), trigger=trigger_of(cls)
+        )(cls)
 
     return deco
 

@@ -17,8 +17,8 @@ head-of-line blocking), so ANDREAS' FIFO is registered separately. EDF and PS ar
 
 from __future__ import annotations
 
-from gpuweave.cluster.policies.andreas_adapter import FpmPolicy, RGPolicy
 from gpuweave.cluster.policies import register_policy
+from gpuweave.cluster.policies.andreas_adapter import FpmPolicy, RGPolicy
 
 
 @register_policy("andreas")

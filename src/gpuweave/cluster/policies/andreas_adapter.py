@@ -148,7 +148,11 @@ class ViewAdapter:
         cost is then the marginal cost on top of the reserved GPUs, c(r + u) - c(r)."""
         if not self._ready:
             self._setup(view)
-        states = list(view.running.values()) + list(view.pending.values()) if include_running else list(view.pending.values())
+        states = (
+            list(view.running.values()) + list(view.pending.values())
+            if include_running
+            else list(view.pending.values())
+        )
         if exclude:
             states = [js for js in states if js.job.job_id not in exclude]
         node_gpus, node_cost = self.node_gpus, self.node_cost

@@ -41,8 +41,12 @@ class GavelPolicy(ClusterPolicy):
     ) -> None:
         super().__init__(round_length=round_length, seed=seed)
         self._rates = RateTableCache()
-        aliases = {"las": "max_min_fairness", "max_min_fairness_perf": "max_min_fairness", "makespan": "min_total_duration",
-                   "min_total_duration_perf": "min_total_duration"}
+        aliases = {
+            "las": "max_min_fairness",
+            "max_min_fairness_perf": "max_min_fairness",
+            "makespan": "min_total_duration",
+            "min_total_duration_perf": "min_total_duration",
+        }
         policy = aliases.get(policy, policy)
         if policy not in self.POLICIES:
             raise ValueError(f"policy must be one of {self.POLICIES} (or las, makespan)")
@@ -79,7 +83,9 @@ class GavelPolicy(ClusterPolicy):
         col = {m: i for i, m in enumerate(models)}
         table = self._rates.of(view)
         self._account(view, R, col)
-        active = sorted(list(view.running.values()) + list(view.pending.values()), key=lambda js: (js.job.arrival, js.job.job_id))
+        active = sorted(
+            list(view.running.values()) + list(view.pending.values()), key=lambda js: (js.job.arrival, js.job.job_id)
+        )
         ids = [js.job.job_id for js in active]
         key = frozenset(ids)
         M = len(active)
@@ -114,7 +120,9 @@ class GavelPolicy(ClusterPolicy):
         prio = gavel_priorities(alloc, received, self._type_total, feasible)
         total_time = self._type_total.sum()
         deficit = alloc - (received / total_time if total_time > 0 else 0.0)
-        order = [col[m] for m in self.type_order if m in col] + [r for r, m in enumerate(models) if m not in self.type_order]
+        order = [col[m] for m in self.type_order if m in col] + [
+            r for r, m in enumerate(models) if m not in self.type_order
+        ]
         chosen = gavel_round(prio, alloc, deficit, scale.astype(int), workers.astype(int), order)
         # Placement: kept placements first, then largest scale factor first.
         scratch = CapacityScratch(view)

@@ -48,8 +48,14 @@ class HadarEPolicy(HadarPolicy):
         seed: int = 0,
     ) -> None:
         super().__init__(
-            variant="replan", utility=utility, max_states=max_states, kappa=kappa, work_conserving=work_conserving,
-            order=order, round_length=round_length, seed=seed,
+            variant="replan",
+            utility=utility,
+            max_states=max_states,
+            kappa=kappa,
+            work_conserving=work_conserving,
+            order=order,
+            round_length=round_length,
+            seed=seed,
         )
         self.max_copies = max_copies
 

@@ -20,8 +20,9 @@ from gpuweave.cluster.policies import register_policy
 
 @register_policy("yarn-cs")
 class YarnCapacityPolicy(ClusterPolicy):
-    def __init__(self, strict: bool = False, type_choice: str = "random", *,
-                 round_length: float | None = None, seed: int = 0) -> None:
+    def __init__(
+        self, strict: bool = False, type_choice: str = "random", *, round_length: float | None = None, seed: int = 0
+    ) -> None:
         super().__init__(round_length=round_length, seed=seed)
         if type_choice not in ("fixed", "random"):
             raise ValueError("type_choice must be 'fixed' or 'random'")

@@ -39,8 +39,18 @@ def find_compiler() -> str | None:
 
 def compile_command(out: Path, cc: str | None = None) -> list[str]:
     cc = cc or find_compiler() or "cc"
-    return [*shlex.split(cc), "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-o", str(out), str(SOURCE),
-            "-ldl", "-pthread"]
+    return [
+        *shlex.split(cc),
+        "-shared",
+        "-fPIC",
+        "-O2",
+        "-fvisibility=hidden",
+        "-o",
+        str(out),
+        str(SOURCE),
+        "-ldl",
+        "-pthread",
+    ]
 
 
 def build_shim(out_dir: str | Path, cc: str | None = None, timeout_s: float = 120.0) -> Path:
@@ -77,5 +87,7 @@ def build_shim(out_dir: str | Path, cc: str | None = None, timeout_s: float = 12
 
 def preload_line(lib: str | Path, scheduler: str = "127.0.0.1:47800", priority: int = 0) -> str:
     """The shell line to run a CUDA program under the shim."""
-    return (f"LD_PRELOAD={shlex.quote(str(lib))} FIKIT_SCHEDULER={scheduler} FIKIT_PRIORITY={priority} "
-            f"FIKIT_MODE=share <your CUDA program>")
+    return (
+        f"LD_PRELOAD={shlex.quote(str(lib))} FIKIT_SCHEDULER={scheduler} FIKIT_PRIORITY={priority} "
+        f"FIKIT_MODE=share <your CUDA program>"
+    )

@@ -46,7 +46,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.procs < 1 or args.work <= 0:
         ap.error("--procs must be >= 1 and --work > 0")
     seconds = burn(args.work, args.procs)
-    print(json.dumps({"procs": args.procs, "cpus": sorted(os.sched_getaffinity(0)), "work": args.work, "seconds": seconds}))
+    print(
+        json.dumps(
+            {"procs": args.procs, "cpus": sorted(os.sched_getaffinity(0)), "work": args.work, "seconds": seconds}
+        )
+    )
 
 
 if __name__ == "__main__":

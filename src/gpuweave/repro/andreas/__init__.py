@@ -54,8 +54,12 @@ def _plot_scenario(rows: list[dict], scenario: int, path: Path) -> None:
     ns = sorted({r["N"] for r in rows if r["scenario"] == scenario})
     policies = ["andreas", "andreas-fifo", "edf", "priority"]
     fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
-    panels = [("energy_eur", "energy cost [€]"), ("total_eur", "total cost [€]"), ("makespan_h", "simulation time [h]"),
-              ("opt_mean_s", "optimizer time per call [s]")]
+    panels = [
+        ("energy_eur", "energy cost [€]"),
+        ("total_eur", "total cost [€]"),
+        ("makespan_h", "simulation time [h]"),
+        ("opt_mean_s", "optimizer time per call [s]"),
+    ]
     for ax, (key, label) in zip(axes, panels):
         for i, p in enumerate(policies):
             ys = [means(rows, scenario, n, p, key) for n in ns]
@@ -78,11 +82,11 @@ def _plot_scenario(rows: list[dict], scenario: int, path: Path) -> None:
     options={"n_max": int, "rg_seeds": int, "load_scale": float, "armida_seeds": int, "overload": bool},
 )
 def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
-    from gpuweave.repro.andreas.armida import armida_setup, plot_trace, replay
     from gpuweave.andreas.catalog import paper_numbers
     from gpuweave.andreas.cost import deviation
-    from gpuweave.repro.andreas.experiments import BASELINE_LABEL, BASELINES, means, reductions, scenario_runs
     from gpuweave.andreas.milp import optimality_gap
+    from gpuweave.repro.andreas.armida import armida_setup, plot_trace, replay
+    from gpuweave.repro.andreas.experiments import BASELINE_LABEL, BASELINES, means, reductions, scenario_runs
 
     paper = paper_numbers()
     out = Path(ctx.out_dir)
@@ -120,45 +124,113 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
         _plot_scenario(all_runs, scenario, out / f"fig_scenario{scenario}.png")
     _write_csv(out / "runs.csv", all_runs)
     red = reductions(all_runs)
-    _write_csv(out / "reductions.csv", [
-        {"scenario": sc, "N": N, "baseline": BASELINE_LABEL[b], "total_cost_reduction": v["total"], "energy_reduction": v["energy"]}
-        for (sc, N, b), v in sorted(red.items())
-    ])
+    _write_csv(
+        out / "reductions.csv",
+        [
+            {
+                "scenario": sc,
+                "N": N,
+                "baseline": BASELINE_LABEL[b],
+                "total_cost_reduction": v["total"],
+                "energy_reduction": v["energy"],
+            }
+            for (sc, N, b), v in sorted(red.items())
+        ],
+    )
     for scenario, key in ((1, "scenario1"), (2, "scenario2")):
         sec = paper[key]["section"]
         for b in BASELINES:
             vals = [red[(scenario, N, b)]["total"] for N in ns]
-            rows.append(ComparisonRow(
-                f"scenario {scenario}", f"total-cost reduction vs {BASELINE_LABEL[b]}, mean over N={ns[0]}..{ns[-1]}",
-                paper[key]["total_cost_reduction"], float(np.mean(vals)), "fraction",
-                f"{sec}; {setup}; spec §9.4: the default generator reaches the paper's magnitude at N=10-20 only"))
+            rows.append(
+                ComparisonRow(
+                    f"scenario {scenario}",
+                    f"total-cost reduction vs {BASELINE_LABEL[b]}, mean over N={ns[0]}..{ns[-1]}",
+                    paper[key]["total_cost_reduction"],
+                    float(np.mean(vals)),
+                    "fraction",
+                    f"{sec}; {setup}; spec §9.4: the default generator reaches the paper's magnitude at N=10-20 only",
+                )
+            )
         for N in ns:
             r = red[(scenario, N, "edf")]
-            rows.append(ComparisonRow(f"scenario {scenario}", f"N={N}: total-cost reduction vs EDF", None, r["total"], "fraction",
-                                      f"energy reduction {r['energy']:.3f}; FIFO/PS in reductions.csv"))
+            rows.append(
+                ComparisonRow(
+                    f"scenario {scenario}",
+                    f"N={N}: total-cost reduction vs EDF",
+                    None,
+                    r["total"],
+                    "fraction",
+                    f"energy reduction {r['energy']:.3f}; FIFO/PS in reductions.csv",
+                )
+            )
         for N in ns:
-            m_tot = [(means(all_runs, scenario, N, b, "total_eur") - means(all_runs, scenario, N, "andreas", "total_eur"))
-                     / means(all_runs, scenario, N, b, "total_eur") for b in BASELINES]
-            m_en = [(means(all_runs, scenario, N, b, "energy_eur") - means(all_runs, scenario, N, "andreas", "energy_eur"))
-                    / means(all_runs, scenario, N, b, "energy_eur") for b in BASELINES]
+            m_tot = [
+                (means(all_runs, scenario, N, b, "total_eur") - means(all_runs, scenario, N, "andreas", "total_eur"))
+                / means(all_runs, scenario, N, b, "total_eur")
+                for b in BASELINES
+            ]
+            m_en = [
+                (means(all_runs, scenario, N, b, "energy_eur") - means(all_runs, scenario, N, "andreas", "energy_eur"))
+                / means(all_runs, scenario, N, b, "energy_eur")
+                for b in BASELINES
+            ]
             dom = min(m_tot) >= -1e-12 and min(m_en) >= -1e-12
-            rows.append(ComparisonRow(f"scenario {scenario}", f"N={N}: RG total cost and energy <= every FPM's (means over seeds)",
-                                      None, 1.0 if dom else 0.0, "bool",
-                                      f"AC14; min margin over FIFO/EDF/PS: total {min(m_tot):.4f}, energy {min(m_en):.4f}; {setup}"))
+            rows.append(
+                ComparisonRow(
+                    f"scenario {scenario}",
+                    f"N={N}: RG total cost and energy <= every FPM's (means over seeds)",
+                    None,
+                    1.0 if dom else 0.0,
+                    "bool",
+                    f"AC14; min margin over FIFO/EDF/PS: total {min(m_tot):.4f}, energy {min(m_en):.4f}; {setup}",
+                )
+            )
         rg = [r for r in all_runs if r["scenario"] == scenario and r["policy"] == "andreas"]
         fpm = [r for r in all_runs if r["scenario"] == scenario and r["policy"] != "andreas"]
         if scenario == 1:
-            rows.append(ComparisonRow("scenario 1", "RG optimizer time per call, max over runs", paper[key]["optimizer_time_max_s"],
-                                      max(r["opt_max_s"] for r in rg), "s", "paper: 'always below 0.1 s' (C++); ours: Python+numpy"))
+            rows.append(
+                ComparisonRow(
+                    "scenario 1",
+                    "RG optimizer time per call, max over runs",
+                    paper[key]["optimizer_time_max_s"],
+                    max(r["opt_max_s"] for r in rg),
+                    "s",
+                    "paper: 'always below 0.1 s' (C++); ours: Python+numpy",
+                )
+            )
         else:
-            rows.append(ComparisonRow("scenario 2", "RG optimizer time per call, mean", paper[key]["optimizer_time_mean_s"],
-                                      float(np.mean([r["opt_mean_s"] for r in rg])), "s", "paper: 'lower than 0.01 s on average'"))
-        rows.append(ComparisonRow(f"scenario {scenario}", "FPM optimizer time per call, mean", None,
-                                  float(np.mean([r["opt_mean_s"] for r in fpm])), "s", "paper: RG takes longer than FPMs"))
+            rows.append(
+                ComparisonRow(
+                    "scenario 2",
+                    "RG optimizer time per call, mean",
+                    paper[key]["optimizer_time_mean_s"],
+                    float(np.mean([r["opt_mean_s"] for r in rg])),
+                    "s",
+                    "paper: 'lower than 0.01 s on average'",
+                )
+            )
+        rows.append(
+            ComparisonRow(
+                f"scenario {scenario}",
+                "FPM optimizer time per call, mean",
+                None,
+                float(np.mean([r["opt_mean_s"] for r in fpm])),
+                "s",
+                "paper: RG takes longer than FPMs",
+            )
+        )
         late_rg = float(np.mean([r["tardiness_eur"] for r in rg]))
         late_b = float(np.mean([r["tardiness_eur"] for r in fpm]))
-        rows.append(ComparisonRow(f"scenario {scenario}", "tardiness cost RG / FPM (means)", None,
-                                  late_rg / late_b if late_b > 0 else 0.0, "ratio", "spec AC12: <= 0.10 in scenario 1"))
+        rows.append(
+            ComparisonRow(
+                f"scenario {scenario}",
+                "tardiness cost RG / FPM (means)",
+                None,
+                late_rg / late_b if late_b > 0 else 0.0,
+                "ratio",
+                "spec AC12: <= 0.10 in scenario 1",
+            )
+        )
 
     if ctx.options.get("overload"):
         rows += _overload_rows(out, seeds, rg_n)
@@ -172,7 +244,11 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
         energies.append(res.real.energy)
         by_t = {c.time: c for c in res.calls}
         c24 = by_t.get(2400.0)
-        if c24 and c24.plan.get("J10") == ("armida-06", 1) and sorted(g for n, g in c24.plan.values() if n == "armida-06") == [1, 1]:
+        if (
+            c24
+            and c24.plan.get("J10") == ("armida-06", 1)
+            and sorted(g for n, g in c24.plan.values() if n == "armida-06") == [1, 1]
+        ):
             shared_2400 += 1
         c72 = by_t.get(7200.0)
         if c72 and "J2" in c72.plan and "J7" not in c72.plan:
@@ -184,38 +260,110 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
                 gap = optimality_gap(c.f, f_opt) if f_opt is not None else None
                 if gap is not None:
                     gaps.append(gap)
-                call_rows.append({"time_s": c.time, "queue": c.queue, "plan": " ".join(f"{j}->{n}x{g}" for j, (n, g) in c.plan.items()),
-                                  "f_obj": c.f, "f_greedy": c.f_greedy, "f_opt": "" if f_opt is None else f_opt,
-                                  "gap": "" if gap is None else gap, "opt_ms": c.opt_seconds * 1e3})
+                call_rows.append(
+                    {
+                        "time_s": c.time,
+                        "queue": c.queue,
+                        "plan": " ".join(f"{j}->{n}x{g}" for j, (n, g) in c.plan.items()),
+                        "f_obj": c.f,
+                        "f_greedy": c.f_greedy,
+                        "f_opt": "" if f_opt is None else f_opt,
+                        "gap": "" if gap is None else gap,
+                        "opt_ms": c.opt_seconds * 1e3,
+                    }
+                )
     _write_csv(out / "armida_calls.csv", call_rows)
     names = [n.name for n in armida_setup().nodes]
     plot_trace(first, names, out / "armida_trace.png", "ARMIDA replay (RG, periodic 300 s, seed 0): node -> job x GPUs")
     pred = float(np.mean(energies))
     fpm_e = {b: replay(b, mode="periodic").real for b in BASELINES}
-    j9_late_all = all(rr.late_jobs >= 1 for rr in fpm_e.values()) and first.real.late_jobs >= 1 and any(
-        js.job.job_id == "J9" and js.end > js.job.deadline for js in first.records.jobs)
+    j9_late_all = (
+        all(rr.late_jobs >= 1 for rr in fpm_e.values())
+        and first.real.late_jobs >= 1
+        and any(js.job.job_id == "J9" and js.end > js.job.deadline for js in first.records.jobs)
+    )
     sec = arm["section"]
     rows += [
-        ComparisonRow("ARMIDA replay", "predicted energy cost, RG mean", arm["predicted_cost_eur"], pred, "EUR",
-                      f"{sec}; periodic 300 s, {armida_n} RG seeds, range {min(energies):.4f}-{max(energies):.4f}; spec AC9 band [1.030, 1.139]"),
-        ComparisonRow("ARMIDA replay", "real (measured) energy cost", arm["real_cost_eur"], None, "EUR",
-                      "measured on ARMIDA with ExaMon; a simulation cannot reproduce it"),
-        ComparisonRow("ARMIDA replay", "deviation (pred - real)/pred, Table III arithmetic", arm["deviation"],
-                      deviation(arm["predicted_cost_eur"], arm["real_cost_eur"]), "fraction", "AC11: recomputed from the paper's two costs"),
-        ComparisonRow("ARMIDA replay", "deviation of our prediction from the paper's real cost", arm["worst_case_deviation_bound"],
-                      deviation(pred, arm["real_cost_eur"]), "fraction", "paper: worst case below 13% (abstract)"),
-        ComparisonRow("ARMIDA replay", "average deviation per optimizer call", arm["avg_deviation_per_call"], None, "fraction",
-                      "needs the measured per-interval power traces (Figure 5), not published"),
-        ComparisonRow("ARMIDA replay", "predicted energy cost, FIFO/EDF/PS", None, float(np.mean([r.energy for r in fpm_e.values()])), "EUR",
-                      "spec [PROTO] 1.14327; >= RG"),
-        ComparisonRow("ARMIDA replay", "J10 shares armida-06 (1 GPU each) at T=2400, share of seeds", None, shared_2400 / armida_n,
-                      "fraction", "Figure 4 GPU sharing (AC10a; partner identity not checked)"),
-        ComparisonRow("ARMIDA replay", "J2 started and J7 not running at T=7200, share of seeds", None, preempt_7200 / armida_n,
-                      "fraction", "Figure 4 preemption (AC10b: >= 0.5)"),
-        ComparisonRow("ARMIDA replay", "J9 late under every method", None, 1.0 if j9_late_all else 0.0, "bool",
-                      "its fastest time 2848.672 s exceeds its 2600 s due date (spec §10.4, AC10c)"),
-        ComparisonRow("ARMIDA replay", "RG optimality gap vs exact MILP, mean over calls", None, float(np.mean(gaps)) if gaps else None,
-                      "fraction", f"code proxy, non-idling plans; {len(gaps)} calls (seed 0); max {max(gaps) if gaps else float('nan'):.3f}"),
+        ComparisonRow(
+            "ARMIDA replay",
+            "predicted energy cost, RG mean",
+            arm["predicted_cost_eur"],
+            pred,
+            "EUR",
+            f"{sec}; periodic 300 s, {armida_n} RG seeds, range {min(energies):.4f}-{max(energies):.4f}; spec AC9 band [1.030, 1.139]",
+        ),
+        ComparisonRow(
+            "ARMIDA replay",
+            "real (measured) energy cost",
+            arm["real_cost_eur"],
+            None,
+            "EUR",
+            "measured on ARMIDA with ExaMon; a simulation cannot reproduce it",
+        ),
+        ComparisonRow(
+            "ARMIDA replay",
+            "deviation (pred - real)/pred, Table III arithmetic",
+            arm["deviation"],
+            deviation(arm["predicted_cost_eur"], arm["real_cost_eur"]),
+            "fraction",
+            "AC11: recomputed from the paper's two costs",
+        ),
+        ComparisonRow(
+            "ARMIDA replay",
+            "deviation of our prediction from the paper's real cost",
+            arm["worst_case_deviation_bound"],
+            deviation(pred, arm["real_cost_eur"]),
+            "fraction",
+            "paper: worst case below 13% (abstract)",
+        ),
+        ComparisonRow(
+            "ARMIDA replay",
+            "average deviation per optimizer call",
+            arm["avg_deviation_per_call"],
+            None,
+            "fraction",
+            "needs the measured per-interval power traces (Figure 5), not published",
+        ),
+        ComparisonRow(
+            "ARMIDA replay",
+            "predicted energy cost, FIFO/EDF/PS",
+            None,
+            float(np.mean([r.energy for r in fpm_e.values()])),
+            "EUR",
+            "spec [PROTO] 1.14327; >= RG",
+        ),
+        ComparisonRow(
+            "ARMIDA replay",
+            "J10 shares armida-06 (1 GPU each) at T=2400, share of seeds",
+            None,
+            shared_2400 / armida_n,
+            "fraction",
+            "Figure 4 GPU sharing (AC10a; partner identity not checked)",
+        ),
+        ComparisonRow(
+            "ARMIDA replay",
+            "J2 started and J7 not running at T=7200, share of seeds",
+            None,
+            preempt_7200 / armida_n,
+            "fraction",
+            "Figure 4 preemption (AC10b: >= 0.5)",
+        ),
+        ComparisonRow(
+            "ARMIDA replay",
+            "J9 late under every method",
+            None,
+            1.0 if j9_late_all else 0.0,
+            "bool",
+            "its fastest time 2848.672 s exceeds its 2600 s due date (spec §10.4, AC10c)",
+        ),
+        ComparisonRow(
+            "ARMIDA replay",
+            "RG optimality gap vs exact MILP, mean over calls",
+            None,
+            float(np.mean(gaps)) if gaps else None,
+            "fraction",
+            f"code proxy, non-idling plans; {len(gaps)} calls (seed 0); max {max(gaps) if gaps else float('nan'):.3f}",
+        ),
     ]
     return rows
 
@@ -230,11 +378,29 @@ def _overload_rows(out: Path, seeds: int, rg_n: int) -> list[ComparisonRow]:
     edf_share = means(runs, 1, 10, "edf", "tardiness_eur") / tot["edf"]
     setup = f"scenario 1, N=10, m_high=1.7, m_low=1.7/4, G_max=2 ([C-br]); {seeds} workload x {rg_n} RG seeds"
     return [
-        ComparisonRow("overload (AC16)", "EDF tardiness share of its total cost", None, edf_share, "fraction",
-                      f"AC16: > 0.80 (spec [PROTO] 0.87); {setup}"),
-        ComparisonRow("overload (AC16)", "RG total cost / EDF total cost - 1", None, tot["andreas"] / tot["edf"] - 1.0, "fraction",
-                      f"spec [PROTO]: RG worse than EDF/PS by ~60% (proxy myopia under overload; not a paper claim); "
-                      f"RG {tot['andreas']:.1f} EUR, EDF {tot['edf']:.1f}, PS {tot['priority']:.1f}, FIFO {tot['andreas-fifo']:.1f}"),
-        ComparisonRow("overload (AC16)", "RG total cost / PS total cost - 1", None, tot["andreas"] / tot["priority"] - 1.0, "fraction",
-                      f"spec [PROTO]: ~+60%; {setup}"),
+        ComparisonRow(
+            "overload (AC16)",
+            "EDF tardiness share of its total cost",
+            None,
+            edf_share,
+            "fraction",
+            f"AC16: > 0.80 (spec [PROTO] 0.87); {setup}",
+        ),
+        ComparisonRow(
+            "overload (AC16)",
+            "RG total cost / EDF total cost - 1",
+            None,
+            tot["andreas"] / tot["edf"] - 1.0,
+            "fraction",
+            f"spec [PROTO]: RG worse than EDF/PS by ~60% (proxy myopia under overload; not a paper claim); "
+            f"RG {tot['andreas']:.1f} EUR, EDF {tot['edf']:.1f}, PS {tot['priority']:.1f}, FIFO {tot['andreas-fifo']:.1f}",
+        ),
+        ComparisonRow(
+            "overload (AC16)",
+            "RG total cost / PS total cost - 1",
+            None,
+            tot["andreas"] / tot["priority"] - 1.0,
+            "fraction",
+            f"spec [PROTO]: ~+60%; {setup}",
+        ),
     ]

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 from gpuweave.andreas.catalog import gpu_type, load_costs
-from gpuweave.repro.andreas.simulate import RunResult, run_policy
 from gpuweave.andreas.workload import PRICE_EUR_PER_KWH, PUE, andreas_job
+from gpuweave.repro.andreas.simulate import RunResult, run_policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,9 @@ def armida_setup(snapshot_every: float | None = None) -> ArmidaSetup:
     """Nodes and jobs of the replay from the bundled ``data/armida.toml`` (Tables II and V)."""
     from gpuweave.hardware.cluster_spec import Node
 
-    data = tomllib.loads(resources.files("gpuweave.andreas").joinpath("data", "armida.toml").read_text(encoding="utf-8"))
+    data = tomllib.loads(
+        resources.files("gpuweave.andreas").joinpath("data", "armida.toml").read_text(encoding="utf-8")
+    )
     nodes = [
         Node(i, nd["name"], gpu_type(nd["gpu_type"]), int(nd["num_gpus"]), PRICE_EUR_PER_KWH, PUE)
         for i, nd in enumerate(data["nodes"])
@@ -108,7 +110,9 @@ def plot_trace(result: RunResult, node_names: list[str], path, title: str = "") 
             lane += 1
         used.append((s, e, lane))
         y = node * 3 + lane
-        ax.broken_barh([(s / 3600, (e - s) / 3600)], (y - 0.4, 0.8), facecolors=color[job], edgecolor="k", linewidth=0.4)
+        ax.broken_barh(
+            [(s / 3600, (e - s) / 3600)], (y - 0.4, 0.8), facecolors=color[job], edgecolor="k", linewidth=0.4
+        )
         ax.text((s + e) / 7200, y, f"{job}×{g}", ha="center", va="center", fontsize=7)
     ax.set_yticks([i * 3 + 0.5 for i in range(len(node_names))])
     ax.set_yticklabels(node_names)

@@ -16,8 +16,8 @@ POLICIES = ("andreas", "andreas-fifo", "edf", "priority", "fifo", "sjf", "yarn-c
 
 @register_demo_section("andreas", order=15)
 def andreas_section(ctx: DemoContext) -> DemoSection:
-    from gpuweave.repro.andreas.simulate import run_policy
     from gpuweave.andreas.workload import scenario_jobs, scenario_nodes
+    from gpuweave.repro.andreas.simulate import run_policy
 
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     N = 4 if ctx.quick else 8
@@ -28,16 +28,18 @@ def andreas_section(ctx: DemoContext) -> DemoSection:
         opts = {"seed": ctx.seed} if policy == "andreas" else {}
         res = run_policy(nodes, jobs, policy, restart_delay=10.0, **opts)
         done = [js for js in res.records.jobs if js.end is not None]
-        table.append({
-            "policy": policy,
-            "energy €": round(res.real.energy, 3),
-            "tardiness €": round(res.real.tardiness, 3),
-            "total €": round(res.real.total, 3),
-            "late jobs": res.real.late_jobs,
-            "avg JCT h": round(sum(js.end - js.job.arrival for js in done) / len(done) / 3600, 2),
-            "makespan h": round(res.real.makespan / 3600, 1),
-            "restarts": sum(js.restarts for js in res.records.jobs),
-        })
+        table.append(
+            {
+                "policy": policy,
+                "energy €": round(res.real.energy, 3),
+                "tardiness €": round(res.real.tardiness, 3),
+                "total €": round(res.real.total, 3),
+                "late jobs": res.real.late_jobs,
+                "avg JCT h": round(sum(js.end - js.job.arrival for js in done) / len(done) / 3600, 2),
+                "makespan h": round(res.real.makespan / 3600, 1),
+                "restarts": sum(js.restarts for js in res.records.jobs),
+            }
+        )
     import csv
 
     with open(ctx.out_dir / "andreas_cross_paper.csv", "w", newline="") as fh:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuweave.repro.andreas.simulate import run_policy
 from gpuweave.andreas.workload import WORKLOAD_SEEDS, rg_seeds, scenario_jobs, scenario_nodes
+from gpuweave.repro.andreas.simulate import run_policy
 
 BASELINES = ("andreas-fifo", "edf", "priority")
 OVERLOAD_M = (1.7, 1.7 / 4)  # [C-br] m_high, m_low (spec §9.3 item 5; AC16 overload sanity)

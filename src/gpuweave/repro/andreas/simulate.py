@@ -22,7 +22,6 @@ from gpuweave.cluster.policies.andreas_adapter import AndreasPolicyBase
 from gpuweave.cluster.simulator import Simulator
 
 
-
 # ----------------------------------------------------------------------------------------------- real cost
 @dataclass(slots=True)
 class RealCost:

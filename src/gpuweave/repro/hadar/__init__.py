@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuweave.repro.hadar.common import MIXES, SIZES, SLACK, SLOTS, TRACE_POLICIES, in_range, paper_numbers
+from gpuweave.repro.hadar.fig5 import fig5_rows
 from gpuweave.repro.hadar.physical import (
     c1_c4_rows,
     c3_rows,
@@ -42,14 +43,33 @@ from gpuweave.repro.hadar.physical import (
     forking_bound_row,
     physical_rows,
 )
-from gpuweave.repro.hadar.fig5 import fig5_rows
 from gpuweave.repro.hadar.sensitivity import sensitivity_rows
 from gpuweave.repro.hadar.trace import critical_path_h, run_trace, simulate_policy, trace_rows
 from gpuweave.repro.registry import ComparisonRow, ReproContext, register_reproduction
 
-__all__ = ["MIXES", "SIZES", "SLACK", "SLOTS", "TRACE_POLICIES", "c1_c4_rows", "c3_rows", "c5_rows", "critical_path_h",
-           "emulate_grid", "fig1_rows", "fig5_rows", "forking_bound_row", "in_range", "paper_numbers", "physical_rows",
-           "reproduce", "run_trace", "sensitivity_rows", "simulate_policy", "trace_rows"]
+__all__ = [
+    "MIXES",
+    "SIZES",
+    "SLACK",
+    "SLOTS",
+    "TRACE_POLICIES",
+    "c1_c4_rows",
+    "c3_rows",
+    "c5_rows",
+    "critical_path_h",
+    "emulate_grid",
+    "fig1_rows",
+    "fig5_rows",
+    "forking_bound_row",
+    "in_range",
+    "paper_numbers",
+    "physical_rows",
+    "reproduce",
+    "run_trace",
+    "sensitivity_rows",
+    "simulate_policy",
+    "trace_rows",
+]
 
 
 def fig1_rows() -> list[ComparisonRow]:
@@ -61,13 +81,43 @@ def fig1_rows() -> list[ComparisonRow]:
     h_rounds, h_util = fig1.hadar_rounds()
     total = sum(P["capacity"])
     return [
-        ComparisonRow("fig1", "optimal makespan under strict gang (brute force)", P["hadar_rounds"], opt_rounds, "rounds", "A7: Fig. 1(b)'s 5 rounds are infeasible under P1 (spec A16)"),
-        ComparisonRow("fig1", "max CRU of a min-makespan schedule", P["hadar_cru"], busy / (total * opt_rounds), "fraction", f"A7: {busy} busy GPU-rounds"),
-        ComparisonRow("fig1", "Gavel mechanism rounds", P["gavel_rounds"], g_rounds, "rounds", "A7: per-type queues V100, P100, K80"),
+        ComparisonRow(
+            "fig1",
+            "optimal makespan under strict gang (brute force)",
+            P["hadar_rounds"],
+            opt_rounds,
+            "rounds",
+            "A7: Fig. 1(b)'s 5 rounds are infeasible under P1 (spec A16)",
+        ),
+        ComparisonRow(
+            "fig1",
+            "max CRU of a min-makespan schedule",
+            P["hadar_cru"],
+            busy / (total * opt_rounds),
+            "fraction",
+            f"A7: {busy} busy GPU-rounds",
+        ),
+        ComparisonRow(
+            "fig1",
+            "Gavel mechanism rounds",
+            P["gavel_rounds"],
+            g_rounds,
+            "rounds",
+            "A7: per-type queues V100, P100, K80",
+        ),
         ComparisonRow("fig1", "Gavel CRU R1", P["gavel_cru_r1"], g_util[0], "fraction", "J1->P100, J2->V100"),
         ComparisonRow("fig1", "Gavel CRU R2", P["gavel_cru_r2"], g_util[1], "fraction", ""),
-        ComparisonRow("fig1", "Gavel overall CRU", P["gavel_cru"], float(np.mean(g_util)), "fraction", "A7 range [0.71, 0.78]"),
-        ComparisonRow("fig1", "Hadar rounds (spec §2.8 DP)", P["hadar_rounds"], h_rounds, "rounds", "reported only; spec prototype gives 7"),
+        ComparisonRow(
+            "fig1", "Gavel overall CRU", P["gavel_cru"], float(np.mean(g_util)), "fraction", "A7 range [0.71, 0.78]"
+        ),
+        ComparisonRow(
+            "fig1",
+            "Hadar rounds (spec §2.8 DP)",
+            P["hadar_rounds"],
+            h_rounds,
+            "rounds",
+            "reported only; spec prototype gives 7",
+        ),
         ComparisonRow("fig1", "Hadar overall CRU", P["hadar_cru"], float(np.mean(h_util)), "fraction", "reported only"),
     ]
 
@@ -76,7 +126,14 @@ def fig1_rows() -> list[ComparisonRow]:
     "hadar",
     title="Hadar/HadarE vs Gavel, Tiresias, YARN-CS: trace TTD ratios, GRU, scalability, physical-cluster emulation",
     paper="Sultana et al., arXiv 2503.10918 (Hadar, IPDPS'24 + HadarE)",
-    options={"jobs": int, "skip_trace": bool, "skip_physical": bool, "sensitivity": bool, "window": str, "reference_gpu": str},
+    options={
+        "jobs": int,
+        "skip_trace": bool,
+        "skip_physical": bool,
+        "sensitivity": bool,
+        "window": str,
+        "reference_gpu": str,
+    },
 )
 def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
     """``--sensitivity`` adds the spec's B7 runs and the kappa sweep (about a minute per seed). ``--window``

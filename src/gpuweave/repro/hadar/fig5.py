@@ -38,11 +38,43 @@ def fig5_rows(ctx: ReproContext, reps: int) -> list[ComparisonRow]:
     plt.close(fig)
     P = paper_numbers()["scalability"]
     at = {d["policy"]: d["seconds"] for d in data if d["jobs"] == SIZES[-1]}
-    rows = [ComparisonRow("fig5", f"{p} decision time at {d['jobs']} jobs", None, d["seconds"], "s", cpu_model()) for d in data for p in [d["policy"]]]
-    rows.append(ComparisonRow("fig5", "Hadar decision time at ~2000 jobs", P["hadar_round_s_at_2000"], at["hadar"], "s", "paper: < 7 min; issue target < 2 s; B6 must be <= 420 s"))
+    rows = [
+        ComparisonRow("fig5", f"{p} decision time at {d['jobs']} jobs", None, d["seconds"], "s", cpu_model())
+        for d in data
+        for p in [d["policy"]]
+    ]
+    rows.append(
+        ComparisonRow(
+            "fig5",
+            "Hadar decision time at ~2000 jobs",
+            P["hadar_round_s_at_2000"],
+            at["hadar"],
+            "s",
+            "paper: < 7 min; issue target < 2 s; B6 must be <= 420 s",
+        )
+    )
     hit = [d["jobs"] for d in data if d["policy"] == "hadar" and d.get("fallback")]
-    rows.append(ComparisonRow("fig5", "Hadar DP fallback (sizes where the state budget was hit)", None, len(hit), "sizes",
-                              "B6 report: " + (", ".join(map(str, hit)) + " jobs" if hit else "none") + "; the budget's greedy completion is "
-                              "the spec's fallback (dp.py, max_states=64)"))
-    rows.append(ComparisonRow("fig5", "log-log slope Hadar - Gavel", None, slopes["hadar"] - slopes["gavel"], "", f"B6 within +-0.5: {'ok' if abs(slopes['hadar'] - slopes['gavel']) <= 0.5 else 'OUT'}; Hadar {slopes['hadar']:.2f}, Gavel {slopes['gavel']:.2f}"))
+    rows.append(
+        ComparisonRow(
+            "fig5",
+            "Hadar DP fallback (sizes where the state budget was hit)",
+            None,
+            len(hit),
+            "sizes",
+            "B6 report: "
+            + (", ".join(map(str, hit)) + " jobs" if hit else "none")
+            + "; the budget's greedy completion is "
+            "the spec's fallback (dp.py, max_states=64)",
+        )
+    )
+    rows.append(
+        ComparisonRow(
+            "fig5",
+            "log-log slope Hadar - Gavel",
+            None,
+            slopes["hadar"] - slopes["gavel"],
+            "",
+            f"B6 within +-0.5: {'ok' if abs(slopes['hadar'] - slopes['gavel']) <= 0.5 else 'OUT'}; Hadar {slopes['hadar']:.2f}, Gavel {slopes['gavel']:.2f}",
+        )
+    )
     return rows

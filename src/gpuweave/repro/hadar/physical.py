@@ -27,7 +27,8 @@ def emulate_grid(seeds: list[int], base_seed: int, slots=SLOTS, **options) -> di
                         "jct": float(np.mean([r.mean_jct for r in rs])),
                         "spread": float(np.mean([max(r.jct) - min(r.jct) for r in rs])),
                         "cru_round0": float(np.mean([np.mean(r.round_cru[:-1]) for r in rs if len(r.round_cru) > 1]))
-                        if any(len(r.round_cru) > 1 for r in rs) else float("nan"),
+                        if any(len(r.round_cru) > 1 for r in rs)
+                        else float("nan"),
                     }
     return res
 
@@ -59,8 +60,16 @@ def c3_rows(res: dict, cluster: str, label: str = "") -> list[ComparisonRow]:
     for name, key, metric, a, b, (lo, hi) in C3_RATIOS:
         x = float(np.mean([res[(cluster, m, 360.0, a)][metric] / res[(cluster, m, 360.0, b)][metric] for m in MIXES]))
         prefix = f"{label}: " if label else ""
-        rows.append(ComparisonRow("physical", f"{prefix}{cluster} {name}", P[key][cluster], x, "x",
-                                  f"C3 {in_range(x, lo, hi)}; mean over 7 mixes, slot 360 s" + (f"; variant {label}" if label else "")))
+        rows.append(
+            ComparisonRow(
+                "physical",
+                f"{prefix}{cluster} {name}",
+                P[key][cluster],
+                x,
+                "x",
+                f"C3 {in_range(x, lo, hi)}; mean over 7 mixes, slot 360 s" + (f"; variant {label}" if label else ""),
+            )
+        )
     return rows
 
 
@@ -69,14 +78,42 @@ def c1_c4_rows(res: dict, cluster: str) -> list[ComparisonRow]:
     HadarE <= under Gavel for mixes of more than one model), as counts of mixes that hold."""
     rows = []
     for slot in (360.0, 90.0):
-        bad = [m for m in MIXES if not (res[(cluster, m, slot, "hadare")]["cru"] >= res[(cluster, m, slot, "hadar")]["cru"] - 1e-9
-                                        >= res[(cluster, m, slot, "gavel")]["cru"] - 2e-9)]
-        rows.append(ComparisonRow("physical", f"{cluster} C1 CRU HadarE >= Hadar >= Gavel, slot {int(slot)} s", len(MIXES), len(MIXES) - len(bad), "mixes",
-                                  "C1 must hold on every mix: " + ("ok" if not bad else "fails on " + ", ".join(bad))))
+        bad = [
+            m
+            for m in MIXES
+            if not (
+                res[(cluster, m, slot, "hadare")]["cru"]
+                >= res[(cluster, m, slot, "hadar")]["cru"] - 1e-9
+                >= res[(cluster, m, slot, "gavel")]["cru"] - 2e-9
+            )
+        ]
+        rows.append(
+            ComparisonRow(
+                "physical",
+                f"{cluster} C1 CRU HadarE >= Hadar >= Gavel, slot {int(slot)} s",
+                len(MIXES),
+                len(MIXES) - len(bad),
+                "mixes",
+                "C1 must hold on every mix: " + ("ok" if not bad else "fails on " + ", ".join(bad)),
+            )
+        )
     multi = [m for m in MIXES if m != "M-1"]
-    bad = [m for m in multi if res[(cluster, m, 360.0, "hadare")]["spread"] > res[(cluster, m, 360.0, "gavel")]["spread"] + 1e-9]
-    rows.append(ComparisonRow("physical", f"{cluster} C4 JCT range HadarE <= Gavel", len(multi), len(multi) - len(bad), "mixes",
-                              "C4 must hold on every mix with more than one model: " + ("ok" if not bad else "fails on " + ", ".join(bad))))
+    bad = [
+        m
+        for m in multi
+        if res[(cluster, m, 360.0, "hadare")]["spread"] > res[(cluster, m, 360.0, "gavel")]["spread"] + 1e-9
+    ]
+    rows.append(
+        ComparisonRow(
+            "physical",
+            f"{cluster} C4 JCT range HadarE <= Gavel",
+            len(multi),
+            len(multi) - len(bad),
+            "mixes",
+            "C4 must hold on every mix with more than one model: "
+            + ("ok" if not bad else "fails on " + ", ".join(bad)),
+        )
+    )
     return rows
 
 
@@ -88,14 +125,22 @@ def c2_speedup_row(res: dict, cluster: str, seeds: list[int], base_seed: int) ->
     data = load_physical()
     bounds = []
     for k in seeds:
-        _nodes, _est, true, _steps = rate_tables(data, cluster, list(data["mix"]["M-1"]), base_seed + k, "tflops_over_sqrt_vram")
+        _nodes, _est, true, _steps = rate_tables(
+            data, cluster, list(data["mix"]["M-1"]), base_seed + k, "tflops_over_sqrt_vram"
+        )
         x = true[data["mix"]["M-1"][0]]
         bounds.append(float(np.sum(x) * (360.0 - 17.0) / (np.max(x) * (360.0 - 5.0))))
     bound = float(np.mean(bounds))
     ours = res[(cluster, "M-1", 360.0, "hadar")]["ttd"] / res[(cluster, "M-1", 360.0, "hadare")]["ttd"]
-    return ComparisonRow("physical", f"{cluster} C2 M-1 TTD speedup HadarE vs Hadar", bound, ours, "x",
-                         f"paper column = the spec's aggregate-rate bound; C2 {in_range(ours, round(0.75 * bound, 3), round(1.25 * bound, 3))}"
-                         "; the job lasts a few slots, so whole-slot effects move the ratio")
+    return ComparisonRow(
+        "physical",
+        f"{cluster} C2 M-1 TTD speedup HadarE vs Hadar",
+        bound,
+        ours,
+        "x",
+        f"paper column = the spec's aggregate-rate bound; C2 {in_range(ours, round(0.75 * bound, 3), round(1.25 * bound, 3))}"
+        "; the job lasts a few slots, so whole-slot effects move the ratio",
+    )
 
 
 def forking_bound_row(cluster: str, seeds: list[int], base_seed: int) -> ComparisonRow:
@@ -105,12 +150,17 @@ def forking_bound_row(cluster: str, seeds: list[int], base_seed: int) -> Compari
 
     per_mix = {m: float(np.mean([forking_speedup_bound(cluster, m, base_seed + k) for k in seeds])) for m in MIXES}
     mean = float(np.mean(list(per_mix.values())))
-    return ComparisonRow("physical", f"{cluster} bound: TTD speedup of forking over the best unforked schedule",
-                         paper_numbers()["physical"]["ttd_hadare_vs_hadar"][cluster], mean, "x",
-                         "LP bound (true rates, free preemption, no overheads), mean over 7 mixes; per mix "
-                         + ", ".join(f"{m} {v:.2f}" for m, v in per_mix.items())
-                         + f"; C3 asks HadarE vs Hadar >= 1.30: {'reachable' if mean >= 1.30 else 'unreachable'} against an optimal Hadar "
-                         "on these inputs (Eq. 10 rates, our job sizes); the paper's 1.79 needs a Hadar far from optimal")
+    return ComparisonRow(
+        "physical",
+        f"{cluster} bound: TTD speedup of forking over the best unforked schedule",
+        paper_numbers()["physical"]["ttd_hadare_vs_hadar"][cluster],
+        mean,
+        "x",
+        "LP bound (true rates, free preemption, no overheads), mean over 7 mixes; per mix "
+        + ", ".join(f"{m} {v:.2f}" for m, v in per_mix.items())
+        + f"; C3 asks HadarE vs Hadar >= 1.30: {'reachable' if mean >= 1.30 else 'unreachable'} against an optimal Hadar "
+        "on these inputs (Eq. 10 rates, our job sizes); the paper's 1.79 needs a Hadar far from optimal",
+    )
 
 
 def physical_rows(ctx: ReproContext, seeds: list[int]) -> list[ComparisonRow]:
@@ -129,15 +179,48 @@ def physical_rows(ctx: ReproContext, seeds: list[int]) -> list[ComparisonRow]:
             variants[name] = emulate_grid(seeds, ctx.seed, slots=(360.0,), **options)
         for name, vres in variants.items():
             for (c, m, sl, s), r in vres.items():
-                w.writerow([name, c, m, int(sl), s, f"{r['cru']:.4f}", f"{r['ttd']:.1f}", f"{r['jct']:.1f}", f"{r['spread']:.1f}"])
+                w.writerow(
+                    [
+                        name,
+                        c,
+                        m,
+                        int(sl),
+                        s,
+                        f"{r['cru']:.4f}",
+                        f"{r['ttd']:.1f}",
+                        f"{r['jct']:.1f}",
+                        f"{r['spread']:.1f}",
+                    ]
+                )
     rows = []
     fig, axes = plt.subplots(2, 3, figsize=(12, 6))
     for ci, cluster in enumerate(("aws", "lab")):
         rows += c3_rows(res, cluster) + c1_c4_rows(res, cluster)
         rows += [
-            ComparisonRow("physical", f"{cluster} M-5 TTD Gavel", P["m5_ttd_gavel_s"][cluster], res[(cluster, "M-5", 360.0, "gavel")]["ttd"], "s", "Fig. 9 (approx.)"),
-            ComparisonRow("physical", f"{cluster} M-5 TTD Hadar", P["m5_ttd_hadar_s"][cluster], res[(cluster, "M-5", 360.0, "hadar")]["ttd"], "s", "Fig. 9 (approx.)"),
-            ComparisonRow("physical", f"{cluster} M-1 HadarE CRU (rounds before the last)", None, res[(cluster, "M-1", 360.0, "hadare")]["cru_round0"], "fraction", "C2 must be >= 0.75 (nan: the job finished in one round)"),
+            ComparisonRow(
+                "physical",
+                f"{cluster} M-5 TTD Gavel",
+                P["m5_ttd_gavel_s"][cluster],
+                res[(cluster, "M-5", 360.0, "gavel")]["ttd"],
+                "s",
+                "Fig. 9 (approx.)",
+            ),
+            ComparisonRow(
+                "physical",
+                f"{cluster} M-5 TTD Hadar",
+                P["m5_ttd_hadar_s"][cluster],
+                res[(cluster, "M-5", 360.0, "hadar")]["ttd"],
+                "s",
+                "Fig. 9 (approx.)",
+            ),
+            ComparisonRow(
+                "physical",
+                f"{cluster} M-1 HadarE CRU (rounds before the last)",
+                None,
+                res[(cluster, "M-1", 360.0, "hadare")]["cru_round0"],
+                "fraction",
+                "C2 must be >= 0.75 (nan: the job finished in one round)",
+            ),
         ]
         rows.append(c2_speedup_row(res, cluster, seeds, ctx.seed))
         rows.append(forking_bound_row(cluster, seeds, ctx.seed))
@@ -149,8 +232,16 @@ def physical_rows(ctx: ReproContext, seeds: list[int]) -> list[ComparisonRow]:
             ax.set_title(f"{cluster}: {metric} (slot 360 s)")
             ax.legend(fontsize=7)
         for slot in SLOTS:
-            rows.append(ComparisonRow("physical", f"{cluster} CRU HadarE slot {int(slot)} s (mean over mixes)", None,
-                                      float(np.mean([res[(cluster, m, slot, 'hadare')]['cru'] for m in MIXES])), "fraction", "Figs. 11-12"))
+            rows.append(
+                ComparisonRow(
+                    "physical",
+                    f"{cluster} CRU HadarE slot {int(slot)} s (mean over mixes)",
+                    None,
+                    float(np.mean([res[(cluster, m, slot, "hadare")]["cru"] for m in MIXES])),
+                    "fraction",
+                    "Figs. 11-12",
+                )
+            )
         for name in EMULATION_VARIANTS:
             rows += c3_rows(variants[name], cluster, name)
     fig.tight_layout()
@@ -178,7 +269,11 @@ def c5_rows(res: dict) -> list[ComparisonRow]:
             crus = {slot: res[(cluster, mix, slot, sched)]["cru"] for slot in SLOTS}
             b = max(SLOTS, key=lambda sl: (crus[sl], -sl))
             best[(sched, cluster)][mix] = b
-            note = "C5 report; CRU " + ", ".join(f"{int(sl)} s {crus[sl]:.3f}" for sl in SLOTS) + "; overheads per spec §3.7"
+            note = (
+                "C5 report; CRU "
+                + ", ".join(f"{int(sl)} s {crus[sl]:.3f}" for sl in SLOTS)
+                + "; overheads per spec §3.7"
+            )
             if paper[mix] is None:
                 note += "; paper: 90 or 180 s"
             rows.append(ComparisonRow("physical", f"C5 {cluster} {sched} best slot {mix}", paper[mix], b, "s", note))
@@ -187,12 +282,28 @@ def c5_rows(res: dict) -> list[ComparisonRow]:
         h = best[("hadar", cluster)]
         small = float(np.mean([e[m] for m in ("M-1", "M-3", "M-4")]))
         large = float(np.mean([e[m] for m in ("M-8", "M-10", "M-12")]))
-        rows.append(ComparisonRow("physical", f"C5 {cluster} HadarE best slot M-8..M-12 minus M-1..M-4", 270.0, large - small, "s",
-                                  "paper: 360 s for large mixes, 90 s for small ones; flag (not fail) if <= 0: "
-                                  + ("trend reproduced" if large > small else "NOT reproduced")))
+        rows.append(
+            ComparisonRow(
+                "physical",
+                f"C5 {cluster} HadarE best slot M-8..M-12 minus M-1..M-4",
+                270.0,
+                large - small,
+                "s",
+                "paper: 360 s for large mixes, 90 s for small ones; flag (not fail) if <= 0: "
+                + ("trend reproduced" if large > small else "NOT reproduced"),
+            )
+        )
         he = float(np.mean(list(e.values())))
         hh = float(np.mean(list(h.values())))
-        rows.append(ComparisonRow("physical", f"C5 {cluster} mean best slot Hadar minus HadarE", None, hh - he, "s",
-                                  "paper: Hadar favours shorter slots than HadarE (< 0); "
-                                  + ("reproduced" if hh < he else "NOT reproduced" if hh > he else "equal")))
+        rows.append(
+            ComparisonRow(
+                "physical",
+                f"C5 {cluster} mean best slot Hadar minus HadarE",
+                None,
+                hh - he,
+                "s",
+                "paper: Hadar favours shorter slots than HadarE (< 0); "
+                + ("reproduced" if hh < he else "NOT reproduced" if hh > he else "equal"),
+            )
+        )
     return rows

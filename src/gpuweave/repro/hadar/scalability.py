@@ -66,8 +66,16 @@ def time_policy(name: str, num_jobs: int, reps: int = 3, seed: int = 0, **option
         times.append(time.perf_counter() - t0)
         fallback = policy.fallback_rounds if isinstance(policy, HadarPolicy) else 0
         extra = {"started": len(decision.assign), "fallback": int(fallback)}
-    return {"policy": name, "jobs": num_jobs, "gpus": sum(n.num_gpus for n in sim.nodes), "seconds": statistics.median(times),
-            "min_s": min(times), "max_s": max(times), "reps": reps, **extra}
+    return {
+        "policy": name,
+        "jobs": num_jobs,
+        "gpus": sum(n.num_gpus for n in sim.nodes),
+        "seconds": statistics.median(times),
+        "min_s": min(times),
+        "max_s": max(times),
+        "reps": reps,
+        **extra,
+    }
 
 
 def curve(policies=("hadar", "gavel"), sizes=(32, 64, 128, 256, 512, 1024, 2048), reps: int = 3) -> list[dict]:

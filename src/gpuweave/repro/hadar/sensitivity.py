@@ -10,7 +10,6 @@ from gpuweave.repro.hadar.common import paper_numbers
 from gpuweave.repro.hadar.trace import _trace_env, simulate_policy
 from gpuweave.repro.registry import ComparisonRow, ReproContext
 
-
 SENS_POLICIES = ("hadar", "gavel", "tiresias", "yarn-cs")
 
 
@@ -58,63 +57,236 @@ def sensitivity_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: s
 
     with open(ctx.out_dir / "sensitivity_results.csv", "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["case", "policy", "runs", "ttd_h", "t50_h", "gru_median", "churn", "spread_fraction", "fallback_fraction", "sim_wall_s"])
+        w.writerow(
+            [
+                "case",
+                "policy",
+                "runs",
+                "ttd_h",
+                "t50_h",
+                "gru_median",
+                "churn",
+                "spread_fraction",
+                "fallback_fraction",
+                "sim_wall_s",
+            ]
+        )
         for case, by_p in res.items():
             for p, runs in by_p.items():
-                w.writerow([case, p, len(runs), f"{m(case, p, 'ttd') / 3600:.4f}", f"{m(case, p, 't50') / 3600:.4f}", f"{m(case, p, 'gru_median'):.4f}",
-                            f"{m(case, p, 'churn'):.4f}", f"{m(case, p, 'spread_fraction'):.4f}", f"{m(case, p, 'fallback_fraction'):.4f}", f"{m(case, p, 'wall_s'):.3f}"])
+                w.writerow(
+                    [
+                        case,
+                        p,
+                        len(runs),
+                        f"{m(case, p, 'ttd') / 3600:.4f}",
+                        f"{m(case, p, 't50') / 3600:.4f}",
+                        f"{m(case, p, 'gru_median'):.4f}",
+                        f"{m(case, p, 'churn'):.4f}",
+                        f"{m(case, p, 'spread_fraction'):.4f}",
+                        f"{m(case, p, 'fallback_fraction'):.4f}",
+                        f"{m(case, p, 'wall_s'):.3f}",
+                    ]
+                )
     k = f"B7 report only; mean of {len(seeds)} seed(s), window {window}"
     rows: list[ComparisonRow] = []
     # Slot length: TTD and GRU of every policy, and the ratios, at L = 90 / 180 / 360 s.
     for case in ("L=90 s", "L=180 s", "default"):
         label = "L=360 s" if case == "default" else case
         for p in SENS_POLICIES:
-            rows.append(ComparisonRow("sensitivity", f"{label} TTD {p}", P["hadar_ttd_h"] if (p == "hadar" and case == "default") else None,
-                                      m(case, p, "ttd") / 3600, "h", k))
-            rows.append(ComparisonRow("sensitivity", f"{label} median GRU {p}", None, m(case, p, "gru_median"), "fraction", k + "; GRU per round of length L (spec §5.6)"))
+            rows.append(
+                ComparisonRow(
+                    "sensitivity",
+                    f"{label} TTD {p}",
+                    P["hadar_ttd_h"] if (p == "hadar" and case == "default") else None,
+                    m(case, p, "ttd") / 3600,
+                    "h",
+                    k,
+                )
+            )
+            rows.append(
+                ComparisonRow(
+                    "sensitivity",
+                    f"{label} median GRU {p}",
+                    None,
+                    m(case, p, "gru_median"),
+                    "fraction",
+                    k + "; GRU per round of length L (spec §5.6)",
+                )
+            )
         paper_or_none = (lambda v: v) if case == "default" else (lambda v: None)
         for p, key in (("gavel", "ttd_ratio_gavel"), ("tiresias", "ttd_ratio_tiresias"), ("yarn-cs", "ttd_ratio_yarn")):
-            rows.append(ComparisonRow("sensitivity", f"{label} TTD {p}/Hadar", paper_or_none(P[key]), m(case, p, "ttd") / m(case, "hadar", "ttd"), "x",
-                                      k + ("" if case == "default" else "; the paper reports only L=360 s")))
+            rows.append(
+                ComparisonRow(
+                    "sensitivity",
+                    f"{label} TTD {p}/Hadar",
+                    paper_or_none(P[key]),
+                    m(case, p, "ttd") / m(case, "hadar", "ttd"),
+                    "x",
+                    k + ("" if case == "default" else "; the paper reports only L=360 s"),
+                )
+            )
     # Hadar variants: their ratios against the default baselines (the paper does not say which utility it used, A8).
-    for case in ("utility=normalized", "hadar_variant=sticky", "DP budget 1024 states", "solver=exact", "backfill",
-                 "order=srpt", "order=slack-srpt"):
+    for case in (
+        "utility=normalized",
+        "hadar_variant=sticky",
+        "DP budget 1024 states",
+        "solver=exact",
+        "backfill",
+        "order=srpt",
+        "order=slack-srpt",
+    ):
         h_ttd, h_t50 = m(case, "hadar", "ttd"), m(case, "hadar", "t50")
         note = f"{k}; Hadar {case}, baselines default"
         rows += [
             ComparisonRow("sensitivity", f"{case}: Hadar TTD", P["hadar_ttd_h"], h_ttd / 3600, "h", note),
             ComparisonRow("sensitivity", f"{case}: Hadar 50%-time", None, h_t50 / 3600, "h", note),
-            ComparisonRow("sensitivity", f"{case}: Hadar median GRU", None, m(case, "hadar", "gru_median"), "fraction", note),
-            ComparisonRow("sensitivity", f"{case}: Hadar churn", P["churn"] if case in ("utility=normalized", "hadar_variant=sticky") else None, m(case, "hadar", "churn"), "fraction of rounds",
-                          note + ("; sticky = the paper's §IV-B incremental mode, never changes a running job" if "sticky" in case else "")),
-            ComparisonRow("sensitivity", f"{case}: TTD Gavel/Hadar", P["ttd_ratio_gavel"], m("default", "gavel", "ttd") / h_ttd, "x", note),
-            ComparisonRow("sensitivity", f"{case}: TTD Tiresias/Hadar", P["ttd_ratio_tiresias"], m("default", "tiresias", "ttd") / h_ttd, "x", note),
-            ComparisonRow("sensitivity", f"{case}: TTD YARN-CS/Hadar", P["ttd_ratio_yarn"], m("default", "yarn-cs", "ttd") / h_ttd, "x", note),
-            ComparisonRow("sensitivity", f"{case}: 50%-time Gavel/Hadar", P["t50_ratio_gavel"], m("default", "gavel", "t50") / h_t50, "x", note),
-            ComparisonRow("sensitivity", f"{case}: 50%-time Tiresias/Hadar", P["t50_ratio_tiresias"], m("default", "tiresias", "t50") / h_t50, "x", note),
+            ComparisonRow(
+                "sensitivity", f"{case}: Hadar median GRU", None, m(case, "hadar", "gru_median"), "fraction", note
+            ),
+            ComparisonRow(
+                "sensitivity",
+                f"{case}: Hadar churn",
+                P["churn"] if case in ("utility=normalized", "hadar_variant=sticky") else None,
+                m(case, "hadar", "churn"),
+                "fraction of rounds",
+                note
+                + (
+                    "; sticky = the paper's §IV-B incremental mode, never changes a running job"
+                    if "sticky" in case
+                    else ""
+                ),
+            ),
+            ComparisonRow(
+                "sensitivity",
+                f"{case}: TTD Gavel/Hadar",
+                P["ttd_ratio_gavel"],
+                m("default", "gavel", "ttd") / h_ttd,
+                "x",
+                note,
+            ),
+            ComparisonRow(
+                "sensitivity",
+                f"{case}: TTD Tiresias/Hadar",
+                P["ttd_ratio_tiresias"],
+                m("default", "tiresias", "ttd") / h_ttd,
+                "x",
+                note,
+            ),
+            ComparisonRow(
+                "sensitivity",
+                f"{case}: TTD YARN-CS/Hadar",
+                P["ttd_ratio_yarn"],
+                m("default", "yarn-cs", "ttd") / h_ttd,
+                "x",
+                note,
+            ),
+            ComparisonRow(
+                "sensitivity",
+                f"{case}: 50%-time Gavel/Hadar",
+                P["t50_ratio_gavel"],
+                m("default", "gavel", "t50") / h_t50,
+                "x",
+                note,
+            ),
+            ComparisonRow(
+                "sensitivity",
+                f"{case}: 50%-time Tiresias/Hadar",
+                P["t50_ratio_tiresias"],
+                m("default", "tiresias", "t50") / h_t50,
+                "x",
+                note,
+            ),
         ]
-    rows.append(ComparisonRow("sensitivity", "DP budget 1024 states: fallback rounds", None, m("DP budget 1024 states", "hadar", "fallback_fraction"), "fraction of rounds",
-                              f"{k}; default 64 states: {m('default', 'hadar', 'fallback_fraction'):.2f}; spec default 200 000 is too slow here (dp.py)"))
+    rows.append(
+        ComparisonRow(
+            "sensitivity",
+            "DP budget 1024 states: fallback rounds",
+            None,
+            m("DP budget 1024 states", "hadar", "fallback_fraction"),
+            "fraction of rounds",
+            f"{k}; default 64 states: {m('default', 'hadar', 'fallback_fraction'):.2f}; spec default 200 000 is too slow here (dp.py)",
+        )
+    )
     # Gavel's makespan policy and strict YARN.
     g_ttd = m("gavel=min_total_duration", "gavel", "ttd")
     rows += [
-        ComparisonRow("sensitivity", "gavel=min_total_duration: Gavel TTD", None, g_ttd / 3600, "h", k + "; Gavel min_total_duration_perf (binary search on T, HiGHS), spec §4.1/A11"),
-        ComparisonRow("sensitivity", "gavel=min_total_duration: TTD Gavel/Hadar", P["ttd_ratio_gavel"], g_ttd / m("default", "hadar", "ttd"), "x", k + "; Hadar default"),
-        ComparisonRow("sensitivity", "gavel=min_total_duration: 50%-time Gavel/Hadar", P["t50_ratio_gavel"], m("gavel=min_total_duration", "gavel", "t50") / m("default", "hadar", "t50"), "x", k),
-        ComparisonRow("sensitivity", "gavel=min_total_duration: median GRU", None, m("gavel=min_total_duration", "gavel", "gru_median"), "fraction", k),
-        ComparisonRow("sensitivity", "yarn strict FIFO: YARN-CS TTD", None, m("yarn strict FIFO", "yarn-cs", "ttd") / 3600, "h", k + "; head-of-line blocking (spec §4.3/A10)"),
-        ComparisonRow("sensitivity", "yarn strict FIFO: TTD YARN-CS/Hadar", P["ttd_ratio_yarn"], m("yarn strict FIFO", "yarn-cs", "ttd") / m("default", "hadar", "ttd"), "x", k),
-        ComparisonRow("sensitivity", "yarn strict FIFO: median GRU", None, m("yarn strict FIFO", "yarn-cs", "gru_median"), "fraction", k),
+        ComparisonRow(
+            "sensitivity",
+            "gavel=min_total_duration: Gavel TTD",
+            None,
+            g_ttd / 3600,
+            "h",
+            k + "; Gavel min_total_duration_perf (binary search on T, HiGHS), spec §4.1/A11",
+        ),
+        ComparisonRow(
+            "sensitivity",
+            "gavel=min_total_duration: TTD Gavel/Hadar",
+            P["ttd_ratio_gavel"],
+            g_ttd / m("default", "hadar", "ttd"),
+            "x",
+            k + "; Hadar default",
+        ),
+        ComparisonRow(
+            "sensitivity",
+            "gavel=min_total_duration: 50%-time Gavel/Hadar",
+            P["t50_ratio_gavel"],
+            m("gavel=min_total_duration", "gavel", "t50") / m("default", "hadar", "t50"),
+            "x",
+            k,
+        ),
+        ComparisonRow(
+            "sensitivity",
+            "gavel=min_total_duration: median GRU",
+            None,
+            m("gavel=min_total_duration", "gavel", "gru_median"),
+            "fraction",
+            k,
+        ),
+        ComparisonRow(
+            "sensitivity",
+            "yarn strict FIFO: YARN-CS TTD",
+            None,
+            m("yarn strict FIFO", "yarn-cs", "ttd") / 3600,
+            "h",
+            k + "; head-of-line blocking (spec §4.3/A10)",
+        ),
+        ComparisonRow(
+            "sensitivity",
+            "yarn strict FIFO: TTD YARN-CS/Hadar",
+            P["ttd_ratio_yarn"],
+            m("yarn strict FIFO", "yarn-cs", "ttd") / m("default", "hadar", "ttd"),
+            "x",
+            k,
+        ),
+        ComparisonRow(
+            "sensitivity",
+            "yarn strict FIFO: median GRU",
+            None,
+            m("yarn strict FIFO", "yarn-cs", "gru_median"),
+            "fraction",
+            k,
+        ),
     ]
     # Communication cost kappa (spec A6): comm(a) = kappa (servers - 1) max_r U_min^r.
     for kap, case in ((0.0, "kappa=0"), (1.0, "default"), (10.0, "kappa=10")):
-        note = (f"{k}; comm = kappa (servers-1) max U_min (spec A6); Hadar's multi-server share "
-                f"{100 * m(case, 'hadar', 'spread_fraction'):.1f}% of GPU-seconds: kappa can only act on jobs that must or may span servers; "
-                f"last round's max U_min {m(case, 'hadar', 'u_min'):.3g} vs U_max {m(case, 'hadar', 'u_max'):.3g}, so even kappa=10 is a "
-                f"tie-breaker-scale penalty (spec §2.8)")
+        note = (
+            f"{k}; comm = kappa (servers-1) max U_min (spec A6); Hadar's multi-server share "
+            f"{100 * m(case, 'hadar', 'spread_fraction'):.1f}% of GPU-seconds: kappa can only act on jobs that must or may span servers; "
+            f"last round's max U_min {m(case, 'hadar', 'u_min'):.3g} vs U_max {m(case, 'hadar', 'u_max'):.3g}, so even kappa=10 is a "
+            f"tie-breaker-scale penalty (spec §2.8)"
+        )
         rows += [
             ComparisonRow("sensitivity", f"kappa={kap:g}: Hadar TTD", None, m(case, "hadar", "ttd") / 3600, "h", note),
-            ComparisonRow("sensitivity", f"kappa={kap:g}: Hadar 50%-time", None, m(case, "hadar", "t50") / 3600, "h", note),
-            ComparisonRow("sensitivity", f"kappa={kap:g}: Hadar multi-server GPU-seconds", None, m(case, "hadar", "spread_fraction"), "fraction", note),
+            ComparisonRow(
+                "sensitivity", f"kappa={kap:g}: Hadar 50%-time", None, m(case, "hadar", "t50") / 3600, "h", note
+            ),
+            ComparisonRow(
+                "sensitivity",
+                f"kappa={kap:g}: Hadar multi-server GPU-seconds",
+                None,
+                m(case, "hadar", "spread_fraction"),
+                "fraction",
+                note,
+            ),
         ]
     return rows

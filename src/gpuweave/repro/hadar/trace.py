@@ -113,8 +113,14 @@ def critical_path_h(jobs, env) -> float:
     return best / 3600.0
 
 
-def run_trace(seed: int, n_jobs: int = 480, policies=TRACE_POLICIES, round_length: float = 360.0,
-              window: str = "busiest", reference_gpu: str = "V100") -> dict:
+def run_trace(
+    seed: int,
+    n_jobs: int = 480,
+    policies=TRACE_POLICIES,
+    round_length: float = 360.0,
+    window: str = "busiest",
+    reference_gpu: str = "V100",
+) -> dict:
     from gpuweave.hadar.trace import hadar_workload
 
     env = _trace_env()
@@ -176,23 +182,55 @@ WINDOW_NOTES = {
 def slack_rows(ttd: dict, t50: dict, mean, k: str) -> list[ComparisonRow]:
     """Our named variant (Hadar with the slack-srpt Q order) against the same baselines, beside the paper's
     ratios: report only, the spec's checks apply to the default Hadar above."""
-    note = (f"{k}; NOT the paper's Hadar: our named variant order=slack-srpt (shortest first unless a job's slack "
-            "to the makespan bound is under one round), report only; spec range ")
+    note = (
+        f"{k}; NOT the paper's Hadar: our named variant order=slack-srpt (shortest first unless a job's slack "
+        "to the makespan bound is under one round), report only; spec range "
+    )
     v = SLACK
-    rows = [ComparisonRow("trace", f"{v} TTD", None, ttd[v] / 3600, "h", f"{k}; critical-path bound {mean('critical_path_h', 'hadar'):.1f} h")]
-    for p, lo, hi, key in (("gavel", 1.05, 1.45, "ttd_ratio_gavel"), ("tiresias", 1.10, 1.75, "ttd_ratio_tiresias"), ("yarn-cs", 1.25, 2.30, "ttd_ratio_yarn")):
+    rows = [
+        ComparisonRow(
+            "trace",
+            f"{v} TTD",
+            None,
+            ttd[v] / 3600,
+            "h",
+            f"{k}; critical-path bound {mean('critical_path_h', 'hadar'):.1f} h",
+        )
+    ]
+    for p, lo, hi, key in (
+        ("gavel", 1.05, 1.45, "ttd_ratio_gavel"),
+        ("tiresias", 1.10, 1.75, "ttd_ratio_tiresias"),
+        ("yarn-cs", 1.25, 2.30, "ttd_ratio_yarn"),
+    ):
         x = ttd[p] / ttd[v]
-        rows.append(ComparisonRow("trace", f"{v} TTD {p}/Hadar", paper_numbers()["trace"][key], x, "x", note + in_range(x, lo, hi)))
+        rows.append(
+            ComparisonRow(
+                "trace", f"{v} TTD {p}/Hadar", paper_numbers()["trace"][key], x, "x", note + in_range(x, lo, hi)
+            )
+        )
     for p, lo, hi, key in (("gavel", 1.00, 1.50, "t50_ratio_gavel"), ("tiresias", 1.05, 1.90, "t50_ratio_tiresias")):
         x = t50[p] / t50[v]
-        rows.append(ComparisonRow("trace", f"{v} 50%-time {p}/Hadar", paper_numbers()["trace"][key], x, "x", note + in_range(x, lo, hi)))
-    rows.append(ComparisonRow("trace", f"{v} mean JCT", None, mean("mean_jct", v) / 3600, "h",
-                              f"{k}; default Hadar {mean('mean_jct', 'hadar') / 3600:.1f} h, Gavel {mean('mean_jct', 'gavel') / 3600:.1f} h"))
+        rows.append(
+            ComparisonRow(
+                "trace", f"{v} 50%-time {p}/Hadar", paper_numbers()["trace"][key], x, "x", note + in_range(x, lo, hi)
+            )
+        )
+    rows.append(
+        ComparisonRow(
+            "trace",
+            f"{v} mean JCT",
+            None,
+            mean("mean_jct", v) / 3600,
+            "h",
+            f"{k}; default Hadar {mean('mean_jct', 'hadar') / 3600:.1f} h, Gavel {mean('mean_jct', 'gavel') / 3600:.1f} h",
+        )
+    )
     return rows
 
 
-def trace_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: str = "busiest",
-               reference_gpu: str = "V100") -> list[ComparisonRow]:
+def trace_rows(
+    ctx: ReproContext, seeds: list[int], n_jobs: int, window: str = "busiest", reference_gpu: str = "V100"
+) -> list[ComparisonRow]:
     P = paper_numbers()["trace"]
     per_seed = []
     for s in seeds:
@@ -202,11 +240,38 @@ def trace_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: str = "
             _plot_trace(res, ctx.out_dir)
     with open(ctx.out_dir / "trace_results.csv", "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["seed", "policy", "ttd_h", "t50_h", "mean_jct_h", "gru_median", "gru_median_no_restart", "churn", "sim_wall_s", "decision_mean_s", "fallback_fraction"])
+        w.writerow(
+            [
+                "seed",
+                "policy",
+                "ttd_h",
+                "t50_h",
+                "mean_jct_h",
+                "gru_median",
+                "gru_median_no_restart",
+                "churn",
+                "sim_wall_s",
+                "decision_mean_s",
+                "fallback_fraction",
+            ]
+        )
         for s, res in zip(seeds, per_seed):
             for name, r in res.items():
-                w.writerow([ctx.seed + s, name, f"{r['ttd']/3600:.4f}", f"{r['t50']/3600:.4f}", f"{r['mean_jct']/3600:.4f}", f"{r['gru_median']:.4f}",
-                            f"{r['gru_median_no_restart']:.4f}", f"{r['churn']:.4f}", f"{r['wall_s']:.3f}", f"{r['decision_mean_s']:.6f}", f"{r['fallback_fraction']:.4f}"])
+                w.writerow(
+                    [
+                        ctx.seed + s,
+                        name,
+                        f"{r['ttd'] / 3600:.4f}",
+                        f"{r['t50'] / 3600:.4f}",
+                        f"{r['mean_jct'] / 3600:.4f}",
+                        f"{r['gru_median']:.4f}",
+                        f"{r['gru_median_no_restart']:.4f}",
+                        f"{r['churn']:.4f}",
+                        f"{r['wall_s']:.3f}",
+                        f"{r['decision_mean_s']:.6f}",
+                        f"{r['fallback_fraction']:.4f}",
+                    ]
+                )
 
     def mean(key, name):
         return float(np.mean([res[name][key] for res in per_seed]))
@@ -217,63 +282,207 @@ def trace_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: str = "
     k = f"mean of {len(seeds)} seed(s), {n_jobs}-job Philly sample (window {window}, work = duration x {reference_gpu} rate), L=360 s"
     first = per_seed[0]
     lb = mean("critical_path_h", "hadar")
-    workload = (f"workload: {100 * mean('single_gpu_fraction', 'hadar'):.0f}% of jobs W=1, {mean('xl_jobs', 'hadar'):.1f} XL jobs "
-                f"({WINDOW_NOTES[window]}), so Hadar's multi-server/mixed-type "
-                f"allocations hold {100 * mean('spread_fraction', 'hadar'):.1f}% of its GPU-seconds")
+    workload = (
+        f"workload: {100 * mean('single_gpu_fraction', 'hadar'):.0f}% of jobs W=1, {mean('xl_jobs', 'hadar'):.1f} XL jobs "
+        f"({WINDOW_NOTES[window]}), so Hadar's multi-server/mixed-type "
+        f"allocations hold {100 * mean('spread_fraction', 'hadar'):.1f}% of its GPU-seconds"
+    )
 
     def critical(p):
         r = first[p]
         return f"{p}'s last job {r['last_job']} spent {100 * r['last_job_k80']:.0f}% of its GPU time on K80"
 
     if ttd["hadar"] / 3600 <= 1.1 * lb:
-        ttd_reason = (f"why: TTD is set by one long job, not by cluster throughput: Hadar TTD {ttd['hadar'] / 3600:.1f} h vs "
-                      f"critical-path bound {lb:.1f} h (B0 sanity: max_j work/best rate); ")
+        ttd_reason = (
+            f"why: TTD is set by one long job, not by cluster throughput: Hadar TTD {ttd['hadar'] / 3600:.1f} h vs "
+            f"critical-path bound {lb:.1f} h (B0 sanity: max_j work/best rate); "
+        )
     else:
-        ttd_reason = (f"Hadar TTD {ttd['hadar'] / 3600:.1f} h vs critical-path bound {lb:.1f} h (B0 sanity: max_j work/best "
-                      f"rate): more than 10% above it, so throughput, not one job, sets TTD; ")
-    t50_reason = (f"why: Hadar completes jobs in near-queue (FIFO) order, Spearman rho(end, queue position) "
-                  f"{mean('rho_queue', 'hadar'):.2f}, rho(end, length) {mean('rho_length', 'hadar'):.2f}; Gavel's LAS time-sharing "
-                  f"and Tiresias' 2D-LAS finish short jobs first (rho(end, length) Gavel {mean('rho_length', 'gavel'):.2f}, "
-                  f"Tiresias {mean('rho_length', 'tiresias'):.2f}). Spec §2.8 puts running jobs first in Q with a free KEEP "
-                  f"candidate, and the per-round payoff U_j(tau)-cost (effective throughput) has no term for job length or "
-                  f"attained service; same with utility=normalized, sticky, a 16x DP budget and the round's exact optimum "
-                  f"(solver=exact); only the named srpt / slack-srpt Q orders change it (see sensitivity)")
+        ttd_reason = (
+            f"Hadar TTD {ttd['hadar'] / 3600:.1f} h vs critical-path bound {lb:.1f} h (B0 sanity: max_j work/best "
+            f"rate): more than 10% above it, so throughput, not one job, sets TTD; "
+        )
+    t50_reason = (
+        f"why: Hadar completes jobs in near-queue (FIFO) order, Spearman rho(end, queue position) "
+        f"{mean('rho_queue', 'hadar'):.2f}, rho(end, length) {mean('rho_length', 'hadar'):.2f}; Gavel's LAS time-sharing "
+        f"and Tiresias' 2D-LAS finish short jobs first (rho(end, length) Gavel {mean('rho_length', 'gavel'):.2f}, "
+        f"Tiresias {mean('rho_length', 'tiresias'):.2f}). Spec §2.8 puts running jobs first in Q with a free KEEP "
+        f"candidate, and the per-round payoff U_j(tau)-cost (effective throughput) has no term for job length or "
+        f"attained service; same with utility=normalized, sticky, a 16x DP budget and the round's exact optimum "
+        f"(solver=exact); only the named srpt / slack-srpt Q orders change it (see sensitivity)"
+    )
     rows = [
-        ComparisonRow("trace", "Hadar TTD", P["hadar_ttd_h"], ttd["hadar"] / 3600, "h", "B0 " + in_range(ttd["hadar"] / 3600, 26, 54) + f"; {k}; V100 work {mean('work_v100_gpu_h', 'hadar'):.0f} GPU-h; critical-path bound {lb:.1f} h"),
-        ComparisonRow("trace", "B0 critical-path bound max_j work/best rate", None, lb, "h", "Hadar's TTD cannot be below it; " + workload),
-        ComparisonRow("trace", "TTD Gavel/Hadar", P["ttd_ratio_gavel"], ttd["gavel"] / ttd["hadar"], "x", "B2 " + in_range(ttd["gavel"] / ttd["hadar"], 1.05, 1.45) + "; " + critical("gavel") + " (Gavel rotates it over types)"),
-        ComparisonRow("trace", "TTD Tiresias/Hadar", P["ttd_ratio_tiresias"], ttd["tiresias"] / ttd["hadar"], "x", "B2 " + in_range(ttd["tiresias"] / ttd["hadar"], 1.10, 1.75) + "; " + ttd_reason + critical("tiresias") + " (random type choice, spec §4.2/A10; K80 is 2-7x slower), so the ratio is a per-seed lottery on where the longest jobs land"),
-        ComparisonRow("trace", "TTD YARN-CS/Hadar", P["ttd_ratio_yarn"], ttd["yarn-cs"] / ttd["hadar"], "x", "B2 " + in_range(ttd["yarn-cs"] / ttd["hadar"], 1.25, 2.30) + "; " + ttd_reason + critical("yarn-cs") + " (random type choice, non-preemptive: it never leaves K80)"),
-        ComparisonRow("trace", "50%-time Gavel/Hadar", P["t50_ratio_gavel"], t50["gavel"] / t50["hadar"], "x", "B3 " + in_range(t50["gavel"] / t50["hadar"], 1.00, 1.50) + "; " + t50_reason),
-        ComparisonRow("trace", "50%-time Tiresias/Hadar", P["t50_ratio_tiresias"], t50["tiresias"] / t50["hadar"], "x", "B3 " + in_range(t50["tiresias"] / t50["hadar"], 1.05, 1.90) + "; same reason as Gavel/Hadar"),
+        ComparisonRow(
+            "trace",
+            "Hadar TTD",
+            P["hadar_ttd_h"],
+            ttd["hadar"] / 3600,
+            "h",
+            "B0 "
+            + in_range(ttd["hadar"] / 3600, 26, 54)
+            + f"; {k}; V100 work {mean('work_v100_gpu_h', 'hadar'):.0f} GPU-h; critical-path bound {lb:.1f} h",
+        ),
+        ComparisonRow(
+            "trace",
+            "B0 critical-path bound max_j work/best rate",
+            None,
+            lb,
+            "h",
+            "Hadar's TTD cannot be below it; " + workload,
+        ),
+        ComparisonRow(
+            "trace",
+            "TTD Gavel/Hadar",
+            P["ttd_ratio_gavel"],
+            ttd["gavel"] / ttd["hadar"],
+            "x",
+            "B2 "
+            + in_range(ttd["gavel"] / ttd["hadar"], 1.05, 1.45)
+            + "; "
+            + critical("gavel")
+            + " (Gavel rotates it over types)",
+        ),
+        ComparisonRow(
+            "trace",
+            "TTD Tiresias/Hadar",
+            P["ttd_ratio_tiresias"],
+            ttd["tiresias"] / ttd["hadar"],
+            "x",
+            "B2 "
+            + in_range(ttd["tiresias"] / ttd["hadar"], 1.10, 1.75)
+            + "; "
+            + ttd_reason
+            + critical("tiresias")
+            + " (random type choice, spec §4.2/A10; K80 is 2-7x slower), so the ratio is a per-seed lottery on where the longest jobs land",
+        ),
+        ComparisonRow(
+            "trace",
+            "TTD YARN-CS/Hadar",
+            P["ttd_ratio_yarn"],
+            ttd["yarn-cs"] / ttd["hadar"],
+            "x",
+            "B2 "
+            + in_range(ttd["yarn-cs"] / ttd["hadar"], 1.25, 2.30)
+            + "; "
+            + ttd_reason
+            + critical("yarn-cs")
+            + " (random type choice, non-preemptive: it never leaves K80)",
+        ),
+        ComparisonRow(
+            "trace",
+            "50%-time Gavel/Hadar",
+            P["t50_ratio_gavel"],
+            t50["gavel"] / t50["hadar"],
+            "x",
+            "B3 " + in_range(t50["gavel"] / t50["hadar"], 1.00, 1.50) + "; " + t50_reason,
+        ),
+        ComparisonRow(
+            "trace",
+            "50%-time Tiresias/Hadar",
+            P["t50_ratio_tiresias"],
+            t50["tiresias"] / t50["hadar"],
+            "x",
+            "B3 " + in_range(t50["tiresias"] / t50["hadar"], 1.05, 1.90) + "; same reason as Gavel/Hadar",
+        ),
         *slack_rows(ttd, t50, mean, k),
-        ComparisonRow("trace", "TTD HadarE/Hadar", None, ttd["hadare"] / ttd["hadar"], "x", "HadarE forks jobs into copies (simulator opt-in forking): it can beat the single-copy critical-path bound"),
-        ComparisonRow("trace", "Hadar allocation churn", P["churn"], mean("churn", "hadar"), "fraction of rounds", "B5 flag if outside [0.1, 0.6]; running jobs ordered by first start in Q (spec §2.8)"),
-        ComparisonRow("trace", "Hadar DP fallback rounds", None, mean("fallback_fraction", "hadar"), "fraction of rounds", "state budget hit (max_states=64; spec 200 000, see sensitivity for a 16x budget)"),
-        ComparisonRow("trace", "Hadar GPU-seconds on multi-server allocations", None, mean("spread_fraction", "hadar"), "fraction", workload),
-        ComparisonRow("trace", "workload share of multi-GPU jobs (W>1)", None, mean("multi_gpu_fraction", "hadar"), "fraction", k),
+        ComparisonRow(
+            "trace",
+            "TTD HadarE/Hadar",
+            None,
+            ttd["hadare"] / ttd["hadar"],
+            "x",
+            "HadarE forks jobs into copies (simulator opt-in forking): it can beat the single-copy critical-path bound",
+        ),
+        ComparisonRow(
+            "trace",
+            "Hadar allocation churn",
+            P["churn"],
+            mean("churn", "hadar"),
+            "fraction of rounds",
+            "B5 flag if outside [0.1, 0.6]; running jobs ordered by first start in Q (spec §2.8)",
+        ),
+        ComparisonRow(
+            "trace",
+            "Hadar DP fallback rounds",
+            None,
+            mean("fallback_fraction", "hadar"),
+            "fraction of rounds",
+            "state budget hit (max_states=64; spec 200 000, see sensitivity for a 16x budget)",
+        ),
+        ComparisonRow(
+            "trace",
+            "Hadar GPU-seconds on multi-server allocations",
+            None,
+            mean("spread_fraction", "hadar"),
+            "fraction",
+            workload,
+        ),
+        ComparisonRow(
+            "trace", "workload share of multi-GPU jobs (W>1)", None, mean("multi_gpu_fraction", "hadar"), "fraction", k
+        ),
         ComparisonRow("trace", "workload share of XL jobs", None, mean("xl_fraction", "hadar"), "fraction", k),
     ]
     for p in TRACE_POLICIES:
         rows.append(ComparisonRow("trace", f"TTD {p}", None, ttd[p] / 3600, "h", k))
         rows.append(ComparisonRow("trace", f"50%-time {p}", None, t50[p] / 3600, "h", k))
-        rows.append(ComparisonRow("trace", f"median GRU {p}", None, gru[p], "fraction", "Fig. 3 (allocated incl. restart)"))
+        rows.append(
+            ComparisonRow("trace", f"median GRU {p}", None, gru[p], "fraction", "Fig. 3 (allocated incl. restart)")
+        )
         rows.append(ComparisonRow("trace", f"sim wall time {p}", None, mean("wall_s", p), "s", "one 480-job run"))
     order_ok = ttd["hadar"] < ttd["gavel"] < ttd["tiresias"] and ttd["tiresias"] < ttd["yarn-cs"]
-    rows.append(ComparisonRow("trace", "B1 TTD order Hadar<Gavel<Tiresias<YARN-CS", None, float(order_ok), "bool",
-                              "order: " + " < ".join(sorted(TRACE_POLICIES, key=lambda p: ttd[p]))))
-    def b4(g):
-        return (g["yarn-cs"] >= g["gavel"] and g["yarn-cs"] >= g["tiresias"] and g["hadar"] > g["gavel"]
-                and g["hadar"] > g["tiresias"] and abs(g["hadar"] - g["yarn-cs"]) <= 0.10)
+    rows.append(
+        ComparisonRow(
+            "trace",
+            "B1 TTD order Hadar<Gavel<Tiresias<YARN-CS",
+            None,
+            float(order_ok),
+            "bool",
+            "order: " + " < ".join(sorted(TRACE_POLICIES, key=lambda p: ttd[p])),
+        )
+    )
 
-    rows.append(ComparisonRow("trace", "B4 GRU YARN>=Gavel,Tiresias; Hadar>Gavel,Tiresias; |Hadar-YARN|<=10pt", None, float(b4(gru)), "bool",
-                              "median GRU " + ", ".join(f"{p} {gru[p]:.2f}" for p in TRACE_POLICIES)
-                              + "; the round-weighted median is dominated by each policy's tail, where one long job runs alone "
-                              "(YARN-CS's tail is longest: its critical job sits on K80)"))
+    def b4(g):
+        return (
+            g["yarn-cs"] >= g["gavel"]
+            and g["yarn-cs"] >= g["tiresias"]
+            and g["hadar"] > g["gavel"]
+            and g["hadar"] > g["tiresias"]
+            and abs(g["hadar"] - g["yarn-cs"]) <= 0.10
+        )
+
+    rows.append(
+        ComparisonRow(
+            "trace",
+            "B4 GRU YARN>=Gavel,Tiresias; Hadar>Gavel,Tiresias; |Hadar-YARN|<=10pt",
+            None,
+            float(b4(gru)),
+            "bool",
+            "median GRU "
+            + ", ".join(f"{p} {gru[p]:.2f}" for p in TRACE_POLICIES)
+            + "; the round-weighted median is dominated by each policy's tail, where one long job runs alone "
+            "(YARN-CS's tail is longest: its critical job sits on K80)",
+        )
+    )
     backlog = {p: mean("gru_median_backlog", p) for p in TRACE_POLICIES}
     for p in TRACE_POLICIES:
-        rows.append(ComparisonRow("trace", f"median GRU {p}, rounds with a backlog", None, backlog[p], "fraction",
-                                  "report only (ours): only rounds that start with an arrived job not running (metrics.backlog_rounds)"))
-    rows.append(ComparisonRow("trace", "B4 on rounds with a backlog (report)", None, float(b4(backlog)), "bool",
-                              "the B4 conditions on the backlog window: " + ", ".join(f"{p} {backlog[p]:.2f}" for p in TRACE_POLICIES)))
+        rows.append(
+            ComparisonRow(
+                "trace",
+                f"median GRU {p}, rounds with a backlog",
+                None,
+                backlog[p],
+                "fraction",
+                "report only (ours): only rounds that start with an arrived job not running (metrics.backlog_rounds)",
+            )
+        )
+    rows.append(
+        ComparisonRow(
+            "trace",
+            "B4 on rounds with a backlog (report)",
+            None,
+            float(b4(backlog)),
+            "bool",
+            "the B4 conditions on the backlog window: " + ", ".join(f"{p} {backlog[p]:.2f}" for p in TRACE_POLICIES),
+        )
+    )
     return rows

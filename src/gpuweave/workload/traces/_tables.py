@@ -67,12 +67,16 @@ def read_csv_strings(path: str | Path) -> "pd.DataFrame":
                 row=row_number,
                 field=header[min(len(record), width) - 1] if len(record) < width else None,
             )
-    frame = pd.DataFrame(records[1:], columns=header, dtype=object) if len(records) > 1 else pd.DataFrame(columns=header)
+    frame = (
+        pd.DataFrame(records[1:], columns=header, dtype=object) if len(records) > 1 else pd.DataFrame(columns=header)
+    )
     frame[ROW] = range(1, len(frame) + 1)
     return frame
 
 
-def require_columns(frame: "pd.DataFrame", columns: list[str] | tuple[str, ...], *, file: str | Path, what: str) -> None:
+def require_columns(
+    frame: "pd.DataFrame", columns: list[str] | tuple[str, ...], *, file: str | Path, what: str
+) -> None:
     """Raise InputError for the first of ``columns`` missing from ``frame`` (row 0 = the header)."""
     present = set(frame.columns)
     for name in columns:

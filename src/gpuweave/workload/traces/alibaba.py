@@ -43,12 +43,21 @@ OPENB_POD_COLUMNS = ("name", "num_gpu", "gpu_milli", "pod_phase", "creation_time
 OPENB_NODE_COLUMNS = ("sn", "gpu", "model")
 SPOT_NODE_COLUMNS = ("gpu_model", "gpu_capacity_num", "node_name")
 SPOT_JOB_COLUMNS = (
-    "job_name", "organization", "gpu_model", "cpu_request", "gpu_request",
-    "worker_num", "submit_time", "duration", "job_type",
+    "job_name",
+    "organization",
+    "gpu_model",
+    "cpu_request",
+    "gpu_request",
+    "worker_num",
+    "submit_time",
+    "duration",
+    "job_type",
 )
 
 
-def _canonical_column(raw: "pd.DataFrame", column: str, *, file: Path, separator: str | None = None) -> list[str | None]:
+def _canonical_column(
+    raw: "pd.DataFrame", column: str, *, file: Path, separator: str | None = None
+) -> list[str | None]:
     """Canonical GPU model per row ('' -> None); with ``separator``, each alternative, deduplicated."""
     cache: dict[str, str] = {}
     out: list[str | None] = []
@@ -105,7 +114,9 @@ def read_openb_pods(
         position = int(np.flatnonzero(over)[0])
         raise InputError(
             f"expected a GPU share <= 1000 milli-GPU, got {gpu_milli.iloc[position]:g}",
-            file=file, row=int(raw[ROW].iloc[position]), field="gpu_milli",
+            file=file,
+            row=int(raw[ROW].iloc[position]),
+            field="gpu_milli",
         )
     gpu_pod = (num_gpu > 0).to_numpy()
     ran = scheduled.notna().to_numpy()
@@ -119,7 +130,9 @@ def read_openb_pods(
         notes.append(f"dropped {int((gpu_pod & ran & ~positive).sum())} GPU pods with deletion_time <= scheduled_time")
     if not keep.any():
         raise InputError("no GPU pod with a run time (num_gpu > 0 and a scheduled_time)", file=file, field="num_gpu")
-    spec = _canonical_column(raw, "gpu_spec", file=file, separator="|") if "gpu_spec" in raw.columns else [None] * len(raw)
+    spec = (
+        _canonical_column(raw, "gpu_spec", file=file, separator="|") if "gpu_spec" in raw.columns else [None] * len(raw)
+    )
     phase = raw["pod_phase"].str.strip()
     frame = pd.DataFrame(
         {
@@ -197,14 +210,18 @@ def _cluster(
     return {"name": name, "description": description, "source": source, "nodes": nodes}
 
 
-def _group_nodes(raw: "pd.DataFrame", model_column: str, count_column: str, *, file: Path) -> dict[tuple[str, int], int]:
+def _group_nodes(
+    raw: "pd.DataFrame", model_column: str, count_column: str, *, file: Path
+) -> dict[tuple[str, int], int]:
     gpus = numeric_column(raw, count_column, file=file, unit="GPUs per node", integer=True, minimum=0.0)
     empty_model = missing_mask(raw[model_column]).to_numpy()
     has_gpu = (gpus > 0).to_numpy()
     lacking = has_gpu & empty_model
     if lacking.any():
         position = int(lacking.nonzero()[0][0])
-        raise InputError("node has GPUs but no GPU model", file=file, row=int(raw[ROW].iloc[position]), field=model_column)
+        raise InputError(
+            "node has GPUs but no GPU model", file=file, row=int(raw[ROW].iloc[position]), field=model_column
+        )
     models = _canonical_column(raw, model_column, file=file)
     groups: dict[tuple[str, int], int] = {}
     for model, count, keep in zip(models, gpus.tolist(), has_gpu.tolist()):
@@ -308,7 +325,10 @@ def read_spot_jobs(
     if bad_tier.any():
         position = int(np.flatnonzero(bad_tier)[0])
         raise InputError(
-            f"expected HP or Spot, got {tiers.iloc[position]!r}", file=file, row=int(raw[ROW].iloc[position]), field="job_type"
+            f"expected HP or Spot, got {tiers.iloc[position]!r}",
+            file=file,
+            row=int(raw[ROW].iloc[position]),
+            field="job_type",
         )
     models = _canonical_column(raw, "gpu_model", file=file)
     keep = ((gpu_request > 0) & (duration > 0)).to_numpy()

@@ -8,7 +8,9 @@ from typing import Optional
 import typer
 
 FORMAT_HELP = "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias or philly (auto = detect from name and header)."
-PROFILES_HELP = "Throughput profile CSV (job_type,gpu_model,num_gpus,consolidated,throughput); default: the bundled Gavel table."
+PROFILES_HELP = (
+    "Throughput profile CSV (job_type,gpu_model,num_gpus,consolidated,throughput); default: the bundled Gavel table."
+)
 
 
 def _profiles(path: Optional[Path], extrapolate: bool):
@@ -31,9 +33,19 @@ def register(cli) -> None:
         fmt: str = typer.Option("auto", "--format", "-f", help=FORMAT_HELP),
         profiles: Optional[Path] = typer.Option(None, "--profiles", help=PROFILES_HELP),
         reference_gpu: str = typer.Option("V100", "--reference-gpu", help="GPU whose rate turns duration into work."),
-        max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help="Largest placement of the target cluster; bigger jobs are errors."),
-        extrapolate: bool = typer.Option(False, "--extrapolate", help="Scale the largest profiled GPU count linearly for bigger jobs (e.g. Philly's 16-128 GPU jobs)."),
-        any_job_type: bool = typer.Option(False, "--any-job-type", help="Do not require job types to be in the profile store (work must then be given)."),
+        max_gpus: Optional[int] = typer.Option(
+            None, "--max-gpus", help="Largest placement of the target cluster; bigger jobs are errors."
+        ),
+        extrapolate: bool = typer.Option(
+            False,
+            "--extrapolate",
+            help="Scale the largest profiled GPU count linearly for bigger jobs (e.g. Philly's 16-128 GPU jobs).",
+        ),
+        any_job_type: bool = typer.Option(
+            False,
+            "--any-job-type",
+            help="Do not require job types to be in the profile store (work must then be given).",
+        ),
         seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
     ) -> None:
         """Check every row of FILE; print a one-line summary, or one error line and exit with code 2."""
@@ -47,19 +59,37 @@ def register(cli) -> None:
         for note in frame.attrs.get("notes", []):
             typer.echo(f"note: {note}")
         span = jobs[-1].arrival - jobs[0].arrival
-        typer.echo(f"ok: {file}: {len(jobs)} jobs ({frame.attrs['format']}), arrivals over {span:,.0f} s, largest job {max(j.num_gpus for j in jobs)} GPUs")
+        typer.echo(
+            f"ok: {file}: {len(jobs)} jobs ({frame.attrs['format']}), arrivals over {span:,.0f} s, largest job {max(j.num_gpus for j in jobs)} GPUs"
+        )
 
     @trace_app.command("convert")
     def convert_cmd(
         source: Path = typer.Argument(..., metavar="IN", help="Input trace (any readable format)."),
-        out: Path = typer.Argument(..., metavar="OUT", help="Output trace in gpuweave's schema: a .csv or .parquet path."),
+        out: Path = typer.Argument(
+            ..., metavar="OUT", help="Output trace in gpuweave's schema: a .csv or .parquet path."
+        ),
         from_format: str = typer.Option("auto", "--from", help=FORMAT_HELP),
         profiles: Optional[Path] = typer.Option(None, "--profiles", help=PROFILES_HELP),
-        max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help="Largest placement of the target cluster; bigger jobs are errors."),
-        fill: bool = typer.Option(False, "--fill-work", help="Also write work (iterations) for duration-only rows: duration x rate on --reference-gpu."),
-        reference_gpu: str = typer.Option("V100", "--reference-gpu", help="GPU whose rate turns duration into work (with --fill-work)."),
-        extrapolate: bool = typer.Option(False, "--extrapolate", help="With --fill-work: scale the largest profiled GPU count linearly for bigger jobs."),
-        any_job_type: bool = typer.Option(False, "--any-job-type", help="Do not require job types to be in the profile store."),
+        max_gpus: Optional[int] = typer.Option(
+            None, "--max-gpus", help="Largest placement of the target cluster; bigger jobs are errors."
+        ),
+        fill: bool = typer.Option(
+            False,
+            "--fill-work",
+            help="Also write work (iterations) for duration-only rows: duration x rate on --reference-gpu.",
+        ),
+        reference_gpu: str = typer.Option(
+            "V100", "--reference-gpu", help="GPU whose rate turns duration into work (with --fill-work)."
+        ),
+        extrapolate: bool = typer.Option(
+            False,
+            "--extrapolate",
+            help="With --fill-work: scale the largest profiled GPU count linearly for bigger jobs.",
+        ),
+        any_job_type: bool = typer.Option(
+            False, "--any-job-type", help="Do not require job types to be in the profile store."
+        ),
         seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
     ) -> None:
         """Convert IN (any readable format) to gpuweave's trace schema at OUT (.csv or .parquet)."""
@@ -67,7 +97,9 @@ def register(cli) -> None:
         from gpuweave.workload.traces.schema import fill_work, write_frame
 
         store = _profiles(profiles, extrapolate)
-        frame = load_trace_frame(source, from_format, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus)
+        frame = load_trace_frame(
+            source, from_format, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus
+        )
         if fill:
             frame = fill_work(frame, store, reference_gpu, file=source)
         frame = frame.dropna(axis=1, how="all")
@@ -130,8 +162,12 @@ def register(cli) -> None:
         jobs: int = typer.Option(200, "--jobs", "-n", help="Number of jobs."),
         rate: float = typer.Option(4.0, "--rate", "-r", help="Poisson arrival rate in jobs per hour."),
         seed: int = typer.Option(0, "--seed", "-s", help="Random seed (same seed, same trace)."),
-        priority: bool = typer.Option(False, "--priority", help="Give 20% of the jobs priority weight 5 (Gavel's generator)."),
-        slo: bool = typer.Option(False, "--slo", help="Give every job a deadline: arrival + SLO x duration, SLO in {1.2, 2, 10}."),
+        priority: bool = typer.Option(
+            False, "--priority", help="Give 20% of the jobs priority weight 5 (Gavel's generator)."
+        ),
+        slo: bool = typer.Option(
+            False, "--slo", help="Give every job a deadline: arrival + SLO x duration, SLO in {1.2, 2, 10}."
+        ),
         profiles: Optional[Path] = typer.Option(None, "--profiles", help=PROFILES_HELP),
     ) -> None:
         """Generate a Philly-like trace with Gavel's distributions (1/2/4/8 GPUs, Poisson arrivals)."""
@@ -150,16 +186,29 @@ def register(cli) -> None:
         out: Optional[Path] = typer.Argument(None, metavar="OUT", help="Output YAML (default: print)."),
         from_format: str = typer.Option("auto", "--from", help="openb-nodes, spot-nodes or auto (from the header)."),
         name: Optional[str] = typer.Option(None, "--name", help="Cluster name (default: from the source)."),
-        price_per_kwh: Optional[float] = typer.Option(None, "--price-per-kwh", help="Energy price for every node (the traces have none)."),
-        pue: Optional[float] = typer.Option(None, "--pue", help="Power usage effectiveness for every node (the traces have none)."),
-        catalog_only: bool = typer.Option(False, "--catalog-only", help="Leave out nodes whose GPU model the hardware catalog does not know (e.g. the undisclosed G2)."),
+        price_per_kwh: Optional[float] = typer.Option(
+            None, "--price-per-kwh", help="Energy price for every node (the traces have none)."
+        ),
+        pue: Optional[float] = typer.Option(
+            None, "--pue", help="Power usage effectiveness for every node (the traces have none)."
+        ),
+        catalog_only: bool = typer.Option(
+            False,
+            "--catalog-only",
+            help="Leave out nodes whose GPU model the hardware catalog does not know (e.g. the undisclosed G2).",
+        ),
     ) -> None:
         """Turn an Alibaba node list IN into a cluster spec (YAML: name, description, source, nodes)."""
+        import math
+
         from gpuweave.errors import InputError
         from gpuweave.workload.traces._tables import read_text
-        from gpuweave.workload.traces.alibaba import cluster_gpu_count, cluster_to_yaml, read_openb_nodes, read_spot_nodes
-
-        import math
+        from gpuweave.workload.traces.alibaba import (
+            cluster_gpu_count,
+            cluster_to_yaml,
+            read_openb_nodes,
+            read_spot_nodes,
+        )
 
         if price_per_kwh is not None and not (math.isfinite(price_per_kwh) and price_per_kwh >= 0):
             raise InputError(f"--price-per-kwh must be a number >= 0, got {price_per_kwh}", field="price_per_kwh")

@@ -35,8 +35,16 @@ LAYOUTS: dict[int, tuple[str, tuple[str, ...]]] = {
     10: (
         "gavel-10",
         (
-            "job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir",
-            "total_steps", "scale_factor", "priority_weight", "SLO", "arrival_time",
+            "job_type",
+            "command",
+            "working_directory",
+            "num_steps_arg",
+            "needs_data_dir",
+            "total_steps",
+            "scale_factor",
+            "priority_weight",
+            "SLO",
+            "arrival_time",
         ),
     ),
     7: (
@@ -46,8 +54,15 @@ LAYOUTS: dict[int, tuple[str, tuple[str, ...]]] = {
     9: (
         "gavel-packing-9",
         (
-            "job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps",
-            "scale_factor", "priority_weight", "SLO", "arrival_time",
+            "job_type",
+            "command",
+            "num_steps_arg",
+            "needs_data_dir",
+            "total_steps",
+            "scale_factor",
+            "priority_weight",
+            "SLO",
+            "arrival_time",
         ),
     ),
 }
@@ -72,7 +87,7 @@ def detect_layout(path: str | Path) -> str:
             if count in LAYOUTS:
                 return LAYOUTS[count][0]
             break
-    raise InputError(f"not a Gavel trace: expected 7, 9 or 10 tab-separated fields per line", file=path, row=1)
+    raise InputError("not a Gavel trace: expected 7, 9 or 10 tab-separated fields per line", file=path, row=1)
 
 
 def read_gavel_trace(path: str | Path) -> "pd.DataFrame":
@@ -115,17 +130,39 @@ def read_gavel_trace(path: str | Path) -> "pd.DataFrame":
         if name == "gavel-msr-7" and scale == 0:
             continue
         if scale < 1 or scale != int(scale):
-            raise InputError(f"expected an integer number of GPUs >= 1, got {cell['scale_factor']!r}", file=file, row=line_number, field="scale_factor")
+            raise InputError(
+                f"expected an integer number of GPUs >= 1, got {cell['scale_factor']!r}",
+                file=file,
+                row=line_number,
+                field="scale_factor",
+            )
         if steps <= 0:
-            raise InputError(f"expected a positive number of steps, got {cell['total_steps']!r}", file=file, row=line_number, field="total_steps")
+            raise InputError(
+                f"expected a positive number of steps, got {cell['total_steps']!r}",
+                file=file,
+                row=line_number,
+                field="total_steps",
+            )
         if arrival < 0:
-            raise InputError(f"expected an arrival time >= 0 s, got {cell['arrival_time']!r}", file=file, row=line_number, field="arrival_time")
+            raise InputError(
+                f"expected an arrival time >= 0 s, got {cell['arrival_time']!r}",
+                file=file,
+                row=line_number,
+                field="arrival_time",
+            )
         priority = 1.0
         slo = None
         if "priority_weight" in cell:
-            priority = _number(cell["priority_weight"], file=file, line=line_number, field="priority_weight", unit="weight")
+            priority = _number(
+                cell["priority_weight"], file=file, line=line_number, field="priority_weight", unit="weight"
+            )
             if priority <= 0:
-                raise InputError(f"expected a priority weight > 0, got {cell['priority_weight']!r}", file=file, row=line_number, field="priority_weight")
+                raise InputError(
+                    f"expected a priority weight > 0, got {cell['priority_weight']!r}",
+                    file=file,
+                    row=line_number,
+                    field="priority_weight",
+                )
             slo_value = _number(cell["SLO"], file=file, line=line_number, field="SLO", unit="slowdown factor")
             slo = slo_value if slo_value > 0 else None
         records.append(

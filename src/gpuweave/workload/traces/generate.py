@@ -77,14 +77,18 @@ def generate_philly_like(
         ]
         if not names:
             raise InputError(
-                f"the profile store has no job type runnable on {scale} x {reference_gpu}", file=store.source, field="job_type"
+                f"the profile store has no job type runnable on {scale} x {reference_gpu}",
+                file=store.source,
+                field="job_type",
             )
         names_by_scale[scale] = names
 
     rng = np.random.default_rng(seed)
     gaps = rng.exponential(3600.0 / rate_per_hour, size=num_jobs)
     arrivals = np.concatenate(([0.0], np.cumsum(gaps[1:])))
-    scales = rng.choice(np.asarray(distribution.scale_factors), size=num_jobs, p=np.asarray(distribution.scale_probabilities))
+    scales = rng.choice(
+        np.asarray(distribution.scale_factors), size=num_jobs, p=np.asarray(distribution.scale_probabilities)
+    )
     short = rng.random(num_jobs) < distribution.short_probability
     unit = rng.random(num_jobs)
     low = np.where(short, distribution.short_exponent[0], distribution.long_exponent[0])
@@ -94,9 +98,13 @@ def generate_philly_like(
     priorities = np.ones(num_jobs)
     slos = np.full(num_jobs, np.nan)
     if with_priority:
-        priorities = np.where(rng.random(num_jobs) < distribution.high_priority_probability, distribution.high_priority, 1.0)
+        priorities = np.where(
+            rng.random(num_jobs) < distribution.high_priority_probability, distribution.high_priority, 1.0
+        )
     if with_slo:
-        slos = rng.choice(np.asarray(distribution.slo_factors), size=num_jobs, p=np.asarray(distribution.slo_probabilities))
+        slos = rng.choice(
+            np.asarray(distribution.slo_factors), size=num_jobs, p=np.asarray(distribution.slo_probabilities)
+        )
 
     width = len(str(num_jobs - 1))
     jobs: list[Job] = []

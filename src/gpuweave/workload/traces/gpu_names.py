@@ -76,9 +76,7 @@ def _catalog_name(name: str) -> str | None:
         return None
 
 
-def canonical_gpu_model(
-    name: str, *, file: str | None = None, row: int | None = None, field: str | None = None
-) -> str:
+def canonical_gpu_model(name: str, *, file: str | None = None, row: int | None = None, field: str | None = None) -> str:
     """Return the canonical spelling of GPU model ``name``; raise InputError if it is unknown."""
     text = str(name).strip()
     alias = _ALIASES.get(text.lower())
@@ -90,9 +88,7 @@ def canonical_gpu_model(
     if alias is not None:
         return alias
     known = ", ".join(sorted(set(_ALIASES.values())))
-    raise InputError(
-        f"unknown GPU model '{text}' (expected one of: {known})", file=file, row=row, field=field
-    )
+    raise InputError(f"unknown GPU model '{text}' (expected one of: {known})", file=file, row=row, field=field)
 
 
 def is_known_gpu_model(name: str) -> bool:

@@ -64,7 +64,9 @@ def assign_job_types(
             scale = candidate_scale(store, count)
             names = candidates(store, scale, reference_gpu)
             if not names:
-                raise InputError(f"no job type has a positive throughput on {scale} x {reference_gpu}", field="job_type")
+                raise InputError(
+                    f"no job type has a positive throughput on {scale} x {reference_gpu}", field="job_type"
+                )
             entry = (names, ASSIGNED_NOTE.format(seed=seed, scale=scale))
             by_count[count] = entry
         names, note = entry

@@ -109,7 +109,9 @@ def _string_column(frame: "pd.DataFrame", column: str, *, file: str | Path, requ
     for position, (value, is_empty) in enumerate(zip(values.tolist(), empty.tolist())):
         if is_empty:
             if required:
-                raise InputError("empty value; expected a non-empty string", file=file, row=rows[position], field=column)
+                raise InputError(
+                    "empty value; expected a non-empty string", file=file, row=rows[position], field=column
+                )
             out.append(None)
         else:
             out.append(str(value).strip())
@@ -141,9 +143,13 @@ def validate_frame(
     expected = ", ".join(REQUIRED_COLUMNS) + " and work and/or duration"
     for name in REQUIRED_COLUMNS:
         if name not in frame.columns:
-            raise InputError(f"missing required column '{name}' in the header (expected {expected})", file=file, row=0, field=name)
+            raise InputError(
+                f"missing required column '{name}' in the header (expected {expected})", file=file, row=0, field=name
+            )
     if "work" not in frame.columns and "duration" not in frame.columns:
-        raise InputError(f"missing column 'work' or 'duration' in the header (expected {expected})", file=file, row=0, field="work")
+        raise InputError(
+            f"missing column 'work' or 'duration' in the header (expected {expected})", file=file, row=0, field="work"
+        )
     if len(frame) == 0:
         raise InputError("the trace has no jobs", file=file)
     rows = row_numbers(frame)
@@ -173,7 +179,9 @@ def validate_frame(
         else nan
     )
     out["duration"] = (
-        numeric_column(frame, "duration", file=file, unit="seconds on the reference GPU", required=False, strictly_above=0.0)
+        numeric_column(
+            frame, "duration", file=file, unit="seconds on the reference GPU", required=False, strictly_above=0.0
+        )
         if "duration" in frame.columns
         else nan
     )
@@ -181,7 +189,12 @@ def validate_frame(
     if neither.any():
         position = int(np.flatnonzero(neither)[0])
         field = "work" if "work" in frame.columns else "duration"
-        raise InputError("empty work and duration; every job needs work (iterations) or duration (seconds)", file=file, row=rows[position], field=field)
+        raise InputError(
+            "empty work and duration; every job needs work (iterations) or duration (seconds)",
+            file=file,
+            row=rows[position],
+            field=field,
+        )
     if "priority" in frame.columns:
         priority = numeric_column(frame, "priority", file=file, unit="weight", required=False, strictly_above=0.0)
         out["priority"] = priority.fillna(1.0)
@@ -202,7 +215,9 @@ def validate_frame(
     else:
         out["deadline"] = nan
     for name in _STRING_OPTIONAL:
-        values = _string_column(frame, name, file=file, required=False) if name in frame.columns else [None] * len(frame)
+        values = (
+            _string_column(frame, name, file=file, required=False) if name in frame.columns else [None] * len(frame)
+        )
         if name == "gpu_model":
             canonical: dict[str, str] = {}
             for position, model in enumerate(values):
@@ -214,7 +229,9 @@ def validate_frame(
     duplicated = out["job_id"].duplicated().to_numpy()
     if duplicated.any():
         position = int(np.flatnonzero(duplicated)[0])
-        raise InputError(f"duplicate job_id {out['job_id'].iloc[position]!r}", file=file, row=rows[position], field="job_id")
+        raise InputError(
+            f"duplicate job_id {out['job_id'].iloc[position]!r}", file=file, row=rows[position], field="job_id"
+        )
     if profiles is not None:
         known = set(profiles.job_types())
         for position, job_type in enumerate(out["job_type"].tolist()):
@@ -241,7 +258,9 @@ def validate_frame(
 
 
 # --------------------------------------------------------------------------- work filling and Jobs
-def fill_work(frame: "pd.DataFrame", profiles: ProfileStore, reference_gpu: str = "V100", *, file: str | Path) -> "pd.DataFrame":
+def fill_work(
+    frame: "pd.DataFrame", profiles: ProfileStore, reference_gpu: str = "V100", *, file: str | Path
+) -> "pd.DataFrame":
     """Fill empty ``work`` from ``duration`` x the consolidated rate on ``reference_gpu`` (Gavel's convention)."""
     from gpuweave.hardware.catalog import get_gpu
 
