@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpuweave.demo import run_demo
-from gpuweave.demo_sections import demo_sections
+from gpuweave.demo.sections import demo_sections
 
 
 def test_quick_demo_writes_one_report_with_every_section(tmp_path):

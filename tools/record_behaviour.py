@@ -34,7 +34,7 @@ def repro_rows(name: str, out_dir: Path) -> list[dict[str, str]]:
 
 
 def demo_tables(out_dir: Path) -> dict[str, list[dict[str, object]]]:
-    from gpuweave.demo_sections import DemoContext, demo_sections
+    from gpuweave.demo.sections import DemoContext, demo_sections
 
     tables = {}
     for name, fn in demo_sections():

@@ -196,7 +196,7 @@ def test_repro_fikit_plumbing(tmp_path):
 
 
 def test_demo_section(tmp_path):
-    from gpuweave.demo_sections import DemoContext, demo_sections
+    from gpuweave.demo.sections import DemoContext, demo_sections
 
     fn = dict(demo_sections())["fikit"]
     sec = fn(DemoContext(out_dir=tmp_path, quick=True))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 
-from gpuweave.demo_sections import DemoContext, demo_sections
+from gpuweave.demo.sections import DemoContext, demo_sections
 from gpuweave.packs.data import paper_numbers
 from gpuweave.repro.registry import COMPARISON_COLUMNS, ReproContext, all_reproductions, run_reproduction
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fake_runs import write_run_dir
 
-from gpuweave.demo_sections import DemoSection
+from gpuweave.report.section import DemoSection
 from gpuweave.errors import InputError
 from gpuweave.report import load_runs, render_report, render_sections_report
 from gpuweave.report.html import format_value

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from gpuweave.demo_sections import DemoSection
 from gpuweave.errors import InputError
 from gpuweave.files import prepare_output_dir
 from gpuweave.mig.gantt import plot_gantt
@@ -42,6 +41,7 @@ from gpuweave.report.html import (
 )
 from gpuweave.report.plots import _colors, _figure, _legend, _save, plot_text
 from gpuweave.report.rundir import label_runs
+from gpuweave.report.section import DemoSection
 from gpuweave.results import read_result_dir, result_kind
 
 

@@ -1,7 +1,7 @@
 """One self-contained ``report.html``: inline CSS, images as base64 data URIs, no scripts, no external assets.
 
 :func:`render_report` compares one or several run directories (summary, comparison, plots) and can add extra
-:class:`~gpuweave.demo_sections.DemoSection` blocks; :func:`render_sections_report` renders sections only.
+:class:`~gpuweave.demo.sections.DemoSection` blocks; :func:`render_sections_report` renders sections only.
 All text from files, configs and sections is HTML-escaped.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from gpuweave import __version__
-from gpuweave.demo_sections import DemoSection
 from gpuweave.errors import InputError
+from gpuweave.report.section import DemoSection
 
 REPORT_NAME = "report.html"
 

@@ -301,7 +301,7 @@ def _x_field(df, grid_fields: list[str]) -> str | None:
 
 
 def _write_report(spec: SweepSpec, cells: list[Cell], metrics: dict, df, agg, out: Path) -> Path:
-    from gpuweave.demo_sections import DemoSection
+    from gpuweave.report.section import DemoSection
     from gpuweave.report.grains import report_runs
     from gpuweave.report.html import render_sections_report
     from gpuweave.report.plots import plot_sweep_aggregate

@@ -9,7 +9,7 @@ on its nominal 1 GPU; ANDREAS and its baselines choose 1 or 2 GPUs per job.
 
 from __future__ import annotations
 
-from gpuweave.demo_sections import DemoContext, DemoSection, register_demo_section
+from gpuweave.demo.sections import DemoContext, DemoSection, register_demo_section
 
 POLICIES = ("andreas", "andreas-fifo", "edf", "priority", "fifo", "sjf", "yarn-cs")
 

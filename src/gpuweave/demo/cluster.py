@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from gpuweave.demo_sections import DemoContext, DemoSection, register_demo_section
+from gpuweave.demo.sections import DemoContext, DemoSection, register_demo_section
 
 DEMO_CLUSTER = "gavel-60"
 DEMO_TRACE = "philly-like-200.csv"

@@ -6,7 +6,7 @@ Runs FAR, MISO-opt, FixPart(1,...,1), FixPart(7) and FixPartBest on the bundled 
 
 from __future__ import annotations
 
-from gpuweave.demo_sections import DemoContext, DemoSection, register_demo_section
+from gpuweave.demo.sections import DemoContext, DemoSection, register_demo_section
 
 
 @register_demo_section("mig", order=20)

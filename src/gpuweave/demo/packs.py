@@ -7,7 +7,7 @@ written as ``packs_gantt.png``. Runs on the bundled SYN-REF generator in well un
 
 from __future__ import annotations
 
-from gpuweave.demo_sections import DemoContext, DemoSection, register_demo_section
+from gpuweave.demo.sections import DemoContext, DemoSection, register_demo_section
 
 DEMO_KS = (4, 16)
 CHART_ALGO = "pack-by-pack-9"

@@ -4,7 +4,7 @@ PNG. Runs in about a second on the canonical traces (spec §6.3)."""
 
 from __future__ import annotations
 
-from gpuweave.demo_sections import DemoContext, DemoSection, register_demo_section
+from gpuweave.demo.sections import DemoContext, DemoSection, register_demo_section
 
 
 @register_demo_section("fikit", order=40)

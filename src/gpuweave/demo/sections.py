@@ -10,18 +10,19 @@ the first lookup (a module that does not exist yet is skipped).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from gpuweave.registry import Registry
+from gpuweave.report.section import DemoSection
 
 DEMO_MODULES = [
-    "gpuweave.cluster.demo",
-    "gpuweave.repro.andreas.demo",
-    "gpuweave.mig.demo",
-    "gpuweave.packs.demo",
-    "gpuweave.kernel.demo",
+    "gpuweave.demo.cluster",
+    "gpuweave.demo.andreas",
+    "gpuweave.demo.mig",
+    "gpuweave.demo.packs",
+    "gpuweave.demo.kernel",
 ]
 
 
@@ -30,14 +31,6 @@ class DemoContext:
     out_dir: Path
     seed: int = 0
     quick: bool = False
-
-
-@dataclass(slots=True)
-class DemoSection:
-    title: str
-    table: list[dict[str, object]]
-    images: list[Path] = field(default_factory=list)
-    text: str = ""
 
 
 class DemoSectionFn(Protocol):

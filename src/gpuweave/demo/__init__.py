@@ -16,7 +16,7 @@ def run_demo(out_dir: Path, seed: int = 0, quick: bool = False, only: list[str] 
     from rich.console import Console
     from rich.table import Table
 
-    from gpuweave.demo_sections import DemoContext, demo_sections
+    from gpuweave.demo.sections import DemoContext, demo_sections
 
     # Comparison tables are wide: keep at least 120 columns so numbers are not folded into unreadable cells.
     from gpuweave.errors import InputError
