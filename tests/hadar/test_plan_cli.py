@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuweave.cluster.hadar_cli import plan_snapshot
+from gpuweave.cluster.hadar_plan import plan_snapshot
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hadar" / "snapshot.json"
 JOBS = [

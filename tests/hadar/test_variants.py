@@ -264,7 +264,7 @@ def test_policies_command_lists_options():
     import subprocess
     import sys
 
-    from gpuweave.cluster.cli import options_text
+    from gpuweave.cli.listing import options_text
     from gpuweave.cluster.policies import POLICIES
 
     text = options_text(POLICIES.get("hadar").options)

@@ -4,31 +4,20 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from types import SimpleNamespace
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
+from gpuweave.cli import app as root_app
 from gpuweave.errors import InputError
-from gpuweave.hardware import cli as hardware_cli
 
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
 def app():
-    """A root app with only this area's commands (independent of other areas' modules)."""
-    root = typer.Typer(no_args_is_help=True)
-
-    @root.callback()
-    def _root() -> None:
-        """test root"""
-
-    ns = SimpleNamespace(app=root)
-    hardware_cli.register(ns)
-    assert ns.cluster is not None  # other areas can add commands to the `cluster` group
-    return root
+    """The real root app (the gpus and cluster commands are in gpuweave.cli.gpus and gpuweave.cli.cluster)."""
+    return root_app
 
 
 def _ok(app, *args: str) -> str:

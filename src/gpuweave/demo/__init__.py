@@ -9,8 +9,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import typer
-
 
 def run_demo(out_dir: Path, seed: int = 0, quick: bool = False, only: list[str] | None = None) -> Path:
     from rich.console import Console
@@ -56,15 +54,3 @@ def _cell(v) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return "" if v is None else str(v)
-
-
-def register(cli) -> None:
-    @cli.app.command("demo")
-    def demo_cmd(
-        out: Path = typer.Option(Path("gpuweave-out/demo"), "--out", "-o", help="Where the report goes."),
-        seed: int = typer.Option(0, "--seed"),
-        quick: bool = typer.Option(False, "--quick", help="Smaller instances (used by the tests)."),
-        only: list[str] = typer.Option(None, "--only", help="Run only these sections (cluster, mig, packs, fikit)."),
-    ) -> None:
-        """Run the showcase on bundled data and write an HTML report."""
-        run_demo(out, seed=seed, quick=quick, only=only or None)

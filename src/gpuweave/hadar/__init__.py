@@ -6,7 +6,7 @@ form, plus the literal variant), :mod:`.forking` (HadarE's forking rules: copy i
 placements and their rate), :mod:`.throughput` (rate tables), :mod:`.trace` (the 480-job Philly-derived
 workload), :mod:`.fig1` (the motivating example), :mod:`.emulation` (5-node physical-cluster emulation).
 The cluster policies that run these algorithms in the simulator are in ``cluster/policies``; the snapshot
-planner (``gpuweave plan hadar``) in ``cluster/hadar_cli.py``; metrics over simulator records and the
+planner (``gpuweave cluster plan hadar``) in ``cluster/hadar_plan.py``; metrics over simulator records and the
 scalability curve in the Hadar reproduction. The spec is ``specs/hadar.md``; where it departs from the
 paper, the docstrings say so.
 """

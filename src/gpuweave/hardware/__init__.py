@@ -6,7 +6,7 @@
 * :mod:`gpuweave.hardware.cluster_spec` -- :class:`ClusterSpec`, :class:`Node`,
   :func:`load_cluster`, :func:`make_cluster`, :func:`bundled_clusters`.
 
-Names are exported lazily (PEP 562): ``import gpuweave.hardware.cli`` (done for ``gpuweave --help``)
+Names are exported lazily (PEP 562): ``import gpuweave.cli.gpus`` (done for ``gpuweave --help``)
 does not load pydantic or YAML until a name is used.
 """
 

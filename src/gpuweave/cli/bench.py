@@ -1,0 +1,92 @@
+"""``gpuweave bench sim|round|kernel``: speed figures measured the same way every time (logic in gpuweave.bench)."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+NAME = "bench"
+app = typer.Typer(help="Measure speed (jobs/s, events/s, memory).", no_args_is_help=True)
+
+
+def _parse_options(items: list[str]) -> dict:
+    import yaml
+
+    from gpuweave.errors import InputError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"--option wants key=value, got {item!r}", field="option")
+        out[key] = yaml.safe_load(value)
+    return out
+
+
+def _print_result(result: dict, title: str, as_json: bool) -> None:
+    """One JSON object, or a metric/value table."""
+    if as_json:
+        typer.echo(json.dumps(result))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value")
+    for k, v in result.items():
+        table.add_row(k, str(v))
+    Console().print(table)
+
+
+@app.command("sim")
+def sim(
+    jobs: int = typer.Option(20000, "--jobs", min=1, help="Number of generated Philly-like jobs."),
+    gpus: int = typer.Option(1024, "--gpus", min=24, help="Cluster size (V100/P100/K80 nodes of 8 GPUs; at least 24)."),
+    policy: str = typer.Option("fifo", "--policy", help="Registered cluster policy."),
+    rate: float = typer.Option(30.0, "--rate", help="Arrival rate, jobs/hour."),
+    seed: int = typer.Option(0, "--seed"),
+    round_length: float = typer.Option(None, "--round", help="Force a round length (s)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Time the cluster simulator on a generated trace."""
+    from gpuweave.bench import bench_sim
+
+    result = bench_sim(jobs, gpus, policy, rate, seed, round_length)
+    _print_result(result, "bench sim", as_json)
+
+
+@app.command("round")
+def round_(
+    jobs: int = typer.Option(
+        2048, "--jobs", min=1, max=100_000, help="Jobs pending at t = 0 (the cluster grows with them)."
+    ),
+    policy: str = typer.Option("hadar", "--policy", help="Registered cluster policy."),
+    reps: int = typer.Option(5, "--reps", help="Fresh policies timed; the median is reported."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the Philly-derived workload."),
+    option: list[str] = typer.Option(
+        [], "--option", help="Policy option key=value (repeatable), e.g. order=slack-srpt."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Time one scheduling round (Hadar's Fig. 5 setup) of a policy with N active jobs."""
+    from gpuweave.bench import bench_round
+
+    result = bench_round(jobs, policy, reps, seed, _parse_options(option))
+    _print_result(result, "bench round", as_json)
+
+
+@app.command("kernel")
+def kernel(
+    tasks: int = typer.Option(300, "--tasks", min=1, help="HI tasks of service A (B runs 10/3 as many LO tasks)."),
+    mode: str = typer.Option("fikit", "--mode", help="Kernel arbitration mode (gpuweave kernel modes)."),
+    runs: int = typer.Option(3, "--runs", min=1, help="Timed runs; the median is reported."),
+    seed: int = typer.Option(0, "--seed"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Time the kernel simulator on the canonical HI + LO pair (experiment IV.a, scaled by --tasks)."""
+    from gpuweave.bench import bench_kernel
+
+    result = bench_kernel(tasks, mode, runs, seed)
+    _print_result(result, "bench kernel", as_json)

@@ -1,0 +1,292 @@
+"""``gpuweave cluster simulate|plan hadar|plan andreas|run|compare|policies|list|show``: the cluster grain.
+
+``simulate`` runs a trace through the simulator under one policy; ``plan hadar``/``plan andreas`` plan one round of a
+snapshot; ``run``/``compare`` are the live runtime; ``list``/``show`` the bundled cluster specs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
+
+NAME = "cluster"
+app = typer.Typer(help="Cluster grain: simulate, plan and run policies; cluster specs.", no_args_is_help=True)
+plan_app = typer.Typer(help="Plan one scheduling round of a cluster snapshot and print it.", no_args_is_help=True)
+app.add_typer(plan_app, name="plan")
+
+
+@app.command("simulate")
+def simulate(
+    config: Optional[Path] = typer.Argument(None, help="Run config YAML (see docs); flags below override it."),
+    policy: Optional[str] = typer.Option(None, "--policy", "-p", help="Cluster policy (gpuweave cluster policies)."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", "-c", help="Bundled cluster name or cluster YAML."),
+    trace: Optional[str] = typer.Option(None, "--trace", "-t", help="Trace file in the gpuweave schema."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", help="Generated jobs when no trace is given."),
+    rate: Optional[float] = typer.Option(None, "--rate", help="Generated arrival rate, jobs/hour."),
+    seed: Optional[int] = typer.Option(None, "--seed"),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="Result directory (default gpuweave-out/runs/POLICY-KEY)."
+    ),
+    report: bool = typer.Option(False, "--report", help="Also write report.html into the result directory."),
+) -> None:
+    """Simulate a trace on a cluster under one policy; write jobs.csv, allocations.csv, timeseries.csv, summary.json."""
+    from rich.console import Console
+
+    from gpuweave.cluster.config import load_config, parse_config
+    from gpuweave.cluster.run import run_simulation
+    from gpuweave.errors import InputError
+    from gpuweave.files import prepare_output_dir
+
+    data = load_config(config).model_dump() if config else {}
+    overrides = {
+        "policy": policy,
+        "cluster": cluster,
+        "trace": trace,
+        "jobs": jobs,
+        "rate_per_hour": rate,
+        "seed": seed,
+    }
+    data.update({key: value for key, value in overrides.items() if value is not None})
+    if "policy" not in data:
+        raise InputError("no policy given: pass --policy NAME or a config with 'policy:'", field="policy")
+    cfg = parse_config(data, config or "<command line>")
+    out_dir = out or Path("gpuweave-out") / "runs" / f"{cfg.policy}-{cfg.key()}"
+    prepare_output_dir(out_dir, field="out", create=False)  # fail before simulating, not after
+    summary = run_simulation(cfg, out_dir)
+    console = Console()
+    console.print(_summary_table(cfg.policy, summary))
+    if report:
+        from gpuweave.report.html import render_report
+
+        path = render_report([out_dir], out_dir / "report", title=f"gpuweave: {cfg.policy}")
+        console.print(f"report: {path}")
+    console.print(f"results: {out_dir}")
+
+
+def _summary_table(policy: str, summary: dict):
+    from rich.table import Table
+
+    table = Table(title=f"summary: {policy}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for k, v in summary.items():
+        table.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
+    return table
+
+
+@app.command("policies")
+def policies(as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP)) -> None:
+    """List the registered cluster policies: trigger, what they do, options."""
+    from gpuweave.cluster.policies import POLICIES
+
+    title = "cluster policies (options go in the run config's policy_options)"
+    print_listing(POLICIES, title, as_json, meta_columns=("trigger",))
+
+
+@plan_app.command("hadar")
+def plan_hadar(
+    state: Path = typer.Argument(
+        ...,
+        metavar="SNAPSHOT",
+        help="Snapshot JSON: cluster, jobs with work, remaining and running placements "
+        "(see gpuweave.cluster.hadar_snapshot).",
+    ),
+    variant: str = typer.Option(
+        "replan", "--variant", help="replan (spec §2.8), sticky (paper §IV-B) or literal (printed Alg. 2)."
+    ),
+    utility: str = typer.Option("raw", "--utility", help="raw (effective throughput) or normalized."),
+    solver: str = typer.Option(
+        "dp", "--solver", help="dp (memoised DP with a state budget) or exact (the round's optimum, HiGHS)."
+    ),
+    order: str = typer.Option("fifo", "--order", help="Q order: fifo (spec), srpt or slack-srpt (named variants)."),
+    backfill: bool = typer.Option(False, "--backfill", help="Offer jobs the DP skipped the GPUs left free."),
+    max_states: int = typer.Option(64, "--max-states", help="DP memo budget per round."),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+) -> None:
+    """Plan one Hadar round: start, keep, move, stop or wait per job, with placements and rates."""
+    from gpuweave.cluster.hadar_plan import plan_snapshot
+    from gpuweave.errors import InputError
+
+    if max_states < 1:
+        raise InputError(f"--max-states must be >= 1, got {max_states}", field="max_states")
+    options = dict(variant=variant, utility=utility, solver=solver, order=order, backfill=backfill)
+    out = plan_snapshot(state, **options, max_states=max_states)
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+    else:
+        _print_hadar_plan(out, f"{variant}, {solver}, {order}")
+
+
+def _print_hadar_plan(out: dict, setting: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Hadar round at t={out['now']:g} s (L = {out['round_length']:g} s; {setting})")
+    for c in ("job", "job type", "W", "decision", "placement", "rate [it/s]", "remaining [it]"):
+        table.add_column(c)
+    for r in out["jobs"]:
+        where = " + ".join(f"{p['node']} ({p['gpu']}) × {p['gpus']}" for p in r["placement"])
+        rate = f"{r['rate']:.4g}" if r["placement"] else ""
+        table.add_row(r["job"], r["job_type"], str(r["gpus"]), r["decision"], where, rate, f"{r['remaining']:.6g}")
+    console = Console()
+    console.print(table)
+    fallback = "state budget hit (greedy fallback)" if out["fallback"] else "no fallback"
+    console.print(
+        f"payoff {out['value']:.6g}; {out['states']} FIND_ALLOC calls; "
+        f"{fallback}; {out['decision_seconds'] * 1000:.1f} ms"
+    )
+
+
+@plan_app.command("andreas")
+def plan_andreas(
+    state: Path = typer.Argument(
+        ..., metavar="STATE", help="Snapshot JSON: now, nodes, queued and running jobs (see gpuweave.andreas.snapshot)."
+    ),
+    method: str = typer.Option("andreas", "--method", help="andreas (Randomized Greedy), fifo, edf or priority."),
+    seed: int = typer.Option(0, "--seed", help="RG seed."),
+    max_it: int = typer.Option(1000, "--max-it", help="MaxIt_RG (capped at N*|Q|*G_cat)."),
+    variant: str = typer.Option("code", "--variant", help="Proxy objective: code (default) or paper."),
+    exact: bool = typer.Option(False, "--exact", help="Also solve the exact MILP (small queues) and print RG's gap."),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+) -> None:
+    """Plan one ANDREAS rescheduling point: job -> node and GPUs, or postponed, with the cost terms."""
+    from gpuweave.andreas.plan import plan_snapshot
+
+    out = plan_snapshot(state, method, seed, max_it, variant, exact)
+    if as_json:
+        typer.echo(json.dumps(out, indent=2, default=lambda x: None if isinstance(x, float) and math.isinf(x) else x))
+    else:
+        _print_andreas_plan(out, method, variant)
+
+
+def _print_andreas_plan(out: dict, method: str, variant: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"ANDREAS plan at t={out['now']:g} s ({method}, proxy {variant})")
+    for col in ("job", "decision", "time [s]", "ends", "due", "late [s]"):
+        table.add_column(col)
+    for r in out["jobs"]:
+        if r["node"] is None:
+            table.add_row(r["job"], f"postponed (W={r['postpone_cost']:.4g} €)", "", "", f"{r['due']:g}", "")
+        else:
+            decision = f"{r['node']} × {r['gpus']} ({r['config']})"
+            times = (f"{r['time_s']:.1f}", f"{r['end']:.1f}", f"{r['due']:g}", f"{r['late_s']:.1f}")
+            table.add_row(r["job"], decision, *times)
+    console = Console()
+    console.print(table)
+    line = (
+        f"f_OBJ = {out['f_obj']:.6g} € = energy {out['energy']:.6g} + tardiness {out['tardiness']:.6g} + "
+        f"postponement {out['postpone']:.6g}; greedy {out['f_greedy']:.6g}; {out['iterations']} iterations"
+    )
+    if "f_opt" in out:
+        line += f"; exact optimum {out['f_opt']:.6g} (RG gap {out['gap']:.2%})"
+    console.print(line)
+
+
+@app.command("run")
+def run(
+    config: Path = typer.Argument(..., help="Run config YAML (the simulate config plus an executor section)."),
+    executor: Optional[str] = typer.Option(None, "--executor", "-e", help="local or ray (default: the config's)."),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Result directory (also holds the journal and checkpoints)."),
+) -> None:
+    """Run a trace for real under a policy: workers, checkpoints, preemption, moves; write simulator results."""
+    from rich.console import Console
+
+    from gpuweave.live.launch import run_live
+
+    summary = run_live(config, executor, address, out)
+    console = Console()
+    for key in ("jobs", "completed", "avg_jct_s", "makespan_s", "restarts"):
+        value = summary[key]
+        console.print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
+    console.print(f"results: {out}")
+
+
+@app.command("compare")
+def compare(
+    sim_run: Path = typer.Argument(..., help="Result directory of `gpuweave cluster simulate`."),
+    live_run: Path = typer.Argument(..., help="Result directory of `gpuweave cluster run`."),
+) -> None:
+    """Print each job's JCT in the simulated and the live run, and the ratio live/sim."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from gpuweave.cluster.results import fmt
+    from gpuweave.live.results import compare_jct
+
+    table = Table(title=f"JCT: {live_run} (live) vs {sim_run} (sim)")
+    for column in ("job", "sim JCT s", "live JCT s", "live/sim"):
+        table.add_column(column, justify="left" if column == "job" else "right")
+    for job_id, sim, live, ratio in compare_jct(sim_run, live_run):
+        table.add_row(job_id, fmt(sim and round(sim, 2)), fmt(live and round(live, 2)), fmt(ratio and round(ratio, 3)))
+    Console().print(table)
+
+
+@app.command("list")
+def list_clusters() -> None:
+    """List the bundled cluster specs."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from gpuweave.hardware.cluster_spec import bundled_clusters, load_cluster
+
+    table = Table(title="bundled clusters")
+    for col in ("name", "nodes", "GPUs", "by model", "description"):
+        table.add_column(col)
+    for cname in bundled_clusters():
+        spec = load_cluster(cname)
+        by_model = ", ".join(f"{m} {n}" for m, n in spec.gpus_by_model().items())
+        table.add_row(cname, str(spec.total_nodes), str(spec.total_gpus), by_model, spec.description)
+    Console().print(table)
+
+
+@app.command("show")
+def show(
+    name_or_path: str = typer.Argument(..., help="A bundled cluster name (see `cluster list`) or a YAML path."),
+) -> None:
+    """Summarise a cluster spec: node groups and GPUs by model."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from gpuweave.hardware.cluster_spec import load_cluster
+
+    spec = load_cluster(name_or_path)
+    console = Console()
+    console.print(f"[bold]{spec.name}[/bold]: {spec.total_nodes} nodes, {spec.total_gpus} GPUs")
+    if spec.description:
+        console.print(spec.description, markup=False)
+    if spec.source:
+        console.print(f"source: {spec.source}", markup=False, highlight=False)
+    console.print(_node_groups_table(spec))
+    by_model = Table(title="GPUs by model")
+    by_model.add_column("GPU")
+    by_model.add_column("GPUs", justify="right")
+    for model, count in spec.gpus_by_model().items():
+        by_model.add_row(model, str(count))
+    console.print(by_model)
+
+
+def _node_groups_table(spec):
+    from rich.table import Table
+
+    nodes = spec.expand()
+    groups = Table(title="node groups")
+    for col in ("#", "count", "GPU", "GPUs/node", "GPUs", "price/kWh", "PUE", "nodes"):
+        groups.add_column(col)
+    first = 0
+    for i, group in enumerate(spec.nodes):
+        members = nodes[first : first + group.count]
+        first += group.count
+        shown = members[0].name if len(members) == 1 else f"{members[0].name} .. {members[-1].name}"
+        gpus = (str(group.gpus_per_node), str(group.count * group.gpus_per_node))
+        node_facts = (str(members[0].price_per_kwh), f"{members[0].pue:g}")
+        groups.add_row(str(i), str(group.count), group.gpu, *gpus, *node_facts, shown)
+    return groups

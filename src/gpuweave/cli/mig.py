@@ -1,0 +1,225 @@
+"""``gpuweave mig plan|validate|run|algos|generate``: the MIG grain (FAR and the baselines)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
+
+NAME = "mig"
+app = typer.Typer(
+    help="MIG grain: plan, validate and run batches of moldable tasks; list planners; generate batches.",
+    no_args_is_help=True,
+)
+
+# planning time grows about quadratically with the GPU count (100,000 GPUs: half an hour); a typo must not hang
+MAX_PLAN_GPUS = 1024
+
+
+@app.command("plan")
+def plan(
+    tasks: Optional[Path] = typer.Argument(
+        None, help="TASKS.csv: task, one column per instance size (s), optional command."
+    ),
+    gpu: str = typer.Option("A100", "--gpu", help="MIG GPU model: A30, A100, H100, H200, B200."),
+    gpus: int = typer.Option(1, "--gpus", help="Number of identical GPUs (FAR uses a forest)."),
+    algo: str = typer.Option(
+        "far",
+        "--algo",
+        help="far | miso-opt | fixpart-best | fixpart:1-1-1-1-1-1-1 | fixpart:7 | exact (see `gpuweave mig algos`).",
+    ),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the schedule JSON here."),
+    gantt: Optional[Path] = typer.Option(None, "--gantt", help="Write a Gantt chart (PNG) here."),
+    batches: Optional[Path] = typer.Option(
+        None, "--batches", help="Directory of batch CSVs (file-name order) to schedule with FAR and concatenate."
+    ),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="Write a result directory here (schedule.json, tasks.csv, summary.json)."
+    ),
+) -> None:
+    """Plan a batch of moldable tasks on MIG and print the schedule, makespan, lower bound and ratio."""
+    _check_plan_outputs(gpus, json_out, gantt, out)  # before planning: exact can take minutes
+    schedule = (
+        _plan_batches(batches, tasks, gpu, gpus, algo) if batches is not None else _plan_tasks(tasks, gpu, gpus, algo)
+    )
+    _print_schedule(schedule)
+    if json_out is not None:
+        typer.echo(f"wrote {schedule.write_json(json_out)}")
+    if gantt is not None:
+        from gpuweave.mig.gantt import plot_gantt
+
+        typer.echo(f"wrote {plot_gantt(schedule, gantt)}")
+    if out is not None:
+        from gpuweave.mig.results import write_mig_result
+
+        source = {"tasks": str(tasks)} if batches is None else {"batches": str(batches)}
+        typer.echo(f"wrote {write_mig_result(out, schedule, {**source, 'gpu': gpu, 'gpus': gpus, 'algo': algo})}")
+
+
+def _check_plan_outputs(gpus: int, json_out: Optional[Path], gantt: Optional[Path], out: Optional[Path]) -> None:
+    from gpuweave.errors import InputError
+    from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
+
+    if gpus < 1:
+        raise InputError(f"--gpus must be at least 1, got {gpus}", field="gpus")
+    if gpus > MAX_PLAN_GPUS:
+        raise InputError(f"--gpus must be at most {MAX_PLAN_GPUS} (one machine's MIG GPUs), got {gpus}", field="gpus")
+    if json_out is not None:
+        prepare_output_file(json_out, field="json")
+    if gantt is not None:
+        prepare_output_file(gantt, field="gantt", suffixes=IMAGE_SUFFIXES)
+    if out is not None:
+        prepare_output_dir(out, field="out", create=False)
+
+
+def _plan_batches(batches: Path, tasks: Optional[Path], gpu: str, gpus: int, algo: str):
+    """FAR on each batch CSV of the directory, concatenated."""
+    from gpuweave.errors import InputError
+    from gpuweave.mig.concat import chain_schedule
+    from gpuweave.mig.far import far
+    from gpuweave.mig.problem import read_batches_dir
+    from gpuweave.mig.validate import check_schedule
+
+    if tasks is not None:
+        raise InputError("give either TASKS.csv or --batches DIR, not both")
+    if algo != "far":
+        raise InputError("--batches concatenates FAR schedules; use --algo far", field="algo")
+    problems = read_batches_dir(batches, gpu, gpus)
+    labels = [p.stem for p in sorted(Path(batches).glob("*.csv"))]
+    schedule = chain_schedule([far(p) for p in problems], problems, labels)
+    check_schedule(schedule)
+    return schedule
+
+
+def _plan_tasks(tasks: Optional[Path], gpu: str, gpus: int, algo: str):
+    from gpuweave.errors import InputError
+    from gpuweave.mig.problem import read_tasks_csv
+    from gpuweave.mig.registry import plan as plan_problem
+    from gpuweave.mig.validate import check_schedule
+
+    if tasks is None:
+        raise InputError("missing TASKS.csv (or --batches DIR)")
+    problem = read_tasks_csv(tasks, gpu, gpus)
+    schedule = plan_problem(problem, algo)
+    check_schedule(schedule, problem)
+    return schedule
+
+
+def _print_schedule(schedule) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{schedule.algo} on {schedule.gpu} x{schedule.gpus}")
+    for col in ("task", "gpu", "instance", "slices", "start (s)", "end (s)"):
+        table.add_column(col)
+    for t in sorted(schedule.tasks, key=lambda t: (t.start, t.gpu_index, t.start_slice)):
+        slices = f"S{t.start_slice}-S{t.start_slice + t.size - 1}"
+        table.add_row(t.task, str(t.gpu_index), f"{t.size}g@S{t.start_slice}", slices, f"{t.start:.4f}", f"{t.end:.4f}")
+    console = Console()
+    console.print(table)
+    ops = len(schedule.operations)
+    console.print(
+        f"makespan {schedule.makespan:.4f} s   lower bound {schedule.lower_bound:.4f} s   ratio {schedule.ratio:.4f}   "
+        f"reconfigurations {ops} ({schedule.reconfiguration})"
+    )
+    info = schedule.info
+    if "optimal" in info:
+        console.print(
+            f"exact: optimal={info['optimal']} (one-lifetime class: {info.get('optimal_single_lifetime')}), "
+            f"bound {info['bound_s']:.4f} s"
+        )
+    if "chain_makespan_model" in info:
+        console.print(
+            f"chained makespan, paper model (junction reconfiguration ignored): {info['chain_makespan_model']:.4f} s"
+        )
+
+
+@app.command("run")
+def run(
+    schedule_file: Path = typer.Argument(
+        ..., metavar="SCHEDULE.json", help="A schedule from `gpuweave mig plan --json`."
+    ),
+    gpu_index: int = typer.Option(0, "--gpu-index", help="NVML index of the MIG-enabled GPU."),
+    tasks: Optional[Path] = typer.Option(
+        None, "--tasks", help="TASKS.csv with a command column (else commands from the JSON)."
+    ),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write planned vs measured times (CSV) here."),
+) -> None:
+    """Execute a schedule on a real MIG GPU (Algorithm 3) and compare planned with measured times."""
+    from gpuweave.mig.nvml_exec import execute_schedule, load_nvml, print_timings
+    from gpuweave.mig.schedule import read_schedule_json
+
+    schedule = read_schedule_json(schedule_file)
+    commands = None
+    if tasks is not None:
+        from gpuweave.mig.problem import read_tasks_csv
+
+        prob = read_tasks_csv(tasks, schedule.gpu)
+        commands = dict(zip(prob.names, prob.commands or [None] * prob.n))
+    nvml = load_nvml()
+    result = execute_schedule(schedule, nvml, gpu_index=gpu_index, commands=commands)
+    print_timings(result)
+    if out is not None:
+        typer.echo(f"wrote {result.write_csv(out)}")
+
+
+@app.command("validate")
+def validate(
+    schedule_file: Path = typer.Argument(..., metavar="SCHEDULE.json"),
+    tasks: Optional[Path] = typer.Option(
+        None, "--tasks", help="TASKS.csv: also check that every task runs once for its profiled time."
+    ),
+) -> None:
+    """Check a schedule against the MIG model; the first violated rule and its tasks, exit 2."""
+    from gpuweave.mig.problem import read_tasks_csv
+    from gpuweave.mig.schedule import read_schedule_json
+    from gpuweave.mig.validate import check_schedule
+
+    schedule = read_schedule_json(schedule_file)
+    problem = read_tasks_csv(tasks, schedule.gpu, schedule.gpus) if tasks is not None else None
+    report = check_schedule(schedule, problem, file=str(schedule_file))
+    typer.echo(
+        f"valid: {report.checked_tasks} tasks, {report.checked_operations} operations, "
+        f"makespan {schedule.makespan:.4f} s on {schedule.gpu} x{schedule.gpus}"
+    )
+
+
+@app.command("algos")
+def algos(as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP)) -> None:
+    """List the registered MIG planners (a name with :PARTITION takes a partition, e.g. fixpart:7)."""
+    from gpuweave.mig.registry import PLANNERS
+
+    def shown(entry) -> str:
+        return entry.name + (":PARTITION" if entry.meta.get("takes_arg") else "")
+
+    print_listing(PLANNERS, "MIG planners (--algo of `gpuweave mig plan`)", as_json, shown_name=shown)
+
+
+@app.command("generate")
+def generate(
+    out: Path = typer.Argument(..., help="TASKS.csv to write."),
+    n: int = typer.Option(15, "--n"),
+    gpu: str = typer.Option("A100", "--gpu"),
+    scaling: str = typer.Option("mixed", "--scaling", help="poor | mixed | good"),
+    times: str = typer.Option("wide", "--times", help="wide | narrow"),
+    p_sup: float = typer.Option(0.0, "--p-sup", help="Fraction of memory-bound tasks in groups >= 2."),
+    preset: str = typer.Option("paper", "--preset", help="paper | authors_code"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Write a synthetic batch (FAR paper Sec. 6.3 generator) as TASKS.csv."""
+    from gpuweave.files import prepare_output_file
+    from gpuweave.mig.generator import generate as generate_batch
+    from gpuweave.mig.generator import scaling as fractions
+    from gpuweave.mig.generator import time_range
+
+    prepare_output_file(out, field="out", suffixes=(".csv",))
+    problem = generate_batch(
+        n, fractions(gpu, scaling), gpu=gpu, p_sup=p_sup, times=time_range(times), seed=seed, preset_name=preset
+    )
+    lines = ["task," + ",".join(map(str, problem.sizes))]
+    lines += [name + "," + ",".join(repr(t) for t in row) for name, row in zip(problem.names, problem.times)]
+    out.write_text("\n".join(lines) + "\n")
+    typer.echo(f"wrote {out} ({n} tasks, {scaling}/{times}, p_sup={p_sup}, seed {seed})")

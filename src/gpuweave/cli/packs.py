@@ -1,0 +1,171 @@
+"""``gpuweave packs plan|run|algos``: the packs grain (co-scheduling moldable tasks into packs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
+
+NAME = "packs"
+app = typer.Typer(
+    help="Packs grain: plan a co-schedule from a profile CSV, run it, list algorithms.", no_args_is_help=True
+)
+
+
+@app.command("plan")
+def plan(
+    profile: Path = typer.Argument(..., help="Profile CSV: a 'task' column and columns 1..P of times in seconds."),
+    procs: Optional[int] = typer.Option(None, "--procs", help="Processors p (default: the profile's largest column)."),
+    k: Optional[int] = typer.Option(None, "--k", help="At most K tasks per pack (default: p)."),
+    algo: str = typer.Option(
+        "pack-by-pack-9",
+        "--algo",
+        help="Algorithm name, e.g. exact, pack-approx, pack-by-pack-9, random-proc-9, matching.",
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random heuristics."),
+    json_out: Optional[Path] = typer.Option(
+        None, "--json", help="Write the plan as JSON (input of `gpuweave packs run`)."
+    ),
+    gantt: Optional[Path] = typer.Option(None, "--gantt", help="Write the pack chart (PNG)."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="Write a result directory here (plan.json, packs.csv, summary.json)."
+    ),
+) -> None:
+    """Co-schedule the tasks of PROFILE into packs of at most K tasks on P processors."""
+    from rich.console import Console
+
+    from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
+    from gpuweave.packs.metrics import evaluate
+    from gpuweave.packs.plan_io import plan_to_dict
+    from gpuweave.packs.registry import check_k, get_algorithm, solve
+
+    get_algorithm(algo)  # unknown names fail before the file is read
+    if json_out is not None:
+        prepare_output_file(json_out, field="json")
+    if gantt is not None:
+        prepare_output_file(gantt, field="gantt", suffixes=IMAGE_SUFFIXES)
+    if out is not None:
+        prepare_output_dir(out, field="out", create=False)
+    prof = _load_profile(profile, procs)
+    kk = prof.p if k is None else k
+    check_k(prof, kk)
+    sched = solve(algo, prof, kk, seed=seed)
+    sched.validate(prof, kk)
+    metrics = evaluate(prof, sched)
+    console = Console()
+    _print_plan(console, prof, sched, kk, algo, metrics)
+    if json_out is not None:
+        json_out.write_text(json.dumps(plan_to_dict(prof, sched, kk, metrics, seed=seed), indent=2) + "\n")
+        console.print(f"wrote {json_out}")
+    if gantt is not None:
+        from gpuweave.packs.gantt import plot_packs
+
+        plot_packs(prof, sched, gantt)
+        console.print(f"wrote {gantt}")
+    if out is not None:
+        from gpuweave.packs.results import write_packs_result
+
+        config = {"profile": str(profile), "procs": prof.p, "k": kk, "algo": algo, "seed": seed}
+        console.print(f"wrote {write_packs_result(out, prof, sched, kk, config, seed)}")
+
+
+def _load_profile(profile: Path, procs: Optional[int]):
+    """The profile, its loader's warnings printed on stderr."""
+    import warnings
+
+    from gpuweave.packs.workloads import load_profile_csv
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        prof = load_profile_csv(profile, procs=procs)
+    for w in caught:
+        typer.echo(f"warning: {w.message}", err=True)
+    return prof
+
+
+def _print_plan(console, prof, sched, k: int, algo: str, metrics) -> None:
+    from rich.table import Table
+
+    from gpuweave.packs.registry import get_algorithm
+
+    table = Table(title=f"{algo}: n={prof.n}, p={prof.p}, k={k}")
+    for col in ("pack", "start (s)", "cost (s)", "procs used", "tasks (procs -> time s)"):
+        table.add_column(col)
+    for b, pk in enumerate(sched.packs):
+        tasks = ", ".join(f"{prof.names[i]} ({j} -> {t:.4g})" for i, j, t in zip(pk.tasks, pk.procs, pk.times))
+        table.add_row(str(b), f"{pk.start:.4g}", f"{pk.cost:.4g}", f"{pk.used}/{prof.p}", tasks)
+    console.print(table)
+    opt = " (proven optimum)" if get_algorithm(algo).exact else ""
+    console.print(f"cost {sched.cost:.6g} s{opt}; baseline (each task alone on p) {prof.baseline_cost():.6g} s")
+    rt = f", running time {metrics.runtime_ms:.3f} ms" if metrics.runtime_ms is not None else ""
+    console.print(
+        f"relative cost {metrics.relative_cost:.4f}, packing ratio {metrics.packing_ratio:.4f}, "
+        f"relative response time {metrics.relative_response_time:.4f}{rt}"
+    )
+
+
+@app.command("run")
+def run(
+    schedule: Path = typer.Argument(..., help="Plan JSON written by `gpuweave packs plan --json`."),
+    cpus_per_proc: int = typer.Option(1, "--cpus-per-proc", help="CPUs of this machine per schedule processor."),
+    command: Optional[str] = typer.Option(
+        None, "--command", help="Command template for tasks without one: {procs}, {cpus}, {task}, {python}."
+    ),
+    report: Optional[Path] = typer.Option(None, "--report", help="Write the planned-vs-measured report as JSON."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Kill a task after this many seconds."),
+) -> None:
+    """Run SCHEDULE here: packs in order, tasks of a pack together on disjoint CPU sets."""
+    from rich.console import Console
+
+    from gpuweave.errors import InputError
+    from gpuweave.files import prepare_output_file
+    from gpuweave.packs.plan_io import read_plan
+    from gpuweave.packs.runner import run_plan
+
+    if timeout is not None and not timeout > 0:  # also rejects NaN
+        raise InputError(f"--timeout must be > 0 seconds, got {timeout}", field="timeout")
+    if report is not None:
+        prepare_output_file(report, field="report")  # before the run, not after it
+    plan_ = read_plan(schedule)
+    rep = run_plan(plan_, cpus_per_proc=cpus_per_proc, command=command, timeout=timeout)
+    console = Console()
+    console.print(_run_table(rep, f"run of {schedule} ({plan_.procs} processors x {cpus_per_proc} CPU)"))
+    console.print(f"planned cost {rep.planned_cost:.4g} s, measured {rep.measured_cost:.4g} s")
+    if report is not None:
+        report.write_text(json.dumps(rep.as_dict(), indent=2) + "\n")
+        console.print(f"wrote {report}")
+    if not rep.ok:
+        failed = [tr.task for pk in rep.packs for tr in pk.tasks if tr.returncode != 0]
+        typer.echo(
+            f"error: task(s) failed: {', '.join(failed)}; the run stopped after pack {rep.packs[-1].index}", err=True
+        )
+        raise typer.Exit(1)
+
+
+def _run_table(rep, title: str):
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("pack", "task", "procs", "cpus", "planned (s)", "measured (s)", "rc"):
+        table.add_column(col)
+    for pk in rep.packs:
+        table.add_row(str(pk.index), "[b]pack[/b]", "", "", f"{pk.planned:.4g}", f"{pk.measured:.4g}", "")
+        for tr in pk.tasks:
+            cpus = ",".join(map(str, tr.cpus))
+            table.add_row(
+                "", tr.task, str(tr.procs), cpus, f"{tr.planned:.4g}", f"{tr.measured:.4g}", str(tr.returncode)
+            )
+    return table
+
+
+@app.command("algos")
+def algos(as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP)) -> None:
+    """List the registered packs algorithms."""
+    from gpuweave.packs.registry import ALGORITHMS
+
+    title = "packs algorithms (--algo of `gpuweave packs plan`)"
+    print_listing(ALGORITHMS, title, as_json, meta_columns=("exact", "randomized"))

@@ -1,0 +1,25 @@
+"""``gpuweave report RUN_DIR...``: plots and a self-contained HTML report of one or several runs of one kind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+NAME = "report"
+
+
+def command(
+    run_dirs: List[Path] = typer.Argument(
+        ..., help="Result directories of one kind (cluster, mig, packs or kernel runs written with --out)."
+    ),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default ./gpuweave-out/report)."),
+    title: str = typer.Option("gpuweave report", "--title", help="Report title."),
+) -> None:
+    """Write report.html (images embedded) and the plot PNGs for RUN_DIR..."""
+    from gpuweave.report.grains import report_runs
+
+    out_dir = out or Path("gpuweave-out") / "report"
+    path = report_runs(run_dirs, out_dir, title=title)
+    typer.echo(f"wrote {path}")

@@ -1,0 +1,78 @@
+"""``gpuweave sweep SWEEP.yaml``: run a grid of cluster simulations, MIG plans or packs plans locally or on Ray."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+NAME = "sweep"
+
+#: metrics of a cluster sweep in the console table (all of them are in sweep.csv); other grains show their
+#: aggregate metrics (gpuweave.sweep.spec.GRAINS)
+TABLE_METRICS = ("runs", "avg_jct_s", "p99_jct_s", "makespan_s", "utilization", "energy_kwh")
+
+
+def _hours(value):
+    return value / 3600.0 if isinstance(value, (int, float)) else value
+
+
+def _print_aggregate(spec, rows: list[dict]) -> None:
+    """Means over seeds; a cluster sweep shows its times in hours, the other grains in their own units."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from gpuweave.report.html import format_value
+    from gpuweave.sweep.spec import GRAINS
+
+    cluster = spec.grain == "cluster"
+    metrics = TABLE_METRICS if cluster else ("runs", *GRAINS[spec.grain].aggregate_metrics)
+    shown = [c for c in rows[0] if c in spec.grid or c in metrics]
+    table = Table(title=f"sweep {spec.name}: means over seeds")
+    for col in shown:
+        header = f"{col[:-2]} (h)" if cluster and col.endswith("_s") else col
+        table.add_column(header, justify="left" if isinstance(rows[0][col], str) else "right")
+    for row in rows:
+        table.add_row(*(format_value(_hours(row[c]) if cluster and c.endswith("_s") else row[c]) for c in shown))
+    Console().print(table)
+
+
+def command(
+    spec_path: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep file: grain, base, grid, out."),
+    executor: str = typer.Option("local", "--executor", help="Where cells run: local or ray."),
+    address: Optional[str] = typer.Option(
+        None, "--address", help="Ray cluster address to join (e.g. auto, ray://host:10001); default: local Ray."
+    ),
+    workers: Optional[int] = typer.Option(
+        None, "--workers", help="Worker processes (local) or CPUs of a local Ray (default: all CPUs)."
+    ),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output directory (overrides the file's out)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
+) -> None:
+    """Run every cell of SWEEP.yaml (finished cells are reused) and write sweep.csv/.parquet and a report."""
+    from gpuweave.files import prepare_output_dir
+    from gpuweave.sweep.executors import make_executor
+    from gpuweave.sweep.spec import check_inputs, load_sweep
+    from gpuweave.sweep.sweep import run_sweep
+
+    spec = load_sweep(spec_path, out=out)
+    check_inputs(spec)
+    prepare_output_dir(spec.out, field="out", create=False)
+    with make_executor(executor, workers=workers, address=address) as ex:
+        df = run_sweep(spec, ex, progress=progress)
+    summary = df.attrs["summary"]
+    if summary["aggregate"]:
+        _print_aggregate(spec, summary["aggregate"])
+    typer.echo(
+        f"{summary['cells']} cells: {summary['executed']} run, {summary['cached']} reused, {summary['failed']} failed"
+    )
+    for failure in summary["failures"]:
+        typer.echo(f"failed cell {failure['cell']} (key {failure['key']}): {failure['error']}", err=True)
+    out_dir = Path(summary["out"])
+    for name in ("sweep.csv", "sweep.parquet", "sweep_summary.json"):
+        typer.echo(f"wrote {out_dir / name}")
+    if summary["report"]:
+        typer.echo(f"wrote {summary['report']}")
+    if summary["failed"]:
+        raise typer.Exit(1)

@@ -1,0 +1,246 @@
+"""``gpuweave trace validate|convert|info|generate|cluster|import-torch``: cluster job traces and node lists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from gpuweave.cli.kernel import import_torch
+
+FORMAT_HELP = (
+    "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias or philly "
+    "(auto = detect from name and header)."
+)
+PROFILES_HELP = (
+    "Throughput profile CSV (job_type,gpu_model,num_gpus,consolidated,throughput); default: the bundled Gavel table."
+)
+
+
+def _profiles(path: Optional[Path], extrapolate: bool):
+    from gpuweave.workload.profiles import load_profiles
+
+    return load_profiles(path, extrapolate=extrapolate)
+
+
+NAME = "trace"
+app = typer.Typer(
+    help="Work with cluster job traces: validate, convert to gpuweave's schema, summarise, generate.",
+    no_args_is_help=True,
+)
+
+
+@app.command("validate")
+def validate(
+    file: Path = typer.Argument(..., help="Trace file to check."),
+    fmt: str = typer.Option("auto", "--format", "-f", help=FORMAT_HELP),
+    profiles: Optional[Path] = typer.Option(None, "--profiles", help=PROFILES_HELP),
+    reference_gpu: str = typer.Option("V100", "--reference-gpu", help="GPU whose rate turns duration into work."),
+    max_gpus: Optional[int] = typer.Option(
+        None, "--max-gpus", help="Largest placement of the target cluster; bigger jobs are errors."
+    ),
+    extrapolate: bool = typer.Option(
+        False,
+        "--extrapolate",
+        help="Scale the largest profiled GPU count linearly for bigger jobs (e.g. Philly's 16-128 GPU jobs).",
+    ),
+    any_job_type: bool = typer.Option(
+        False,
+        "--any-job-type",
+        help="Do not require job types to be in the profile store (work must then be given).",
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
+) -> None:
+    """Check every row of FILE; print a one-line summary, or one error line and exit with code 2."""
+    from gpuweave.workload.traces.formats import load_trace_frame
+    from gpuweave.workload.traces.schema import fill_work, frame_to_jobs
+
+    store = _profiles(profiles, extrapolate)
+    frame = load_trace_frame(file, fmt, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus)
+    frame = fill_work(frame, store, reference_gpu, file=file)
+    jobs = frame_to_jobs(frame)
+    for note in frame.attrs.get("notes", []):
+        typer.echo(f"note: {note}")
+    span = jobs[-1].arrival - jobs[0].arrival
+    typer.echo(
+        f"ok: {file}: {len(jobs)} jobs ({frame.attrs['format']}), arrivals over {span:,.0f} s, "
+        f"largest job {max(j.num_gpus for j in jobs)} GPUs"
+    )
+
+
+@app.command("convert")
+def convert(
+    source: Path = typer.Argument(..., metavar="IN", help="Input trace (any readable format)."),
+    out: Path = typer.Argument(..., metavar="OUT", help="Output trace in gpuweave's schema: a .csv or .parquet path."),
+    from_format: str = typer.Option("auto", "--from", help=FORMAT_HELP),
+    profiles: Optional[Path] = typer.Option(None, "--profiles", help=PROFILES_HELP),
+    max_gpus: Optional[int] = typer.Option(
+        None, "--max-gpus", help="Largest placement of the target cluster; bigger jobs are errors."
+    ),
+    fill: bool = typer.Option(
+        False,
+        "--fill-work",
+        help="Also write work (iterations) for duration-only rows: duration x rate on --reference-gpu.",
+    ),
+    reference_gpu: str = typer.Option(
+        "V100", "--reference-gpu", help="GPU whose rate turns duration into work (with --fill-work)."
+    ),
+    extrapolate: bool = typer.Option(
+        False,
+        "--extrapolate",
+        help="With --fill-work: scale the largest profiled GPU count linearly for bigger jobs.",
+    ),
+    any_job_type: bool = typer.Option(
+        False, "--any-job-type", help="Do not require job types to be in the profile store."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
+) -> None:
+    """Convert IN (any readable format) to gpuweave's trace schema at OUT (.csv or .parquet)."""
+    from gpuweave.workload.traces.formats import load_trace_frame
+    from gpuweave.workload.traces.schema import fill_work, write_frame
+
+    store = _profiles(profiles, extrapolate)
+    frame = load_trace_frame(
+        source, from_format, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus
+    )
+    if fill:
+        frame = fill_work(frame, store, reference_gpu, file=source)
+    frame = frame.dropna(axis=1, how="all")
+    write_frame(frame, out)
+    for note in frame.attrs.get("notes", []):
+        typer.echo(f"note: {note}")
+    typer.echo(f"wrote {out}: {len(frame)} jobs from {source} ({frame.attrs['format']})")
+
+
+@app.command("info")
+def info(
+    file: Path = typer.Argument(..., help="Trace file."),
+    fmt: str = typer.Option("auto", "--format", "-f", help=FORMAT_HELP),
+    seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
+    top: int = typer.Option(10, "--top", help="How many job types to list."),
+) -> None:
+    """Summarise FILE: jobs, arrival span, GPU-count histogram and job types."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from gpuweave.errors import InputError
+    from gpuweave.workload.traces.formats import load_trace_frame
+
+    if top < 0:
+        raise InputError(f"--top must be >= 0, got {top}", field="top")
+    frame = load_trace_frame(file, fmt, seed=seed)
+    console = Console()
+    summary = Table(title=f"{file.name} ({frame.attrs['format']})", show_header=False)
+    summary.add_column("what")
+    summary.add_column("value", justify="right")
+    first, last = float(frame["arrival"].min()), float(frame["arrival"].max())
+    summary.add_row("jobs", f"{len(frame):,}")
+    summary.add_row("arrivals", f"{first:,.0f} s ... {last:,.0f} s ({(last - first) / 3600:,.1f} h)")
+    summary.add_row("GPUs requested", f"{int(frame['num_gpus'].sum()):,}")
+    summary.add_row("rows with work", f"{int(frame['work'].notna().sum()):,}")
+    summary.add_row("rows with duration", f"{int(frame['duration'].notna().sum()):,}")
+    if frame["duration"].notna().any():
+        summary.add_row("median duration", f"{float(frame['duration'].median()):,.0f} s")
+    console.print(summary)
+
+    gpus = Table(title="GPUs per job")
+    gpus.add_column("GPUs", justify="right")
+    gpus.add_column("jobs", justify="right")
+    gpus.add_column("share", justify="right")
+    for count, jobs in frame["num_gpus"].value_counts().sort_index().items():
+        gpus.add_row(str(count), f"{jobs:,}", f"{jobs / len(frame):.1%}")
+    console.print(gpus)
+
+    types = Table(title=f"job types ({frame['job_type'].nunique()} distinct)")
+    types.add_column("job type")
+    types.add_column("jobs", justify="right")
+    for job_type, jobs in frame["job_type"].value_counts().head(top).items():
+        types.add_row(str(job_type), f"{jobs:,}")
+    console.print(types)
+    for note in frame.attrs.get("notes", []):
+        console.print(f"note: {note}")
+
+
+@app.command("generate")
+def generate(
+    out: Path = typer.Argument(..., help="Output trace (.csv or .parquet)."),
+    jobs: int = typer.Option(200, "--jobs", "-n", help="Number of jobs."),
+    rate: float = typer.Option(4.0, "--rate", "-r", help="Poisson arrival rate in jobs per hour."),
+    seed: int = typer.Option(0, "--seed", "-s", help="Random seed (same seed, same trace)."),
+    priority: bool = typer.Option(
+        False, "--priority", help="Give 20% of the jobs priority weight 5 (Gavel's generator)."
+    ),
+    slo: bool = typer.Option(
+        False, "--slo", help="Give every job a deadline: arrival + SLO x duration, SLO in {1.2, 2, 10}."
+    ),
+    profiles: Optional[Path] = typer.Option(None, "--profiles", help=PROFILES_HELP),
+) -> None:
+    """Generate a Philly-like trace with Gavel's distributions (1/2/4/8 GPUs, Poisson arrivals)."""
+    from gpuweave.workload.traces.generate import generate_philly_like
+    from gpuweave.workload.traces.schema import write_trace
+
+    generated = generate_philly_like(jobs, rate, seed, _profiles(profiles, False), with_priority=priority, with_slo=slo)
+    write_trace(generated, out)
+    typer.echo(f"wrote {out}: {len(generated)} jobs, seed {seed}, {rate:g} jobs/hour")
+
+
+@app.command("cluster")
+def cluster(
+    source: Path = typer.Argument(..., metavar="IN", help="Node list: openb_node_list_*.csv or node_info_df.csv."),
+    out: Optional[Path] = typer.Argument(None, metavar="OUT", help="Output YAML (default: print)."),
+    from_format: str = typer.Option("auto", "--from", help="openb-nodes, spot-nodes or auto (from the header)."),
+    name: Optional[str] = typer.Option(None, "--name", help="Cluster name (default: from the source)."),
+    price_per_kwh: Optional[float] = typer.Option(
+        None, "--price-per-kwh", help="Energy price for every node (the traces have none)."
+    ),
+    pue: Optional[float] = typer.Option(
+        None, "--pue", help="Power usage effectiveness for every node (the traces have none)."
+    ),
+    catalog_only: bool = typer.Option(
+        False,
+        "--catalog-only",
+        help="Leave out nodes whose GPU model the hardware catalog does not know (e.g. the undisclosed G2).",
+    ),
+) -> None:
+    """Turn an Alibaba node list IN into a cluster spec (YAML: name, description, source, nodes)."""
+    import math
+
+    from gpuweave.errors import InputError
+    from gpuweave.workload.traces._tables import read_text
+    from gpuweave.workload.traces.alibaba import (
+        cluster_gpu_count,
+        cluster_to_yaml,
+        read_openb_nodes,
+        read_spot_nodes,
+    )
+
+    if price_per_kwh is not None and not (math.isfinite(price_per_kwh) and price_per_kwh >= 0):
+        raise InputError(f"--price-per-kwh must be a number >= 0, got {price_per_kwh}", field="price_per_kwh")
+    if pue is not None and not (math.isfinite(pue) and pue >= 1):
+        raise InputError(f"--pue must be a number >= 1 (power usage effectiveness), got {pue}", field="pue")
+    kind = from_format
+    if kind == "auto":
+        header = read_text(source).splitlines()[0] if read_text(source).strip() else ""
+        columns = {c.strip() for c in header.split(",")}
+        kind = "spot-nodes" if "gpu_capacity_num" in columns else "openb-nodes" if "sn" in columns else ""
+        if not kind:
+            raise InputError("cannot tell the node-list format from the header; pass --from", file=source, row=0)
+    readers = {"openb-nodes": read_openb_nodes, "spot-nodes": read_spot_nodes}
+    if kind not in readers:
+        raise InputError(f"unknown node-list format {kind!r}; expected openb-nodes or spot-nodes", field="from")
+    kwargs = {"price_per_kwh": price_per_kwh, "pue": pue, "catalog_only": catalog_only}
+    if name:
+        kwargs["name"] = name
+    cluster = readers[kind](source, **kwargs)
+    text = cluster_to_yaml(cluster)
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        from gpuweave.files import prepare_output_file
+
+        prepare_output_file(out, field="out", suffixes=(".yaml", ".yml")).write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {out}: {len(cluster['nodes'])} node groups, {cluster_gpu_count(cluster):,} GPUs")
+
+
+app.command("import-torch")(import_torch)  # the same command as `gpuweave kernel import-torch`
