@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from gpuweave.mig.far import FarResult
 from gpuweave.mig.problem import MigProblem
-from gpuweave.mig.refine import refine
+from gpuweave.mig.far_refine import refine
 from gpuweave.mig.replay import Incarnation, replay
 from gpuweave.mig.schedule import Schedule, ScheduledTask
 from gpuweave.mig.tree import Forest, recompute_times, slice_ends
