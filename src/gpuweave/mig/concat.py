@@ -31,8 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuweave.mig.far import FarResult
-from gpuweave.mig.problem import MigProblem
 from gpuweave.mig.far_refine import refine
+from gpuweave.mig.problem import MigProblem
 from gpuweave.mig.replay import Incarnation, replay
 from gpuweave.mig.schedule import Schedule, ScheduledTask
 from gpuweave.mig.tree import Forest, recompute_times, slice_ends

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuweave.mig.far_refine import MOVE_EPS, RefineStats, refine
 from gpuweave.mig.phase2 import Phase2Result, best_allocation
 from gpuweave.mig.problem import MigProblem, lower_bound
-from gpuweave.mig.far_refine import MOVE_EPS, RefineStats, refine
 from gpuweave.mig.registry import register_planner
 from gpuweave.mig.schedule import Schedule
 from gpuweave.mig.tree import Forest, forest_to_schedule, recompute_times
