@@ -276,7 +276,8 @@ def _response_and_w3_cost_rows(out: _Rows, w2: list, w3: list, setup: str) -> No
                 "w2_response_large_k",
                 mean_of(w2, "relative_response_time", algo=algo, k=k),
                 f"{algo}, k={k}: not reached with SYN-REF (spec D5 gate 0.30); "
-                "the paper's W-II parameters are unpublished and the response time depends on the spread of task lengths the generator draws",
+                "the paper's W-II parameters are unpublished and the response time depends on the spread "
+                "of task lengths the generator draws",
                 metric=f"{algo} relative response time k={k} (< paper)",
             )
     for k in (16, 32):
