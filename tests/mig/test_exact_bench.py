@@ -34,7 +34,8 @@ def main(argv: list[str]) -> None:
         e = exact(p, time_limit_s=limit)
         assert validate_schedule(e.schedule, p).ok
         print(
-            f"n={n} seed={seed} proved={e.optimal} wall={e.wall_s:.1f}s optimum={e.schedule.makespan:.3f} bound={e.bound:.3f} "
+            f"n={n} seed={seed} proved={e.optimal} wall={e.wall_s:.1f}s optimum={e.schedule.makespan:.3f} "
+            f"bound={e.bound:.3f} "
             f"LB={lower_bound(p):.3f} FAR={f:.3f} FAR_gap={100 * (f / e.schedule.makespan - 1):.2f}%",
             flush=True,
         )

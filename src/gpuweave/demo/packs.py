@@ -51,7 +51,8 @@ def packs_demo(ctx: DemoContext) -> DemoSection:
         title=f"Workload-II (n=65, p=16), {CHART_ALGO}, k={DEMO_KS[-1]}: relative cost {best[1].relative_cost:.3f}",
     )
     text = (
-        f"Co-scheduling 65 synthetic parallel tasks (SYN-REF seed {ctx.seed}) on 16 processors in packs of at most k tasks. "
+        f"Co-scheduling 65 synthetic parallel tasks (SYN-REF seed {ctx.seed}) on 16 processors "
+        "in packs of at most k tasks. "
         f"Relative cost is against running every task alone on all processors; {CHART_ALGO} at k={DEMO_KS[-1]} "
         f"cuts the total time to {best[1].relative_cost:.1%} of that baseline with {len(best[0].packs)} packs."
     )

@@ -7,7 +7,7 @@ schedules are joined online so that they overlap where the slices allow it.
 * Reverse batch (Sec. 4.2): B2 runs time-mirrored (leaves first, instances merge), so its first start
   on slice s is M2 - e2[s]; offset d = max(0, max_{s used by B2} e1[s] - (M2 - e2[s])) (slice by
   slice, keep the largest), w_rev = max(M1, d + M2).
-* Move/swap for overlap (Sec. 4.3): Phase 3 (:func:`gpuweave.mig.refine.refine`) on B2's tree with
+* Move/swap for overlap (Sec. 4.3): Phase 3 (:func:`gpuweave.mig.far_refine.refine`) on B2's tree with
   slice ends initialised to e1[s] + e2[s] and an iteration cap of 20; then exact times, reverse and
   place again (w_ms); [R] if w_ms > w_rev the reversed-only result is kept.
 
@@ -31,8 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuweave.mig.far import FarResult
+from gpuweave.mig.far_refine import refine
 from gpuweave.mig.problem import MigProblem
-from gpuweave.mig.refine import refine
 from gpuweave.mig.replay import Incarnation, replay
 from gpuweave.mig.schedule import Schedule, ScheduledTask
 from gpuweave.mig.tree import Forest, recompute_times, slice_ends

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gpuweave.errors import InputError
 from gpuweave.hardware.mig import Placement, TreeNode, repartition_tree
@@ -229,6 +229,248 @@ def _canonical(schedule: Schedule, problem: MigProblem) -> Schedule:
     )
 
 
+@dataclass(slots=True)
+class _Grid:
+    """The problem on the integer time grid: durations in units of ``res`` (rounded up), placements, horizons."""
+
+    res: float
+    kidx: dict[int, int]  # size -> column of problem.times
+    dur: list[list[int | None]]  # dur[i][k]: task i on size k (None: cannot run)
+    cu: dict[int, int]  # create duration per size
+    du: dict[int, int]  # destroy duration per size
+    places: list[tuple[int, Placement]]  # (gpu, placement), index pi
+    elig: list[list[int]]  # elig[i]: the pi task i can run on
+    horizon: int
+    op_horizon: int
+
+    def task_units(self, i: int, pi: int) -> int:
+        return self.dur[i][self.kidx[self.places[pi][1].size]]
+
+    def size(self, pi: int) -> int:
+        return self.places[pi][1].size
+
+
+def _grid(problem: MigProblem, resolution: float | None, hint: Schedule) -> _Grid:
+    """Discretise ``problem``; the horizon is the hint re-timed on the grid plus the rounding slack."""
+    geom = problem.geometry
+    sizes = problem.sizes
+    finite = [t for row in problem.times for t in row if not math.isinf(t)]
+    if resolution is None:
+        resolution = min(
+            1e-3, min(finite) / 100.0, min(min(geom.create_s.values()), min(geom.destroy_s.values())) / 100.0
+        )
+    res = resolution
+    kidx = {s: k for k, s in enumerate(sizes)}
+    dur = [[_units(t, res) if not math.isinf(t) else None for t in row] for row in problem.times]
+    cu = {s: _units(geom.create_s[s], res) for s in sizes}
+    du = {s: _units(geom.destroy_s[s], res) for s in sizes}
+    places: list[tuple[int, Placement]] = [(g, p) for g in range(problem.gpus) for p in geom.placements]
+    elig = [[pi for pi, (g, p) in enumerate(places) if dur[i][kidx[p.size]] is not None] for i in range(problem.n)]
+    for i in range(problem.n):
+        if not elig[i]:
+            raise InputError(f"task {problem.names[i]!r} fits no instance")
+    # Upper bound: the hint re-timed with rounded-up durations is late by < 1 unit per element of a
+    # chain of tasks and operations; the slack below covers every chain.
+    horizon = _units(hint.makespan, res) + problem.n + len(hint.operations) + 2
+    op_horizon = horizon + problem.n * max(du.values()) + 1  # a final destroy may come after the last task
+    return _Grid(res, kidx, dur, cu, du, places, elig, horizon, op_horizon)
+
+
+@dataclass(slots=True)
+class _LifetimeModel:
+    """The CP-SAT model and the variables read back (names as in the module docstring)."""
+
+    m: object  # cp_model.CpModel
+    makespan: object
+    z: dict[tuple[int, int], object] = field(default_factory=dict)  # task i on placement pi
+    y: dict[tuple[int, int], object] = field(default_factory=dict)  # task j in the lifetime opened by r
+    w: dict[tuple[int, int], object] = field(default_factory=dict)  # lifetime r on placement pi
+    start: list = field(default_factory=list)
+    dvar: list = field(default_factory=list)
+    a_var: list = field(default_factory=list)  # create starts
+    b_var: list = field(default_factory=list)  # destroy starts
+    ce_var: list = field(default_factory=list)  # create ends
+    task_ivs_by_key: dict[tuple[int, int], list] = field(default_factory=dict)  # (gpu, slice) -> task intervals
+    cumul: dict[int, tuple[list, list]] = field(default_factory=dict)  # gpu -> (task intervals, demands)
+    life_ivs_by_key: dict[tuple[int, int], list] = field(default_factory=dict)  # (gpu, slice) -> lifetimes
+    ops_by_gpu: dict[int, list] = field(default_factory=dict)  # gpu -> create/destroy intervals
+
+
+def _add_tasks(mdl: _LifetimeModel, grid: _Grid, problem: MigProblem) -> None:
+    """Per task: a start, a duration and one optional interval per eligible placement (exactly one chosen)."""
+    m, z = mdl.m, mdl.z
+    mdl.cumul = {g: ([], []) for g in range(problem.gpus)}
+    for i in range(problem.n):
+        dmin = min(grid.task_units(i, pi) for pi in grid.elig[i])
+        dmax = max(grid.task_units(i, pi) for pi in grid.elig[i])
+        s_i = m.NewIntVar(0, max(0, grid.horizon - dmin), f"S_{i}")
+        d_i = m.NewIntVar(dmin, dmax, f"D_{i}")
+        mdl.start.append(s_i)
+        mdl.dvar.append(d_i)
+        for pi in grid.elig[i]:
+            g, p = grid.places[pi]
+            z[i, pi] = m.NewBoolVar(f"z_{i}_{pi}")
+            iv = m.NewOptionalFixedSizeIntervalVar(s_i, grid.task_units(i, pi), z[i, pi], f"t_{i}_{pi}")
+            for s in p.occupancy:
+                mdl.task_ivs_by_key.setdefault((g, s), []).append(iv)
+            mdl.cumul[g][0].append(iv)
+            mdl.cumul[g][1].append(len(p.occupancy))
+        m.AddExactlyOne(z[i, pi] for pi in grid.elig[i])
+        m.Add(d_i == sum(grid.task_units(i, pi) * z[i, pi] for pi in grid.elig[i]))
+        m.Add(mdl.makespan >= s_i + d_i)
+
+
+def _presence(m, lits: list, name: str):
+    """One literal true iff one of ``lits`` (at most one can be) is true."""
+    if len(lits) == 1:
+        return lits[0]
+    pres = m.NewBoolVar(name)
+    m.Add(pres == sum(lits))
+    return pres
+
+
+def _add_lifetime(mdl: _LifetimeModel, grid: _Grid, problem: MigProblem, r: int) -> None:
+    """Lifetime r (opened by task r): its placement, create and destroy, and its intervals per GPU and slice."""
+    m, w, rep = mdl.m, mdl.w, mdl.y[r, r]
+    elig, places = grid.elig[r], grid.places
+    max_cu, max_du = max(grid.cu.values()), max(grid.du.values())
+    for pi in elig:
+        w[r, pi] = m.NewBoolVar(f"w_{r}_{pi}")
+        m.AddImplication(w[r, pi], rep)
+        m.AddImplication(w[r, pi], mdl.z[r, pi])
+        m.AddBoolOr([rep.Not(), mdl.z[r, pi].Not(), w[r, pi]])
+    a = m.NewIntVar(0, grid.horizon, f"a_{r}")
+    b = m.NewIntVar(0, grid.op_horizon, f"b_{r}")
+    cs = m.NewIntVar(0, max_cu, f"cs_{r}")
+    ds = m.NewIntVar(0, max_du, f"ds_{r}")
+    m.Add(cs == sum(grid.cu[grid.size(pi)] * w[r, pi] for pi in elig))
+    m.Add(ds == sum(grid.du[grid.size(pi)] * w[r, pi] for pi in elig))
+    m.Add(a == 0).OnlyEnforceIf(rep.Not())
+    m.Add(b == 0).OnlyEnforceIf(rep.Not())
+    le = m.NewIntVar(0, grid.op_horizon + max_du, f"le_{r}")
+    m.Add(le == b + ds)
+    ce = m.NewIntVar(0, grid.horizon + max_cu, f"ce_{r}")
+    m.Add(ce == a + cs)
+    lsz = m.NewIntVar(0, grid.op_horizon + max_du, f"lsz_{r}")
+    mdl.a_var.append(a), mdl.b_var.append(b), mdl.ce_var.append(ce)
+    for g in range(problem.gpus):
+        on_g = [w[r, pi] for pi in elig if places[pi][0] == g]
+        if not on_g:
+            continue
+        pres_g = _presence(m, on_g, f"og_{r}_{g}")
+        mdl.ops_by_gpu[g].append(m.NewOptionalIntervalVar(a, cs, ce, pres_g, f"c_{r}_{g}"))
+        mdl.ops_by_gpu[g].append(m.NewOptionalIntervalVar(b, ds, le, pres_g, f"d_{r}_{g}"))
+        for s in range(problem.geometry.num_slices):
+            on_s = [w[r, pi] for pi in elig if places[pi][0] == g and s in places[pi][1].occupancy]
+            if not on_s:
+                continue
+            pres_s = _presence(m, on_s, f"os_{r}_{g}_{s}")
+            mdl.life_ivs_by_key.setdefault((g, s), []).append(
+                m.NewOptionalIntervalVar(a, lsz, le, pres_s, f"l_{r}_{g}_{s}")
+            )
+
+
+def _add_lifetimes(mdl: _LifetimeModel, grid: _Grid, problem: MigProblem) -> None:
+    """y[j, r] (task j in the lifetime opened by r), the lifetimes, and tasks inside their lifetime."""
+    m, y, n, elig = mdl.m, mdl.y, problem.n, grid.elig
+    for j in range(n):
+        for r in range(j + 1):
+            if set(elig[j]) & set(elig[r]):
+                y[j, r] = m.NewBoolVar(f"y_{j}_{r}")
+        m.AddExactlyOne(y[j, r] for r in range(j + 1) if (j, r) in y)
+    mdl.ops_by_gpu = {g: [] for g in range(problem.gpus)}
+    for r in range(n):
+        _add_lifetime(mdl, grid, problem, r)
+    for j, r in sorted(y):
+        lit = y[j, r]
+        if r < j:
+            m.AddImplication(lit, y[r, r])
+            for pi in set(elig[j]) | set(elig[r]):
+                m.Add(mdl.z.get((j, pi), 0) == mdl.z.get((r, pi), 0)).OnlyEnforceIf(lit)
+        m.Add(mdl.start[j] >= mdl.ce_var[r]).OnlyEnforceIf(lit)
+        m.Add(mdl.start[j] + mdl.dvar[j] <= mdl.b_var[r]).OnlyEnforceIf(lit)
+
+
+def _add_resources(mdl: _LifetimeModel, grid: _Grid, problem: MigProblem, max_lifetimes: int | None) -> None:
+    """No overlaps (lifetimes and tasks per slice, operations per GPU), the cumulative, the lifetime cap, energy."""
+    m, places = mdl.m, grid.places
+    for ivs in mdl.life_ivs_by_key.values():
+        m.AddNoOverlap(ivs)
+    for ivs in mdl.task_ivs_by_key.values():
+        if len(ivs) > 1:
+            m.AddNoOverlap(ivs)
+    for ivs in mdl.ops_by_gpu.values():
+        m.AddNoOverlap(ivs)
+    for ivs, dem in mdl.cumul.values():
+        m.AddCumulative(ivs, dem, problem.geometry.num_slices)
+    if max_lifetimes is not None:
+        for pi in range(len(places)):
+            ws = [mdl.w[r, pi] for r in range(problem.n) if (r, pi) in mdl.w]
+            if len(ws) > max_lifetimes:
+                m.Add(sum(ws) <= max_lifetimes)
+    # energy: on every slice, lifetimes are disjoint and each holds its create and its tasks
+    # before the makespan
+    m.Add(
+        sum(len(places[pi][1].occupancy) * grid.task_units(i, pi) * mdl.z[i, pi] for (i, pi) in mdl.z)
+        + sum(len(places[pi][1].occupancy) * grid.cu[grid.size(pi)] * mdl.w[r, pi] for (r, pi) in mdl.w)
+        <= problem.num_slices * mdl.makespan
+    )
+
+
+def _add_symmetry_breaking(mdl: _LifetimeModel, grid: _Grid, problem: MigProblem) -> None:
+    """GPUs in order of their lowest task index; then for every pair of exchangeable sibling subtrees, the
+    left one holds the lower lowest task index (module docstring)."""
+    places = grid.places
+    groups: list[tuple[list[int], list[int]]] = []
+    for g in range(problem.gpus - 1):
+        groups.append(
+            (
+                [pi for pi, (gg, _) in enumerate(places) if gg == g],
+                [pi for pi, (gg, _) in enumerate(places) if gg == g + 1],
+            )
+        )
+    for left, right, _ in _swap_pairs(problem.geometry):
+        for g in range(problem.gpus):
+            groups.append(
+                (
+                    [pi for pi, (gg, p) in enumerate(places) if gg == g and p in left],
+                    [pi for pi, (gg, p) in enumerate(places) if gg == g and p in right],
+                )
+            )
+    for left, right in groups:
+        u_left = []
+        for i in range(problem.n):
+            ls = [mdl.z[i, pi] for pi in left if (i, pi) in mdl.z]
+            rs = [mdl.z[i, pi] for pi in right if (i, pi) in mdl.z]
+            # task i on the right side needs a lower-index task on the left side
+            for x in rs:
+                mdl.m.AddBoolOr(u_left + [x.Not()])
+            u_left.extend(ls)
+
+
+def _decode(solver, mdl: _LifetimeModel, grid: _Grid, problem: MigProblem) -> tuple[list, list]:
+    """Tasks at their true durations, and the operations (a destroy only where a later lifetime needs it)."""
+    geom, res, places = problem.geometry, grid.res, grid.places
+    out_tasks: list[ScheduledTask] = []
+    for i in range(problem.n):
+        g, p = places[next(pi for pi in grid.elig[i] if solver.Value(mdl.z[i, pi]))]
+        st = solver.Value(mdl.start[i]) * res
+        true = problem.times[i][grid.kidx[p.size]]
+        cmd = problem.commands[i] if problem.commands else None
+        out_tasks.append(ScheduledTask(problem.names[i], g, p.size, p.start, st, st + true, cmd))
+    lives = []
+    for r in range(problem.n):
+        if solver.Value(mdl.y[r, r]):
+            g, p = places[next(pi for pi in grid.elig[r] if solver.Value(mdl.w[r, pi]))]
+            lives.append((g, p, solver.Value(mdl.a_var[r]) * res, solver.Value(mdl.b_var[r]) * res))
+    ops: list[Operation] = []
+    for g, p, a, b in lives:
+        ops.append(Operation("create", g, p.size, p.start, a, a + geom.create_s[p.size]))
+        if any(g2 == g and a2 > a and p2.overlaps(p) for g2, p2, a2, _ in lives):
+            ops.append(Operation("destroy", g, p.size, p.start, b, b + geom.destroy_s[p.size]))
+    return out_tasks, ops
+
+
 def _solve(
     problem: MigProblem,
     *,
@@ -241,179 +483,22 @@ def _solve(
     """One CP-SAT solve of the lifetime model with at most ``max_lifetimes`` lifetimes per instance."""
     from ortools.sat.python import cp_model
 
-    geom = problem.geometry
-    sizes = problem.sizes
-    n = problem.n
-    finite = [t for row in problem.times for t in row if not math.isinf(t)]
-    if resolution is None:
-        resolution = min(
-            1e-3, min(finite) / 100.0, min(min(geom.create_s.values()), min(geom.destroy_s.values())) / 100.0
-        )
-    res = resolution
     if hint is None:
         from gpuweave.mig.far import far
 
         hint = far(problem).schedule
-    kidx = {s: k for k, s in enumerate(sizes)}
-    dur = [[_units(t, res) if not math.isinf(t) else None for t in row] for row in problem.times]
-    cu = {s: _units(geom.create_s[s], res) for s in sizes}
-    du = {s: _units(geom.destroy_s[s], res) for s in sizes}
-    places: list[tuple[int, Placement]] = [(g, p) for g in range(problem.gpus) for p in geom.placements]
-    elig = [[pi for pi, (g, p) in enumerate(places) if dur[i][kidx[p.size]] is not None] for i in range(n)]
-    for i in range(n):
-        if not elig[i]:
-            raise InputError(f"task {problem.names[i]!r} fits no instance")
-    # Upper bound: the hint re-timed with rounded-up durations is late by < 1 unit per element of a
-    # chain of tasks and operations; the slack below covers every chain.
-    horizon = _units(hint.makespan, res) + n + len(hint.operations) + 2
-    op_horizon = horizon + n * max(du.values()) + 1  # a final destroy may come after the last task
-    max_du = max(du.values())
-
+    grid = _grid(problem, resolution, hint)
     m = cp_model.CpModel()
-    makespan = m.NewIntVar(0, horizon, "makespan")
-    z: dict[tuple[int, int], object] = {}
-    start, dvar = [], []
-    task_ivs_by_key: dict[tuple[int, int], list] = {}
-    cumul: dict[int, tuple[list, list]] = {g: ([], []) for g in range(problem.gpus)}
-    for i in range(n):
-        dmin = min(dur[i][kidx[places[pi][1].size]] for pi in elig[i])
-        dmax = max(dur[i][kidx[places[pi][1].size]] for pi in elig[i])
-        s_i = m.NewIntVar(0, max(0, horizon - dmin), f"S_{i}")
-        d_i = m.NewIntVar(dmin, dmax, f"D_{i}")
-        start.append(s_i)
-        dvar.append(d_i)
-        for pi in elig[i]:
-            g, p = places[pi]
-            d = dur[i][kidx[p.size]]
-            z[i, pi] = m.NewBoolVar(f"z_{i}_{pi}")
-            iv = m.NewOptionalFixedSizeIntervalVar(s_i, d, z[i, pi], f"t_{i}_{pi}")
-            for s in p.occupancy:
-                task_ivs_by_key.setdefault((g, s), []).append(iv)
-            cumul[g][0].append(iv)
-            cumul[g][1].append(len(p.occupancy))
-        m.AddExactlyOne(z[i, pi] for pi in elig[i])
-        m.Add(d_i == sum(dur[i][kidx[places[pi][1].size]] * z[i, pi] for pi in elig[i]))
-        m.Add(makespan >= s_i + d_i)
-
-    # y[j, r]: task j belongs to the lifetime whose lowest task index is r (y[r, r]: r opens one)
-    y: dict[tuple[int, int], object] = {}
-    for j in range(n):
-        for r in range(j + 1):
-            if set(elig[j]) & set(elig[r]):
-                y[j, r] = m.NewBoolVar(f"y_{j}_{r}")
-        m.AddExactlyOne(y[j, r] for r in range(j + 1) if (j, r) in y)
-    w: dict[tuple[int, int], object] = {}
-    life_ivs_by_key: dict[tuple[int, int], list] = {}
-    ops_by_gpu: dict[int, list] = {g: [] for g in range(problem.gpus)}
-    a_var, b_var, ce_var = [], [], []
-    for r in range(n):
-        rep = y[r, r]
-        for pi in elig[r]:
-            w[r, pi] = m.NewBoolVar(f"w_{r}_{pi}")
-            m.AddImplication(w[r, pi], rep)
-            m.AddImplication(w[r, pi], z[r, pi])
-            m.AddBoolOr([rep.Not(), z[r, pi].Not(), w[r, pi]])
-        a = m.NewIntVar(0, horizon, f"a_{r}")
-        b = m.NewIntVar(0, op_horizon, f"b_{r}")
-        cs = m.NewIntVar(0, max(cu.values()), f"cs_{r}")
-        ds = m.NewIntVar(0, max_du, f"ds_{r}")
-        m.Add(cs == sum(cu[places[pi][1].size] * w[r, pi] for pi in elig[r]))
-        m.Add(ds == sum(du[places[pi][1].size] * w[r, pi] for pi in elig[r]))
-        m.Add(a == 0).OnlyEnforceIf(rep.Not())
-        m.Add(b == 0).OnlyEnforceIf(rep.Not())
-        le = m.NewIntVar(0, op_horizon + max_du, f"le_{r}")
-        m.Add(le == b + ds)
-        ce = m.NewIntVar(0, horizon + max(cu.values()), f"ce_{r}")
-        m.Add(ce == a + cs)
-        lsz = m.NewIntVar(0, op_horizon + max_du, f"lsz_{r}")
-        a_var.append(a), b_var.append(b), ce_var.append(ce)
-        for g in range(problem.gpus):
-            on_g = [w[r, pi] for pi in elig[r] if places[pi][0] == g]
-            if not on_g:
-                continue
-            if len(on_g) == 1:
-                pres_g = on_g[0]
-            else:
-                pres_g = m.NewBoolVar(f"og_{r}_{g}")
-                m.Add(pres_g == sum(on_g))
-            ops_by_gpu[g].append(m.NewOptionalIntervalVar(a, cs, ce, pres_g, f"c_{r}_{g}"))
-            ops_by_gpu[g].append(m.NewOptionalIntervalVar(b, ds, le, pres_g, f"d_{r}_{g}"))
-            for s in range(geom.num_slices):
-                on_s = [w[r, pi] for pi in elig[r] if places[pi][0] == g and s in places[pi][1].occupancy]
-                if not on_s:
-                    continue
-                if len(on_s) == 1:
-                    pres_s = on_s[0]
-                else:
-                    pres_s = m.NewBoolVar(f"os_{r}_{g}_{s}")
-                    m.Add(pres_s == sum(on_s))
-                life_ivs_by_key.setdefault((g, s), []).append(
-                    m.NewOptionalIntervalVar(a, lsz, le, pres_s, f"l_{r}_{g}_{s}")
-                )
-    for j in range(n):
-        for r in range(j + 1):
-            if (j, r) not in y:
-                continue
-            lit = y[j, r]
-            if r < j:
-                m.AddImplication(lit, y[r, r])
-                for pi in set(elig[j]) | set(elig[r]):
-                    zj = z.get((j, pi), 0)
-                    zr = z.get((r, pi), 0)
-                    m.Add(zj == zr).OnlyEnforceIf(lit)
-            m.Add(start[j] >= ce_var[r]).OnlyEnforceIf(lit)
-            m.Add(start[j] + dvar[j] <= b_var[r]).OnlyEnforceIf(lit)
-    for key, ivs in life_ivs_by_key.items():
-        m.AddNoOverlap(ivs)
-    for key, ivs in task_ivs_by_key.items():
-        if len(ivs) > 1:
-            m.AddNoOverlap(ivs)
-    for g, ivs in ops_by_gpu.items():
-        m.AddNoOverlap(ivs)
-    for g, (ivs, dem) in cumul.items():
-        m.AddCumulative(ivs, dem, geom.num_slices)
-    if max_lifetimes is not None:
-        for pi in range(len(places)):
-            ws = [w[r, pi] for r in range(n) if (r, pi) in w]
-            if len(ws) > max_lifetimes:
-                m.Add(sum(ws) <= max_lifetimes)
-    # energy: on every slice, lifetimes are disjoint and each holds its create and its tasks
-    # before the makespan
-    m.Add(
-        sum(len(places[pi][1].occupancy) * dur[i][kidx[places[pi][1].size]] * z[i, pi] for (i, pi) in z)
-        + sum(len(places[pi][1].occupancy) * cu[places[pi][1].size] * w[r, pi] for (r, pi) in w)
-        <= problem.num_slices * makespan
-    )
-    # symmetry breaking (module docstring): GPUs in order of their lowest task index, then for every
-    # pair of exchangeable sibling subtrees, the left one holds the lower lowest task index
-    groups: list[tuple[list[int], list[int]]] = []
-    for g in range(problem.gpus - 1):
-        groups.append(
-            (
-                [pi for pi, (gg, _) in enumerate(places) if gg == g],
-                [pi for pi, (gg, _) in enumerate(places) if gg == g + 1],
-            )
-        )
-    for left, right, _ in _swap_pairs(geom):
-        for g in range(problem.gpus):
-            groups.append(
-                (
-                    [pi for pi, (gg, p) in enumerate(places) if gg == g and p in left],
-                    [pi for pi, (gg, p) in enumerate(places) if gg == g and p in right],
-                )
-            )
-    for left, right in groups:
-        u_left = []
-        for i in range(n):
-            ls = [z[i, pi] for pi in left if (i, pi) in z]
-            rs = [z[i, pi] for pi in right if (i, pi) in z]
-            # task i on the right side needs a lower-index task on the left side
-            for x in rs:
-                m.AddBoolOr(u_left + [x.Not()])
-            u_left.extend(ls)
-    m.Minimize(makespan)
-
-    _add_hint(m, _canonical(hint, problem), problem, places, z, y, w, start, a_var, b_var, res, horizon)
+    mdl = _LifetimeModel(m, m.NewIntVar(0, grid.horizon, "makespan"))
+    _add_tasks(mdl, grid, problem)
+    _add_lifetimes(mdl, grid, problem)
+    _add_resources(mdl, grid, problem, max_lifetimes)
+    _add_symmetry_breaking(mdl, grid, problem)
+    m.Minimize(mdl.makespan)
+    _add_hint(
+        m, _canonical(hint, problem), problem, grid.places, mdl.z, mdl.y, mdl.w, mdl.start, mdl.a_var, mdl.b_var,
+        grid.res, grid.horizon,
+    )  # fmt: skip
 
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit_s)
@@ -424,36 +509,19 @@ def _solve(
     wall = time.perf_counter() - t0
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         raise InputError(f"exact solver found no schedule within {time_limit_s} s (status {solver.StatusName(status)})")
-
-    out_tasks: list[ScheduledTask] = []
-    for i in range(n):
-        g, p = places[next(pi for pi in elig[i] if solver.Value(z[i, pi]))]
-        st = solver.Value(start[i]) * res
-        true = problem.times[i][kidx[p.size]]
-        cmd = problem.commands[i] if problem.commands else None
-        out_tasks.append(ScheduledTask(problem.names[i], g, p.size, p.start, st, st + true, cmd))
-    lives = []
-    for r in range(n):
-        if solver.Value(y[r, r]):
-            g, p = places[next(pi for pi in elig[r] if solver.Value(w[r, pi]))]
-            lives.append((g, p, solver.Value(a_var[r]) * res, solver.Value(b_var[r]) * res))
-    ops: list[Operation] = []
-    for g, p, a, b in lives:
-        ops.append(Operation("create", g, p.size, p.start, a, a + geom.create_s[p.size]))
-        if any(g2 == g and a2 > a and p2.overlaps(p) for g2, p2, a2, _ in lives):
-            ops.append(Operation("destroy", g, p.size, p.start, b, b + geom.destroy_s[p.size]))
-    ms = max(t.end for t in out_tasks)
+    out_tasks, ops = _decode(solver, mdl, grid, problem)
     optimal = status == cp_model.OPTIMAL
-    bound = solver.BestObjectiveBound() * res
+    bound = solver.BestObjectiveBound() * grid.res
     info = {
         "optimal": optimal,
         "status": solver.StatusName(status),
         "bound_s": bound,
-        "resolution_s": res,
+        "resolution_s": grid.res,
         "wall_s": wall,
     }
+    ms = max(t.end for t in out_tasks)
     sched = Schedule(problem.gpu, problem.gpus, ms, lower_bound(problem), out_tasks, ops, "table", [], "exact", info)
-    return ExactResult(sched, optimal, optimal, bound, wall, res, solver.StatusName(status))
+    return ExactResult(sched, optimal, optimal, bound, wall, grid.res, solver.StatusName(status))
 
 
 def _add_hint(

@@ -10,7 +10,7 @@ FAR(t, G) = REFINE(PHASE2(t, PHASE1(t, C_G), G)) (spec §2.5):
 1. :mod:`gpuweave.mig.phase1` -- the family of allocations (Sec. 3.1);
 2. :mod:`gpuweave.mig.phase2` -- LPT + list scheduling on the repartitioning tree with sequential
    reconfiguration (Sec. 3.2, Alg. 1), best member kept;
-3. :mod:`gpuweave.mig.refine` -- moves and swaps (Sec. 3.3, Alg. 2), then exact times
+3. :mod:`gpuweave.mig.far_refine` -- moves and swaps (Sec. 3.3, Alg. 2), then exact times
    (:func:`gpuweave.mig.tree.recompute_times`).
 
 Guarantee (Sec. 5, without reconfiguration cost): 7/4 on A30, 2 on A100/H100 against the moldable
@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuweave.mig.far_refine import MOVE_EPS, RefineStats, refine
 from gpuweave.mig.phase2 import Phase2Result, best_allocation
 from gpuweave.mig.problem import MigProblem, lower_bound
-from gpuweave.mig.refine import MOVE_EPS, RefineStats, refine
 from gpuweave.mig.registry import register_planner
 from gpuweave.mig.schedule import Schedule
 from gpuweave.mig.tree import Forest, forest_to_schedule, recompute_times

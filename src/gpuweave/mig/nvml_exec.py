@@ -155,9 +155,9 @@ def _lifetimes(schedule: Schedule) -> list[_Lifetime]:
             per_place[key][-1].destroy = True
     for t in sorted(schedule.tasks, key=lambda t: t.start):
         cands = per_place[(t.size, t.start_slice)]
-        host = [l for l in cands if l.create_at <= t.start + 1e-9][-1]
+        host = [life for life in cands if life.create_at <= t.start + 1e-9][-1]
         host.tasks.append(t)
-    lives.sort(key=lambda l: l.create_at)
+    lives.sort(key=lambda life: life.create_at)
     for i, life in enumerate(lives):
         life.deps = [e for e in lives[:i] if e.placement.overlaps(life.placement)]
     return lives
@@ -234,30 +234,49 @@ def execute_schedule(
             pass
 
 
-def _run(schedule, nvml, device, table, gi_ids, ci_ids, cmd_of, shell) -> ExecutionResult:
-    lives = _lifetimes(schedule)
-    timings = {t.task: TaskTiming(t.task, t.size, t.start_slice, t.start, t.end) for t in schedule.tasks}
-    ops: list[tuple[str, int, int, float, float]] = []
-    ops_lock = threading.Lock()
-    errors: list[BaseException] = []
-    alive: list[tuple[Any, Any]] = []
-    t0 = time.perf_counter()
+class _Execution:
+    """One run of a schedule on one device: the state its per-lifetime threads share."""
 
-    def now() -> float:
-        return time.perf_counter() - t0
+    def __init__(self, nvml, device, table, gi_ids, cmd_of, shell, timings: dict[str, TaskTiming]) -> None:
+        self.nvml, self.device, self.table, self.gi_ids = nvml, device, table, gi_ids
+        self.cmd_of, self.shell, self.timings = cmd_of, shell, timings
+        self.ops: list[tuple[str, int, int, float, float]] = []
+        self.ops_lock = threading.Lock()
+        self.errors: list[BaseException] = []
+        self.alive: list[tuple[Any, Any]] = []
+        self.t0 = time.perf_counter()
 
-    def create(p: Placement) -> tuple[Any, Any, str]:
-        row = table[str(p.size)]
+    def now(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def _mig_uuid(self, gi: Any, p: Placement) -> str:
+        """The UUID of the MIG device of GPU instance ``gi`` (what CUDA_VISIBLE_DEVICES takes)."""
+        nvml, device = self.nvml, self.device
+        gi_id = _call(nvml, "GPU instance info", nvml.nvmlGpuInstanceGetInfo, gi).id
+        for idx in range(_call(nvml, "max MIG devices", nvml.nvmlDeviceGetMaxMigDeviceCount, device)):
+            try:
+                mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(device, idx)
+            except nvml.NVMLError:
+                continue
+            if nvml.nvmlDeviceGetGpuInstanceId(mig) == gi_id:
+                uuid = nvml.nvmlDeviceGetUUID(mig)
+                return uuid if isinstance(uuid, str) else uuid.decode()
+        raise NvmlUnavailable(f"no MIG device found for the new {p.size}g instance at S{p.start}")
+
+    def create(self, p: Placement) -> tuple[Any, Any, str]:
+        """Create the GPU instance and its compute instance at ``p``; log the operation."""
+        nvml = self.nvml
+        row = self.table[str(p.size)]
         placement = nvml.c_nvmlGpuInstancePlacement_t()
         placement.start = p.start
         placement.size = row["memory_slices"]
-        a = now()
+        a = self.now()
         gi = _call(
             nvml,
             f"create {p.size}g instance at S{p.start}",
             nvml.nvmlDeviceCreateGpuInstanceWithPlacement,
-            device,
-            gi_ids[p.size],
+            self.device,
+            self.gi_ids[p.size],
             placement,
         )
         ci_info = _call(
@@ -269,25 +288,15 @@ def _run(schedule, nvml, device, table, gi_ids, ci_ids, cmd_of, shell) -> Execut
             nvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
         )
         ci = _call(nvml, "create compute instance", nvml.nvmlGpuInstanceCreateComputeInstance, gi, ci_info.id)
-        with ops_lock:
-            ops.append(("create", p.size, p.start, a, now()))
-            alive.append((gi, ci))
-        gi_id = _call(nvml, "GPU instance info", nvml.nvmlGpuInstanceGetInfo, gi).id
-        uuid = None
-        for idx in range(_call(nvml, "max MIG devices", nvml.nvmlDeviceGetMaxMigDeviceCount, device)):
-            try:
-                mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(device, idx)
-            except nvml.NVMLError:
-                continue
-            if nvml.nvmlDeviceGetGpuInstanceId(mig) == gi_id:
-                uuid = nvml.nvmlDeviceGetUUID(mig)
-                break
-        if uuid is None:
-            raise NvmlUnavailable(f"no MIG device found for the new {p.size}g instance at S{p.start}")
-        return gi, ci, uuid if isinstance(uuid, str) else uuid.decode()
+        with self.ops_lock:
+            self.ops.append(("create", p.size, p.start, a, self.now()))
+            self.alive.append((gi, ci))
+        return gi, ci, self._mig_uuid(gi, p)
 
-    def destroy(p: Placement, gi: Any, ci: Any) -> None:
-        a = now()
+    def destroy(self, p: Placement, gi: Any, ci: Any) -> None:
+        """Destroy the instance, retrying while the driver still reports it in use; log the operation."""
+        nvml = self.nvml
+        a = self.now()
         _call(nvml, "destroy compute instance", nvml.nvmlComputeInstanceDestroy, ci)
         for attempt in range(DESTROY_RETRIES):
             try:
@@ -297,50 +306,61 @@ def _run(schedule, nvml, device, table, gi_ids, ci_ids, cmd_of, shell) -> Execut
                 if getattr(exc, "value", None) != NVML_ERROR_IN_USE or attempt == DESTROY_RETRIES - 1:
                     raise NvmlUnavailable(f"destroy {p.size}g instance at S{p.start} failed: {exc}") from None
                 time.sleep(DESTROY_RETRY_S)
-        with ops_lock:
-            ops.append(("destroy", p.size, p.start, a, now()))
-            alive.remove((gi, ci))
+        with self.ops_lock:
+            self.ops.append(("destroy", p.size, p.start, a, self.now()))
+            self.alive.remove((gi, ci))
 
-    def worker(life: _Lifetime) -> None:
+    def run_lifetime(self, life: _Lifetime) -> None:
+        """Thread body: wait for the overlapping earlier lifetimes, create, run the tasks in order, destroy."""
         try:
             for dep in life.deps:
                 dep.done.wait()
-            if errors:
+            if self.errors:
                 return
-            gi, ci, uuid = create(life.placement)
+            gi, ci, uuid = self.create(life.placement)
             env = dict(os.environ, CUDA_VISIBLE_DEVICES=uuid)
             for t in life.tasks:
-                tt = timings[t.task]
-                tt.measured_start = now()
-                proc = subprocess.run(cmd_of[t.task], shell=True, executable=shell, env=env)
-                tt.measured_end = now()
+                tt = self.timings[t.task]
+                tt.measured_start = self.now()
+                proc = subprocess.run(self.cmd_of[t.task], shell=True, executable=self.shell, env=env)
+                tt.measured_end = self.now()
                 tt.returncode = proc.returncode
             if life.destroy:
-                destroy(life.placement, gi, ci)
+                self.destroy(life.placement, gi, ci)
         except BaseException as exc:  # noqa: BLE001 - reported after join
-            errors.append(exc)
+            self.errors.append(exc)
         finally:
             life.done.set()
 
-    threads = [threading.Thread(target=worker, args=(life,), daemon=True) for life in lives]
+    def clean_up(self) -> None:
+        """Destroy the instances the plan keeps to the end; then raise the first error of a thread, if any."""
+        for gi, ci in list(self.alive):
+            try:
+                self.nvml.nvmlComputeInstanceDestroy(ci)
+                self.nvml.nvmlGpuInstanceDestroy(gi)
+            except self.nvml.NVMLError:
+                pass
+        if self.errors:
+            err = self.errors[0]
+            if isinstance(err, InputError):
+                raise err
+            raise NvmlUnavailable(f"execution failed: {err}")
+
+
+def _run(schedule, nvml, device, table, gi_ids, ci_ids, cmd_of, shell) -> ExecutionResult:
+    """One thread per instance lifetime; a lifetime starts once the earlier ones sharing its slices are done."""
+    lives = _lifetimes(schedule)
+    timings = {t.task: TaskTiming(t.task, t.size, t.start_slice, t.start, t.end) for t in schedule.tasks}
+    execution = _Execution(nvml, device, table, gi_ids, cmd_of, shell, timings)
+    threads = [threading.Thread(target=execution.run_lifetime, args=(life,), daemon=True) for life in lives]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
-    for gi, ci in list(alive):  # cleanup: instances the plan keeps to the end
-        try:
-            nvml.nvmlComputeInstanceDestroy(ci)
-            nvml.nvmlGpuInstanceDestroy(gi)
-        except nvml.NVMLError:
-            pass
-    if errors:
-        err = errors[0]
-        if isinstance(err, InputError):
-            raise err
-        raise NvmlUnavailable(f"execution failed: {err}")
+    execution.clean_up()
     rows = sorted(timings.values(), key=lambda t: t.planned_start)
     measured = max((t.measured_end for t in rows), default=0.0)
-    return ExecutionResult(rows, schedule.makespan, measured, ops)
+    return ExecutionResult(rows, schedule.makespan, measured, execution.ops)
 
 
 def print_timings(result: ExecutionResult) -> None:

@@ -143,31 +143,19 @@ def _parse_time(text: str, file: Path | str, row: int, column: str) -> float:
     return t
 
 
-def read_tasks_csv(path: str | Path, gpu: str = "A100", gpus: int = 1, *, text: str | None = None) -> MigProblem:
-    """Read TASKS.csv: columns ``task``, one per instance size of ``gpu`` (seconds), optional ``command``.
+def _read_tasks_text(path: str | Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("tasks file not found", file=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read tasks file: {exc.strerror}", file=path) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", file=path) from None
 
-    Lines starting with ``#`` are comments. Errors (missing columns, a size the GPU does not offer,
-    zero/negative/non-numeric times, duplicate names, no rows) raise one InputError naming file,
-    row and column.
-    """
-    geometry = get_mig_geometry(gpu)
-    sizes = tuple(sorted(geometry.sizes))
-    if text is None:
-        try:
-            text = Path(path).read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
-            raise InputError("tasks file not found", file=path) from None
-        except OSError as exc:
-            raise InputError(f"cannot read tasks file: {exc.strerror}", file=path) from None
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text (byte {exc.start})", file=path) from None
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    if not lines:
-        raise InputError("empty tasks file (expected a header: task," + ",".join(map(str, sizes)) + ")", file=path)
-    reader = csv.reader(lines)
-    header = [h.strip() for h in next(reader)]
-    if "task" not in header:
-        raise InputError(f"missing column 'task' (header: {','.join(header)})", file=path, field="task")
+
+def _size_columns(header: list[str], gpu_name: str, sizes: tuple[int, ...], path: str | Path) -> dict[int, int]:
+    """Instance size -> column index; every size of the GPU must have one, and no other column is allowed."""
     size_cols: dict[int, int] = {}
     for j, h in enumerate(header):
         if h in ("task", "command") or not h:
@@ -179,17 +167,37 @@ def read_tasks_csv(path: str | Path, gpu: str = "A100", gpus: int = 1, *, text: 
                 f"unknown column {h!r}; expected task, command or an instance size {list(sizes)}", file=path, field=h
             ) from None
         if size not in sizes:
-            raise InputError(
-                f"{geometry.name} has no instance of size {size}; sizes: {list(sizes)}", file=path, field=h
-            )
+            raise InputError(f"{gpu_name} has no instance of size {size}; sizes: {list(sizes)}", file=path, field=h)
         size_cols[size] = j
     missing = [s for s in sizes if s not in size_cols]
     if missing:
         raise InputError(
-            f"missing size column(s) {','.join(map(str, missing))} for {geometry.name} (needs {','.join(map(str, sizes))})",
+            f"missing size column(s) {','.join(map(str, missing))} for {gpu_name} (needs {','.join(map(str, sizes))})",
             file=path,
             field=str(missing[0]),
         )
+    return size_cols
+
+
+def read_tasks_csv(path: str | Path, gpu: str = "A100", gpus: int = 1, *, text: str | None = None) -> MigProblem:
+    """Read TASKS.csv: columns ``task``, one per instance size of ``gpu`` (seconds), optional ``command``.
+
+    Lines starting with ``#`` are comments. Errors (missing columns, a size the GPU does not offer,
+    zero/negative/non-numeric times, duplicate names, no rows) raise one InputError naming file,
+    row and column.
+    """
+    geometry = get_mig_geometry(gpu)
+    sizes = tuple(sorted(geometry.sizes))
+    if text is None:
+        text = _read_tasks_text(path)
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        raise InputError("empty tasks file (expected a header: task," + ",".join(map(str, sizes)) + ")", file=path)
+    reader = csv.reader(lines)
+    header = [h.strip() for h in next(reader)]
+    if "task" not in header:
+        raise InputError(f"missing column 'task' (header: {','.join(header)})", file=path, field="task")
+    size_cols = _size_columns(header, geometry.name, sizes, path)
     task_col = header.index("task")
     cmd_col = header.index("command") if "command" in header else None
     names: list[str] = []

@@ -128,6 +128,60 @@ def _num(d: dict, key: str, where: str, file: str | None, *, integer: bool = Fal
     return v
 
 
+def _task_from_dict(t: dict, where: str, file: str | None) -> ScheduledTask:
+    name = t.get("task")
+    if not isinstance(name, (str, int)) or isinstance(name, bool) or str(name) == "":
+        raise InputError("missing task name", file=file, field=f"{where}.task")
+    cmd = t.get("command")
+    if cmd is not None and not isinstance(cmd, str):
+        raise InputError("command must be a string", file=file, field=f"{where}.command")
+    return ScheduledTask(
+        str(name),
+        _num(t, "gpu_index", where, file, integer=True),
+        _num(t, "size", where, file, integer=True),
+        _num(t, "start_slice", where, file, integer=True),
+        float(_num(t, "start", where, file)),
+        float(_num(t, "end", where, file)),
+        cmd,
+    )
+
+
+def _operation_from_dict(o: dict, where: str, file: str | None) -> Operation:
+    kind = o.get("op")
+    if kind not in ("create", "destroy"):
+        raise InputError(f"op must be 'create' or 'destroy', got {kind!r}", file=file, field=f"{where}.op")
+    return Operation(
+        kind,
+        _num(o, "gpu_index", where, file, integer=True),
+        _num(o, "size", where, file, integer=True),
+        _num(o, "start_slice", where, file, integer=True),
+        float(_num(o, "start", where, file)),
+        float(_num(o, "end", where, file)),
+    )
+
+
+def _initial_from_dict(o: dict, where: str, file: str | None) -> InitialInstance:
+    return InitialInstance(
+        _num(o, "gpu_index", where, file, integer=True),
+        _num(o, "size", where, file, integer=True),
+        _num(o, "start_slice", where, file, integer=True),
+    )
+
+
+def _parse_list(data: dict, key: str, file: str | None, parse, *, required: bool = False) -> list:
+    """``data[key]`` as a list of objects, each parsed by ``parse(obj, where, file)`` (absent: [] unless required)."""
+    raw = data.get(key) if required else data.get(key, [])
+    if not isinstance(raw, list):
+        raise InputError(f"'{key}' must be a list", file=file, field=key)
+    out = []
+    for i, obj in enumerate(raw):
+        where = f"{key}[{i}]"
+        if not isinstance(obj, dict):
+            raise InputError("expected an object", file=file, field=where)
+        out.append(parse(obj, where, file))
+    return out
+
+
 def schedule_from_dict(data: Any, file: str | None = None) -> Schedule:
     """Parse the schedule JSON object; structural errors raise InputError naming the field."""
     if not isinstance(data, dict):
@@ -145,67 +199,9 @@ def schedule_from_dict(data: Any, file: str | None = None) -> Schedule:
         raise InputError(
             f"reconfiguration must be one of {RECONFIG_MODELS}, got {recon!r}", file=file, field="reconfiguration"
         )
-    raw_tasks = data.get("tasks")
-    if not isinstance(raw_tasks, list):
-        raise InputError("'tasks' must be a list", file=file, field="tasks")
-    tasks = []
-    for i, t in enumerate(raw_tasks):
-        where = f"tasks[{i}]"
-        if not isinstance(t, dict):
-            raise InputError("expected an object", file=file, field=where)
-        name = t.get("task")
-        if not isinstance(name, (str, int)) or isinstance(name, bool) or str(name) == "":
-            raise InputError("missing task name", file=file, field=f"{where}.task")
-        cmd = t.get("command")
-        if cmd is not None and not isinstance(cmd, str):
-            raise InputError("command must be a string", file=file, field=f"{where}.command")
-        tasks.append(
-            ScheduledTask(
-                str(name),
-                _num(t, "gpu_index", where, file, integer=True),
-                _num(t, "size", where, file, integer=True),
-                _num(t, "start_slice", where, file, integer=True),
-                float(_num(t, "start", where, file)),
-                float(_num(t, "end", where, file)),
-                cmd,
-            )
-        )
-    raw_ops = data.get("operations", [])
-    if not isinstance(raw_ops, list):
-        raise InputError("'operations' must be a list", file=file, field="operations")
-    ops = []
-    for i, o in enumerate(raw_ops):
-        where = f"operations[{i}]"
-        if not isinstance(o, dict):
-            raise InputError("expected an object", file=file, field=where)
-        kind = o.get("op")
-        if kind not in ("create", "destroy"):
-            raise InputError(f"op must be 'create' or 'destroy', got {kind!r}", file=file, field=f"{where}.op")
-        ops.append(
-            Operation(
-                kind,
-                _num(o, "gpu_index", where, file, integer=True),
-                _num(o, "size", where, file, integer=True),
-                _num(o, "start_slice", where, file, integer=True),
-                float(_num(o, "start", where, file)),
-                float(_num(o, "end", where, file)),
-            )
-        )
-    raw_init = data.get("initial_instances", [])
-    if not isinstance(raw_init, list):
-        raise InputError("'initial_instances' must be a list", file=file, field="initial_instances")
-    init = []
-    for i, o in enumerate(raw_init):
-        where = f"initial_instances[{i}]"
-        if not isinstance(o, dict):
-            raise InputError("expected an object", file=file, field=where)
-        init.append(
-            InitialInstance(
-                _num(o, "gpu_index", where, file, integer=True),
-                _num(o, "size", where, file, integer=True),
-                _num(o, "start_slice", where, file, integer=True),
-            )
-        )
+    tasks = _parse_list(data, "tasks", file, _task_from_dict, required=True)
+    ops = _parse_list(data, "operations", file, _operation_from_dict)
+    init = _parse_list(data, "initial_instances", file, _initial_from_dict)
     algo = data.get("algo", "")
     return Schedule(
         gpu, gpus, float(makespan), float(lb), tasks, ops, recon, init, str(algo or ""), dict(data.get("info") or {})

@@ -85,95 +85,96 @@ def _find_placement(geometry: MigGeometry, size: int, start: int) -> Placement |
     return None
 
 
-def validate_schedule(
-    schedule: Schedule,
-    problem: MigProblem | None = None,
-    *,
-    stop_at_first: bool = False,
-) -> ValidationReport:
-    """Check ``schedule``; with ``problem`` also task completeness and durations. Never raises on a bad schedule."""
-    report = ValidationReport(checked_tasks=len(schedule.tasks), checked_operations=len(schedule.operations))
-    v = report.violations
+class _StopAtFirst(Exception):
+    """Raised by :meth:`_Findings.add` once the first violation is recorded under ``stop_at_first``."""
 
-    def add(rule: str, message: str, tasks: tuple[str, ...] = ()) -> bool:
-        v.append(Violation(rule, message, tasks))
-        return stop_at_first
 
-    # 1. gpu
-    try:
-        geometry = get_mig_geometry(schedule.gpu)
-    except InputError as exc:
-        add("gpu", exc.message)
-        return report
+@dataclass(slots=True)
+class _Findings:
+    """The violations found so far; ``add`` ends the validation early under ``stop_at_first``."""
+
+    violations: list[Violation]
+    stop_at_first: bool
+
+    def add(self, rule: str, message: str, tasks: tuple[str, ...] = ()) -> None:
+        self.violations.append(Violation(rule, message, tasks))
+        if self.stop_at_first:
+            raise _StopAtFirst
+
+
+Key = tuple[int, int, int]  # (gpu_index, size, start_slice): one instance
+
+
+def _check_gpu(schedule: Schedule, problem: MigProblem | None, geometry: MigGeometry, out: _Findings) -> None:
+    """Rule 1: the tasks are for this GPU and every gpu_index is in range."""
     if problem is not None and problem.geometry.name != geometry.name:
-        if add("gpu", f"schedule is for {schedule.gpu} but the tasks are for {problem.gpu}"):
-            return report
+        out.add("gpu", f"schedule is for {schedule.gpu} but the tasks are for {problem.gpu}")
     for t in schedule.tasks:
         if not (0 <= t.gpu_index < schedule.gpus):
-            if add("gpu", f"task on gpu_index {t.gpu_index}, schedule has {schedule.gpus} GPU(s)", (t.task,)):
-                return report
+            out.add("gpu", f"task on gpu_index {t.gpu_index}, schedule has {schedule.gpus} GPU(s)", (t.task,))
     for o in schedule.operations:
         if not (0 <= o.gpu_index < schedule.gpus):
-            if add("gpu", f"{o.op} on gpu_index {o.gpu_index}, schedule has {schedule.gpus} GPU(s)"):
-                return report
-    if v:
-        return report
+            out.add("gpu", f"{o.op} on gpu_index {o.gpu_index}, schedule has {schedule.gpus} GPU(s)")
 
-    # 2. placements
+
+def _check_placements(schedule: Schedule, geometry: MigGeometry, out: _Findings) -> dict[int, Placement]:
+    """Rule 2: tasks, operations and initial instances use allowed instances; returns each task's placement."""
     allowed = ", ".join(p.label for p in geometry.placements)
     task_pl: dict[int, Placement] = {}
     for idx, t in enumerate(schedule.tasks):
         p = _find_placement(geometry, t.size, t.start_slice)
         if p is None:
-            if add(
+            out.add(
                 "placement",
-                f"{geometry.name} has no instance of size {t.size} at slice {t.start_slice} (allowed size@slice: {allowed})",
+                f"{geometry.name} has no instance of size {t.size} at slice {t.start_slice} "
+                f"(allowed size@slice: {allowed})",
                 (t.task,),
-            ):
-                return report
+            )
         else:
             task_pl[idx] = p
     for o in schedule.operations:
         if _find_placement(geometry, o.size, o.start_slice) is None:
-            if add("placement", f"{o.op} of an instance {o.size}@{o.start_slice} that {geometry.name} does not allow"):
-                return report
+            out.add("placement", f"{o.op} of an instance {o.size}@{o.start_slice} that {geometry.name} does not allow")
     for i in schedule.initial_instances:
         if _find_placement(geometry, i.size, i.start_slice) is None or not (0 <= i.gpu_index < schedule.gpus):
-            if add("placement", f"initial instance {i.size}@{i.start_slice} on GPU {i.gpu_index} is not allowed"):
-                return report
-    if v:
-        return report
+            out.add("placement", f"initial instance {i.size}@{i.start_slice} on GPU {i.gpu_index} is not allowed")
+    return task_pl
 
-    # 3. tasks
+
+def _check_tasks(schedule: Schedule, problem: MigProblem | None, out: _Findings) -> None:
+    """Rule 3: each task once, ending after it starts; with a task table, all of them, at their profiled times."""
     seen: dict[str, int] = {}
     for t in schedule.tasks:
         seen[t.task] = seen.get(t.task, 0) + 1
         if not (t.end >= t.start - TOL):
-            if add("tasks", f"task ends ({t.end}) before it starts ({t.start})", (t.task,)):
-                return report
+            out.add("tasks", f"task ends ({t.end}) before it starts ({t.start})", (t.task,))
     dups = tuple(sorted(n for n, c in seen.items() if c > 1))
-    if dups and add("tasks", "task scheduled more than once", dups):
-        return report
-    if problem is not None:
-        missing = tuple(n for n in problem.names if n not in seen)
-        if missing and add("tasks", f"{len(missing)} task(s) of the batch are not scheduled", missing[:5]):
-            return report
-        index = {n: i for i, n in enumerate(problem.names)}
-        extra = tuple(n for n in seen if n not in index)
-        if extra and add("tasks", "task(s) not in the batch", extra[:5]):
-            return report
-        for t in schedule.tasks:
-            if t.task in index and t.size in problem.sizes:
-                want = problem.time(index[t.task], t.size)
-                if math.isinf(want) or abs((t.end - t.start) - want) > TOL * max(1.0, want) + TOL:
-                    if add(
-                        "tasks",
-                        f"runs {t.end - t.start:.6g} s on size {t.size}, its profiled time is {want:.6g} s",
-                        (t.task,),
-                    ):
-                        return report
+    if dups:
+        out.add("tasks", "task scheduled more than once", dups)
+    if problem is None:
+        return
+    missing = tuple(n for n in problem.names if n not in seen)
+    if missing:
+        out.add("tasks", f"{len(missing)} task(s) of the batch are not scheduled", missing[:5])
+    index = {n: i for i, n in enumerate(problem.names)}
+    extra = tuple(n for n in seen if n not in index)
+    if extra:
+        out.add("tasks", "task(s) not in the batch", extra[:5])
+    for t in schedule.tasks:
+        if t.task in index and t.size in problem.sizes:
+            want = problem.time(index[t.task], t.size)
+            if math.isinf(want) or abs((t.end - t.start) - want) > TOL * max(1.0, want) + TOL:
+                out.add(
+                    "tasks",
+                    f"runs {t.end - t.start:.6g} s on size {t.size}, its profiled time is {want:.6g} s",
+                    (t.task,),
+                )
 
-    # 4. no two tasks overlap on a slice
+
+def _check_slice_overlap(
+    schedule: Schedule, geometry: MigGeometry, task_pl: dict[int, Placement], out: _Findings
+) -> None:
+    """Rule 4: no two tasks overlap in time on a slice (by occupancy)."""
     per = geometry.num_slices
     by_slice: dict[int, list[tuple[float, float, str]]] = {}
     for idx, t in enumerate(schedule.tasks):
@@ -184,115 +185,153 @@ def validate_schedule(
         for a, b in zip(items, items[1:]):
             if b[0] < a[1] - TOL:
                 g, s = divmod(key, per)
-                if add(
+                out.add(
                     "slice-overlap",
                     f"tasks overlap on GPU {g} slice S{s} ({a[0]:.6g}-{a[1]:.6g} and {b[0]:.6g}-{b[1]:.6g})",
                     (a[2], b[2]),
-                ):
-                    return report
+                )
 
-    # 5. durations of operations
+
+def _check_op_durations(schedule: Schedule, geometry: MigGeometry, out: _Findings) -> None:
+    """Rule 5: each create/destroy lasts the table's time for its size (zero when reconfiguration is free)."""
     free = schedule.reconfiguration == "free"
     for o in schedule.operations:
         want = 0.0 if free else (geometry.create_s if o.op == "create" else geometry.destroy_s)[o.size]
         if abs((o.end - o.start) - want) > TOL:
-            if add(
+            out.add(
                 "op-duration",
-                f"{o.op} of {o.size}@S{o.start_slice} on GPU {o.gpu_index} lasts {o.end - o.start:.6g} s, the table says {want:.6g} s",
-            ):
-                return report
+                f"{o.op} of {o.size}@S{o.start_slice} on GPU {o.gpu_index} lasts {o.end - o.start:.6g} s, "
+                f"the table says {want:.6g} s",
+            )
 
-    # 6. operations sequential per GPU
+
+def _check_op_sequential(schedule: Schedule, out: _Findings) -> None:
+    """Rule 6: the operations of one GPU are pairwise disjoint in time."""
     for g in range(schedule.gpus):
         ops = sorted((o for o in schedule.operations if o.gpu_index == g), key=lambda o: (o.start, o.end))
         for a, b in zip(ops, ops[1:]):
             if b.start < a.end - TOL:
-                if add(
+                out.add(
                     "op-sequential",
-                    f"GPU {g}: {a.op} {a.size}@S{a.start_slice} ({a.start:.6g}-{a.end:.6g}) overlaps {b.op} {b.size}@S{b.start_slice} ({b.start:.6g}-{b.end:.6g}); the driver runs them one at a time",
-                ):
-                    return report
+                    f"GPU {g}: {a.op} {a.size}@S{a.start_slice} ({a.start:.6g}-{a.end:.6g}) overlaps "
+                    f"{b.op} {b.size}@S{b.start_slice} ({b.start:.6g}-{b.end:.6g}); "
+                    "the driver runs them one at a time",
+                )
 
-    # 7. per-instance op order -> lifetimes
-    lives: dict[tuple[int, int, int], list[_Life]] = {}
-    open_life: dict[tuple[int, int, int], _Life] = {}
+
+def _instance_lifetimes(schedule: Schedule, geometry: MigGeometry, out: _Findings) -> dict[Key, list[_Life]]:
+    """Rule 7: per instance, operations alternate create, destroy, ...; returns the lifetimes they define."""
+    lives: dict[Key, list[_Life]] = {}
+    open_life: dict[Key, _Life] = {}
     for i in schedule.initial_instances:
         key = (i.gpu_index, i.size, i.start_slice)
         if key in open_life:
-            if add("op-order", f"initial instance {i.size}@S{i.start_slice} on GPU {i.gpu_index} listed twice"):
-                return report
+            out.add("op-order", f"initial instance {i.size}@S{i.start_slice} on GPU {i.gpu_index} listed twice")
             continue
         life = _Life(i.gpu_index, _find_placement(geometry, i.size, i.start_slice), 0.0, 0.0, math.inf, math.inf)
         open_life[key] = life
         lives.setdefault(key, []).append(life)
     for o in sorted(schedule.operations, key=lambda o: (o.start, o.end, o.op != "destroy")):
         key = (o.gpu_index, o.size, o.start_slice)
-        pl = _find_placement(geometry, o.size, o.start_slice)
+        where = f"{o.size}@S{o.start_slice} on GPU {o.gpu_index} at {o.start:.6g} s"
         if o.op == "create":
             if key in open_life:
-                if add(
-                    "op-order",
-                    f"create of {o.size}@S{o.start_slice} on GPU {o.gpu_index} at {o.start:.6g} s while that instance already exists",
-                ):
-                    return report
+                out.add("op-order", f"create of {where} while that instance already exists")
                 continue
-            life = _Life(o.gpu_index, pl, o.start, o.end, math.inf, math.inf)
+            life = _Life(
+                o.gpu_index, _find_placement(geometry, o.size, o.start_slice), o.start, o.end, math.inf, math.inf
+            )
             open_life[key] = life
             lives.setdefault(key, []).append(life)
         else:
             life = open_life.pop(key, None)
             if life is None:
-                if add(
-                    "op-order",
-                    f"destroy of {o.size}@S{o.start_slice} on GPU {o.gpu_index} at {o.start:.6g} s without a live instance",
-                ):
-                    return report
+                out.add("op-order", f"destroy of {where} without a live instance")
                 continue
             life.release, life.until = o.start, o.end
+    return lives
 
-    # 8. tasks inside a lifetime of their instance
+
+def _check_task_lifetimes(schedule: Schedule, lives: dict[Key, list[_Life]], out: _Findings) -> None:
+    """Rule 8: each task lies after its instance's create ends and before its destroy starts."""
     for t in schedule.tasks:
-        key = (t.gpu_index, t.size, t.start_slice)
-        inside = any(l.ready - TOL <= t.start and t.end <= l.release + TOL for l in lives.get(key, []))
-        if not inside:
-            near = lives.get(key, [])
-            if not near:
-                msg = f"runs on {t.size}@S{t.start_slice} of GPU {t.gpu_index}, which is never created"
-            else:
-                msg = (
-                    f"runs {t.start:.6g}-{t.end:.6g} s on {t.size}@S{t.start_slice} of GPU {t.gpu_index} outside its lifetimes "
-                    + ", ".join(f"[ready {l.ready:.6g}, destroy {l.release:.6g}]" for l in near)
-                )
-            if add("instance-lifetime", msg, (t.task,)):
-                return report
+        near = lives.get((t.gpu_index, t.size, t.start_slice), [])
+        if any(life.ready - TOL <= t.start and t.end <= life.release + TOL for life in near):
+            continue
+        if not near:
+            msg = f"runs on {t.size}@S{t.start_slice} of GPU {t.gpu_index}, which is never created"
+        else:
+            msg = (
+                f"runs {t.start:.6g}-{t.end:.6g} s on {t.size}@S{t.start_slice} of GPU {t.gpu_index} "
+                "outside its lifetimes "
+                + ", ".join(f"[ready {life.ready:.6g}, destroy {life.release:.6g}]" for life in near)
+            )
+        out.add("instance-lifetime", msg, (t.task,))
 
-    # 9. coexisting instances form a valid partition
+
+def _check_partition(schedule: Schedule, lives: dict[Key, list[_Life]], out: _Findings) -> None:
+    """Rule 9: instances alive at the same moment have disjoint occupancy."""
     for g in range(schedule.gpus):
-        gl = sorted((l for ls in lives.values() for l in ls if l.gpu == g), key=lambda l: l.begin)
+        gl = sorted((life for ls in lives.values() for life in ls if life.gpu == g), key=lambda life: life.begin)
         for i, a in enumerate(gl):
             for b in gl[i + 1 :]:
                 if b.begin >= a.until - TOL:
                     continue
                 if a.placement.overlaps(b.placement) and b.begin < a.until - TOL and a.begin < b.until - TOL:
+                    pair = ((a.placement.size, a.placement.start), (b.placement.size, b.placement.start))
                     users = tuple(
-                        t.task
-                        for t in schedule.tasks
-                        if t.gpu_index == g
-                        and (t.size, t.start_slice)
-                        in ((a.placement.size, a.placement.start), (b.placement.size, b.placement.start))
+                        t.task for t in schedule.tasks if t.gpu_index == g and (t.size, t.start_slice) in pair
                     )[:4]
-                    if add(
+                    out.add(
                         "partition",
-                        f"GPU {g}: instances {a.placement.label} (alive {a.begin:.6g}-{a.until:.6g} s) and {b.placement.label} (from {b.begin:.6g} s) "
+                        f"GPU {g}: instances {a.placement.label} (alive {a.begin:.6g}-{a.until:.6g} s) and "
+                        f"{b.placement.label} (from {b.begin:.6g} s) "
                         "coexist but share slices, so they are not a valid partition",
                         users,
-                    ):
-                        return report
+                    )
 
-    # 10. makespan
+
+def _check_makespan(schedule: Schedule, out: _Findings) -> None:
+    """Rule 10: the stated makespan equals the last task end."""
     last = max((t.end for t in schedule.tasks), default=0.0)
     if abs(schedule.makespan - last) > TOL * max(1.0, last):
-        add("makespan", f"stated makespan {schedule.makespan:.6g} s, last task ends at {last:.6g} s")
+        out.add("makespan", f"stated makespan {schedule.makespan:.6g} s, last task ends at {last:.6g} s")
+
+
+def validate_schedule(
+    schedule: Schedule,
+    problem: MigProblem | None = None,
+    *,
+    stop_at_first: bool = False,
+) -> ValidationReport:
+    """Check ``schedule``; with ``problem`` also task completeness and durations. Never raises on a bad schedule.
+
+    Rules 1 and 2 stop the check when violated (later rules need a known GPU and allowed instances).
+    """
+    report = ValidationReport(checked_tasks=len(schedule.tasks), checked_operations=len(schedule.operations))
+    out = _Findings(report.violations, stop_at_first)
+    try:
+        geometry = get_mig_geometry(schedule.gpu)
+    except InputError as exc:
+        report.violations.append(Violation("gpu", exc.message))
+        return report
+    try:
+        _check_gpu(schedule, problem, geometry, out)
+        if report.violations:
+            return report
+        task_pl = _check_placements(schedule, geometry, out)
+        if report.violations:
+            return report
+        _check_tasks(schedule, problem, out)
+        _check_slice_overlap(schedule, geometry, task_pl, out)
+        _check_op_durations(schedule, geometry, out)
+        _check_op_sequential(schedule, out)
+        lives = _instance_lifetimes(schedule, geometry, out)
+        _check_task_lifetimes(schedule, lives, out)
+        _check_partition(schedule, lives, out)
+        _check_makespan(schedule, out)
+    except _StopAtFirst:
+        pass
     return report
 
 

@@ -111,7 +111,8 @@ def _argv(pt: PlannedTask, template: str | None, cpus: list[int]) -> list[str]:
         )
     except (KeyError, IndexError, ValueError) as exc:
         raise InputError(
-            f"task '{pt.name}': bad placeholder in command {cmd!r} ({exc}); use {{procs}}, {{cpus}}, {{task}}, {{python}}"
+            f"task '{pt.name}': bad placeholder in command {cmd!r} ({exc}); "
+            "use {procs}, {cpus}, {task}, {python}"
         ) from None
     argv = shlex.split(text)
     if not argv:

@@ -10,9 +10,9 @@
   The paper does not list Workload-III's pack sizes; we use every even k from 2 to 32 (spec R12).
 * :func:`load_profile_csv`: a user's profile, rows = tasks, a ``task`` column and one column per processor
   count ``1..P``, times in seconds, and optionally a ``command`` column (what ``gpuweave run packs`` starts
-  for the task; placeholders ``{procs}``, ``{cpus}``, ``{task}``, ``{python}``). Violations of Eq. (1)/(2) are repaired (spec 1) with a
-  :class:`ProfileRepairWarning` naming the tasks changed; everything else that is wrong is an
-  :class:`~gpuweave.errors.InputError` naming the file, row and field.
+  for the task; placeholders ``{procs}``, ``{cpus}``, ``{task}``, ``{python}``). Violations of Eq. (1)/(2)
+  are repaired (spec 1) with a :class:`ProfileRepairWarning` naming the tasks changed; everything else that
+  is wrong is an :class:`~gpuweave.errors.InputError` naming the file, row and field.
 """
 
 from __future__ import annotations
@@ -84,22 +84,8 @@ def workload_ks(name: str) -> list[int]:
     return [int(k) for k in paper_numbers()["workloads"][name]["k"]]
 
 
-def load_profile_csv(path: str | Path, procs: int | None = None) -> Profile:
-    """Read a profile CSV. ``procs`` selects columns ``1..procs`` (default: all processor columns)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("profile file not found", file=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the profile: {exc}", file=path) from None
-    reader = csv.reader(text.splitlines())
-    try:
-        header = [h.strip() for h in next(reader)]
-    except StopIteration:
-        raise InputError("the profile is empty (expected a header 'task,1,2,...,P')", file=path) from None
-    if "task" not in header:
-        raise InputError("no 'task' column in the header (expected 'task,1,2,...,P')", file=path, row=0)
+def _processor_columns(header: list[str], path: Path) -> dict[int, int]:
+    """Processor count j -> column index, from the header (every column but task and command)."""
     proc_cols: dict[int, int] = {}
     for c, h in enumerate(header):
         if h in ("task", "command"):
@@ -117,6 +103,11 @@ def load_profile_csv(path: str | Path, procs: int | None = None) -> Profile:
         proc_cols[j] = c
     if not proc_cols:
         raise InputError("no processor columns (expected '1,2,...,P' after 'task')", file=path, row=0)
+    return proc_cols
+
+
+def _checked_procs(procs: int | None, proc_cols: dict[int, int], path: Path) -> int:
+    """The processor count to read (default: the largest column); every count 1..procs needs a column."""
     have = max(proc_cols)
     if procs is None:
         procs = have
@@ -133,6 +124,42 @@ def load_profile_csv(path: str | Path, procs: int | None = None) -> Profile:
             file=path,
             row=0,
         )
+    return procs
+
+
+def _task_times(rec: list[str], proc_cols: dict[int, int], procs: int, path: Path, r: int) -> list[float]:
+    """One row's times on 1..procs processors: positive finite seconds."""
+    vals = []
+    for j in range(1, procs + 1):
+        cell = rec[proc_cols[j]].strip()
+        try:
+            v = float(cell)
+        except ValueError:
+            raise InputError(f"time '{cell}' is not a number (seconds)", file=path, row=r, field=str(j)) from None
+        if not math.isfinite(v) or v <= 0:
+            raise InputError(f"time {cell} must be a positive finite number of seconds", file=path, row=r, field=str(j))
+        vals.append(v)
+    return vals
+
+
+def load_profile_csv(path: str | Path, procs: int | None = None) -> Profile:
+    """Read a profile CSV. ``procs`` selects columns ``1..procs`` (default: all processor columns)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("profile file not found", file=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the profile: {exc}", file=path) from None
+    reader = csv.reader(text.splitlines())
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        raise InputError("the profile is empty (expected a header 'task,1,2,...,P')", file=path) from None
+    if "task" not in header:
+        raise InputError("no 'task' column in the header (expected 'task,1,2,...,P')", file=path, row=0)
+    proc_cols = _processor_columns(header, path)
+    procs = _checked_procs(procs, proc_cols, path)
     task_col = header.index("task")
     cmd_col = header.index("command") if "command" in header else None
     commands: list[str] = []
@@ -148,18 +175,7 @@ def load_profile_csv(path: str | Path, procs: int | None = None) -> Profile:
             raise InputError("empty task name", file=path, row=r, field="task")
         if name in names:
             raise InputError(f"duplicate task '{name}'", file=path, row=r, field="task")
-        vals = []
-        for j in range(1, procs + 1):
-            cell = rec[proc_cols[j]].strip()
-            try:
-                v = float(cell)
-            except ValueError:
-                raise InputError(f"time '{cell}' is not a number (seconds)", file=path, row=r, field=str(j)) from None
-            if not math.isfinite(v) or v <= 0:
-                raise InputError(
-                    f"time {cell} must be a positive finite number of seconds", file=path, row=r, field=str(j)
-                )
-            vals.append(v)
+        vals = _task_times(rec, proc_cols, procs, path, r)
         if cmd_col is not None:
             cmd = rec[cmd_col].strip()
             if not cmd:

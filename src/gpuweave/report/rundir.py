@@ -113,8 +113,9 @@ def _short(value: Any) -> str:
 
 
 def label_runs(runs: list) -> None:
-    """Give each run a short label: its name (the policy, or a MIG/packs algorithm or kernel mode); the seed when the runs' seeds differ; then whatever config
-    fields differ between runs that still share a label, and finally the directory name."""
+    """Give each run a short label: its name (the policy, or a MIG/packs algorithm or kernel mode); the seed
+    when the runs' seeds differ; then whatever config fields differ between runs that still share a label, and
+    finally the directory name."""
     if len(runs) == 1:
         runs[0].label = runs[0].name
         return

@@ -60,9 +60,10 @@ def _write_table(out: Path, name: str, title: str, rows: list[ComparisonRow]) ->
     lines = [f"# {title}", "", "| metric | paper | ours | diff | note |", "|---|---|---|---|---|"]
     for r in rows:
         d = r.difference
-        lines.append(
-            f"| {r.metric} | {'' if r.paper is None else f'{r.paper:.4g}'} | {'' if r.ours is None else f'{r.ours:.4g}'} | {'' if d is None else f'{d:+.3g}'} | {r.note} |"
-        )
+        paper = "" if r.paper is None else f"{r.paper:.4g}"
+        ours = "" if r.ours is None else f"{r.ours:.4g}"
+        diff = "" if d is None else f"{d:+.3g}"
+        lines.append(f"| {r.metric} | {paper} | {ours} | {diff} | {r.note} |")
     (out / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
@@ -334,8 +335,8 @@ def _table9(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
                     pv,
                     p_multi_batch_paper(pairs, lbs),
                     "%",
-                    f"{reps + 1} batches, paper's formula (about (2N-2)/N * rho - 1 for N batches, so small N reads low); "
-                    + t9["note"],
+                    f"{reps + 1} batches, paper's formula "
+                    "(about (2N-2)/N * rho - 1 for N batches, so small N reads low); " + t9["note"],
                 )
             )
             chain, _ = chain_makespan(res, probs)

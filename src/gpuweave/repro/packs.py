@@ -23,6 +23,14 @@ spec's seeds (30 for Workload-I, 10 for II and III) and ``R = 50``. Paper number
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from gpuweave.packs.data import paper_numbers
+from gpuweave.packs.experiments import OPTIMAL, SEVEN, mean_of, ratio_to_optimal, run_grid
+from gpuweave.packs.workloads import workload_ks
 from gpuweave.repro.registry import ComparisonRow, ReproContext, register_reproduction
 
 QUICK_SEEDS = 3
@@ -39,8 +47,6 @@ METRICS = (
 
 def _curves(records, algos):
     """(algo, k) -> metric -> (mean, min, max) over seeds (means over repetitions first, spec R6/R7)."""
-    import numpy as np
-
     out = {}
     for algo in algos:
         ks = sorted({r.k for r in records if r.algo == algo})
@@ -132,22 +138,34 @@ def _figures(out_dir, curves_by_w, seven):
     return paths
 
 
+class _Rows(list):
+    """Comparison rows; ``claim`` adds one beside a claim of the paper's claims table."""
+
+    def __init__(self, claims: dict) -> None:
+        super().__init__()
+        self.claims = claims
+
+    def claim(self, experiment: str, key: str, ours: float, note: str, metric: str | None = None) -> None:
+        c = self.claims[key]
+        self.append(
+            ComparisonRow(
+                experiment,
+                metric or f"{c['metric']} ({c['relation']} paper)",
+                float(c["value"]),
+                ours,
+                "",
+                f"{c['section']}; {note}",
+            )
+        )
+
+
 @register_reproduction(
     "packs",
     title="Co-scheduling packs: Figures 2-5 (relative cost, packing ratio, response time vs k) and Table 1",
     paper="Aupy et al. 2013 (arXiv:1304.7793)",
 )
 def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
-    import csv
-
-    import numpy as np
-
-    from gpuweave.packs.data import paper_numbers
-    from gpuweave.packs.experiments import OPTIMAL, SEVEN, mean_of, ratio_to_optimal, run_grid
-    from gpuweave.packs.workloads import workload_ks
-
     paper = paper_numbers()
-    claims = paper["claims"]
     reps = FULL_REPS if ctx.full else QUICK_REPS
     seeds = {
         w: (ctx.reps if ctx.reps is not None else (FULL_SEEDS[w] if ctx.full else QUICK_SEEDS)) for w in FULL_SEEDS
@@ -161,7 +179,21 @@ def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
 
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     _figures(ctx.out_dir, curves, SEVEN)
-    with open(ctx.out_dir / "curves.csv", "w", newline="") as fh:
+    _write_curves_csv(ctx.out_dir / "curves.csv", curves, seeds, reps)
+    setup = f"SYN-REF seeds {base}..{base + seeds['I'] - 1} (W-I), {seeds['II']} (W-II/III); R={reps}"
+    out = _Rows(paper["claims"])
+    w1, w2, w3 = recs["I"], recs["II"], recs["III"]
+    _fig2_rows(out, w1, w2, setup)
+    _packing_ratio_rows(out, w1, w2, w3)
+    _response_and_w3_cost_rows(out, w2, w3, setup)
+    _pack_by_pack_gain_rows(out, w2, w3)
+    _iteration_rows(out, w1, w2, w3)
+    _table1_rows(out, paper["table1"], recs, ctx.out_dir / "table1.csv")
+    return list(out)
+
+
+def _write_curves_csv(path: Path, curves: dict, seeds: dict[str, int], reps: int) -> None:
+    with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["workload", "k", "algo", "metric", "mean", "min", "max", "seeds", "reps"])
         for wl, cv in curves.items():
@@ -169,35 +201,22 @@ def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
                 for field, (mean, lo, hi) in vals.items():
                     w.writerow([wl, k, algo, field, f"{mean:.6g}", f"{lo:.6g}", f"{hi:.6g}", seeds[wl], reps])
 
-    setup = f"SYN-REF seeds {base}..{base + seeds['I'] - 1} (W-I), {seeds['II']} (W-II/III); R={reps}"
-    rows: list[ComparisonRow] = []
 
-    def claim_row(experiment: str, key: str, ours: float, note: str, metric: str | None = None) -> None:
-        c = claims[key]
-        rows.append(
-            ComparisonRow(
-                experiment,
-                metric or f"{c['metric']} ({c['relation']} paper)",
-                float(c["value"]),
-                ours,
-                "",
-                f"{c['section']}; {note}",
-            )
-        )
-
-    w1, w2, w3 = recs["I"], recs["II"], recs["III"]
+def _fig2_rows(out: _Rows, w1: list, w2: list, setup: str) -> None:
+    """Fig. 2: relative cost; W-I against the optimum per k, W-II at k = 16 and the random-vs-packing gap."""
     opt10 = [r.relative_cost for r in w1 if r.algo == OPTIMAL and r.k == 10]
-    claim_row(
+    out.claim(
         "Fig2a W-I",
         "w1_opt_relative_cost",
         float(np.mean(opt10)),
-        f"optimal k=10, mean over seeds (max {max(opt10):.3f}); Workload-I data unpublished, SYN-REF surrogate; {setup}",
+        f"optimal k=10, mean over seeds (max {max(opt10):.3f}); Workload-I data unpublished, "
+        f"SYN-REF surrogate; {setup}",
         metric="optimal relative cost (< paper)",
     )
     for k in workload_ks("I"):
         for algo in ("pack-approx", "pack-by-pack-9", "random-pack-1", "random-proc-1", "random-proc-9"):
             r = ratio_to_optimal(w1, algo, k)
-            rows.append(
+            out.append(
                 ComparisonRow(
                     "Fig2a W-I",
                     f"{algo} cost / OPT_k, k={k}",
@@ -208,7 +227,7 @@ def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
                 )
             )
     for algo in ("pack-by-pack-9", "pack-approx", "pack-by-pack-1"):
-        claim_row(
+        out.claim(
             "Fig2b W-II",
             "w2_cost_k16",
             mean_of(w2, "relative_cost", algo=algo, k=16),
@@ -218,7 +237,7 @@ def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
     for k in (2, 4, 8, 16):
         rc = {a: mean_of(w2, "relative_cost", algo=a, k=k) for a in SEVEN}
         gap = min(rc["random-pack-9"], rc["random-proc-9"]) - max(rc["pack-approx"], rc["pack-by-pack-9"])
-        rows.append(
+        out.append(
             ComparisonRow(
                 "Fig2b W-II",
                 f"random-9 minus packing relative cost, k={k}",
@@ -228,39 +247,49 @@ def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
                 "paper: 'increased gap between random heuristics and the packing ones' (positive = packing better)",
             )
         )
+
+
+def _packing_ratio_rows(out: _Rows, w1: list, w2: list, w3: list) -> None:
+    """Figs. 3 and 5b: the packing heuristics' packing ratio is 'very close to one'."""
     for wl, recs_w, ks in (("W-I", w1, (2, 10)), ("W-II", w2, (2, 16)), ("W-III", w3, (2, 32))):
         for k in ks:
             for algo in ("pack-approx", "pack-by-pack-9"):
                 note = f"{algo}, k={k}; paper: 'very close to one'"
                 if wl == "W-I":
-                    note += f"; optimum itself {mean_of(recs_w, 'packing_ratio', algo=OPTIMAL, k=k):.3f} (ratio < 1 is forced at large k)"
-                claim_row(
+                    optimum = mean_of(recs_w, "packing_ratio", algo=OPTIMAL, k=k)
+                    note += f"; optimum itself {optimum:.3f} (ratio < 1 is forced at large k)"
+                out.claim(
                     f"Fig3 {wl}" if wl != "W-III" else "Fig5b W-III",
                     "packing_ratio_close_to_1",
                     mean_of(recs_w, "packing_ratio", algo=algo, k=k),
                     note,
                     metric=f"{algo} packing ratio k={k}",
                 )
+
+
+def _response_and_w3_cost_rows(out: _Rows, w2: list, w3: list, setup: str) -> None:
+    """Fig. 4b (W-II response time at large k) and Fig. 5a/5c (W-III cost and response time)."""
     for k in (12, 14, 16):
         for algo in ("pack-by-pack-9", "pack-approx"):
-            claim_row(
+            out.claim(
                 "Fig4b W-II",
                 "w2_response_large_k",
                 mean_of(w2, "relative_response_time", algo=algo, k=k),
-                f"{algo}, k={k}: not reached with SYN-REF (spec D5 gate 0.30); the paper's W-II parameters are unpublished and "
-                "the response time depends on the spread of task lengths the generator draws",
+                f"{algo}, k={k}: not reached with SYN-REF (spec D5 gate 0.30); "
+                "the paper's W-II parameters are unpublished and the response time depends on the spread "
+                "of task lengths the generator draws",
                 metric=f"{algo} relative response time k={k} (< paper)",
             )
     for k in (16, 32):
         for algo in PACKING:
-            claim_row(
+            out.claim(
                 "Fig5a W-III",
                 "w3_cost_k16_32",
                 mean_of(w3, "relative_cost", algo=algo, k=k),
                 f"{algo}, k={k}, mean; {setup}",
                 metric=f"{algo} relative cost k={k} (~ paper)",
             )
-            claim_row(
+            out.claim(
                 "Fig5c W-III",
                 "w3_response_k16_32",
                 mean_of(w3, "relative_response_time", algo=algo, k=k),
@@ -268,7 +297,7 @@ def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
                 metric=f"{algo} relative response time k={k} (~ paper)",
             )
     for k in (4, 16, 32):
-        rows.append(
+        out.append(
             ComparisonRow(
                 "Fig5a W-III",
                 f"max random mean relative cost, k={k}",
@@ -278,12 +307,16 @@ def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
                 "paper: every heuristic, random ones included, reduces cost (< 1)",
             )
         )
+
+
+def _pack_by_pack_gain_rows(out: _Rows, w2: list, w3: list) -> None:
+    """Pack-by-pack-9's cost gain over pack-by-pack-1 (the paper's summary for W-II, Fig. 5 for W-III)."""
     for wl, recs_w, k in (("W-II", w2, 16), ("W-III", w3, 16), ("W-III", w3, 32)):
         c1 = {r.seed: r.cost for r in recs_w if r.algo == "pack-by-pack-1" and r.k == k}
         c9 = {r.seed: r.cost for r in recs_w if r.algo == "pack-by-pack-9" and r.k == k}
         gain = float(np.mean([c1[s] / c9[s] - 1 for s in c1]))
         if wl == "W-II":
-            claim_row(
+            out.claim(
                 "Summary W-II",
                 "w2_pbp9_gain_k16",
                 gain,
@@ -291,7 +324,7 @@ def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
                 metric="pack-by-pack-9 gain over -1, k=16",
             )
         else:
-            rows.append(
+            out.append(
                 ComparisonRow(
                     f"Fig5 {wl}",
                     f"pack-by-pack-9 gain over -1, k={k}",
@@ -301,9 +334,13 @@ def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
                     "paper: PbP-1 'very close' to PbP-9",
                 )
             )
+
+
+def _iteration_rows(out: _Rows, w1: list, w2: list, w3: list) -> None:
+    """Table 1's text: pack-Approx needs fewer MAKE-PACK calls on W-II than on W-I."""
     it = {wl: mean_of(r, "iterations", algo="pack-approx", k=2) for wl, r in (("I", w1), ("II", w2), ("III", w3))}
     for wl, v in it.items():
-        rows.append(
+        out.append(
             ComparisonRow(
                 "Table1 text",
                 f"pack-Approx iterations, W-{wl}",
@@ -314,31 +351,32 @@ def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
             )
         )
 
-    # Table 1: running times, mean over seeds, k values and repetitions.
-    table = paper["table1"]
-    with open(ctx.out_dir / "table1.csv", "w", newline="") as fh:
+
+def _table1_rows(out: _Rows, table: dict, recs: dict, path: Path) -> None:
+    """Table 1: running times, mean over seeds, k values and repetitions; also written to ``table1.csv``."""
+    with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["workload", "algo", "paper_ms", "ours_ms"])
         for wl in ("I", "II", "III"):
             for algo in SEVEN:
                 ours = mean_of(recs[wl], "runtime_ms", algo=algo)
                 w.writerow([wl, algo, table[wl][algo], f"{ours:.4f}"])
-                rows.append(
+                out.append(
                     ComparisonRow(
                         f"Table1 W-{wl}",
                         f"{algo} running time",
                         float(table[wl][algo]),
                         ours,
                         table["unit"],
-                        "ours: Python on this machine, mean over seeds, k and repetitions; paper: language and hardware "
-                        "unknown (spec R17), compare orders of magnitude only",
+                        "ours: Python on this machine, mean over seeds, k and repetitions; "
+                        "paper: language and hardware unknown (spec R17), compare orders of magnitude only",
                     )
                 )
         for wl in ("I", "II", "III"):
             for base_name in ("random-pack", "random-proc", "pack-by-pack"):
                 one = mean_of(recs[wl], "runtime_ms", algo=f"{base_name}-1")
                 nine = mean_of(recs[wl], "runtime_ms", algo=f"{base_name}-9")
-                rows.append(
+                out.append(
                     ComparisonRow(
                         f"Table1 W-{wl}",
                         f"{base_name}-9 / -1 time",
@@ -348,4 +386,3 @@ def reproduce_packs(ctx: ReproContext) -> list[ComparisonRow]:
                         "paper column: ratio of the paper's Table 1 entries",
                     )
                 )
-    return rows

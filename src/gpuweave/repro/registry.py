@@ -1,9 +1,10 @@
 """Registry and runner for paper reproductions.
 
 The contract is :class:`Reproducer`: ``fn(ctx: ReproContext) -> list[ComparisonRow]``, registered with
-:func:`register_reproduction` on the shared :class:`~gpuweave.registry.Registry` :data:`REPRODUCTIONS`. It computes its numbers (never copies them), may write extra files
-(CSV, Markdown, PNG) into ``ctx.out_dir``, and returns one row per number the paper states (``paper``
-set) or per number of ours worth showing (``paper`` None). The runner writes ``comparison.csv`` with the
+:func:`register_reproduction` on the shared :class:`~gpuweave.registry.Registry` :data:`REPRODUCTIONS`.
+It computes its numbers (never copies them), may write extra files (CSV, Markdown, PNG) into ``ctx.out_dir``,
+and returns one row per number the paper states (``paper`` set) or per number of ours worth showing (``paper``
+None). The runner writes ``comparison.csv`` with the
 columns ``experiment,metric,paper,ours,unit,note`` and prints ours beside the paper's.
 
 A run that fails leaves no ``comparison.csv``: files are written into a staging directory and moved into

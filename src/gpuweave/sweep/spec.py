@@ -129,6 +129,26 @@ def default_out(source: str | Path) -> Path:
     return Path("gpuweave-out") / "sweeps" / Path(source).stem
 
 
+def _check_grid(grid: dict, model, src: str) -> dict[str, list[Any]]:
+    """Every grid field is a field of ``model`` with a non-empty list of distinct values."""
+    fields = model.model_fields
+    clean_grid: dict[str, list[Any]] = {}
+    for name, values in grid.items():
+        where = f"grid.{name}"
+        if name not in fields:
+            raise InputError(f"unknown {model.__name__} field (known: {', '.join(fields)})", file=src, field=where)
+        if not isinstance(values, list) or not values:
+            raise InputError("expected a non-empty list of values", file=src, field=where)
+        seen = set()
+        for v in values:
+            t = _text(v)
+            if t in seen:
+                raise InputError(f"duplicate value {t}", file=src, field=where)
+            seen.add(t)
+        clean_grid[str(name)] = list(values)
+    return clean_grid
+
+
 def parse_sweep(data: Any, source: str | Path = "<sweep>", *, out: str | Path | None = None) -> SweepSpec:
     """Check a parsed SWEEP document. ``out`` (e.g. from ``--out``) overrides the document's ``out``."""
     src = str(source)
@@ -155,20 +175,7 @@ def parse_sweep(data: Any, source: str | Path = "<sweep>", *, out: str | Path | 
             raise InputError(
                 f"unknown {model.__name__} field (known: {', '.join(fields)})", file=src, field=f"base.{name}"
             )
-    clean_grid: dict[str, list[Any]] = {}
-    for name, values in grid.items():
-        where = f"grid.{name}"
-        if name not in fields:
-            raise InputError(f"unknown {model.__name__} field (known: {', '.join(fields)})", file=src, field=where)
-        if not isinstance(values, list) or not values:
-            raise InputError("expected a non-empty list of values", file=src, field=where)
-        seen = set()
-        for v in values:
-            t = _text(v)
-            if t in seen:
-                raise InputError(f"duplicate value {t}", file=src, field=where)
-            seen.add(t)
-        clean_grid[str(name)] = list(values)
+    clean_grid = _check_grid(grid, model, src)
     if out is None:
         out = data.get("out")
         if out is not None and not isinstance(out, str):

@@ -146,42 +146,25 @@ class _Progress:
             self._bar.stop()
 
 
-def run_sweep(
-    spec: SweepSpec,
-    executor: Executor | None = None,
-    progress: bool = True,
-    *,
-    runner: Runner | None = None,
-    report: bool = True,
-):
-    """Run the sweep and return a pandas DataFrame with one row per cell.
-
-    ``executor`` defaults to :class:`LocalExecutor` with all CPUs. ``runner(config, run_dir)`` defaults to
-    the grain's runner (:data:`gpuweave.sweep.spec.GRAINS`; tests pass a fake; it must be a picklable top-level
-    function). Writes ``sweep.csv``, ``sweep.parquet``, ``sweep_summary.json`` and, with ``report``, the
-    comparison report into ``spec.out``.
-    """
-    import pandas as pd
-
-    started = time.perf_counter()
-    cells = expand(spec)
-    out = Path(spec.out)
-    runs_dir = prepare_output_dir(out / "runs", field="out")
-    executor = executor or LocalExecutor()
-    grain = GRAINS[spec.grain]
-    runner = runner or grain.runner
-
+def _cached_metrics(cells: list, runs_dir: Path) -> dict[int, dict[str, Any]]:
+    """Metrics of the cells whose run directory holds a finished run of the current code (resume)."""
     metrics: dict[int, dict[str, Any]] = {}
     for cell in cells:
         m = finished_metrics(runs_dir / cell.key, current_code_only=True)
         if m is not None:
             metrics[cell.index] = m
-    todo = [c for c in cells if c.index not in metrics]
+    return metrics
+
+
+def _execute(
+    todo: list, runs_dir: Path, runner: Runner, executor: Executor, progress: bool, n_cells: int, metrics: dict
+) -> dict[int, dict[str, Any]]:
+    """Run the cells of ``todo``; add the metrics of those that succeed to ``metrics``; outcome per cell index."""
     # absolute: Ray workers need not share this process's working directory (they do need its filesystem)
     tasks = [CellTask(c.index, c.config, str((runs_dir / c.key).absolute()), runner) for c in todo]
     outcomes: dict[int, dict[str, Any]] = {}
 
-    with _Progress(progress, len(cells), len(cells) - len(todo)) as bar:
+    with _Progress(progress, n_cells, n_cells - len(todo)) as bar:
 
         def on_done(i: int, result: Any) -> None:
             bar.advance(isinstance(result, TaskFailed) or result.get("status") != "ok")
@@ -199,6 +182,14 @@ def run_sweep(
                 result.update(status="failed", error=f"unreadable {runs_dir / cell.key / 'summary.json'}")
             else:
                 metrics[cell.index] = m
+    return outcomes
+
+
+def _results_frame(spec: SweepSpec, cells: list, metrics: dict, outcomes: dict, runs_dir: Path):
+    """One row per cell: grid values, key, status, cached, metrics (report order), error, seconds, run_dir."""
+    import pandas as pd
+
+    from gpuweave.report.html import METRIC_ORDER
 
     rows = []
     for cell in cells:
@@ -212,8 +203,6 @@ def run_sweep(
         row["seconds"] = outcome.get("seconds") if outcome else None
         row["run_dir"] = str(runs_dir / cell.key)
         rows.append(row)
-    from gpuweave.report.html import METRIC_ORDER
-
     df = pd.DataFrame(rows)
     names = list(dict.fromkeys(k for m in metrics.values() for k in m))
     ordered = [m for m in METRIC_ORDER if m in names] + [m for m in names if m not in METRIC_ORDER]
@@ -224,10 +213,38 @@ def run_sweep(
             converted = pd.to_numeric(df[col], errors="coerce")
             if converted.notna().sum() == df[col].notna().sum():
                 df[col] = converted
+    return df
 
+
+def run_sweep(
+    spec: SweepSpec,
+    executor: Executor | None = None,
+    progress: bool = True,
+    *,
+    runner: Runner | None = None,
+    report: bool = True,
+):
+    """Run the sweep and return a pandas DataFrame with one row per cell.
+
+    ``executor`` defaults to :class:`LocalExecutor` with all CPUs. ``runner(config, run_dir)`` defaults to
+    the grain's runner (:data:`gpuweave.sweep.spec.GRAINS`; tests pass a fake; it must be a picklable top-level
+    function). Writes ``sweep.csv``, ``sweep.parquet``, ``sweep_summary.json`` and, with ``report``, the
+    comparison report into ``spec.out``.
+    """
+    started = time.perf_counter()
+    cells = expand(spec)
+    out = Path(spec.out)
+    runs_dir = prepare_output_dir(out / "runs", field="out")
+    executor = executor or LocalExecutor()
+    grain = GRAINS[spec.grain]
+    runner = runner or grain.runner
+
+    metrics = _cached_metrics(cells, runs_dir)
+    todo = [c for c in cells if c.index not in metrics]
+    outcomes = _execute(todo, runs_dir, runner, executor, progress, len(cells), metrics)
+    df = _results_frame(spec, cells, metrics, outcomes, runs_dir)
     _replace_atomically(out / "sweep.csv", lambda p: df.to_csv(p, index=False))
     _replace_atomically(out / "sweep.parquet", lambda p: df.to_parquet(p, index=False))
-
     failures = [
         {
             "index": c.index,

@@ -27,10 +27,18 @@ fig_scenario1.png, fig_scenario2.png, armida_trace.png.
 from __future__ import annotations
 
 import csv
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from gpuweave.andreas.catalog import paper_numbers
+from gpuweave.andreas.cost import deviation
+from gpuweave.andreas.milp import optimality_gap
+from gpuweave.errors import InputError
+from gpuweave.repro.andreas.armida import armida_setup, plot_trace, replay
+from gpuweave.repro.andreas.experiments import BASELINE_LABEL, BASELINES, means, reductions, scenario_runs
 from gpuweave.repro.registry import ComparisonRow, ReproContext, register_reproduction
 
 
@@ -48,8 +56,6 @@ def _plot_scenario(rows: list[dict], scenario: int, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from gpuweave.repro.andreas.experiments import BASELINE_LABEL, means
 
     ns = sorted({r["N"] for r in rows if r["scenario"] == scenario})
     policies = ["andreas", "andreas-fifo", "edf", "priority"]
@@ -75,25 +81,27 @@ def _plot_scenario(rows: list[dict], scenario: int, path: Path) -> None:
     plt.close(fig)
 
 
-@register_reproduction(
-    "andreas",
-    title="RG vs FIFO/EDF/PS cost reduction (Figs. 2-3), optimizer time, ARMIDA replay (Table III)",
-    paper="Filippini et al., ANDREAS (FiCloud 2021)",
-    options={"n_max": int, "rg_seeds": int, "load_scale": float, "armida_seeds": int, "overload": bool},
-)
-def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
-    from gpuweave.andreas.catalog import paper_numbers
-    from gpuweave.andreas.cost import deviation
-    from gpuweave.andreas.milp import optimality_gap
-    from gpuweave.repro.andreas.armida import armida_setup, plot_trace, replay
-    from gpuweave.repro.andreas.experiments import BASELINE_LABEL, BASELINES, means, reductions, scenario_runs
+@dataclass(frozen=True)
+class _Setup:
+    """Sizes of the run: nodes N = 10..n_max, workload and RG seeds, load scale, ARMIDA seeds."""
 
-    paper = paper_numbers()
-    out = Path(ctx.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    import math
+    n_max: int
+    seeds: int
+    rg_n: int
+    kappa: float
+    armida_n: int
 
-    from gpuweave.errors import InputError
+    @property
+    def ns(self) -> list[int]:
+        return list(range(10, self.n_max + 1, 10))
+
+    @property
+    def label(self) -> str:
+        return f"S={self.seeds} workload seeds x {self.rg_n} RG seeds, load_scale={self.kappa:g}"
+
+
+def _setup(ctx: ReproContext) -> _Setup:
+    """Options with their quick/--full defaults; a bad value raises InputError naming the flag."""
 
     def option(name: str, default):
         value = ctx.options.get(name)
@@ -113,13 +121,37 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
     ):
         if bad:
             raise InputError(f"--{flag.replace('_', '-')} must be {expected}, got {value}", field=flag)
-    ns = list(range(10, n_max + 1, 10))
-    rows: list[ComparisonRow] = []
-    setup = f"S={seeds} workload seeds x {rg_n} RG seeds, load_scale={kappa:g}"
+    return _Setup(n_max, seeds, rg_n, kappa, armida_n)
 
+
+@register_reproduction(
+    "andreas",
+    title="RG vs FIFO/EDF/PS cost reduction (Figs. 2-3), optimizer time, ARMIDA replay (Table III)",
+    paper="Filippini et al., ANDREAS (FiCloud 2021)",
+    options={"n_max": int, "rg_seeds": int, "load_scale": float, "armida_seeds": int, "overload": bool},
+)
+def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
+    paper = paper_numbers()
+    out = Path(ctx.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    setup = _setup(ctx)
+    all_runs, red = _simulations(out, setup)
+    rows: list[ComparisonRow] = []
+    for scenario, key in ((1, "scenario1"), (2, "scenario2")):
+        rows += _reduction_rows(paper[key], scenario, red, setup)
+        rows += _dominance_rows(scenario, all_runs, setup)
+        rows += _optimizer_rows(paper[key], scenario, all_runs)
+    if ctx.options.get("overload"):
+        rows += _overload_rows(out, setup.seeds, setup.rg_n)
+    rows += _armida_rows(paper["armida"], _armida_replays(out, setup.armida_n), setup.armida_n)
+    return rows
+
+
+def _simulations(out: Path, setup: _Setup) -> tuple[list[dict], dict]:
+    """Both scenarios (Sec. V-B): every run, and RG's reductions per (scenario, N, baseline); CSVs and figures."""
     all_runs: list[dict] = []
     for scenario in (1, 2):
-        runs = scenario_runs(scenario, ns, seeds, rg_n, load_scale=kappa)
+        runs = scenario_runs(scenario, setup.ns, setup.seeds, setup.rg_n, load_scale=setup.kappa)
         all_runs.extend(runs)
         _plot_scenario(all_runs, scenario, out / f"fig_scenario{scenario}.png")
     _write_csv(out / "runs.csv", all_runs)
@@ -137,107 +169,137 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
             for (sc, N, b), v in sorted(red.items())
         ],
     )
-    for scenario, key in ((1, "scenario1"), (2, "scenario2")):
-        sec = paper[key]["section"]
-        for b in BASELINES:
-            vals = [red[(scenario, N, b)]["total"] for N in ns]
-            rows.append(
-                ComparisonRow(
-                    f"scenario {scenario}",
-                    f"total-cost reduction vs {BASELINE_LABEL[b]}, mean over N={ns[0]}..{ns[-1]}",
-                    paper[key]["total_cost_reduction"],
-                    float(np.mean(vals)),
-                    "fraction",
-                    f"{sec}; {setup}; spec §9.4: the default generator reaches the paper's magnitude at N=10-20 only",
-                )
-            )
-        for N in ns:
-            r = red[(scenario, N, "edf")]
-            rows.append(
-                ComparisonRow(
-                    f"scenario {scenario}",
-                    f"N={N}: total-cost reduction vs EDF",
-                    None,
-                    r["total"],
-                    "fraction",
-                    f"energy reduction {r['energy']:.3f}; FIFO/PS in reductions.csv",
-                )
-            )
-        for N in ns:
-            m_tot = [
-                (means(all_runs, scenario, N, b, "total_eur") - means(all_runs, scenario, N, "andreas", "total_eur"))
-                / means(all_runs, scenario, N, b, "total_eur")
-                for b in BASELINES
-            ]
-            m_en = [
-                (means(all_runs, scenario, N, b, "energy_eur") - means(all_runs, scenario, N, "andreas", "energy_eur"))
-                / means(all_runs, scenario, N, b, "energy_eur")
-                for b in BASELINES
-            ]
-            dom = min(m_tot) >= -1e-12 and min(m_en) >= -1e-12
-            rows.append(
-                ComparisonRow(
-                    f"scenario {scenario}",
-                    f"N={N}: RG total cost and energy <= every FPM's (means over seeds)",
-                    None,
-                    1.0 if dom else 0.0,
-                    "bool",
-                    f"AC14; min margin over FIFO/EDF/PS: total {min(m_tot):.4f}, energy {min(m_en):.4f}; {setup}",
-                )
-            )
-        rg = [r for r in all_runs if r["scenario"] == scenario and r["policy"] == "andreas"]
-        fpm = [r for r in all_runs if r["scenario"] == scenario and r["policy"] != "andreas"]
-        if scenario == 1:
-            rows.append(
-                ComparisonRow(
-                    "scenario 1",
-                    "RG optimizer time per call, max over runs",
-                    paper[key]["optimizer_time_max_s"],
-                    max(r["opt_max_s"] for r in rg),
-                    "s",
-                    "paper: 'always below 0.1 s' (C++); ours: Python+numpy",
-                )
-            )
-        else:
-            rows.append(
-                ComparisonRow(
-                    "scenario 2",
-                    "RG optimizer time per call, mean",
-                    paper[key]["optimizer_time_mean_s"],
-                    float(np.mean([r["opt_mean_s"] for r in rg])),
-                    "s",
-                    "paper: 'lower than 0.01 s on average'",
-                )
-            )
+    return all_runs, red
+
+
+def _reduction_rows(claims: dict, scenario: int, red: dict, setup: _Setup) -> list[ComparisonRow]:
+    """RG's total-cost reduction per baseline (mean over N, beside the paper's figure) and per N vs EDF."""
+    rows: list[ComparisonRow] = []
+    sec, ns = claims["section"], setup.ns
+    for b in BASELINES:
+        vals = [red[(scenario, N, b)]["total"] for N in ns]
         rows.append(
             ComparisonRow(
                 f"scenario {scenario}",
-                "FPM optimizer time per call, mean",
+                f"total-cost reduction vs {BASELINE_LABEL[b]}, mean over N={ns[0]}..{ns[-1]}",
+                claims["total_cost_reduction"],
+                float(np.mean(vals)),
+                "fraction",
+                f"{sec}; {setup.label}; spec §9.4: the default generator reaches the paper's magnitude at N=10-20 only",
+            )
+        )
+    for N in ns:
+        r = red[(scenario, N, "edf")]
+        rows.append(
+            ComparisonRow(
+                f"scenario {scenario}",
+                f"N={N}: total-cost reduction vs EDF",
                 None,
-                float(np.mean([r["opt_mean_s"] for r in fpm])),
+                r["total"],
+                "fraction",
+                f"energy reduction {r['energy']:.3f}; FIFO/PS in reductions.csv",
+            )
+        )
+    return rows
+
+
+def _dominance_rows(scenario: int, all_runs: list[dict], setup: _Setup) -> list[ComparisonRow]:
+    """AC14: per N, whether RG's mean total cost and energy are <= every FPM's."""
+    rows: list[ComparisonRow] = []
+    for N in setup.ns:
+        m_tot = [
+            (means(all_runs, scenario, N, b, "total_eur") - means(all_runs, scenario, N, "andreas", "total_eur"))
+            / means(all_runs, scenario, N, b, "total_eur")
+            for b in BASELINES
+        ]
+        m_en = [
+            (means(all_runs, scenario, N, b, "energy_eur") - means(all_runs, scenario, N, "andreas", "energy_eur"))
+            / means(all_runs, scenario, N, b, "energy_eur")
+            for b in BASELINES
+        ]
+        dom = min(m_tot) >= -1e-12 and min(m_en) >= -1e-12
+        rows.append(
+            ComparisonRow(
+                f"scenario {scenario}",
+                f"N={N}: RG total cost and energy <= every FPM's (means over seeds)",
+                None,
+                1.0 if dom else 0.0,
+                "bool",
+                f"AC14; min margin over FIFO/EDF/PS: total {min(m_tot):.4f}, energy {min(m_en):.4f}; {setup.label}",
+            )
+        )
+    return rows
+
+
+def _optimizer_rows(claims: dict, scenario: int, all_runs: list[dict]) -> list[ComparisonRow]:
+    """Optimizer time per call (RG beside the paper's bound, FPMs) and RG's tardiness against the FPMs'."""
+    rows: list[ComparisonRow] = []
+    rg = [r for r in all_runs if r["scenario"] == scenario and r["policy"] == "andreas"]
+    fpm = [r for r in all_runs if r["scenario"] == scenario and r["policy"] != "andreas"]
+    if scenario == 1:
+        rows.append(
+            ComparisonRow(
+                "scenario 1",
+                "RG optimizer time per call, max over runs",
+                claims["optimizer_time_max_s"],
+                max(r["opt_max_s"] for r in rg),
                 "s",
-                "paper: RG takes longer than FPMs",
+                "paper: 'always below 0.1 s' (C++); ours: Python+numpy",
             )
         )
-        late_rg = float(np.mean([r["tardiness_eur"] for r in rg]))
-        late_b = float(np.mean([r["tardiness_eur"] for r in fpm]))
+    else:
         rows.append(
             ComparisonRow(
-                f"scenario {scenario}",
-                "tardiness cost RG / FPM (means)",
-                None,
-                late_rg / late_b if late_b > 0 else 0.0,
-                "ratio",
-                "spec AC12: <= 0.10 in scenario 1",
+                "scenario 2",
+                "RG optimizer time per call, mean",
+                claims["optimizer_time_mean_s"],
+                float(np.mean([r["opt_mean_s"] for r in rg])),
+                "s",
+                "paper: 'lower than 0.01 s on average'",
             )
         )
+    rows.append(
+        ComparisonRow(
+            f"scenario {scenario}",
+            "FPM optimizer time per call, mean",
+            None,
+            float(np.mean([r["opt_mean_s"] for r in fpm])),
+            "s",
+            "paper: RG takes longer than FPMs",
+        )
+    )
+    late_rg = float(np.mean([r["tardiness_eur"] for r in rg]))
+    late_b = float(np.mean([r["tardiness_eur"] for r in fpm]))
+    rows.append(
+        ComparisonRow(
+            f"scenario {scenario}",
+            "tardiness cost RG / FPM (means)",
+            None,
+            late_rg / late_b if late_b > 0 else 0.0,
+            "ratio",
+            "spec AC12: <= 0.10 in scenario 1",
+        )
+    )
+    return rows
 
-    if ctx.options.get("overload"):
-        rows += _overload_rows(out, seeds, rg_n)
 
-    # ---------------------------------------------------------------- ARMIDA replay
-    arm = paper["armida"]
-    energies, shared_2400, preempt_7200, gaps = [], 0, 0, []
+@dataclass
+class _ArmidaReplays:
+    """The ARMIDA replays over RG seeds: energies, Figure 4 checks per seed, seed 0's run, calls and gaps."""
+
+    energies: list[float] = field(default_factory=list)
+    shared_2400: int = 0
+    preempt_7200: int = 0
+    gaps: list[float] = field(default_factory=list)
+    first: object = None
+    fpm_energy: dict = field(default_factory=dict)
+
+
+def _armida_replays(out: Path, armida_n: int) -> _ArmidaReplays:
+    """Replay ARMIDA (Sec. V-C) with RG per seed and with each baseline; writes armida_calls.csv and the trace."""
+    rep = _ArmidaReplays()
+    energies, gaps = rep.energies, rep.gaps
+    shared_2400 = preempt_7200 = 0
     call_rows = []
     for s in range(armida_n):
         res = replay("andreas", seed=s, mode="periodic", exact_gap_max_queue=8 if s == 0 else 0)
@@ -272,25 +334,28 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
                         "opt_ms": c.opt_seconds * 1e3,
                     }
                 )
+    rep.shared_2400, rep.preempt_7200, rep.first = shared_2400, preempt_7200, first
     _write_csv(out / "armida_calls.csv", call_rows)
     names = [n.name for n in armida_setup().nodes]
     plot_trace(first, names, out / "armida_trace.png", "ARMIDA replay (RG, periodic 300 s, seed 0): node -> job x GPUs")
+    rep.fpm_energy = {b: replay(b, mode="periodic").real for b in BASELINES}
+    return rep
+
+
+def _armida_rows(arm: dict, rep: _ArmidaReplays, armida_n: int) -> list[ComparisonRow]:
+    """Table III: predicted energy beside the paper's, deviation arithmetic, Figure 4 checks, the MILP gap."""
+    energies, fpm_e = rep.energies, rep.fpm_energy
     pred = float(np.mean(energies))
-    fpm_e = {b: replay(b, mode="periodic").real for b in BASELINES}
-    j9_late_all = (
-        all(rr.late_jobs >= 1 for rr in fpm_e.values())
-        and first.real.late_jobs >= 1
-        and any(js.job.job_id == "J9" and js.end > js.job.deadline for js in first.records.jobs)
-    )
     sec = arm["section"]
-    rows += [
+    return [
         ComparisonRow(
             "ARMIDA replay",
             "predicted energy cost, RG mean",
             arm["predicted_cost_eur"],
             pred,
             "EUR",
-            f"{sec}; periodic 300 s, {armida_n} RG seeds, range {min(energies):.4f}-{max(energies):.4f}; spec AC9 band [1.030, 1.139]",
+            f"{sec}; periodic 300 s, {armida_n} RG seeds, range {min(energies):.4f}-{max(energies):.4f}; "
+            "spec AC9 band [1.030, 1.139]",
         ),
         ComparisonRow(
             "ARMIDA replay",
@@ -332,11 +397,24 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
             "EUR",
             "spec [PROTO] 1.14327; >= RG",
         ),
+        *_figure4_rows(rep, armida_n),
+    ]
+
+
+def _figure4_rows(rep: _ArmidaReplays, armida_n: int) -> list[ComparisonRow]:
+    """Figure 4 checks (AC10: sharing at T=2400, preemption at T=7200, J9 late) and RG's gap to the MILP."""
+    gaps, first, fpm_e = rep.gaps, rep.first, rep.fpm_energy
+    j9_late_all = (
+        all(rr.late_jobs >= 1 for rr in fpm_e.values())
+        and first.real.late_jobs >= 1
+        and any(js.job.job_id == "J9" and js.end > js.job.deadline for js in first.records.jobs)
+    )
+    return [
         ComparisonRow(
             "ARMIDA replay",
             "J10 shares armida-06 (1 GPU each) at T=2400, share of seeds",
             None,
-            shared_2400 / armida_n,
+            rep.shared_2400 / armida_n,
             "fraction",
             "Figure 4 GPU sharing (AC10a; partner identity not checked)",
         ),
@@ -344,7 +422,7 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
             "ARMIDA replay",
             "J2 started and J7 not running at T=7200, share of seeds",
             None,
-            preempt_7200 / armida_n,
+            rep.preempt_7200 / armida_n,
             "fraction",
             "Figure 4 preemption (AC10b: >= 0.5)",
         ),
@@ -365,12 +443,10 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
             f"code proxy, non-idling plans; {len(gaps)} calls (seed 0); max {max(gaps) if gaps else float('nan'):.3f}",
         ),
     ]
-    return rows
 
 
 def _overload_rows(out: Path, seeds: int, rg_n: int) -> list[ComparisonRow]:
     """AC16 (spec §12 item 8): scenario 1, N = 10, [C-br] arrival constants; not a paper claim."""
-    from gpuweave.repro.andreas.experiments import means, scenario_runs
 
     runs = scenario_runs(1, [10], seeds, rg_n, overload=True)
     _write_csv(out / "overload_runs.csv", runs)
@@ -393,7 +469,8 @@ def _overload_rows(out: Path, seeds: int, rg_n: int) -> list[ComparisonRow]:
             tot["andreas"] / tot["edf"] - 1.0,
             "fraction",
             f"spec [PROTO]: RG worse than EDF/PS by ~60% (proxy myopia under overload; not a paper claim); "
-            f"RG {tot['andreas']:.1f} EUR, EDF {tot['edf']:.1f}, PS {tot['priority']:.1f}, FIFO {tot['andreas-fifo']:.1f}",
+            f"RG {tot['andreas']:.1f} EUR, EDF {tot['edf']:.1f}, PS {tot['priority']:.1f}, "
+            f"FIFO {tot['andreas-fifo']:.1f}",
         ),
         ComparisonRow(
             "overload (AC16)",

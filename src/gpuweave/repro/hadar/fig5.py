@@ -74,7 +74,8 @@ def fig5_rows(ctx: ReproContext, reps: int) -> list[ComparisonRow]:
             None,
             slopes["hadar"] - slopes["gavel"],
             "",
-            f"B6 within +-0.5: {'ok' if abs(slopes['hadar'] - slopes['gavel']) <= 0.5 else 'OUT'}; Hadar {slopes['hadar']:.2f}, Gavel {slopes['gavel']:.2f}",
+            f"B6 within +-0.5: {'ok' if abs(slopes['hadar'] - slopes['gavel']) <= 0.5 else 'OUT'}; "
+            f"Hadar {slopes['hadar']:.2f}, Gavel {slopes['gavel']:.2f}",
         )
     )
     return rows

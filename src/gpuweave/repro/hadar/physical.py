@@ -4,6 +4,7 @@ the named emulation variants, and the LP bound on what forking can gain."""
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import numpy as np
 
@@ -138,7 +139,8 @@ def c2_speedup_row(res: dict, cluster: str, seeds: list[int], base_seed: int) ->
         bound,
         ours,
         "x",
-        f"paper column = the spec's aggregate-rate bound; C2 {in_range(ours, round(0.75 * bound, 3), round(1.25 * bound, 3))}"
+        "paper column = the spec's aggregate-rate bound; "
+        f"C2 {in_range(ours, round(0.75 * bound, 3), round(1.25 * bound, 3))}"
         "; the job lasts a few slots, so whole-slot effects move the ratio",
     )
 
@@ -158,25 +160,30 @@ def forking_bound_row(cluster: str, seeds: list[int], base_seed: int) -> Compari
         "x",
         "LP bound (true rates, free preemption, no overheads), mean over 7 mixes; per mix "
         + ", ".join(f"{m} {v:.2f}" for m, v in per_mix.items())
-        + f"; C3 asks HadarE vs Hadar >= 1.30: {'reachable' if mean >= 1.30 else 'unreachable'} against an optimal Hadar "
+        + f"; C3 asks HadarE vs Hadar >= 1.30: {'reachable' if mean >= 1.30 else 'unreachable'} "
+        "against an optimal Hadar "
         "on these inputs (Eq. 10 rates, our job sizes); the paper's 1.79 needs a Hadar far from optimal",
     )
 
 
 def physical_rows(ctx: ReproContext, seeds: list[int]) -> list[ComparisonRow]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    P = paper_numbers()["physical"]
+    """The physical-cluster emulation (Figs. 8-12, spec §8 C1-C5) on both clusters, with the variant grids."""
     res = emulate_grid(seeds, ctx.seed)
-    with open(ctx.out_dir / "physical_results.csv", "w", newline="") as fh:
+    variants = {"spec": res}
+    for name, options in EMULATION_VARIANTS.items():
+        variants[name] = emulate_grid(seeds, ctx.seed, slots=(360.0,), **options)
+    _write_physical_csv(ctx.out_dir / "physical_results.csv", variants)
+    rows = []
+    for cluster in ("aws", "lab"):
+        rows += _cluster_rows(res, variants, cluster, seeds, ctx.seed)
+    _plot_physical(res, ctx.out_dir / "fig8_12_physical.png")
+    return rows + c5_rows(res)
+
+
+def _write_physical_csv(path: Path, variants: dict[str, dict]) -> None:
+    with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["variant", "cluster", "mix", "slot_s", "scheduler", "cru", "ttd_s", "mean_jct_s", "jct_spread_s"])
-        variants = {"spec": res}
-        for name, options in EMULATION_VARIANTS.items():
-            variants[name] = emulate_grid(seeds, ctx.seed, slots=(360.0,), **options)
         for name, vres in variants.items():
             for (c, m, sl, s), r in vres.items():
                 w.writerow(
@@ -192,38 +199,65 @@ def physical_rows(ctx: ReproContext, seeds: list[int]) -> list[ComparisonRow]:
                         f"{r['spread']:.1f}",
                     ]
                 )
-    rows = []
+
+
+def _cluster_rows(res: dict, variants: dict, cluster: str, seeds: list[int], base_seed: int) -> list[ComparisonRow]:
+    """One cluster: C1-C4, the Fig. 9 M-5 TTDs, C2's CRU and speed-up, the forking bound, CRU per slot."""
+    P = paper_numbers()["physical"]
+    rows = c3_rows(res, cluster) + c1_c4_rows(res, cluster)
+    rows += [
+        ComparisonRow(
+            "physical",
+            f"{cluster} M-5 TTD Gavel",
+            P["m5_ttd_gavel_s"][cluster],
+            res[(cluster, "M-5", 360.0, "gavel")]["ttd"],
+            "s",
+            "Fig. 9 (approx.)",
+        ),
+        ComparisonRow(
+            "physical",
+            f"{cluster} M-5 TTD Hadar",
+            P["m5_ttd_hadar_s"][cluster],
+            res[(cluster, "M-5", 360.0, "hadar")]["ttd"],
+            "s",
+            "Fig. 9 (approx.)",
+        ),
+        ComparisonRow(
+            "physical",
+            f"{cluster} M-1 HadarE CRU (rounds before the last)",
+            None,
+            res[(cluster, "M-1", 360.0, "hadare")]["cru_round0"],
+            "fraction",
+            "C2 must be >= 0.75 (nan: the job finished in one round)",
+        ),
+    ]
+    rows.append(c2_speedup_row(res, cluster, seeds, base_seed))
+    rows.append(forking_bound_row(cluster, seeds, base_seed))
+    for slot in SLOTS:
+        rows.append(
+            ComparisonRow(
+                "physical",
+                f"{cluster} CRU HadarE slot {int(slot)} s (mean over mixes)",
+                None,
+                float(np.mean([res[(cluster, m, slot, "hadare")]["cru"] for m in MIXES])),
+                "fraction",
+                "Figs. 11-12",
+            )
+        )
+    for name in EMULATION_VARIANTS:
+        rows += c3_rows(variants[name], cluster, name)
+    return rows
+
+
+def _plot_physical(res: dict, path: Path) -> None:
+    """Figs. 8-12 in one figure: CRU, TTD and JCT per mix, slot 360 s, one row per cluster."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(2, 3, figsize=(12, 6))
     for ci, cluster in enumerate(("aws", "lab")):
-        rows += c3_rows(res, cluster) + c1_c4_rows(res, cluster)
-        rows += [
-            ComparisonRow(
-                "physical",
-                f"{cluster} M-5 TTD Gavel",
-                P["m5_ttd_gavel_s"][cluster],
-                res[(cluster, "M-5", 360.0, "gavel")]["ttd"],
-                "s",
-                "Fig. 9 (approx.)",
-            ),
-            ComparisonRow(
-                "physical",
-                f"{cluster} M-5 TTD Hadar",
-                P["m5_ttd_hadar_s"][cluster],
-                res[(cluster, "M-5", 360.0, "hadar")]["ttd"],
-                "s",
-                "Fig. 9 (approx.)",
-            ),
-            ComparisonRow(
-                "physical",
-                f"{cluster} M-1 HadarE CRU (rounds before the last)",
-                None,
-                res[(cluster, "M-1", 360.0, "hadare")]["cru_round0"],
-                "fraction",
-                "C2 must be >= 0.75 (nan: the job finished in one round)",
-            ),
-        ]
-        rows.append(c2_speedup_row(res, cluster, seeds, ctx.seed))
-        rows.append(forking_bound_row(cluster, seeds, ctx.seed))
         for mi, metric in enumerate(("cru", "ttd", "jct")):
             ax = axes[ci][mi]
             for s in ("hadare", "hadar", "gavel"):
@@ -231,23 +265,9 @@ def physical_rows(ctx: ReproContext, seeds: list[int]) -> list[ComparisonRow]:
             ax.set_xticks(range(len(MIXES)), MIXES, fontsize=7)
             ax.set_title(f"{cluster}: {metric} (slot 360 s)")
             ax.legend(fontsize=7)
-        for slot in SLOTS:
-            rows.append(
-                ComparisonRow(
-                    "physical",
-                    f"{cluster} CRU HadarE slot {int(slot)} s (mean over mixes)",
-                    None,
-                    float(np.mean([res[(cluster, m, slot, "hadare")]["cru"] for m in MIXES])),
-                    "fraction",
-                    "Figs. 11-12",
-                )
-            )
-        for name in EMULATION_VARIANTS:
-            rows += c3_rows(variants[name], cluster, name)
     fig.tight_layout()
-    fig.savefig(ctx.out_dir / "fig8_12_physical.png", dpi=100)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
-    return rows + c5_rows(res)
 
 
 # Best CRU slot per mix as the paper's text states it (§VII-D, Figs. 11-12); None where it says "90 or 180".

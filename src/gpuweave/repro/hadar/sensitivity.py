@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import numpy as np
 
@@ -11,6 +12,35 @@ from gpuweave.repro.hadar.trace import _trace_env, simulate_policy
 from gpuweave.repro.registry import ComparisonRow, ReproContext
 
 SENS_POLICIES = ("hadar", "gavel", "tiresias", "yarn-cs")
+
+
+CASES: dict[str, dict[str, tuple[float, dict]]] = {  # case -> policy -> (slot length L in s, policy options)
+    "default": {p: (360.0, {}) for p in SENS_POLICIES},
+    "L=90 s": {p: (90.0, {}) for p in SENS_POLICIES},
+    "L=180 s": {p: (180.0, {}) for p in SENS_POLICIES},
+    "utility=normalized": {"hadar": (360.0, {"utility": "normalized"})},
+    "hadar_variant=sticky": {"hadar": (360.0, {"variant": "sticky"})},
+    "gavel=min_total_duration": {"gavel": (360.0, {"policy": "min_total_duration"})},
+    "yarn strict FIFO": {"yarn-cs": (360.0, {"strict": True})},
+    "kappa=0": {"hadar": (360.0, {"kappa": 0.0})},
+    "kappa=10": {"hadar": (360.0, {"kappa": 10.0})},
+    "DP budget 1024 states": {"hadar": (360.0, {"max_states": 1024})},
+    "solver=exact": {"hadar": (360.0, {"solver": "exact"})},
+    "backfill": {"hadar": (360.0, {"backfill": True})},
+    "order=srpt": {"hadar": (360.0, {"order": "srpt"})},
+    "order=slack-srpt": {"hadar": (360.0, {"order": "slack-srpt"})},
+}
+
+
+class _Means:
+    """Mean of a metric over the seeds of a case; a policy the case does not run falls back to the default case."""
+
+    def __init__(self, res: dict[str, dict[str, list[dict]]]) -> None:
+        self.res = res
+
+    def __call__(self, case: str, p: str, key: str) -> float:
+        runs = self.res[case].get(p) or self.res["default"][p]
+        return float(np.mean([r[key] for r in runs]))
 
 
 def sensitivity_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: str = "busiest") -> list[ComparisonRow]:
@@ -22,40 +52,32 @@ def sensitivity_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: s
 
     Every case is compared against the default runs of the same seeds; ratios against the paper's numbers are
     shown where the paper states one for that comparison (it reports only the L = 360 s defaults)."""
+    P = paper_numbers()["trace"]
+    res = _run_cases(ctx, seeds, n_jobs, window)
+    m = _Means(res)
+    _write_results_csv(ctx.out_dir / "sensitivity_results.csv", res, m)
+    k = f"B7 report only; mean of {len(seeds)} seed(s), window {window}"
+    return _slot_length_rows(m, P, k) + _variant_rows(m, P, k) + _gavel_yarn_rows(m, P, k) + _kappa_rows(m, k)
+
+
+def _run_cases(ctx: ReproContext, seeds: list[int], n_jobs: int, window: str) -> dict[str, dict[str, list[dict]]]:
+    """Every case of :data:`CASES` on the same workload per seed: case -> policy -> one result per seed."""
     from gpuweave.hadar.trace import hadar_workload
 
-    P = paper_numbers()["trace"]
     env = _trace_env()
-    cases = {
-        "default": {p: (360.0, {}) for p in SENS_POLICIES},
-        "L=90 s": {p: (90.0, {}) for p in SENS_POLICIES},
-        "L=180 s": {p: (180.0, {}) for p in SENS_POLICIES},
-        "utility=normalized": {"hadar": (360.0, {"utility": "normalized"})},
-        "hadar_variant=sticky": {"hadar": (360.0, {"variant": "sticky"})},
-        "gavel=min_total_duration": {"gavel": (360.0, {"policy": "min_total_duration"})},
-        "yarn strict FIFO": {"yarn-cs": (360.0, {"strict": True})},
-        "kappa=0": {"hadar": (360.0, {"kappa": 0.0})},
-        "kappa=10": {"hadar": (360.0, {"kappa": 10.0})},
-        "DP budget 1024 states": {"hadar": (360.0, {"max_states": 1024})},
-        "solver=exact": {"hadar": (360.0, {"solver": "exact"})},
-        "backfill": {"hadar": (360.0, {"backfill": True})},
-        "order=srpt": {"hadar": (360.0, {"order": "srpt"})},
-        "order=slack-srpt": {"hadar": (360.0, {"order": "slack-srpt"})},
-    }
-    res: dict[str, dict[str, list[dict]]] = {c: {} for c in cases}
+    res: dict[str, dict[str, list[dict]]] = {c: {} for c in CASES}
     for s in seeds:
         jobs = hadar_workload(ctx.seed + s, n_jobs, env[0], window=window)
-        for case, runs in cases.items():
+        for case, runs in CASES.items():
             for p, (L, opts) in runs.items():
                 r = simulate_policy(p, jobs, env, ctx.seed + s, L, **opts)
                 r.pop("rec")
                 res[case].setdefault(p, []).append(r)
+    return res
 
-    def m(case, p, key):
-        runs = res[case].get(p) or res["default"][p]
-        return float(np.mean([r[key] for r in runs]))
 
-    with open(ctx.out_dir / "sensitivity_results.csv", "w", newline="") as fh:
+def _write_results_csv(path: Path, res: dict[str, dict[str, list[dict]]], m: _Means) -> None:
+    with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(
             [
@@ -87,9 +109,11 @@ def sensitivity_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: s
                         f"{m(case, p, 'wall_s'):.3f}",
                     ]
                 )
-    k = f"B7 report only; mean of {len(seeds)} seed(s), window {window}"
+
+
+def _slot_length_rows(m: _Means, P: dict, k: str) -> list[ComparisonRow]:
+    """Slot length: TTD and GRU of every policy, and the ratios, at L = 90 / 180 / 360 s."""
     rows: list[ComparisonRow] = []
-    # Slot length: TTD and GRU of every policy, and the ratios, at L = 90 / 180 / 360 s.
     for case in ("L=90 s", "L=180 s", "default"):
         label = "L=360 s" if case == "default" else case
         for p in SENS_POLICIES:
@@ -125,7 +149,12 @@ def sensitivity_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: s
                     k + ("" if case == "default" else "; the paper reports only L=360 s"),
                 )
             )
-    # Hadar variants: their ratios against the default baselines (the paper does not say which utility it used, A8).
+    return rows
+
+
+def _variant_rows(m: _Means, P: dict, k: str) -> list[ComparisonRow]:
+    """Hadar variants: their ratios against the default baselines (the paper does not say which utility it used, A8)."""
+    rows: list[ComparisonRow] = []
     for case in (
         "utility=normalized",
         "hadar_variant=sticky",
@@ -156,46 +185,7 @@ def sensitivity_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: s
                     else ""
                 ),
             ),
-            ComparisonRow(
-                "sensitivity",
-                f"{case}: TTD Gavel/Hadar",
-                P["ttd_ratio_gavel"],
-                m("default", "gavel", "ttd") / h_ttd,
-                "x",
-                note,
-            ),
-            ComparisonRow(
-                "sensitivity",
-                f"{case}: TTD Tiresias/Hadar",
-                P["ttd_ratio_tiresias"],
-                m("default", "tiresias", "ttd") / h_ttd,
-                "x",
-                note,
-            ),
-            ComparisonRow(
-                "sensitivity",
-                f"{case}: TTD YARN-CS/Hadar",
-                P["ttd_ratio_yarn"],
-                m("default", "yarn-cs", "ttd") / h_ttd,
-                "x",
-                note,
-            ),
-            ComparisonRow(
-                "sensitivity",
-                f"{case}: 50%-time Gavel/Hadar",
-                P["t50_ratio_gavel"],
-                m("default", "gavel", "t50") / h_t50,
-                "x",
-                note,
-            ),
-            ComparisonRow(
-                "sensitivity",
-                f"{case}: 50%-time Tiresias/Hadar",
-                P["t50_ratio_tiresias"],
-                m("default", "tiresias", "t50") / h_t50,
-                "x",
-                note,
-            ),
+            *_baseline_ratio_rows(m, P, case, h_ttd, h_t50, note),
         ]
     rows.append(
         ComparisonRow(
@@ -204,12 +194,63 @@ def sensitivity_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: s
             None,
             m("DP budget 1024 states", "hadar", "fallback_fraction"),
             "fraction of rounds",
-            f"{k}; default 64 states: {m('default', 'hadar', 'fallback_fraction'):.2f}; spec default 200 000 is too slow here (dp.py)",
+            f"{k}; default 64 states: {m('default', 'hadar', 'fallback_fraction'):.2f}; "
+            "spec default 200 000 is too slow here (dp.py)",
         )
     )
-    # Gavel's makespan policy and strict YARN.
+    return rows
+
+
+def _baseline_ratio_rows(m: _Means, P: dict, case: str, h_ttd: float, h_t50: float, note: str) -> list[ComparisonRow]:
+    """The default baselines' TTD and 50%-time over a Hadar variant's, beside the paper's ratios."""
+    return [
+        ComparisonRow(
+            "sensitivity",
+            f"{case}: TTD Gavel/Hadar",
+            P["ttd_ratio_gavel"],
+            m("default", "gavel", "ttd") / h_ttd,
+            "x",
+            note,
+        ),
+        ComparisonRow(
+            "sensitivity",
+            f"{case}: TTD Tiresias/Hadar",
+            P["ttd_ratio_tiresias"],
+            m("default", "tiresias", "ttd") / h_ttd,
+            "x",
+            note,
+        ),
+        ComparisonRow(
+            "sensitivity",
+            f"{case}: TTD YARN-CS/Hadar",
+            P["ttd_ratio_yarn"],
+            m("default", "yarn-cs", "ttd") / h_ttd,
+            "x",
+            note,
+        ),
+        ComparisonRow(
+            "sensitivity",
+            f"{case}: 50%-time Gavel/Hadar",
+            P["t50_ratio_gavel"],
+            m("default", "gavel", "t50") / h_t50,
+            "x",
+            note,
+        ),
+        ComparisonRow(
+            "sensitivity",
+            f"{case}: 50%-time Tiresias/Hadar",
+            P["t50_ratio_tiresias"],
+            m("default", "tiresias", "t50") / h_t50,
+            "x",
+            note,
+        ),
+    ]
+
+
+def _gavel_yarn_rows(m: _Means, P: dict, k: str) -> list[ComparisonRow]:
+    """Gavel's makespan policy and strict YARN against the default Hadar."""
     g_ttd = m("gavel=min_total_duration", "gavel", "ttd")
-    rows += [
+    return [
         ComparisonRow(
             "sensitivity",
             "gavel=min_total_duration: Gavel TTD",
@@ -267,12 +308,18 @@ def sensitivity_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: s
             k,
         ),
     ]
-    # Communication cost kappa (spec A6): comm(a) = kappa (servers - 1) max_r U_min^r.
+
+
+def _kappa_rows(m: _Means, k: str) -> list[ComparisonRow]:
+    """Communication cost kappa (spec A6): comm(a) = kappa (servers - 1) max_r U_min^r."""
+    rows: list[ComparisonRow] = []
     for kap, case in ((0.0, "kappa=0"), (1.0, "default"), (10.0, "kappa=10")):
         note = (
             f"{k}; comm = kappa (servers-1) max U_min (spec A6); Hadar's multi-server share "
-            f"{100 * m(case, 'hadar', 'spread_fraction'):.1f}% of GPU-seconds: kappa can only act on jobs that must or may span servers; "
-            f"last round's max U_min {m(case, 'hadar', 'u_min'):.3g} vs U_max {m(case, 'hadar', 'u_max'):.3g}, so even kappa=10 is a "
+            f"{100 * m(case, 'hadar', 'spread_fraction'):.1f}% of GPU-seconds: "
+            "kappa can only act on jobs that must or may span servers; "
+            f"last round's max U_min {m(case, 'hadar', 'u_min'):.3g} vs U_max {m(case, 'hadar', 'u_max'):.3g}, "
+            "so even kappa=10 is a "
             f"tie-breaker-scale penalty (spec §2.8)"
         )
         rows += [

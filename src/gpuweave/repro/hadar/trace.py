@@ -83,7 +83,9 @@ def simulate_policy(name: str, jobs, env, seed: int, round_length: float = 360.0
         "fallback_fraction": hadar.fallback_rounds / max(1, hadar.rounds) if hadar else 0.0,
         "work_v100_gpu_h": sum(j.duration * j.num_gpus for j in jobs) / 3600.0,
         "spread_fraction": spread / total if total else 0.0,
-        "last_job": f"{last.job.job_id} {last.job.job_type} W={last.job.num_gpus} (V100 {last.job.duration / 3600:.1f} h)",
+        "last_job": (
+            f"{last.job.job_id} {last.job.job_type} W={last.job.num_gpus} (V100 {last.job.duration / 3600:.1f} h)"
+        ),
         "last_job_k80": last.gpu_seconds_by_model.get("K80", 0.0) / held,
         "rho_queue": _rank_corr(ends, np.arange(ends.size)),
         "rho_length": _rank_corr(ends, np.array([js.job.duration for js in ordered])),
@@ -222,7 +224,8 @@ def slack_rows(ttd: dict, t50: dict, mean, k: str) -> list[ComparisonRow]:
             None,
             mean("mean_jct", v) / 3600,
             "h",
-            f"{k}; default Hadar {mean('mean_jct', 'hadar') / 3600:.1f} h, Gavel {mean('mean_jct', 'gavel') / 3600:.1f} h",
+            f"{k}; default Hadar {mean('mean_jct', 'hadar') / 3600:.1f} h, "
+            f"Gavel {mean('mean_jct', 'gavel') / 3600:.1f} h",
         )
     )
     return rows
@@ -231,6 +234,7 @@ def slack_rows(ttd: dict, t50: dict, mean, k: str) -> list[ComparisonRow]:
 def trace_rows(
     ctx: ReproContext, seeds: list[int], n_jobs: int, window: str = "busiest", reference_gpu: str = "V100"
 ) -> list[ComparisonRow]:
+    """The trace experiment (Figs. 3-4): every policy per seed, compared with the paper's TTD and 50%-time ratios."""
     P = paper_numbers()["trace"]
     per_seed = []
     for s in seeds:
@@ -238,7 +242,36 @@ def trace_rows(
         per_seed.append(res)
         if s == seeds[0]:
             _plot_trace(res, ctx.out_dir)
-    with open(ctx.out_dir / "trace_results.csv", "w", newline="") as fh:
+    _write_trace_csv(ctx.out_dir / "trace_results.csv", [ctx.seed + s for s in seeds], per_seed)
+    mean = _SeedMean(per_seed)
+    ttd = {p: mean("ttd", p) for p in (*TRACE_POLICIES, SLACK)}
+    t50 = {p: mean("t50", p) for p in (*TRACE_POLICIES, SLACK)}
+    gru = {p: mean("gru_median", p) for p in TRACE_POLICIES}
+    k = (
+        f"mean of {len(seeds)} seed(s), {n_jobs}-job Philly sample (window {window}, "
+        f"work = duration x {reference_gpu} rate), L=360 s"
+    )
+    lb = mean("critical_path_h", "hadar")
+    workload, ttd_reason, t50_reason = _explanations(mean, ttd, lb, window)
+    rows = _ttd_rows(P, ttd, mean, k, lb, per_seed[0], workload, ttd_reason)
+    rows += _t50_and_workload_rows(P, ttd, t50, mean, k, workload, t50_reason)
+    rows += _per_policy_rows(ttd, t50, gru, mean, k)
+    rows += _gru_rows(gru, mean)
+    return rows
+
+
+class _SeedMean:
+    """mean(key, policy): a result's mean over the seeds."""
+
+    def __init__(self, per_seed: list[dict]) -> None:
+        self.per_seed = per_seed
+
+    def __call__(self, key: str, name: str) -> float:
+        return float(np.mean([res[name][key] for res in self.per_seed]))
+
+
+def _write_trace_csv(path: Path, seeds: list[int], per_seed: list[dict]) -> None:
+    with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(
             [
@@ -259,7 +292,7 @@ def trace_rows(
             for name, r in res.items():
                 w.writerow(
                     [
-                        ctx.seed + s,
+                        s,
                         name,
                         f"{r['ttd'] / 3600:.4f}",
                         f"{r['t50'] / 3600:.4f}",
@@ -273,25 +306,15 @@ def trace_rows(
                     ]
                 )
 
-    def mean(key, name):
-        return float(np.mean([res[name][key] for res in per_seed]))
 
-    ttd = {p: mean("ttd", p) for p in (*TRACE_POLICIES, SLACK)}
-    t50 = {p: mean("t50", p) for p in (*TRACE_POLICIES, SLACK)}
-    gru = {p: mean("gru_median", p) for p in TRACE_POLICIES}
-    k = f"mean of {len(seeds)} seed(s), {n_jobs}-job Philly sample (window {window}, work = duration x {reference_gpu} rate), L=360 s"
-    first = per_seed[0]
-    lb = mean("critical_path_h", "hadar")
+def _explanations(mean: _SeedMean, ttd: dict, lb: float, window: str) -> tuple[str, str, str]:
+    """The notes that explain the numbers: the workload's shape, what sets TTD, why 50%-time differs."""
     workload = (
-        f"workload: {100 * mean('single_gpu_fraction', 'hadar'):.0f}% of jobs W=1, {mean('xl_jobs', 'hadar'):.1f} XL jobs "
+        f"workload: {100 * mean('single_gpu_fraction', 'hadar'):.0f}% of jobs W=1, "
+        f"{mean('xl_jobs', 'hadar'):.1f} XL jobs "
         f"({WINDOW_NOTES[window]}), so Hadar's multi-server/mixed-type "
         f"allocations hold {100 * mean('spread_fraction', 'hadar'):.1f}% of its GPU-seconds"
     )
-
-    def critical(p):
-        r = first[p]
-        return f"{p}'s last job {r['last_job']} spent {100 * r['last_job_k80']:.0f}% of its GPU time on K80"
-
     if ttd["hadar"] / 3600 <= 1.1 * lb:
         ttd_reason = (
             f"why: TTD is set by one long job, not by cluster throughput: Hadar TTD {ttd['hadar'] / 3600:.1f} h vs "
@@ -304,14 +327,25 @@ def trace_rows(
         )
     t50_reason = (
         f"why: Hadar completes jobs in near-queue (FIFO) order, Spearman rho(end, queue position) "
-        f"{mean('rho_queue', 'hadar'):.2f}, rho(end, length) {mean('rho_length', 'hadar'):.2f}; Gavel's LAS time-sharing "
+        f"{mean('rho_queue', 'hadar'):.2f}, rho(end, length) {mean('rho_length', 'hadar'):.2f}; "
+        "Gavel's LAS time-sharing "
         f"and Tiresias' 2D-LAS finish short jobs first (rho(end, length) Gavel {mean('rho_length', 'gavel'):.2f}, "
         f"Tiresias {mean('rho_length', 'tiresias'):.2f}). Spec §2.8 puts running jobs first in Q with a free KEEP "
         f"candidate, and the per-round payoff U_j(tau)-cost (effective throughput) has no term for job length or "
         f"attained service; same with utility=normalized, sticky, a 16x DP budget and the round's exact optimum "
         f"(solver=exact); only the named srpt / slack-srpt Q orders change it (see sensitivity)"
     )
-    rows = [
+    return workload, ttd_reason, t50_reason
+
+
+def _ttd_rows(P, ttd, mean, k, lb, first, workload, ttd_reason) -> list[ComparisonRow]:
+    """B0 and B2: Hadar's TTD beside the paper's and the critical-path bound; TTD ratios of the baselines."""
+
+    def critical(p):
+        r = first[p]
+        return f"{p}'s last job {r['last_job']} spent {100 * r['last_job_k80']:.0f}% of its GPU time on K80"
+
+    return [
         ComparisonRow(
             "trace",
             "Hadar TTD",
@@ -353,7 +387,8 @@ def trace_rows(
             + "; "
             + ttd_reason
             + critical("tiresias")
-            + " (random type choice, spec §4.2/A10; K80 is 2-7x slower), so the ratio is a per-seed lottery on where the longest jobs land",
+            + " (random type choice, spec §4.2/A10; K80 is 2-7x slower), "
+            "so the ratio is a per-seed lottery on where the longest jobs land",
         ),
         ComparisonRow(
             "trace",
@@ -368,6 +403,12 @@ def trace_rows(
             + critical("yarn-cs")
             + " (random type choice, non-preemptive: it never leaves K80)",
         ),
+    ]
+
+
+def _t50_and_workload_rows(P, ttd, t50, mean, k, workload, t50_reason) -> list[ComparisonRow]:
+    """B3 50%-time ratios, the slack variant, HadarE, churn, DP fallbacks and the workload's shape."""
+    return [
         ComparisonRow(
             "trace",
             "50%-time Gavel/Hadar",
@@ -422,6 +463,11 @@ def trace_rows(
         ),
         ComparisonRow("trace", "workload share of XL jobs", None, mean("xl_fraction", "hadar"), "fraction", k),
     ]
+
+
+def _per_policy_rows(ttd, t50, gru, mean, k) -> list[ComparisonRow]:
+    """TTD, 50%-time, median GRU and wall time of every policy, and the B1 TTD order."""
+    rows: list[ComparisonRow] = []
     for p in TRACE_POLICIES:
         rows.append(ComparisonRow("trace", f"TTD {p}", None, ttd[p] / 3600, "h", k))
         rows.append(ComparisonRow("trace", f"50%-time {p}", None, t50[p] / 3600, "h", k))
@@ -441,21 +487,29 @@ def trace_rows(
         )
     )
 
-    def b4(g):
-        return (
-            g["yarn-cs"] >= g["gavel"]
-            and g["yarn-cs"] >= g["tiresias"]
-            and g["hadar"] > g["gavel"]
-            and g["hadar"] > g["tiresias"]
-            and abs(g["hadar"] - g["yarn-cs"]) <= 0.10
-        )
+    return rows
 
+
+def _b4(g: dict) -> bool:
+    """B4: GRU YARN >= Gavel, Tiresias; Hadar > Gavel, Tiresias; |Hadar - YARN| <= 10 points."""
+    return (
+        g["yarn-cs"] >= g["gavel"]
+        and g["yarn-cs"] >= g["tiresias"]
+        and g["hadar"] > g["gavel"]
+        and g["hadar"] > g["tiresias"]
+        and abs(g["hadar"] - g["yarn-cs"]) <= 0.10
+    )
+
+
+def _gru_rows(gru, mean) -> list[ComparisonRow]:
+    """B4 on the median GRU of all rounds, and (report only) on the rounds with a backlog."""
+    rows: list[ComparisonRow] = []
     rows.append(
         ComparisonRow(
             "trace",
             "B4 GRU YARN>=Gavel,Tiresias; Hadar>Gavel,Tiresias; |Hadar-YARN|<=10pt",
             None,
-            float(b4(gru)),
+            float(_b4(gru)),
             "bool",
             "median GRU "
             + ", ".join(f"{p} {gru[p]:.2f}" for p in TRACE_POLICIES)
@@ -480,7 +534,7 @@ def trace_rows(
             "trace",
             "B4 on rounds with a backlog (report)",
             None,
-            float(b4(backlog)),
+            float(_b4(backlog)),
             "bool",
             "the B4 conditions on the backlog window: " + ", ".join(f"{p} {backlog[p]:.2f}" for p in TRACE_POLICIES),
         )

@@ -105,6 +105,50 @@ def pick_swap(times_i: list[float], times_a: list[float], margin: float) -> tupl
     return best
 
 
+def _first_ending_peer(node: Node, same_size: list[Node], end: list[float]) -> tuple[Node | None, float]:
+    """A: the other node of the node's size whose slices end first, and that end."""
+    target, target_end = None, 0.0
+    for cand in same_size:
+        if cand is node:
+            continue
+        e = max(end[s] for s in cand.occ)
+        if target is None or e < target_end:
+            target, target_end = cand, e
+    return target, target_end
+
+
+def _shift_ends(end: list[float], source: Node, target: Node, amount: float) -> None:
+    """Estimated slice ends after ``amount`` of work went from ``source`` to ``target``."""
+    for s in source.occ:
+        end[s] -= amount
+    for s in target.occ:
+        end[s] += amount
+
+
+def _move_or_swap(node: Node, target: Node, margin: float, end: list[float], stats: RefineStats, eps: float) -> bool:
+    """MOVE a task of ``node`` to ``target``, else SWAP a pair; False when neither applies (or margin <= 0)."""
+    if margin <= 0:
+        return False
+    pos = pick_move(node.times, margin, eps)
+    if pos is not None:
+        tid, t = _remove(node, pos)
+        _insert_sorted(target, tid, t)
+        _shift_ends(end, node, target, t)
+        stats.moves += 1
+        return True
+    pair = pick_swap(node.times, target.times, margin)
+    if pair is None:
+        return False
+    ki, ji = pair
+    k_tid, k_t = _remove(node, ki)
+    j_tid, j_t = _remove(target, ji)
+    _insert_sorted(node, j_tid, j_t)
+    _insert_sorted(target, k_tid, k_t)
+    _shift_ends(end, node, target, k_t - j_t)
+    stats.swaps += 1
+    return True
+
+
 def refine(
     forest: Forest, *, base: list[float] | None = None, max_iters: int = 100, eps: float = MOVE_EPS
 ) -> RefineStats:
@@ -129,40 +173,9 @@ def refine(
             if node.parent is None:
                 stop = True
                 break
-            target, target_end = None, 0.0
-            for cand in by_size[node.size]:
-                if cand is node:
-                    continue
-                e = max(end[s] for s in cand.occ)
-                if target is None or e < target_end:
-                    target, target_end = cand, e
-            if target is not None and node.tasks:
-                margin = omega - target_end
-                if margin > 0:
-                    pos = pick_move(node.times, margin, eps)
-                    if pos is not None:
-                        tid, t = _remove(node, pos)
-                        _insert_sorted(target, tid, t)
-                        for s in node.occ:
-                            end[s] -= t
-                        for s in target.occ:
-                            end[s] += t
-                        stats.moves += 1
-                        continue
-                    pair = pick_swap(node.times, target.times, margin)
-                    if pair is not None:
-                        ki, ji = pair
-                        k_tid, k_t = _remove(node, ki)
-                        j_tid, j_t = _remove(target, ji)
-                        _insert_sorted(node, j_tid, j_t)
-                        _insert_sorted(target, k_tid, k_t)
-                        d = k_t - j_t
-                        for s in node.occ:
-                            end[s] -= d
-                        for s in target.occ:
-                            end[s] += d
-                        stats.swaps += 1
-                        continue
+            target, target_end = _first_ending_peer(node, by_size[node.size], end)
+            if target is not None and node.tasks and _move_or_swap(node, target, omega - target_end, end, stats, eps):
+                continue
             parent = node.parent
             if parent.idx not in opened:
                 opened.add(parent.idx)
