@@ -19,7 +19,7 @@ def plan_snapshot(
     path: Path, method: str = "andreas", seed: int = 0, max_it: int = 1000, variant: str = "code", exact: bool = False
 ) -> dict:
     from gpuweave.andreas.fpm import fpm_schedule
-    from gpuweave.andreas.rg import RGConfig, randomized_greedy
+    from gpuweave.andreas.randomized_greedy import RGConfig, randomized_greedy
     from gpuweave.andreas.snapshot import load_snapshot
     from gpuweave.errors import InputError
 

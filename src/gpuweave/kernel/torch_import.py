@@ -30,7 +30,7 @@ from pathlib import Path
 
 from gpuweave.errors import InputError
 from gpuweave.kernel.ids import KernelId
-from gpuweave.kernel.traces import Op, Trace
+from gpuweave.kernel.trace_format import Op, Trace
 
 MAX_PROFILE_BYTES = 512 * 1024 * 1024
 
