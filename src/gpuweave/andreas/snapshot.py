@@ -99,7 +99,8 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> Instance:
             if (t, 1) not in table:
                 node = next(nd.name for nd in nodes if nd.gpu_type == t)
                 raise InputError(
-                    f"{where}: the profiles have no per-epoch time of {app} on {config_label(t, 1)}, which node {node} offers",
+                    f"{where}: the profiles have no per-epoch time of {app} on {config_label(t, 1)}, "
+                    f"which node {node} offers",
                     file=file,
                     field=f"jobs[{i}].application",
                 )
@@ -147,7 +148,8 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> Instance:
             k = (nodes[n_idx].gpu_type, g)
             if k not in table or g > nodes[n_idx].num_gpus:
                 raise InputError(
-                    f"{where}: runs on {config_label(*k)} of {run['node']}, which is not a profiled configuration of that node",
+                    f"{where}: runs on {config_label(*k)} of {run['node']}, "
+                    "which is not a profiled configuration of that node",
                     file=file,
                     field=f"jobs[{i}].running",
                 )

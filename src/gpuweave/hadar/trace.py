@@ -163,7 +163,8 @@ def derive_pool(
 
 SOURCE_NOTE = (
     "# Source: github.com/petuum/adaptdl, branch osdi21-artifact, commit c793c7089bd307462686339d29707925c461f9a9,\n"
-    "# simulator/traces/philly.csv (derived from Microsoft Philly, Jeon et al. ATC'19, msr-fiddle/philly-traces, CC BY 4.0).\n"
+    "# simulator/traces/philly.csv (derived from Microsoft Philly, Jeon et al. ATC'19, "
+    "msr-fiddle/philly-traces, CC BY 4.0).\n"
 )
 
 
@@ -173,7 +174,8 @@ def write_pool(pool: dict, path: str | Path, window: str) -> None:
         f"# Eligible jobs of the flattened Philly job list under window rule '{window}' ({pool['window_start']}):",
         f"# {WINDOW_RULES[window]}.",
         SOURCE_NOTE.rstrip("\n"),
-        "# Rule (gpuweave.hadar.trace.derive_pool; spec hadar.md §5.2 steps 1-2, §7 A9): W <= 8; GPU-hours = W x duration / 3600",
+        "# Rule (gpuweave.hadar.trace.derive_pool; spec hadar.md §5.2 steps 1-2, §7 A9): "
+        "W <= 8; GPU-hours = W x duration / 3600",
         "# in S (0,1], M (1,10], L (10,50], XL [60,100]. Rewrite with: python -m gpuweave.hadar.trace PHILLY_CSV",
         f"# row = 1-based data row in the source file; W is the trace's original count; {len(pool['row'])} jobs.",
         "row,duration_s,num_gpus,category",

@@ -281,7 +281,10 @@ def read_spot_nodes(
         name,
         _group_nodes(raw, "gpu_model", "gpu_capacity_num", file=file),
         file=file,
-        source=f"alibaba/clusterdata@7a6c496 cluster-trace-v2026-spot-gpu/{file.name} (GFS, ASPLOS'26; research/study use)",
+        source=(
+            f"alibaba/clusterdata@7a6c496 cluster-trace-v2026-spot-gpu/{file.name} "
+            "(GFS, ASPLOS'26; research/study use)"
+        ),
         price_per_kwh=price_per_kwh,
         pue=pue,
         catalog_only=catalog_only,

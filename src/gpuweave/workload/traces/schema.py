@@ -165,7 +165,8 @@ def validate_frame(
         if too_big.any():
             position = int(np.flatnonzero(too_big)[0])
             raise InputError(
-                f"the job asks for {int(num_gpus.iloc[position])} GPUs but the cluster's largest placement is {max_gpus}",
+                f"the job asks for {int(num_gpus.iloc[position])} GPUs "
+                f"but the cluster's largest placement is {max_gpus}",
                 file=file,
                 row=rows[position],
                 field="num_gpus",
