@@ -7,7 +7,14 @@ import pytest
 
 from gpuweave.andreas.catalog import load_costs, load_profile_table
 from gpuweave.andreas.cost import proxy
-from gpuweave.andreas.randomized_greedy import RGConfig, greedy, iteration_count, pressure_order, randomized_greedy, swap_pass_batch
+from gpuweave.andreas.randomized_greedy import (
+    RGConfig,
+    greedy,
+    iteration_count,
+    pressure_order,
+    randomized_greedy,
+    swap_pass_batch,
+)
 
 from .conftest import times
 

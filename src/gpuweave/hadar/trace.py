@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 
@@ -299,8 +300,6 @@ def read_philly_job_log(path: str | Path, *, skip_malformed: bool = False) -> tu
     ``start_time``, ``end_time`` (``YYYY-MM-DD HH:MM:SS``) and ``detail`` (a list of ``{"gpus": [...]}``);
     duration = last end - first start, W = GPUs of the first attempt. A malformed job raises one
     :class:`InputError` naming the job, or with ``skip_malformed`` is dropped and counted (second value)."""
-    from datetime import datetime
-
     p = Path(path)
     if not p.exists():
         raise InputError("file not found", file=p)
@@ -315,35 +314,7 @@ def read_philly_job_log(path: str | Path, *, skip_malformed: bool = False) -> tu
     skipped = 0
     for k, job in enumerate(data, start=1):
         try:
-            if not isinstance(job, dict):
-                raise ValueError("job", "expected an object")
-            sub = job.get("submitted_time")
-            attempts = job.get("attempts")
-            if not isinstance(sub, str):
-                raise ValueError("submitted_time", "missing")
-            datetime.strptime(sub, fmt)
-            if not isinstance(attempts, list) or not attempts:
-                raise ValueError("attempts", "expected a non-empty list")
-            starts, ends = [], []
-            for a in attempts:
-                if (
-                    not isinstance(a, dict)
-                    or not isinstance(a.get("start_time"), str)
-                    or not isinstance(a.get("end_time"), str)
-                ):
-                    raise ValueError("attempts", "an attempt lacks start_time/end_time")
-                s = datetime.strptime(a["start_time"], fmt)
-                e = datetime.strptime(a["end_time"], fmt)
-                if e < s:
-                    raise ValueError("attempts", "an attempt ends before it starts")
-                starts.append(s)
-                ends.append(e)
-            detail = attempts[0].get("detail")
-            if not isinstance(detail, list) or not detail:
-                raise ValueError("attempts", "the first attempt has no 'detail' list of machines")
-            gpus = sum(len(d.get("gpus", [])) for d in detail if isinstance(d, dict))
-            if gpus < 1:
-                raise ValueError("attempts", "the first attempt holds no GPUs")
+            sub, duration, gpus = _philly_job(job, fmt)
         except ValueError as exc:
             if len(exc.args) == 2:
                 fld, msg = exc.args
@@ -355,9 +326,46 @@ def read_philly_job_log(path: str | Path, *, skip_malformed: bool = False) -> tu
             jid = job.get("jobid", "?") if isinstance(job, dict) else "?"
             raise InputError(f"job {jid}: {msg}", file=p, row=k, field=fld) from None
         out["timestamp"].append(sub)
-        out["duration"].append((max(ends) - min(starts)).total_seconds())
+        out["duration"].append(duration)
         out["num_gpus"].append(gpus)
     return out, skipped
+
+
+def _philly_job(job: object, fmt: str) -> tuple[str, float, int]:
+    """One cluster_job_log entry as (submitted_time, last end - first start in s, GPUs of the first attempt).
+
+    Raises ``ValueError(field, message)`` for a malformed job (or strptime's ValueError for a bad time).
+    """
+    if not isinstance(job, dict):
+        raise ValueError("job", "expected an object")
+    sub = job.get("submitted_time")
+    attempts = job.get("attempts")
+    if not isinstance(sub, str):
+        raise ValueError("submitted_time", "missing")
+    datetime.strptime(sub, fmt)
+    if not isinstance(attempts, list) or not attempts:
+        raise ValueError("attempts", "expected a non-empty list")
+    starts, ends = [], []
+    for a in attempts:
+        if (
+            not isinstance(a, dict)
+            or not isinstance(a.get("start_time"), str)
+            or not isinstance(a.get("end_time"), str)
+        ):
+            raise ValueError("attempts", "an attempt lacks start_time/end_time")
+        s = datetime.strptime(a["start_time"], fmt)
+        e = datetime.strptime(a["end_time"], fmt)
+        if e < s:
+            raise ValueError("attempts", "an attempt ends before it starts")
+        starts.append(s)
+        ends.append(e)
+    detail = attempts[0].get("detail")
+    if not isinstance(detail, list) or not detail:
+        raise ValueError("attempts", "the first attempt has no 'detail' list of machines")
+    gpus = sum(len(d.get("gpus", [])) for d in detail if isinstance(d, dict))
+    if gpus < 1:
+        raise ValueError("attempts", "the first attempt holds no GPUs")
+    return sub, (max(ends) - min(starts)).total_seconds(), gpus
 
 
 def main(argv: list[str] | None = None) -> None:
