@@ -28,6 +28,7 @@ from pathlib import Path
 
 from gpuweave.cluster.state import JobState
 from gpuweave.errors import InputError
+from gpuweave.files import load_json
 from gpuweave.hadar.throughput import RateTable
 from gpuweave.workload.job import Job
 
@@ -189,6 +190,4 @@ def _parse_placement(running: object, where: str, row: int, index: dict[str, int
 
 
 def load_snapshot(path: str | Path) -> SnapshotView:
-    from gpuweave.files import load_json
-
     return parse_snapshot(load_json(path, what="Hadar snapshot"), str(path))
