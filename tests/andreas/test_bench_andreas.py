@@ -11,7 +11,7 @@ import pytest
 
 from gpuweave.andreas.catalog import load_costs, load_profile_table
 from gpuweave.andreas.model import NodeSpec, QueueJob, build_instance
-from gpuweave.andreas.rg import randomized_greedy
+from gpuweave.andreas.randomized_greedy import randomized_greedy
 from gpuweave.andreas.workload import scenario_jobs, scenario_nodes
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from gpuweave.andreas.bruteforce import all_plans, brute_force
 from gpuweave.andreas.milp import exact_optimum, optimality_gap
-from gpuweave.andreas.rg import randomized_greedy
+from gpuweave.andreas.randomized_greedy import randomized_greedy
 
 from .test_rg_batch import random_instance
 

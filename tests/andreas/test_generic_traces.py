@@ -61,7 +61,7 @@ def test_no_deadline_jobs_have_no_pressure_nan_and_edf_puts_them_last_by_arrival
     from gpuweave.andreas.catalog import CostCatalog, load_costs
     from gpuweave.andreas.fpm import fpm_order, fpm_schedule
     from gpuweave.andreas.model import NodeSpec, QueueJob, build_instance
-    from gpuweave.andreas.rg import randomized_greedy
+    from gpuweave.andreas.randomized_greedy import randomized_greedy
 
     nodes = [NodeSpec("a", "V100", 2), NodeSpec("b", "V100", 2)]
     jobs = [

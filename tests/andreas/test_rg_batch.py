@@ -10,7 +10,7 @@ import pytest
 from gpuweave.andreas.catalog import load_costs, load_profile_table
 from gpuweave.andreas.cost import proxy
 from gpuweave.andreas.model import NodeSpec, QueueJob, build_instance
-from gpuweave.andreas.rg import RGConfig, randomized_greedy, randomized_greedy_reference
+from gpuweave.andreas.randomized_greedy import RGConfig, randomized_greedy, randomized_greedy_reference
 
 
 def random_instance(rng, n_jobs=None, n_nodes=None, scenario=1, ties=False, h_wc=0.0):

@@ -7,7 +7,14 @@ import pytest
 
 from gpuweave.andreas.catalog import load_costs, load_profile_table
 from gpuweave.andreas.cost import proxy
-from gpuweave.andreas.rg import RGConfig, greedy, iteration_count, pressure_order, randomized_greedy, swap_pass_batch
+from gpuweave.andreas.randomized_greedy import (
+    RGConfig,
+    greedy,
+    iteration_count,
+    pressure_order,
+    randomized_greedy,
+    swap_pass_batch,
+)
 
 from .conftest import times
 
@@ -51,7 +58,7 @@ def test_ac2_armida_full_times():
 
 
 def test_ac3_armida_t0(inst0):
-    from gpuweave.andreas.rg import config_lists
+    from gpuweave.andreas.randomized_greedy import config_lists
 
     lists, n_d, _ = config_lists(inst0)
     assert n_d[0] == 1 and inst0.configs[lists[0, 0]] == ("V100", 2)  # D*_J6 = {TESLA x2}

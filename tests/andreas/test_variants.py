@@ -10,7 +10,7 @@ from gpuweave.andreas.catalog import load_costs, load_profile_table
 from gpuweave.andreas.cost import proxy
 from gpuweave.andreas.milp import exact_optimum
 from gpuweave.andreas.model import NodeSpec, QueueJob, build_instance
-from gpuweave.andreas.rg import (
+from gpuweave.andreas.randomized_greedy import (
     RGConfig,
     config_lists,
     construct,

@@ -118,7 +118,10 @@ def test_queue_orders():
     # best rate 2 (V100): left = remaining / 2 = 200, 20,000, 2, 2,000 and 8,000 s
     remaining = {"j0": 400.0, "j1": 40_000.0, "j2": 4.0, "j3": 4_000.0, "j4": 16_000.0}
     view = fake_view(jobs, remaining, running=("j3",))
-    ids = lambda order: [js.job.job_id for js in queue_order(view, order)]
+
+    def ids(order):
+        return [js.job.job_id for js in queue_order(view, order)]
+
     assert ids("fifo") == ["j3", "j0", "j1", "j2", "j4"]  # running first, then by (arrival, id)
     assert ids("srpt") == ["j2", "j0", "j3", "j4", "j1"]
     # H = max(20,000, 30,202 / 4 GPUs) = 20,000 s: only j1 has under one round (360 s) of slack; j4 (8,000 s)

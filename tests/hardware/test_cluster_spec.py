@@ -123,7 +123,8 @@ def test_bad_values_name_the_field(tmp_path, body, field):
 def test_duplicate_node_names(tmp_path):
     err = _bad(
         tmp_path,
-        "name: c\nnodes:\n  - {gpu: V100, gpus_per_node: 1, names: [n1]}\n  - {gpu: T4, gpus_per_node: 1, names: [n1]}\n",
+        "name: c\nnodes:\n  - {gpu: V100, gpus_per_node: 1, names: [n1]}\n"
+        "  - {gpu: T4, gpus_per_node: 1, names: [n1]}\n",
     )
     assert err.field == "nodes[1].names" and "n1" in err.message
 

@@ -14,7 +14,8 @@ from gpuweave.cli import app
 from gpuweave.errors import InputError
 from gpuweave.kernel.models import DEFAULT_PAIRS, model_names, model_trace
 from gpuweave.kernel.torch_import import import_chrome_trace
-from gpuweave.kernel.traces import Trace, hi_trace
+from gpuweave.kernel.trace_format import Trace
+from gpuweave.kernel.traces import hi_trace
 
 runner = CliRunner()
 

@@ -309,7 +309,8 @@ def test_load_20_clients_1000_requests(tmp_path):
         assert all(c.launches == n_req for c in clients)
         rtts = sorted(x for c in clients for x in c.rtt_ns)
         print(
-            f"\nload: {n_clients}x{n_req} in {elapsed:.2f}s; server decision median {stats['decision_us_median']:.1f} us "
+            f"\nload: {n_clients}x{n_req} in {elapsed:.2f}s; "
+            f"server decision median {stats['decision_us_median']:.1f} us "
             f"p99 {stats['decision_us_p99']:.1f} us; client RTT median {rtts[len(rtts) // 2] / 1000:.0f} us "
             f"p99 {rtts[int(0.99 * len(rtts))] / 1000:.0f} us"
         )

@@ -11,7 +11,8 @@ from gpuweave.kernel import experiments as E
 from gpuweave.kernel.paper import paper_numbers, speedup_statement, table2_check, table3_check
 from gpuweave.kernel.sched import preset
 from gpuweave.kernel.sim import Service, SimConfig, Workload, measure_profile, simulate
-from gpuweave.kernel.traces import Op, Trace, hi_trace, light_trace, lo_trace
+from gpuweave.kernel.trace_format import Op, Trace
+from gpuweave.kernel.traces import hi_trace, light_trace, lo_trace
 
 
 # ---------------------------------------------------------------- canonical traces, exclusive model

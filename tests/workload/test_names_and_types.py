@@ -69,6 +69,9 @@ def test_assignment_fails_when_nothing_fits():
 
 
 def test_trace_cli_module_and_profiles_do_not_import_pandas():
-    code = "import sys, gpuweave.cli.trace, gpuweave.workload.profiles as p; p.load_profiles(); print('pandas' in sys.modules)"
+    code = (
+        "import sys, gpuweave.cli.trace, gpuweave.workload.profiles as p; "
+        "p.load_profiles(); print('pandas' in sys.modules)"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert res.stdout.strip() == "False"

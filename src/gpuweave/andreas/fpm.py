@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuweave.andreas.model import Instance
-from gpuweave.andreas.rg import Schedule, _terms, config_lists, construct, initial_free
+from gpuweave.andreas.randomized_greedy import Schedule, _terms, config_lists, construct, initial_free
 
 ORDERS = ("fifo", "edf", "priority")
 

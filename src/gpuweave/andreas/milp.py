@@ -160,7 +160,11 @@ def _exact_paper(inst: Instance, maximal: bool, time_limit: float) -> ExactResul
 def exact_optimum(
     inst: Instance, *, maximal: bool = True, time_limit: float = 60.0, variant: str = "code"
 ) -> ExactResult:
-    """Minimum of the proxy (``variant`` "code" or "paper") over all (maximal) plans; see the module docstring."""
+    """Minimum of the proxy (``variant`` "code" or "paper") over all (maximal) plans; see the module docstring.
+
+    Code variant: one MILP per candidate first-ending (time d, job j*, configuration k*), in order of a lower
+    bound on the proxy, stopping when the bound reaches the best plan found.
+    """
     if variant == "paper":
         return _exact_paper(inst, maximal, time_limit)
     if variant != "code":
@@ -182,17 +186,9 @@ def exact_optimum(
         return ExactResult(best_f, best[0], best[1], 0, 0)
     # candidates: distinct (first-ending time, job, configuration)
     cand = sorted({(float(inst.times[j, k]), int(j), int(k)) for j, k in zip(tj, tk)})
-    bounds = []
-    for d, j, k in cand:
-        with np.errstate(invalid="ignore"):
-            tard = inst.weight * np.maximum(0.0, inst.now + d - inst.due)
-        tard = np.where(np.isnan(tard), 0.0, tard)
-        lb = float(np.minimum(W, tard).sum() - min(W[j], tard[j]) + tard[j]) + inst.cfg_cost[k] * d / 3600.0
-        bounds.append(lb)
-    order = np.argsort(bounds, kind="stable")
-    gmax_n = inst.node_gpus
+    bounds = [_first_end_bound(inst, W, d, j, k) for d, j, k in cand]
     milps = 0
-    for ci in order:
+    for ci in np.argsort(bounds, kind="stable"):
         if bounds[ci] >= best_f - 1e-12:
             break
         d, jstar, kstar = cand[ci]
@@ -204,54 +200,7 @@ def exact_optimum(
         # drop the other configurations of j* (it must end exactly at d on k*)
         sel = (xj != jstar) | forced
         xj, xn, xk, xg = xj[sel], xn[sel], xk[sel], xg[sel]
-        nx = xj.size
-        # y variables per node, u = 0..G_n
-        y_node = np.repeat(np.arange(N), gmax_n + 1)
-        y_u = np.concatenate([np.arange(G + 1) for G in gmax_n])
-        ny = y_node.size
-        with np.errstate(invalid="ignore"):
-            tard = inst.weight * np.maximum(0.0, inst.now + d - inst.due)
-        tard = np.where(np.isnan(tard), 0.0, tard)
-        cost = np.concatenate([tard[xj] - W[xj], inst.node_cost[y_node, y_u] * d / 3600.0])
-        rows_i, rows_c, rows_v, lo, hi = [], [], [], [], []
-        r = 0
-        # (a) each job at most once; j* exactly once
-        rows_i.append(xj.astype(np.int64))
-        rows_c.append(np.arange(nx))
-        rows_v.append(np.ones(nx))
-        lo.extend([1.0 if j == jstar else 0.0 for j in range(n)])
-        hi.extend([1.0] * n)
-        r += n
-        # (b) one usage level per node
-        rows_i.append(r + y_node)
-        rows_c.append(nx + np.arange(ny))
-        rows_v.append(np.ones(ny))
-        lo.extend([1.0] * N)
-        hi.extend([1.0] * N)
-        r += N
-        # (c) GPUs in use = chosen level
-        rows_i.append(np.concatenate([r + xn, r + y_node]))
-        rows_c.append(np.concatenate([np.arange(nx), nx + np.arange(ny)]))
-        rows_v.append(np.concatenate([xg.astype(float), -y_u.astype(float)]))
-        lo.extend([0.0] * N)
-        hi.extend([0.0] * N)
-        r += N
-        if maximal:
-            # (d) postponed j fits nowhere: u_n + (G_n - gmin + 1) * placed_j >= G_n - gmin + 1
-            pj, pn = np.nonzero(gmin <= gmax_n[None, :])
-            need = (gmax_n[pn] - gmin[pj, pn] + 1).astype(float)
-            for idx in range(pj.size):
-                j, nd = pj[idx], pn[idx]
-                on_n = np.flatnonzero(xn == nd)
-                of_j = np.flatnonzero(xj == j)
-                cols = np.concatenate([on_n, of_j])
-                vals = np.concatenate([xg[on_n].astype(float), np.full(of_j.size, need[idx])])
-                rows_i.append(np.full(cols.size, r))
-                rows_c.append(cols)
-                rows_v.append(vals)
-                lo.append(need[idx])
-                hi.append(math.inf)
-                r += 1
+        cost, rows_i, rows_c, rows_v, lo, hi = _first_end_milp(inst, W, d, jstar, xj, xn, xg, gmin, maximal)
         sol = solve_binary_milp(
             cost, np.concatenate(rows_i), np.concatenate(rows_c), np.concatenate(rows_v), lo, hi, Wsum, time_limit
         )
@@ -260,13 +209,93 @@ def exact_optimum(
             continue
         f, values = sol
         if f < best_f - 1e-12:
-            x = values[:nx] > 0.5
+            x = values[: xj.size] > 0.5
             node_of = np.full(n, -1, dtype=np.int64)
             cfg_of = np.full(n, -1, dtype=np.int64)
             node_of[xj[x]] = xn[x]
             cfg_of[xj[x]] = xk[x]
             best_f, best = f, (node_of, cfg_of)
     return ExactResult(best_f, best[0], best[1], milps, len(cand))
+
+
+def _tardiness(inst: Instance, d: float) -> np.ndarray:
+    """Weighted tardiness of every job if it ended ``d`` seconds from now (0 for a job with no due date)."""
+    with np.errstate(invalid="ignore"):
+        tard = inst.weight * np.maximum(0.0, inst.now + d - inst.due)
+    return np.where(np.isnan(tard), 0.0, tard)
+
+
+def _first_end_bound(inst: Instance, W: np.ndarray, d: float, j: int, k: int) -> float:
+    """Lower bound on the proxy of any plan whose first job to end is j on configuration k at d."""
+    tard = _tardiness(inst, d)
+    return float(np.minimum(W, tard).sum() - min(W[j], tard[j]) + tard[j]) + inst.cfg_cost[k] * d / 3600.0
+
+
+def _first_end_milp(
+    inst: Instance,
+    W: np.ndarray,
+    d: float,
+    jstar: int,
+    xj: np.ndarray,
+    xn: np.ndarray,
+    xg: np.ndarray,
+    gmin: np.ndarray,
+    maximal: bool,
+) -> tuple[np.ndarray, list, list, list, list[float], list[float]]:
+    """The MILP for first-ending time d and job j* over the (job, node, configuration) triples ``x*``.
+
+    Variables: one binary per triple, then per node one binary per usage level u = 0..G_n. Returns the cost
+    vector and the constraint triplets (row, column, value) with row bounds.
+    """
+    n, N = inst.n, inst.num_nodes
+    gmax_n = inst.node_gpus
+    nx = xj.size
+    # y variables per node, u = 0..G_n
+    y_node = np.repeat(np.arange(N), gmax_n + 1)
+    y_u = np.concatenate([np.arange(G + 1) for G in gmax_n])
+    ny = y_node.size
+    tard = _tardiness(inst, d)
+    cost = np.concatenate([tard[xj] - W[xj], inst.node_cost[y_node, y_u] * d / 3600.0])
+    rows_i, rows_c, rows_v, lo, hi = [], [], [], [], []
+    r = 0
+    # (a) each job at most once; j* exactly once
+    rows_i.append(xj.astype(np.int64))
+    rows_c.append(np.arange(nx))
+    rows_v.append(np.ones(nx))
+    lo.extend([1.0 if j == jstar else 0.0 for j in range(n)])
+    hi.extend([1.0] * n)
+    r += n
+    # (b) one usage level per node
+    rows_i.append(r + y_node)
+    rows_c.append(nx + np.arange(ny))
+    rows_v.append(np.ones(ny))
+    lo.extend([1.0] * N)
+    hi.extend([1.0] * N)
+    r += N
+    # (c) GPUs in use = chosen level
+    rows_i.append(np.concatenate([r + xn, r + y_node]))
+    rows_c.append(np.concatenate([np.arange(nx), nx + np.arange(ny)]))
+    rows_v.append(np.concatenate([xg.astype(float), -y_u.astype(float)]))
+    lo.extend([0.0] * N)
+    hi.extend([0.0] * N)
+    r += N
+    if maximal:
+        # (d) postponed j fits nowhere: u_n + (G_n - gmin + 1) * placed_j >= G_n - gmin + 1
+        pj, pn = np.nonzero(gmin <= gmax_n[None, :])
+        need = (gmax_n[pn] - gmin[pj, pn] + 1).astype(float)
+        for idx in range(pj.size):
+            j, nd = pj[idx], pn[idx]
+            on_n = np.flatnonzero(xn == nd)
+            of_j = np.flatnonzero(xj == j)
+            cols = np.concatenate([on_n, of_j])
+            vals = np.concatenate([xg[on_n].astype(float), np.full(of_j.size, need[idx])])
+            rows_i.append(np.full(cols.size, r))
+            rows_c.append(cols)
+            rows_v.append(vals)
+            lo.append(need[idx])
+            hi.append(math.inf)
+            r += 1
+    return cost, rows_i, rows_c, rows_v, lo, hi
 
 
 def optimality_gap(f_heuristic: float, f_opt: float) -> float:

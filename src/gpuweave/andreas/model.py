@@ -152,20 +152,7 @@ def build_instance(
     """Arrays of one rescheduling point; InputError on nodes without GPUs, unpriced node sizes, bad jobs."""
     if not nodes:
         raise InputError("the cluster has no nodes", field="nodes")
-    names = set()
-    for node in nodes:
-        if node.num_gpus < 1:
-            raise InputError(f"node {node.name} has {node.num_gpus} GPUs; every node needs at least 1", field="nodes")
-        if node.name in names:
-            raise InputError(f"node name {node.name!r} is used twice", field="nodes")
-        names.add(node.name)
-        for u in range(1, node.num_gpus + 1):
-            if not costs.has(node.gpu_type, u):
-                raise InputError(
-                    f"no energy cost for {u} GPU(s) in use on node {node.name} ({node.gpu_type}); the cost table "
-                    f"must price every GPU count a node can have in use",
-                    file=costs.source,
-                )
+    _check_nodes(nodes, costs)
     types = sorted({n.gpu_type for n in nodes})
     tindex = {t: i for i, t in enumerate(types)}
     gmax = max(n.num_gpus for n in nodes)
@@ -181,15 +168,7 @@ def build_instance(
     run_cfg = np.full(n, -1, dtype=np.int64)
     seen: set[str] = set()
     for j, job in enumerate(jobs):
-        if job.job_id in seen:
-            raise InputError(f"duplicate job id {job.job_id!r}", field="jobs")
-        seen.add(job.job_id)
-        if not (job.weight >= 0 and math.isfinite(job.weight)):
-            raise InputError(
-                f"job {job.job_id}: tardiness weight must be a finite number >= 0, got {job.weight}", field="weight"
-            )
-        if math.isnan(job.due):
-            raise InputError(f"job {job.job_id}: due date is not a number", field="due")
+        _check_job(job, seen)
         for k, t in job.times.items():
             i = kindex.get(k)
             if i is None:
@@ -228,3 +207,34 @@ def build_instance(
         h_wc=float(h_wc),
         rho=float(rho),
     )
+
+
+def _check_nodes(nodes: list[NodeSpec], costs: CostCatalog) -> None:
+    """Every node has GPUs, a unique name, and a priced cost for each GPU count it can have in use."""
+    names = set()
+    for node in nodes:
+        if node.num_gpus < 1:
+            raise InputError(f"node {node.name} has {node.num_gpus} GPUs; every node needs at least 1", field="nodes")
+        if node.name in names:
+            raise InputError(f"node name {node.name!r} is used twice", field="nodes")
+        names.add(node.name)
+        for u in range(1, node.num_gpus + 1):
+            if not costs.has(node.gpu_type, u):
+                raise InputError(
+                    f"no energy cost for {u} GPU(s) in use on node {node.name} ({node.gpu_type}); the cost table "
+                    f"must price every GPU count a node can have in use",
+                    file=costs.source,
+                )
+
+
+def _check_job(job: QueueJob, seen: set[str]) -> None:
+    """A job's id is new (it is added to ``seen``), its weight finite and >= 0, its due date a number."""
+    if job.job_id in seen:
+        raise InputError(f"duplicate job id {job.job_id!r}", field="jobs")
+    seen.add(job.job_id)
+    if not (job.weight >= 0 and math.isfinite(job.weight)):
+        raise InputError(
+            f"job {job.job_id}: tardiness weight must be a finite number >= 0, got {job.weight}", field="weight"
+        )
+    if math.isnan(job.due):
+        raise InputError(f"job {job.job_id}: due date is not a number", field="due")

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuweave.errors import InputError
+from gpuweave.files import load_yaml
 from gpuweave.results import config_key
 
 
@@ -35,8 +36,6 @@ class SimulationConfig(BaseModel):
 
 
 def load_config(path: str | Path) -> SimulationConfig:
-    from gpuweave.files import load_yaml
-
     path = Path(path)
     data = load_yaml(path, what="run config file") or {}
     return parse_config(data, path)

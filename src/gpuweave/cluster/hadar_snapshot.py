@@ -28,6 +28,7 @@ from pathlib import Path
 
 from gpuweave.cluster.state import JobState
 from gpuweave.errors import InputError
+from gpuweave.files import load_json
 from gpuweave.hadar.throughput import RateTable
 from gpuweave.workload.job import Job
 
@@ -66,6 +67,7 @@ def _number(
 
 
 def parse_snapshot(data: object, file: str = "<snapshot>") -> SnapshotView:
+    """A Hadar round's state from its JSON form (cluster, profiles, now, jobs waiting or running)."""
     from gpuweave.hardware.cluster_spec import load_cluster
     from gpuweave.workload.profiles import load_profiles
 
@@ -89,76 +91,13 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> SnapshotView:
     if not isinstance(jobs, list) or not jobs:
         raise InputError("'jobs' must be a non-empty list", file=file, field="jobs")
     for k, raw in enumerate(jobs):
-        where = f"job {k}"
-        if not isinstance(raw, dict):
-            raise InputError(f"{where}: expected an object", file=file, row=k + 1, field="jobs")
-        jid = raw.get("id")
-        if not isinstance(jid, str) or not jid:
-            raise InputError(f"{where}: 'id' must be a non-empty string", file=file, row=k + 1, field="id")
-        where = f"job {jid!r}"
-        if jid in view.running or jid in view.pending:
-            raise InputError(f"{where}: duplicate id", file=file, row=k + 1, field="id")
-        jt = raw.get("job_type")
-        if not isinstance(jt, str) or jt not in profiles:
-            raise InputError(
-                f"{where}: unknown job_type {jt!r} (see the profile table)", file=file, row=k + 1, field="job_type"
-            )
-        W = raw.get("gpus")
-        if isinstance(W, bool) or not isinstance(W, int) or W < 1:
-            raise InputError(f"{where}: 'gpus' must be an integer >= 1, got {W!r}", file=file, row=k + 1, field="gpus")
-        cons, uncons = table.get(jt, W)
-        if not (cons.max() > 0 or uncons.max() > 0):
-            raise InputError(
-                f"{where}: {jt} has no throughput on {W} GPUs of any model of this cluster",
-                file=file,
-                row=k + 1,
-                field="job_type",
-            )
-        work = _number(raw, "work", where, file, minimum=1e-12, row=k + 1)
-        remaining = _number(raw, "remaining", where, file, default=work, row=k + 1)
-        if remaining > work:
-            raise InputError(
-                f"{where}: remaining {remaining:g} exceeds work {work:g}", file=file, row=k + 1, field="remaining"
-            )
-        arrival = _number(raw, "arrival", where, file, default=0.0, row=k + 1)
-        if arrival > view.now:
-            raise InputError(
-                f"{where}: arrival {arrival:g} is after now {view.now:g}", file=file, row=k + 1, field="arrival"
-            )
-        js = JobState(Job(jid, arrival, W, work, jt), remaining)
-        running = raw.get("running")
+        js, running = _parse_job(k, raw, view, table, profiles, file)
+        jid = js.job.job_id
         if running is None:
             view.pending[jid] = js
             continue
-        if not isinstance(running, list) or not running:
-            raise InputError(
-                f"{where}: 'running' must be a list of [node, gpus]", file=file, row=k + 1, field="running"
-            )
-        placement = {}
-        for item in running:
-            if (
-                not isinstance(item, list)
-                or len(item) != 2
-                or item[0] not in index
-                or isinstance(item[1], bool)
-                or not isinstance(item[1], int)
-                or item[1] < 1
-            ):
-                raise InputError(
-                    f"{where}: bad placement entry {item!r} (want [node name, gpus >= 1])",
-                    file=file,
-                    row=k + 1,
-                    field="running",
-                )
-            h = index[item[0]]
-            placement[h] = placement.get(h, 0) + item[1]
-        if sum(placement.values()) != W:
-            raise InputError(
-                f"{where}: placement holds {sum(placement.values())} GPUs, the job needs {W}",
-                file=file,
-                row=k + 1,
-                field="running",
-            )
+        where = f"job {jid!r}"
+        placement = _parse_placement(running, where, k + 1, index, js.job.num_gpus, file)
         for h, g in placement.items():
             used[h] += g
             if used[h] > nodes[h].num_gpus:
@@ -174,7 +113,81 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> SnapshotView:
     return view
 
 
-def load_snapshot(path: str | Path) -> SnapshotView:
-    from gpuweave.files import load_json
+def _parse_job(
+    k: int, raw: object, view: SnapshotView, table: RateTable, profiles, file: str
+) -> tuple[JobState, object]:
+    """``jobs[k]`` as a job state (unique id, profiled type with a rate on this cluster, work, remaining,
+    arrival not after now) and its raw ``running`` entry (None for a waiting job)."""
+    where = f"job {k}"
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: expected an object", file=file, row=k + 1, field="jobs")
+    jid = raw.get("id")
+    if not isinstance(jid, str) or not jid:
+        raise InputError(f"{where}: 'id' must be a non-empty string", file=file, row=k + 1, field="id")
+    where = f"job {jid!r}"
+    if jid in view.running or jid in view.pending:
+        raise InputError(f"{where}: duplicate id", file=file, row=k + 1, field="id")
+    jt = raw.get("job_type")
+    if not isinstance(jt, str) or jt not in profiles:
+        raise InputError(
+            f"{where}: unknown job_type {jt!r} (see the profile table)", file=file, row=k + 1, field="job_type"
+        )
+    W = raw.get("gpus")
+    if isinstance(W, bool) or not isinstance(W, int) or W < 1:
+        raise InputError(f"{where}: 'gpus' must be an integer >= 1, got {W!r}", file=file, row=k + 1, field="gpus")
+    cons, uncons = table.get(jt, W)
+    if not (cons.max() > 0 or uncons.max() > 0):
+        raise InputError(
+            f"{where}: {jt} has no throughput on {W} GPUs of any model of this cluster",
+            file=file,
+            row=k + 1,
+            field="job_type",
+        )
+    work = _number(raw, "work", where, file, minimum=1e-12, row=k + 1)
+    remaining = _number(raw, "remaining", where, file, default=work, row=k + 1)
+    if remaining > work:
+        raise InputError(
+            f"{where}: remaining {remaining:g} exceeds work {work:g}", file=file, row=k + 1, field="remaining"
+        )
+    arrival = _number(raw, "arrival", where, file, default=0.0, row=k + 1)
+    if arrival > view.now:
+        raise InputError(
+            f"{where}: arrival {arrival:g} is after now {view.now:g}", file=file, row=k + 1, field="arrival"
+        )
+    return JobState(Job(jid, arrival, W, work, jt), remaining), raw.get("running")
 
+
+def _parse_placement(running: object, where: str, row: int, index: dict[str, int], W: int, file: str) -> dict:
+    """A running job's ``[[node name, gpus], ...]`` as {node index: GPUs}, holding exactly the job's W GPUs."""
+    if not isinstance(running, list) or not running:
+        raise InputError(f"{where}: 'running' must be a list of [node, gpus]", file=file, row=row, field="running")
+    placement = {}
+    for item in running:
+        if (
+            not isinstance(item, list)
+            or len(item) != 2
+            or item[0] not in index
+            or isinstance(item[1], bool)
+            or not isinstance(item[1], int)
+            or item[1] < 1
+        ):
+            raise InputError(
+                f"{where}: bad placement entry {item!r} (want [node name, gpus >= 1])",
+                file=file,
+                row=row,
+                field="running",
+            )
+        h = index[item[0]]
+        placement[h] = placement.get(h, 0) + item[1]
+    if sum(placement.values()) != W:
+        raise InputError(
+            f"{where}: placement holds {sum(placement.values())} GPUs, the job needs {W}",
+            file=file,
+            row=row,
+            field="running",
+        )
+    return placement
+
+
+def load_snapshot(path: str | Path) -> SnapshotView:
     return parse_snapshot(load_json(path, what="Hadar snapshot"), str(path))

@@ -118,6 +118,25 @@ class Simulator:
         self.max_time = max_time
         self.now = 0.0
 
+        self._index_nodes(nodes)
+        self._init_power(nodes, gpu_power)
+        self._init_jobs(jobs)
+
+        self.pending: dict[str, JobState] = {}
+        self.running: dict[str, JobState] = {}
+        self.view = ClusterView(self)
+        self.segments: list[Segment] = []
+        self.allocations: list[AllocationChange] = []
+        self.timeseries: list[tuple[float, tuple[int, ...], float]] = []
+        self.energy_j = 0.0
+        self.cost = 0.0
+        self._last_t = 0.0
+        self.events = 0
+        self.decisions = 0
+        self.rollback_lost = 0.0  # work lost to snapshot roll-backs (opt-in, Job.attrs["snapshot_every"])
+
+    def _index_nodes(self, nodes: list) -> None:
+        """GPU models in first-seen order, the nodes of each, and the free/busy GPU counters per node and model."""
         self.models: list[str] = []
         self.nodes_by_model: dict[str, list[int]] = {}
         for node in nodes:
@@ -137,6 +156,8 @@ class Simulator:
         self.free_by_model = dict(self.gpus_by_model)
         self.busy_by_model = [0] * len(self.models)
 
+    def _init_power(self, nodes: list, gpu_power: dict[str, tuple[float, float]]) -> None:
+        """Idle facility power and cost rate of the whole cluster, and the extra per busy GPU on each node."""
         # Power bookkeeping: facility watts now and $ per second now, updated on every allocate/release.
         missing = [m for m in self.models if m not in gpu_power]
         if missing:
@@ -155,6 +176,8 @@ class Simulator:
             self._busy_w_per_gpu.append(peak * node.pue)
         self._node_price = [node.price_per_kwh for node in nodes]
 
+    def _init_jobs(self, jobs: list[Job]) -> None:
+        """One JobState per job in (arrival, id) order; ids must be unique and every job must fit somewhere."""
         self._rate_cache: dict[tuple, float] = {}
         self.states = [
             JobState(job=j, remaining=float(j.work)) for j in sorted(jobs, key=lambda j: (j.arrival, j.job_id))
@@ -166,19 +189,6 @@ class Simulator:
             ids.add(js.job.job_id)
         self.by_id = {js.job.job_id: js for js in self.states}
         self._check_feasible()
-
-        self.pending: dict[str, JobState] = {}
-        self.running: dict[str, JobState] = {}
-        self.view = ClusterView(self)
-        self.segments: list[Segment] = []
-        self.allocations: list[AllocationChange] = []
-        self.timeseries: list[tuple[float, tuple[int, ...], float]] = []
-        self.energy_j = 0.0
-        self.cost = 0.0
-        self._last_t = 0.0
-        self.events = 0
-        self.decisions = 0
-        self.rollback_lost = 0.0  # work lost to snapshot roll-backs (opt-in, Job.attrs["snapshot_every"])
 
     # ------------------------------------------------------------------ rates
     def model_rate(self, job_type: str, model: str, num_gpus: int, consolidated: bool, strict: bool = True) -> float:
@@ -412,73 +422,93 @@ class Simulator:
         js.version += 1
 
     def _apply(self, decision: Decision) -> None:
+        """Validate a decision whole (nothing is applied unless all of it is valid), then apply it."""
         name = self.policy.name or type(self.policy).__name__
-        now = self.now
-        # Validate everything first; nothing is applied unless the whole decision is valid.
-        stop_ids = []
+        stops, stopped = self._checked_preemptions(decision, name)
+        delta: dict[int, int] = {}
+        for js in stops:
+            for node, k in js.placement:
+                delta[node] = delta.get(node, 0) + k
+        starts = []
+        for job_id, raw in decision.assign.items():
+            start = self._checked_assignment(job_id, raw, stopped, delta, name)
+            if start is not None:
+                starts.append(start)
+        free = self.free
+        for node, d in delta.items():
+            if free[node] + d < 0:
+                raise InvalidDecisionError(
+                    f"policy '{name}' at t={self.now:g}: capacity: node {self.nodes[node].name} would need "
+                    f"{free[node] - (free[node] + d)} more GPUs than it has free"
+                )
+        self._stop_and_start(stops, starts)
+
+    def _checked_preemptions(self, decision: Decision, name: str) -> tuple[list[JobState], set[str]]:
+        """The running jobs the decision preempts; preempting a job that is not running is invalid."""
+        stops = []
         stopped: set[str] = set()
         for job_id in decision.preempt:
             js = self.running.get(job_id)
             if js is None:
                 raise InvalidDecisionError(
-                    f"policy '{name}' at t={now:g}: preempts job '{job_id}', which is not running"
+                    f"policy '{name}' at t={self.now:g}: preempts job '{job_id}', which is not running"
                 )
-            stop_ids.append(js)
+            stops.append(js)
             stopped.add(job_id)
-        free = self.free
-        delta: dict[int, int] = {}
-        for js in stop_ids:
+        return stops, stopped
+
+    def _checked_assignment(
+        self, job_id: str, raw, stopped: set[str], delta: dict[int, int], name: str
+    ) -> tuple[JobState, tuple, float] | None:
+        """Check one assignment (known job, valid nodes, gang rule, positive rate) and add its GPUs to ``delta``.
+
+        Returns ``(state, placement, rate)`` to start, or None when a running job keeps its placement.
+        """
+        now = self.now
+        js = self.by_id.get(job_id)
+        if js is None or (job_id not in self.pending and job_id not in self.running):
+            raise InvalidDecisionError(
+                f"policy '{name}' at t={now:g}: assigns job '{job_id}', which is not waiting or running"
+            )
+        placement = normalize(raw)
+        if js.placement == placement and job_id in self.running and job_id not in stopped:
+            return None
+        total = 0
+        for node, k in placement:
+            if not (0 <= node < len(self.nodes)) or k < 0:
+                raise InvalidDecisionError(
+                    f"policy '{name}' at t={now:g}: job '{job_id}' placed on invalid node {node}"
+                )
+            total += k
+            delta[node] = delta.get(node, 0) - k
+        job = js.job
+        forked = self._forks and is_forked(job.num_gpus, placement, total)
+        if total != job.num_gpus and not forked and not _moldable_ok(job, total):
+            raise InvalidDecisionError(
+                f"policy '{name}' at t={now:g}: gang rule: job '{job_id}' needs {job.num_gpus} GPUs, placement "
+                f"gives {total}"
+            )
+        if forked:
+            rate = forked_rate(
+                job.num_gpus,
+                placement,
+                lambda node: self.model_rate(job.job_type, self.nodes[node].gpu_model, job.num_gpus, True),
+            )
+        else:
+            rate = self.placement_rate(job.job_type, total, placement)
+        if not rate > 0:
+            raise InvalidDecisionError(
+                f"policy '{name}' at t={now:g}: job '{job_id}' ({job.job_type}) cannot run on {placement}"
+            )
+        if js.placement is not None and job_id not in stopped:
             for node, k in js.placement:
                 delta[node] = delta.get(node, 0) + k
-        starts = []
-        for job_id, raw in decision.assign.items():
-            js = self.by_id.get(job_id)
-            if js is None or (job_id not in self.pending and job_id not in self.running):
-                raise InvalidDecisionError(
-                    f"policy '{name}' at t={now:g}: assigns job '{job_id}', which is not waiting or running"
-                )
-            placement = normalize(raw)
-            if js.placement == placement and job_id in self.running and job_id not in stopped:
-                continue
-            total = 0
-            for node, k in placement:
-                if not (0 <= node < len(self.nodes)) or k < 0:
-                    raise InvalidDecisionError(
-                        f"policy '{name}' at t={now:g}: job '{job_id}' placed on invalid node {node}"
-                    )
-                total += k
-                delta[node] = delta.get(node, 0) - k
-            forked = self._forks and is_forked(js.job.num_gpus, placement, total)
-            if total != js.job.num_gpus and not forked and not _moldable_ok(js.job, total):
-                raise InvalidDecisionError(
-                    f"policy '{name}' at t={now:g}: gang rule: job '{job_id}' needs {js.job.num_gpus} GPUs, placement "
-                    f"gives {total}"
-                )
-            if forked:
-                job = js.job
-                rate = forked_rate(
-                    job.num_gpus,
-                    placement,
-                    lambda node: self.model_rate(job.job_type, self.nodes[node].gpu_model, job.num_gpus, True),
-                )
-            else:
-                rate = self.placement_rate(js.job.job_type, total, placement)
-            if not rate > 0:
-                raise InvalidDecisionError(
-                    f"policy '{name}' at t={now:g}: job '{job_id}' ({js.job.job_type}) cannot run on {placement}"
-                )
-            if js.placement is not None and job_id not in stopped:
-                for node, k in js.placement:
-                    delta[node] = delta.get(node, 0) + k
-            starts.append((js, placement, rate))
-        for node, d in delta.items():
-            if free[node] + d < 0:
-                raise InvalidDecisionError(
-                    f"policy '{name}' at t={now:g}: capacity: node {self.nodes[node].name} would need "
-                    f"{free[node] - (free[node] + d)} more GPUs than it has free"
-                )
-        # Apply: stops, then moves and starts.
-        for js in stop_ids:
+        return js, placement, rate
+
+    def _stop_and_start(self, stops: list[JobState], starts: list[tuple[JobState, tuple, float]]) -> None:
+        """Apply a validated decision: stops, then moves and starts; schedule each start's completion."""
+        now = self.now
+        for js in stops:
             self._close_segment(js)
             self._rollback(js)
             self._release(js)

@@ -73,7 +73,8 @@ def cluster_demo(ctx: DemoContext) -> DemoSection:
         table=rows,
         images=[path for _, path in figures],
         text=(
-            "Trace: Gavel's Philly distribution of sizes and durations over the bundled Gavel throughputs. Every policy is "
+            "Trace: Gavel's Philly distribution of sizes and durations over the bundled Gavel throughputs. "
+            "Every policy is "
             "judged by the same simulator (gang, capacity, slowest-model speed, 10 s restart delay, energy). "
             f"Per-policy result directories: {ctx.out_dir / 'runs'}."
         ),

@@ -153,41 +153,55 @@ class HadarDP:
 
     # ------------------------------------------------------------------ FIND_ALLOC
     def candidates(self, i: int, F) -> list[Candidate]:
-        """All generated candidates of job i on free vector F, with their payoffs (deduplicated)."""
+        """All generated candidates of job i on free vector F, with their payoffs (deduplicated).
+
+        Generation order is KEEP, PACKED per type, SPREAD per anchor type; ``Candidate.order`` records it
+        and breaks the last ties in :meth:`find_alloc`.
+        """
         j = self.p.jobs[i]
-        W = j.num_gpus
-        types = self.types[i]
-        cons = self.consl[i]
-        uncons = self.unconsl[i]
-        P = self.P
-        capl = self.capl
         seen: dict[tuple, Candidate] = {}
-
-        def add(alloc: tuple, used_types) -> None:
-            if alloc in seen:
-                return
-            if len(alloc) == 1:
-                rate = cons[used_types[0]]
-            else:
-                rate = min(uncons[r] for r in used_types)
-            if not rate > 0:
-                return
-            cost = 0.0
-            for h, k in alloc:
-                cost += P[h][capl[h] - F[h]] * k
-            cost += self.comm * (len(alloc) - 1)
-            mu = self.payoff(i, alloc, rate) - cost
-            seen[alloc] = Candidate(alloc, rate, len(alloc), cost, mu, len(seen))
-
         # KEEP first so that a tie goes to not moving.
         prev = j.prev
         if prev is not None and all(F[h] >= k for h, k in prev):
-            add(tuple(prev), sorted({self.stypel[h] for h, _ in prev}))
-        # PACKED: cheapest server per type that holds all W GPUs (one scan per type).
+            self._add_candidate(seen, i, F, tuple(prev), sorted({self.stypel[h] for h, _ in prev}))
+        tot, top = self._add_packed(seen, i, F)
+        if not j.packed_only:
+            self._add_spread(seen, i, F, tot, top)
+        return list(seen.values())
+
+    def _add_candidate(self, seen: dict[tuple, Candidate], i: int, F, alloc: tuple, used_types) -> None:
+        """Price ``alloc`` for job i on F and record it in ``seen`` unless known or at rate 0."""
+        if alloc in seen:
+            return
+        if len(alloc) == 1:
+            rate = self.consl[i][used_types[0]]
+        else:
+            uncons = self.unconsl[i]
+            rate = min(uncons[r] for r in used_types)
+        if not rate > 0:
+            return
+        P = self.P
+        capl = self.capl
+        cost = 0.0
+        for h, k in alloc:
+            cost += P[h][capl[h] - F[h]] * k
+        cost += self.comm * (len(alloc) - 1)
+        mu = self.payoff(i, alloc, rate) - cost
+        seen[alloc] = Candidate(alloc, rate, len(alloc), cost, mu, len(seen))
+
+    def _add_packed(self, seen: dict[tuple, Candidate], i: int, F) -> tuple[dict, dict]:
+        """PACKED: the cheapest server per type that holds all W GPUs (one scan per type).
+
+        Returns the free GPUs per type and each type's most-free server ``(h, free)``, which SPREAD reuses.
+        """
+        W = self.p.jobs[i].num_gpus
+        cons = self.consl[i]
+        P = self.P
+        capl = self.capl
         by_type = self.by_type
         tot = {}
         top = {}
-        for r in types:
+        for r in self.types[i]:
             best_h = -1
             best_u = math.inf
             t = 0
@@ -206,16 +220,21 @@ class HadarDP:
             tot[r] = t
             top[r] = (top_h, top_f)
             if best_h >= 0 and cons[r] > 0:
-                add(((best_h, W),), (r,))
-        if j.packed_only:
-            return list(seen.values())
-        # SPREAD: each anchor type first, most-free servers first, then the other types fastest first.
+                self._add_candidate(seen, i, F, ((best_h, W),), (r,))
+        return tot, top
+
+    def _add_spread(self, seen: dict[tuple, Candidate], i: int, F, tot: dict, top: dict) -> None:
+        """SPREAD: each anchor type first, most-free servers first, then the other types fastest first."""
+        W = self.p.jobs[i].num_gpus
+        types = self.types[i]
+        cons = self.consl[i]
+        by_type = self.by_type
         ordered: dict[int, list] = {}
         for r0 in types:
             top_h, top_f = top[r0]
             if top_f >= W:  # the anchor's most-free server holds the whole job
                 if cons[r0] > 0:
-                    add(((top_h, W),), (r0,))
+                    self._add_candidate(seen, i, F, ((top_h, W),), (r0,))
                 continue
             need = W
             take = []
@@ -238,8 +257,7 @@ class HadarDP:
                 if need == 0:
                     break
             if need == 0:
-                add(tuple(sorted(take)), used)
-        return list(seen.values())
+                self._add_candidate(seen, i, F, tuple(sorted(take)), used)
 
     def payoff(self, i: int, alloc: tuple, rate: float) -> float:
         """U_j(f(a) - a_j + 1): f(a) = first slot in which the job's remaining work is done on ``alloc``."""
@@ -280,6 +298,12 @@ class HadarDP:
 
     # ------------------------------------------------------------------ DP
     def solve(self) -> DPResult:
+        """The DP over (job index, free vector) with memo and branch and bound; the plan it picks.
+
+        ``rec(i, F, free)`` is the best value of jobs i.. on free vector F; it selects job i's FIND_ALLOC
+        candidate and, unless the bound prunes it, also tries skipping i. Past ``max_states`` memo entries the
+        DP stops exploring skip branches (``capped``).
+        """
         jobs = self.p.jobs
         n = len(jobs)
         memo: dict = {}
@@ -289,48 +313,16 @@ class HadarDP:
             sys.setrecursionlimit(4 * n + 1000)
         gpus = [j.num_gpus for j in jobs]
         cap = self.max_states
-        min_w = [0] * (n + 1)
-        m = 1 << 30
-        for k in range(n - 1, -1, -1):
-            m = min(m, gpus[k])
-            min_w[k] = m
-        min_w[n] = 1 << 30
-        # Upper bound for branch and bound (exact: it only prunes a skip branch that cannot beat the
-        # select branch): every job's payoff is at most its utility at its best rate without restart delay
-        # minus W GPUs at the lowest price; a fractional knapsack over the suffix bounds the suffix value.
+        min_w = _suffix_min(gpus)
         P = self.P
         capl = self.capl
-        umin = float(np.min(self.constants.u_min))
-        ub = []
-        for k, j in enumerate(jobs):
-            best = max(self.consl[k] + self.unconsl[k])
-            u = self.payoff_at(k, best, 0.0) - gpus[k] * float(np.min(self.constants.u_min))
-            ub.append(u)
         R = self.p.num_types
         stypel = self.stypel
-        u_type = []
-        for k in range(n):
-            c, uc = self.consl[k], self.unconsl[k]
-            u_type.append(
-                [self.payoff_at(k, max(c[r], uc[r]), 0.0) if max(c[r], uc[r]) > 0 else -math.inf for r in range(R)]
-            )
+        ub, u_type = self._payoff_bounds(gpus)
         dens = sorted((k for k in range(n) if ub[k] > 0), key=lambda k: -ub[k] / gpus[k])
 
         def bound(i: int, capacity: int) -> float:
-            total = 0.0
-            for k in dens:
-                if k < i:
-                    continue
-                w = gpus[k]
-                if w <= capacity:
-                    total += ub[k]
-                    capacity -= w
-                    if capacity == 0:
-                        break
-                else:
-                    total += ub[k] * capacity / w
-                    break
-            return total
+            return _fractional_knapsack(dens, gpus, ub, i, capacity)
 
         self.pruned = 0
 
@@ -342,15 +334,7 @@ class HadarDP:
             res = (0.0, None)
             # Cheapest free GPU now, and which types have free GPUs: no candidate of job k costs less than
             # W_k * pmin, nor runs faster than its best type that still has a free GPU (exact filter).
-            pmin = math.inf
-            has = [False] * R
-            for h, f in enumerate(F):
-                if f:
-                    has[stypel[h]] = True
-                    u = P[h][capl[h] - f]
-                    if u < pmin:
-                        pmin = u
-            avail = [r for r in range(R) if has[r]]
+            pmin, avail = _cheapest_free(F, stypel, P, capl, R)
             while i < n and free_total >= min_w[i]:
                 if gpus[i] > free_total:
                     i += 1
@@ -388,10 +372,28 @@ class HadarDP:
         finally:
             sys.setrecursionlimit(limit)
         plan = {}
-        while node is not None:
+        while node is not None:  # the chosen path, as a linked list (job index, allocation, rest)
             i, alloc, node = node
             plan[jobs[i].key] = alloc
         return DPResult(value, plan, self.states, len(memo), self.capped, self.constants)
+
+    def _payoff_bounds(self, gpus: list[int]) -> tuple[list[float], list[list[float]]]:
+        """Upper bounds for branch and bound (exact: they only prune a skip branch that cannot beat the select
+        branch): every job's payoff is at most its utility at its best rate without restart delay minus W GPUs
+        at the lowest price (``ub``); per type, its utility at that type's best rate (``u_type``)."""
+        p_low = float(np.min(self.constants.u_min))
+        ub = []
+        u_type = []
+        for k in range(len(gpus)):
+            c, uc = self.consl[k], self.unconsl[k]
+            ub.append(self.payoff_at(k, max(c + uc), 0.0) - gpus[k] * p_low)
+            u_type.append(
+                [
+                    self.payoff_at(k, max(c[r], uc[r]), 0.0) if max(c[r], uc[r]) > 0 else -math.inf
+                    for r in range(self.p.num_types)
+                ]
+            )
+        return ub, u_type
 
     def backfill(self, result: DPResult) -> DPResult:
         """Offer each job the DP skipped, in Q order, its FIND_ALLOC on the GPUs the plan leaves free.
@@ -420,6 +422,49 @@ class HadarDP:
             for h, k in cand.alloc:
                 F[h] -= k
         return DPResult(value, plan, self.states, result.memo_keys, result.fallback, result.constants)
+
+
+def _suffix_min(gpus: list[int]) -> list[int]:
+    """``min_w[k]`` = the fewest GPUs any job k.. asks for (a huge sentinel past the end)."""
+    n = len(gpus)
+    min_w = [0] * (n + 1)
+    m = 1 << 30
+    for k in range(n - 1, -1, -1):
+        m = min(m, gpus[k])
+        min_w[k] = m
+    min_w[n] = 1 << 30
+    return min_w
+
+
+def _cheapest_free(F: tuple, stypel: list[int], P: list[list[float]], capl: list[int], R: int):
+    """The cheapest free GPU's price on F and the types that still have a free GPU."""
+    pmin = math.inf
+    has = [False] * R
+    for h, f in enumerate(F):
+        if f:
+            has[stypel[h]] = True
+            u = P[h][capl[h] - f]
+            if u < pmin:
+                pmin = u
+    return pmin, [r for r in range(R) if has[r]]
+
+
+def _fractional_knapsack(dens: list[int], gpus: list[int], ub: list[float], i: int, capacity: int) -> float:
+    """Fractional-knapsack bound on the value of jobs i.. in ``capacity`` GPUs (``dens``: by ub/W, best first)."""
+    total = 0.0
+    for k in dens:
+        if k < i:
+            continue
+        w = gpus[k]
+        if w <= capacity:
+            total += ub[k]
+            capacity -= w
+            if capacity == 0:
+                break
+        else:
+            total += ub[k] * capacity / w
+            break
+    return total
 
 
 def hadar_round(problem: RoundProblem, *, max_states: int = DEFAULT_MAX_STATES, backfill: bool = False) -> DPResult:

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 
@@ -163,7 +164,8 @@ def derive_pool(
 
 SOURCE_NOTE = (
     "# Source: github.com/petuum/adaptdl, branch osdi21-artifact, commit c793c7089bd307462686339d29707925c461f9a9,\n"
-    "# simulator/traces/philly.csv (derived from Microsoft Philly, Jeon et al. ATC'19, msr-fiddle/philly-traces, CC BY 4.0).\n"
+    "# simulator/traces/philly.csv (derived from Microsoft Philly, Jeon et al. ATC'19, "
+    "msr-fiddle/philly-traces, CC BY 4.0).\n"
 )
 
 
@@ -173,7 +175,8 @@ def write_pool(pool: dict, path: str | Path, window: str) -> None:
         f"# Eligible jobs of the flattened Philly job list under window rule '{window}' ({pool['window_start']}):",
         f"# {WINDOW_RULES[window]}.",
         SOURCE_NOTE.rstrip("\n"),
-        "# Rule (gpuweave.hadar.trace.derive_pool; spec hadar.md §5.2 steps 1-2, §7 A9): W <= 8; GPU-hours = W x duration / 3600",
+        "# Rule (gpuweave.hadar.trace.derive_pool; spec hadar.md §5.2 steps 1-2, §7 A9): "
+        "W <= 8; GPU-hours = W x duration / 3600",
         "# in S (0,1], M (1,10], L (10,50], XL [60,100]. Rewrite with: python -m gpuweave.hadar.trace PHILLY_CSV",
         f"# row = 1-based data row in the source file; W is the trace's original count; {len(pool['row'])} jobs.",
         "row,duration_s,num_gpus,category",
@@ -297,8 +300,6 @@ def read_philly_job_log(path: str | Path, *, skip_malformed: bool = False) -> tu
     ``start_time``, ``end_time`` (``YYYY-MM-DD HH:MM:SS``) and ``detail`` (a list of ``{"gpus": [...]}``);
     duration = last end - first start, W = GPUs of the first attempt. A malformed job raises one
     :class:`InputError` naming the job, or with ``skip_malformed`` is dropped and counted (second value)."""
-    from datetime import datetime
-
     p = Path(path)
     if not p.exists():
         raise InputError("file not found", file=p)
@@ -313,35 +314,7 @@ def read_philly_job_log(path: str | Path, *, skip_malformed: bool = False) -> tu
     skipped = 0
     for k, job in enumerate(data, start=1):
         try:
-            if not isinstance(job, dict):
-                raise ValueError("job", "expected an object")
-            sub = job.get("submitted_time")
-            attempts = job.get("attempts")
-            if not isinstance(sub, str):
-                raise ValueError("submitted_time", "missing")
-            datetime.strptime(sub, fmt)
-            if not isinstance(attempts, list) or not attempts:
-                raise ValueError("attempts", "expected a non-empty list")
-            starts, ends = [], []
-            for a in attempts:
-                if (
-                    not isinstance(a, dict)
-                    or not isinstance(a.get("start_time"), str)
-                    or not isinstance(a.get("end_time"), str)
-                ):
-                    raise ValueError("attempts", "an attempt lacks start_time/end_time")
-                s = datetime.strptime(a["start_time"], fmt)
-                e = datetime.strptime(a["end_time"], fmt)
-                if e < s:
-                    raise ValueError("attempts", "an attempt ends before it starts")
-                starts.append(s)
-                ends.append(e)
-            detail = attempts[0].get("detail")
-            if not isinstance(detail, list) or not detail:
-                raise ValueError("attempts", "the first attempt has no 'detail' list of machines")
-            gpus = sum(len(d.get("gpus", [])) for d in detail if isinstance(d, dict))
-            if gpus < 1:
-                raise ValueError("attempts", "the first attempt holds no GPUs")
+            sub, duration, gpus = _philly_job(job, fmt)
         except ValueError as exc:
             if len(exc.args) == 2:
                 fld, msg = exc.args
@@ -353,9 +326,46 @@ def read_philly_job_log(path: str | Path, *, skip_malformed: bool = False) -> tu
             jid = job.get("jobid", "?") if isinstance(job, dict) else "?"
             raise InputError(f"job {jid}: {msg}", file=p, row=k, field=fld) from None
         out["timestamp"].append(sub)
-        out["duration"].append((max(ends) - min(starts)).total_seconds())
+        out["duration"].append(duration)
         out["num_gpus"].append(gpus)
     return out, skipped
+
+
+def _philly_job(job: object, fmt: str) -> tuple[str, float, int]:
+    """One cluster_job_log entry as (submitted_time, last end - first start in s, GPUs of the first attempt).
+
+    Raises ``ValueError(field, message)`` for a malformed job (or strptime's ValueError for a bad time).
+    """
+    if not isinstance(job, dict):
+        raise ValueError("job", "expected an object")
+    sub = job.get("submitted_time")
+    attempts = job.get("attempts")
+    if not isinstance(sub, str):
+        raise ValueError("submitted_time", "missing")
+    datetime.strptime(sub, fmt)
+    if not isinstance(attempts, list) or not attempts:
+        raise ValueError("attempts", "expected a non-empty list")
+    starts, ends = [], []
+    for a in attempts:
+        if (
+            not isinstance(a, dict)
+            or not isinstance(a.get("start_time"), str)
+            or not isinstance(a.get("end_time"), str)
+        ):
+            raise ValueError("attempts", "an attempt lacks start_time/end_time")
+        s = datetime.strptime(a["start_time"], fmt)
+        e = datetime.strptime(a["end_time"], fmt)
+        if e < s:
+            raise ValueError("attempts", "an attempt ends before it starts")
+        starts.append(s)
+        ends.append(e)
+    detail = attempts[0].get("detail")
+    if not isinstance(detail, list) or not detail:
+        raise ValueError("attempts", "the first attempt has no 'detail' list of machines")
+    gpus = sum(len(d.get("gpus", [])) for d in detail if isinstance(d, dict))
+    if gpus < 1:
+        raise ValueError("attempts", "the first attempt holds no GPUs")
+    return sub, (max(ends) - min(starts)).total_seconds(), gpus
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -98,6 +98,20 @@ def _number(raw: dict, key: str, file: Path | str, where: str, *, positive: bool
     return float(value)
 
 
+def _sourced_numbers(raw: dict, sources: dict, path: Path, where: str) -> dict[str, float]:
+    """A model's memory, idle and max power (and MIG slice memory when given), each with a source string."""
+    numbers = {key: _number(raw, key, path, where) for key in ("memory_gb", "power_idle_w", "power_max_w")}
+    slice_mem = raw.get("mig_slice_memory_gb")
+    if slice_mem is not None:
+        numbers["mig_slice_memory_gb"] = _number(raw, "mig_slice_memory_gb", path, where)
+    for key in numbers:
+        if not str(sources.get(key, "")).strip():
+            raise InputError(f"number {key} has no source string", file=path, field=f"{where}.sources.{key}")
+    if numbers["power_idle_w"] > numbers["power_max_w"]:
+        raise InputError("idle power exceeds max power", file=path, field=f"{where}.power_idle_w")
+    return numbers
+
+
 def load_catalog(path: str | Path = CATALOG_FILE) -> Catalog:
     """Parse and validate a catalog file (the bundled ``gpus.toml`` unless ``path`` is given).
 
@@ -126,15 +140,7 @@ def load_catalog(path: str | Path = CATALOG_FILE) -> Catalog:
         sources = raw.get("sources")
         if not isinstance(sources, dict):
             raise InputError("needs a [sources] table", file=path, field=f"{where}.sources")
-        numbers = {key: _number(raw, key, path, where) for key in ("memory_gb", "power_idle_w", "power_max_w")}
-        slice_mem = raw.get("mig_slice_memory_gb")
-        if slice_mem is not None:
-            numbers["mig_slice_memory_gb"] = _number(raw, "mig_slice_memory_gb", path, where)
-        for key in numbers:
-            if not str(sources.get(key, "")).strip():
-                raise InputError(f"number {key} has no source string", file=path, field=f"{where}.sources.{key}")
-        if numbers["power_idle_w"] > numbers["power_max_w"]:
-            raise InputError("idle power exceeds max power", file=path, field=f"{where}.power_idle_w")
+        numbers = _sourced_numbers(raw, sources, path, where)
         geometry_name = str(raw.get("mig", ""))
         geometry = None
         if geometry_name:

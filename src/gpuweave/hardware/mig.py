@@ -376,35 +376,7 @@ def geometry_from_tables(tables: Mapping[str, Any], file: Path | str = "gpus.tom
             raw_placements = other["placements"]
         if not isinstance(raw_placements, list) or not raw_placements:
             raise InputError("needs a non-empty list of placements", file=file, field=f"{where}.placements")
-        placements: list[Placement] = []
-        for i, item in enumerate(raw_placements):
-            pfield = f"{where}.placements[{i}]"
-            if not isinstance(item, dict):
-                raise InputError("expected {size, start, occupancy?}", file=file, field=pfield)
-            size, start = item.get("size"), item.get("start")
-            if size not in sizes:
-                raise InputError(
-                    f"size {size!r} is not one of the sizes {list(sizes)}", file=file, field=f"{pfield}.size"
-                )
-            if not isinstance(start, int) or isinstance(start, bool) or start < 0 or start + size > num_slices:
-                raise InputError(
-                    f"start {start!r} puts a size-{size} instance outside slices 0..{num_slices - 1}",
-                    file=file,
-                    field=f"{pfield}.start",
-                )
-            slices = frozenset(range(start, start + size))
-            occ_list = item.get("occupancy")
-            occupancy = slices if occ_list is None else frozenset(_int_list(occ_list, file, f"{pfield}.occupancy"))
-            if not slices <= occupancy or any(s < 0 or s >= num_slices for s in occupancy):
-                raise InputError(
-                    f"occupancy must contain the instance's slices {sorted(slices)} and lie in 0..{num_slices - 1}",
-                    file=file,
-                    field=f"{pfield}.occupancy",
-                )
-            placement = Placement(size=size, start=start, slices=slices, occupancy=occupancy)
-            if any(p.size == size and (p.start == start or p.occupancy == occupancy) for p in placements):
-                raise InputError(f"duplicate placement {placement.label}", file=file, field=pfield)
-            placements.append(placement)
+        placements = _placements(raw_placements, sizes, num_slices, file, where)
         missing = [s for s in sizes if not any(p.size == s for p in placements)]
         if missing:
             raise InputError(f"sizes {missing} have no placement", file=file, field=f"{where}.placements")
@@ -421,3 +393,37 @@ def geometry_from_tables(tables: Mapping[str, Any], file: Path | str = "gpus.tom
             note=str(raw.get("note", "")),
         )
     return out
+
+
+def _placements(
+    raw_placements: list, sizes: tuple[int, ...], num_slices: int, file: Path | str, where: str
+) -> list[Placement]:
+    """The geometry's placements ``{size, start, occupancy?}``: known sizes, inside the GPU, no duplicates."""
+    placements: list[Placement] = []
+    for i, item in enumerate(raw_placements):
+        pfield = f"{where}.placements[{i}]"
+        if not isinstance(item, dict):
+            raise InputError("expected {size, start, occupancy?}", file=file, field=pfield)
+        size, start = item.get("size"), item.get("start")
+        if size not in sizes:
+            raise InputError(f"size {size!r} is not one of the sizes {list(sizes)}", file=file, field=f"{pfield}.size")
+        if not isinstance(start, int) or isinstance(start, bool) or start < 0 or start + size > num_slices:
+            raise InputError(
+                f"start {start!r} puts a size-{size} instance outside slices 0..{num_slices - 1}",
+                file=file,
+                field=f"{pfield}.start",
+            )
+        slices = frozenset(range(start, start + size))
+        occ_list = item.get("occupancy")
+        occupancy = slices if occ_list is None else frozenset(_int_list(occ_list, file, f"{pfield}.occupancy"))
+        if not slices <= occupancy or any(s < 0 or s >= num_slices for s in occupancy):
+            raise InputError(
+                f"occupancy must contain the instance's slices {sorted(slices)} and lie in 0..{num_slices - 1}",
+                file=file,
+                field=f"{pfield}.occupancy",
+            )
+        placement = Placement(size=size, start=start, slices=slices, occupancy=occupancy)
+        if any(p.size == size and (p.start == start or p.occupancy == occupancy) for p in placements):
+            raise InputError(f"duplicate placement {placement.label}", file=file, field=pfield)
+        placements.append(placement)
+    return placements

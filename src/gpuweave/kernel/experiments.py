@@ -22,7 +22,8 @@ from dataclasses import dataclass, field, replace
 
 from gpuweave.kernel.sched import SchedulerConfig, preset
 from gpuweave.kernel.sim import Service, SimConfig, SimResult, Workload, simulate
-from gpuweave.kernel.traces import Trace, hi_trace, light_trace, lo_trace
+from gpuweave.kernel.trace_format import Trace
+from gpuweave.kernel.traces import hi_trace, light_trace, lo_trace
 
 
 def base_config(**kw) -> SimConfig:

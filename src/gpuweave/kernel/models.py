@@ -28,7 +28,7 @@ import numpy as np
 
 from gpuweave.errors import InputError
 from gpuweave.kernel.ids import KernelId
-from gpuweave.kernel.traces import Op, Trace
+from gpuweave.kernel.trace_format import Op, Trace
 
 #: (high-priority A, low-priority B, source). "paper" pairs are named in the text; "ours" are our choice (R-18).
 DEFAULT_PAIRS: list[tuple[str, str, str]] = [

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Sequence
 
 from gpuweave.errors import InputError
+from gpuweave.files import load_json
 from gpuweave.kernel.ids import validate_task_key
 
 PROFILE_FORMAT = "gpuweave.fikit.profile"
@@ -122,8 +123,6 @@ class Profile:
 
     @classmethod
     def load(cls, path: str | Path) -> "Profile":
-        from gpuweave.files import load_json
-
         p = Path(path)
         return cls.from_dict(load_json(p, what="profile file"), file=str(p))
 

@@ -44,7 +44,7 @@ from gpuweave.kernel.modes import ARBITERS, MODES, KernelMode
 from gpuweave.kernel.profile import Profile, ProfileBuilder
 from gpuweave.kernel.sched import PRESETS, CoreStats, SchedulerConfig
 from gpuweave.kernel.sim_state import FREE, KEND, KIND_NAMES, LAUNCH, REQ, SUBMIT, ServiceState
-from gpuweave.kernel.traces import Trace
+from gpuweave.kernel.trace_format import Trace
 
 
 @dataclass(frozen=True, slots=True)

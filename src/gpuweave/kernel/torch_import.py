@@ -30,7 +30,7 @@ from pathlib import Path
 
 from gpuweave.errors import InputError
 from gpuweave.kernel.ids import KernelId
-from gpuweave.kernel.traces import Op, Trace
+from gpuweave.kernel.trace_format import Op, Trace
 
 MAX_PROFILE_BYTES = 512 * 1024 * 1024
 
@@ -65,25 +65,57 @@ def _time(e: dict, name: str, file: str | None, row: int) -> float:
 
 
 def import_chrome_trace(source: str | Path | dict | list, name: str | None = None) -> tuple[Trace, ImportReport]:
-    """Build a trace from a Chrome trace file (path) or an already-parsed JSON object."""
+    """Build a trace from a Chrome trace file (path) or an already-parsed JSON object.
+
+    With a launch event for every kernel, host time and synchronisations come from the launches
+    (:func:`_closed_loop_trace`); otherwise the kernels' gaps on the device stand for host time (a kernel-gap
+    trace, :meth:`Trace.from_gaps`).
+    """
     file = None
     if isinstance(source, (str, Path)):
-        p = Path(source)
-        file = str(p)
-        try:
-            if p.stat().st_size > MAX_PROFILE_BYTES:
-                raise InputError(f"profile larger than {MAX_PROFILE_BYTES} bytes", file=file)
-            data = json.loads(p.read_text())
-        except FileNotFoundError:
-            raise InputError("profile file not found", file=file) from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"not a JSON Chrome trace ({exc})", file=file) from None
-        name = name or p.stem
+        file = str(source)
+        data = _read_json(Path(source))
+        name = name or Path(source).stem
     else:
         data = source
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
         raise InputError("expected a Chrome trace with a 'traceEvents' list", file=file, field="traceEvents")
+    kernels, launches, syncs = _sort_events(events, file)
+    if not kernels:
+        raise InputError("no kernel events (cat 'kernel') in the trace: was it recorded with CUDA activity?", file=file)
+    rows, missing = _kernel_rows(kernels, launches, file)
+    rows.sort(key=lambda r: (r[0], r[1]))
+    with_launch = sum(1 for r in rows if r[4] is not None)
+    if with_launch == len(rows):
+        trace, n_sync = _closed_loop_trace(name or "imported", rows, sorted(syncs))
+    else:
+        gaps = []
+        by_start = sorted(rows, key=lambda r: r[1])
+        for i, r in enumerate(by_start):
+            gap = max(0.0, by_start[i + 1][1] - (r[1] + r[2])) if i + 1 < len(by_start) else 0.0
+            gaps.append((r[3], r[2] / 1000.0, gap / 1000.0))
+        trace = Trace.from_gaps(name or "imported", gaps)
+        n_sync = len(rows) - 1
+    return trace, ImportReport(len(rows), with_launch, n_sync, missing)
+
+
+def _read_json(p: Path) -> object:
+    """A profile file's JSON, at most MAX_PROFILE_BYTES; InputError if missing, too large or not JSON."""
+    file = str(p)
+    try:
+        if p.stat().st_size > MAX_PROFILE_BYTES:
+            raise InputError(f"profile larger than {MAX_PROFILE_BYTES} bytes", file=file)
+        return json.loads(p.read_text())
+    except FileNotFoundError:
+        raise InputError("profile file not found", file=file) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not a JSON Chrome trace ({exc})", file=file) from None
+
+
+def _sort_events(events: list, file: str | None) -> tuple[list[tuple[int, dict]], dict, list[tuple[float, float]]]:
+    """Complete events ("X") split into kernels (with their row), launches by correlation id, and host
+    synchronisations (Synchronize calls and blocking memcpys) as (start, end) in µs."""
     kernels: list[tuple[int, dict]] = []
     launches: dict[object, dict] = {}
     syncs: list[tuple[float, float]] = []
@@ -101,8 +133,12 @@ def import_chrome_trace(source: str | Path | dict | list, name: str | None = Non
             elif "Synchronize" in ename or (ename.startswith("cudaMemcpy") and "Async" not in ename):
                 ts = _time(e, "ts", file, row)
                 syncs.append((ts, ts + _time(e, "dur", file, row)))
-    if not kernels:
-        raise InputError("no kernel events (cat 'kernel') in the trace: was it recorded with CUDA activity?", file=file)
+    return kernels, launches, syncs
+
+
+def _kernel_rows(kernels: list[tuple[int, dict]], launches: dict, file: str | None) -> tuple[list[tuple], int]:
+    """Per kernel ``(order key, ts, dur, kid, launch start, launch end)`` (µs; launch None when unmatched), and
+    how many kernels lack grid or block dimensions."""
     rows = []
     missing = 0
     for row, e in kernels:
@@ -120,39 +156,32 @@ def import_chrome_trace(source: str | Path | dict | list, name: str | None = Non
         lts = _time(launch, "ts", file, row) if launch else None
         lend = lts + _time(launch, "dur", file, row) if launch else None
         rows.append((lts if lts is not None else ts, ts, dur, kid, lts, lend))
-    rows.sort(key=lambda r: (r[0], r[1]))
-    with_launch = sum(1 for r in rows if r[4] is not None)
-    syncs.sort()
+    return rows, missing
+
+
+def _closed_loop_trace(name: str, rows: list[tuple], syncs: list[tuple[float, float]]) -> tuple[Trace, int]:
+    """Ops from launch-ordered rows: a kernel syncs after if a host sync starts between its launch's end and the
+    next launch; host time before a launch is the time since the previous launch ended (or its sync returned)."""
     sync_starts = [s for s, _ in syncs]
     ops: list[Op] = []
+    for i, (_, _, dur, kid, _lts, lend) in enumerate(rows):
+        sync_after = False
+        if i + 1 < len(rows):
+            nxt = rows[i + 1][4]
+            lo, hi = bisect_left(sync_starts, lend), bisect_right(sync_starts, nxt)
+            sync_after = hi > lo
+        ops.append(Op(kid, dur / 1000.0, 0.0, sync_after))
     n_sync = 0
-    if with_launch == len(rows):
-        for i, (_, _, dur, kid, lts, lend) in enumerate(rows):
-            sync_after = False
-            if i + 1 < len(rows):
-                nxt = rows[i + 1][4]
-                lo, hi = bisect_left(sync_starts, lend), bisect_right(sync_starts, nxt)
-                sync_after = hi > lo
-            ops.append(Op(kid, dur / 1000.0, 0.0, sync_after))
-        fixed = []
-        for i, op in enumerate(ops):
-            if i == 0:
-                fixed.append(op)
-                continue
-            prev_end = rows[i - 1][5]
-            free = prev_end
-            if ops[i - 1].sync_after:
-                lo, hi = bisect_left(sync_starts, prev_end), bisect_right(sync_starts, rows[i][4])
-                free = max([prev_end] + [syncs[k][1] for k in range(lo, hi)])
-                n_sync += 1
-            fixed.append(Op(op.kid, op.dur, max(0.0, (rows[i][4] - free) / 1000.0), op.sync_after))
-        trace = Trace(name or "imported", tuple(fixed))
-    else:
-        gaps = []
-        by_start = sorted(rows, key=lambda r: r[1])
-        for i, r in enumerate(by_start):
-            gap = max(0.0, by_start[i + 1][1] - (r[1] + r[2])) if i + 1 < len(by_start) else 0.0
-            gaps.append((r[3], r[2] / 1000.0, gap / 1000.0))
-        trace = Trace.from_gaps(name or "imported", gaps)
-        n_sync = len(rows) - 1
-    return trace, ImportReport(len(rows), with_launch, n_sync, missing)
+    fixed = []
+    for i, op in enumerate(ops):
+        if i == 0:
+            fixed.append(op)
+            continue
+        prev_end = rows[i - 1][5]
+        free = prev_end
+        if ops[i - 1].sync_after:
+            lo, hi = bisect_left(sync_starts, prev_end), bisect_right(sync_starts, rows[i][4])
+            free = max([prev_end] + [syncs[k][1] for k in range(lo, hi)])
+            n_sync += 1
+        fixed.append(Op(op.kid, op.dur, max(0.0, (rows[i][4] - free) / 1000.0), op.sync_after))
+    return Trace(name, tuple(fixed)), n_sync

@@ -34,6 +34,7 @@ from importlib import resources
 from pathlib import Path
 
 from gpuweave.errors import InputError, MissingProfileError
+from gpuweave.workload.traces.gpu_names import canonical_gpu_model, is_known_gpu_model
 
 PROFILE_COLUMNS: tuple[str, ...] = ("job_type", "gpu_model", "num_gpus", "consolidated", "throughput")
 BUNDLED_PROFILES = "gavel_throughputs.csv"
@@ -201,6 +202,7 @@ class ProfileStore:
 
 # --------------------------------------------------------------------- loading
 def _parse_rows(text: str, source: str) -> list[ProfileRow]:
+    """The rows of a profile CSV (``#`` lines are comments); InputError on a missing column, bad cell or duplicate."""
     lines = [line for line in text.lstrip("\ufeff").splitlines() if line.strip() and not line.lstrip().startswith("#")]
     reader = csv.reader(io.StringIO("\n".join(lines)))
     header = next(reader, None)
@@ -216,71 +218,75 @@ def _parse_rows(text: str, source: str) -> list[ProfileRow]:
                 field=name,
             )
     index = {name: header.index(name) for name in PROFILE_COLUMNS}
-    from gpuweave.workload.traces.gpu_names import canonical_gpu_model, is_known_gpu_model
-
     rows: list[ProfileRow] = []
     seen: dict[tuple[str, str, int, bool], int] = {}
     for row_number, record in enumerate(reader, start=1):
-
-        def cell(name: str) -> str:
-            position = index[name]
-            if position >= len(record) or record[position].strip() == "":
-                raise InputError(f"empty value; expected {name}", file=source, row=row_number, field=name)
-            return record[position].strip()
-
-        job_type = cell("job_type")
-        raw_model = cell("gpu_model")
-        gpu_model = canonical_gpu_model(raw_model) if is_known_gpu_model(raw_model) else raw_model
-        count_text = cell("num_gpus")
-        try:
-            count_value = float(count_text)
-        except ValueError:
-            count_value = math.nan
-        if not (math.isfinite(count_value) and count_value >= 1 and count_value == int(count_value)):
-            raise InputError(
-                f"expected an integer number of GPUs >= 1, got {count_text!r}",
-                file=source,
-                row=row_number,
-                field="num_gpus",
-            )
-        consolidated_text = cell("consolidated").lower()
-        if consolidated_text in {"1", "true", "yes"}:
-            consolidated = True
-        elif consolidated_text in {"0", "false", "no"}:
-            consolidated = False
-        else:
-            raise InputError(
-                f"expected 0 or 1, got {consolidated_text!r}", file=source, row=row_number, field="consolidated"
-            )
-        throughput_text = cell("throughput")
-        try:
-            throughput = float(throughput_text)
-        except ValueError:
-            raise InputError(
-                f"expected a number (iterations/s), got {throughput_text!r}",
-                file=source,
-                row=row_number,
-                field="throughput",
-            ) from None
-        if not math.isfinite(throughput) or throughput < 0:
-            raise InputError(
-                f"expected a throughput >= 0 (iterations/s; 0 = does not fit), got {throughput_text}",
-                file=source,
-                row=row_number,
-                field="throughput",
-            )
-        key = (job_type, gpu_model, int(count_value), consolidated)
+        row = _parse_row(record, index, source, row_number)
+        key = (row.job_type, row.gpu_model, row.num_gpus, row.consolidated)
         if key in seen:
             raise InputError(
-                f"duplicate entry for {job_type!r} on {key[2]} x {gpu_model} (consolidated={int(consolidated)}); "
-                f"first given in row {seen[key]}",
+                f"duplicate entry for {row.job_type!r} on {key[2]} x {row.gpu_model} "
+                f"(consolidated={int(row.consolidated)}); first given in row {seen[key]}",
                 file=source,
                 row=row_number,
                 field="job_type",
             )
         seen[key] = row_number
-        rows.append(ProfileRow(job_type, gpu_model, int(count_value), consolidated, throughput))
+        rows.append(row)
     return rows
+
+
+def _parse_row(record: list[str], index: dict[str, int], source: str, row_number: int) -> ProfileRow:
+    """One data row: job type, GPU model (canonical when known), integer GPUs >= 1, 0/1, throughput >= 0."""
+
+    def cell(name: str) -> str:
+        position = index[name]
+        if position >= len(record) or record[position].strip() == "":
+            raise InputError(f"empty value; expected {name}", file=source, row=row_number, field=name)
+        return record[position].strip()
+
+    job_type = cell("job_type")
+    raw_model = cell("gpu_model")
+    gpu_model = canonical_gpu_model(raw_model) if is_known_gpu_model(raw_model) else raw_model
+    count_text = cell("num_gpus")
+    try:
+        count_value = float(count_text)
+    except ValueError:
+        count_value = math.nan
+    if not (math.isfinite(count_value) and count_value >= 1 and count_value == int(count_value)):
+        raise InputError(
+            f"expected an integer number of GPUs >= 1, got {count_text!r}",
+            file=source,
+            row=row_number,
+            field="num_gpus",
+        )
+    consolidated_text = cell("consolidated").lower()
+    if consolidated_text in {"1", "true", "yes"}:
+        consolidated = True
+    elif consolidated_text in {"0", "false", "no"}:
+        consolidated = False
+    else:
+        raise InputError(
+            f"expected 0 or 1, got {consolidated_text!r}", file=source, row=row_number, field="consolidated"
+        )
+    throughput_text = cell("throughput")
+    try:
+        throughput = float(throughput_text)
+    except ValueError:
+        raise InputError(
+            f"expected a number (iterations/s), got {throughput_text!r}",
+            file=source,
+            row=row_number,
+            field="throughput",
+        ) from None
+    if not math.isfinite(throughput) or throughput < 0:
+        raise InputError(
+            f"expected a throughput >= 0 (iterations/s; 0 = does not fit), got {throughput_text}",
+            file=source,
+            row=row_number,
+            field="throughput",
+        )
+    return ProfileRow(job_type, gpu_model, int(count_value), consolidated, throughput)
 
 
 _BUNDLED_ROWS: list[ProfileRow] | None = None

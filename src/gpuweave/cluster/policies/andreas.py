@@ -1,6 +1,6 @@
 """ANDREAS (Filippini et al.): energy- and deadline-aware Randomized Greedy, and its FIFO baseline.
 
-``andreas``: RG (spec andreas.md §6; :mod:`gpuweave.andreas.rg`) re-plans every waiting and running job
+``andreas``: RG (spec andreas.md §6; :mod:`gpuweave.andreas.randomized_greedy`) re-plans every waiting and running job
 at each trigger (preemption, migration and resizing allowed; GPU count chosen per job for jobs with
 ``attrs["moldable"]``). Options: ``seed``, ``max_it`` (1000), ``cap_iterations`` (True), ``pi_swap``,
 ``alpha_cfg``, ``swap_rule``, ``config_rule``, ``node_rule`` ("best_fit" | "random_beta"), ``postprocessing``

@@ -37,7 +37,7 @@ from gpuweave.andreas.catalog import cost_catalog_for
 from gpuweave.andreas.fpm import fpm_key, fpm_schedule
 from gpuweave.andreas.milp import exact_optimum
 from gpuweave.andreas.model import RHO, Instance, NodeSpec, catalogue_configs
-from gpuweave.andreas.rg import RGConfig, Schedule, randomized_greedy
+from gpuweave.andreas.randomized_greedy import RGConfig, Schedule, randomized_greedy
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.placement import spread

@@ -63,8 +63,8 @@ def queue_order(view, order: str = "fifo", table: RateTable | None = None, round
     * ``fifo`` (default; spec §2.8, A5): running jobs first (by first start), then waiting jobs by (arrival,
       id). The first start, not the current segment's, so a migrated job keeps its place in Q.
     * ``srpt`` (ours, a named variant, not the paper's): every job by its remaining time at its best rate
-      ("left"; consolidated, or spread for a job wider than any server), shortest first (ties: arrival, id). Finishes short jobs first; starts the
-      longest jobs last, which lengthens the makespan when one long job bounds it.
+      ("left"; consolidated, or spread for a job wider than any server), shortest first (ties: arrival, id).
+      Finishes short jobs first; starts the longest jobs last, which lengthens the makespan when one long job bounds it.
     * ``slack-srpt`` (ours): shortest first, except for jobs that could no longer wait. The remaining makespan
       is at least ``H = max(max_j left_j, sum_j W_j left_j / G)``; a job whose slack ``H - left_j`` is under one
       round would push the makespan past that bound if it started a round later, so such jobs go first (least

@@ -37,6 +37,7 @@ from gpuweave.workload.traces.gpu_names import canonical_gpu_model
 from gpuweave.workload.traces.job_types import assign_job_types
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 OPENB_POD_COLUMNS = ("name", "num_gpu", "gpu_milli", "pod_phase", "creation_time", "deletion_time", "scheduled_time")
@@ -118,18 +119,7 @@ def read_openb_pods(
             row=int(raw[ROW].iloc[position]),
             field="gpu_milli",
         )
-    gpu_pod = (num_gpu > 0).to_numpy()
-    ran = scheduled.notna().to_numpy()
-    positive = (deletion - scheduled > 0).fillna(False).to_numpy()
-    keep = gpu_pod & ran & positive
-    notes = [
-        f"dropped {int((~gpu_pod).sum())} CPU-only pods",
-        f"dropped {int((gpu_pod & ~ran).sum())} GPU pods never scheduled (empty scheduled_time)",
-    ]
-    if (gpu_pod & ran & ~positive).any():
-        notes.append(f"dropped {int((gpu_pod & ran & ~positive).sum())} GPU pods with deletion_time <= scheduled_time")
-    if not keep.any():
-        raise InputError("no GPU pod with a run time (num_gpu > 0 and a scheduled_time)", file=file, field="num_gpu")
+    keep, notes = _pods_with_run_time(num_gpu, scheduled, deletion, file)
     spec = (
         _canonical_column(raw, "gpu_spec", file=file, separator="|") if "gpu_spec" in raw.columns else [None] * len(raw)
     )
@@ -147,14 +137,7 @@ def read_openb_pods(
             ROW: raw[ROW].to_numpy(),
         }
     )[keep].reset_index(drop=True)
-    specs = [s if isinstance(s, str) else None for s in frame["gpu_spec"].tolist()]
-    one_model = [s if s is not None and "|" not in s else None for s in specs]
-    several = [s if s is not None and "|" in s else None for s in specs]
-    frame = frame.drop(columns=["gpu_spec"])
-    if any(s is not None for s in one_model):
-        frame.insert(4, "gpu_model", pd.Series(one_model, dtype=object))
-    if any(s is not None for s in several):
-        frame.insert(5, "gpu_spec", pd.Series(several, dtype=object))
+    frame = _split_gpu_spec(frame)
     job_types, type_notes = assign_job_types(frame["num_gpus"].to_numpy(), seed, profiles, reference_gpu)
     frame.insert(3, "job_type", job_types)
     censored = (frame["pod_phase"] == "Running").to_numpy()
@@ -163,6 +146,40 @@ def read_openb_pods(
         for c, n in zip(censored.tolist(), type_notes)
     ]
     frame.attrs["notes"] = notes
+    return frame
+
+
+def _pods_with_run_time(
+    num_gpu: "pd.Series", scheduled: "pd.Series", deletion: "pd.Series", file: Path
+) -> tuple["np.ndarray", list[str]]:
+    """The GPU pods that ran for a positive time, and notes counting the pods dropped and why."""
+    gpu_pod = (num_gpu > 0).to_numpy()
+    ran = scheduled.notna().to_numpy()
+    positive = (deletion - scheduled > 0).fillna(False).to_numpy()
+    keep = gpu_pod & ran & positive
+    notes = [
+        f"dropped {int((~gpu_pod).sum())} CPU-only pods",
+        f"dropped {int((gpu_pod & ~ran).sum())} GPU pods never scheduled (empty scheduled_time)",
+    ]
+    if (gpu_pod & ran & ~positive).any():
+        notes.append(f"dropped {int((gpu_pod & ran & ~positive).sum())} GPU pods with deletion_time <= scheduled_time")
+    if not keep.any():
+        raise InputError("no GPU pod with a run time (num_gpu > 0 and a scheduled_time)", file=file, field="num_gpu")
+    return keep, notes
+
+
+def _split_gpu_spec(frame: "pd.DataFrame") -> "pd.DataFrame":
+    """A one-model ``gpu_spec`` becomes ``gpu_model``; a multi-model one stays as the extra column ``gpu_spec``."""
+    import pandas as pd
+
+    specs = [s if isinstance(s, str) else None for s in frame["gpu_spec"].tolist()]
+    one_model = [s if s is not None and "|" not in s else None for s in specs]
+    several = [s if s is not None and "|" in s else None for s in specs]
+    frame = frame.drop(columns=["gpu_spec"])
+    if any(s is not None for s in one_model):
+        frame.insert(4, "gpu_model", pd.Series(one_model, dtype=object))
+    if any(s is not None for s in several):
+        frame.insert(5, "gpu_spec", pd.Series(several, dtype=object))
     return frame
 
 
@@ -281,7 +298,9 @@ def read_spot_nodes(
         name,
         _group_nodes(raw, "gpu_model", "gpu_capacity_num", file=file),
         file=file,
-        source=f"alibaba/clusterdata@7a6c496 cluster-trace-v2026-spot-gpu/{file.name} (GFS, ASPLOS'26; research/study use)",
+        source=(
+            f"alibaba/clusterdata@7a6c496 cluster-trace-v2026-spot-gpu/{file.name} (GFS, ASPLOS'26; research/study use)"
+        ),
         price_per_kwh=price_per_kwh,
         pue=pue,
         catalog_only=catalog_only,

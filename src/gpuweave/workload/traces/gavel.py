@@ -120,63 +120,9 @@ def read_gavel_trace(path: str | Path) -> "pd.DataFrame":
                 row=line_number,
                 field="fields",
             )
-        cell = dict(zip(columns, fields))
-        job_type = cell["job_type"].strip()
-        if not job_type:
-            raise InputError("empty job type", file=file, row=line_number, field="job_type")
-        steps = _number(cell["total_steps"], file=file, line=line_number, field="total_steps", unit="iterations")
-        scale = _number(cell["scale_factor"], file=file, line=line_number, field="scale_factor", unit="GPUs")
-        arrival = _number(cell["arrival_time"], file=file, line=line_number, field="arrival_time", unit="seconds")
-        if name == "gavel-msr-7" and scale == 0:
-            continue
-        if scale < 1 or scale != int(scale):
-            raise InputError(
-                f"expected an integer number of GPUs >= 1, got {cell['scale_factor']!r}",
-                file=file,
-                row=line_number,
-                field="scale_factor",
-            )
-        if steps <= 0:
-            raise InputError(
-                f"expected a positive number of steps, got {cell['total_steps']!r}",
-                file=file,
-                row=line_number,
-                field="total_steps",
-            )
-        if arrival < 0:
-            raise InputError(
-                f"expected an arrival time >= 0 s, got {cell['arrival_time']!r}",
-                file=file,
-                row=line_number,
-                field="arrival_time",
-            )
-        priority = 1.0
-        slo = None
-        if "priority_weight" in cell:
-            priority = _number(
-                cell["priority_weight"], file=file, line=line_number, field="priority_weight", unit="weight"
-            )
-            if priority <= 0:
-                raise InputError(
-                    f"expected a priority weight > 0, got {cell['priority_weight']!r}",
-                    file=file,
-                    row=line_number,
-                    field="priority_weight",
-                )
-            slo_value = _number(cell["SLO"], file=file, line=line_number, field="SLO", unit="slowdown factor")
-            slo = slo_value if slo_value > 0 else None
-        records.append(
-            {
-                "arrival": arrival,
-                "num_gpus": int(scale),
-                "job_type": job_type,
-                "work": steps,
-                "priority": priority,
-                "slo": slo,
-                "note": f"from Gavel trace {file.name} ({name})",
-                ROW: line_number,
-            }
-        )
+        record = _record(dict(zip(columns, fields)), name, file, line_number)
+        if record is not None:
+            records.append(record)
     if not records:
         raise InputError("the trace has no jobs", file=file)
     width = len(str(len(records) - 1))
@@ -185,3 +131,59 @@ def read_gavel_trace(path: str | Path) -> "pd.DataFrame":
     if frame["slo"].isna().all():
         frame = frame.drop(columns=["slo"])
     return frame
+
+
+def _record(cell: dict[str, str], name: str, file: Path, line_number: int) -> dict[str, object] | None:
+    """One line's fields as a schema record; None for a job Gavel's msr layout marks as skipped (scale 0)."""
+    job_type = cell["job_type"].strip()
+    if not job_type:
+        raise InputError("empty job type", file=file, row=line_number, field="job_type")
+    steps = _number(cell["total_steps"], file=file, line=line_number, field="total_steps", unit="iterations")
+    scale = _number(cell["scale_factor"], file=file, line=line_number, field="scale_factor", unit="GPUs")
+    arrival = _number(cell["arrival_time"], file=file, line=line_number, field="arrival_time", unit="seconds")
+    if name == "gavel-msr-7" and scale == 0:
+        return None
+    if scale < 1 or scale != int(scale):
+        raise InputError(
+            f"expected an integer number of GPUs >= 1, got {cell['scale_factor']!r}",
+            file=file,
+            row=line_number,
+            field="scale_factor",
+        )
+    if steps <= 0:
+        raise InputError(
+            f"expected a positive number of steps, got {cell['total_steps']!r}",
+            file=file,
+            row=line_number,
+            field="total_steps",
+        )
+    if arrival < 0:
+        raise InputError(
+            f"expected an arrival time >= 0 s, got {cell['arrival_time']!r}",
+            file=file,
+            row=line_number,
+            field="arrival_time",
+        )
+    priority = 1.0
+    slo = None
+    if "priority_weight" in cell:
+        priority = _number(cell["priority_weight"], file=file, line=line_number, field="priority_weight", unit="weight")
+        if priority <= 0:
+            raise InputError(
+                f"expected a priority weight > 0, got {cell['priority_weight']!r}",
+                file=file,
+                row=line_number,
+                field="priority_weight",
+            )
+        slo_value = _number(cell["SLO"], file=file, line=line_number, field="SLO", unit="slowdown factor")
+        slo = slo_value if slo_value > 0 else None
+    return {
+        "arrival": arrival,
+        "num_gpus": int(scale),
+        "job_type": job_type,
+        "work": steps,
+        "priority": priority,
+        "slo": slo,
+        "note": f"from Gavel trace {file.name} ({name})",
+        ROW: line_number,
+    }

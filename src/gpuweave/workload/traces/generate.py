@@ -68,20 +68,7 @@ def generate_philly_like(
     if not (rate_per_hour > 0 and np.isfinite(rate_per_hour)):
         raise InputError(f"expected an arrival rate > 0 jobs/hour, got {rate_per_hour}", field="rate")
     store = profiles if profiles is not None else load_profiles()
-    names_by_scale: dict[int, list[str]] = {}
-    for scale in distribution.scale_factors:
-        names = [
-            job_type
-            for job_type in store.job_types()
-            if store.has(job_type, reference_gpu, scale, True) and store.rate(job_type, reference_gpu, scale, True) > 0
-        ]
-        if not names:
-            raise InputError(
-                f"the profile store has no job type runnable on {scale} x {reference_gpu}",
-                file=store.source,
-                field="job_type",
-            )
-        names_by_scale[scale] = names
+    names_by_scale = _runnable_types(store, distribution, reference_gpu)
 
     rng = np.random.default_rng(seed)
     gaps = rng.exponential(3600.0 / rate_per_hour, size=num_jobs)
@@ -133,3 +120,22 @@ def generate_philly_like(
             )
         )
     return jobs
+
+
+def _runnable_types(store: ProfileStore, distribution: PhillyDistribution, reference_gpu: str) -> dict[int, list[str]]:
+    """Per scale factor of the distribution, the job types with a positive rate on that many reference GPUs."""
+    names_by_scale: dict[int, list[str]] = {}
+    for scale in distribution.scale_factors:
+        names = [
+            job_type
+            for job_type in store.job_types()
+            if store.has(job_type, reference_gpu, scale, True) and store.rate(job_type, reference_gpu, scale, True) > 0
+        ]
+        if not names:
+            raise InputError(
+                f"the profile store has no job type runnable on {scale} x {reference_gpu}",
+                file=store.source,
+                field="job_type",
+            )
+        names_by_scale[scale] = names
+    return names_by_scale

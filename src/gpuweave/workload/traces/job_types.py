@@ -23,7 +23,10 @@ import numpy as np
 from gpuweave.errors import InputError
 from gpuweave.workload.profiles import ProfileStore, load_profiles
 
-ASSIGNED_NOTE = "job_type drawn uniformly at random (seed {seed}) from the profiled job types runnable at scale {scale}; the source has no model"
+ASSIGNED_NOTE = (
+    "job_type drawn uniformly at random (seed {seed}) from the profiled job types runnable at scale {scale}; "
+    "the source has no model"
+)
 
 
 def candidate_scale(store: ProfileStore, num_gpus: int) -> int:

@@ -67,7 +67,8 @@ def read_philly_jobs(
         position = int(np.flatnonzero(~keep)[0])
         if not drop_zero_duration:
             raise InputError(
-                "expected a duration > 0 s, got 0 (pass drop_zero_duration=True / --drop-zero-duration to skip such jobs)",
+                "expected a duration > 0 s, got 0 "
+                "(pass drop_zero_duration=True / --drop-zero-duration to skip such jobs)",
                 file=file,
                 row=int(raw[ROW].iloc[position]),
                 field="duration",

@@ -133,9 +133,27 @@ def validate_frame(
     ``deadline > arrival``; unique ``job_id``; ``job_type`` known to ``profiles`` (when given); a known
     ``gpu_model``. The result keeps the hidden source-row column for later messages.
     """
-    import numpy as np
     import pandas as pd
 
+    frame = _checked_header(frame, file)
+    rows = row_numbers(frame)
+    out = pd.DataFrame(index=frame.index)
+    out["job_id"] = _string_column(frame, "job_id", file=file, required=True)
+    out["arrival"] = numeric_column(frame, "arrival", file=file, unit="seconds", minimum=0.0)
+    out["num_gpus"] = _num_gpus_column(frame, file, max_gpus, rows).astype("int64")
+    out["job_type"] = _string_column(frame, "job_type", file=file, required=True)
+    _add_work_and_duration(frame, out, file, rows)
+    _add_priority_and_deadline(frame, out, file, rows)
+    _add_optional_strings(frame, out, file, rows)
+    _check_ids_and_types(out, profiles, file, rows)
+    _add_extra_columns(frame, out)
+    out[ROW] = rows
+    out = out.sort_values(["arrival", "job_id"], kind="stable").reset_index(drop=True)
+    return out
+
+
+def _checked_header(frame: "pd.DataFrame", file: str | Path) -> "pd.DataFrame":
+    """A copy with clean column names and a source-row column; the required columns present; some rows."""
     frame = frame.copy()
     frame.columns = [str(name).lstrip("\ufeff").strip() for name in frame.columns]
     if ROW not in frame.columns:
@@ -152,11 +170,13 @@ def validate_frame(
         )
     if len(frame) == 0:
         raise InputError("the trace has no jobs", file=file)
-    rows = row_numbers(frame)
+    return frame
 
-    out = pd.DataFrame(index=frame.index)
-    out["job_id"] = _string_column(frame, "job_id", file=file, required=True)
-    out["arrival"] = numeric_column(frame, "arrival", file=file, unit="seconds", minimum=0.0)
+
+def _num_gpus_column(frame: "pd.DataFrame", file: str | Path, max_gpus: int | None, rows: list[int]) -> "pd.Series":
+    """``num_gpus``: integers >= 1 and, when ``max_gpus`` is given, no larger than the cluster's largest placement."""
+    import numpy as np
+
     num_gpus = numeric_column(frame, "num_gpus", file=file, unit="GPUs", integer=True, minimum=1.0)
     if max_gpus is not None and max_gpus < 1:
         raise InputError(f"the largest placement must be at least 1 GPU, got {max_gpus}", field="max_gpus")
@@ -165,13 +185,20 @@ def validate_frame(
         if too_big.any():
             position = int(np.flatnonzero(too_big)[0])
             raise InputError(
-                f"the job asks for {int(num_gpus.iloc[position])} GPUs but the cluster's largest placement is {max_gpus}",
+                f"the job asks for {int(num_gpus.iloc[position])} GPUs "
+                f"but the cluster's largest placement is {max_gpus}",
                 file=file,
                 row=rows[position],
                 field="num_gpus",
             )
-    out["num_gpus"] = num_gpus.astype("int64")
-    out["job_type"] = _string_column(frame, "job_type", file=file, required=True)
+    return num_gpus
+
+
+def _add_work_and_duration(frame: "pd.DataFrame", out: "pd.DataFrame", file: str | Path, rows: list[int]) -> None:
+    """``work`` (iterations) and ``duration`` (seconds), each > 0 where given; every row needs one of them."""
+    import numpy as np
+    import pandas as pd
+
     nan = pd.Series(np.nan, index=frame.index)
     out["work"] = (
         numeric_column(frame, "work", file=file, unit="iterations", required=False, strictly_above=0.0)
@@ -195,6 +222,14 @@ def validate_frame(
             row=rows[position],
             field=field,
         )
+
+
+def _add_priority_and_deadline(frame: "pd.DataFrame", out: "pd.DataFrame", file: str | Path, rows: list[int]) -> None:
+    """``priority`` > 0 (default 1) and ``deadline`` after the arrival (default none)."""
+    import numpy as np
+    import pandas as pd
+
+    nan = pd.Series(np.nan, index=frame.index)
     if "priority" in frame.columns:
         priority = numeric_column(frame, "priority", file=file, unit="weight", required=False, strictly_above=0.0)
         out["priority"] = priority.fillna(1.0)
@@ -214,6 +249,12 @@ def validate_frame(
         out["deadline"] = deadline
     else:
         out["deadline"] = nan
+
+
+def _add_optional_strings(frame: "pd.DataFrame", out: "pd.DataFrame", file: str | Path, rows: list[int]) -> None:
+    """The optional string columns, ``gpu_model`` in its canonical spelling."""
+    import pandas as pd
+
     for name in _STRING_OPTIONAL:
         values = (
             _string_column(frame, name, file=file, required=False) if name in frame.columns else [None] * len(frame)
@@ -225,6 +266,11 @@ def validate_frame(
                     canonical[model] = canonical_gpu_model(model, file=str(file), row=rows[position], field="gpu_model")
             values = [canonical[m] if m is not None else None for m in values]
         out[name] = pd.Series(values, index=frame.index, dtype=object)
+
+
+def _check_ids_and_types(out: "pd.DataFrame", profiles: ProfileStore | None, file: str | Path, rows: list[int]) -> None:
+    """Unique ``job_id``; every ``job_type`` known to ``profiles`` when given."""
+    import numpy as np
 
     duplicated = out["job_id"].duplicated().to_numpy()
     if duplicated.any():
@@ -244,6 +290,11 @@ def validate_frame(
                     field="job_type",
                 )
 
+
+def _add_extra_columns(frame: "pd.DataFrame", out: "pd.DataFrame") -> None:
+    """Columns outside the schema pass through, as numbers where every non-empty value is one."""
+    import pandas as pd
+
     extras = [name for name in frame.columns if name not in COLUMN_NAMES and not name.startswith("_")]
     for name in extras:
         column = frame[name]
@@ -252,9 +303,6 @@ def validate_frame(
             parsed = pd.to_numeric(column.where(~empty, None), errors="coerce")
             column = parsed if (parsed.notna() | empty).all() and (~empty).any() else column.where(~empty, None)
         out[name] = column
-    out[ROW] = rows
-    out = out.sort_values(["arrival", "job_id"], kind="stable").reset_index(drop=True)
-    return out
 
 
 # --------------------------------------------------------------------------- work filling and Jobs

@@ -15,9 +15,10 @@ Algorithm (spec §6.3, every parameter of §6.1):
    f(S) < f_best (strict).
 4. CONSTRUCT(L): every node starts empty (full re-plan); for j in L: D = configurations meeting the due
    date (T_c + t_j(k) < d_j, A8) by t_j(k)·c(k) ascending (ties: t_j(k), which matters when energy is
-   free), D̄ = the others by t_j(k) ascending (ties: (type, g)); try D then D̄, each on its best-fit node (fewest free GPUs that still fit, lowest index,
-   A7); j is postponed if nothing fits. SELECT is the code's RCL with α = 0.05: the r = round(α·|Lc|)
-   first entries, which is deterministic (r ≤ 1) for fewer than 30 candidate configurations;
+   free), D̄ = the others by t_j(k) ascending (ties: (type, g)); try D then D̄, each on its best-fit node
+   (fewest free GPUs that still fit, lowest index, A7); j is postponed if nothing fits. SELECT is the
+   code's RCL with α = 0.05: the r = round(α·|Lc|) first entries, which is deterministic (r ≤ 1) for fewer
+   than 30 candidate configurations;
    ``config_rule="roulette"`` picks with probability ∝ 1/key (A6).
 5. Optional variants of spec §6 (default off): ``node_rule="random_beta"`` (randomized iterations pick a
    node uniformly among the first round(0.2·#fitting) nodes in best-fit order, [C-main]) and
