@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 EXTRAS ?= dev,ray,torch
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test lint bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -19,6 +19,8 @@ demo: $(STAMP)
 	$(VENV)/bin/gpuweave demo
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check src tests tools
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 bench: $(STAMP)

@@ -122,8 +122,8 @@ def test_repro_quick_writes_comparison(tmp_path):
 
 
 def test_demo_section_charges_energy_and_tardiness_to_every_policy(tmp_path):
-    from gpuweave.demo.sections import DemoContext, demo_sections
     from gpuweave.demo.andreas import POLICIES, andreas_section
+    from gpuweave.demo.sections import DemoContext, demo_sections
 
     sec = andreas_section(DemoContext(out_dir=tmp_path, quick=True))
     assert [r["policy"] for r in sec.table] == list(POLICIES)

@@ -29,8 +29,8 @@ def test_repro_far_quick(tmp_path):
 
 
 def test_demo_section(tmp_path):
-    from gpuweave.demo.sections import DemoContext
     from gpuweave.demo.mig import mig_section
+    from gpuweave.demo.sections import DemoContext
 
     sec = mig_section(DemoContext(out_dir=tmp_path / "mig", quick=True))
     algos = [row["algorithm"] for row in sec.table]

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from fake_runs import write_run_dir
 
-from gpuweave.report.section import DemoSection
 from gpuweave.errors import InputError
 from gpuweave.report import load_runs, render_report, render_sections_report
 from gpuweave.report.html import format_value
 from gpuweave.report.plots import plot_busy_gpus, plot_runs
+from gpuweave.report.section import DemoSection
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -3,7 +3,7 @@
 Reads a snapshot (:mod:`gpuweave.andreas.snapshot`), runs Randomized Greedy (or a first-principle
 baseline) and returns job -> node and GPU count, or postponed, with the proxy's cost terms (energy E,
 tardiness T, postponement W; spec §5). ``exact`` also solves the exact MILP (small queues) and gives
-RG's optimality gap. Cost: one RG run (:mod:`gpuweave.andreas.rg`), plus the MILP with ``exact``.
+RG's optimality gap. Cost: one RG run (:mod:`gpuweave.andreas.randomized_greedy`), plus the MILP with ``exact``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gpuweave.andreas.fpm import fpm_schedule
 from gpuweave.andreas.milp import exact_optimum, optimality_gap
-from gpuweave.andreas.rg import RGConfig, randomized_greedy
+from gpuweave.andreas.randomized_greedy import RGConfig, randomized_greedy
 from gpuweave.andreas.snapshot import load_snapshot
 from gpuweave.errors import InputError
 

@@ -318,10 +318,10 @@ def _x_field(df, grid_fields: list[str]) -> str | None:
 
 
 def _write_report(spec: SweepSpec, cells: list[Cell], metrics: dict, df, agg, out: Path) -> Path:
-    from gpuweave.report.section import DemoSection
     from gpuweave.report.grains import report_runs
     from gpuweave.report.html import render_sections_report
     from gpuweave.report.plots import plot_sweep_aggregate
+    from gpuweave.report.section import DemoSection
 
     report_dir = out / "report"
     grid = list(spec.grid)
