@@ -269,6 +269,10 @@ class Simulator:
                 f"policy '{self.policy.name}' left {n_jobs - self._done} job(s) unfinished with nothing left to "
                 f"happen (e.g. job '{stuck.job.job_id}' needing {stuck.job.num_gpus} GPUs)"
             )
+        return self.records(start_time)
+
+    def records(self, start_time: float) -> SimulationRecords:
+        """What the run produced from ``start_time`` to now (the simulator's end, or the live runtime's now)."""
         return SimulationRecords(
             jobs=self.states,
             segments=self.segments,

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from gpuweave.cluster.decision import Decision
-from gpuweave.cluster.simulator import SimulationRecords, Simulator
+from gpuweave.cluster.simulator import Simulator
 from gpuweave.cluster.state import JobState, Placement
 
 
@@ -90,20 +90,3 @@ class LiveBook(Simulator):
 
     def record(self) -> None:
         self._record_timeseries()
-
-    def records(self, start_time: float) -> SimulationRecords:
-        return SimulationRecords(
-            jobs=self.states,
-            segments=self.segments,
-            allocations=self.allocations,
-            timeseries=self.timeseries,
-            models=self.models,
-            total_gpus=sum(n.num_gpus for n in self.nodes),
-            gpus_by_model=self.gpus_by_model,
-            energy_j=self.energy_j,
-            cost=self.cost,
-            start_time=start_time,
-            end_time=self.now,
-            events=self.events,
-            decisions=self.decisions,
-        )
