@@ -18,5 +18,5 @@ def pytest_collection_modifyitems(config, items):
     """Every test that starts Ray runs in one xdist worker (``--dist loadgroup``): two Ray clusters started at once
     on this 2-core machine can starve each other until a test hangs."""
     for item in items:
-        if item.get_closest_marker("ray") or "tests/live/test_ray.py" in item.nodeid:
+        if item.get_closest_marker("ray") or "tests/live/test_ray" in item.nodeid:
             item.add_marker(pytest.mark.xdist_group("ray"))

@@ -34,3 +34,21 @@ def live_config(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One ``ray.cluster_utils.Cluster`` for the whole session: a head with no GPUs and three declared nodes of two
+    GPU types (2 x V100, 1 x K80, 2 GPUs each). Every test module whose name starts with ``test_ray`` uses it; they
+    all run in one xdist worker (tests/conftest.py), so only one Ray is ever up. Tests that change the cluster
+    (remove a node) must restore it."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    for model in ("V100", "V100", "K80"):
+        cluster.add_node(num_cpus=1, num_gpus=2, resources={f"gpu_type:{model}": 2})
+    ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()

@@ -1,28 +1,16 @@
-"""Live runs on Ray: one shared ray.cluster_utils.Cluster (3 declared nodes, two GPU types) for the module."""
+"""Live runs on Ray, on the session's shared ``ray_cluster`` (tests/live/conftest.py)."""
 
 import json
 
 import pytest
 
 ray = pytest.importorskip("ray")
-from ray.cluster_utils import Cluster  # noqa: E402
 
 from gpuweave.errors import InputError  # noqa: E402
 from gpuweave.live.ray_executor import RayExecutor  # noqa: E402
 
 RESNET = "ResNet-18 (batch size 128)"
 TRACE = [f"a,0,1,{RESNET},300", f"b,0,2,{RESNET},400", "c,40,1,A3C,200", f"d,80,1,{RESNET},200"]
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    for model in ("V100", "V100", "K80"):
-        cluster.add_node(num_cpus=1, num_gpus=2, resources={f"gpu_type:{model}": 2})
-    ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
-    yield cluster
-    ray.shutdown()
-    cluster.shutdown()
 
 
 def _run(config, tmp_path, name):
