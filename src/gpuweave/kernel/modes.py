@@ -221,12 +221,14 @@ class FikitMode(SharedMode):
         for i, v in enumerate(host.svcs):
             self.core.register(v.name, v.prio, host.profile_of(i), "share", 0.0)
         self.core_inputs = [("register", 0.0, v.name, v.prio) for v in host.svcs]
+        # bound once: launch, request and GO run once per kernel, the simulator's hottest path
+        self._half_rtt = host.ipc_rtt / 2
+        self._push = host.push
 
     def launch(self, t: float, v: ServiceState) -> None:
         v.seq += 1
-        rtt = self.host.ipc_rtt
-        if rtt > 0:
-            self.host.push(t + rtt / 2, REQ, (v, v.seq))
+        if self._half_rtt > 0:
+            self._push(t + self._half_rtt, REQ, (v, v.seq))
         else:
             self._request(v, v.seq, t)
 
@@ -237,7 +239,10 @@ class FikitMode(SharedMode):
         return self.core.stats
 
     def _on_request(self, t: float, payload: tuple[ServiceState, int]) -> None:
-        self._request(payload[0], payload[1], t)
+        v, seq = payload
+        kid = v.kids[v.op]
+        self.core_inputs.append(("request", t, v.name, kid, seq))
+        self._apply(self.core.request(v.name, kid, seq, t), t)
 
     def _on_timer(self, t: float, payload: object) -> None:
         self._apply(self.core.timer(t), t)
@@ -249,7 +254,7 @@ class FikitMode(SharedMode):
 
     def _apply(self, actions: list, t: float) -> None:
         host = self.host
-        rtt = host.ipc_rtt
+        half_rtt = self._half_rtt
         for a in actions:
             if a.__class__ is Go:
                 w = host.by_name[a.request.task]
@@ -257,9 +262,9 @@ class FikitMode(SharedMode):
                 if host.log_on:
                     host.log.append(f"{t!r} go {w.name} {a.request.seq} {'F' if a.filler else 'H'}")
                     host.go_log.append((t, w.name, a.request.seq, a.request.kid, a.filler))
-                if rtt > 0:
-                    host.push(t + rtt / 2, GO, w)
+                if half_rtt > 0:
+                    self._push(t + half_rtt, GO, w)
                 else:
                     host.enqueue(t, w)
             else:
-                host.push(a.time, TIMER)
+                self._push(a.time, TIMER)

@@ -246,6 +246,7 @@ class KernelSim:
         self.svcs = [self._service_state(i, s) for i, s in enumerate(services)]
         self.by_name = {v.name: v for v in self.svcs}
         self.loop = EventLoop()
+        self.push = self.loop.push  # bound once: the hot path pushes an event per kernel launch and end
         self.now = 0.0
         self.stopped = False
         # device
@@ -258,6 +259,12 @@ class KernelSim:
         self.kernel_records: list[KernelRecord] = []
         self.mode: KernelMode = MODES.get(config.mode).impl(self, config.device)
         self.arbiter = self.mode.arbiter(config.quantum)
+        # the per-kernel path reads these once per launch: plain attributes, not config lookups
+        self._pick = self.arbiter.pick
+        self._stream_depth = config.stream_depth
+        self._launch_overhead = config.launch_overhead
+        self._ctx_switch = config.ctx_switch
+        self._record_kernels = config.record_kernels
 
     def _stop_set(self, names: list[str]) -> set[int]:
         """The services whose last task ends the run (``stop_when``; default: every finite one)."""
@@ -310,9 +317,6 @@ class KernelSim:
         return v
 
     # -------------------------------------------------------------- host (what the mode may call)
-    def push(self, t: float, kind: int, payload: object = None) -> None:
-        self.loop.push(t, kind, payload)
-
     def profile_of(self, index: int) -> Profile:
         cfg = self.config
         s = self.services[index]
@@ -358,7 +362,7 @@ class KernelSim:
         v.task_no += 1
         v.op = 0
         self._sample(v)
-        self.loop.push(t + v.cpus[0], LAUNCH, v)
+        self.push(t + v.cpus[0], LAUNCH, v)
 
     def _task_done(self, v: ServiceState, t: float) -> None:
         v.running = False
@@ -377,7 +381,7 @@ class KernelSim:
 
     # -------------------------------------------------------------- host
     def enqueue(self, t: float, v: ServiceState) -> None:
-        if v.outstanding >= self.config.stream_depth:
+        if v.outstanding >= self._stream_depth:
             v.blocked = True
             return
         v.stream.append((t, v.durs[v.op], v.op, v.go_filler))
@@ -385,9 +389,9 @@ class KernelSim:
         v.outstanding += 1
         if self.running == -1:
             self._dev_next(t)
-        ov = self.config.launch_overhead
+        ov = self._launch_overhead
         if ov > 0:
-            self.loop.push(t + ov, FREE, v)
+            self.push(t + ov, FREE, v)
         else:
             self._host_free(t, v)
 
@@ -406,24 +410,24 @@ class KernelSim:
             self._task_done(v, t)
         else:
             v.op += 1
-            self.loop.push(t + v.cpus[v.op], LAUNCH, v)
+            self.push(t + v.cpus[v.op], LAUNCH, v)
 
     # -------------------------------------------------------------- device
     def _dev_next(self, t: float) -> None:
-        j = self.arbiter.pick(t)
+        j = self._pick(t)
         if j < 0:
             return
         v = self.svcs[j]
         _, dur, op, filler = v.stream.popleft()
         start = t
-        if self.config.ctx_switch > 0 and self.last_ctx not in (-1, j):
-            start += self.config.ctx_switch
+        if self._ctx_switch > 0 and self.last_ctx not in (-1, j):
+            start += self._ctx_switch
         self.last_ctx = j
         end = start + dur
         self.running = j
         v.kdur = dur
-        self.loop.push(end, KEND, v)
-        if self.config.record_kernels:
+        self.push(end, KEND, v)
+        if self._record_kernels:
             w = self.config.record_window
             if w is None or (end >= w[0] and start <= w[1]):
                 self.kernel_records.append(KernelRecord(v.name, v.task_no, op, start, end, filler, v.prio))
