@@ -10,17 +10,23 @@ import typer
 from gpuweave.cli.kernel import import_torch
 
 FORMAT_HELP = (
-    "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias or philly "
+    "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias, philly or pollux "
     "(auto = detect from name and header)."
 )
 PROFILES_HELP = (
-    "Throughput profile CSV (job_type,gpu_model,num_gpus,consolidated,throughput); default: the bundled Gavel table."
+    "Throughput profile CSV (job_type,gpu_model,num_gpus,consolidated,throughput) or a directory of Pollux "
+    "application traces; default: the bundled Gavel table (for a Pollux workload: the traces/ beside it)."
 )
 
 
-def _profiles(path: Optional[Path], extrapolate: bool):
+def _profiles(path: Optional[Path], extrapolate: bool, source: Optional[Path] = None, fmt: str = "auto"):
+    """The profile store; for a Pollux workload without --profiles, the job model in the traces beside it."""
     from gpuweave.workload.profiles import load_profiles
+    from gpuweave.workload.traces.formats import detect_format
+    from gpuweave.workload.traces.pollux import job_model_for
 
+    if path is None and source is not None and (fmt if fmt != "auto" else detect_format(source)) == "pollux":
+        return job_model_for(source)
     return load_profiles(path, extrapolate=extrapolate)
 
 
@@ -56,7 +62,7 @@ def validate(
     from gpuweave.workload.traces.formats import load_trace_frame
     from gpuweave.workload.traces.schema import fill_work, frame_to_jobs
 
-    store = _profiles(profiles, extrapolate)
+    store = _profiles(profiles, extrapolate, file, fmt)
     frame = load_trace_frame(file, fmt, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus)
     frame = fill_work(frame, store, reference_gpu, file=file)
     jobs = frame_to_jobs(frame)
@@ -100,7 +106,7 @@ def convert(
     from gpuweave.workload.traces.formats import load_trace_frame
     from gpuweave.workload.traces.schema import fill_work, write_frame
 
-    store = _profiles(profiles, extrapolate)
+    store = _profiles(profiles, extrapolate, source, from_format)
     frame = load_trace_frame(
         source, from_format, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus
     )

@@ -26,8 +26,11 @@ class SimulationConfig(BaseModel):
     rate_per_hour: float = Field(60.0, gt=0, description="generated Poisson arrival rate, jobs/hour (the load)")
     seed: int = Field(0, description="seed of the generator and of randomised policies")
     restart_delay: float = Field(10.0, ge=0, description="seconds a resumed or moved job holds GPUs without progress")
+    start_delay: float = Field(0.0, ge=0, description="seconds a job's first start holds GPUs without progress")
     round_length: float | None = Field(None, gt=0, description="override the policy's round length (s)")
-    profiles: str | None = Field(None, description="profile CSV; None = bundled Gavel throughputs")
+    profiles: str | None = Field(
+        None, description="profile CSV, or a directory of Pollux application traces; None = bundled Gavel throughputs"
+    )
     extrapolate_profiles: bool = Field(False, description="extrapolate throughputs to GPU counts beyond the table")
 
     def key(self) -> str:

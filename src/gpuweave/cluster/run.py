@@ -64,6 +64,7 @@ def simulate(config: SimulationConfig, prepared: PreparedRun | None = None) -> S
         prepared.profiles,
         prepared.gpu_power,
         restart_delay=config.restart_delay,
+        start_delay=config.start_delay,
     )
     return sim.run()
 

@@ -7,9 +7,12 @@ Model (issue #2, DESIGN.md):
 - Events: arrival, completion, round tick. Time jumps from event to event; nothing is stepped.
 - Gang: a job runs on exactly ``num_gpus`` GPUs or not at all. Capacity: never more GPUs than a node has.
 - Speed: a job's rate (iterations/s) comes from the profile store for its GPU model and count; on several
-  models it runs at the slowest one's rate; on several nodes it uses the unconsolidated rate.
+  models it runs at the slowest one's rate; on several nodes it uses the unconsolidated rate. A profile source
+  with a ``placement_rate(job_type, gpu_model, counts)`` method (Pollux's job model) answers for the exact GPUs
+  per node instead.
 - Restart delay: whenever a job that has run before is given GPUs again (resumed or moved), it holds them
-  for ``restart_delay`` seconds without progress. A job's first start is free.
+  for ``restart_delay`` seconds without progress. A job's first start costs ``start_delay`` (0 by default;
+  Pollux's simulator charges its 30 s re-scale delay on every allocation, the first included).
 - Energy: every GPU draws idle power when free and max power when allocated (restarting included), times
   its node's PUE; cost is that energy times the node's price per kWh.
 - Opt-in per job (``Job.attrs``): ``moldable`` (True = any GPU count with a positive rate, or a collection of
@@ -100,6 +103,7 @@ class Simulator:
         gpu_power: dict[str, tuple[float, float]],
         *,
         restart_delay: float = 10.0,
+        start_delay: float = 0.0,
         record_segments: bool = True,
         max_time: float = math.inf,
     ) -> None:
@@ -111,6 +115,9 @@ class Simulator:
         self.policy = policy
         self.profiles = profiles
         self.restart_delay = float(restart_delay)
+        self.start_delay = float(start_delay)
+        # Profile sources whose rate depends on the GPUs per node, not just on consolidated or not.
+        self._rate_by_counts = getattr(profiles, "placement_rate", None)
         self.round_length = policy.round_length
         # Opt-in job forking (HadarE, spec hadar.md §3; rules in gpuweave.hadar.forking).
         self._forks = policy.forks_jobs
@@ -208,6 +215,14 @@ class Simulator:
 
     def placement_rate(self, job_type: str, num_gpus: int, placement: Placement, strict: bool = True) -> float:
         nodes = self.nodes
+        if self._rate_by_counts is not None:
+            counts = tuple(k for _, k in placement)
+            try:
+                return min(self._rate_by_counts(job_type, nodes[node].gpu_model, counts) for node, _ in placement)
+            except MissingProfileError:
+                if strict:
+                    raise
+                return 0.0
         consolidated = len(placement) == 1
         if consolidated:
             return self.model_rate(job_type, nodes[placement[0][0]].gpu_model, num_gpus, True, strict)
@@ -531,7 +546,7 @@ class Simulator:
             resumed = js.first_start is not None
             if not resumed:
                 js.first_start = now
-            delay = self.restart_delay if resumed else 0.0
+            delay = self.restart_delay if resumed else self.start_delay
             if resumed:
                 js.restarts += 1
             self._occupy(js, placement, rate)

@@ -34,6 +34,7 @@ from importlib import resources
 from pathlib import Path
 
 from gpuweave.errors import InputError, MissingProfileError
+from gpuweave.workload.pollux import PolluxJobModel, load_pollux_job_model
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model, is_known_gpu_model
 
 PROFILE_COLUMNS: tuple[str, ...] = ("job_type", "gpu_model", "num_gpus", "consolidated", "throughput")
@@ -292,8 +293,9 @@ def _parse_row(record: list[str], index: dict[str, int], source: str, row_number
 _BUNDLED_ROWS: list[ProfileRow] | None = None
 
 
-def load_profiles(path: str | Path | None = None, *, extrapolate: bool = False) -> ProfileStore:
-    """Load a profile table: ``None`` = the bundled Gavel table, else a CSV with :data:`PROFILE_COLUMNS`.
+def load_profiles(path: str | Path | None = None, *, extrapolate: bool = False) -> ProfileStore | PolluxJobModel:
+    """Load a profile table: ``None`` = the bundled Gavel table, else a CSV with :data:`PROFILE_COLUMNS`, or
+    a directory of Pollux application traces (:mod:`gpuweave.workload.pollux`, rates per placement shape).
 
     Lines starting with ``#`` are comments. Bad cells raise :class:`~gpuweave.errors.InputError` naming
     the file, the 1-based data row and the column.
@@ -305,6 +307,10 @@ def load_profiles(path: str | Path | None = None, *, extrapolate: bool = False) 
             _BUNDLED_ROWS = _parse_rows(text, f"<bundled {BUNDLED_PROFILES}>")
         return ProfileStore(_BUNDLED_ROWS, extrapolate=extrapolate, source=f"<bundled {BUNDLED_PROFILES}>")
     file = Path(path)
+    if file.is_dir():
+        if extrapolate:
+            raise InputError("extrapolation applies to profile CSVs, not to Pollux's job model", file=file)
+        return load_pollux_job_model(file)
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -14,6 +14,18 @@ fixed order ``type_order`` (default K80, P100, V100, then any other model) with 
 which the job cannot run at all (throughput 0 or absent) is never chosen. A running job that stays
 selected keeps its GPU model and, when it can, its exact placement (no restart).
 
+Presets (``preset``, one option; any option given explicitly wins over its preset):
+
+- ``spec`` (default): the values above, as Hadar's experiments use them: thresholds 3,600 / 7,200 / 18,000
+  GPU-seconds (2 queues: 3,600), 360 s rounds, one node if possible (best fit) else the fewest nodes
+  (``placement="fewest-nodes"``), FIFO by arrival in every queue (``queue_order="arrival"``).
+- ``pollux``: the Tiresias of Pollux's simulator (petuum/adaptdl, branch osdi21-artifact, ``simulator/tiresias.py``;
+  Qiao et al., OSDI'21 sec. 5.1): 2 queues split at 16 x 3,600 = 57,600 GPU-seconds, 60 s rounds, GPUs taken
+  greedily from the node with the most free GPUs (lowest index on ties) whatever the job's size
+  (``placement="most-free"``), and each queue FIFO by the time the job *entered it*, so a demoted job queues
+  behind the jobs demoted before it (``queue_order="entry"``). Pollux's simulator also charges a 30 s re-scale
+  delay on every allocation: run it with ``restart_delay: 30`` and ``start_delay: 30``.
+
 Complexity per round: O(A log A) to sort A active jobs plus O(A x nodes of a model) placement.
 """
 
@@ -21,16 +33,39 @@ from __future__ import annotations
 
 import bisect
 import random
+import time
+from dataclasses import dataclass
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
-from gpuweave.cluster.placement import CapacityScratch, fewest_nodes
+from gpuweave.cluster.placement import CapacityScratch, fewest_nodes, spread
 from gpuweave.cluster.policies import register_policy
 from gpuweave.hadar.throughput import RateTableCache
 
+PLACEMENTS = ("fewest-nodes", "most-free")
+QUEUE_ORDERS = ("arrival", "entry")
 
-def single_type_placement(scratch: CapacityScratch, view, n: int, model: str):
-    """All n GPUs of ``model``: one node if any fits, else as few whole nodes as possible."""
+
+@dataclass(frozen=True, slots=True)
+class TiresiasPreset:
+    """The values one ``preset`` name stands for."""
+
+    thresholds: tuple[float, ...]
+    round_length: float
+    placement: str
+    queue_order: str
+
+
+PRESETS: dict[str, TiresiasPreset] = {
+    "spec": TiresiasPreset((3600.0, 7200.0, 18000.0), 360.0, "fewest-nodes", "arrival"),
+    "pollux": TiresiasPreset((16 * 3600.0,), 60.0, "most-free", "entry"),
+}
+
+
+def single_type_placement(scratch: CapacityScratch, view, n: int, model: str, placement: str = "fewest-nodes"):
+    """All n GPUs of ``model``: the fewest nodes (one if any fits), or greedily from the node with most free GPUs."""
+    if placement == "most-free":
+        return spread(view.nodes_by_model[model], scratch.free, n)
     return fewest_nodes(scratch, n, model)
 
 
@@ -41,24 +76,39 @@ class TiresiasPolicy(ClusterPolicy):
     def __init__(
         self,
         num_queues: int = 2,
-        thresholds: tuple[float, ...] | list[float] = (3600.0, 7200.0, 18000.0),
+        thresholds: tuple[float, ...] | list[float] | None = None,
         type_choice: str = "random",
         type_order: tuple[str, ...] | list[str] = ("K80", "P100", "V100"),
+        placement: str | None = None,
+        queue_order: str | None = None,
+        preset: str = "spec",
         *,
         round_length: float | None = None,
         seed: int = 0,
     ) -> None:
-        super().__init__(round_length=round_length, seed=seed)
+        if preset not in PRESETS:
+            raise ValueError(f"preset must be one of {', '.join(PRESETS)}, got {preset!r}")
+        values = PRESETS[preset]
+        super().__init__(round_length=values.round_length if round_length is None else round_length, seed=seed)
         self._rates = RateTableCache()
         if type_choice not in ("fixed", "random"):
             raise ValueError("type_choice must be 'fixed' or 'random'")
         if num_queues < 1:
             raise ValueError("num_queues must be >= 1")
+        self.preset = preset
+        self.placement = values.placement if placement is None else placement
+        self.queue_order = values.queue_order if queue_order is None else queue_order
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
+        if self.queue_order not in QUEUE_ORDERS:
+            raise ValueError(f"queue_order must be one of {', '.join(QUEUE_ORDERS)}, got {self.queue_order!r}")
         self.num_queues = int(num_queues)
-        self.thresholds = sorted(float(t) for t in thresholds)[: self.num_queues - 1]
+        chosen = values.thresholds if thresholds is None else thresholds
+        self.thresholds = sorted(float(t) for t in chosen)[: self.num_queues - 1]
         self.type_choice = type_choice
         self.type_order = tuple(type_order)
         self._rng = random.Random(seed)
+        self._entered: dict[str, tuple[int, float]] = {}  # job id -> (its queue, when it entered that queue)
 
     def queue_of(self, service: float) -> int:
         return bisect.bisect_right(self.thresholds, service)
@@ -67,15 +117,27 @@ class TiresiasPolicy(ClusterPolicy):
         ordered = [m for m in self.type_order if m in view.nodes_by_model]
         return ordered + [m for m in view.models if m not in ordered]
 
-    def schedule(self, view) -> Decision:
-        import time
+    def _priority_order(self, view) -> list:
+        """Active jobs by queue, then FIFO by arrival or by when they entered their queue."""
+        active = list(view.running.values()) + list(view.pending.values())
+        entered: dict[str, tuple[int, float]] = {}
+        for js in active:
+            queue = self.queue_of(view.attained_service(js))
+            previous = self._entered.get(js.job.job_id)
+            entered[js.job.job_id] = previous if previous is not None and previous[0] == queue else (queue, view.now)
+        self._entered = entered
+        if self.queue_order == "entry":
+            active.sort(key=lambda js: (*entered[js.job.job_id], js.job.arrival, js.job.job_id))
+        else:
+            active.sort(key=lambda js: (entered[js.job.job_id][0], js.job.arrival, js.job.job_id))
+        return active
 
+    def schedule(self, view) -> Decision:
         t0 = time.perf_counter()
         table = self._rates.of(view)
         models = self._models(view)
         col = {m: i for i, m in enumerate(view.models)}
-        active = list(view.running.values()) + list(view.pending.values())
-        active.sort(key=lambda js: (self.queue_of(view.attained_service(js)), js.job.arrival, js.job.job_id))
+        active = self._priority_order(view)
         # Pass 1: choose the set of jobs and their GPU model by counts (priority order).
         left = {m: sum(view.nodes[i].num_gpus for i in idx) for m, idx in view.nodes_by_model.items()}
         chosen: list[tuple[object, str | None]] = []
@@ -107,7 +169,7 @@ class TiresiasPolicy(ClusterPolicy):
             else:
                 movers.append((js, model))
         for js, model in movers:
-            placement = single_type_placement(scratch, view, js.job.num_gpus, model)
+            placement = single_type_placement(scratch, view, js.job.num_gpus, model, self.placement)
             if placement is None:
                 continue
             cons, uncons = table.get(js.job.job_type, js.job.num_gpus)

@@ -64,6 +64,12 @@ def _philly(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFra
     return read_philly_jobs(path, seed=seed, profiles=profiles)
 
 
+def _pollux(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
+    from gpuweave.workload.traces.pollux import read_pollux_workload
+
+    return read_pollux_workload(path, profiles)
+
+
 FORMATS: dict[str, TraceFormat] = {
     f.name: f
     for f in (
@@ -73,6 +79,7 @@ FORMATS: dict[str, TraceFormat] = {
         TraceFormat("alibaba-jobs", "Alibaba 2026 spot-GPU job table (job_info_df.csv)", _alibaba_jobs),
         TraceFormat("tiresias", "Tiresias simulator job CSV (e.g. 60_job.csv)", _tiresias),
         TraceFormat("philly", "flattened Philly job list (timestamp,duration,num_gpus,gpu_time,cluster)", _philly),
+        TraceFormat("pollux", "Pollux simulator workload (name,time,application,num_replicas,batch_size)", _pollux),
     )
 }
 
@@ -82,6 +89,7 @@ _SIGNATURES: tuple[tuple[str, frozenset[str]], ...] = (
     ("alibaba-jobs", frozenset({"job_name", "gpu_request", "worker_num"})),
     ("tiresias", frozenset({"job_id", "num_gpu", "submit_time"})),
     ("philly", frozenset({"timestamp", "duration", "num_gpus", "cluster"})),
+    ("pollux", frozenset({"name", "time", "application", "num_replicas", "batch_size"})),
 )
 
 

@@ -1,0 +1,184 @@
+"""Crosscheck against Pollux's simulator: our policies on Pollux's workloads, beside Pollux's own results.
+
+Problem: show how far gpuweave's counterpart of a policy in Pollux's simulator (petuum/adaptdl, branch
+osdi21-artifact; Qiao et al., OSDI'21 sec. 5) lands from that simulator's own numbers. ``data_dir`` is laid out
+like the artifact's ``simulator/`` folder:
+
+- ``traces/<app>/``: the applications' tables, read as Pollux's job model (:mod:`gpuweave.workload.pollux`);
+- ``workloads/*.csv`` (load 1.0) or ``workloads-<load>/*.csv``: the workloads (``name,time,application,...``);
+- ``<policy>-<load>-results.json``: ``{"jcts": {workload: {job: JCT s}}, "avgs": {...}}``, the peer's results.
+
+For every results file whose policy has a counterpart here (:data:`COUNTERPARTS`; Pollux's Tiresias ->
+``tiresias`` with ``preset: pollux``) and every workload it holds, the workload is imported, simulated on the
+bundled ``pollux-64`` cluster with Pollux's 30 s re-scale delay on every allocation, and compared: average and
+median JCT and makespan (last completion - first arrival) as rows with the peer's value in ``paper``, and the
+per-job Pearson and Spearman correlations of the JCTs. A policy without a counterpart gets one row without ours.
+Each run's per-job JCTs are written to ``<policy>-<load>-<workload>-jobs.csv`` in ``out_dir``.
+
+Complexity: one simulation per (policy, workload), about a second for Pollux's 160-job workloads.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gpuweave.cluster.config import SimulationConfig
+from gpuweave.cluster.run import simulate
+from gpuweave.errors import InputError
+from gpuweave.repro.registry import ComparisonRow
+from gpuweave.workload.pollux import load_pollux_job_model
+from gpuweave.workload.traces.pollux import read_pollux_workload
+from gpuweave.workload.traces.schema import validate_frame, write_frame
+
+POLLUX_CLUSTER = "pollux-64"
+RESCALE_DELAY = 30.0  # s, charged by Pollux's simulator on every allocation, the first included
+RESULTS_NAME = re.compile(r"^(?P<policy>[A-Za-z0-9_]+)-(?P<load>[0-9.]+)-results\.json$")
+
+
+@dataclass(frozen=True, slots=True)
+class Counterpart:
+    """Our policy and options standing for one of Pollux's simulator's policies."""
+
+    policy: str
+    options: dict[str, object]
+
+
+COUNTERPARTS: dict[str, Counterpart] = {"tiresias": Counterpart("tiresias", {"preset": "pollux"})}
+
+
+@dataclass(frozen=True, slots=True)
+class JobTimes:
+    """Per-job arrival and JCT (s), keyed by job id."""
+
+    arrival: dict[str, float]
+    jct: dict[str, float]
+
+    def metrics(self) -> dict[str, float]:
+        jcts = np.array(list(self.jct.values()), dtype=float)
+        ends = [self.arrival[j] + t for j, t in self.jct.items()]
+        return {
+            "avg JCT": float(jcts.mean()),
+            "median JCT": float(np.median(jcts)),
+            "makespan": float(max(ends) - min(self.arrival[j] for j in self.jct)),
+        }
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, ties given their average rank."""
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values), dtype=float)
+    ranks[order] = np.arange(1, len(values) + 1)
+    for value in np.unique(values):
+        tied = values == value
+        if tied.sum() > 1:
+            ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def per_job_correlations(ours: list[float], peer: list[float]) -> tuple[float, float]:
+    """Pearson and Spearman correlation of two equally ordered per-job series."""
+    a, b = np.asarray(ours, dtype=float), np.asarray(peer, dtype=float)
+    if len(a) < 2:
+        return float("nan"), float("nan")
+    return float(np.corrcoef(a, b)[0, 1]), float(np.corrcoef(_ranks(a), _ranks(b))[0, 1])
+
+
+def _peer_results(data_dir: Path) -> list[tuple[str, str, dict[str, dict[str, float]]]]:
+    """``(policy, load, {workload: {job: JCT}})`` of every results file in ``data_dir``."""
+    found = []
+    for path in sorted(data_dir.glob("*-results.json")):
+        match = RESULTS_NAME.match(path.name)
+        if match is None:
+            continue
+        try:
+            jcts = json.loads(path.read_text(encoding="utf-8"))["jcts"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise InputError('expected JSON with "jcts": {workload: {job: JCT}}', file=path) from None
+        found.append((match["policy"], match["load"], jcts))
+    if not found:
+        raise InputError("no <policy>-<load>-results.json in the Pollux data directory", file=data_dir)
+    return found
+
+
+def _workloads_dir(data_dir: Path, load: str) -> Path:
+    folder = data_dir / ("workloads" if float(load) == 1.0 else f"workloads-{load}")
+    if not folder.is_dir():
+        raise InputError(f"no workloads for load {load}: expected the folder {folder.name}", file=data_dir)
+    return folder
+
+
+def run_ours(workload: Path, data_dir: Path, counterpart: Counterpart, out_dir: Path) -> JobTimes:
+    """Import ``workload``, simulate it with ``counterpart`` as Pollux's simulator would, return per-job times."""
+    traces = data_dir / "traces"
+    model = load_pollux_job_model(traces)
+    frame = validate_frame(read_pollux_workload(workload, model), file=workload, profiles=model)
+    trace = out_dir / f"{workload.stem}.trace.csv"
+    write_frame(frame, trace)
+    config = SimulationConfig(
+        policy=counterpart.policy,
+        policy_options=dict(counterpart.options),
+        cluster=POLLUX_CLUSTER,
+        trace=str(trace),
+        profiles=str(traces),
+        restart_delay=RESCALE_DELAY,
+        start_delay=RESCALE_DELAY,
+    )
+    records = simulate(config)
+    arrival = {js.job.job_id: js.job.arrival for js in records.jobs}
+    return JobTimes(arrival, {js.job.job_id: js.end - js.job.arrival for js in records.jobs if js.end is not None})
+
+
+def compare(experiment: str, ours: JobTimes, peer_jct: dict[str, float], note: str) -> list[ComparisonRow]:
+    """Rows for one (policy, workload): the three metrics with the peer's in ``paper``, then the correlations."""
+    unknown = sorted(set(peer_jct) - set(ours.jct))
+    if unknown:
+        raise InputError(f"{experiment}: the peer reports job(s) we did not complete, e.g. {unknown[0]!r}")
+    peer = JobTimes(ours.arrival, {job: float(t) for job, t in peer_jct.items()})
+    mine = JobTimes(ours.arrival, {job: ours.jct[job] for job in peer_jct})
+    theirs, ours_metrics = peer.metrics(), mine.metrics()
+    rows = [ComparisonRow(experiment, name, theirs[name], ours_metrics[name], "s", note) for name in theirs]
+    jobs = sorted(peer_jct)
+    pearson, spearman = per_job_correlations([mine.jct[j] for j in jobs], [peer.jct[j] for j in jobs])
+    rows.append(ComparisonRow(experiment, "per-job Pearson", None, pearson, "", f"JCTs of {len(jobs)} jobs"))
+    rows.append(ComparisonRow(experiment, "per-job Spearman", None, spearman, "", f"JCTs of {len(jobs)} jobs"))
+    return rows
+
+
+def _write_jobs(path: Path, ours: JobTimes, peer_jct: dict[str, float]) -> None:
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["job_id", "arrival", "peer_jct", "ours_jct"])
+        for job in sorted(peer_jct, key=lambda j: (ours.arrival[j], j)):
+            writer.writerow([job, f"{ours.arrival[job]:g}", f"{float(peer_jct[job]):g}", f"{ours.jct[job]:.6g}"])
+
+
+def crosscheck_pollux(data_dir: Path, out_dir: Path) -> list[ComparisonRow]:
+    """Every (peer policy, workload) of ``data_dir`` (see the module docstring), ours beside Pollux's."""
+    data_dir, out_dir = Path(data_dir), Path(out_dir)
+    if not (data_dir / "traces").is_dir():
+        raise InputError("not a Pollux data directory: expected traces/, workloads/ and *-results.json", file=data_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows: list[ComparisonRow] = []
+    for policy, load, by_workload in _peer_results(data_dir):
+        counterpart = COUNTERPARTS.get(policy)
+        if counterpart is None:
+            note = f"no gpuweave counterpart of Pollux's {policy!r} (known: {', '.join(COUNTERPARTS)})"
+            rows.append(ComparisonRow(f"pollux {policy} (load {load})", "avg JCT", None, None, "s", note))
+            continue
+        folder = _workloads_dir(data_dir, load)
+        options = ", ".join(f"{k}={v}" for k, v in counterpart.options.items())
+        note = f"ours: {counterpart.policy} ({options}) on {POLLUX_CLUSTER}, {RESCALE_DELAY:g} s per allocation"
+        for workload, peer_jct in sorted(by_workload.items()):
+            path = folder / f"{workload}.csv"
+            if not path.is_file():
+                raise InputError(f"the results name workload {workload!r}, which has no CSV", file=path)
+            ours = run_ours(path, data_dir, counterpart, out_dir)
+            _write_jobs(out_dir / f"{policy}-{load}-{workload}-jobs.csv", ours, peer_jct)
+            rows.extend(compare(f"pollux {policy} (load {load}) {workload}", ours, peer_jct, note))
+    return rows

@@ -1,0 +1,396 @@
+"""Pollux's job model (Qiao et al., OSDI'21, sec. 5.1 and its artifact's simulator), as a profile source.
+
+Problem: replay Pollux's workloads with the job progress of Pollux's own simulator (petuum/adaptdl, branch
+``osdi21-artifact``, ``simulator/simulator.py`` and ``applications.py``; facts in the shared data's README). Each
+application (``bert``, ``cifar10``, ...) ships measured tables in ``<traces>/<app>/``:
+
+- ``placements.csv``: step and gradient-sync time (s) per *placement shape* and per-GPU batch (``local_bsz``);
+- ``scalability.csv``: the same per (nodes, GPUs) for 6-16 nodes;
+- ``validation-<batch>.csv``: per epoch, the progress reached and the gradient statistics at that batch size.
+
+A job is ``(application, batch size, GPUs)``. Its per-GPU batch is ``ceil(batch / GPUs)``, split into gradient
+accumulation steps when it exceeds the application's largest local batch (a one-GPU job above the initial batch
+always accumulates once). One step takes ``step + accum x (step - sync)`` seconds on its placement and earns
+``gain = (var + sqr) / (var / scale + sqr)`` units of progress, ``scale = batch / initial batch``, with ``sqr``
+and ``var`` read for the current epoch and interpolated between the validated batch sizes. A job ends after
+``max_epochs`` epochs, whose ends are the smallest progress any validated batch size reached.
+
+Mapping onto gpuweave's model (exact, not approximated): under a fixed batch size and GPU count the gain depends
+on the epoch only and the step time on the placement only, so *steps* measure a job's advance independently of
+where it runs. ``work`` is therefore the job's total steps, ``sum over epochs (progress span / gain)``, and the
+rate on a placement is ``1 / step time`` (steps/s). Rates depend on the placement's *shape*: the GPUs per node in
+the descending order in which Pollux's greedy allocator takes them, turned to its lexicographically smallest
+rotation (``(4, 2)`` is written ``"24"``). A measured shape interpolates linearly over ``local_bsz``; any other
+is interpolated from the per-(nodes, GPUs) means of the placements table with the scalability table (nodes
+capped at 16): linearly between the neighbouring node counts, and between neighbouring GPU counts on a node
+count, then over ``local_bsz``. Pollux uses a 3-D Delaunay interpolation there; on these grid-like tables the
+two agree at every measured (nodes, GPUs) pair and differ by a second-order term between them.
+
+Job types are ``"<app> (batch size <B>)"``; :meth:`PolluxJobModel.job_types` lists the validated batch sizes
+(the ones Pollux's workload generator chooses from). The model stands for one homogeneous GPU model.
+
+Complexity: loading is O(table rows); a rate is O(log rows) once per (job type, shape), then cached; ``work`` is
+O(epochs x log batch sizes).
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import io
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from gpuweave.errors import InputError, MissingProfileError
+from gpuweave.workload.traces._tables import read_text
+
+APP_CONSTANTS = "pollux_apps.csv"
+# Pollux's simulator caps the node count of an unmeasured placement at its largest scalability row.
+MAX_NODES = 16
+DEFAULT_GPU_MODEL = "T4"  # Pollux's testbed: 16 nodes x 4 T4 GPUs (AWS g4dn.12xlarge)
+
+
+def job_type_name(application: str, batch_size: int) -> str:
+    """The job type of a Pollux job: ``"cifar10 (batch size 2048)"``."""
+    return f"{application} (batch size {int(batch_size)})"
+
+
+def parse_job_type(job_type: str) -> tuple[str, int] | None:
+    """``(application, batch size)`` of a Pollux job type, None if it is not one."""
+    app, sep, rest = job_type.partition(" (batch size ")
+    if not sep or not rest.endswith(")") or not rest[:-1].isdigit():
+        return None
+    return app, int(rest[:-1])
+
+
+def placement_shape(counts: Iterable[int]) -> tuple[int, ...]:
+    """GPUs per node, descending (Pollux's greedy order), as the lexicographically smallest rotation."""
+    ordered = tuple(sorted((c for c in counts if c > 0), reverse=True))
+    return min(ordered[i:] + ordered[:i] for i in range(len(ordered)))
+
+
+@dataclass(frozen=True, slots=True)
+class StepCurve:
+    """Step and sync time (s) over ascending local batch sizes; linear in between, nothing outside."""
+
+    local_bsz: np.ndarray
+    step_time: np.ndarray
+    sync_time: np.ndarray
+
+    def at(self, local_bsz: float) -> tuple[float, float] | None:
+        x = self.local_bsz
+        if not x[0] <= local_bsz <= x[-1]:
+            return None
+        return float(np.interp(local_bsz, x, self.step_time)), float(np.interp(local_bsz, x, self.sync_time))
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPlan:
+    """How a job of a given batch size runs on its GPUs: per-GPU batch, accumulation steps, effective batch."""
+
+    atomic_bsz: int
+    accum_steps: int
+    batch_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """One validated batch size: per epoch, the progress reached at its end and the gradient statistics."""
+
+    progress: np.ndarray
+    grad_sqr: np.ndarray
+    grad_var: np.ndarray
+
+
+@dataclass(slots=True)
+class PolluxApp:
+    """One application's tables and constants."""
+
+    name: str
+    max_epochs: int
+    max_local_bsz: int
+    by_shape: dict[tuple[int, ...], StepCurve]
+    by_size: dict[tuple[int, int], StepCurve]  # (nodes, GPUs) -> mean curve
+    validation: dict[int, Validation]  # ascending batch sizes
+    init_batch_size: int = field(init=False)
+    max_batch_size: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.init_batch_size = min(self.validation)
+        self.max_batch_size = max(self.validation)
+
+    # ------------------------------------------------------------------ batch sizes
+    def batch_plan(self, batch_size: int, replicas: int) -> BatchPlan:
+        """Per-GPU batch and accumulation steps of ``batch_size`` on ``replicas`` GPUs (Pollux's rules)."""
+        local = -(-batch_size // replicas)
+        accum = -(-local // self.max_local_bsz) - 1
+        if replicas == 1 and batch_size > self.init_batch_size:
+            accum = max(1, accum)
+        atomic = -(-local // (accum + 1))
+        atomic = min(atomic, self.max_batch_size // (replicas * (accum + 1)))
+        return BatchPlan(atomic, accum, replicas * atomic * (accum + 1))
+
+    def _bracket(self, batch_size: int) -> tuple[int, int]:
+        sizes = list(self.validation)
+        if not sizes[0] <= batch_size <= sizes[-1]:
+            raise InputError(
+                f"{self.name}: batch size {batch_size} outside the validated {sizes[0]}..{sizes[-1]}",
+                field="batch_size",
+            )
+        upper = sizes[bisect.bisect_left(sizes, batch_size)]
+        lower = sizes[bisect.bisect_right(sizes, batch_size) - 1]
+        return lower, upper
+
+    def epoch_ends(self) -> np.ndarray:
+        """Progress at the end of epochs 1..max_epochs: the least any validated batch size reached."""
+        return np.min(np.stack([v.progress[: self.max_epochs] for v in self.validation.values()]), axis=0)
+
+    def gains(self, batch_size: int) -> np.ndarray:
+        """Statistical-efficiency gain of each epoch at an effective ``batch_size``."""
+        lower, upper = self._bracket(batch_size)
+        lo, hi = self.validation[lower], self.validation[upper]
+        w = 0.0 if upper == lower else (batch_size - lower) / (upper - lower)
+        sqr = (1 - w) * lo.grad_sqr[: self.max_epochs] + w * hi.grad_sqr[: self.max_epochs]
+        var = (1 - w) * lo.grad_var[: self.max_epochs] + w * hi.grad_var[: self.max_epochs]
+        scale = batch_size / self.init_batch_size
+        return (var + sqr) / (var / scale + sqr)
+
+    def work(self, batch_size: int, replicas: int) -> float:
+        """Steps a job takes to finish ``max_epochs`` epochs: per epoch, its progress span over its gain."""
+        plan = self.batch_plan(batch_size, replicas)
+        ends = self.epoch_ends()
+        spans = np.diff(np.concatenate(([0.0], ends)))
+        return float(np.sum(spans / self.gains(plan.batch_size)))
+
+    # ------------------------------------------------------------------ speed
+    def step_times(self, shape: tuple[int, ...], local_bsz: int) -> tuple[float, float] | None:
+        """(step, sync) seconds on ``shape`` at ``local_bsz``; None outside the measured ranges."""
+        curve = self.by_shape.get(shape)
+        if curve is not None:
+            return curve.at(local_bsz)
+        return self._by_size(min(len(shape), MAX_NODES), sum(shape), local_bsz)
+
+    def _by_size(self, nodes: int, gpus: int, local_bsz: int) -> tuple[float, float] | None:
+        """Linear between neighbouring node counts, each linear between neighbouring GPU counts, then local_bsz."""
+        counts = sorted({n for n, _ in self.by_size})
+        if nodes in counts:
+            return self._on_node_line(nodes, gpus, local_bsz)
+        at = bisect.bisect_left(counts, nodes)
+        if at == 0 or at == len(counts):
+            return None
+        n0, n1 = counts[at - 1], counts[at]
+        a, b = self._on_node_line(n0, gpus, local_bsz), self._on_node_line(n1, gpus, local_bsz)
+        if a is None or b is None:
+            return None
+        w = (nodes - n0) / (n1 - n0)
+        return (1 - w) * a[0] + w * b[0], (1 - w) * a[1] + w * b[1]
+
+    def _on_node_line(self, nodes: int, gpus: int, local_bsz: int) -> tuple[float, float] | None:
+        curve = self.by_size.get((nodes, gpus))
+        if curve is not None:
+            return curve.at(local_bsz)
+        line = sorted(g for n, g in self.by_size if n == nodes)
+        at = bisect.bisect_left(line, gpus)
+        if at == 0 or at == len(line):
+            return None
+        g0, g1 = line[at - 1], line[at]
+        a, b = self.by_size[nodes, g0].at(local_bsz), self.by_size[nodes, g1].at(local_bsz)
+        if a is None or b is None:
+            return None
+        w = (gpus - g0) / (g1 - g0)
+        return (1 - w) * a[0] + w * b[0], (1 - w) * a[1] + w * b[1]
+
+    def rate(self, batch_size: int, counts: tuple[int, ...]) -> float:
+        """Steps/s of a job of ``batch_size`` on GPUs ``counts`` per node; 0.0 where the tables say nothing."""
+        shape = placement_shape(counts)
+        plan = self.batch_plan(batch_size, sum(shape))
+        times = self.step_times(shape, plan.atomic_bsz)
+        if times is None:
+            return 0.0
+        step, sync = times
+        return 1.0 / (step + plan.accum_steps * (step - sync))
+
+
+class PolluxJobModel:
+    """A profile source over Pollux's application traces: rates per placement shape, work per job.
+
+    It answers :meth:`rate` like :class:`~gpuweave.workload.profiles.ProfileStore` (consolidated = one node,
+    unconsolidated = packed on full nodes of ``gpus_per_node``) and :meth:`placement_rate` with the exact
+    per-node counts, which the simulator uses whenever a profile source offers it.
+    """
+
+    extrapolate = False
+
+    def __init__(
+        self, apps: dict[str, PolluxApp], *, source: str, gpu_model: str = DEFAULT_GPU_MODEL, gpus_per_node: int = 4
+    ) -> None:
+        self.apps = apps
+        self.source = source
+        self.gpu_model = gpu_model
+        self.gpus_per_node = gpus_per_node
+        self._rates: dict[tuple[str, tuple[int, ...]], float] = {}
+        self._job_types = tuple(sorted(job_type_name(a, b) for a, app in apps.items() for b in app.validation))
+
+    def app_of(self, job_type: str) -> tuple[PolluxApp, int]:
+        parsed = parse_job_type(job_type)
+        if parsed is None or parsed[0] not in self.apps:
+            raise MissingProfileError(f"unknown job type {job_type!r}", file=self.source, field="job_type")
+        return self.apps[parsed[0]], parsed[1]
+
+    def placement_rate(self, job_type: str, gpu_model: str, counts: tuple[int, ...]) -> float:
+        """Steps/s on GPUs ``counts`` per node of ``gpu_model``; 0.0 = the tables cannot answer (do not place)."""
+        if gpu_model != self.gpu_model:
+            return 0.0
+        key = (job_type, placement_shape(counts))
+        value = self._rates.get(key)
+        if value is None:
+            app, batch_size = self.app_of(job_type)
+            value = self._rates[key] = app.rate(batch_size, key[1])
+        return value
+
+    def rate(self, job_type: str, gpu_model: str, num_gpus: int, consolidated: bool) -> float:
+        per_node = self.gpus_per_node
+        if consolidated or num_gpus == 1:
+            counts: tuple[int, ...] = (num_gpus,)
+        else:
+            counts = (per_node,) * (num_gpus // per_node) + ((num_gpus % per_node,) if num_gpus % per_node else ())
+        return self.placement_rate(job_type, gpu_model, counts)
+
+    def has(self, job_type: str, gpu_model: str, num_gpus: int, consolidated: bool | None = None) -> bool:
+        return job_type in self and gpu_model == self.gpu_model
+
+    def work(self, job_type: str, num_gpus: int) -> float:
+        """Steps a job of ``job_type`` on ``num_gpus`` GPUs takes to finish (see the module docstring)."""
+        app, batch_size = self.app_of(job_type)
+        return app.work(batch_size, num_gpus)
+
+    def job_types(self) -> tuple[str, ...]:
+        return self._job_types
+
+    def gpu_models(self) -> tuple[str, ...]:
+        return (self.gpu_model,)
+
+    def scale_factors(self, job_type: str) -> tuple[int, ...]:
+        app, _ = self.app_of(job_type)
+        return tuple(sorted({g for _, g in app.by_size}))
+
+    def __contains__(self, job_type: object) -> bool:
+        parsed = parse_job_type(job_type) if isinstance(job_type, str) else None
+        return parsed is not None and parsed[0] in self.apps
+
+    def __len__(self) -> int:
+        return len(self._job_types)
+
+    def __repr__(self) -> str:
+        return f"PolluxJobModel({sorted(self.apps)}, GPU {self.gpu_model}, source={self.source!r})"
+
+
+# --------------------------------------------------------------------- loading
+def is_pollux_traces(path: str | Path) -> bool:
+    """True for a directory holding at least one ``<app>/placements.csv``."""
+    folder = Path(path)
+    return folder.is_dir() and any(folder.glob("*/placements.csv"))
+
+
+def _rows(path: Path, columns: tuple[str, ...]) -> list[list[float]]:
+    """Numeric rows of a CSV with the named columns, in that order; InputError naming file, row and column."""
+    reader = csv.reader(io.StringIO(read_text(path)))
+    header = [name.strip() for name in next(reader, [])]
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise InputError(
+            f"missing column '{missing[0]}' (expected {', '.join(columns)})", file=path, row=0, field=missing[0]
+        )
+    index = [header.index(c) for c in columns]
+    rows = []
+    for number, record in enumerate(reader, start=1):
+        if not record:
+            continue
+        try:
+            rows.append([float(record[i]) for i in index])
+        except (ValueError, IndexError):
+            raise InputError(f"expected numbers in {', '.join(columns)}", file=path, row=number) from None
+    return rows
+
+
+def _curves(groups: dict, what: Path) -> dict:
+    """Mean step/sync time per (key, local_bsz), as one ascending curve per key."""
+    out = {}
+    for key, points in groups.items():
+        by_bsz: dict[float, list[tuple[float, float]]] = {}
+        for bsz, step, sync in points:
+            by_bsz.setdefault(bsz, []).append((step, sync))
+        xs = sorted(by_bsz)
+        steps = [sum(s for s, _ in by_bsz[x]) / len(by_bsz[x]) for x in xs]
+        syncs = [sum(s for _, s in by_bsz[x]) / len(by_bsz[x]) for x in xs]
+        out[key] = StepCurve(np.array(xs), np.array(steps), np.array(syncs))
+    if not out:
+        raise InputError("no measurements", file=what)
+    return out
+
+
+def _app_constants() -> dict[str, tuple[int, int | None]]:
+    text = resources.files("gpuweave.workload").joinpath("data", APP_CONSTANTS).read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    out = {}
+    for record in list(csv.DictReader(lines)):
+        local = record["max_local_bsz"].strip()
+        out[record["application"]] = (int(record["max_epochs"]), int(local) if local else None)
+    return out
+
+
+def load_app(folder: Path, constants: tuple[int, int | None] | None = None) -> PolluxApp:
+    """One application's tables from ``folder`` (``placements.csv``, ``scalability.csv``, ``validation-*.csv``)."""
+    shapes: dict[tuple[int, ...], list] = {}
+    sizes: dict[tuple[int, int], list] = {}
+    for shape_id, bsz, step, sync in _rows(
+        folder / "placements.csv", ("placement", "local_bsz", "step_time", "sync_time")
+    ):
+        shape = tuple(int(d) for d in str(int(shape_id)))
+        shapes.setdefault(shape, []).append((bsz, step, sync))
+        sizes.setdefault((len(shape), sum(shape)), []).append((bsz, step, sync))
+    scalability = folder / "scalability.csv"
+    if scalability.exists():
+        for nodes, gpus, bsz, step, sync in _rows(
+            scalability, ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time")
+        ):
+            sizes.setdefault((int(nodes), int(gpus)), []).append((bsz, step, sync))
+    validation = {}
+    for path in sorted(folder.glob("validation-*.csv")):
+        batch = path.stem.removeprefix("validation-")
+        if not batch.isdigit():
+            raise InputError("expected validation-<batch size>.csv", file=path)
+        table = np.array(_rows(path, ("progress", "grad_sqr", "grad_var")))
+        validation[int(batch)] = Validation(table[:, 0], table[:, 1], table[:, 2])
+    if not validation:
+        raise InputError("no validation-<batch size>.csv files", file=folder)
+    max_epochs, max_local = constants or (None, None)
+    by_shape = _curves(shapes, folder / "placements.csv")
+    epochs = min(len(v.progress) for v in validation.values())
+    if max_epochs is not None and max_epochs > epochs:
+        raise InputError(f"{folder.name}: {max_epochs} epochs configured, validation tables have {epochs}", file=folder)
+    return PolluxApp(
+        name=folder.name,
+        max_epochs=max_epochs or epochs,
+        max_local_bsz=max_local or int(max(float(c.local_bsz[-1]) for c in by_shape.values())),
+        by_shape=by_shape,
+        by_size=_curves(sizes, folder),
+        validation=dict(sorted(validation.items())),
+    )
+
+
+def load_pollux_job_model(path: str | Path, *, gpu_model: str = DEFAULT_GPU_MODEL) -> PolluxJobModel:
+    """The job model of every application under ``path`` (Pollux's ``simulator/traces`` layout)."""
+    folder = Path(path)
+    if not is_pollux_traces(folder):
+        raise InputError("not a Pollux traces directory: expected <app>/placements.csv inside", file=folder)
+    constants = _app_constants()
+    apps = {}
+    for placements in sorted(folder.glob("*/placements.csv")):
+        app_dir = placements.parent
+        apps[app_dir.name] = load_app(app_dir, constants.get(app_dir.name))
+    return PolluxJobModel(apps, source=str(folder), gpu_model=gpu_model)

@@ -1,0 +1,59 @@
+"""crosscheck_pollux: our Tiresias (Pollux preset) against Pollux's simulator's own results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuweave.errors import InputError
+from gpuweave.repro.crosscheck.pollux import crosscheck_pollux, per_job_correlations
+from tests.workload.conftest import shared_dir
+from tests.workload.test_pollux import write_app, write_workload
+
+POLLUX = shared_dir() / "data" / "pollux"
+
+
+@pytest.mark.skipif(not POLLUX.is_dir(), reason=f"shared Pollux data not found at {POLLUX}")
+def test_tiresias_pollux_preset_within_two_percent_of_pollux(tmp_path):
+    rows = crosscheck_pollux(POLLUX, tmp_path)
+    avg = {r.experiment: r for r in rows if r.metric == "avg JCT"}
+    assert len(avg) == 4
+    for experiment, row in avg.items():
+        assert experiment.startswith("pollux tiresias")
+        assert row.ours == pytest.approx(row.paper, rel=0.02), experiment
+    pearson = [r.ours for r in rows if r.metric == "per-job Pearson"]
+    assert min(pearson) > 0.999
+    assert (tmp_path / "tiresias-1.0-workload-1-jobs.csv").is_file()
+
+
+def make_data_dir(root: Path) -> Path:
+    write_app(root / "traces")
+    write_workload(root, ["toy-0,5,toy,1,10", "toy-1,70,toy,2,40", "toy-2,80,toy,1,10"])
+    (root / "tiresias-1.0-results.json").write_text(json.dumps({"jcts": {"w": {"toy-0": 100, "toy-1": 90}}}))
+    (root / "optimus-1.0-results.json").write_text(json.dumps({"jcts": {"w": {"toy-0": 100}}}))
+    return root
+
+
+def test_rows_name_the_peer_policy_and_metric(tmp_path):
+    rows = crosscheck_pollux(make_data_dir(tmp_path / "data"), tmp_path / "out")
+    optimus = [r for r in rows if "optimus" in r.experiment]
+    assert len(optimus) == 1 and optimus[0].ours is None and "no gpuweave counterpart" in optimus[0].note
+    tiresias = [r for r in rows if r.experiment == "pollux tiresias (load 1.0) w"]
+    assert [r.metric for r in tiresias] == ["avg JCT", "median JCT", "makespan", "per-job Pearson", "per-job Spearman"]
+    assert tiresias[0].paper == 95.0 and tiresias[0].ours > 0
+    # the peer reports two of the three jobs: its makespan is from toy-0's arrival to toy-1's end
+    assert tiresias[2].paper == pytest.approx(70 + 90 - 5)
+
+
+def test_missing_workload_is_an_input_error(tmp_path):
+    data = make_data_dir(tmp_path / "data")
+    (data / "tiresias-1.0-results.json").write_text(json.dumps({"jcts": {"missing": {"toy-0": 1}}}))
+    with pytest.raises(InputError, match="no CSV"):
+        crosscheck_pollux(data, tmp_path / "out")
+
+
+def test_correlations_handle_ties():
+    pearson, spearman = per_job_correlations([1.0, 2.0, 2.0, 3.0], [10.0, 20.0, 20.0, 40.0])
+    assert spearman == pytest.approx(1.0) and 0.9 < pearson < 1.0
