@@ -20,6 +20,7 @@ class PreparedRun:
     jobs: list
     profiles: object
     gpu_power: dict[str, tuple[float, float]]
+    ideal_placement: bool = False  # the cluster's ``placement: ideal``
 
 
 def prepare(config: SimulationConfig) -> PreparedRun:
@@ -43,7 +44,7 @@ def prepare(config: SimulationConfig) -> PreparedRun:
     for node in nodes:
         gpu = get_gpu(node.gpu_model)
         power[node.gpu_model] = (gpu.power_idle_w, gpu.power_max_w)
-    return PreparedRun(config, nodes, jobs, profiles, power)
+    return PreparedRun(config, nodes, jobs, profiles, power, spec.placement == "ideal")
 
 
 def build_policy(config: SimulationConfig) -> ClusterPolicy:
@@ -64,6 +65,7 @@ def simulate(config: SimulationConfig, prepared: PreparedRun | None = None) -> S
         prepared.profiles,
         prepared.gpu_power,
         restart_delay=config.restart_delay,
+        ideal_placement=prepared.ideal_placement,
     )
     return sim.run()
 
