@@ -239,20 +239,28 @@ def isolated_allocation(scale: np.ndarray, workers: np.ndarray) -> np.ndarray:
     return x / top if top > 0 else x
 
 
-def fifo_perf_allocation(throughputs: np.ndarray, scale: np.ndarray, workers: np.ndarray) -> np.ndarray:
-    """Gavel's ``fifo_perf``: rows in arrival order, each job on the fastest type with room (x = 1 there);
-    stop at the first job that fits nowhere. Ties go to the first type."""
+def fifo_perf_allocation(
+    throughputs: np.ndarray, scale: np.ndarray, workers: np.ndarray, order: list[int] | None = None
+) -> np.ndarray:
+    """Gavel's ``fifo_perf``: rows in arrival order, each job on the fastest type with ``sf`` free GPUs (x = 1
+    there); stop at the first job for which no type has room. Ties go to the first type of ``order`` (Gavel:
+    type names sorted). As in Gavel, a job whose best type with room gives it throughput 0 is passed over without
+    stopping the pass."""
     T = np.asarray(throughputs, dtype=float)
     M, R = T.shape
+    order = list(range(R)) if order is None else list(order)
     free = np.asarray(workers, dtype=float).copy()
     x = np.zeros((M, R))
     for m in range(M):
-        room = (free >= scale[m]) & (T[m] > 0)
-        if not room.any():
+        best, best_rate = -1, -1.0
+        for r in order:
+            if free[r] >= scale[m] and T[m, r] > best_rate:
+                best, best_rate = r, T[m, r]
+        if best < 0:
             break
-        r = int(np.argmax(np.where(room, T[m], -1.0)))
-        x[m, r] = 1.0
-        free[r] -= scale[m]
+        if best_rate > 0:
+            x[m, best] = 1.0
+            free[best] -= scale[m]
     return x
 
 

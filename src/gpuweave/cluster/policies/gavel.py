@@ -192,7 +192,8 @@ class GavelPolicy(ClusterPolicy):
     def _solve(self, view, active, T, scale, workers) -> np.ndarray:
         policy = self.policy
         if policy == "fifo_perf":
-            return fifo_perf_allocation(T, scale, workers)
+            by_name = sorted(range(len(view.models)), key=lambda r: view.models[r].lower())
+            return fifo_perf_allocation(T, scale, workers, by_name)
         if policy == "heterogeneity_unaware_las":
             self.lp_solves += 1
             return max_min_fairness_lp(np.ones_like(T), scale, workers)
