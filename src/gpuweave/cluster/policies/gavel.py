@@ -10,7 +10,8 @@ Mechanics, faithful to Gavel's simulator by default (each deliberate departure i
 - **When the allocation is recomputed** (``recompute="gavel"``): only at a round where a job arrived or completed
   since the last recompute *and* ``reset_interval`` (1,920 s) has passed since the last reset, or the last reset
   was at time 0. The recompute first resets the per-job time counters. Until then the old allocation stays and a
-  job that arrived since gets priority 0 (it still runs on GPUs nobody else wants, except under FIFO).
+  job that arrived since gets priority 0: the greedy pass may still pick it (it then takes up room in that round)
+  but, as in Gavel, it gets no GPUs until the next recompute.
   ``recompute="on_change"`` re-solves whenever the set of active jobs changes and resets the counters at most every
   ``reset_interval`` (this package's earlier rule).
 - **Time prior**: a job's time on each type starts at ``time_prior`` (default half a round, Gavel's value) when it
@@ -285,6 +286,8 @@ class GavelPolicy(ClusterPolicy):
         movers = []
         for i, r in chosen.items():
             js = active[i]
+            if js.job.job_id not in self._alloc:
+                continue  # Gavel's pass counts a job without an allocation yet, but gives it no workers
             p = js.placement
             if p is not None and col[view.nodes[p[0][0]].gpu_model] == r and scratch.fits(p):
                 scratch.take(p)
