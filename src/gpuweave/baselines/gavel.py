@@ -65,8 +65,16 @@ import numpy as np
 from gpuweave.highs_models import highs_model, run_model
 
 
-def max_min_fairness_lp(throughputs: np.ndarray, scale: np.ndarray, workers: np.ndarray, weights=None) -> np.ndarray:
-    """Solve the LAS LP of the module docstring. ``throughputs`` is M x R (0 = infeasible); returns x (M x R)."""
+# HiGHS' interior-point method without crossover: like Gavel's ECOS it ends inside the optimal face (near its
+# analytic centre) instead of at a vertex, which matters because the max-min LPs have many optimal x.
+INTERIOR: dict[str, object] = {"solver": "ipm", "run_crossover": "off", "threads": 1}
+
+
+def max_min_fairness_lp(
+    throughputs: np.ndarray, scale: np.ndarray, workers: np.ndarray, weights=None, *, interior: bool = False
+) -> np.ndarray:
+    """Solve the LAS LP of the module docstring. ``throughputs`` is M x R (0 = infeasible); returns x (M x R).
+    ``interior`` solves it with an interior-point method (Gavel's choice of optimum), else with simplex (a vertex)."""
     T = np.asarray(throughputs, dtype=float)
     M, R = T.shape
     if M == 0:
@@ -103,11 +111,28 @@ def max_min_fairness_lp(throughputs: np.ndarray, scale: np.ndarray, workers: np.
         np.concatenate([np.zeros(M), np.ones(M), n]),
         col_upper=upper,
         orientation="col",
+        options=INTERIOR if interior else None,
     )
-    solved = run_model(h)
-    if solved is None:
-        raise RuntimeError("Gavel LP infeasible")
-    return np.clip(solved[1][:nx].reshape(M, R), 0.0, 1.0)
+    values = _interior_values(h) if interior else None
+    if values is None:
+        if interior:  # the interior point stopped without a usable point: take a simplex vertex instead
+            h.setOptionValue("solver", "simplex")
+        solved = run_model(h)
+        if solved is None:
+            raise RuntimeError("Gavel LP infeasible")
+        values = solved[1]
+    return np.clip(values[:nx].reshape(M, R), 0.0, 1.0)
+
+
+def _interior_values(h) -> np.ndarray | None:
+    """Column values of an interior-point run that ended optimal or imprecise (Gavel accepts ECOS'
+    ``optimal_inaccurate`` the same way); None when it produced no feasible point."""
+    h.run()
+    solution = h.getSolution()
+    info = h.getInfo()
+    if not solution.value_valid or info.primal_solution_status != 2:  # 2 = feasible
+        return None
+    return np.asarray(solution.col_value)
 
 
 def min_total_duration_lp(

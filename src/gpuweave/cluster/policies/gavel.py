@@ -197,10 +197,10 @@ class GavelPolicy(ClusterPolicy):
             return fifo_perf_allocation(T, scale, workers, by_name)
         if policy == "heterogeneity_unaware_las":
             self.lp_solves += 1
-            return max_min_fairness_lp(np.ones_like(T), scale, workers)
+            return max_min_fairness_lp(np.ones_like(T), scale, workers, interior=True)
         if policy == "max_min_fairness_perf":
             self.lp_solves += 1
-            return max_min_fairness_lp(T, scale, workers)
+            return max_min_fairness_lp(T, scale, workers, interior=True)
         steps = np.array([view.remaining(js) for js in active])
         if policy == "min_total_duration_perf":
             x, horizon, solves = min_total_duration_lp(T, scale, workers, steps)
