@@ -327,13 +327,19 @@ def finish_time_fairness_lp(
     rows = np.arange(M + R, 2 * M + R, dtype=np.int32)
     solves = 0
 
-    def feasible(rho: float):
-        nonlocal solves
+    def bound(rho: float) -> bool:
+        """Set the throughput rows for ratio ``rho``; False when some job cannot reach it at all."""
         slack = rho * expected_iso - t
         if np.any(slack <= 0):
+            return False
+        h.changeRowsBounds(M, rows, rem / slack, np.full(M, np.inf))
+        return True
+
+    def feasible(rho: float):
+        nonlocal solves
+        if not bound(rho):
             return None
         solves += 1
-        h.changeRowsBounds(M, rows, rem / slack, np.full(M, np.inf))
         solved = run_model(h, strict=False)
         return None if solved is None else solved[1][:nx].reshape(M, R)
 
@@ -351,4 +357,13 @@ def finish_time_fairness_lp(
             lo = mid
         else:
             best, hi = x, mid
+    # The bisection ends at a vertex; Gavel's ECOS returns a point inside the optimal face. Re-solve the last
+    # feasible ratio with the interior-point method for that point (keep the vertex if it gives none).
+    bound(hi)
+    for name, value in INTERIOR.items():
+        h.setOptionValue(name, value)
+    solves += 1
+    values = _interior_values(h)
+    if values is not None:
+        best = values[:nx].reshape(M, R)
     return np.clip(best, 0.0, 1.0), t_iso, solves
