@@ -24,7 +24,6 @@ class PreparedRun:
 
 
 def prepare(config: SimulationConfig) -> PreparedRun:
-    from gpuweave.hardware.catalog import get_gpu
     from gpuweave.hardware.cluster_spec import load_cluster
     from gpuweave.workload.profiles import load_profiles
 
@@ -40,11 +39,18 @@ def prepare(config: SimulationConfig) -> PreparedRun:
         from gpuweave.workload.traces.generate import generate_philly_like
 
         jobs = generate_philly_like(config.jobs, config.rate_per_hour, config.seed, profiles=profiles)
+    return PreparedRun(config, nodes, jobs, profiles, gpu_power(nodes), spec.placement == "ideal")
+
+
+def gpu_power(nodes: list) -> dict[str, tuple[float, float]]:
+    """(idle W, max W) of every GPU model of ``nodes``, from the GPU catalog."""
+    from gpuweave.hardware.catalog import get_gpu
+
     power = {}
     for node in nodes:
         gpu = get_gpu(node.gpu_model)
         power[node.gpu_model] = (gpu.power_idle_w, gpu.power_max_w)
-    return PreparedRun(config, nodes, jobs, profiles, power, spec.placement == "ideal")
+    return power
 
 
 def build_policy(config: SimulationConfig) -> ClusterPolicy:
