@@ -71,7 +71,11 @@ def test_gavel_sim_has_ideal_placement():
 @pytest.mark.parametrize("ideal", [False, True])
 def test_ideal_placement_gives_a_spread_job_its_consolidated_rate(ideal):
     profiles = ProfileStore.from_rows(
-        [ProfileRow("a", "V100", 2, True, 4.0), ProfileRow("a", "V100", 2, False, 1.0), ProfileRow("a", "V100", 1, True, 2.0)]
+        [
+            ProfileRow("a", "V100", 2, True, 4.0),
+            ProfileRow("a", "V100", 2, False, 1.0),
+            ProfileRow("a", "V100", 1, True, 2.0),
+        ]
     )
     nodes = load_cluster("gavel-sim").expand()[:2]
     job = Job(job_id="j", arrival=0.0, num_gpus=2, job_type="a", work=400.0)

@@ -64,7 +64,6 @@ import numpy as np
 
 from gpuweave.highs_models import highs_model, run_model
 
-
 # HiGHS' interior-point method without crossover: like Gavel's ECOS it ends inside the optimal face (near its
 # analytic centre) instead of at a vertex, which matters because the max-min LPs have many optimal x.
 INTERIOR: dict[str, object] = {"solver": "ipm", "run_crossover": "off", "threads": 1}

@@ -16,7 +16,21 @@ import sys
 import typer
 
 from gpuweave import __version__
-from gpuweave.cli import aliases, bench, cluster, crosscheck, demo, gpus, kernel, mig, packs, report, repro, sweep, trace
+from gpuweave.cli import (
+    aliases,
+    bench,
+    cluster,
+    crosscheck,
+    demo,
+    gpus,
+    kernel,
+    mig,
+    packs,
+    report,
+    repro,
+    sweep,
+    trace,
+)
 from gpuweave.errors import InputError
 
 app = typer.Typer(

@@ -16,7 +16,9 @@ def command(
     data: Optional[Path] = typer.Option(
         None, "--data", help="Peer data directory (default: the project's shared copy, ../shared/data/...)."
     ),
-    out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default ./gpuweave-out/crosscheck/PEER)."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="Output directory (default ./gpuweave-out/crosscheck/PEER)."
+    ),
 ) -> None:
     """Run our policies on the peer's traces and print ours beside the peer's results."""
     from rich.console import Console

@@ -41,8 +41,8 @@ import time
 import numpy as np
 
 from gpuweave.baselines.gavel import (
-    finish_time_fairness_lp,
     fifo_perf_allocation,
+    finish_time_fairness_lp,
     fraction_priorities,
     gavel_round,
     max_min_fairness_lp,
@@ -94,7 +94,9 @@ class GavelPolicy(ClusterPolicy):
         super().__init__(round_length=round_length, seed=seed)
         policy = OLD_SPELLINGS.get(policy, policy)
         if policy not in OBJECTIVES:
-            raise ValueError(f"policy must be one of {', '.join(OBJECTIVES)} (old spellings: {', '.join(OLD_SPELLINGS)})")
+            raise ValueError(
+                f"policy must be one of {', '.join(OBJECTIVES)} (old spellings: {', '.join(OLD_SPELLINGS)})"
+            )
         if recompute not in ("gavel", "on_change"):
             raise ValueError("recompute must be 'gavel' or 'on_change'")
         if deficit not in ("cumulative", "per_round"):
@@ -214,9 +216,9 @@ class GavelPolicy(ClusterPolicy):
         for job_id, rem in zip(ids, steps):
             if job_id in self._prev_remaining:
                 done = self._prev_remaining[job_id] - rem
-                self._isolated_time[job_id] = self._isolated_time.get(job_id, 0.0) + done / self._prev_isolated_rate[
-                    job_id
-                ]
+                self._isolated_time[job_id] = (
+                    self._isolated_time.get(job_id, 0.0) + done / self._prev_isolated_rate[job_id]
+                )
         since = np.array([view.now - js.job.arrival for js in active])
         iso = np.array([self._isolated_time.get(j, 0.0) for j in ids])
         x, iso_rate, solves = finish_time_fairness_lp(T, scale, workers, since, steps, iso)
@@ -271,11 +273,19 @@ class GavelPolicy(ClusterPolicy):
         else:
             total = self._type_time.sum()
             deficit = alloc - ((job_time - self.time_prior) / total if total > 0 else 0.0)
-        order = [col[m] for m in self.type_order if m in col] + [r for r, m in enumerate(models) if m not in self.type_order]
+        order = [col[m] for m in self.type_order if m in col] + [
+            r for r, m in enumerate(models) if m not in self.type_order
+        ]
         if self._shuffler is not None:
             self._shuffler.shuffle(order)
         return gavel_round(
-            prio, alloc, deficit, scale.astype(int), workers.astype(int), order, positive_only=self.policy == "fifo_perf"
+            prio,
+            alloc,
+            deficit,
+            scale.astype(int),
+            workers.astype(int),
+            order,
+            positive_only=self.policy == "fifo_perf",
         )
 
     def _place(self, view, active, chosen: dict[int, int], scale, models, col) -> dict[str, tuple]:
@@ -336,7 +346,9 @@ def _fixed(policy_name: str, objective: str, doc: str) -> type[GavelPolicy]:
             seed=seed,
         )
 
-    cls = type(policy_name.replace("-", "_").title().replace("_", "") + "Policy", (GavelPolicy,), {"__init__": __init__})
+    cls = type(
+        policy_name.replace("-", "_").title().replace("_", "") + "Policy", (GavelPolicy,), {"__init__": __init__}
+    )
     cls.__doc__ = doc
     cls.__module__ = __name__
     return register_policy(policy_name)(cls)
