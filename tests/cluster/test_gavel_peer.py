@@ -4,8 +4,11 @@ issue #18 on Gavel's own results (../shared/data/gavel-reference)."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -129,3 +132,21 @@ def test_crosscheck_writes_comparison_rows_for_what_the_data_holds(tmp_path):
     header = (out / "comparison.csv").read_text().splitlines()[0]
     assert header == "experiment,metric,paper,ours,unit,note"
     assert (out / "poisson-120__fifo_perf.csv").is_file()
+
+
+def gw(*args: str):
+    return subprocess.run([sys.executable, "-m", "gpuweave.cli", *args], capture_output=True, text=True)
+
+
+def test_simulate_run_setting_flags_need_no_yaml(tmp_path):
+    out = tmp_path / "run"
+    res = gw(
+        "simulate", "-p", "gavel", "-c", "gavel-60", "--jobs", "6", "--placement", "ideal", "--restart-delay", "0",
+        "--round-length", "120", "-O", "policy=fifo_perf", "-O", "reset_interval=600", "--out", str(out),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    config = json.loads((out / "summary.json").read_text())["config"]
+    assert config["placement"] == "ideal" and config["restart_delay"] == 0 and config["round_length"] == 120
+    assert config["policy_options"] == {"policy": "fifo_perf", "reset_interval": 600}
+    bad = gw("simulate", "-p", "gavel", "-O", "no-equals-sign", "--out", str(tmp_path / "bad"))
+    assert bad.returncode == 2 and "KEY=VALUE" in bad.stderr

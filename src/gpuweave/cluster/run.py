@@ -39,7 +39,8 @@ def prepare(config: SimulationConfig) -> PreparedRun:
         from gpuweave.workload.traces.generate import generate_philly_like
 
         jobs = generate_philly_like(config.jobs, config.rate_per_hour, config.seed, profiles=profiles)
-    return PreparedRun(config, nodes, jobs, profiles, gpu_power(nodes), spec.placement == "ideal")
+    ideal = (config.placement or spec.placement) == "ideal"
+    return PreparedRun(config, nodes, jobs, profiles, gpu_power(nodes), ideal)
 
 
 def gpu_power(nodes: list) -> dict[str, tuple[float, float]]:
