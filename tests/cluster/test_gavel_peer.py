@@ -49,10 +49,11 @@ def test_priorities_follow_the_time_fraction_and_new_jobs_get_zero():
     assert prio[2].tolist() == [0.0, 0.0]  # no allocation yet
 
 
-def test_isolated_allocation_rows_scaled_by_the_largest():
-    x = isolated_allocation(np.array([1.0, 2.0]), np.array([4.0, 2.0]))
-    assert x.sum(axis=1).max() == pytest.approx(1.0)
-    assert x[0, 0] == pytest.approx(2 * x[1, 0])
+def test_isolated_allocation_scales_each_row_to_at_most_one():
+    x = isolated_allocation(np.array([1.0, 2.0, 8.0]), np.array([4.0, 2.0]))
+    # shares n_r / M / sf: [4/3, 2/3], [2/3, 1/3], [1/6, 1/12]; the first two rows are scaled to sum to 1.
+    assert x.sum(axis=1).tolist() == pytest.approx([1.0, 1.0, 0.25])
+    assert x[2].tolist() == pytest.approx([1 / 6, 1 / 12])
 
 
 def test_policies_registered_with_their_options():
@@ -95,6 +96,9 @@ BANDS = [
     ("max_min_fairness", "poisson-120", 0.03, 0.03),
     pytest.param("max_min_fairness_perf", "static-240", 0.02, 0.02, marks=pytest.mark.slow),
     pytest.param("fifo_perf", "static-240", 0.02, 0.02, marks=pytest.mark.slow),
+    pytest.param("finish_time_fairness_perf", "static-240", 0.02, 0.02, marks=pytest.mark.slow),
+    pytest.param("min_total_duration_perf", "static-240", None, 0.02, marks=pytest.mark.slow),
+    pytest.param("max_min_fairness", "static-240", 0.03, 0.03, marks=pytest.mark.slow),
 ]
 
 

@@ -252,15 +252,15 @@ def fraction_priorities(
 
 
 def isolated_allocation(scale: np.ndarray, workers: np.ndarray) -> np.ndarray:
-    """Gavel's isolated share: ``workers_r / M / sf_m`` of every type, all rows scaled by the largest row sum."""
+    """Gavel's isolated share: ``workers_r / M / sf_m`` of every type, each row scaled down to sum to at most 1
+    (as the reference run's notes on c4fa400 describe it; other Gavel versions scale by the largest row sum)."""
     sf = np.asarray(scale, dtype=float)
     n = np.asarray(workers, dtype=float)
     M = sf.size
     if M == 0:
         return np.zeros((0, n.size))
     x = np.tile(n / M, (M, 1)) / sf[:, None]
-    top = x.sum(axis=1).max()
-    return x / top if top > 0 else x
+    return x / np.maximum(x.sum(axis=1), 1.0)[:, None]
 
 
 def fifo_perf_allocation(
