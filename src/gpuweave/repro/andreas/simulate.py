@@ -120,8 +120,6 @@ class RunResult:
         }
 
 
-
-
 def run_policy(
     nodes,
     jobs,
