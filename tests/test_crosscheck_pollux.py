@@ -23,7 +23,7 @@ def test_tiresias_pollux_preset_within_two_percent_of_pollux(tmp_path):
     for experiment, row in avg.items():
         assert experiment.startswith("pollux tiresias")
         assert row.ours == pytest.approx(row.paper, rel=0.02), experiment
-    pearson = [r.ours for r in rows if r.metric == "per-job Pearson"]
+    pearson = [r.ours for r in rows if r.metric == "per-job JCT Pearson r"]
     assert min(pearson) > 0.999
     assert (tmp_path / "tiresias-1.0-workload-1-jobs.csv").is_file()
 
@@ -41,7 +41,8 @@ def test_rows_name_the_peer_policy_and_metric(tmp_path):
     optimus = [r for r in rows if "optimus" in r.experiment]
     assert len(optimus) == 1 and optimus[0].ours is None and "no gpuweave counterpart" in optimus[0].note
     tiresias = [r for r in rows if r.experiment == "pollux tiresias (load 1.0) w"]
-    assert [r.metric for r in tiresias] == ["avg JCT", "median JCT", "makespan", "per-job Pearson", "per-job Spearman"]
+    metrics = ["avg JCT", "median JCT", "makespan", "per-job JCT Pearson r", "per-job JCT Spearman rho"]
+    assert [r.metric for r in tiresias] == metrics
     assert tiresias[0].paper == 95.0 and tiresias[0].ours > 0
     # the peer reports two of the three jobs: its makespan is from toy-0's arrival to toy-1's end
     assert tiresias[2].paper == pytest.approx(70 + 90 - 5)

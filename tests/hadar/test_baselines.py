@@ -79,7 +79,8 @@ def test_gavel_min_total_duration_lp_hand_examples():
 def test_gavel_policy_option_names():
     from gpuweave.cluster.policies import make_policy
 
-    assert make_policy("gavel").policy == "max_min_fairness"
-    assert make_policy("gavel", policy="makespan").policy == "min_total_duration"
+    assert make_policy("gavel").policy == "max_min_fairness_perf"
+    assert make_policy("gavel", policy="max_min_fairness").policy == "max_min_fairness_perf"  # old spelling
+    assert make_policy("gavel", policy="makespan").policy == "min_total_duration_perf"
     with pytest.raises(Exception):
         make_policy("gavel", policy="nope")

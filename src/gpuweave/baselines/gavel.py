@@ -37,7 +37,25 @@ feasible ``T``. Gavel's LP has a constant objective (``cp.Maximize(1)``); HiGHS 
 LP with a zero objective (dual simplex, warm-started between bisection steps by changing only the row
 bounds). The mechanism is the same as for LAS.
 
-Gavel solves its LPs with cvxpy; this is our own formulation of the same program for HiGHS.
+Gavel's other allocation policies (stanford-futuredata/gavel@c4fa400, ``scheduler/policies/``), our own code:
+
+- LAS, heterogeneity-unaware (Gavel's ``max_min_fairness``): the LP above with every throughput set to 1.
+- ``fifo_perf`` (:func:`fifo_perf_allocation`): jobs in arrival order, each onto the fastest type that still has
+  ``sf`` free GPUs (x = 1 there); the pass stops at the first job that fits nowhere. O(M R).
+- ``finish_time_fairness_perf`` (:func:`finish_time_fairness_lp`): minimise the largest ratio
+  ``rho_m = (t_m + rem_m / (T_m . x_m)) / (iso_m + rem_m / T_iso_m)`` with ``t_m`` the time since arrival,
+  ``iso_m`` the cumulative isolated time and ``T_iso_m`` the throughput under :func:`isolated_allocation`.
+  Gavel hands the convex program to ECOS; for a fixed ``rho`` every ratio bound is the linear row
+  ``T_m . x_m >= rem_m / (rho (iso_m + rem_m / T_iso_m) - t_m)``, so we bisect ``rho`` over feasibility LPs
+  (HiGHS, warm-started by changing row bounds), O(log(1/tol)) solves.
+
+The round mechanism Gavel's simulator runs on top of any allocation (``scheduler.py``: ``_update_priorities``,
+``_reset_time_run_so_far``, ``_schedule_jobs_on_workers_helper``) is :func:`fraction_priorities` and
+:func:`gavel_round`: a job's time on each type starts at a prior (half a round) when it arrives and at every
+reset, ``priority = x / (job time on r / all jobs' time on r)``, and deficits accumulate across resets.
+:func:`gavel_priorities` is the earlier form (no prior, counters from zero) kept for Hadar's emulation.
+
+Gavel solves its LPs with cvxpy; this is our own formulation of the same programs for HiGHS.
 """
 
 from __future__ import annotations
@@ -46,9 +64,16 @@ import numpy as np
 
 from gpuweave.highs_models import highs_model, run_model
 
+# HiGHS' interior-point method without crossover: like Gavel's ECOS it ends inside the optimal face (near its
+# analytic centre) instead of at a vertex, which matters because the max-min LPs have many optimal x.
+INTERIOR: dict[str, object] = {"solver": "ipm", "run_crossover": "off", "threads": 1}
 
-def max_min_fairness_lp(throughputs: np.ndarray, scale: np.ndarray, workers: np.ndarray, weights=None) -> np.ndarray:
-    """Solve the LAS LP of the module docstring. ``throughputs`` is M x R (0 = infeasible); returns x (M x R)."""
+
+def max_min_fairness_lp(
+    throughputs: np.ndarray, scale: np.ndarray, workers: np.ndarray, weights=None, *, interior: bool = False
+) -> np.ndarray:
+    """Solve the LAS LP of the module docstring. ``throughputs`` is M x R (0 = infeasible); returns x (M x R).
+    ``interior`` solves it with an interior-point method (Gavel's choice of optimum), else with simplex (a vertex)."""
     T = np.asarray(throughputs, dtype=float)
     M, R = T.shape
     if M == 0:
@@ -85,11 +110,28 @@ def max_min_fairness_lp(throughputs: np.ndarray, scale: np.ndarray, workers: np.
         np.concatenate([np.zeros(M), np.ones(M), n]),
         col_upper=upper,
         orientation="col",
+        options=INTERIOR if interior else None,
     )
-    solved = run_model(h)
-    if solved is None:
-        raise RuntimeError("Gavel LP infeasible")
-    return np.clip(solved[1][:nx].reshape(M, R), 0.0, 1.0)
+    values = _interior_values(h) if interior else None
+    if values is None:
+        if interior:  # the interior point stopped without a usable point: take a simplex vertex instead
+            h.setOptionValue("solver", "simplex")
+        solved = run_model(h)
+        if solved is None:
+            raise RuntimeError("Gavel LP infeasible")
+        values = solved[1]
+    return np.clip(values[:nx].reshape(M, R), 0.0, 1.0)
+
+
+def _interior_values(h) -> np.ndarray | None:
+    """Column values of an interior-point run that ended optimal or imprecise (Gavel accepts ECOS'
+    ``optimal_inaccurate`` the same way); None when it produced no feasible point."""
+    h.run()
+    solution = h.getSolution()
+    info = h.getInfo()
+    if not solution.value_valid or info.primal_solution_status != 2:  # 2 = feasible
+        return None
+    return np.asarray(solution.col_value)
 
 
 def min_total_duration_lp(
@@ -168,14 +210,25 @@ def gavel_priorities(
 
 
 def gavel_round(
-    priority: np.ndarray, alloc: np.ndarray, deficit: np.ndarray, scale, capacity, order: list[int]
+    priority: np.ndarray,
+    alloc: np.ndarray,
+    deficit: np.ndarray,
+    scale,
+    capacity,
+    order: list[int],
+    *,
+    positive_only: bool = False,
 ) -> dict[int, int]:
-    """Gavel's greedy pass: job index -> type index, visiting types in ``order`` (per-type queues)."""
+    """Gavel's greedy pass: job index -> type index, visiting types in ``order`` (per-type queues).
+
+    Entries with a negative priority (infeasible) are never taken; ``positive_only`` also skips priority 0
+    (Gavel does so for its FIFO policies, so a job runs only where its allocation puts it)."""
     free = list(capacity)
     chosen: dict[int, int] = {}
     M = priority.shape[0]
+    floor = 0.0 if positive_only else -0.5
     for r in order:
-        keys = [(-priority[m, r], -deficit[m, r], -alloc[m, r], m) for m in range(M) if priority[m, r] >= 0]
+        keys = [(-priority[m, r], -deficit[m, r], -alloc[m, r], m) for m in range(M) if priority[m, r] > floor]
         keys.sort()
         for _, _, _, m in keys:
             if m in chosen or scale[m] > free[r]:
@@ -183,3 +236,133 @@ def gavel_round(
             chosen[m] = r
             free[r] -= scale[m]
     return chosen
+
+
+def fraction_priorities(
+    alloc: np.ndarray, in_alloc: np.ndarray, job_time: np.ndarray, type_time: np.ndarray, feasible: np.ndarray
+) -> np.ndarray:
+    """Gavel's priorities: ``x / (job_time / type_time)``; ``x * 1e9`` where the fraction is 0; 0 where the job
+    has no allocation yet (arrived since the last re-solve) or x is 0; -1 where the job cannot run."""
+    alloc = np.asarray(alloc, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fraction = np.where(type_time[None, :] > 0, job_time / np.where(type_time > 0, type_time, 1.0)[None, :], 0.0)
+        prio = np.where(fraction > 0, alloc / np.where(fraction > 0, fraction, 1.0), alloc * 1e9)
+    prio = np.where(in_alloc[:, None] & (alloc > 0), prio, 0.0)
+    return np.where(feasible, prio, -1.0)
+
+
+def isolated_allocation(scale: np.ndarray, workers: np.ndarray) -> np.ndarray:
+    """Gavel's isolated share: ``workers_r / M / sf_m`` of every type, each row scaled down to sum to at most 1
+    (as the reference run's notes on c4fa400 describe it; other Gavel versions scale by the largest row sum)."""
+    sf = np.asarray(scale, dtype=float)
+    n = np.asarray(workers, dtype=float)
+    M = sf.size
+    if M == 0:
+        return np.zeros((0, n.size))
+    x = np.tile(n / M, (M, 1)) / sf[:, None]
+    return x / np.maximum(x.sum(axis=1), 1.0)[:, None]
+
+
+def fifo_perf_allocation(
+    throughputs: np.ndarray, scale: np.ndarray, workers: np.ndarray, order: list[int] | None = None
+) -> np.ndarray:
+    """Gavel's ``fifo_perf``: rows in arrival order, each job on the fastest type with ``sf`` free GPUs (x = 1
+    there); stop at the first job for which no type has room. Ties go to the first type of ``order`` (Gavel:
+    type names sorted). As in Gavel, a job whose best type with room gives it throughput 0 is passed over without
+    stopping the pass."""
+    T = np.asarray(throughputs, dtype=float)
+    M, R = T.shape
+    order = list(range(R)) if order is None else list(order)
+    free = np.asarray(workers, dtype=float).copy()
+    x = np.zeros((M, R))
+    for m in range(M):
+        best, best_rate = -1, -1.0
+        for r in order:
+            if free[r] >= scale[m] and T[m, r] > best_rate:
+                best, best_rate = r, T[m, r]
+        if best < 0:
+            break
+        if best_rate > 0:
+            x[m, best] = 1.0
+            free[best] -= scale[m]
+    return x
+
+
+def finish_time_fairness_lp(
+    throughputs: np.ndarray,
+    scale: np.ndarray,
+    workers: np.ndarray,
+    since_start: np.ndarray,
+    remaining: np.ndarray,
+    isolated_time: np.ndarray,
+    tolerance: float = 1e-4,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Gavel's ``finish_time_fairness_perf``: (x, isolated throughputs, LP solves). See the module docstring."""
+    T = np.asarray(throughputs, dtype=float)
+    M, R = T.shape
+    if M == 0:
+        return np.zeros((0, R)), np.zeros(0), 0
+    sf = np.asarray(scale, dtype=float)
+    n = np.asarray(workers, dtype=float)
+    t = np.asarray(since_start, dtype=float)
+    rem = np.asarray(remaining, dtype=float)
+    t_iso = (T * isolated_allocation(sf, n)).sum(axis=1)
+    expected_iso = np.asarray(isolated_time, dtype=float) + rem / np.maximum(t_iso, 1e-12)
+    nx = M * R
+    # Columns: x[m, r] at m*R + r. Rows: sum_m (0..M-1), cap_r (M..M+R-1), thr_m (M+R..2M+R-1).
+    m_idx = np.repeat(np.arange(M), R)
+    r_idx = np.tile(np.arange(R), M)
+    cols = np.arange(nx)
+    h = highs_model(
+        np.zeros(nx),
+        np.concatenate([m_idx, M + r_idx, M + R + m_idx]),
+        np.concatenate([cols, cols, cols]),
+        np.concatenate([np.ones(nx), sf[m_idx], T.ravel()]),
+        np.concatenate([np.full(M + R, -np.inf), np.zeros(M)]),
+        np.concatenate([np.ones(M), n, np.full(M, np.inf)]),
+        col_upper=np.where(T.ravel() > 0, 1.0, 0.0),
+        orientation="col",
+    )
+    rows = np.arange(M + R, 2 * M + R, dtype=np.int32)
+    solves = 0
+
+    def bound(rho: float) -> bool:
+        """Set the throughput rows for ratio ``rho``; False when some job cannot reach it at all."""
+        slack = rho * expected_iso - t
+        if np.any(slack <= 0):
+            return False
+        h.changeRowsBounds(M, rows, rem / slack, np.full(M, np.inf))
+        return True
+
+    def feasible(rho: float):
+        nonlocal solves
+        if not bound(rho):
+            return None
+        solves += 1
+        solved = run_model(h, strict=False)
+        return None if solved is None else solved[1][:nx].reshape(M, R)
+
+    lo, hi = 0.0, max(1.0, float(np.max((t + 1e-9) / expected_iso)) * 2.0)
+    best = feasible(hi)
+    while best is None:
+        lo, hi = hi, hi * 2.0
+        if hi > 1e12:
+            raise RuntimeError("Gavel finish-time fairness LP: no feasible ratio")
+        best = feasible(hi)
+    while hi - lo > tolerance * hi:
+        mid = 0.5 * (lo + hi)
+        x = feasible(mid)
+        if x is None:
+            lo = mid
+        else:
+            best, hi = x, mid
+    # The bisection ends at a vertex; Gavel's ECOS returns a point inside the optimal face. Re-solve the last
+    # feasible ratio with the interior-point method for that point (keep the vertex if it gives none).
+    bound(hi)
+    for name, value in INTERIOR.items():
+        h.setOptionValue(name, value)
+    solves += 1
+    values = _interior_values(h)
+    if values is not None:
+        best = values[:nx].reshape(M, R)
+    return np.clip(best, 0.0, 1.0), t_iso, solves

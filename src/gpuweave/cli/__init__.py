@@ -1,8 +1,8 @@
 """The ``gpuweave`` command line: one module per command group, commands as module-level functions.
 
 Grains: ``cluster``, ``mig``, ``packs``, ``kernel`` (each with its ``plan``/``simulate``/``run`` and a registry
-listing: ``policies``, ``algos``, ``modes``). Cross-cutting groups: ``trace``, ``repro``, ``sweep``, ``report``,
-``bench``, ``demo``, ``gpus``. The spellings of earlier releases (``simulate``, ``policies``,
+listing: ``policies``, ``algos``, ``modes``). Cross-cutting groups: ``trace``, ``repro``, ``crosscheck``, ``sweep``,
+``report``, ``bench``, ``demo``, ``gpus``. The spellings of earlier releases (``simulate``, ``policies``,
 ``plan mig|packs|andreas|hadar``, ``run mig|packs``, ``fikit serve|build-shim``) stay as hidden aliases of the same
 functions (:mod:`gpuweave.cli.aliases`). This package is the top layer: it only parses options, calls the library
 and prints; heavy imports stay inside the command bodies so that ``gpuweave --help`` is instant.
@@ -16,7 +16,21 @@ import sys
 import typer
 
 from gpuweave import __version__
-from gpuweave.cli import aliases, bench, cluster, demo, gpus, kernel, mig, packs, report, repro, sweep, trace
+from gpuweave.cli import (
+    aliases,
+    bench,
+    cluster,
+    crosscheck,
+    demo,
+    gpus,
+    kernel,
+    mig,
+    packs,
+    report,
+    repro,
+    sweep,
+    trace,
+)
 from gpuweave.errors import InputError
 
 app = typer.Typer(
@@ -45,7 +59,7 @@ def _root(
 
 for _group in (cluster, mig, packs, kernel, trace, repro, bench):
     app.add_typer(_group.app, name=_group.NAME)
-for _single in (sweep, report, demo, gpus):
+for _single in (sweep, report, demo, gpus, crosscheck):
     app.command(_single.NAME)(_single.command)
 aliases.add_aliases(app)
 

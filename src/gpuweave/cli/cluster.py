@@ -34,6 +34,17 @@ def simulate(
         None, "--out", "-o", help="Result directory (default gpuweave-out/runs/POLICY-KEY)."
     ),
     report: bool = typer.Option(False, "--report", help="Also write report.html into the result directory."),
+    restart_delay: Optional[float] = typer.Option(
+        None, "--restart-delay", help="Seconds a resumed or moved job holds GPUs without progress (default 10)."
+    ),
+    round_length: Optional[float] = typer.Option(None, "--round-length", help="Override the policy's round (s)."),
+    profiles: Optional[str] = typer.Option(None, "--profiles", help="Throughput profile CSV (default: bundled)."),
+    placement: Optional[str] = typer.Option(
+        None, "--placement", help="Override the cluster's placement: physical or ideal (always consolidated)."
+    ),
+    policy_option: list[str] = typer.Option(
+        [], "--policy-option", "-O", help="Policy option KEY=VALUE (repeatable; VALUE read as YAML)."
+    ),
 ) -> None:
     """Simulate a trace on a cluster under one policy; write jobs.csv, allocations.csv, timeseries.csv, summary.json."""
     from rich.console import Console
@@ -51,8 +62,14 @@ def simulate(
         "jobs": jobs,
         "rate_per_hour": rate,
         "seed": seed,
+        "restart_delay": restart_delay,
+        "round_length": round_length,
+        "profiles": profiles,
+        "placement": placement,
     }
     data.update({key: value for key, value in overrides.items() if value is not None})
+    if policy_option:
+        data["policy_options"] = {**data.get("policy_options", {}), **_policy_options(policy_option)}
     if "policy" not in data:
         raise InputError("no policy given: pass --policy NAME or a config with 'policy:'", field="policy")
     cfg = parse_config(data, config or "<command line>")
@@ -67,6 +84,24 @@ def simulate(
         path = render_report([out_dir], out_dir / "report", title=f"gpuweave: {cfg.policy}")
         console.print(f"report: {path}")
     console.print(f"results: {out_dir}")
+
+
+def _policy_options(pairs: list[str]) -> dict[str, object]:
+    """``KEY=VALUE`` pairs of --policy-option, each VALUE parsed as YAML (numbers, booleans, lists stay typed)."""
+    import yaml
+
+    from gpuweave.errors import InputError
+
+    options: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"expected KEY=VALUE, got {pair!r}", field="policy-option")
+        try:
+            options[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise InputError(f"cannot read the value of {key.strip()!r}: {value!r}", field="policy-option") from None
+    return options
 
 
 def _summary_table(policy: str, summary: dict):

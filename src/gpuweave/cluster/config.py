@@ -6,7 +6,7 @@ Every field has a default except the policy, so a config can be as short as ``po
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -32,10 +32,13 @@ class SimulationConfig(BaseModel):
         None, description="profile CSV, or a directory of Pollux application traces; None = bundled Gavel throughputs"
     )
     extrapolate_profiles: bool = Field(False, description="extrapolate throughputs to GPU counts beyond the table")
+    placement: Literal["physical", "ideal"] | None = Field(
+        None, description="override the cluster's placement: ideal = every placement runs consolidated"
+    )
 
     def key(self) -> str:
-        """Stable hash of the config (sweep cache key)."""
-        return config_key(self.model_dump(mode="json"))
+        """Stable hash of the config (sweep cache key); an unset placement leaves the key as it was before."""
+        return config_key(self.model_dump(mode="json", exclude={"placement"} if self.placement is None else None))
 
 
 def load_config(path: str | Path) -> SimulationConfig:

@@ -20,10 +20,10 @@ class PreparedRun:
     jobs: list
     profiles: object
     gpu_power: dict[str, tuple[float, float]]
+    ideal_placement: bool = False  # the cluster's ``placement: ideal``
 
 
 def prepare(config: SimulationConfig) -> PreparedRun:
-    from gpuweave.hardware.catalog import get_gpu
     from gpuweave.hardware.cluster_spec import load_cluster
     from gpuweave.workload.profiles import load_profiles
 
@@ -39,11 +39,19 @@ def prepare(config: SimulationConfig) -> PreparedRun:
         from gpuweave.workload.traces.generate import generate_philly_like
 
         jobs = generate_philly_like(config.jobs, config.rate_per_hour, config.seed, profiles=profiles)
+    ideal = (config.placement or spec.placement) == "ideal"
+    return PreparedRun(config, nodes, jobs, profiles, gpu_power(nodes), ideal)
+
+
+def gpu_power(nodes: list) -> dict[str, tuple[float, float]]:
+    """(idle W, max W) of every GPU model of ``nodes``, from the GPU catalog."""
+    from gpuweave.hardware.catalog import get_gpu
+
     power = {}
     for node in nodes:
         gpu = get_gpu(node.gpu_model)
         power[node.gpu_model] = (gpu.power_idle_w, gpu.power_max_w)
-    return PreparedRun(config, nodes, jobs, profiles, power)
+    return power
 
 
 def build_policy(config: SimulationConfig) -> ClusterPolicy:
@@ -65,6 +73,7 @@ def simulate(config: SimulationConfig, prepared: PreparedRun | None = None) -> S
         prepared.gpu_power,
         restart_delay=config.restart_delay,
         start_delay=config.start_delay,
+        ideal_placement=prepared.ideal_placement,
     )
     return sim.run()
 

@@ -7,9 +7,11 @@ Model (issue #2, DESIGN.md):
 - Events: arrival, completion, round tick. Time jumps from event to event; nothing is stepped.
 - Gang: a job runs on exactly ``num_gpus`` GPUs or not at all. Capacity: never more GPUs than a node has.
 - Speed: a job's rate (iterations/s) comes from the profile store for its GPU model and count; on several
-  models it runs at the slowest one's rate; on several nodes it uses the unconsolidated rate. A profile source
-  with a ``placement_rate(job_type, gpu_model, counts)`` method (Pollux's job model) answers for the exact GPUs
-  per node instead.
+  models it runs at the slowest one's rate; on several nodes it uses the unconsolidated rate, unless the
+  cluster asks for ideal placement (``ideal_placement``, as Gavel's simulator): then every placement runs at the
+  consolidated rate, however many nodes it spans. A profile source with a
+  ``placement_rate(job_type, gpu_model, counts)`` method (Pollux's job model) answers for the exact GPUs per
+  node instead.
 - Restart delay: whenever a job that has run before is given GPUs again (resumed or moved), it holds them
   for ``restart_delay`` seconds without progress. A job's first start costs ``start_delay`` (0 by default;
   Pollux's simulator charges its 30 s re-scale delay on every allocation, the first included).
@@ -106,9 +108,11 @@ class Simulator:
         start_delay: float = 0.0,
         record_segments: bool = True,
         max_time: float = math.inf,
+        ideal_placement: bool = False,
     ) -> None:
         """``nodes`` are expanded cluster nodes (index, name, gpu_model, num_gpus, price_per_kwh, pue);
-        ``gpu_power`` maps a GPU model to (idle W, max W)."""
+        ``gpu_power`` maps a GPU model to (idle W, max W); ``ideal_placement`` gives every placement the
+        consolidated rate (no placement effects, as Gavel's simulator)."""
         if not nodes:
             raise InputError("the cluster has no nodes")
         self.nodes = nodes
@@ -118,6 +122,7 @@ class Simulator:
         self.start_delay = float(start_delay)
         # Profile sources whose rate depends on the GPUs per node, not just on consolidated or not.
         self._rate_by_counts = getattr(profiles, "placement_rate", None)
+        self.ideal_placement = bool(ideal_placement)
         self.round_length = policy.round_length
         # Opt-in job forking (HadarE, spec hadar.md §3; rules in gpuweave.hadar.forking).
         self._forks = policy.forks_jobs
@@ -228,7 +233,7 @@ class Simulator:
             return self.model_rate(job_type, nodes[placement[0][0]].gpu_model, num_gpus, True, strict)
         rate = math.inf
         for node, _n in placement:
-            r = self.model_rate(job_type, nodes[node].gpu_model, num_gpus, False, strict)
+            r = self.model_rate(job_type, nodes[node].gpu_model, num_gpus, self.ideal_placement, strict)
             if r < rate:
                 rate = r
         return rate
@@ -243,7 +248,8 @@ class Simulator:
             for m in self.models:
                 if job.num_gpus > self.gpus_by_model[m]:
                     continue
-                for consolidated in (True, False) if job.num_gpus <= largest_node[m] else (False,):
+                one_node = job.num_gpus <= largest_node[m] or self.ideal_placement
+                for consolidated in (True, False) if one_node else (False,):
                     try:
                         if self.model_rate(job.job_type, m, job.num_gpus, consolidated) > 0:
                             ok = True

@@ -113,6 +113,11 @@ class ClusterView:
     def round_length(self) -> float | None:
         return self._sim.round_length
 
+    @property
+    def ideal_placement(self) -> bool:
+        """Every placement runs at the consolidated rate (the cluster's ``placement: ideal``)."""
+        return self._sim.ideal_placement
+
     def rate(self, js: JobState, placement: Placement) -> float:
         """Iterations/s of a job on a placement (slowest model, unconsolidated across nodes); 0 if it
         cannot run there or the profile has no entry for it."""

@@ -11,6 +11,7 @@ YAML format (see the bundled files in ``clusters/``)::
     source: ...                 # where the sizes come from
     price_per_kwh: 0.0          # cluster default, currency per kWh (0 = energy not priced)
     pue: 1.0                    # cluster default power usage effectiveness (>= 1)
+    placement: physical         # physical (default) | ideal: every placement runs consolidated
     nodes:
       - {count: 5, gpu: V100, gpus_per_node: 4, name_prefix: v100-}
       - {count: 5, gpu: P100, gpus_per_node: 4, price_per_kwh: 0.2, pue: 1.33}
@@ -21,6 +22,9 @@ a neutral default, since any real price is site-specific), ``pue`` is 1.0 (no fa
 A node group that leaves them out inherits the cluster's values. Node names are ``name_prefix``
 (default: the lower-case model name and ``-``) followed by a counter per prefix, from 0, so
 groups may share a prefix; or ``names`` lists one name per node.
+
+``placement: ideal`` models a cluster without placement effects, as Gavel's simulator does: a job spread over
+several nodes still runs at its consolidated rate (``physical``, the default, uses the unconsolidated rate).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -111,6 +115,7 @@ class ClusterSpec(BaseModel):
     source: str = ""
     price_per_kwh: float = Field(default=0.0, ge=0)
     pue: float = Field(default=1.0, ge=1.0)
+    placement: Literal["physical", "ideal"] = "physical"
     nodes: list[NodeGroup] = Field(min_length=1)
 
     @field_validator("price_per_kwh", "pue")

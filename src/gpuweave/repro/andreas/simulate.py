@@ -19,6 +19,7 @@ from gpuweave.andreas.catalog import CostCatalog, cost_catalog_for, load_profile
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.policies import make_policy
 from gpuweave.cluster.policies.andreas_adapter import AndreasPolicyBase
+from gpuweave.cluster.run import gpu_power
 from gpuweave.cluster.simulator import Simulator
 
 
@@ -117,16 +118,6 @@ class RunResult:
             "calls": len(self.calls),
             "opt_ms_mean": float(t.mean() * 1e3) if t.size else float("nan"),
         }
-
-
-def gpu_power(nodes) -> dict[str, tuple[float, float]]:
-    from gpuweave.hardware.catalog import get_gpu
-
-    out = {}
-    for nd in nodes:
-        g = get_gpu(nd.gpu_model)
-        out[nd.gpu_model] = (g.power_idle_w, g.power_max_w)
-    return out
 
 
 def run_policy(

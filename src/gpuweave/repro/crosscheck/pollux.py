@@ -31,6 +31,7 @@ import numpy as np
 from gpuweave.cluster.config import SimulationConfig
 from gpuweave.cluster.run import simulate
 from gpuweave.errors import InputError
+from gpuweave.repro.crosscheck.correlation import PEARSON, SPEARMAN, per_job_correlations
 from gpuweave.repro.registry import ComparisonRow
 from gpuweave.workload.pollux import load_pollux_job_model
 from gpuweave.workload.traces.pollux import read_pollux_workload
@@ -67,26 +68,6 @@ class JobTimes:
             "median JCT": float(np.median(jcts)),
             "makespan": float(max(ends) - min(self.arrival[j] for j in self.jct)),
         }
-
-
-def _ranks(values: np.ndarray) -> np.ndarray:
-    """Ranks 1..n, ties given their average rank."""
-    order = np.argsort(values, kind="stable")
-    ranks = np.empty(len(values), dtype=float)
-    ranks[order] = np.arange(1, len(values) + 1)
-    for value in np.unique(values):
-        tied = values == value
-        if tied.sum() > 1:
-            ranks[tied] = ranks[tied].mean()
-    return ranks
-
-
-def per_job_correlations(ours: list[float], peer: list[float]) -> tuple[float, float]:
-    """Pearson and Spearman correlation of two equally ordered per-job series."""
-    a, b = np.asarray(ours, dtype=float), np.asarray(peer, dtype=float)
-    if len(a) < 2:
-        return float("nan"), float("nan")
-    return float(np.corrcoef(a, b)[0, 1]), float(np.corrcoef(_ranks(a), _ranks(b))[0, 1])
 
 
 def _peer_results(data_dir: Path) -> list[tuple[str, str, dict[str, dict[str, float]]]]:
@@ -145,8 +126,8 @@ def compare(experiment: str, ours: JobTimes, peer_jct: dict[str, float], note: s
     rows = [ComparisonRow(experiment, name, theirs[name], ours_metrics[name], "s", note) for name in theirs]
     jobs = sorted(peer_jct)
     pearson, spearman = per_job_correlations([mine.jct[j] for j in jobs], [peer.jct[j] for j in jobs])
-    rows.append(ComparisonRow(experiment, "per-job Pearson", None, pearson, "", f"JCTs of {len(jobs)} jobs"))
-    rows.append(ComparisonRow(experiment, "per-job Spearman", None, spearman, "", f"JCTs of {len(jobs)} jobs"))
+    rows.append(ComparisonRow(experiment, PEARSON, None, pearson, "", f"JCTs of {len(jobs)} jobs"))
+    rows.append(ComparisonRow(experiment, SPEARMAN, None, spearman, "", f"JCTs of {len(jobs)} jobs"))
     return rows
 
 
