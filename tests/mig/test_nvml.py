@@ -175,6 +175,14 @@ def test_mig_mode_off_and_no_permission_are_refused(nvml_stub, tmp_path):
     assert live_at_exit(log) == "exit live_gi=0 live_ci=0"
 
 
+def test_check_runs_only_the_read_only_preflight(nvml_stub, tmp_path):
+    path = write_schedule(tmp_path, "H100")
+    proc, log = nvml_stub.cli(["mig", "run", str(path), "--check"], tmp_path / "stub.log", gpu="H100")
+    assert proc.returncode == 0, proc.stderr
+    assert "GPU 0 (NVIDIA H100 80GB HBM3): MIG on, H100 placements, no instances: ready" in proc.stdout
+    assert log == ["init", "shutdown", "exit live_gi=0 live_ci=0"]
+
+
 def test_mig_device_lookup_survives_an_invalidated_handle(nvml_stub, tmp_path):
     path = write_schedule(tmp_path)
     proc, log = nvml_stub.cli(["mig", "run", str(path)], tmp_path / "stub.log", stale=1)

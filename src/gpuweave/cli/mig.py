@@ -148,6 +148,7 @@ def run(
     ),
     out: Optional[Path] = typer.Option(None, "--out", help="Write planned vs measured times (CSV) here."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the NVML calls the run would make; touch no GPU."),
+    check: bool = typer.Option(False, "--check", help="Only the read-only pre-flight of the GPU; create nothing."),
     clean_existing: bool = typer.Option(
         False, "--clean-existing", help="Destroy MIG instances already on the GPU instead of refusing to run."
     ),
@@ -172,6 +173,14 @@ def run(
             typer.echo(line)
         return
     nvml = load_nvml()
+    if check:
+        from gpuweave.mig.nvml_preflight import check_gpu
+
+        device = check_gpu(nvml, schedule.gpu, gpu_index)
+        typer.echo(
+            f"GPU {device.index} ({device.name}): MIG on, {device.geometry.name} placements, no instances: ready"
+        )
+        return
     result = execute_schedule(schedule, nvml, gpu_index=gpu_index, commands=commands, clean_existing=clean_existing)
     print_timings(result)
     if out is not None:

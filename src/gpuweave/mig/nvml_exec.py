@@ -51,6 +51,7 @@ from gpuweave.mig.nvml_preflight import (
     preflight,
 )
 from gpuweave.mig.schedule import Schedule
+from gpuweave.mig.validate import check_schedule
 
 __all__ = ["ExecutionResult", "NvmlUnavailable", "TaskTiming", "dry_run_calls", "execute_schedule", "load_nvml"]
 
@@ -172,8 +173,6 @@ def _commands(schedule: Schedule, commands: dict[str, str | None] | None) -> dic
 
 
 def _check_runnable(schedule: Schedule) -> None:
-    from gpuweave.mig.validate import check_schedule
-
     check_schedule(schedule)
     if schedule.gpus != 1:
         raise InputError(

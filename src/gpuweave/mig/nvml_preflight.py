@@ -305,3 +305,15 @@ def preflight(nvml: Any, schedule_gpu: str, index: int, *, clean_existing: bool 
         for size in geometry.sizes
     }
     return MigDevice(index, handle, name, geometry, profiles)
+
+
+def check_gpu(nvml: Any, schedule_gpu: str, index: int) -> MigDevice:
+    """The read-only pre-flight on its own (``gpuweave mig run --check``): init, check, shut down."""
+    nvml_call(nvml, "nvmlInit", nvml.nvmlInit)
+    try:
+        return preflight(nvml, schedule_gpu, index)
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except nvml.NVMLError:
+            pass
