@@ -127,7 +127,8 @@ def test_failed_compute_instance_leaves_no_gpu_instance(nvml_stub, tmp_path):
         assert not [line for line in log if line.startswith("after-shutdown")]
 
 
-def test_ctrl_c_kills_tasks_and_destroys_instances(nvml_stub, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_kills_tasks_and_destroys_instances(nvml_stub, tmp_path, sig):
     pids = tmp_path / "pids"
     path = write_schedule(tmp_path, command=lambda t: f"echo $$ >> {pids}; exec sleep 60")
     log = tmp_path / "stub.log"
@@ -136,9 +137,9 @@ def test_ctrl_c_kills_tasks_and_destroys_instances(nvml_stub, tmp_path):
     while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert pids.exists(), "no task started"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2 and "interrupted (Ctrl-C)" in err, err
+    assert proc.returncode == 2 and "interrupted (Ctrl-C or SIGTERM)" in err, err
     lines = log.read_text().splitlines()
     assert any(line.startswith("destroy-gi") for line in lines)
     assert live_at_exit(lines) == "exit live_gi=0 live_ci=0"

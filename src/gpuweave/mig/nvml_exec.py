@@ -262,10 +262,12 @@ def execute_schedule(
         device = preflight(nvml, schedule.gpu, gpu_index, clean_existing=clean_existing)
         execution = _Execution(nvml, device, cmd_of, shell, schedule)
         try:
-            execution.run(_lifetimes(schedule))
+            with _sigterm_as_interrupt():
+                execution.run(_lifetimes(schedule))
         finally:
-            workers_stopped = execution.stop()
-            execution.destroy_remaining()
+            with _signals_deferred():
+                workers_stopped = execution.stop()
+                execution.destroy_remaining()
         return execution.result()
     finally:
         if workers_stopped:  # NVML must outlive every thread that may still call it
@@ -275,17 +277,35 @@ def execute_schedule(
                 pass  # shutdown errors must not hide the result
 
 
+def _raise_interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 @contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Ignore Ctrl-C while instances are being destroyed (a second Ctrl-C must not leave them on the GPU)."""
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (kill, a batch system's timeout) stops the run like Ctrl-C, so its instances are destroyed too."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Ignore Ctrl-C and SIGTERM while the run winds down (a second one must not leave instances on the GPU)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 class _Execution:
@@ -300,7 +320,6 @@ class _Execution:
         self.live: list[_Instance] = []
         self.procs: set[subprocess.Popen] = set()
         self.abort = threading.Event()
-        self.interrupted = False
         self.threads: list[threading.Thread] = []
         self.survivors: list[_Instance] = []
         self.t0 = time.perf_counter()
@@ -317,9 +336,8 @@ class _Execution:
             while any(th.is_alive() for th in self.threads):
                 time.sleep(POLL_S)  # a sleep, not join(): Ctrl-C reaches the main thread at once
         except KeyboardInterrupt:
-            self.interrupted = True
             self.fail(
-                NvmlUnavailable("interrupted (Ctrl-C): running tasks were killed and the MIG instances destroyed")
+                NvmlUnavailable("interrupted (Ctrl-C or SIGTERM): running tasks were killed, MIG instances destroyed")
             )
 
     def fail(self, exc: BaseException) -> None:
@@ -347,17 +365,17 @@ class _Execution:
         """Wait for the worker threads to stop; True when all did (then NVML may be shut down)."""
         deadline = time.monotonic() + WORKER_STOP_S
         for th in self.threads:
-            th.join(max(0.0, deadline - time.monotonic()))
+            if th.ident is not None:  # Ctrl-C may come before every thread is started
+                th.join(max(0.0, deadline - time.monotonic()))
         return not any(th.is_alive() for th in self.threads)
 
     def destroy_remaining(self) -> None:
         """Destroy every instance still tracked (plan's last instances, or all after an error); report survivors."""
-        with _signals_deferred():
-            for inst in list(self.live):
-                try:
-                    self.destroy(inst)
-                except NvmlUnavailable:
-                    self.survivors.append(inst)
+        for inst in list(self.live):
+            try:
+                self.destroy(inst)
+            except NvmlUnavailable:
+                self.survivors.append(inst)
         if self.survivors:
             commands = [c for inst in self.survivors for c in inst.removal_commands(self.device.index)]
             print(f"{len(self.survivors)} MIG instance(s) could not be destroyed; remove them with:", file=sys.stderr)
