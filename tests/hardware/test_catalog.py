@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from gpuweave.errors import InputError
-from gpuweave.hardware import CANONICAL_NAMES, all_gpus, canonical_gpu_name, get_gpu, get_mig_geometry
+from gpuweave.hardware import (
+    CANONICAL_NAMES,
+    all_gpus,
+    canonical_gpu_name,
+    get_gpu,
+    get_mig_geometry,
+    gpu_from_nvml_name,
+)
 from gpuweave.hardware.catalog import CATALOG_FILE, load_catalog
 
 
@@ -85,6 +92,7 @@ def test_mig_capable_models_and_geometry_sharing():
         "A100-40GB": "A100",
         "A100-80GB": "A100",
         "H100-80GB": "H100",
+        "H100-NVL": "H100",
         "H200": "H100",
         "B200": "H100",
     }
@@ -163,3 +171,25 @@ power_idle_w = "c"
 def test_bad_catalog_not_toml(tmp_path):
     with pytest.raises(InputError, match="not valid TOML"):
         load_catalog(_write_catalog(tmp_path, "[gpu\n"))
+
+
+@pytest.mark.parametrize(
+    "nvml_name, model",
+    [
+        ("NVIDIA A100-SXM4-40GB", "A100-40GB"),
+        ("NVIDIA A100-SXM4-80GB", "A100-80GB"),
+        ("NVIDIA A100 80GB PCIe", "A100-80GB"),
+        ("NVIDIA H100 80GB HBM3", "H100-80GB"),
+        ("NVIDIA H100 NVL", "H100-NVL"),
+        ("NVIDIA H200", "H200"),
+        ("NVIDIA A30", "A30"),
+        ("NVIDIA B200", "B200"),
+        ("Tesla T4", "T4"),
+    ],
+)
+def test_nvml_device_names_resolve(nvml_name, model):
+    assert gpu_from_nvml_name(nvml_name).name == model
+
+
+def test_unknown_nvml_name_is_none():
+    assert gpu_from_nvml_name("NVIDIA GeForce GTX 1080") is None

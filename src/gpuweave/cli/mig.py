@@ -147,9 +147,18 @@ def run(
         None, "--tasks", help="TASKS.csv with a command column (else commands from the JSON)."
     ),
     out: Optional[Path] = typer.Option(None, "--out", help="Write planned vs measured times (CSV) here."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the NVML calls the run would make; touch no GPU."),
+    check: bool = typer.Option(False, "--check", help="Only the read-only pre-flight of the GPU; create nothing."),
+    clean_existing: bool = typer.Option(
+        False, "--clean-existing", help="Destroy MIG instances already on the GPU instead of refusing to run."
+    ),
 ) -> None:
-    """Execute a schedule on a real MIG GPU (Algorithm 3) and compare planned with measured times."""
-    from gpuweave.mig.nvml_exec import execute_schedule, load_nvml, print_timings
+    """Execute a schedule on a real MIG GPU (Algorithm 3) and compare planned with measured times.
+
+    A pre-flight refuses (exit 2) when MIG mode is off, permissions are missing, instances already exist or the
+    GPU's MIG geometry differs from the schedule's; every instance is destroyed on errors and on Ctrl-C.
+    """
+    from gpuweave.mig.nvml_exec import dry_run_calls, execute_schedule, load_nvml, print_timings
     from gpuweave.mig.schedule import read_schedule_json
 
     schedule = read_schedule_json(schedule_file)
@@ -159,8 +168,20 @@ def run(
 
         prob = read_tasks_csv(tasks, schedule.gpu)
         commands = dict(zip(prob.names, prob.commands or [None] * prob.n))
+    if dry_run:
+        for line in dry_run_calls(schedule, gpu_index=gpu_index, commands=commands):
+            typer.echo(line)
+        return
     nvml = load_nvml()
-    result = execute_schedule(schedule, nvml, gpu_index=gpu_index, commands=commands)
+    if check:
+        from gpuweave.mig.nvml_preflight import check_gpu
+
+        device = check_gpu(nvml, schedule.gpu, gpu_index)
+        typer.echo(
+            f"GPU {device.index} ({device.name}): MIG on, {device.geometry.name} placements, no instances: ready"
+        )
+        return
+    result = execute_schedule(schedule, nvml, gpu_index=gpu_index, commands=commands, clean_existing=clean_existing)
     print_timings(result)
     if out is not None:
         typer.echo(f"wrote {result.write_csv(out)}")

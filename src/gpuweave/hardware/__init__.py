@@ -23,6 +23,7 @@ _EXPORTS = {
         "canonical_gpu_name",
         "get_gpu",
         "get_mig_geometry",
+        "gpu_from_nvml_name",
         "mig_geometries",
     ),
     "cluster_spec": ("ClusterSpec", "Node", "NodeGroup", "bundled_clusters", "load_cluster", "make_cluster"),
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
         canonical_gpu_name,
         get_gpu,
         get_mig_geometry,
+        gpu_from_nvml_name,
         mig_geometries,
     )
     from gpuweave.hardware.cluster_spec import (
@@ -97,6 +99,7 @@ __all__ = [
     "get_gpu",
     "get_mig_geometry",
     "get_partition",
+    "gpu_from_nvml_name",
     "is_valid_partition",
     "load_cluster",
     "make_cluster",

@@ -6,7 +6,9 @@ model with its numbers, each traceable to a source. All numbers live in the pack
 
 Lookup rule: names are case-insensitive and ignore spaces, ``-`` and ``_``; each model also lists
 aliases (``"A100"`` means ``"A100-40GB"``, as in the FAR paper; ``"H100"`` means ``"H100-80GB"``;
-ANDREAS' code names ``"TESLA"``/``"TURING"`` mean V100/T4).
+ANDREAS' code names ``"TESLA"``/``"TURING"`` mean V100/T4). The names NVML reports
+(``nvmlDeviceGetName``: "NVIDIA A100-SXM4-40GB", "NVIDIA H100 80GB HBM3", "NVIDIA A30") resolve through
+:func:`gpu_from_nvml_name`, which drops the vendor prefix and looks the rest up as an alias.
 
 Complexity: the file is parsed once (O(file size)) and cached; a lookup is one dict access.
 """
@@ -37,6 +39,7 @@ CANONICAL_NAMES = (
     "A100-40GB",
     "A100-80GB",
     "H100-80GB",
+    "H100-NVL",
     "H200",
     "B200",
     "TITAN-RTX",
@@ -195,6 +198,21 @@ def canonical_gpu_name(name: str) -> str:
 def get_gpu(name: str) -> GpuModel:
     """The catalog entry for a GPU name or alias (case-insensitive); InputError if unknown."""
     return _bundled().gpus[canonical_gpu_name(name)]
+
+
+NVML_VENDOR_PREFIXES = ("NVIDIA ", "Tesla ")
+
+
+def gpu_from_nvml_name(nvml_name: str) -> GpuModel | None:
+    """The catalog model of the name NVML reports for a device ("NVIDIA H100 NVL"), or None if not listed."""
+    catalog = _bundled()
+    name = nvml_name.strip()
+    candidates = [name] + [name[len(p) :] for p in NVML_VENDOR_PREFIXES if name.startswith(p)]
+    for candidate in candidates:
+        found = catalog.index.get(normalize_name(candidate))
+        if found is not None:
+            return catalog.gpus[found]
+    return None
 
 
 def mig_geometries() -> dict[str, MigGeometry]:

@@ -4,64 +4,62 @@ Problem. Turn a planned schedule into real MIG instances and processes, and meas
 Algorithm 3, one thread per instance lifetime (a tree node for FAR): it waits until every earlier
 lifetime whose slices overlap its own has been destroyed (for a FAR tree: its parent), creates the GPU
 instance at the planned placement (``nvmlDeviceCreateGpuInstanceWithPlacement``; the placement is in
-memory slices, ``data/nvml_profiles.toml``) and a full compute instance
+memory slices, ``data/nvml_profiles.toml``, and goes to C by pointer) and a full compute instance
 (``nvmlGpuInstanceCreateComputeInstance``), runs its tasks one after another with
 ``CUDA_VISIBLE_DEVICES`` set to the MIG device UUID, logs each task's start and end relative to the
 common start, and destroys the instance (compute instance, then GPU instance; "in use" is retried
 as the authors' C++ tool does). No global lock: the driver serialises reconfiguration itself.
-Instances the plan never destroys are destroyed after the run (cleanup, not timed).
 
-``pynvml`` (package nvidia-ml-py) is imported lazily; without it, without a MIG-enabled GPU or
-without permission the run is refused with one clear line (exit 2). Planned vs measured end times
-are reported like the paper's Table 3: deviation = (measured - planned) / measured * 100.
+Safety. The GPU is checked first (:func:`gpuweave.mig.nvml_preflight.preflight`). Every instance is
+tracked from the moment NVML returns it (a GPU instance before its compute instance exists), and a
+``finally`` destroys whatever is left -- after an error in any thread, on Ctrl-C (the task process
+groups are killed first) and for the instances the plan keeps to the end (cleanup, not timed). An
+instance that cannot be destroyed is reported with the ``nvidia-smi`` commands that remove it.
+``nvmlShutdown`` runs only once every worker thread has stopped. ``dry_run_calls`` lists the NVML
+calls a run would make, without NVML.
+
+Planned vs measured end times are reported like the paper's Table 3:
+deviation = (measured - planned) / measured * 100.
 Complexity: one thread per lifetime; wall time = the real execution.
 """
 
 from __future__ import annotations
 
 import csv
+import ctypes
 import os
+import signal
 import subprocess
+import sys
 import threading
 import time
-import tomllib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Iterator
 
 from gpuweave.errors import InputError
 from gpuweave.hardware.catalog import get_mig_geometry
 from gpuweave.hardware.mig import Placement
+from gpuweave.mig.nvml_preflight import (
+    MigDevice,
+    NvmlUnavailable,
+    destroy_with_retries,
+    load_nvml,
+    nvml_call,
+    nvml_profiles,
+    preflight,
+)
 from gpuweave.mig.schedule import Schedule
+from gpuweave.mig.validate import check_schedule
 
-NVML_ERROR_NO_PERMISSION = 4
-NVML_ERROR_NOT_SUPPORTED = 3
-NVML_ERROR_IN_USE = 19
-DESTROY_RETRIES = 200
-DESTROY_RETRY_S = 0.05
+__all__ = ["ExecutionResult", "NvmlUnavailable", "TaskTiming", "dry_run_calls", "execute_schedule", "load_nvml"]
 
-
-class NvmlUnavailable(InputError):
-    """No usable MIG GPU: pynvml missing, no such GPU, MIG off, or no permission."""
-
-
-def load_nvml() -> Any:
-    """Import pynvml (nvidia-ml-py) lazily; refuse clearly when it is not installed."""
-    try:
-        import pynvml  # type: ignore[import-not-found]
-    except ImportError:
-        raise NvmlUnavailable(
-            "nvidia-ml-py is not installed, so no MIG GPU can be driven (pip install 'gpuweave[gpu]'); "
-            "plan and validate work without it"
-        ) from None
-    return pynvml
-
-
-@cache
-def _profiles() -> dict:
-    return tomllib.loads(resources.files("gpuweave.mig").joinpath("data").joinpath("nvml_profiles.toml").read_text())
+KILL_GRACE_S = 3.0  # SIGTERM to a task's process group, then SIGKILL after this
+WORKER_STOP_S = 60.0  # how long to wait for worker threads to stop before cleaning up without them
+LOOKUP_ATTEMPTS = 20  # MIG device scans before giving up (instances of other threads come and go meanwhile)
+LOOKUP_RETRY_S = 0.05
+POLL_S = 0.1
 
 
 @dataclass(slots=True)
@@ -130,7 +128,7 @@ class ExecutionResult:
 class _Lifetime:
     placement: Placement
     create_at: float
-    destroy: bool
+    destroy_at: float | None
     initial: bool
     tasks: list = field(default_factory=list)
     deps: list[_Lifetime] = field(default_factory=list)
@@ -142,17 +140,17 @@ def _lifetimes(schedule: Schedule) -> list[_Lifetime]:
     per_place: dict[tuple[int, int], list[_Lifetime]] = {}
     lives: list[_Lifetime] = []
     for i in schedule.initial_instances:
-        life = _Lifetime(geom.placement(i.size, i.start_slice), -1.0, False, True)
+        life = _Lifetime(geom.placement(i.size, i.start_slice), -1.0, None, True)
         per_place.setdefault((i.size, i.start_slice), []).append(life)
         lives.append(life)
     for o in sorted(schedule.operations, key=lambda o: (o.start, o.op != "destroy")):
         key = (o.size, o.start_slice)
         if o.op == "create":
-            life = _Lifetime(geom.placement(o.size, o.start_slice), o.start, False, False)
+            life = _Lifetime(geom.placement(o.size, o.start_slice), o.start, None, False)
             per_place.setdefault(key, []).append(life)
             lives.append(life)
         else:
-            per_place[key][-1].destroy = True
+            per_place[key][-1].destroy_at = o.start
     for t in sorted(schedule.tasks, key=lambda t: t.start):
         cands = per_place[(t.size, t.start_slice)]
         host = [life for life in cands if life.create_at <= t.start + 1e-9][-1]
@@ -163,18 +161,87 @@ def _lifetimes(schedule: Schedule) -> list[_Lifetime]:
     return lives
 
 
-def _call(nvml: Any, what: str, fn: Callable, *args: Any) -> Any:
-    try:
-        return fn(*args)
-    except nvml.NVMLError as exc:  # type: ignore[attr-defined]
-        code = getattr(exc, "value", None)
-        if code == NVML_ERROR_NO_PERMISSION:
-            raise NvmlUnavailable(
-                f"{what}: no permission (MIG management needs root or the mig/config capability)"
-            ) from None
-        if code == NVML_ERROR_NOT_SUPPORTED:
-            raise NvmlUnavailable(f"{what}: not supported on this GPU (not MIG-capable?)") from None
-        raise NvmlUnavailable(f"{what} failed: {exc}") from None
+def _commands(schedule: Schedule, commands: dict[str, str | None] | None) -> dict[str, str]:
+    """Each task's command (``commands`` first, then the schedule's); InputError naming the tasks without one."""
+    cmd_of = {t.task: (commands or {}).get(t.task) or t.command for t in schedule.tasks}
+    missing = [n for n, c in cmd_of.items() if not c]
+    if missing:
+        raise InputError(
+            f"{len(missing)} task(s) have no command (add a 'command' column to TASKS.csv): {', '.join(missing[:5])}"
+        )
+    return {n: str(c) for n, c in cmd_of.items()}
+
+
+def _check_runnable(schedule: Schedule) -> None:
+    check_schedule(schedule)
+    if schedule.gpus != 1:
+        raise InputError(
+            f"the executor drives one GPU; this schedule uses {schedule.gpus} (split it per GPU)", field="gpus"
+        )
+
+
+def dry_run_calls(
+    schedule: Schedule, *, gpu_index: int = 0, commands: dict[str, str | None] | None = None
+) -> list[str]:
+    """The NVML calls (and task starts) a run of ``schedule`` would make, in planned order; touches no GPU."""
+    _check_runnable(schedule)
+    cmd_of = _commands(schedule, commands)
+    table = nvml_profiles()[get_mig_geometry(schedule.gpu).name]
+    lines = [
+        "nvmlInit()",
+        f"pre-flight (read-only): nvmlDeviceGetHandleByIndex({gpu_index}), nvmlDeviceGetName, nvmlDeviceGetMigMode, "
+        "nvmlDeviceGetGpuInstanceProfileInfo + nvmlDeviceGetGpuInstancePossiblePlacements_v2 per profile, "
+        "nvmlDeviceGetGpuInstances per profile",
+    ]
+    events: list[tuple[float, int, str]] = []
+    for life in _lifetimes(schedule):
+        p, row = life.placement, table[str(life.placement.size)]
+        at = max(life.create_at, 0.0)
+        events.append(
+            (
+                at,
+                1,
+                f"nvmlDeviceCreateGpuInstanceWithPlacement(device, id of {row['gi_profile']}, "
+                f"byref(placement start={p.start} size={row['memory_slices']}))  # {p.size}g at S{p.start}",
+            )
+        )
+        events.append(
+            (
+                at,
+                2,
+                f"nvmlGpuInstanceCreateComputeInstance(gi, id of {row['ci_profile']}); "
+                "MIG UUID via nvmlDeviceGetMigDeviceHandleByIndex + nvmlDeviceGetUUID",
+            )
+        )
+        events += [(t.start, 3, f"run {t.task} on {p.size}g at S{p.start}: {cmd_of[t.task]}") for t in life.tasks]
+        end = f"t={life.destroy_at:.3f}" if life.destroy_at is not None else "cleanup"
+        destroy_at = life.destroy_at if life.destroy_at is not None else schedule.makespan
+        events.append(
+            (
+                destroy_at,
+                0,
+                f'nvmlComputeInstanceDestroy(ci) then nvmlGpuInstanceDestroy(gi), "in use" '
+                f"retried  # {p.size}g at S{p.start}, {end}",
+            )
+        )
+    lines += [f"t={at:9.3f}  {line}" for at, _order, line in sorted(events, key=lambda e: (e[0], e[1]))]
+    lines.append("nvmlShutdown()")
+    return lines
+
+
+@dataclass(slots=True)
+class _Instance:
+    """A MIG instance this run created: tracked from the moment its GPU instance exists."""
+
+    placement: Placement
+    gi: Any
+    gi_id: int | None = None
+    ci: Any = None
+
+    def removal_commands(self, gpu_index: int) -> list[str]:
+        gi = "<id: sudo nvidia-smi mig -lgi>" if self.gi_id is None else str(self.gi_id)
+        dci = [f"sudo nvidia-smi mig -i {gpu_index} -gi {gi} -dci"] if self.ci is not None else []
+        return dci + [f"sudo nvidia-smi mig -i {gpu_index} -gi {gi} -dgi"]
 
 
 def execute_schedule(
@@ -184,183 +251,262 @@ def execute_schedule(
     gpu_index: int = 0,
     commands: dict[str, str | None] | None = None,
     shell: str = "/bin/bash",
+    clean_existing: bool = False,
 ) -> ExecutionResult:
-    """Run ``schedule`` on GPU ``gpu_index`` with the NVML module ``nvml`` (pynvml or a fake)."""
-    from gpuweave.mig.validate import check_schedule
-
-    check_schedule(schedule)
-    if schedule.gpus != 1:
-        raise InputError(
-            f"the executor drives one GPU; this schedule uses {schedule.gpus} (split it per GPU)", field="gpus"
-        )
-    geom = get_mig_geometry(schedule.gpu)
-    table = _profiles().get(geom.name)
-    if table is None:
-        raise InputError(f"no NVML profile table for {geom.name}")
-    cmd_of = {t.task: (commands or {}).get(t.task) or t.command for t in schedule.tasks}
-    missing = [n for n, c in cmd_of.items() if not c]
-    if missing:
-        raise InputError(
-            f"{len(missing)} task(s) have no command (add a 'command' column to TASKS.csv): {', '.join(missing[:5])}"
-        )
-
-    _call(nvml, "nvmlInit", nvml.nvmlInit)
+    """Run ``schedule`` on GPU ``gpu_index`` with the NVML module ``nvml`` (pynvml); see the module doc."""
+    _check_runnable(schedule)
+    cmd_of = _commands(schedule, commands)
+    nvml_call(nvml, "nvmlInit", nvml.nvmlInit)
+    workers_stopped = True
     try:
-        count = _call(nvml, "nvmlDeviceGetCount", nvml.nvmlDeviceGetCount)
-        if not (0 <= gpu_index < count):
-            raise NvmlUnavailable(f"no GPU with index {gpu_index} ({count} GPU(s) found)")
-        device = _call(nvml, f"GPU {gpu_index}", nvml.nvmlDeviceGetHandleByIndex, gpu_index)
-        current, _pending = _call(nvml, f"MIG mode of GPU {gpu_index}", nvml.nvmlDeviceGetMigMode, device)
-        if current != getattr(nvml, "NVML_DEVICE_MIG_ENABLE", 1):
-            raise NvmlUnavailable(
-                f"MIG mode is disabled on GPU {gpu_index} (enable it: sudo nvidia-smi -i {gpu_index} -mig 1)"
-            )
-        gi_ids: dict[int, int] = {}
-        ci_ids: dict[int, int] = {}
-        for size, row in table.items():
-            info = _call(
-                nvml,
-                f"GPU instance profile {size}g",
-                nvml.nvmlDeviceGetGpuInstanceProfileInfo,
-                device,
-                getattr(nvml, row["gi_profile"]),
-            )
-            gi_ids[int(size)] = info.id
-        return _run(schedule, nvml, device, table, gi_ids, ci_ids, cmd_of, shell)
-    finally:
+        device = preflight(nvml, schedule.gpu, gpu_index, clean_existing=clean_existing)
+        execution = _Execution(nvml, device, cmd_of, shell, schedule)
         try:
-            nvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001 - shutdown errors must not hide the result
-            pass
+            with _sigterm_as_interrupt():
+                execution.run(_lifetimes(schedule))
+        finally:
+            with _signals_deferred():
+                workers_stopped = execution.stop()
+                execution.destroy_remaining()
+        return execution.result()
+    finally:
+        if workers_stopped:  # NVML must outlive every thread that may still call it
+            try:
+                nvml.nvmlShutdown()
+            except nvml.NVMLError:
+                pass  # shutdown errors must not hide the result
+
+
+def _raise_interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (kill, a batch system's timeout) stops the run like Ctrl-C, so its instances are destroyed too."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Ignore Ctrl-C and SIGTERM while the run winds down (a second one must not leave instances on the GPU)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 class _Execution:
     """One run of a schedule on one device: the state its per-lifetime threads share."""
 
-    def __init__(self, nvml, device, table, gi_ids, cmd_of, shell, timings: dict[str, TaskTiming]) -> None:
-        self.nvml, self.device, self.table, self.gi_ids = nvml, device, table, gi_ids
-        self.cmd_of, self.shell, self.timings = cmd_of, shell, timings
+    def __init__(self, nvml: Any, device: MigDevice, cmd_of: dict[str, str], shell: str, schedule: Schedule) -> None:
+        self.nvml, self.device, self.cmd_of, self.shell, self.schedule = nvml, device, cmd_of, shell, schedule
+        self.timings = {t.task: TaskTiming(t.task, t.size, t.start_slice, t.start, t.end) for t in schedule.tasks}
         self.ops: list[tuple[str, int, int, float, float]] = []
-        self.ops_lock = threading.Lock()
+        self.lock = threading.Lock()
         self.errors: list[BaseException] = []
-        self.alive: list[tuple[Any, Any]] = []
+        self.live: list[_Instance] = []
+        self.procs: set[subprocess.Popen] = set()
+        self.abort = threading.Event()
+        self.threads: list[threading.Thread] = []
+        self.survivors: list[_Instance] = []
         self.t0 = time.perf_counter()
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
 
-    def _mig_uuid(self, gi: Any, p: Placement) -> str:
-        """The UUID of the MIG device of GPU instance ``gi`` (what CUDA_VISIBLE_DEVICES takes)."""
-        nvml, device = self.nvml, self.device
-        gi_id = _call(nvml, "GPU instance info", nvml.nvmlGpuInstanceGetInfo, gi).id
-        for idx in range(_call(nvml, "max MIG devices", nvml.nvmlDeviceGetMaxMigDeviceCount, device)):
+    def run(self, lives: list[_Lifetime]) -> None:
+        """Start one thread per lifetime and wait for them; Ctrl-C aborts the run (cleanup follows in stop)."""
+        self.threads = [threading.Thread(target=self.run_lifetime, args=(life,), daemon=True) for life in lives]
+        try:
+            for th in self.threads:
+                th.start()
+            while any(th.is_alive() for th in self.threads):
+                time.sleep(POLL_S)  # a sleep, not join(): Ctrl-C reaches the main thread at once
+        except KeyboardInterrupt:
+            self.fail(
+                NvmlUnavailable("interrupted (Ctrl-C or SIGTERM): running tasks were killed, MIG instances destroyed")
+            )
+
+    def fail(self, exc: BaseException) -> None:
+        """Record the first errors and stop the run: no new instance or task starts, running tasks are killed."""
+        with self.lock:
+            self.errors.append(exc)
+        self.abort.set()
+        self.kill_tasks()
+
+    def kill_tasks(self) -> None:
+        """SIGTERM every running task's process group, SIGKILL what is left after KILL_GRACE_S."""
+        with self.lock:
+            procs = list(self.procs)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for proc in procs:
+                try:
+                    os.killpg(proc.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            deadline = time.monotonic() + KILL_GRACE_S
+            while sig == signal.SIGTERM and time.monotonic() < deadline and any(p.poll() is None for p in procs):
+                time.sleep(POLL_S)
+
+    def stop(self) -> bool:
+        """Wait for the worker threads to stop; True when all did (then NVML may be shut down)."""
+        deadline = time.monotonic() + WORKER_STOP_S
+        for th in self.threads:
+            if th.ident is not None:  # Ctrl-C may come before every thread is started
+                th.join(max(0.0, deadline - time.monotonic()))
+        return not any(th.is_alive() for th in self.threads)
+
+    def destroy_remaining(self) -> None:
+        """Destroy every instance still tracked (plan's last instances, or all after an error); report survivors."""
+        for inst in list(self.live):
+            try:
+                self.destroy(inst)
+            except NvmlUnavailable:
+                self.survivors.append(inst)
+        if self.survivors:
+            commands = [c for inst in self.survivors for c in inst.removal_commands(self.device.index)]
+            print(f"{len(self.survivors)} MIG instance(s) could not be destroyed; remove them with:", file=sys.stderr)
+            for command in commands:
+                print(f"  {command}", file=sys.stderr)
+
+    def result(self) -> ExecutionResult:
+        if self.errors:
+            raise (
+                self.errors[0]
+                if isinstance(self.errors[0], InputError)
+                else NvmlUnavailable(f"execution failed: {self.errors[0]}")
+            )
+        if self.survivors:
+            raise NvmlUnavailable(f"{len(self.survivors)} MIG instance(s) survived the run (commands above)")
+        rows = sorted(self.timings.values(), key=lambda t: t.planned_start)
+        measured = max((t.measured_end for t in rows), default=0.0)
+        return ExecutionResult(rows, self.schedule.makespan, measured, self.ops)
+
+    def _scan_mig_uuid(self, gi_id: int) -> str | None:
+        """One pass over the MIG devices; handles of instances destroyed meanwhile (or reused) are skipped."""
+        nvml, device = self.nvml, self.device.handle
+        for idx in range(nvml_call(nvml, "max MIG devices", nvml.nvmlDeviceGetMaxMigDeviceCount, device)):
             try:
                 mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(device, idx)
-            except nvml.NVMLError:
-                continue
-            if nvml.nvmlDeviceGetGpuInstanceId(mig) == gi_id:
+                if nvml.nvmlDeviceGetGpuInstanceId(mig) != gi_id:
+                    continue
                 uuid = nvml.nvmlDeviceGetUUID(mig)
-                return uuid if isinstance(uuid, str) else uuid.decode()
+                if nvml.nvmlDeviceGetGpuInstanceId(mig) != gi_id:
+                    continue  # the handle now names another instance
+            except nvml.NVMLError:
+                continue  # index past the end, or the instance went away mid-scan
+            return uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+        return None
+
+    def mig_uuid(self, inst: _Instance) -> str:
+        """The UUID of the MIG device of ``inst`` (what CUDA_VISIBLE_DEVICES takes)."""
+        for _ in range(LOOKUP_ATTEMPTS):
+            uuid = self._scan_mig_uuid(inst.gi_id)
+            if uuid is not None:
+                return uuid
+            time.sleep(LOOKUP_RETRY_S)
+        p = inst.placement
         raise NvmlUnavailable(f"no MIG device found for the new {p.size}g instance at S{p.start}")
 
-    def create(self, p: Placement) -> tuple[Any, Any, str]:
-        """Create the GPU instance and its compute instance at ``p``; log the operation."""
-        nvml = self.nvml
-        row = self.table[str(p.size)]
+    def create(self, p: Placement) -> tuple[_Instance, str]:
+        """Create the GPU instance and its compute instance at ``p``, tracked as soon as each exists; log it."""
+        nvml, profile = self.nvml, self.device.profiles[p.size]
         placement = nvml.c_nvmlGpuInstancePlacement_t()
-        placement.start = p.start
-        placement.size = row["memory_slices"]
+        placement.start, placement.size = p.start, profile.memory_slices
         a = self.now()
-        gi = _call(
+        gi = nvml_call(
             nvml,
             f"create {p.size}g instance at S{p.start}",
             nvml.nvmlDeviceCreateGpuInstanceWithPlacement,
-            self.device,
-            self.gi_ids[p.size],
-            placement,
-        )
-        ci_info = _call(
+            self.device.handle,
+            profile.gi_id,
+            ctypes.byref(placement),
+        )  # C takes a pointer
+        inst = _Instance(p, gi)
+        with self.lock:
+            self.live.append(inst)
+        inst.gi_id = nvml_call(nvml, "GPU instance info", nvml.nvmlGpuInstanceGetInfo, gi).id
+        ci_info = nvml_call(
             nvml,
             "compute instance profile",
             nvml.nvmlGpuInstanceGetComputeInstanceProfileInfo,
             gi,
-            getattr(nvml, row["ci_profile"]),
+            profile.ci_constant,
             nvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
         )
-        ci = _call(nvml, "create compute instance", nvml.nvmlGpuInstanceCreateComputeInstance, gi, ci_info.id)
-        with self.ops_lock:
+        inst.ci = nvml_call(
+            nvml,
+            f"create compute instance in {p.size}g at S{p.start}",
+            nvml.nvmlGpuInstanceCreateComputeInstance,
+            gi,
+            ci_info.id,
+        )
+        with self.lock:
             self.ops.append(("create", p.size, p.start, a, self.now()))
-            self.alive.append((gi, ci))
-        return gi, ci, self._mig_uuid(gi, p)
+        return inst, self.mig_uuid(inst)
 
-    def destroy(self, p: Placement, gi: Any, ci: Any) -> None:
-        """Destroy the instance, retrying while the driver still reports it in use; log the operation."""
-        nvml = self.nvml
-        a = self.now()
-        _call(nvml, "destroy compute instance", nvml.nvmlComputeInstanceDestroy, ci)
-        for attempt in range(DESTROY_RETRIES):
-            try:
-                nvml.nvmlGpuInstanceDestroy(gi)
-                break
-            except nvml.NVMLError as exc:
-                if getattr(exc, "value", None) != NVML_ERROR_IN_USE or attempt == DESTROY_RETRIES - 1:
-                    raise NvmlUnavailable(f"destroy {p.size}g instance at S{p.start} failed: {exc}") from None
-                time.sleep(DESTROY_RETRY_S)
-        with self.ops_lock:
-            self.ops.append(("destroy", p.size, p.start, a, self.now()))
-            self.alive.remove((gi, ci))
+    def destroy(self, inst: _Instance) -> None:
+        """Destroy the compute instance, then the GPU instance ("in use" retried); stop tracking it after."""
+        nvml, p = self.nvml, inst.placement
+        where = f"{p.size}g instance at S{p.start}"
+        if inst.ci is not None:
+            destroy_with_retries(nvml, nvml.nvmlComputeInstanceDestroy, inst.ci, f"destroy compute instance of {where}")
+            inst.ci = None
+        destroy_with_retries(nvml, nvml.nvmlGpuInstanceDestroy, inst.gi, f"destroy {where}")
+        with self.lock:
+            self.live.remove(inst)
+
+    def run_task(self, task: str, env: dict[str, str]) -> None:
+        """Run one task in its own process group (so an abort can kill all it started) and time it."""
+        tt = self.timings[task]
+        with self.lock:
+            if self.abort.is_set():
+                return
+            tt.measured_start = self.now()
+            proc = subprocess.Popen(
+                self.cmd_of[task], shell=True, executable=self.shell, env=env, start_new_session=True
+            )
+            self.procs.add(proc)
+        tt.returncode = proc.wait()
+        tt.measured_end = self.now()
+        with self.lock:
+            self.procs.discard(proc)
 
     def run_lifetime(self, life: _Lifetime) -> None:
         """Thread body: wait for the overlapping earlier lifetimes, create, run the tasks in order, destroy."""
         try:
             for dep in life.deps:
-                dep.done.wait()
-            if self.errors:
+                while not dep.done.wait(POLL_S):
+                    if self.abort.is_set():
+                        return
+            if self.abort.is_set():
                 return
-            gi, ci, uuid = self.create(life.placement)
+            inst, uuid = self.create(life.placement)
             env = dict(os.environ, CUDA_VISIBLE_DEVICES=uuid)
             for t in life.tasks:
-                tt = self.timings[t.task]
-                tt.measured_start = self.now()
-                proc = subprocess.run(self.cmd_of[t.task], shell=True, executable=self.shell, env=env)
-                tt.measured_end = self.now()
-                tt.returncode = proc.returncode
-            if life.destroy:
-                self.destroy(life.placement, gi, ci)
-        except BaseException as exc:  # noqa: BLE001 - reported after join
-            self.errors.append(exc)
+                self.run_task(t.task, env)
+            if life.destroy_at is not None and not self.abort.is_set():
+                a = self.now()
+                self.destroy(inst)
+                with self.lock:
+                    self.ops.append(("destroy", inst.placement.size, inst.placement.start, a, self.now()))
+        except BaseException as exc:  # noqa: BLE001 - reported after the threads stop
+            self.fail(exc)
         finally:
             life.done.set()
-
-    def clean_up(self) -> None:
-        """Destroy the instances the plan keeps to the end; then raise the first error of a thread, if any."""
-        for gi, ci in list(self.alive):
-            try:
-                self.nvml.nvmlComputeInstanceDestroy(ci)
-                self.nvml.nvmlGpuInstanceDestroy(gi)
-            except self.nvml.NVMLError:
-                pass
-        if self.errors:
-            err = self.errors[0]
-            if isinstance(err, InputError):
-                raise err
-            raise NvmlUnavailable(f"execution failed: {err}")
-
-
-def _run(schedule, nvml, device, table, gi_ids, ci_ids, cmd_of, shell) -> ExecutionResult:
-    """One thread per instance lifetime; a lifetime starts once the earlier ones sharing its slices are done."""
-    lives = _lifetimes(schedule)
-    timings = {t.task: TaskTiming(t.task, t.size, t.start_slice, t.start, t.end) for t in schedule.tasks}
-    execution = _Execution(nvml, device, table, gi_ids, cmd_of, shell, timings)
-    threads = [threading.Thread(target=execution.run_lifetime, args=(life,), daemon=True) for life in lives]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    execution.clean_up()
-    rows = sorted(timings.values(), key=lambda t: t.planned_start)
-    measured = max((t.measured_end for t in rows), default=0.0)
-    return ExecutionResult(rows, schedule.makespan, measured, execution.ops)
 
 
 def print_timings(result: ExecutionResult) -> None:
