@@ -1,9 +1,15 @@
 """Live runs on Ray, on the session's shared ``ray_cluster`` (tests/live/conftest.py)."""
 
 import csv
+import ipaddress
 import json
+import os
+import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -44,11 +50,84 @@ def test_cluster_lacking_a_gpu_type_is_an_input_error(ray_cluster, live_config, 
         _run(config, tmp_path, "t4")
 
 
-def test_unreachable_address_is_an_input_error(live_config, tmp_path):
-    if ray.is_initialized():
-        pytest.skip("a Ray connection is already open in this process")
-    with pytest.raises(InputError, match="cannot reach"):
-        RayExecutor("127.0.0.1:1").check_cluster([])
+def _cli(config, out, *extra) -> list[str]:
+    return [sys.executable, "-m", "gpuweave.cli", "cluster", "run", str(config), "--executor", "ray", "--out", str(out)]
+
+
+def _env() -> dict:
+    return dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
+
+
+def test_unreachable_address_is_one_line_exit_2_at_once(live_config, tmp_path):
+    """In a subprocess: this process already holds the session's Ray connection."""
+    config = live_config(TRACE[:1])
+    argv = [*_cli(config, tmp_path / "out"), "--address", "127.0.0.1:1"]
+    started = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=60)
+    assert time.monotonic() - started < 20
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "cannot reach the Ray cluster at 127.0.0.1:1" in proc.stderr
+
+
+def test_local_ray_listens_on_loopback_only(live_config, tmp_path):
+    """A run that starts its own Ray (no --address, so in a subprocess): every listening TCP socket of the run's
+    process tree, sampled while it runs, is on 127.0.0.1 or ::1 (other processes on this machine are ignored)."""
+    config = live_config([f"a,0,1,{RESNET},600", f"b,0,2,{RESNET},600"], executor={"time_scale": 400})
+    proc = subprocess.Popen(_cli(config, tmp_path / "out"), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen: dict[str, str] = {}
+    while proc.poll() is None:
+        seen.update(listening_sockets(proc.pid))
+        time.sleep(0.3)
+    out, err = proc.communicate()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert any("gcs_server" in owner for owner in seen.values()), seen  # the sampling saw Ray up
+    exposed = {address: owner for address, owner in seen.items() if not _is_loopback(address)}
+    assert not exposed
+
+
+def listening_sockets(root: int) -> dict[str, str]:
+    """``address:port`` -> owning command, for every LISTEN TCP socket held by ``root`` or its descendants."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    owners: dict[str, str] = {}
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    owners[target[8:-1]] = command
+        except OSError:  # the process ended while we looked
+            continue
+    found = {}
+    for table, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in owners:  # 0A: TCP_LISTEN
+                found[_decode_address(fields[1], family)] = owners[fields[9]]
+    return found
+
+
+def _decode_address(field: str, family: int) -> str:
+    """/proc/net/tcp's ``HEX_IP:HEX_PORT`` (the IP as 32-bit words in host byte order) as ``ip:port``."""
+    hex_ip, hex_port = field.split(":")
+    raw = bytes.fromhex(hex_ip)
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    return f"{socket.inet_ntop(family, words)}:{int(hex_port, 16)}"
+
+
+def _is_loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address.rsplit(":", 1)[0])
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback
 
 
 def test_lost_ray_node_sends_its_jobs_back_from_their_checkpoints(ray_cluster, live_config, tmp_path):

@@ -14,21 +14,24 @@ which the task polls every ``CONTROL_POLL_S``. The worker process dies with its 
 
 A Ray node that disappears is reported by :meth:`RayExecutor.lost_nodes` (its tasks fail and GCS lists it dead);
 the runtime sends its jobs back to the queue from their last checkpoint. A local Ray (no ``--address``) listens
-on 127.0.0.1 only: node address, dashboard off, metrics export and dashboard agent disabled.
+on 127.0.0.1 only (every Ray process binds the loopback address; see :func:`_loopback_only`), dashboard off.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
 import signal
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import ray
+from ray._private import ray_constants  # the local-only switch has no public API (see _loopback_only)
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from gpuweave.errors import InputError
@@ -40,8 +43,9 @@ STOP_REQUEST = "stop-request"  # the task sends SIGTERM: checkpoint and exit
 KILL_REQUEST = "kill-request"  # the task sends SIGKILL
 CONTROL_POLL_S = 0.05
 KILL_WAIT_S = 10.0
-CONNECT_TIMEOUT_S = 15.0
+CONNECT_TIMEOUT_S = 5.0
 LOOPBACK = "127.0.0.1"
+LOCAL_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
@@ -51,6 +55,49 @@ def _die_with_parent() -> None:
     prctl = getattr(_LIBC, "prctl", None)
     if prctl is not None:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _check_reachable(address: str) -> None:
+    """InputError unless something accepts a TCP connection at ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``).
+
+    Why: ``ray.init`` retries an unreachable GCS for minutes, printing its own log lines; one connection attempt
+    bounded by ``CONNECT_TIMEOUT_S`` answers at once. ``auto`` (Ray finds the cluster itself) is not probed.
+    """
+    if address in ("auto", "local"):
+        return
+    hostport = address.removeprefix("ray://")
+    host, _, port = hostport.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit():
+        raise InputError(f"Ray address {address!r} is not HOST:PORT", field="address")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise InputError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}", field="address") from None
+
+
+@contextlib.contextmanager
+def _loopback_only():
+    """While a local Ray starts: every Ray process binds 127.0.0.1 instead of all interfaces.
+
+    Ray turns a ``_node_ip_address`` of 127.0.0.1 into the machine's routable address unless its "no cluster"
+    switch (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, meant for laptops) is off; with the switch off the node's
+    address is loopback, and the GCS, raylet, object manager, agents and every worker's gRPC server listen on it
+    alone. The switch is read from the environment by the processes Ray starts, and from a constant here (read
+    when ray was imported), so both are set for the start-up and restored after it.
+    """
+    saved_env = os.environ.get(LOCAL_ONLY_ENV)
+    saved_flag = ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[LOCAL_ONLY_ENV] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
+        if saved_env is None:
+            os.environ.pop(LOCAL_ONLY_ENV, None)
+        else:
+            os.environ[LOCAL_ONLY_ENV] = saved_env
 
 
 @ray.remote(num_cpus=0, max_retries=0)
@@ -116,6 +163,7 @@ class RayExecutor(Executor):
         if self.address is None:
             self._start_local_ray(nodes)
             return
+        _check_reachable(self.address)
         try:
             ray.init(address=self.address, logging_level="ERROR", log_to_driver=False)
         except Exception as exc:  # Ray raises several types for an address it cannot reach
@@ -129,14 +177,16 @@ class RayExecutor(Executor):
         for n in nodes:
             key = f"{TYPE_LABEL}{n.gpu_model}"
             resources[key] = resources.get(key, 0) + n.num_gpus
-        ray.init(
-            _node_ip_address=LOOPBACK,
-            include_dashboard=False,
-            resources=resources,
-            num_gpus=0,
-            logging_level="ERROR",
-            log_to_driver=False,
-        )
+        with _loopback_only():
+            ray.init(
+                address="local",  # a new Ray, never one this machine already runs (ray.init's default finds it)
+                _node_ip_address=LOOPBACK,
+                include_dashboard=False,
+                resources=resources,
+                num_gpus=0,
+                logging_level="ERROR",
+                log_to_driver=False,
+            )
         self.started_ray = True
 
     def check_cluster(self, nodes: list) -> None:
