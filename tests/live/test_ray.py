@@ -24,8 +24,8 @@ from gpuweave.live.runtime import LiveRuntime  # noqa: E402
 
 RESNET = "ResNet-18 (batch size 128)"
 TRACE = [f"a,0,1,{RESNET},300", f"b,0,2,{RESNET},400", "c,40,1,A3C,200", f"d,80,1,{RESNET},200"]
-# A round of 0.4 wall seconds: every policy gets a few decisions, HadarE a few fork rounds, each run ~2 s.
-FAST = {"round_length": 600, "executor": {"time_scale": 1500}}
+# A round of 0.4 wall seconds: every policy gets a few decisions, HadarE a few fork rounds, each run ~1 s.
+FAST = {"round_length": 1600, "executor": {"time_scale": 4000}}
 
 
 def _run(config, tmp_path, name):
@@ -72,7 +72,7 @@ def test_unreachable_address_is_one_line_exit_2_at_once(live_config, tmp_path):
 def test_local_ray_listens_on_loopback_only(live_config, tmp_path):
     """A run that starts its own Ray (no --address, so in a subprocess): every listening TCP socket of the run's
     process tree, sampled while it runs, is on 127.0.0.1 or ::1 (other processes on this machine are ignored)."""
-    config = live_config([f"a,0,1,{RESNET},600", f"b,0,2,{RESNET},600"], executor={"time_scale": 400})
+    config = live_config([f"a,0,1,{RESNET},600", f"b,0,2,{RESNET},600"], executor={"time_scale": 2000})
     proc = subprocess.Popen(_cli(config, tmp_path / "out"), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen: dict[str, str] = {}
     while proc.poll() is None:
@@ -139,8 +139,8 @@ def test_lost_ray_node_sends_its_jobs_back_from_their_checkpoints(ray_cluster, l
         "name: lose-one\nnodes:\n  - {gpu: V100, gpus_per_node: 2, name_prefix: v100-}\n"
         "  - {gpu: P100, gpus_per_node: 2, name_prefix: p100-}\n"
     )
-    rows = [f"j{i},0,1,{RESNET},{2000 + 100 * i}" for i in range(4)]
-    config = live_config(rows, executor={"time_scale": 1500, "checkpoint_every": 0.2})
+    rows = [f"j{i},0,1,{RESNET},{3000 + 100 * i}" for i in range(4)]
+    config = live_config(rows, executor={"time_scale": 3000, "checkpoint_every": 0.2})
     out = tmp_path / "out"
     remover = threading.Thread(target=_remove_when_checkpointed, args=(ray_cluster, extra, out), daemon=True)
     remover.start()
