@@ -18,6 +18,7 @@ ray = pytest.importorskip("ray")
 from gpuweave.cluster.policies import policy_names  # noqa: E402
 from gpuweave.errors import InputError  # noqa: E402
 from gpuweave.live.config import load_live_config  # noqa: E402
+from gpuweave.live.launch import run_live  # noqa: E402
 from gpuweave.live.ray_executor import RayExecutor  # noqa: E402
 from gpuweave.live.results import write_live_run  # noqa: E402
 from gpuweave.live.runtime import LiveRuntime  # noqa: E402
@@ -174,3 +175,22 @@ def _remove_when_checkpointed(cluster, node, out) -> None:
             break
         time.sleep(0.05)
     cluster.remove_node(node)
+
+
+@pytest.mark.parametrize("program, message", [("missing.py", "does not exist"), ("run.yaml", "not executable")])
+def test_bad_program_is_an_input_error_before_ray_is_touched(live_config, tmp_path, program, message):
+    config = live_config(TRACE, executor={"program": program})
+    with pytest.raises(InputError, match=message):
+        run_live(config, "ray", None, tmp_path / "out")
+    assert not (tmp_path / "out" / "journal.jsonl").exists()
+
+
+def test_crashing_worker_on_ray_is_retried_then_its_job_fails_with_the_reason(ray_cluster, live_config, tmp_path):
+    rows = [f"ok,0,1,{RESNET},400,synthetic --crash-attempts 1", f"bad,0,1,{RESNET},400,synthetic --crash-attempts 9"]
+    config = live_config(rows, executor={"max_retries": 1, "time_scale": 2000})
+    summary = _run(config, tmp_path, "out")
+    assert summary["completed"] == 1
+    reason = json.loads((tmp_path / "out" / "summary.json").read_text())["failed_jobs"]["bad"]
+    assert "exited with status 3" in reason and "injected crash" in reason
+    kinds = [r["kind"] for r in csv.DictReader(open(tmp_path / "out" / "live.csv")) if r["job_id"] == "ok"]
+    assert kinds == ["start", "retry"]
