@@ -33,7 +33,7 @@ def _rows(path: Path) -> list[dict]:
 
 def test_fifo_run_writes_simulator_results_and_live_csv(live_config, tmp_path):
     out = tmp_path / "out"
-    summary = run_live(live_config(SMALL), "local", None, out)
+    summary = run_live(live_config(SMALL, executor={"time_scale": 1000}), "local", None, out)
     assert summary["completed"] == 6
     for name in ("jobs.csv", "allocations.csv", "timeseries.csv", "summary.json", "live.csv"):
         assert (out / name).is_file()
@@ -110,7 +110,7 @@ def test_cli_bad_input_is_one_line_exit_2(live_config, tmp_path):
 
 def test_runtime_killed_with_sigkill_resumes_from_its_journal(live_config, tmp_path):
     rows = [f"k{i},{i * 40},1,{RESNET},{500 + 100 * i}" for i in range(6)]
-    config = live_config(rows, executor={"time_scale": 300, "checkpoint_every": 0.3})
+    config = live_config(rows, executor={"time_scale": 600, "checkpoint_every": 0.3})
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
     argv = [sys.executable, "-m", "gpuweave.cli", "cluster", "run", str(config), "--out", str(out)]

@@ -1,32 +1,44 @@
 """Live runs on Ray, on the session's shared ``ray_cluster`` (tests/live/conftest.py)."""
 
+import csv
+import ipaddress
 import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
 ray = pytest.importorskip("ray")
 
+from gpuweave.cluster.policies import policy_names  # noqa: E402
 from gpuweave.errors import InputError  # noqa: E402
+from gpuweave.live.config import load_live_config  # noqa: E402
+from gpuweave.live.launch import run_live  # noqa: E402
 from gpuweave.live.ray_executor import RayExecutor  # noqa: E402
+from gpuweave.live.results import write_live_run  # noqa: E402
+from gpuweave.live.runtime import LiveRuntime  # noqa: E402
 
 RESNET = "ResNet-18 (batch size 128)"
 TRACE = [f"a,0,1,{RESNET},300", f"b,0,2,{RESNET},400", "c,40,1,A3C,200", f"d,80,1,{RESNET},200"]
+# A round of 0.4 wall seconds: every policy gets a few decisions, HadarE a few fork rounds, each run ~1 s.
+FAST = {"round_length": 1600, "executor": {"time_scale": 4000}}
 
 
 def _run(config, tmp_path, name):
     executor = RayExecutor(None)
-    from gpuweave.live.config import load_live_config
-    from gpuweave.live.results import write_live_run
-    from gpuweave.live.runtime import LiveRuntime
-
     runtime = LiveRuntime(load_live_config(config), executor, tmp_path / name, config_dir=config.parent)
     runtime.run()
     return write_live_run(runtime, tmp_path / name)
 
 
-@pytest.mark.parametrize("policy", ["fifo", "hadar"])  # every policy: see the report (Ray is slow here)
+@pytest.mark.parametrize("policy", policy_names())
 def test_every_policy_finishes_synthetic_jobs_on_ray(ray_cluster, live_config, tmp_path, policy):
-    config = live_config(TRACE, policy=policy, round_length=60)
+    config = live_config(TRACE, policy=policy, **FAST)
     summary = _run(config, tmp_path, policy)
     assert summary["completed"] == 4
     assert json.loads((tmp_path / policy / "summary.json").read_text())["executor"] == "ray"
@@ -39,8 +51,146 @@ def test_cluster_lacking_a_gpu_type_is_an_input_error(ray_cluster, live_config, 
         _run(config, tmp_path, "t4")
 
 
-def test_unreachable_address_is_an_input_error(live_config, tmp_path):
-    if ray.is_initialized():
-        pytest.skip("a Ray connection is already open in this process")
-    with pytest.raises(InputError, match="cannot reach"):
-        RayExecutor("127.0.0.1:1").check_cluster([])
+def _cli(config, out, *extra) -> list[str]:
+    return [sys.executable, "-m", "gpuweave.cli", "cluster", "run", str(config), "--executor", "ray", "--out", str(out)]
+
+
+def _env() -> dict:
+    return dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
+
+
+def test_unreachable_address_is_one_line_exit_2_at_once(live_config, tmp_path):
+    """In a subprocess: this process already holds the session's Ray connection."""
+    config = live_config(TRACE[:1])
+    argv = [*_cli(config, tmp_path / "out"), "--address", "127.0.0.1:1"]
+    started = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=60)
+    assert time.monotonic() - started < 20
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "cannot reach the Ray cluster at 127.0.0.1:1" in proc.stderr
+
+
+def test_local_ray_listens_on_loopback_only(live_config, tmp_path):
+    """A run that starts its own Ray (no --address, so in a subprocess): every listening TCP socket of the run's
+    process tree, sampled while it runs, is on 127.0.0.1 or ::1 (other processes on this machine are ignored)."""
+    config = live_config([f"a,0,1,{RESNET},600", f"b,0,2,{RESNET},600"], executor={"time_scale": 2000})
+    proc = subprocess.Popen(_cli(config, tmp_path / "out"), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen: dict[str, str] = {}
+    while proc.poll() is None:
+        seen.update(listening_sockets(proc.pid))
+        time.sleep(0.3)
+    out, err = proc.communicate()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert any("gcs_server" in owner for owner in seen.values()), seen  # the sampling saw Ray up
+    exposed = {address: owner for address, owner in seen.items() if not _is_loopback(address)}
+    assert not exposed
+
+
+def listening_sockets(root: int) -> dict[str, str]:
+    """``address:port`` -> owning command, for every LISTEN TCP socket held by ``root`` or its descendants."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    owners: dict[str, str] = {}
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    owners[target[8:-1]] = command
+        except OSError:  # the process ended while we looked
+            continue
+    found = {}
+    for table, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in owners:  # 0A: TCP_LISTEN
+                found[_decode_address(fields[1], family)] = owners[fields[9]]
+    return found
+
+
+def _decode_address(field: str, family: int) -> str:
+    """/proc/net/tcp's ``HEX_IP:HEX_PORT`` (the IP as 32-bit words in host byte order) as ``ip:port``."""
+    hex_ip, hex_port = field.split(":")
+    raw = bytes.fromhex(hex_ip)
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    return f"{socket.inet_ntop(family, words)}:{int(hex_port, 16)}"
+
+
+def _is_loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address.rsplit(":", 1)[0])
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback
+
+
+def test_lost_ray_node_sends_its_jobs_back_from_their_checkpoints(ray_cluster, live_config, tmp_path):
+    """A node this test adds (the only P100 one) disappears while two jobs run on it: they resume elsewhere from
+    their last checkpoint, no crash is counted, and the run completes on the remaining node."""
+    extra = ray_cluster.add_node(num_cpus=1, num_gpus=2, resources={"gpu_type:P100": 2})
+    ray_cluster.wait_for_nodes()
+    (tmp_path / "cluster.yaml").write_text(
+        "name: lose-one\nnodes:\n  - {gpu: V100, gpus_per_node: 2, name_prefix: v100-}\n"
+        "  - {gpu: P100, gpus_per_node: 2, name_prefix: p100-}\n"
+    )
+    rows = [f"j{i},0,1,{RESNET},{3000 + 100 * i}" for i in range(4)]
+    config = live_config(rows, executor={"time_scale": 3000, "checkpoint_every": 0.2})
+    out = tmp_path / "out"
+    remover = threading.Thread(target=_remove_when_checkpointed, args=(ray_cluster, extra, out), daemon=True)
+    remover.start()
+    summary = _run(config, tmp_path, "out")
+    remover.join(timeout=5)
+    assert summary["completed"] == 4
+    live = list(csv.DictReader(open(out / "live.csv")))
+    lost = [r for r in live if r["outcome"] == "node-lost"]
+    assert {r["placement"].split(":")[0] for r in lost} == {"p100-0"} and len(lost) == 2
+    records = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+    assert all(r["crashes"] == 0 for r in records if r["ev"] == "end")
+    for r in lost:  # the next attempt of a job sent back resumes from what its checkpoint held
+        again = next(x for x in records if x["ev"] == "launch" and x["job"] == r["job_id"] and x["attempt"] > 1)
+        assert again["committed"] > 0
+        assert next(x for x in live if x["job_id"] == r["job_id"] and int(x["attempt"]) > 1)["placement"].startswith(
+            "v100-0"
+        )
+
+
+def _remove_when_checkpointed(cluster, node, out) -> None:
+    """Remove ``node`` once two attempts on it (the P100 node: cluster node index 1) have saved a checkpoint."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        saved = 0
+        for status in out.glob("channels/*/*/status.json"):
+            try:
+                saved += json.loads(status.read_text())["checkpoint_steps"] > 0
+            except (ValueError, KeyError):
+                continue
+        if saved >= 4:
+            break
+        time.sleep(0.05)
+    cluster.remove_node(node)
+
+
+@pytest.mark.parametrize("program, message", [("missing.py", "does not exist"), ("run.yaml", "not executable")])
+def test_bad_program_is_an_input_error_before_ray_is_touched(live_config, tmp_path, program, message):
+    config = live_config(TRACE, executor={"program": program})
+    with pytest.raises(InputError, match=message):
+        run_live(config, "ray", None, tmp_path / "out")
+    assert not (tmp_path / "out" / "journal.jsonl").exists()
+
+
+def test_crashing_worker_on_ray_is_retried_then_its_job_fails_with_the_reason(ray_cluster, live_config, tmp_path):
+    rows = [f"ok,0,1,{RESNET},400,synthetic --crash-attempts 1", f"bad,0,1,{RESNET},400,synthetic --crash-attempts 9"]
+    config = live_config(rows, executor={"max_retries": 1, "time_scale": 2000})
+    summary = _run(config, tmp_path, "out")
+    assert summary["completed"] == 1
+    reason = json.loads((tmp_path / "out" / "summary.json").read_text())["failed_jobs"]["bad"]
+    assert "exited with status 3" in reason and "injected crash" in reason
+    kinds = [r["kind"] for r in csv.DictReader(open(tmp_path / "out" / "live.csv")) if r["job_id"] == "ok"]
+    assert kinds == ["start", "retry"]

@@ -61,6 +61,7 @@ class Attempt:
     seen_steps: int = 0
     stopping: bool = False
     crash: str = ""
+    node_lost: bool = False  # a node of the placement disappeared: the job went back to the queue
 
     @property
     def workers(self) -> list[Worker]:

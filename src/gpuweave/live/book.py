@@ -9,6 +9,7 @@ running set becomes the executor's actions. Complexity: O(jobs the decision name
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -84,6 +85,23 @@ class LiveBook(Simulator):
             self._release(js)
             del self.running[job_id]
         self.pending.pop(job_id, None)
+
+    def lose_node(self, index: int) -> list[str]:
+        """A node that disappeared: the jobs on it go back to the queue (as a preemption would send them) and its
+        GPUs leave the cluster, so policies see a node of 0 GPUs from now on. Returns the jobs sent back."""
+        hit = [js for js in self.running.values() if any(node == index for node, _ in js.placement)]
+        for js in hit:
+            self._close_segment(js)
+            self._rollback(js)
+            self._release(js)
+            del self.running[js.job.job_id]
+            self.pending[js.job.job_id] = js
+        node = self.nodes[index]
+        self.free[index] = 0
+        self.free_by_model[node.gpu_model] -= node.num_gpus
+        self.gpus_by_model[node.gpu_model] -= node.num_gpus
+        self.nodes[index] = dataclasses.replace(node, num_gpus=0)
+        return [js.job.job_id for js in hit]
 
     def advance(self, now: float) -> None:
         self._advance(max(now, self.now))

@@ -2,7 +2,7 @@
 
 A worker is one process of one job attempt on one node, holding ``gpus`` GPUs of that node's model. Executors
 differ only in where the process runs (:mod:`gpuweave.live.local`: a subprocess here; :mod:`gpuweave.live.ray_executor`:
-a process started by a Ray actor on the chosen Ray node). Progress never travels through the executor: the worker
+a process started by a Ray task on the chosen Ray node). Progress never travels through the executor: the worker
 writes it to its channel directory (:mod:`gpuweave.live.channel`).
 """
 
@@ -61,6 +61,10 @@ class Executor(ABC):
     def pid(self, handle: object) -> int | None:
         """The worker's process id where it runs on this machine (journalled for a restarted runtime)."""
         return None
+
+    def lost_nodes(self) -> list[int]:
+        """Cluster nodes found gone since the last call (their workers read as killed); each is reported once."""
+        return []
 
     def close(self) -> None:
         """Release the executor's own resources (every worker has ended)."""

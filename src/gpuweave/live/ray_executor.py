@@ -1,20 +1,37 @@
-"""The ``ray`` executor: each cluster node is a Ray node; a worker is a process started by a Ray actor there.
+"""The ``ray`` executor: each cluster node is a Ray node; a worker is a process started by a Ray task there.
 
 Placement: when the Ray cluster labels its nodes with ``gpuweave_node:<name>`` resources (the local Ray this
-executor starts without ``--address`` does), an actor asks for that resource; otherwise cluster nodes are matched,
-in order, to Ray nodes that offer ``gpu_type:<MODEL>`` resources and the actor is pinned there by node affinity.
+executor starts without ``--address`` does), a task asks for that resource; otherwise cluster nodes are matched,
+in order, to Ray nodes that offer ``gpu_type:<MODEL>`` resources and the task is pinned there by node affinity.
 Either way it also asks for ``gpu_type:<MODEL>`` and, where the node has them, Ray GPUs, whose ids become the
-worker's ``CUDA_VISIBLE_DEVICES``. A local Ray is bound to 127.0.0.1 with the dashboard off and stopped at the
-end. Progress travels through the channel files, so workers and runtime share a filesystem.
+worker's ``CUDA_VISIBLE_DEVICES``.
+
+Why tasks, not actors: a Ray actor gets a fresh Python worker process (about 0.7 s each here), a task reuses the
+node's pooled ones, so a launch costs a few milliseconds once the pool is warm. A task cannot be called, so the
+runtime's signals travel as request files in the worker's channel directory (shared filesystem, as for progress),
+which the task polls every ``CONTROL_POLL_S``. The worker process dies with its task's Ray worker (Linux
+``PR_SET_PDEATHSIG``), so a lost node leaves no stray worker writing checkpoints.
+
+A Ray node that disappears is reported by :meth:`RayExecutor.lost_nodes` (its tasks fail and GCS lists it dead);
+the runtime sends its jobs back to the queue from their last checkpoint. A local Ray (no ``--address``) listens
+on 127.0.0.1 only (every Ray process binds the loopback address; see :func:`_loopback_only`), dashboard off.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import os
 import signal
+import socket
 import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import ray
+from ray._private import ray_constants  # the local-only switch has no public API (see _loopback_only)
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from gpuweave.errors import InputError
@@ -22,63 +39,155 @@ from gpuweave.live.executor import LOG_FILE, Executor, LaunchSpec
 
 NODE_LABEL = "gpuweave_node:"
 TYPE_LABEL = "gpu_type:"
+STOP_REQUEST = "stop-request"  # the task sends SIGTERM: checkpoint and exit
+KILL_REQUEST = "kill-request"  # the task sends SIGKILL
+CONTROL_POLL_S = 0.05
+KILL_WAIT_S = 10.0
+CONNECT_TIMEOUT_S = 5.0
+LOOPBACK = "127.0.0.1"
+LOCAL_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
 
-@ray.remote(num_cpus=0, max_concurrency=4)
-class WorkerHost:
-    """Runs one worker process on its Ray node; ``wait`` returns its exit status."""
+def _die_with_parent() -> None:
+    """In the forked worker, before exec: SIGKILL when the Ray worker that started it dies (Linux only)."""
+    prctl = getattr(_LIBC, "prctl", None)
+    if prctl is not None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
-    def __init__(self, argv: list[str], env: dict[str, str], log: str, use_gpu_ids: bool) -> None:
-        env = dict(os.environ, **env)
-        ids = ray.get_gpu_ids() if use_gpu_ids else []
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in ids)
-        with open(log, "ab") as fh:
-            self.proc = subprocess.Popen(
-                argv, env=env, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-            )
 
-    def wait(self) -> int:
-        return self.proc.wait()
+def _check_reachable(address: str) -> None:
+    """InputError unless something accepts a TCP connection at ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``).
 
-    def signal(self, signum: int) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signum)
+    Why: ``ray.init`` retries an unreachable GCS for minutes, printing its own log lines; one connection attempt
+    bounded by ``CONNECT_TIMEOUT_S`` answers at once. ``auto`` (Ray finds the cluster itself) is not probed.
+    """
+    if address in ("auto", "local"):
+        return
+    hostport = address.removeprefix("ray://")
+    host, _, port = hostport.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit():
+        raise InputError(f"Ray address {address!r} is not HOST:PORT", field="address")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise InputError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}", field="address") from None
+
+
+@contextlib.contextmanager
+def _loopback_only():
+    """While a local Ray starts: every Ray process binds 127.0.0.1 instead of all interfaces.
+
+    Ray turns a ``_node_ip_address`` of 127.0.0.1 into the machine's routable address unless its "no cluster"
+    switch (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, meant for laptops) is off; with the switch off the node's
+    address is loopback, and the GCS, raylet, object manager, agents and every worker's gRPC server listen on it
+    alone. The switch is read from the environment by the processes Ray starts, and from a constant here (read
+    when ray was imported), so both are set for the start-up and restored after it.
+    """
+    saved_env = os.environ.get(LOCAL_ONLY_ENV)
+    saved_flag = ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[LOCAL_ONLY_ENV] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
+        if saved_env is None:
+            os.environ.pop(LOCAL_ONLY_ENV, None)
+        else:
+            os.environ[LOCAL_ONLY_ENV] = saved_env
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def run_worker(argv: list[str], env: dict[str, str], channel: str, use_gpu_ids: bool) -> int:
+    """Run one worker process to its end on this Ray node; forward the runtime's stop/kill requests."""
+    env = dict(os.environ, **env)
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in ray.get_gpu_ids()) if use_gpu_ids else ""
+    folder = Path(channel)
+    with open(folder / LOG_FILE, "ab") as log:
+        proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+    stopped = False
+    while True:
+        try:
+            return proc.wait(timeout=CONTROL_POLL_S)
+        except subprocess.TimeoutExpired:
+            pass
+        if (folder / KILL_REQUEST).exists():
+            os.killpg(proc.pid, signal.SIGKILL)
+        elif not stopped and (folder / STOP_REQUEST).exists():
+            stopped = True
+            os.killpg(proc.pid, signal.SIGTERM)
+
+
+@dataclass(slots=True)
+class _Target:
+    """Where a cluster node's workers go: a labelled local Ray, or a Ray node pinned by id."""
+
+    label: str = ""
+    node_id: str = ""
+    gpus: bool = False  # the Ray node offers Ray GPUs
+
+
+@dataclass(slots=True)
+class _RayWorker:
+    ref: ray.ObjectRef
+    channel: Path
+    node: int  # cluster node index
+    code: int | None = None
 
 
 class RayExecutor(Executor):
     name = "ray"
 
-    def __init__(self, address: str | None, *, ray_nodes: list[dict] | None = None) -> None:
+    def __init__(self, address: str | None) -> None:
         self.address = address
         self.started_ray = False
-        self._nodes = ray_nodes
-        self._target: dict[int, dict] = {}
+        self._target: dict[int, _Target] = {}
+        self._lost: set[int] = set()  # cluster nodes found dead, not yet reported
+        self._reported: set[int] = set()
         self.emulated = True
 
     def _connect(self, nodes: list) -> None:
         if ray.is_initialized():
             return
         if self.address is None:
-            resources = {f"{NODE_LABEL}{n.name}": n.num_gpus for n in nodes}
-            for n in nodes:
-                key = f"{TYPE_LABEL}{n.gpu_model}"
-                resources[key] = resources.get(key, 0) + n.num_gpus
-            ray.init(
-                _node_ip_address="127.0.0.1",
-                include_dashboard=False,
-                resources=resources,
-                num_gpus=0,
-                logging_level="ERROR",
-                log_to_driver=False,
-            )
-            self.started_ray = True
+            self._start_local_ray(nodes)
             return
+        _check_reachable(self.address)
         try:
             ray.init(address=self.address, logging_level="ERROR", log_to_driver=False)
         except Exception as exc:  # Ray raises several types for an address it cannot reach
             raise InputError(
                 f"cannot reach the Ray cluster at {self.address}: {exc}".splitlines()[0], field="address"
             ) from None
+
+    def _start_local_ray(self, nodes: list) -> None:
+        """One Ray node on this machine, labelled with every cluster node, reachable from this machine only."""
+        resources = {f"{NODE_LABEL}{n.name}": n.num_gpus for n in nodes}
+        for n in nodes:
+            key = f"{TYPE_LABEL}{n.gpu_model}"
+            resources[key] = resources.get(key, 0) + n.num_gpus
+        with _loopback_only():
+            ray.init(
+                address="local",  # a new Ray, never one this machine already runs (ray.init's default finds it)
+                _node_ip_address=LOOPBACK,
+                include_dashboard=False,
+                resources=resources,
+                num_gpus=0,
+                logging_level="ERROR",
+                log_to_driver=False,
+            )
+        self.started_ray = True
 
     def check_cluster(self, nodes: list) -> None:
         self._connect(nodes)
@@ -92,7 +201,7 @@ class RayExecutor(Executor):
         used: dict[str, int] = {}
         for node in nodes:
             if node.name in labelled:
-                self._target[node.index] = {"label": node.name, "gpus": False}
+                self._target[node.index] = _Target(label=node.name)
                 continue
             candidates = by_type.get(node.gpu_model, [])
             i = used.get(node.gpu_model, 0)
@@ -104,49 +213,67 @@ class RayExecutor(Executor):
                 )
             used[node.gpu_model] = i + 1
             ray_node = candidates[i]
-            self._target[node.index] = {"node_id": ray_node["NodeID"], "gpus": ray_node["Resources"].get("GPU", 0) > 0}
+            self._target[node.index] = _Target(node_id=ray_node["NodeID"], gpus=ray_node["Resources"].get("GPU", 0) > 0)
 
-    def launch(self, spec: LaunchSpec):
+    def launch(self, spec: LaunchSpec) -> _RayWorker:
         target = self._target[spec.node]
         options: dict = {"resources": {f"{TYPE_LABEL}{spec.gpu_model}": spec.gpus}}
-        if "label" in target:
-            options["resources"][f"{NODE_LABEL}{target['label']}"] = spec.gpus
+        if target.label:
+            options["resources"][f"{NODE_LABEL}{target.label}"] = spec.gpus
         else:
-            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(target["node_id"], soft=False)
-            if target["gpus"]:
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(target.node_id, soft=False)
+            if target.gpus:
                 options["num_gpus"] = spec.gpus
         spec.channel.mkdir(parents=True, exist_ok=True)
-        actor = WorkerHost.options(**options).remote(
-            list(spec.argv), spec.env, str(spec.channel / LOG_FILE), bool(target["gpus"]) and not self.emulated
+        ref = run_worker.options(**options).remote(
+            list(spec.argv), spec.env, str(spec.channel), target.gpus and not self.emulated
         )
-        return [actor, actor.wait.remote(), None]
+        return _RayWorker(ref, spec.channel, spec.node)
 
-    def exit_code(self, handle) -> int | None:
-        if handle[2] is None:
-            ready, _ = ray.wait([handle[1]], timeout=0)
+    def exit_code(self, handle: _RayWorker) -> int | None:
+        if handle.code is None:
+            ready, _ = ray.wait([handle.ref], timeout=0)
             if ready:
-                try:
-                    handle[2] = ray.get(ready[0])
-                except ray.exceptions.RayError:  # the actor or its node died: a crash
-                    handle[2] = -9
-                ray.kill(handle[0])
-        return handle[2]
+                self._collect(handle)
+        return handle.code
 
-    def terminate(self, handle) -> None:
-        if handle[2] is None:
-            handle[0].signal.remote(signal.SIGTERM)
+    def _collect(self, handle: _RayWorker, timeout: float | None = None) -> None:
+        """The task's result; a task that died with its Ray node or worker reads as killed (-9)."""
+        try:
+            handle.code = ray.get(handle.ref, timeout=timeout)
+        except ray.exceptions.GetTimeoutError:
+            return
+        except ray.exceptions.RayError:
+            handle.code = -9
+            self._note_if_lost(handle.node)
 
-    def kill(self, handle) -> None:
-        if handle[2] is None:
-            try:
-                ray.get(handle[0].signal.remote(signal.SIGKILL), timeout=10)
-            except ray.exceptions.RayError:
-                pass
-            try:
-                handle[2] = ray.get(handle[1], timeout=10)
-            except ray.exceptions.RayError:
-                handle[2] = -9
-            ray.kill(handle[0])
+    def _note_if_lost(self, node: int) -> None:
+        target = self._target[node]
+        if not target.node_id or node in self._reported:
+            return
+        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+        if target.node_id not in alive:
+            self._lost.update(i for i, t in self._target.items() if t.node_id == target.node_id)
+
+    def lost_nodes(self) -> list[int]:
+        lost = sorted(self._lost - self._reported)
+        self._reported.update(lost)
+        self._lost.clear()
+        return lost
+
+    def terminate(self, handle: _RayWorker) -> None:
+        if handle.code is None:
+            (handle.channel / STOP_REQUEST).touch()
+
+    def kill(self, handle: _RayWorker) -> None:
+        if handle.code is None:
+            (handle.channel / KILL_REQUEST).touch()
+            deadline = time.time() + KILL_WAIT_S
+            while handle.code is None and time.time() < deadline:
+                self._collect(handle, timeout=CONTROL_POLL_S * 4)
+            if handle.code is None:  # the task never answered: its node is unreachable
+                ray.cancel(handle.ref, force=True)
+                handle.code = -9
 
     def close(self) -> None:
         if self.started_ray:

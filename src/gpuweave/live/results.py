@@ -83,7 +83,7 @@ def _write_live_csv(runtime, path: Path) -> list[float]:
                 if latency is not None:
                     latencies.append(latency)
                 rate = sum(c.status.steps_per_s for c in a.copies if c.status) / scale
-                outcome = "crash" if a.crash else ("stopped" if a.stopping else "done")
+                outcome = "crash" if a.crash else "node-lost" if a.node_lost else "stopped" if a.stopping else "done"
                 w.writerow(
                     [
                         job.js.job_id,

@@ -164,6 +164,7 @@ class LiveRuntime:
                 for w in copy.workers:
                     if w.code is None:
                         w.code = self.executor.exit_code(w.handle)
+            changed = self._lose_nodes(self.executor.lost_nodes()) or changed
             self._observe(job, attempt, wall)
             self._watch_faults(job, attempt, wall)
             if attempt.ended:
@@ -215,6 +216,21 @@ class LiveRuntime:
             for w in attempt.workers:
                 self.executor.kill(w.handle)
                 w.code = self.executor.exit_code(w.handle) if w.code is None else w.code
+
+    def _lose_nodes(self, nodes: list[int]) -> bool:
+        """Nodes the executor lost: their jobs go back to the queue from their last checkpoint (no crash counted);
+        the job's workers on other nodes checkpoint and exit. True when some job was sent back (a policy event)."""
+        sent_back = False
+        for index in nodes:
+            for job_id in self.book.lose_node(index):
+                sent_back = True
+                job = self.jobs[job_id]
+                job.next_start = None
+                attempt = job.attempt
+                if attempt is not None and not attempt.crash:
+                    attempt.node_lost = True
+                    self._stop(job, attempt)
+        return sent_back
 
     # ------------------------------------------------------------------ attempt ends
     def _end_attempt(self, job: LiveJob, attempt: Attempt, wall: float) -> bool:
