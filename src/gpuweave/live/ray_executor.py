@@ -14,12 +14,11 @@ which the task polls every ``CONTROL_POLL_S``. The worker process dies with its 
 
 A Ray node that disappears is reported by :meth:`RayExecutor.lost_nodes` (its tasks fail and GCS lists it dead);
 the runtime sends its jobs back to the queue from their last checkpoint. A local Ray (no ``--address``) listens
-on 127.0.0.1 only (every Ray process binds the loopback address; see :func:`_loopback_only`), dashboard off.
+on 127.0.0.1 only (every Ray process binds the loopback address; see :mod:`gpuweave.local_ray`), dashboard off.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -31,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import ray
-from ray._private import ray_constants  # the local-only switch has no public API (see _loopback_only)
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from gpuweave.errors import InputError
 from gpuweave.live.executor import LOG_FILE, Executor, LaunchSpec
+from gpuweave.local_ray import start_local_ray
 
 NODE_LABEL = "gpuweave_node:"
 TYPE_LABEL = "gpu_type:"
@@ -44,8 +43,6 @@ KILL_REQUEST = "kill-request"  # the task sends SIGKILL
 CONTROL_POLL_S = 0.05
 KILL_WAIT_S = 10.0
 CONNECT_TIMEOUT_S = 5.0
-LOOPBACK = "127.0.0.1"
-LOCAL_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
@@ -74,30 +71,6 @@ def _check_reachable(address: str) -> None:
         socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as exc:
         raise InputError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}", field="address") from None
-
-
-@contextlib.contextmanager
-def _loopback_only():
-    """While a local Ray starts: every Ray process binds 127.0.0.1 instead of all interfaces.
-
-    Ray turns a ``_node_ip_address`` of 127.0.0.1 into the machine's routable address unless its "no cluster"
-    switch (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, meant for laptops) is off; with the switch off the node's
-    address is loopback, and the GCS, raylet, object manager, agents and every worker's gRPC server listen on it
-    alone. The switch is read from the environment by the processes Ray starts, and from a constant here (read
-    when ray was imported), so both are set for the start-up and restored after it.
-    """
-    saved_env = os.environ.get(LOCAL_ONLY_ENV)
-    saved_flag = ray_constants.ENABLE_RAY_CLUSTER
-    os.environ[LOCAL_ONLY_ENV] = "0"
-    ray_constants.ENABLE_RAY_CLUSTER = False
-    try:
-        yield
-    finally:
-        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
-        if saved_env is None:
-            os.environ.pop(LOCAL_ONLY_ENV, None)
-        else:
-            os.environ[LOCAL_ONLY_ENV] = saved_env
 
 
 @ray.remote(num_cpus=0, max_retries=0)
@@ -177,16 +150,7 @@ class RayExecutor(Executor):
         for n in nodes:
             key = f"{TYPE_LABEL}{n.gpu_model}"
             resources[key] = resources.get(key, 0) + n.num_gpus
-        with _loopback_only():
-            ray.init(
-                address="local",  # a new Ray, never one this machine already runs (ray.init's default finds it)
-                _node_ip_address=LOOPBACK,
-                include_dashboard=False,
-                resources=resources,
-                num_gpus=0,
-                logging_level="ERROR",
-                log_to_driver=False,
-            )
+        start_local_ray(resources=resources, num_gpus=0, logging_level="ERROR", log_to_driver=False)
         self.started_ray = True
 
     def check_cluster(self, nodes: list) -> None:

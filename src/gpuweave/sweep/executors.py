@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from gpuweave.errors import InputError
+from gpuweave.local_ray import start_local_ray
 
 OnDone = Callable[[int, Any], None]
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -159,9 +160,8 @@ class RayExecutor(Executor):
             else:
                 # Local workers import what this process imports (e.g. a runner defined next to a script).
                 pythonpath = os.pathsep.join(p for p in sys.path if p)
-                ray.init(
+                start_local_ray(
                     num_cpus=self.num_cpus,
-                    include_dashboard=False,
                     log_to_driver=False,
                     runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
                 )
