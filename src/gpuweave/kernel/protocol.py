@@ -9,6 +9,7 @@ type               fields                                                    ans
 =================  ========================================================  =====================
 ``register``       task_key, pid, priority (0-9), mode (share|measure)       ``register_ack``
 ``launch``         pid, tid, seq, kernel_id, t_client_ns                     ``go`` (or ``wait``)
+``done``           pid, seq, t_client_ns (kernel seq completed)              none
 ``task_begin``     pid, job_seq                                              none (logged)
 ``task_end``       pid, job_seq                                              none (logged)
 ``unregister``     pid                                                       ``unregister_ack``
@@ -18,7 +19,9 @@ type               fields                                                    ans
 
 Server answers: ``register_ack{pid, mode, profile_loaded}``, ``go{pid, seq}``, ``wait{pid, seq}`` (a
 retransmitted launch that is still queued: the server is alive, keep waiting), ``unregister_ack{pid}``,
-``pong``, ``stats_reply{...}``, ``error{code, message[, pid, seq]}``.
+``pong``, ``stats_reply{...}``, ``error{code, message[, pid, seq]}``. Unprompted, the server sends
+``gate{pid, open}`` when a client's class starts or stops being released on arrival: an open client may
+launch at once and send its ``launch`` afterwards (the C shim does; the Python client ignores it).
 
 Loss handling: the client retransmits a launch with the same ``seq`` after a timeout; the server
 deduplicates on (pid, seq) and re-sends ``go`` for a seq it already released. After k silent timeouts
@@ -68,6 +71,13 @@ class Launch:
 
 
 @dataclass(frozen=True, slots=True)
+class Done:
+    pid: int
+    seq: int
+    t_client_ns: int
+
+
+@dataclass(frozen=True, slots=True)
 class TaskMark:
     pid: int
     job_seq: int
@@ -89,7 +99,7 @@ class StatsRequest:
     pass
 
 
-Message = Register | Launch | TaskMark | Unregister | Ping | StatsRequest
+Message = Register | Launch | Done | TaskMark | Unregister | Ping | StatsRequest
 
 
 def _int(d: dict, name: str, lo: int = 0, hi: int = MAX_INT) -> int:
@@ -131,6 +141,8 @@ def decode(data: bytes) -> Message:
         return Launch(
             _int(d, "pid"), _int(d, "tid"), _int(d, "seq"), _str(d, "kernel_id", MAX_KERNEL_ID), _int(d, "t_client_ns")
         )
+    if t == "done":
+        return Done(_int(d, "pid"), _int(d, "seq"), _int(d, "t_client_ns"))
     if t == "register":
         key = _str(d, "task_key", 128)
         try:
