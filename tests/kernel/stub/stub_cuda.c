@@ -7,7 +7,7 @@
  * once the host clock passes it, and cuEventElapsedTime subtracts. Every launch is appended to $STUB_LOG
  * (one write(2), O_APPEND) as "<api> <name> g<x>,<y>,<z> b<x>,<y>,<z> t<host ns>"; graphs are named
  * "graph". cuFuncGetName returns the name given to cuModuleGetFunction (mangled), unless
- * STUB_NO_FUNCNAME=1. cuStreamIsCapturing reports "active" for streams made with flags 0x40 (a test
+ * STUB_NO_FUNCNAME=1. STUB_LAUNCH_US=n makes every launch call take n microseconds of host time. cuStreamIsCapturing reports "active" for streams made with flags 0x40 (a test
  * convention standing for a stream under capture). cuGetProcAddress(_v2) returns the stub's own entry
  * points (the _ptsz one with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), like the real driver.
  */
@@ -68,7 +68,8 @@ static void log_launch(const char *api, const char *name, unsigned gx, unsigned 
 
 static CUresult run(const char *api, const char *name, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                     unsigned bz, CUstream s) {
-    const char *per = getenv("STUB_MS_PER_BLOCK");
+    const char *per = getenv("STUB_MS_PER_BLOCK"), *host_us = getenv("STUB_LAUNCH_US");
+    if (host_us) usleep((useconds_t)atoi(host_us)); /* a slow host: launches spread over time */
     double ms = (per ? atof(per) : 2.0) * gx;
     pthread_mutex_lock(&mu);
     struct CUstream_st *st = stream_of(s);
