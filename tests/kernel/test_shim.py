@@ -407,13 +407,24 @@ def drv(built):
     inc = f"-I{CUDA_INCLUDE}"
     cc = ["cc", "-O2", inc]
     subprocess.run(
-        [*cc, "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(d / "libcuda.so.1"),
-         str(STUB_DIR / "stub_cuda.c"), "-ldl", "-pthread"],
-        check=True, timeout=60,
+        [
+            *cc,
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libcuda.so.1",
+            "-o",
+            str(d / "libcuda.so.1"),
+            str(STUB_DIR / "stub_cuda.c"),
+            "-ldl",
+            "-pthread",
+        ],
+        check=True,
+        timeout=60,
     )
     subprocess.run(
         [*cc, "-o", str(d / "drv_prog"), str(STUB_DIR / "drv_prog.c"), str(d / "libcuda.so.1"), "-ldl", "-pthread"],
-        check=True, timeout=60,
+        check=True,
+        timeout=60,
     )
     return {"dir": d, "prog": d / "drv_prog", "shim": built["shim"]}
 
@@ -422,8 +433,9 @@ def run_drv(drv, n: int, threads: int, *extra: str, timeout: float = 20.0, **env
     log = drv["dir"] / f"stub-{next(_runs)}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FIKIT_", "STUB_"))}
     env.update(LD_PRELOAD=str(drv["shim"]), LD_LIBRARY_PATH=str(drv["dir"]), STUB_LOG=str(log), **env_extra)
-    p = subprocess.run([str(drv["prog"]), str(n), str(threads), *extra], env=env, capture_output=True, text=True,
-                       timeout=timeout)
+    p = subprocess.run(
+        [str(drv["prog"]), str(n), str(threads), *extra], env=env, capture_output=True, text=True, timeout=timeout
+    )
     lines = log.read_text().splitlines() if log.exists() else []
     return p, [line.split(" ")[:4] for line in lines]
 
@@ -434,9 +446,22 @@ def test_shim_compiles_against_the_real_cuda_h(built, tmp_path):
     from gpuweave.kernel.shim import SOURCE
 
     subprocess.run(
-        ["cc", "-shared", "-fPIC", "-O2", "-Werror", "-DFIKIT_CHECK_CUDA_H", f"-I{CUDA_INCLUDE}",
-         "-o", str(tmp_path / "checked.so"), str(SOURCE), "-ldl", "-pthread"],
-        check=True, timeout=120,
+        [
+            "cc",
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-Werror",
+            "-DFIKIT_CHECK_CUDA_H",
+            f"-I{CUDA_INCLUDE}",
+            "-o",
+            str(tmp_path / "checked.so"),
+            str(SOURCE),
+            "-ldl",
+            "-pthread",
+        ],
+        check=True,
+        timeout=120,
     )
 
 
@@ -446,8 +471,9 @@ def test_every_driver_entry_point_is_gated_and_completions_reach_the_server(drv)
     with ServerThread(record_gos=True) as st:
         rec = Recorder(st)
         host, port = st.address
-        p, launched = run_drv(drv, n, threads, FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_TASK_KEY="drv", **SLOW_OK,
-                              STUB_MS_PER_BLOCK="0.2")
+        p, launched = run_drv(
+            drv, n, threads, FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_TASK_KEY="drv", **SLOW_OK, STUB_MS_PER_BLOCK="0.2"
+        )
         assert p.returncode == 0, p.stderr
         assert wait_for(lambda: len(rec.of(Unregister)) == 1)
         stats = st.call(st.server.stats)
@@ -467,8 +493,16 @@ def test_measure_mode_writes_a_profile_whose_ids_match_the_gated_launches(drv, t
     from gpuweave.cli import app
 
     out = tmp_path / "run.json"
-    p, launched = run_drv(drv, 14, 1, FIKIT_MODE="measure", FIKIT_SCHEDULER="none", FIKIT_MEASURE_OUT=str(out),
-                          FIKIT_TASK_KEY="drvtask", STUB_MS_PER_BLOCK="0.5")
+    p, launched = run_drv(
+        drv,
+        14,
+        1,
+        FIKIT_MODE="measure",
+        FIKIT_SCHEDULER="none",
+        FIKIT_MEASURE_OUT=str(out),
+        FIKIT_TASK_KEY="drvtask",
+        STUB_MS_PER_BLOCK="0.5",
+    )
     assert p.returncode == 0, p.stderr
     kernels = json.loads(out.read_text())["kernels"]
     assert [k["id"] for k in kernels] == [drv_expected(i) for i in range(14)]
@@ -481,8 +515,9 @@ def test_measure_mode_writes_a_profile_whose_ids_match_the_gated_launches(drv, t
     with ServerThread(profile_dir=tmp_path) as st:
         rec = Recorder(st)
         host, port = st.address
-        p2, _ = run_drv(drv, 14, 1, FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_TASK_KEY="drvtask", STUB_MS_PER_BLOCK="0.1",
-                        **SLOW_OK)
+        p2, _ = run_drv(
+            drv, 14, 1, FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_TASK_KEY="drvtask", STUB_MS_PER_BLOCK="0.1", **SLOW_OK
+        )
         assert p2.returncode == 0, p2.stderr
         assert wait_for(lambda: len(rec.of(Unregister)) == 1)
     ids = {m.kernel_id for m in rec.of(Launch)}
@@ -492,8 +527,15 @@ def test_measure_mode_writes_a_profile_whose_ids_match_the_gated_launches(drv, t
 @needs_cuda_h
 def test_fail_open_re_probes_and_gates_again_when_the_server_comes_back(drv):
     port = free_udp_port()
-    env = dict(FIKIT_SCHEDULER=f"127.0.0.1:{port}", FIKIT_TIMEOUT_MS="20", FIKIT_RETRIES="2", FIKIT_REPROBE_MS="100",
-               FIKIT_TASK_KEY="back", STUB_MS_PER_BLOCK="0.01", STUB_LAUNCH_US="3000")
+    env = dict(
+        FIKIT_SCHEDULER=f"127.0.0.1:{port}",
+        FIKIT_TIMEOUT_MS="20",
+        FIKIT_RETRIES="2",
+        FIKIT_REPROBE_MS="100",
+        FIKIT_TASK_KEY="back",
+        STUB_MS_PER_BLOCK="0.01",
+        STUB_LAUNCH_US="3000",
+    )
     log_env = {k: v for k, v in os.environ.items() if not k.startswith(("FIKIT_", "STUB_"))}
     log_env.update(LD_PRELOAD=str(drv["shim"]), LD_LIBRARY_PATH=str(drv["dir"]), **env)
     proc = subprocess.Popen([str(drv["prog"]), "400", "1"], env=log_env, stderr=subprocess.PIPE, text=True)

@@ -122,6 +122,21 @@ def _str(d: dict, name: str, max_len: int) -> str:
     return v
 
 
+def _register(d: dict) -> Register:
+    key = _str(d, "task_key", 128)
+    try:
+        validate_task_key(key)
+    except InputError as exc:
+        raise ProtocolError("bad_field", exc.message, "task_key") from None
+    prio = _int(d, "priority", -(2**31), 2**31)
+    if not 0 <= prio < PRIORITY_LEVELS:
+        raise ProtocolError("bad_priority", f"priority must be 0-{PRIORITY_LEVELS - 1}, got {prio}", "priority")
+    mode = d.get("mode", "share")
+    if mode not in ("share", "measure"):
+        raise ProtocolError("bad_field", "mode must be 'share' or 'measure'", "mode")
+    return Register(key, _int(d, "pid"), prio, mode)
+
+
 def decode(data: bytes) -> Message:
     """Parse one datagram; raises :class:`ProtocolError` (never anything else) on bad input."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
@@ -144,18 +159,7 @@ def decode(data: bytes) -> Message:
     if t == "done":
         return Done(_int(d, "pid"), _int(d, "seq"), _int(d, "t_client_ns"))
     if t == "register":
-        key = _str(d, "task_key", 128)
-        try:
-            validate_task_key(key)
-        except InputError as exc:
-            raise ProtocolError("bad_field", exc.message, "task_key") from None
-        prio = _int(d, "priority", -(2**31), 2**31)
-        if not 0 <= prio < PRIORITY_LEVELS:
-            raise ProtocolError("bad_priority", f"priority must be 0-{PRIORITY_LEVELS - 1}, got {prio}", "priority")
-        mode = d.get("mode", "share")
-        if mode not in ("share", "measure"):
-            raise ProtocolError("bad_field", "mode must be 'share' or 'measure'", "mode")
-        return Register(key, _int(d, "pid"), prio, mode)
+        return _register(d)
     if t in ("task_begin", "task_end"):
         return TaskMark(_int(d, "pid"), _int(d, "job_seq"), t == "task_end")
     if t == "unregister":

@@ -1183,6 +1183,26 @@ static void open_socket(void) {
     else send_register();
 }
 
+/* At exit: unregister, re-sent until acknowledged (2 timeouts at most), so the server frees the task now; a
+ * burst of launch reports just before exit may have filled the server's socket buffer. */
+static void unregister(void) {
+    char msg[64], buf[FK_MAX_DATAGRAM + 1];
+    int n = snprintf(msg, sizeof msg, "{\"v\":1,\"t\":\"unregister\",\"pid\":%d}", (int)S.pid);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        send_msg(msg, n);
+        uint64_t end = mono_ns() + (uint64_t)S.timeout_ms * 1000000ull;
+        for (uint64_t now = mono_ns(); now < end; now = mono_ns()) {
+            struct pollfd p = {A.fd, POLLIN, 0};
+            if (poll(&p, 1, (int)((end - now) / 1000000ull) + 1) <= 0) continue;
+            ssize_t got = recv(A.fd, buf, sizeof buf, MSG_DONTWAIT);
+            reply_t m;
+            if (got > 0 && got <= FK_MAX_DATAGRAM && parse_reply(buf, (size_t)got, &m) &&
+                !strcmp(m.t, "unregister_ack") && m.has_pid && m.pid == (long long)S.pid)
+                return;
+        }
+    }
+}
+
 static void *agent_main(void *arg) {
     (void)arg;
     if (S.networked) open_socket();
@@ -1197,10 +1217,7 @@ static void *agent_main(void *arg) {
     take_queue();
     if (A.outstanding.n) poll_events(mono_ns());
     if (A.have_prev) add_measured(&A.prev, prev_dur, 0.0);
-    if (A.fd >= 0 && A.registered) {
-        char msg[64];
-        send_msg(msg, snprintf(msg, sizeof msg, "{\"v\":1,\"t\":\"unregister\",\"pid\":%d}", (int)S.pid));
-    }
+    if (A.fd >= 0 && A.registered) unregister();
     return NULL;
 }
 
