@@ -1,9 +1,11 @@
-"""The C LD_PRELOAD shim without a GPU (spec §4.5): a stub libcudart, a C launcher, the real server.
+"""The C LD_PRELOAD shim without a GPU (spec §4.5): stub CUDA libraries, C launchers, the real server.
 
-The stub (``stub/stub_cudart.c``) is built as ``libcudart.so.12`` and records every forwarded
+Runtime API: ``stub/stub_cudart.c`` is built as ``libcudart.so.12`` and records every forwarded
 ``cudaLaunchKernel`` (symbol, dims, CLOCK_MONOTONIC time) in a file; ``stub/launch_prog.c`` launches
-N "kernels" (two exported functions, one static) from T threads. Loopback traffic only; every
-subprocess has a timeout.
+N "kernels" (two exported functions, one static) from T threads. Driver API (needs the CUDA toolkit's
+``cuda.h`` for the real signatures): ``stub/stub_cuda.c`` is built as ``libcuda.so.1`` with a virtual
+device clock, ``stub/drv_prog.c`` launches through every entry point (direct, dlsym, cuGetProcAddress and
+_v2, Ex, cooperative, graph). Loopback traffic only; every subprocess has a timeout.
 """
 
 from __future__ import annotations
@@ -21,14 +23,16 @@ from pathlib import Path
 import pytest
 
 from gpuweave.errors import InputError
-from gpuweave.kernel.ids import KernelId
-from gpuweave.kernel.protocol import Launch, Register, Unregister, decode, encode
+from gpuweave.kernel.ids import KernelId, clean_kernel_name
+from gpuweave.kernel.profile import Profile
+from gpuweave.kernel.protocol import Done, Launch, Register, Unregister, decode, encode
 from gpuweave.kernel.server import ServerThread
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 
 STUB_DIR = Path(__file__).parent / "stub"
-FUNCS = ["fk_alpha_kernel", "_Z13fk_beta_tilePfS_i", None]  # None: the static one -> ?0x<ptr>
+FUNCS = ["fk_alpha_kernel", "fk_beta_tile(float*, float*, int)", None]  # None: the static one -> ?0x<ptr>
+BETA = "_Z12fk_beta_tilePfS_i"  # the symbol; kernel IDs carry it demangled
 SLOW_OK = {"FIKIT_TIMEOUT_MS": "250"}  # against a live server: tolerate a loaded CI machine before failing open
 
 
@@ -79,6 +83,7 @@ def run_prog(built, n: int, threads: int = 1, timeout: float = 10.0, **env_extra
     if log.exists():
         for line in log.read_text().splitlines():
             name, g, b, t = line.split(" ")
+            name = FUNCS[1] if name == BETA else name  # the stub logs the symbol, IDs carry it demangled
             records.append((name, tuple(map(int, g[1:].split(","))), tuple(map(int, b[1:].split(","))), int(t[1:])))
     hidden = p.stdout.splitlines()[0].split("=")[1] if p.stdout.startswith("hidden=") else None
     return p, records, hidden, secs
@@ -146,7 +151,7 @@ def test_shim_gates_launches_through_the_real_server(built):
     assert [m.seq for m in launches] == list(range(1, n + 1))
     assert [m.kernel_id for m in launches] == want_ids
     assert all(m.pid == pid and m.tid > 0 and m.t_client_ns > 0 for m in launches)
-    assert want_ids[0] == "fk_alpha_kernel|b32,1,1|g1,1,1" and want_ids[1] == "_Z13fk_beta_tilePfS_i|b64,1,1|g2,1,1"
+    assert want_ids[0] == "fk_alpha_kernel|b32,1,1|g1,1,1" and want_ids[1] == f"{FUNCS[1]}|b64,1,1|g2,1,1"
     assert all(KernelId.parse(k).canonical() == k for k in want_ids)
     # the stub saw every launch, in order, with the dims the program passed
     assert [(nm, g, b) for nm, g, b, _ in records] == want
@@ -193,7 +198,7 @@ def test_shim_is_thread_safe(built):
     assert stats["errors"] == 0 and stats["gos"] == n * threads
 
 
-def test_shim_prefers_cudaFuncGetName_and_sanitises_names(built):
+def test_shim_prefers_cudaFuncGetName_and_cleans_names_like_python(built):
     with ServerThread() as st:
         rec = Recorder(st)
         host, port = st.address
@@ -201,30 +206,19 @@ def test_shim_prefers_cudaFuncGetName_and_sanitises_names(built):
         assert p.returncode == 0, p.stderr
         p2, records2, hidden2, _ = run_prog(built, 3, FIKIT_SCHEDULER=f"{host}:{port}", STUB_FUNCNAME="odd", **SLOW_OK)
         assert p2.returncode == 0, p2.stderr
-        p3, _, hidden3, _ = run_prog(
-            built, 3, FIKIT_SCHEDULER=f"{host}:{port}", STUB_FUNCNAME="1", FIKIT_SHIM_NAMES="dladdr", **SLOW_OK
-        )
-        assert p3.returncode == 0, p3.stderr
-        assert wait_for(lambda: len(rec.of(Unregister)) == 3)
+        assert wait_for(lambda: len(rec.of(Unregister)) == 2)
         stats = st.call(st.server.stats)
     ids = [m.kernel_id for m in rec.of(Launch)]
     assert ids[:3] == [
         "rt_fk_alpha_kernel|b32,1,1|g1,1,1",
-        "rt__Z13fk_beta_tilePfS_i|b64,1,1|g2,1,1",
+        "rt__Z12fk_beta_tilePfS_i|b64,1,1|g2,1,1",  # not a mangled name: left as it is
         f"?{int(hidden, 16):#x}|b96,1,1|g3,1,1",
     ]
-    # odd name: printable ASCII without | " \ kept, the rest '_', cut to 880 chars + FNV-1a-64 of the raw bytes
+    # odd name: '|' -> '/', non-ASCII bytes -> '?', cut to 880 bytes + FNV-1a-64 of the raw bytes (as Python does)
     raw = b'odd|na"me\xc3\xa9_' + b"x" * 1500
-    h = 0xCBF29CE484222325
-    for byte in raw:
-        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    clean = "".join(chr(c) if 0x20 <= c <= 0x7E and chr(c) not in '|"\\' else "_" for c in raw)[:880]
-    assert ids[3] == f"{clean}~h{h:016x}|b32,1,1|g1,1,1" and len(ids[3]) <= 1024
-    assert ids[4] == "_Z13fk_beta_tilePfS_i|b64,1,1|g2,1,1"  # odd only for alpha; beta falls back to dladdr
-    assert ids[6:8] == [
-        "fk_alpha_kernel|b32,1,1|g1,1,1",
-        "_Z13fk_beta_tilePfS_i|b64,1,1|g2,1,1",
-    ]  # FIKIT_SHIM_NAMES=dladdr
+    assert ids[3] == f"{clean_kernel_name(raw.decode())}|b32,1,1|g1,1,1" and len(ids[3]) <= 1024
+    assert ids[3].startswith('odd/na"me??_xxx') and "~h" in ids[3]
+    assert ids[4] == f"{FUNCS[1]}|b64,1,1|g2,1,1"  # odd only for alpha; beta falls back to dladdr, demangled
     assert stats["errors"] == 0
 
 
@@ -384,3 +378,174 @@ def test_build_shim_errors_and_cli(built, tmp_path, monkeypatch):
     with pytest.raises(InputError, match="compiling the FIKIT shim failed"):
         build_shim(tmp_path / "y")
     assert not (tmp_path / "y" / "libfikit_shim.so").exists()
+
+
+# ------------------------------------------------------------------ driver API (stub libcuda.so.1, real cuda.h)
+CUDA_INCLUDE = next((p for p in ("/usr/local/cuda/include", "/usr/include") if Path(p, "cuda.h").exists()), None)
+needs_cuda_h = pytest.mark.skipif(CUDA_INCLUDE is None, reason="needs the CUDA toolkit's cuda.h")
+DRV_NAMES = ["fk_saxpy_f(float*, float*, float)", "fk_plain_c", "void fk::tile<4>(int*)"]
+DRV_APIS = {
+    "cuLaunchKernel",
+    "cuLaunchKernel_ptsz",
+    "cuLaunchKernelEx",
+    "cuLaunchCooperativeKernel",
+    "cuGraphLaunch",
+}
+
+
+def drv_expected(i: int) -> str:
+    """Kernel ID of launch i of drv_prog (see its header)."""
+    if i % 7 == 6:
+        return "cudaGraphExec#0|b1,1,1|g1,1,1"
+    return f"{DRV_NAMES[i % 3]}|b64,1,1|g{1 + i % 4},1,1"
+
+
+@pytest.fixture(scope="module")
+def drv(built):
+    d = built["dir"] / "drv"
+    d.mkdir()
+    inc = f"-I{CUDA_INCLUDE}"
+    cc = ["cc", "-O2", inc]
+    subprocess.run(
+        [
+            *cc,
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libcuda.so.1",
+            "-o",
+            str(d / "libcuda.so.1"),
+            str(STUB_DIR / "stub_cuda.c"),
+            "-ldl",
+            "-pthread",
+        ],
+        check=True,
+        timeout=60,
+    )
+    subprocess.run(
+        [*cc, "-o", str(d / "drv_prog"), str(STUB_DIR / "drv_prog.c"), str(d / "libcuda.so.1"), "-ldl", "-pthread"],
+        check=True,
+        timeout=60,
+    )
+    return {"dir": d, "prog": d / "drv_prog", "shim": built["shim"]}
+
+
+def run_drv(drv, n: int, threads: int, *extra: str, timeout: float = 20.0, **env_extra: str):
+    log = drv["dir"] / f"stub-{next(_runs)}.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FIKIT_", "STUB_"))}
+    env.update(LD_PRELOAD=str(drv["shim"]), LD_LIBRARY_PATH=str(drv["dir"]), STUB_LOG=str(log), **env_extra)
+    p = subprocess.run(
+        [str(drv["prog"]), str(n), str(threads), *extra], env=env, capture_output=True, text=True, timeout=timeout
+    )
+    lines = log.read_text().splitlines() if log.exists() else []
+    return p, [line.split(" ")[:4] for line in lines]
+
+
+@needs_cuda_h
+def test_shim_compiles_against_the_real_cuda_h(built, tmp_path):
+    """The shim declares the driver ABI itself; with -DFIKIT_CHECK_CUDA_H the compiler checks it against cuda.h."""
+    from gpuweave.kernel.shim import SOURCE
+
+    subprocess.run(
+        [
+            "cc",
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-Werror",
+            "-DFIKIT_CHECK_CUDA_H",
+            f"-I{CUDA_INCLUDE}",
+            "-o",
+            str(tmp_path / "checked.so"),
+            str(SOURCE),
+            "-ldl",
+            "-pthread",
+        ],
+        check=True,
+        timeout=120,
+    )
+
+
+@needs_cuda_h
+def test_every_driver_entry_point_is_gated_and_completions_reach_the_server(drv):
+    n, threads = 21, 2
+    with ServerThread(record_gos=True) as st:
+        rec = Recorder(st)
+        host, port = st.address
+        p, launched = run_drv(
+            drv, n, threads, FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_TASK_KEY="drv", **SLOW_OK, STUB_MS_PER_BLOCK="0.2"
+        )
+        assert p.returncode == 0, p.stderr
+        assert wait_for(lambda: len(rec.of(Unregister)) == 1)
+        stats = st.call(st.server.stats)
+    assert {api for api, *_ in launched} == DRV_APIS  # every path reached the stub driver...
+    launches = rec.of(Launch)
+    assert len(launched) == len(launches) == n * threads  # ...and every launch was gated exactly once
+    assert sorted(m.kernel_id for m in launches) == sorted(drv_expected(i) for _ in range(threads) for i in range(n))
+    assert sorted(m.seq for m in launches) == list(range(1, n * threads + 1))
+    assert sorted(m.seq for m in rec.of(Done)) == list(range(1, n * threads + 1))  # a completion for each
+    assert stats["errors"] == 0 and stats["completions"] == n * threads and "failing open" not in p.stderr
+
+
+@needs_cuda_h
+def test_measure_mode_writes_a_profile_whose_ids_match_the_gated_launches(drv, tmp_path):
+    from typer.testing import CliRunner
+
+    from gpuweave.cli import app
+
+    out = tmp_path / "run.json"
+    p, launched = run_drv(
+        drv,
+        14,
+        1,
+        FIKIT_MODE="measure",
+        FIKIT_SCHEDULER="none",
+        FIKIT_MEASURE_OUT=str(out),
+        FIKIT_TASK_KEY="drvtask",
+        STUB_MS_PER_BLOCK="0.5",
+    )
+    assert p.returncode == 0, p.stderr
+    kernels = json.loads(out.read_text())["kernels"]
+    assert [k["id"] for k in kernels] == [drv_expected(i) for i in range(14)]
+    for i, k in enumerate(kernels):  # the stub device runs 0.5 ms per block in x; graphs 1 block
+        want = 0.5 * (1 if i % 7 == 6 else 1 + i % 4)
+        assert want <= k["dur"] < want + 0.4 and k["gap_after"] >= 0, (i, k)
+    res = CliRunner().invoke(app, ["kernel", "profile", str(out), "--task-key", "drvtask", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    prof = Profile.load(tmp_path / "drvtask.json")
+    with ServerThread(profile_dir=tmp_path) as st:
+        rec = Recorder(st)
+        host, port = st.address
+        p2, _ = run_drv(
+            drv, 14, 1, FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_TASK_KEY="drvtask", STUB_MS_PER_BLOCK="0.1", **SLOW_OK
+        )
+        assert p2.returncode == 0, p2.stderr
+        assert wait_for(lambda: len(rec.of(Unregister)) == 1)
+    ids = {m.kernel_id for m in rec.of(Launch)}
+    assert ids and ids <= set(prof.sk)  # the server finds every gated kernel in the shim-made profile
+
+
+@needs_cuda_h
+def test_fail_open_re_probes_and_gates_again_when_the_server_comes_back(drv):
+    port = free_udp_port()
+    env = dict(
+        FIKIT_SCHEDULER=f"127.0.0.1:{port}",
+        FIKIT_TIMEOUT_MS="20",
+        FIKIT_RETRIES="2",
+        FIKIT_REPROBE_MS="100",
+        FIKIT_TASK_KEY="back",
+        STUB_MS_PER_BLOCK="0.01",
+        STUB_LAUNCH_US="3000",
+    )
+    log_env = {k: v for k, v in os.environ.items() if not k.startswith(("FIKIT_", "STUB_"))}
+    log_env.update(LD_PRELOAD=str(drv["shim"]), LD_LIBRARY_PATH=str(drv["dir"]), **env)
+    proc = subprocess.Popen([str(drv["prog"]), "400", "1"], env=log_env, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.3)  # failed open by now (2 x 20 ms); launching goes on for about 1.2 s (400 x 3 ms)
+        with ServerThread(port=port) as st:
+            rec = Recorder(st)
+            assert wait_for(lambda: len(rec.of(Launch)) > 0, timeout=5.0)
+            _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    assert err.count("failing open") == 1 and "answers again" in err

@@ -5,9 +5,11 @@ task, so that per-kernel statistics measured once can be looked up at sharing ti
 
 A kernel ID is (function name, blockDim xyz, gridDim xyz) and nothing else: no arguments, no
 shared-memory size, no stream. Its canonical string (R-2) is
-``"{mangled_name}|b{bx},{by},{bz}|g{gx},{gy},{gz}"``; an optional extension (e.g. the op-level
+``"{name}|b{bx},{by},{bz}|g{gx},{gy},{gz}"``; an optional extension (e.g. the op-level
 path's input shapes) is appended as ``"|x{ext}"``. An unknown name is written ``"?0x…"`` (the host
-function pointer; stable within one process only).
+function pointer; stable within one process only). ``name`` is the *demangled* kernel name as
+:func:`clean_kernel_name` writes it, the one form used by the C shim (``__cxa_demangle`` of the
+driver's name) and by ``trace import-torch`` (torch.profiler traces carry demangled names).
 
 A task key is ``sha256(exe_basename + "\\0" + "\\0".join(argv))`` (R-3), overridable by the
 environment variable ``FIKIT_TASK_KEY``. Priorities are integers 0 (highest) … 9 (lowest).
@@ -83,6 +85,31 @@ class KernelId:
                 raise InputError(f"malformed kernel id {text!r}: bad dims {p!r}", field="kernel_id")
             dims.append(tuple(int(x) for x in m.groups()))
         return cls(parts[0], dims[0], dims[1], ext)  # type: ignore[arg-type]
+
+
+MAX_NAME_BYTES = 900
+NAME_KEEP_BYTES = 880
+
+
+def _fnv1a64(data: bytes) -> int:
+    h = 0xCBF29CE484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def clean_kernel_name(raw: str) -> str:
+    """A demangled kernel name as it goes into a kernel ID (the C shim's ``clean_name`` does the same).
+
+    Works on the UTF-8 bytes: ``|`` becomes ``/``, bytes outside printable ASCII become ``?``; a name over
+    900 bytes keeps its first 880 and gets ``~h`` + the FNV-1a-64 (hex) of the raw bytes, so IDs stay
+    under the protocol's 1,024 characters and distinct.
+    """
+    data = raw.encode("utf-8", "surrogateescape")
+    text = "".join("/" if b == 0x7C else chr(b) if 0x20 <= b <= 0x7E else "?" for b in data[:MAX_NAME_BYTES])
+    if len(data) > MAX_NAME_BYTES:
+        text = f"{text[:NAME_KEEP_BYTES]}~h{_fnv1a64(data):016x}"
+    return text
 
 
 def unknown_kernel_name(func_ptr: int) -> str:

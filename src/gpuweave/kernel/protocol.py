@@ -9,6 +9,7 @@ type               fields                                                    ans
 =================  ========================================================  =====================
 ``register``       task_key, pid, priority (0-9), mode (share|measure)       ``register_ack``
 ``launch``         pid, tid, seq, kernel_id, t_client_ns                     ``go`` (or ``wait``)
+``done``           pid, seq, t_client_ns (kernel seq completed)              none
 ``task_begin``     pid, job_seq                                              none (logged)
 ``task_end``       pid, job_seq                                              none (logged)
 ``unregister``     pid                                                       ``unregister_ack``
@@ -18,7 +19,9 @@ type               fields                                                    ans
 
 Server answers: ``register_ack{pid, mode, profile_loaded}``, ``go{pid, seq}``, ``wait{pid, seq}`` (a
 retransmitted launch that is still queued: the server is alive, keep waiting), ``unregister_ack{pid}``,
-``pong``, ``stats_reply{...}``, ``error{code, message[, pid, seq]}``.
+``pong``, ``stats_reply{...}``, ``error{code, message[, pid, seq]}``. Unprompted, the server sends
+``gate{pid, open}`` when a client's class starts or stops being released on arrival: an open client may
+launch at once and send its ``launch`` afterwards (the C shim does; the Python client ignores it).
 
 Loss handling: the client retransmits a launch with the same ``seq`` after a timeout; the server
 deduplicates on (pid, seq) and re-sends ``go`` for a seq it already released. After k silent timeouts
@@ -68,6 +71,13 @@ class Launch:
 
 
 @dataclass(frozen=True, slots=True)
+class Done:
+    pid: int
+    seq: int
+    t_client_ns: int
+
+
+@dataclass(frozen=True, slots=True)
 class TaskMark:
     pid: int
     job_seq: int
@@ -89,7 +99,7 @@ class StatsRequest:
     pass
 
 
-Message = Register | Launch | TaskMark | Unregister | Ping | StatsRequest
+Message = Register | Launch | Done | TaskMark | Unregister | Ping | StatsRequest
 
 
 def _int(d: dict, name: str, lo: int = 0, hi: int = MAX_INT) -> int:
@@ -112,6 +122,21 @@ def _str(d: dict, name: str, max_len: int) -> str:
     return v
 
 
+def _register(d: dict) -> Register:
+    key = _str(d, "task_key", 128)
+    try:
+        validate_task_key(key)
+    except InputError as exc:
+        raise ProtocolError("bad_field", exc.message, "task_key") from None
+    prio = _int(d, "priority", -(2**31), 2**31)
+    if not 0 <= prio < PRIORITY_LEVELS:
+        raise ProtocolError("bad_priority", f"priority must be 0-{PRIORITY_LEVELS - 1}, got {prio}", "priority")
+    mode = d.get("mode", "share")
+    if mode not in ("share", "measure"):
+        raise ProtocolError("bad_field", "mode must be 'share' or 'measure'", "mode")
+    return Register(key, _int(d, "pid"), prio, mode)
+
+
 def decode(data: bytes) -> Message:
     """Parse one datagram; raises :class:`ProtocolError` (never anything else) on bad input."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
@@ -131,19 +156,10 @@ def decode(data: bytes) -> Message:
         return Launch(
             _int(d, "pid"), _int(d, "tid"), _int(d, "seq"), _str(d, "kernel_id", MAX_KERNEL_ID), _int(d, "t_client_ns")
         )
+    if t == "done":
+        return Done(_int(d, "pid"), _int(d, "seq"), _int(d, "t_client_ns"))
     if t == "register":
-        key = _str(d, "task_key", 128)
-        try:
-            validate_task_key(key)
-        except InputError as exc:
-            raise ProtocolError("bad_field", exc.message, "task_key") from None
-        prio = _int(d, "priority", -(2**31), 2**31)
-        if not 0 <= prio < PRIORITY_LEVELS:
-            raise ProtocolError("bad_priority", f"priority must be 0-{PRIORITY_LEVELS - 1}, got {prio}", "priority")
-        mode = d.get("mode", "share")
-        if mode not in ("share", "measure"):
-            raise ProtocolError("bad_field", "mode must be 'share' or 'measure'", "mode")
-        return Register(key, _int(d, "pid"), prio, mode)
+        return _register(d)
     if t in ("task_begin", "task_end"):
         return TaskMark(_int(d, "pid"), _int(d, "job_seq"), t == "task_end")
     if t == "unregister":

@@ -9,7 +9,8 @@ high-priority task keeps its exclusive-mode latency while the GPU stays busy.
 This core is pure and deterministic: it never reads a clock. Every entry point takes ``now`` (ms)
 and returns a list of actions, :class:`Go` (release a request) and :class:`SetTimer` (call
 :meth:`SchedulerCore.timer` at that time). The kernel simulator and the UDP server drive the same
-core (spec §4.2). Inputs: :meth:`register`, :meth:`request`, :meth:`timer`, :meth:`unregister`.
+core (spec §4.2). Inputs: :meth:`register`, :meth:`request`, :meth:`timer`, :meth:`unregister`, and from real
+hook clients :meth:`complete` (a kernel's real end; the simulator does not use it).
 
 Algorithm 0 (event glue, spec §2.2) and Algorithm 1 (FIKIT, spec §2.3) are implemented as
 written in the spec, including its [rev] notes:
@@ -139,6 +140,7 @@ class _Task:
     g: float = 0.0
     gap_deadline: float = -INF
     pending: int = 0
+    last_seq: int = -1  # the seq of its latest request released as holder (completion feedback)
 
 
 @dataclass(slots=True)
@@ -234,6 +236,37 @@ class SchedulerCore:
             t.gap_deadline = now
         self._schedule(now, out)
         return out
+
+    def complete(self, task: str, seq: int, now: float) -> list[Action]:
+        """A hook client saw kernel ``seq`` of ``task`` finish at ``now`` (completion feedback, not in the paper).
+
+        When it is the holder's latest kernel and nothing was filled into its gap yet, the device is idle from
+        ``now``, not from the predicted end: the gap and the holder's hold are re-based on the real end. Other
+        completions change nothing. Unknown tasks are ignored (a client may report after unregistering).
+        """
+        out: list[Action] = []
+        t = self.tasks.get(task)
+        if t is None:
+            return out
+        self._drain_timers(now, out)
+        if seq != t.last_seq or t.prio != self.hp or t.pending or self.filled_in_gap:
+            return out
+        self.busy_until = now
+        t.gap_deadline = now + t.g
+        t.active_until = now + t.g + self.config.holder_grace + TIE_EPS
+        self._set_timer(t.active_until, out)
+        self._schedule(now, out)
+        return out
+
+    def released_at_once(self) -> set[str]:
+        """Tasks whose requests :meth:`request` releases on arrival whatever the queue holds: the measuring owner
+        while one is registered, else (with feedback) the highest registered class. A hook client of such a task may
+        launch without waiting for its GO and report the launch afterwards."""
+        if self._measuring:
+            return {self._measuring[0].name}
+        if not self.config.feedback:
+            return set()
+        return {t.name for t in self._task_list if t.prio == self._min_prio}
 
     def timer(self, now: float) -> list[Action]:
         """ON_TIMER: run the scan if a requested timer is due (stale timers are no-ops)."""
@@ -334,6 +367,7 @@ class SchedulerCore:
             t.gap_deadline = pe + g
             self.filled_in_gap = False
             t.active_until = pe + g + cfg.holder_grace + TIE_EPS
+            t.last_seq = r.seq
             self._set_timer(t.active_until, out)
             self._go(r, now, False, out)
         if not q or held:

@@ -30,6 +30,7 @@ from typing import Callable
 from gpuweave.errors import InputError
 from gpuweave.kernel.profile import Profile
 from gpuweave.kernel.protocol import (
+    Done,
     Launch,
     Ping,
     ProtocolError,
@@ -98,6 +99,7 @@ class _Client:
     pending: dict[int, int] = field(default_factory=dict)  # seq -> tid
     granted: dict[int, int] = field(default_factory=dict)  # seq -> tid (recent, for dedup)
     granted_order: deque = field(default_factory=deque)
+    gate_open: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +140,7 @@ class FikitServer:
         self.errors = 0
         self.messages = 0
         self.dropped_requests = 0
+        self.completions = 0
         self.decision_ns: deque[int] = deque(maxlen=latency_samples)
         self._armed: set[float] = set()
         self._sweep_armed = False
@@ -152,11 +155,15 @@ class FikitServer:
             if isinstance(msg, Launch):
                 self._launch(msg, addr, now)
                 self.decision_ns.append(time.perf_counter_ns() - t_in)
+            elif isinstance(msg, Done):
+                self._done(msg, now)
             elif isinstance(msg, Register):
                 self._register(msg, addr, now)
+                self._refresh_gates()
             elif isinstance(msg, Unregister):
                 self._unregister(msg.pid, now, reason="unregister")
                 self._reply(encode("unregister_ack", pid=msg.pid), addr)
+                self._refresh_gates()
             elif isinstance(msg, TaskMark):
                 c = self.clients.get(msg.pid)
                 if c is not None:
@@ -211,6 +218,22 @@ class FikitServer:
         c.pending[m.seq] = m.tid
         self._apply(self.core.request(c.name, m.kernel_id, m.seq, now))
 
+    def _done(self, m: Done, now: float) -> None:
+        c = self.clients.get(m.pid)
+        if c is not None:
+            c.last_seen = now
+            self.completions += 1
+            self._apply(self.core.complete(c.name, m.seq, now))
+
+    def _refresh_gates(self) -> None:
+        """Tell every client whose 'released on arrival' status changed (``gate{open}``; see the protocol)."""
+        opened = self.core.released_at_once()
+        for c in self.clients.values():
+            is_open = c.name in opened
+            if is_open != c.gate_open:
+                c.gate_open = is_open
+                self._reply(encode("gate", pid=c.pid, open=is_open), c.addr)
+
     def _unregister(self, pid: int, now: float, reason: str) -> None:
         c = self.clients.pop(pid, None)
         if c is None:
@@ -264,6 +287,7 @@ class FikitServer:
                 log.warning("pid %s (%s) silent for %.0f ms: unregistering", pid, c.task_key, now - c.last_seen)
                 try:
                     self._unregister(pid, now, reason="client timeout")
+                    self._refresh_gates()
                 except Exception:
                     log.exception("internal error expiring pid %s", pid)
         if self.clients:
@@ -309,6 +333,7 @@ class FikitServer:
             "gos": st.gos,
             "fillers": st.fillers,
             "dropped": self.dropped_requests,
+            "completions": self.completions,
             "pending": self.core.pending(),
             "decision_us_median": q(0.5),
             "decision_us_p99": q(0.99),

@@ -6,7 +6,8 @@ simulator can replay their own model. Chrome-trace events used (``traceEvents``,
 ``ph == "X"``, times in µs):
 
 - ``cat == "kernel"``: ``name``, ``ts``, ``dur`` and ``args.grid``, ``args.block`` (3-vectors),
-  ``args.correlation`` → kernel ID ``name|b…|g…`` (built without ``-rdynamic``) and duration;
+  ``args.correlation`` → kernel ID ``name|b…|g…`` (the demangled name through
+  :func:`~gpuweave.kernel.ids.clean_kernel_name`, as the C shim writes it) and duration;
 - ``cat == "cuda_runtime"`` (or ``cuda_driver``) launch events (``cudaLaunchKernel``,
   ``cuLaunchKernel``, … with the same ``args.correlation``) → host launch times, hence the host time
   before each launch: ``cpu_before_i = launch_ts_i − host_free``, where the host became free at the
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuweave.errors import InputError
-from gpuweave.kernel.ids import KernelId
+from gpuweave.kernel.ids import KernelId, clean_kernel_name
 from gpuweave.kernel.trace_format import Op, Trace
 
 MAX_PROFILE_BYTES = 512 * 1024 * 1024
@@ -150,8 +151,7 @@ def _kernel_rows(kernels: list[tuple[int, dict]], launches: dict, file: str | No
         grid, block = _dims(args.get("grid"), "grid", file, row), _dims(args.get("block"), "block", file, row)
         if grid is None or block is None:
             missing += 1
-        clean = kname.replace("|", "/").replace("\n", " ")
-        kid = KernelId(clean, block or (1, 1, 1), grid or (1, 1, 1)).canonical()
+        kid = KernelId(clean_kernel_name(kname), block or (1, 1, 1), grid or (1, 1, 1)).canonical()
         launch = launches.get(args.get("correlation")) if "correlation" in args else None
         lts = _time(launch, "ts", file, row) if launch else None
         lend = lts + _time(launch, "dur", file, row) if launch else None

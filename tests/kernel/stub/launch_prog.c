@@ -18,10 +18,10 @@ extern cudaError_t cudaLaunchKernel(const void *, dim3, dim3, void **, size_t, c
 extern cudaError_t cudaGetLastError(void);
 
 __attribute__((noinline)) void fk_alpha_kernel(float *x) { if (x) x[0] += 1.0f; }
-__attribute__((noinline)) void _Z13fk_beta_tilePfS_i(float *a, float *b, int n) { if (a && b) a[n] = b[n]; }
+__attribute__((noinline)) void _Z12fk_beta_tilePfS_i(float *a, float *b, int n) { if (a && b) a[n] = b[n]; }
 __attribute__((noinline)) static void fk_hidden_kernel(int *x) { if (x) x[0]++; }
 
-static const void *funcs[3] = {(const void *)fk_alpha_kernel, (const void *)_Z13fk_beta_tilePfS_i,
+static const void *funcs[3] = {(const void *)fk_alpha_kernel, (const void *)_Z12fk_beta_tilePfS_i,
                                (const void *)fk_hidden_kernel};
 static int n_launch, failures;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
