@@ -67,9 +67,7 @@ def test_hadar_preempts_and_moves_real_torch_jobs(ray_cluster, live_config, tmp_
     assert json.loads((out / "summary.json").read_text())["executor"] == "ray"
 
 
-def test_hadare_forks_a_real_torch_job_and_its_model_is_the_copies_weighted_average(
-    ray_cluster, live_config, tmp_path
-):
+def test_hadare_forks_a_real_torch_job_and_its_model_is_the_copies_weighted_average(ray_cluster, live_config, tmp_path):
     summary, live, out = _run(live_config, tmp_path, "hadare")
     assert summary["completed"] == len(TRACE)
     journal = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
