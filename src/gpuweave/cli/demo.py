@@ -13,7 +13,7 @@ def command(
     out: Path = typer.Option(Path("gpuweave-out/demo"), "--out", "-o", help="Where the report goes."),
     seed: int = typer.Option(0, "--seed"),
     quick: bool = typer.Option(False, "--quick", help="Smaller instances (used by the tests)."),
-    only: list[str] = typer.Option(None, "--only", help="Run only these sections (cluster, mig, packs, fikit)."),
+    only: list[str] = typer.Option(None, "--only", help="Run only these sections (e.g. cluster, mig, live)."),
 ) -> None:
     """Run the showcase on bundled data and write an HTML report."""
     from gpuweave.demo import run_demo

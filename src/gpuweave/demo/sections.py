@@ -23,6 +23,7 @@ DEMO_MODULES = [
     "gpuweave.demo.mig",
     "gpuweave.demo.packs",
     "gpuweave.demo.kernel",
+    "gpuweave.demo.live",
 ]
 
 

@@ -3,10 +3,12 @@
 Problem: drive real jobs with the very policy objects the simulator drives. Each poll (``poll_interval``) the
 runtime reads the workers' reports into the :class:`~gpuweave.live.book.LiveBook`, admits arrivals, and calls
 the policy when the simulator would (round ticks on the grid ``k * L`` while jobs are active; after arrivals,
-completions and failures for event-driven policies). The decision is validated and applied by the book; its
-starts, stops and moves become executor actions. A stop asks for a checkpoint (SIGTERM) and commits what the
-checkpoint holds; a move starts the job elsewhere once the stop is done. HadarE copies are stopped at each
-round's end, consolidated, and started again from the consolidated checkpoint. Simulated time is
+completions and failures for event-driven policies). A tick waits until the attempts launched before it have
+reported their first step (:meth:`LiveRuntime._launching`): a real launch can outlast a scaled round. The
+decision is validated and applied by the book; its starts, stops and moves become executor actions. A stop asks
+for a checkpoint (SIGTERM) and commits what the checkpoint holds; a move starts the job elsewhere once the stop
+is done. HadarE copies end their round once they have stepped for a round length; they are consolidated and
+started again from the consolidated checkpoint. Simulated time is
 ``first arrival + (wall - start) * time_scale``. Complexity per poll: O(workers) plus the policy's decision.
 """
 
@@ -94,7 +96,7 @@ class LiveRuntime:
         book = self.book
         active = bool(book.pending or book.running)
         length = self.policy.round_length
-        tick = length is not None and active and now >= self.next_tick
+        tick = length is not None and active and now >= self.next_tick and not self._launching()
         if tick:
             self._end_fork_rounds(wall)
         if active and ((changed and self.policy.reacts_to_events) or tick):
@@ -109,6 +111,21 @@ class LiveRuntime:
         self._launch_ready(wall)
         book.record()
         self._check_stuck(now)
+
+    def _launching(self) -> bool:
+        """True while a launched attempt has not reported its first step (nor been stopped or crashed).
+
+        A round tick waits for these: a round begins when its placements run. Without the wait, a policy that
+        stops a job and starts it again one round later (Hadar drops an aged job whose utility fell under the
+        GPU price, and its starvation guard restarts it on the idle cluster) livelocks whenever a launch takes
+        longer than a scaled round: each stop lands before the worker's first step, so nothing is ever saved.
+        The wait is bounded by ``report_timeout`` (a silent worker is then a crash)."""
+        for job in self.jobs.values():
+            attempt = job.attempt
+            if attempt is not None and not attempt.stopping and not attempt.crash:
+                if any(c.status is None or c.status.first_step_wall is None for c in attempt.copies):
+                    return True
+        return False
 
     def _decide(self, wall: float, now: float) -> None:
         t0 = time.perf_counter()
@@ -259,12 +276,24 @@ class LiveRuntime:
         return False
 
     def _end_fork_rounds(self, wall: float) -> None:
-        """HadarE: every forked attempt ends its round; its copies are consolidated and started again."""
+        """HadarE: every forked attempt that has trained for a round ends it; its copies are consolidated and
+        started again.
+
+        A copy's round starts at its first step, not at its launch: a worker that is still starting (a torch
+        worker spends seconds importing) has nothing to checkpoint, and stopping it would commit nothing. Ending
+        rounds on the tick alone livelocked whenever a scaled round was shorter than a worker's start: every round
+        restarted the copies from the same checkpoint. So a forked attempt ends its round at the first tick after
+        every copy has stepped for one round length (wall seconds ``L / time_scale``)."""
+        round_wall = (self.policy.round_length or 0.0) / self.ex.time_scale
         for job in self.jobs.values():
             attempt = job.attempt
-            if attempt is not None and attempt.forked and not attempt.stopping and not attempt.crash:
-                self._stop(job, attempt)
-                job.next_start = (attempt.placement, "fork-round", wall, self.sim_time(wall))
+            if attempt is None or not attempt.forked or attempt.stopping or attempt.crash:
+                continue
+            firsts = [c.status.first_step_wall if c.status else None for c in attempt.copies]
+            if any(f is None for f in firsts) or wall - max(firsts) < round_wall:
+                continue
+            self._stop(job, attempt)
+            job.next_start = (attempt.placement, "fork-round", wall, self.sim_time(wall))
 
     def _stop(self, job: LiveJob, attempt: Attempt) -> None:
         attempt.stopping = True
@@ -323,6 +352,7 @@ class LiveRuntime:
                     "GPUWEAVE_RESUME_FROM": str(job.checkpoint) if job.checkpoint.exists() else "",
                     "GPUWEAVE_ATTEMPT": str(number - 1),
                     "GPUWEAVE_RANK": str(rank),
+                    "GPUWEAVE_COPY": str(index),
                     "GPUWEAVE_JOB": js.job.job_id,
                 }
                 spec = LaunchSpec(

@@ -2,7 +2,8 @@
 
 The runtime's pace (``GPUWEAVE_PACE``, steps per wall second) emulates the job's speed on its GPU type from the
 profile store's rate; the checkpoint is ``{"steps": n}``. ``--crash-attempts K`` makes the first K attempts of a
-job exit with status 3 halfway (fault tests); ``--silent`` never reports (a program that hangs).
+job exit with status 3 halfway (fault tests); ``--silent`` never reports (a program that hangs); ``--fixed-rate R``
+runs at R steps per wall second whatever GPU it was given (a program whose real speed differs from its profile).
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--crash-attempts", type=int, default=0)
     parser.add_argument("--silent", action="store_true")
+    parser.add_argument("--fixed-rate", type=float, default=0.0)
     args = parser.parse_args(argv)
+    if args.fixed_rate > 0:  # before the first api call, which reads the pace
+        os.environ["GPUWEAVE_PACE"] = str(args.fixed_rate)
     if args.silent:
         time.sleep(3600)
         return 0

@@ -52,7 +52,11 @@ def main(argv: list[str] | None = None) -> int:
             optimizer.load_state_dict(state["optimizer"])
     model.to(device)
     inputs, targets = inputs.to(device), targets.to(device)
-    gen = torch.Generator().manual_seed(args.seed + int(os.environ.get("GPUWEAVE_ATTEMPT", "0")))
+    # Each attempt, and each forked copy of one, draws its own batches (copies of one round are data-parallel
+    # shards, so their parameters differ and consolidation averages distinct models).
+    attempt = int(os.environ.get("GPUWEAVE_ATTEMPT", "0"))
+    copy = int(os.environ.get("GPUWEAVE_COPY", "0"))
+    gen = torch.Generator().manual_seed(args.seed + 1000 * attempt + copy)
     steps, target = 0, api.target_steps()
     while steps < target:
         idx = torch.randint(0, inputs.shape[0], (args.batch,), generator=gen)
