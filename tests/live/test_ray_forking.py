@@ -22,7 +22,7 @@ RESNET = "ResNet-18 (batch size 128)"
 TRACE = [
     f"a,0,2,{RESNET},300",
     f"b,0,2,{RESNET},500",
-    f"c,0,2,{RESNET},150",
+    f"c,0,2,{RESNET},400",  # long enough to still run on the K80 when a V100 pair frees up: a move or resume
     f"d,30,1,{RESNET},200",
 ]
 RUN_LIMIT_S = 150  # wall seconds one run may take before it counts as hung
@@ -59,8 +59,12 @@ def test_hadar_preempts_and_moves_real_torch_jobs(ray_cluster, live_config, tmp_
     summary, live, out = _run(live_config, tmp_path, "hadar")
     assert summary["completed"] == len(TRACE)
     kinds = {r["kind"] for r in live}
-    assert "resume" in kinds, "no job was preempted and resumed"
-    assert "move" in kinds, "no job was moved"
+    # c starts on the K80 and is still running there when a V100 pair frees up: Hadar stops it (a checkpoint)
+    # and starts it on the V100s from that checkpoint. Whether that is one move or a stop now and a resume a
+    # round later depends on wall-clock timing; either is a preemption. Pause-and-resume is asserted in the
+    # HadarE run, whose forked rounds always end that way.
+    assert kinds & {"resume", "move"}, "no job was preempted"
+    assert any(r["kind"] in ("resume", "move") and r["job_id"] == "c" for r in live), "c was never moved off the K80"
     for job_id in {r["job_id"] for r in live}:  # every job did its steps exactly once across its attempts
         work = next(int(r.split(",")[-1]) for r in TRACE if r.startswith(job_id + ","))
         assert sum(int(r["steps"]) for r in live if r["job_id"] == job_id) == work
@@ -75,6 +79,7 @@ def test_hadare_forks_a_real_torch_job_and_its_model_is_the_copies_weighted_aver
     for job_id, target in targets.items():  # complete once the copies' aggregated steps reach the target
         ends = [r for r in journal if r["ev"] == "end" and r["job"] == job_id]
         assert ends[-1]["committed"] == target == sum(r["saved"] for r in ends)
+    assert "resume" in {r["kind"] for r in live}, "no job was stopped at a round's end and resumed later"
     last = {}
     for row in live:
         last[row["job_id"]] = row
