@@ -74,6 +74,16 @@ def place_on_model(plan: Plan, js, model: str, *, allow_spread: bool = True) -> 
     return placement
 
 
+def start_on_fastest(plan: Plan, js) -> bool:
+    """Start the job in ``plan`` on the fastest GPU model with room for its gang; False if none has."""
+    for model in fastest_models(plan.view, js):
+        placement = place_on_model(plan, js, model)
+        if placement is not None:
+            plan.start(js, placement)
+            return True
+    return False
+
+
 class CapacityScratch:
     """A Plan-like scratch (free GPUs per node and per model) over the *whole* capacity, for policies that
     re-place every active job each round (Tiresias, Gavel) and so ignore what currently runs."""
