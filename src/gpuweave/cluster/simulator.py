@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision, normalize
@@ -109,10 +110,12 @@ class Simulator:
         record_segments: bool = True,
         max_time: float = math.inf,
         ideal_placement: bool = False,
+        progress: Callable[[int], None] | None = None,
     ) -> None:
         """``nodes`` are expanded cluster nodes (index, name, gpu_model, num_gpus, price_per_kwh, pue);
         ``gpu_power`` maps a GPU model to (idle W, max W); ``ideal_placement`` gives every placement the
-        consolidated rate (no placement effects, as Gavel's simulator)."""
+        consolidated rate (no placement effects, as Gavel's simulator); ``progress(done)`` is called with the
+        number of finished jobs about every 1% of the trace (for a progress bar)."""
         if not nodes:
             raise InputError("the cluster has no nodes")
         self.nodes = nodes
@@ -129,6 +132,9 @@ class Simulator:
         self.record_segments = record_segments
         self.max_time = max_time
         self.now = 0.0
+        self._progress = progress
+        self._progress_step = max(1, len(jobs) // 100)
+        self._progress_next = self._progress_step
 
         self._index_nodes(nodes)
         self._init_power(nodes, gpu_power)
@@ -347,6 +353,9 @@ class Simulator:
             self._tick_scheduled = True
         self._changed = self._tick = False
         self._record_timeseries()
+        if self._progress is not None and self._done >= self._progress_next:
+            self._progress(self._done)
+            self._progress_next = self._done + self._progress_step
         if self._done == len(self.states):
             self._loop.stop()
 
