@@ -95,6 +95,11 @@ class CapacityScratch:
         self.free = [n.num_gpus for n in view.nodes]
         self.free_by_model = {m: sum(view.nodes[i].num_gpus for i in idx) for m, idx in view.nodes_by_model.items()}
 
+    def copy(self) -> "CapacityScratch":
+        other = CapacityScratch.__new__(CapacityScratch)
+        other.view, other.free, other.free_by_model = self.view, list(self.free), dict(self.free_by_model)
+        return other
+
     def take(self, placement) -> None:
         nodes = self.view.nodes
         for node, k in placement:

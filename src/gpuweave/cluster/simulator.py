@@ -42,7 +42,7 @@ from typing import Callable
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision, normalize
-from gpuweave.cluster.state import ClusterView, JobState, Placement
+from gpuweave.cluster.state import ClusterView, CountedDict, JobState, Placement
 from gpuweave.engine.loop import EventLoop
 from gpuweave.errors import InputError, InvalidDecisionError, MissingProfileError
 from gpuweave.hadar.forking import forked_rate, is_forked
@@ -140,8 +140,8 @@ class Simulator:
         self._init_power(nodes, gpu_power)
         self._init_jobs(jobs)
 
-        self.pending: dict[str, JobState] = {}
-        self.running: dict[str, JobState] = {}
+        self.pending: dict[str, JobState] = CountedDict()
+        self.running: dict[str, JobState] = CountedDict()
         self.view = ClusterView(self)
         self.segments: list[Segment] = []
         self.allocations: list[AllocationChange] = []
