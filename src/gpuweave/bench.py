@@ -127,6 +127,7 @@ def bench_scale(policy: str, sizes: list[int], seed: int, progress: Callable[[st
     make_policy(policy)
     rows = []
     for load, (gpus, rate) in SCALE_LOADS.items():
+        timed_sim(200, gpus, policy, rate, seed, None)  # warm-up: profile tables and caches load outside the timing
         for n in sorted(sizes):
             hook = progress(f"{policy} {load} {n}", n) if progress is not None else None
             run = timed_sim(n, gpus, policy, rate, seed, None, hook)

@@ -280,8 +280,9 @@ class Simulator:
         loop.on(COMPLETION, self._on_completion)
         loop.on(ARRIVAL, self._on_arrival)
         loop.on(ROUND, self._on_round)
-        for js in self.states:
-            loop.push(js.job.arrival, ARRIVAL, js, ARRIVAL)
+        # One arrival on the heap at a time (each pushes the next): the heap holds O(active) events, not O(N).
+        if self.states:
+            loop.push(self.states[0].job.arrival, ARRIVAL, 0, ARRIVAL)
         start_time = self.states[0].job.arrival if self.states else 0.0
         self.now = self._last_t = start_time
         self._record_timeseries()
@@ -325,7 +326,11 @@ class Simulator:
         self._done += 1
         self._changed = True
 
-    def _on_arrival(self, t: float, js: JobState) -> None:
+    def _on_arrival(self, t: float, index: int) -> None:
+        states = self.states
+        js = states[index]
+        if index + 1 < len(states):
+            self._loop.push(states[index + 1].job.arrival, ARRIVAL, index + 1, ARRIVAL)
         self.pending[js.job.job_id] = js
         self._arrived += 1
         self._changed = True
