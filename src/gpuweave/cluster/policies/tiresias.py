@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
-from gpuweave.cluster.placement import CapacityScratch, fewest_nodes, spread
+from gpuweave.cluster.placement import CapacityCache, CapacityScratch, fewest_nodes, spread
 from gpuweave.cluster.policies import register_policy
 from gpuweave.hadar.throughput import RateTableCache
 
@@ -115,8 +115,7 @@ class TiresiasPolicy(ClusterPolicy):
         self._settled_version: tuple | None = None  # view.version after a round that changed nothing
         self._next_crossing = math.inf
         self.rounds_computed = 0  # calls that ran the full round (the others found nothing changed)
-        self._scratch: CapacityScratch | None = None
-        self._scratch_key: tuple = ()
+        self._capacity = CapacityCache()
 
     def queue_of(self, service: float) -> int:
         return bisect.bisect_right(self.thresholds, service)
@@ -167,13 +166,6 @@ class TiresiasPolicy(ClusterPolicy):
                 first = min(first, view.now + (self.thresholds[queue] - service) / held)
         return first - 1e-6 * max(1.0, abs(first)) if first < math.inf else first
 
-    def _capacity(self, view) -> CapacityScratch:
-        """A fresh whole-capacity scratch (copied from one built once per set of nodes)."""
-        key = (id(view), *map(id, view.nodes))
-        if self._scratch_key != key:
-            self._scratch, self._scratch_key = CapacityScratch(view), key
-        return self._scratch.copy()
-
     def _full_round(self, view) -> tuple[Decision, bool, int]:
         """The round's decision, whether it changes nothing with every chosen job placed, and the active count."""
         table = self._rates.of(view)
@@ -181,7 +173,7 @@ class TiresiasPolicy(ClusterPolicy):
         col = {m: i for i, m in enumerate(view.models)}
         active = self._priority_order(view)
         # Pass 1: choose the set of jobs and their GPU model by counts (priority order).
-        scratch = self._capacity(view)
+        scratch = self._capacity.scratch(view)
         left = dict(scratch.free_by_model)
         chosen: list[tuple[object, str | None]] = []
         for js in active:
