@@ -175,15 +175,20 @@ class TiresiasPolicy(ClusterPolicy):
         # Pass 1: choose the set of jobs and their GPU model by counts (priority order).
         scratch = self._capacity.scratch(view)
         left = dict(scratch.free_by_model)
+        room = max(left.values(), default=0)  # most GPUs left on one model: a larger job has no option
+        nodes = view.nodes
         chosen: list[tuple[object, str | None]] = []
         for js in active:
             n = js.job.num_gpus
             if js.placement is not None:
-                model = view.nodes[js.placement[0][0]].gpu_model
+                model = nodes[js.placement[0][0]].gpu_model
                 if left[model] >= n:
                     left[model] -= n
+                    room = max(left.values())
                     chosen.append((js, model))
                     continue
+            if n > room:
+                continue
             cons = table.cons(js.job.job_type, n)
             uncons = table.uncons(js.job.job_type, n)
             options = [m for m in models if left[m] >= n and (cons[col[m]] > 0 or uncons[col[m]] > 0)]
@@ -191,13 +196,14 @@ class TiresiasPolicy(ClusterPolicy):
                 continue
             model = options[0] if self.type_choice == "fixed" else self._rng.choice(options)
             left[model] -= n
+            room = max(left.values())
             chosen.append((js, model))
         # Pass 2: placements; kept jobs first so they do not move.
         wanted: dict[str, tuple] = {}
         movers = []
         for js, model in chosen:
             p = js.placement
-            if p is not None and view.nodes[p[0][0]].gpu_model == model and scratch.fits(p):
+            if p is not None and nodes[p[0][0]].gpu_model == model and scratch.fits(p):
                 scratch.take(p)
                 wanted[js.job.job_id] = p
             else:
