@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 import random
@@ -73,6 +74,7 @@ def timed_sim(
         power[node.gpu_model] = (g.power_idle_w, g.power_max_w)
     pol = make_policy(policy, round_length=round_length)
     setup_s = time.perf_counter() - t0
+    gc.collect()  # garbage of an earlier run (the simulator holds reference cycles) is not charged to this one
     t1, c1 = time.perf_counter(), time.process_time()
     sim = Simulator(nodes, trace, pol, profiles, power, progress=progress)
     rec = sim.run()
