@@ -7,14 +7,16 @@ event and O(N·P) per run under a backlog.
 Index: jobs are grouped into *start classes* ``(num_gpus, job_type)``; every job of a class fits exactly where any
 other does (same gang size, same profiled rates), and capacity only shrinks within one call, so once a class's
 first job fails to start no later job of that class can start in that call. Each class keeps a heap keyed by the
-policy's order (keys are unique); classes are grouped by GPU count, so a call looks only at classes whose count is
-at most the free GPUs and never at a job that cannot fit. A call merges the class heads in key order (a small heap
-of heads) and stops each class at its first failure.
+policy's order (keys are unique); for each GPU count a heap of its classes' head keys (stale entries dropped
+lazily) lets a call look only at counts that fit in the free GPUs, never at a job that cannot fit. A call takes
+the smallest head among those counts, offers it, and sets a failed class aside until the call ends.
+``strict`` (head-of-line blocking) keeps one queue: only its head is ever offered.
 
-Complexity: O((S + C') log P) per call for S jobs started and C' classes with a count <= free GPUs (bounded by
-the trace's distinct (GPU count, job type) pairs, not by P); O(log P) per arrival. The index learns arrivals from
-the tail of ``view.pending`` (insertion-ordered: a job that becomes pending goes to its end) and rebuilds itself,
-O(P), only if the queue changed in some other way (a driver that dropped a job or did not apply a start).
+Complexity: O((S + F) (G + log P)) per call for S jobs started, F classes that failed and G distinct GPU counts
+(F and G are bounded by the trace's distinct (GPU count, job type) pairs, not by P); O(log P) per arrival. The
+index learns arrivals from the tail of ``view.pending`` (insertion-ordered: a job that becomes pending goes to its
+end) and rebuilds itself, O(P), only if the queue changed in some other way (a driver that dropped a job or did
+not apply a start).
 """
 
 from __future__ import annotations
