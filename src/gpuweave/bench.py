@@ -2,23 +2,59 @@
 
 from __future__ import annotations
 
+import gc
+import heapq
+import math
+import random
 import resource
 import sys
 import time
+from collections import deque
+from typing import Callable
+
+from gpuweave.cluster.policies import make_policy
+from gpuweave.cluster.simulator import Simulator
+from gpuweave.errors import InputError
+from gpuweave.hardware.catalog import get_gpu
+from gpuweave.hardware.cluster_spec import make_cluster
+from gpuweave.workload.profiles import load_profiles
+from gpuweave.workload.traces.generate import generate_philly_like
 
 
 def bench_sim(jobs: int, gpus: int, policy: str, rate_per_hour: float, seed: int, round_length: float | None) -> dict:
     """Simulate ``jobs`` Philly-like jobs on a ``gpus``-GPU V100/P100/K80 cluster; time the simulation alone."""
-    import math
+    run = timed_sim(jobs, gpus, policy, rate_per_hour, seed, round_length)
+    rec = run["records"]
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "bench": "sim",
+        "policy": policy,
+        "jobs": jobs,
+        "completed": sum(1 for js in rec.jobs if js.end is not None),
+        "gpus": rec.total_gpus,
+        "rate_per_hour": rate_per_hour,
+        "round_length": run["round_length"],
+        "wall_s": round(run["wall_s"], 4),
+        "setup_s": round(run["setup_s"], 4),
+        "jobs_per_s": round(jobs / run["wall_s"], 1),
+        "events": rec.events,
+        "events_per_s": round(rec.events / run["wall_s"], 1),
+        "decisions": rec.decisions,
+        "peak_rss_mb": round(peak_kb / 1024, 1),
+        "python": sys.version.split()[0],
+    }
 
-    from gpuweave.cluster.policies import make_policy
-    from gpuweave.cluster.simulator import Simulator
-    from gpuweave.errors import InputError
-    from gpuweave.hardware.catalog import get_gpu
-    from gpuweave.hardware.cluster_spec import make_cluster
-    from gpuweave.workload.profiles import load_profiles
-    from gpuweave.workload.traces.generate import generate_philly_like
 
+def timed_sim(
+    jobs: int,
+    gpus: int,
+    policy: str,
+    rate_per_hour: float,
+    seed: int,
+    round_length: float | None,
+    progress: Callable[[int], None] | None = None,
+) -> dict:
+    """Generate the trace and cluster, then run and time the simulation alone (wall and CPU seconds)."""
     if not (math.isfinite(rate_per_hour) and rate_per_hour > 0):
         raise InputError(f"--rate must be a number > 0 (jobs/hour), got {rate_per_hour}", field="rate")
     if round_length is not None and not (math.isfinite(round_length) and round_length > 0):
@@ -29,8 +65,7 @@ def bench_sim(jobs: int, gpus: int, policy: str, rate_per_hour: float, seed: int
         )
     make_policy(policy)  # an unknown name fails before the trace is generated
     t0 = time.perf_counter()
-    spec = make_cluster(gpus, ["V100", "P100", "K80"], gpus_per_node=8)
-    nodes = spec.expand()
+    nodes = make_cluster(gpus, ["V100", "P100", "K80"], gpus_per_node=8).expand()
     profiles = load_profiles()
     trace = generate_philly_like(jobs, rate_per_hour, seed, profiles=profiles)
     power = {}
@@ -39,27 +74,94 @@ def bench_sim(jobs: int, gpus: int, policy: str, rate_per_hour: float, seed: int
         power[node.gpu_model] = (g.power_idle_w, g.power_max_w)
     pol = make_policy(policy, round_length=round_length)
     setup_s = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    sim = Simulator(nodes, trace, pol, profiles, power)
+    gc.collect()  # garbage of an earlier run (the simulator holds reference cycles) is not charged to this one
+    t1, c1 = time.perf_counter(), time.process_time()
+    sim = Simulator(nodes, trace, pol, profiles, power, progress=progress)
     rec = sim.run()
-    wall = time.perf_counter() - t1
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    done = sum(1 for js in rec.jobs if js.end is not None)
     return {
-        "bench": "sim",
-        "policy": policy,
-        "jobs": jobs,
-        "completed": done,
-        "gpus": sum(n.num_gpus for n in nodes),
-        "rate_per_hour": rate_per_hour,
+        "records": rec,
         "round_length": pol.round_length,
-        "wall_s": round(wall, 4),
-        "setup_s": round(setup_s, 4),
-        "jobs_per_s": round(jobs / wall, 1),
-        "events": rec.events,
-        "events_per_s": round(rec.events / wall, 1),
-        "decisions": rec.decisions,
-        "peak_rss_mb": round(peak_kb / 1024, 1),
+        "wall_s": time.perf_counter() - t1,
+        "cpu_s": time.process_time() - c1,
+        "setup_s": setup_s,
+    }
+
+
+# bench scale's two loads: arrivals well above what 64 GPUs serve (the queue grows all run), and bench sim's default.
+SCALE_LOADS = {"backlog": (64, 600.0), "moderate": (1024, 30.0)}
+
+
+def bare_event_loop(jobs: int, servers: int, load: float, seed: int) -> float:
+    """Seconds for a bare heapq M/M/c FIFO event loop over ``jobs`` jobs at utilisation ``load`` (the reference
+    that bench scale divides by: what any discrete-event simulator in CPython costs per job)."""
+    rng = random.Random(seed)
+    t0 = time.process_time()
+    heap: list[tuple[float, int, int]] = []
+    t = 0.0
+    for i in range(jobs):
+        t += rng.expovariate(load * servers)
+        heap.append((t, 1, i))
+    heapq.heapify(heap)
+    queue: deque[int] = deque()
+    idle = servers
+    while heap:
+        now, kind, _i = heapq.heappop(heap)
+        if kind == 1:
+            queue.append(_i)
+        else:
+            idle += 1
+        while idle and queue:
+            idle -= 1
+            heapq.heappush(heap, (now + rng.expovariate(1.0), 0, queue.popleft()))
+    return time.process_time() - t0
+
+
+def bench_scale(policy: str, sizes: list[int], seed: int, progress: Callable[[str, int], Callable] | None) -> dict:
+    """Jobs/s of ``policy`` at each trace size under both :data:`SCALE_LOADS`, the bare loop's jobs/s at the same
+    sizes (timed in the same run), their ratio, the log-log slope of seconds vs jobs and the peak RSS. Speeds are
+    in CPU seconds of this process (the machine may be shared); wall seconds are reported beside them.
+
+    ``progress(label, total)`` returns the ``progress(done)`` callback of one simulation (or None)."""
+    from gpuweave.repro.hadar.scalability import loglog_slope
+
+    if not sizes or min(sizes) < 1:
+        raise InputError(f"bench scale needs sizes >= 1, got {sizes}", field="sizes")
+    make_policy(policy)
+    rows = []
+    for load, (gpus, rate) in SCALE_LOADS.items():
+        timed_sim(200, gpus, policy, rate, seed, None)  # warm-up: profile tables and caches load outside the timing
+        for n in sorted(sizes):
+            hook = progress(f"{policy} {load} {n}", n) if progress is not None else None
+            run = timed_sim(n, gpus, policy, rate, seed, None, hook)
+            bare = bare_event_loop(n, gpus, 1.2 if load == "backlog" else 0.5, seed)
+            peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            rows.append(
+                {
+                    "load": load,
+                    "jobs": n,
+                    "gpus": gpus,
+                    "rate_per_hour": rate,
+                    "wall_s": round(run["wall_s"], 4),
+                    "cpu_s": round(run["cpu_s"], 4),
+                    "jobs_per_s": round(n / max(run["cpu_s"], 1e-9), 1),
+                    "bare_jobs_per_s": round(n / max(bare, 1e-9), 1),
+                    "ratio_to_bare": round(bare / max(run["cpu_s"], 1e-9), 3),
+                    "decisions": run["records"].decisions,
+                    "peak_rss_mb": round(peak_kb / 1024, 1),  # high-water mark of the process so far
+                }
+            )
+            del run
+    slopes = {}
+    for load in SCALE_LOADS:
+        mine = [r for r in rows if r["load"] == load]
+        if len(mine) > 1:
+            slopes[load] = round(loglog_slope([r["jobs"] for r in mine], [r["cpu_s"] for r in mine]), 3)
+    return {
+        "bench": "scale",
+        "policy": policy,
+        "seed": seed,
+        "rows": rows,
+        "loglog_slope": slopes,
         "python": sys.version.split()[0],
     }
 
@@ -67,8 +169,6 @@ def bench_sim(jobs: int, gpus: int, policy: str, rate_per_hour: float, seed: int
 def bench_round(jobs: int, policy: str, reps: int, seed: int, options: dict) -> dict:
     """One scheduling decision with ``jobs`` jobs pending at t = 0 on a cluster grown with them (GPUs = jobs
     rounded up to a multiple of 12, equal V100/P100/K80, 4 per node: Hadar's Fig. 5 setup, spec §5.8)."""
-    from gpuweave.cluster.policies import make_policy
-    from gpuweave.errors import InputError
     from gpuweave.repro.hadar.scalability import cpu_model, time_policy
 
     if reps < 1:

@@ -1,4 +1,7 @@
-"""``gpuweave bench sim|round|kernel``: speed figures measured the same way every time (logic in gpuweave.bench)."""
+"""``gpuweave bench sim|scale|round|kernel``: speed figures measured the same way every time.
+
+The logic lives in :mod:`gpuweave.bench`.
+"""
 
 from __future__ import annotations
 
@@ -55,6 +58,70 @@ def sim(
 
     result = bench_sim(jobs, gpus, policy, rate, seed, round_length)
     _print_result(result, "bench sim", as_json)
+
+
+@app.command("scale")
+def scale(
+    policy: str = typer.Option("fifo", "--policy", help="Registered cluster policy."),
+    full: bool = typer.Option(False, "--full", help="Add 10^6 jobs to 10^3, 10^4 and 10^5."),
+    max_jobs: int = typer.Option(None, "--max-jobs", min=1000, help="Largest size (a power of ten; default 10^5)."),
+    seed: int = typer.Option(0, "--seed"),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Jobs/s of a policy at 10^3..10^5 (10^6 with --full) jobs under backlog and moderate load, against a bare
+    heapq event loop timed in the same run; log-log slope and peak RSS."""
+    from gpuweave.bench import bench_scale
+
+    top = max_jobs or (1_000_000 if full else 100_000)
+    sizes = [n for n in (1_000, 10_000, 100_000, 1_000_000) if n <= top]
+    with _SimProgress(progress and not as_json) as bar:
+        result = bench_scale(policy, sizes, seed, bar.hook if progress and not as_json else None)
+    if as_json:
+        typer.echo(json.dumps(result))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"bench scale: {policy} (log-log slope {result['loglog_slope']})")
+    columns = ("load", "jobs", "cpu_s", "jobs_per_s", "bare_jobs_per_s", "ratio_to_bare", "peak_rss_mb")
+    for column in columns:
+        table.add_column(column)
+    for row in result["rows"]:
+        table.add_row(*(str(row[c]) for c in columns))
+    Console().print(table)
+
+
+class _SimProgress:
+    """One rich progress bar on stderr per simulation (or nothing)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._bar = None
+        if enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+
+    def hook(self, label: str, total: int):
+        task = self._bar.add_task(label, total=total)
+        return lambda done: self._bar.update(task, completed=done)
+
+    def __enter__(self):
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.stop()
 
 
 @app.command("round")

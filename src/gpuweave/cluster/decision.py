@@ -29,7 +29,7 @@ class Decision:
             want = wanted.get(job_id)
             if want is None:
                 decision.preempt.append(job_id)
-            elif normalize(want) != js.placement:
+            elif want is not js.placement and normalize(want) != js.placement:  # a kept placement is normalized
                 decision.assign[job_id] = want
         for job_id, want in wanted.items():
             if job_id not in view.running:

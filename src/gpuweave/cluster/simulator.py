@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision, normalize
-from gpuweave.cluster.state import ClusterView, JobState, Placement
+from gpuweave.cluster.state import ClusterView, CountedDict, JobState, Placement
 from gpuweave.engine.loop import EventLoop
 from gpuweave.errors import InputError, InvalidDecisionError, MissingProfileError
 from gpuweave.hadar.forking import forked_rate, is_forked
@@ -109,10 +110,12 @@ class Simulator:
         record_segments: bool = True,
         max_time: float = math.inf,
         ideal_placement: bool = False,
+        progress: Callable[[int], None] | None = None,
     ) -> None:
         """``nodes`` are expanded cluster nodes (index, name, gpu_model, num_gpus, price_per_kwh, pue);
         ``gpu_power`` maps a GPU model to (idle W, max W); ``ideal_placement`` gives every placement the
-        consolidated rate (no placement effects, as Gavel's simulator)."""
+        consolidated rate (no placement effects, as Gavel's simulator); ``progress(done)`` is called with the
+        number of finished jobs about every 1% of the trace (for a progress bar)."""
         if not nodes:
             raise InputError("the cluster has no nodes")
         self.nodes = nodes
@@ -129,13 +132,16 @@ class Simulator:
         self.record_segments = record_segments
         self.max_time = max_time
         self.now = 0.0
+        self._progress = progress
+        self._progress_step = max(1, len(jobs) // 100)
+        self._progress_next = self._progress_step
 
         self._index_nodes(nodes)
         self._init_power(nodes, gpu_power)
         self._init_jobs(jobs)
 
-        self.pending: dict[str, JobState] = {}
-        self.running: dict[str, JobState] = {}
+        self.pending: dict[str, JobState] = CountedDict()
+        self.running: dict[str, JobState] = CountedDict()
         self.view = ClusterView(self)
         self.segments: list[Segment] = []
         self.allocations: list[AllocationChange] = []
@@ -274,8 +280,9 @@ class Simulator:
         loop.on(COMPLETION, self._on_completion)
         loop.on(ARRIVAL, self._on_arrival)
         loop.on(ROUND, self._on_round)
-        for js in self.states:
-            loop.push(js.job.arrival, ARRIVAL, js, ARRIVAL)
+        # One arrival on the heap at a time (each pushes the next): the heap holds O(active) events, not O(N).
+        if self.states:
+            loop.push(self.states[0].job.arrival, ARRIVAL, 0, ARRIVAL)
         start_time = self.states[0].job.arrival if self.states else 0.0
         self.now = self._last_t = start_time
         self._record_timeseries()
@@ -319,7 +326,11 @@ class Simulator:
         self._done += 1
         self._changed = True
 
-    def _on_arrival(self, t: float, js: JobState) -> None:
+    def _on_arrival(self, t: float, index: int) -> None:
+        states = self.states
+        js = states[index]
+        if index + 1 < len(states):
+            self._loop.push(states[index + 1].job.arrival, ARRIVAL, index + 1, ARRIVAL)
         self.pending[js.job.job_id] = js
         self._arrived += 1
         self._changed = True
@@ -347,6 +358,9 @@ class Simulator:
             self._tick_scheduled = True
         self._changed = self._tick = False
         self._record_timeseries()
+        if self._progress is not None and self._done >= self._progress_next:
+            self._progress(self._done)
+            self._progress_next = self._done + self._progress_step
         if self._done == len(self.states):
             self._loop.stop()
 

@@ -58,6 +58,46 @@ class JobState:
         return self.job.num_gpus
 
 
+class CountedDict(dict):
+    """A dict that counts its changes, so a policy can tell in O(1) that a queue is as it last saw it.
+
+    Reads are the plain dict's; only writes go through Python (``changes`` += 1 per write call)."""
+
+    __slots__ = ("changes",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changes = 0
+
+    def __setitem__(self, key, value) -> None:
+        self.changes += 1
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key) -> None:
+        self.changes += 1
+        dict.__delitem__(self, key)
+
+    def pop(self, key, *default):
+        self.changes += 1
+        return dict.pop(self, key, *default)
+
+    def popitem(self):
+        self.changes += 1
+        return dict.popitem(self)
+
+    def setdefault(self, key, default=None):
+        self.changes += 1
+        return dict.setdefault(self, key, default)
+
+    def update(self, *args, **kwargs) -> None:
+        self.changes += 1
+        dict.update(self, *args, **kwargs)
+
+    def clear(self) -> None:
+        self.changes += 1
+        dict.clear(self)
+
+
 class ClusterView:
     """Read-only window on the simulator for policies (see module docstring)."""
 
@@ -100,6 +140,16 @@ class ClusterView:
     @property
     def running(self) -> dict[str, JobState]:
         return self._sim.running
+
+    @property
+    def version(self) -> tuple | None:
+        """Equal between two calls only if no job arrived, started, moved, stopped or finished in between and the
+        profiles are the same object (None when the driver's queues do not count their changes)."""
+        sim = self._sim
+        pending, running = sim.pending, sim.running
+        if not (isinstance(pending, CountedDict) and isinstance(running, CountedDict)):
+            return None
+        return (pending.changes, running.changes, id(sim.profiles), id(sim.nodes))
 
     @property
     def profiles(self) -> "ProfileStore":

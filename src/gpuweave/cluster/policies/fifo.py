@@ -1,16 +1,18 @@
 """FIFO: first come, first served, non-preemptive, heterogeneity-aware placement.
 
 Jobs start strictly in arrival order (head-of-line blocking); each goes to the fastest GPU model with
-room, on as few nodes as possible. Event-driven. Cost per call: O(jobs started + 1) placements, each
-O(nodes of a model).
+room, on as few nodes as possible. Event-driven. Waiting jobs live in a
+:class:`~gpuweave.cluster.policies.pending_index.PendingIndex`: a call costs O((S + C) log P) for S jobs
+started and C start classes, plus O(nodes of a model) per placement; nothing is built when no job fits.
 """
 
 from __future__ import annotations
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision, Plan
-from gpuweave.cluster.placement import fastest_models, place_on_model
+from gpuweave.cluster.placement import start_on_fastest
 from gpuweave.cluster.policies import register_policy
+from gpuweave.cluster.policies.pending_index import PendingIndex, arrival_order
 
 
 @register_policy("fifo")
@@ -18,20 +20,15 @@ class FifoPolicy(ClusterPolicy):
     def __init__(self, strict: bool = True, *, round_length: float | None = None, seed: int = 0) -> None:
         super().__init__(round_length=round_length, seed=seed)
         self.strict = strict
+        self._queue = PendingIndex(arrival_order, strict=strict)
 
     def schedule(self, view) -> Decision:
         if not view.pending:
             return Decision()
+        self._queue.sync(view.pending)
+        free = sum(view.free_by_model.values())
+        if not self._queue.fits_any(free):
+            return Decision()
         plan = Plan(view)
-        for js in view.pending.values():
-            placed = False
-            if sum(plan.free_by_model.values()) >= js.job.num_gpus:
-                for model in fastest_models(view, js):
-                    placement = place_on_model(plan, js, model)
-                    if placement is not None:
-                        plan.start(js, placement)
-                        placed = True
-                        break
-            if not placed and self.strict:
-                break
+        self._queue.start_in_order(free, lambda js: start_on_fastest(plan, js))
         return plan.decision

@@ -50,7 +50,7 @@ from gpuweave.baselines.gavel import (
 )
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
-from gpuweave.cluster.placement import CapacityScratch, fewest_nodes
+from gpuweave.cluster.placement import CapacityCache, fewest_nodes
 from gpuweave.cluster.policies import register_policy
 from gpuweave.hadar.throughput import RateTableCache
 
@@ -111,6 +111,9 @@ class GavelPolicy(ClusterPolicy):
         shuffle = policy in UNAWARE if shuffle_types is None else bool(shuffle_types)
         self._shuffler = random.Random(seed + 5) if shuffle else None
         self._rates = RateTableCache()
+        self._capacity = CapacityCache()
+        self._rows_of: tuple = (None, None, None)  # what the cached rate rows were computed from
+        self._rows: dict[tuple[str, int], list[float]] = {}  # (job type, GPU count) -> whole-job rate per type
         self.horizons: list[float] = []  # min_total_duration: the T of every re-solve
         self.lp_solves = 0
         # Per-job state, keyed by job id: allocation row, time on each type since the last reset, deficit.
@@ -180,17 +183,29 @@ class GavelPolicy(ClusterPolicy):
     def _throughputs(self, view, active, models) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(T, scale, workers): whole-job rate of each job on each type (0 = cannot run there)."""
         table = self._rates.of(view)
+        capacity = self._capacity.refresh(view)
+        source = (table, capacity.largest_node, view.ideal_placement)
+        if any(a is not b for a, b in zip(source, self._rows_of)):  # rates or nodes changed: rows are stale
+            self._rows_of, self._rows = source, {}
+        rows = self._rows
         scale = np.array([js.job.num_gpus for js in active], dtype=float)
-        largest = {m: max(view.nodes[i].num_gpus for i in idx) for m, idx in view.nodes_by_model.items()}
         T = np.zeros((len(active), len(models)))
         for i, js in enumerate(active):
-            cons, uncons = table.get(js.job.job_type, js.job.num_gpus)
-            for r, m in enumerate(models):
-                # Consolidated where one node holds the job (or placement is ideal), else spread.
-                one_node = view.ideal_placement or js.job.num_gpus <= largest[m]
-                T[i, r] = cons[r] if one_node else uncons[r]
-        workers = np.array([sum(view.nodes[i].num_gpus for i in view.nodes_by_model[m]) for m in models], dtype=float)
+            key = (js.job.job_type, js.job.num_gpus)
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = self._rate_row(view, table, capacity.largest_node, key, models)
+            T[i] = row
+        workers = np.array([capacity.gpus_by_model[m] for m in models], dtype=float)
         return np.where(scale[:, None] <= workers[None, :], T, 0.0), scale, workers
+
+    @staticmethod
+    def _rate_row(view, table, largest: dict[str, int], key: tuple[str, int], models: list[str]) -> list[float]:
+        """Whole-job rate of one (job type, GPU count) on each type: consolidated where one node holds the job (or
+        placement is ideal), else spread."""
+        job_type, n = key
+        cons, uncons = table.get(job_type, n)
+        return [cons[r] if view.ideal_placement or n <= largest[m] else uncons[r] for r, m in enumerate(models)]
 
     def _solve(self, view, active, T, scale, workers) -> np.ndarray:
         policy = self.policy
@@ -291,7 +306,7 @@ class GavelPolicy(ClusterPolicy):
     def _place(self, view, active, chosen: dict[int, int], scale, models, col) -> dict[str, tuple]:
         """Job id -> placement: kept placements first, then the movers from the largest scale factor down."""
         table = self._rates.of(view)
-        scratch = CapacityScratch(view)
+        scratch = self._capacity.scratch(view)
         wanted: dict[str, tuple] = {}
         movers = []
         for i, r in chosen.items():

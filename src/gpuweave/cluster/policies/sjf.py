@@ -2,45 +2,44 @@
 
 Pending jobs are taken in order of their oracle run time (``Job.duration`` when the trace gives it,
 else work over the best consolidated rate in the cluster); a job that does not fit is skipped so that
-shorter ones behind it may start. Placement as FIFO. O(P log P) per call for P pending jobs.
+shorter ones behind it may start. Placement as FIFO. Waiting jobs live in a
+:class:`~gpuweave.cluster.policies.pending_index.PendingIndex` keyed by (oracle, arrival, id): a call costs
+O((S + C) log P) for S jobs started and C start classes that could fit, O(log P) per arrival.
 """
 
 from __future__ import annotations
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision, Plan
-from gpuweave.cluster.placement import fastest_models, place_on_model
+from gpuweave.cluster.placement import start_on_fastest
 from gpuweave.cluster.policies import register_policy
+from gpuweave.cluster.policies.pending_index import PendingIndex
 
 
 @register_policy("sjf")
 class SjfPolicy(ClusterPolicy):
     def __init__(self, *, round_length: float | None = None, seed: int = 0) -> None:
         super().__init__(round_length=round_length, seed=seed)
-        self._duration: dict[str, float] = {}
+        self._view = None  # the view whose rates the oracle reads (the same object for a policy's whole run)
+        self._queue = PendingIndex(self._order)
 
-    def _oracle(self, view, js) -> float:
-        d = self._duration.get(js.job.job_id)
-        if d is None:
-            if js.job.duration is not None:
-                d = float(js.job.duration)
-            else:
-                best = max((view.model_rate(js, m, True) for m in view.models), default=0.0)
-                d = js.job.work / best if best > 0 else float("inf")
-            self._duration[js.job.job_id] = d
-        return d
+    def _order(self, js, _seq: int) -> tuple[float, float, str]:
+        return (self._oracle(js), js.job.arrival, js.job.job_id)
+
+    def _oracle(self, js) -> float:
+        if js.job.duration is not None:
+            return float(js.job.duration)
+        best = max((self._view.model_rate(js, m, True) for m in self._view.models), default=0.0)
+        return js.job.work / best if best > 0 else float("inf")
 
     def schedule(self, view) -> Decision:
         if not view.pending:
             return Decision()
+        self._view = view
+        self._queue.sync(view.pending)
+        free = sum(view.free_by_model.values())
+        if not self._queue.fits_any(free):
+            return Decision()
         plan = Plan(view)
-        order = sorted(view.pending.values(), key=lambda js: (self._oracle(view, js), js.job.arrival, js.job.job_id))
-        for js in order:
-            if sum(plan.free_by_model.values()) < js.job.num_gpus:
-                continue
-            for model in fastest_models(view, js):
-                placement = place_on_model(plan, js, model)
-                if placement is not None:
-                    plan.start(js, placement)
-                    break
+        self._queue.start_in_order(free, lambda js: start_on_fastest(plan, js))
         return plan.decision

@@ -26,19 +26,22 @@ Presets (``preset``, one option; any option given explicitly wins over its prese
   behind the jobs demoted before it (``queue_order="entry"``). Pollux's simulator also charges a 30 s re-scale
   delay on every allocation: run it with ``restart_delay: 30`` and ``start_delay: 30``.
 
-Complexity per round: O(A log A) to sort A active jobs plus O(A x nodes of a model) placement.
+Complexity per round: O(A log A) to sort A active jobs plus O(A x nodes of a model) placement; O(1) for a round
+after a round that changed nothing when no job arrived, started or finished since and none changed queue (the
+same jobs would be chosen on the same GPUs, drawing no random number).
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 import random
 import time
 from dataclasses import dataclass
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
-from gpuweave.cluster.placement import CapacityScratch, fewest_nodes, spread
+from gpuweave.cluster.placement import CapacityCache, CapacityScratch, fewest_nodes, spread
 from gpuweave.cluster.policies import register_policy
 from gpuweave.hadar.throughput import RateTableCache
 
@@ -109,6 +112,10 @@ class TiresiasPolicy(ClusterPolicy):
         self.type_order = tuple(type_order)
         self._rng = random.Random(seed)
         self._entered: dict[str, tuple[int, float]] = {}  # job id -> (its queue, when it entered that queue)
+        self._settled_version: tuple | None = None  # view.version after a round that changed nothing
+        self._next_crossing = math.inf
+        self.rounds_computed = 0  # calls that ran the full round (the others found nothing changed)
+        self._capacity = CapacityCache()
 
     def queue_of(self, service: float) -> int:
         return bisect.bisect_right(self.thresholds, service)
@@ -134,21 +141,54 @@ class TiresiasPolicy(ClusterPolicy):
 
     def schedule(self, view) -> Decision:
         t0 = time.perf_counter()
+        version = view.version
+        if version is not None and version == self._settled_version and view.now < self._next_crossing:
+            # Nothing arrived, started or finished and no job changed queue since a round that changed nothing:
+            # this round would choose the same jobs on the same GPUs (and draw no random number).
+            self.decision_times.append((view.now, len(view.running) + len(view.pending), time.perf_counter() - t0))
+            return Decision()
+        decision, settled, active = self._full_round(view)
+        self.rounds_computed += 1
+        self._settled_version = version if settled else None
+        if settled:
+            self._next_crossing = self._first_crossing(view)
+        self.decision_times.append((view.now, active, time.perf_counter() - t0))
+        return decision
+
+    def _first_crossing(self, view) -> float:
+        """A moment safely before the first running job's attained service reaches its next threshold."""
+        first = math.inf
+        for js in view.running.values():
+            service = view.attained_service(js)
+            queue = self.queue_of(service)
+            if queue < len(self.thresholds):
+                held = sum(k for _, k in js.placement)
+                first = min(first, view.now + (self.thresholds[queue] - service) / held)
+        return first - 1e-6 * max(1.0, abs(first)) if first < math.inf else first
+
+    def _full_round(self, view) -> tuple[Decision, bool, int]:
+        """The round's decision, whether it changes nothing with every chosen job placed, and the active count."""
         table = self._rates.of(view)
         models = self._models(view)
         col = {m: i for i, m in enumerate(view.models)}
         active = self._priority_order(view)
         # Pass 1: choose the set of jobs and their GPU model by counts (priority order).
-        left = {m: sum(view.nodes[i].num_gpus for i in idx) for m, idx in view.nodes_by_model.items()}
+        scratch = self._capacity.scratch(view)
+        left = dict(scratch.free_by_model)
+        room = max(left.values(), default=0)  # most GPUs left on one model: a larger job has no option
+        nodes = view.nodes
         chosen: list[tuple[object, str | None]] = []
         for js in active:
             n = js.job.num_gpus
             if js.placement is not None:
-                model = view.nodes[js.placement[0][0]].gpu_model
+                model = nodes[js.placement[0][0]].gpu_model
                 if left[model] >= n:
                     left[model] -= n
+                    room = max(left.values())
                     chosen.append((js, model))
                     continue
+            if n > room:
+                continue
             cons = table.cons(js.job.job_type, n)
             uncons = table.uncons(js.job.job_type, n)
             options = [m for m in models if left[m] >= n and (cons[col[m]] > 0 or uncons[col[m]] > 0)]
@@ -156,14 +196,14 @@ class TiresiasPolicy(ClusterPolicy):
                 continue
             model = options[0] if self.type_choice == "fixed" else self._rng.choice(options)
             left[model] -= n
+            room = max(left.values())
             chosen.append((js, model))
         # Pass 2: placements; kept jobs first so they do not move.
-        scratch = CapacityScratch(view)
         wanted: dict[str, tuple] = {}
         movers = []
         for js, model in chosen:
             p = js.placement
-            if p is not None and view.nodes[p[0][0]].gpu_model == model and scratch.fits(p):
+            if p is not None and nodes[p[0][0]].gpu_model == model and scratch.fits(p):
                 scratch.take(p)
                 wanted[js.job.job_id] = p
             else:
@@ -178,5 +218,4 @@ class TiresiasPolicy(ClusterPolicy):
             scratch.take(placement)
             wanted[js.job.job_id] = placement
         decision = Decision.from_allocation(view, wanted)
-        self.decision_times.append((view.now, len(active), time.perf_counter() - t0))
-        return decision
+        return decision, not decision and len(wanted) == len(chosen), len(active)

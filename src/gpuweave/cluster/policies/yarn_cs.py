@@ -5,7 +5,9 @@ without looking at throughput (a seeded uniform choice among the types with enou
 hadar.md §4.2-4.3 prescribe for Tiresias and YARN-CS; ``type_choice="fixed"`` takes the first in the
 cluster's order), consolidated on one node when it fits in one, else on as few whole nodes as
 possible. A job that does not fit is skipped and later jobs may start (``strict=False``, spec hadar.md
-§4.3); ``strict=True`` gives head-of-line blocking. Event-driven; O(P) per call for P pending jobs.
+§4.3); ``strict=True`` gives head-of-line blocking. Event-driven; waiting jobs live in a
+:class:`~gpuweave.cluster.policies.pending_index.PendingIndex`: O((S + C) log P) per call for S jobs started and
+C start classes that could fit.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision, Plan
 from gpuweave.cluster.placement import place_on_model
 from gpuweave.cluster.policies import register_policy
+from gpuweave.cluster.policies.pending_index import PendingIndex, arrival_order
 
 
 @register_policy("yarn-cs")
@@ -30,6 +33,7 @@ class YarnCapacityPolicy(ClusterPolicy):
         self.type_choice = type_choice
         self._rng = random.Random(seed)
         self._largest: dict[str, int] = {}
+        self._queue = PendingIndex(arrival_order, strict=strict)
 
     def _largest_node(self, view, model: str) -> int:
         size = self._largest.get(model)
@@ -40,30 +44,33 @@ class YarnCapacityPolicy(ClusterPolicy):
     def schedule(self, view) -> Decision:
         if not view.pending:
             return Decision()
+        self._queue.sync(view.pending)
+        free = sum(view.free_by_model.values())
+        if not self._queue.fits_any(free):
+            return Decision()
         plan = Plan(view)
         # Most free GPUs on one node, per model: a job that must sit on one node skips a model without a scan.
         max_free = {m: max(plan.free[i] for i in view.nodes_by_model[m]) for m in view.models}
-        free_total = sum(plan.free_by_model.values())
-        for js in view.pending.values():
-            if free_total == 0:
-                break
-            n = js.job.num_gpus
-            candidates = []
-            for model in view.models:
-                if plan.free_by_model[model] < n:
-                    continue
-                if n <= self._largest_node(view, model) and max_free[model] < n:
-                    continue
-                # Consolidated: one node when the job fits in one, else as few nodes as possible.
-                placement = place_on_model(plan, js, model, allow_spread=n > self._largest_node(view, model))
-                if placement is not None and view.rate(js, placement) > 0:
-                    candidates.append(placement)
-            if candidates:
-                chosen = candidates[0] if self.type_choice == "fixed" else self._rng.choice(candidates)
-                plan.start(js, chosen)
-                free_total -= n
-                for model in {view.nodes[i].gpu_model for i, _ in chosen}:
-                    max_free[model] = max(plan.free[i] for i in view.nodes_by_model[model])
-            elif self.strict:
-                break
+        self._queue.start_in_order(free, lambda js: self._try_start(view, plan, max_free, js))
         return plan.decision
+
+    def _try_start(self, view, plan: Plan, max_free: dict[str, int], js) -> bool:
+        """Start the job on a GPU type with room (seeded choice among them); False if none has."""
+        n = js.job.num_gpus
+        candidates = []
+        for model in view.models:
+            if plan.free_by_model[model] < n:
+                continue
+            if n <= self._largest_node(view, model) and max_free[model] < n:
+                continue
+            # Consolidated: one node when the job fits in one, else as few nodes as possible.
+            placement = place_on_model(plan, js, model, allow_spread=n > self._largest_node(view, model))
+            if placement is not None and view.rate(js, placement) > 0:
+                candidates.append(placement)
+        if not candidates:
+            return False
+        chosen = candidates[0] if self.type_choice == "fixed" else self._rng.choice(candidates)
+        plan.start(js, chosen)
+        for model in {view.nodes[i].gpu_model for i, _ in chosen}:
+            max_free[model] = max(plan.free[i] for i in view.nodes_by_model[model])
+        return True

@@ -1,0 +1,150 @@
+"""Pending jobs indexed by what can start them, for event-driven policies whose cost must not grow with the queue.
+
+Problem: a non-preemptive policy (FIFO, SJF, YARN-CS) offers waiting jobs, in its own order, to a placer that
+starts each one that fits. Re-scanning or re-sorting the whole queue on every event costs O(P) or O(P log P) per
+event and O(N·P) per run under a backlog.
+
+Index: jobs are grouped into *start classes* ``(num_gpus, job_type)``; every job of a class fits exactly where any
+other does (same gang size, same profiled rates), and capacity only shrinks within one call, so once a class's
+first job fails to start no later job of that class can start in that call. Each class keeps a heap keyed by the
+policy's order (keys are unique); for each GPU count a heap of its classes' head keys (stale entries dropped
+lazily) lets a call look only at counts that fit in the free GPUs, never at a job that cannot fit. A call takes
+the smallest head among those counts, offers it, and sets a failed class aside until the call ends.
+``strict`` (head-of-line blocking) keeps one queue: only its head is ever offered.
+
+Complexity: O((S + F) (G + log P)) per call for S jobs started, F classes that failed and G distinct GPU counts
+(F and G are bounded by the trace's distinct (GPU count, job type) pairs, not by P); O(log P) per arrival. The
+index learns arrivals from the tail of ``view.pending`` (insertion-ordered: a job that becomes pending goes to its
+end) and rebuilds itself, O(P), only if the queue changed in some other way (a driver that dropped a job or did
+not apply a start).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any, Callable
+
+from gpuweave.cluster.state import JobState
+
+Key = Any  # the policy's order; must be unique per job and comparable
+StartClass = tuple[int, str]
+
+
+def arrival_order(_js: JobState, seq: int) -> int:
+    """The order in which jobs became pending (FIFO)."""
+    return seq
+
+
+class PendingIndex:
+    """The pending queue of ``view`` in a policy's order, grouped by start class (see module docstring).
+
+    ``strict``: head-of-line blocking; one queue, since only its head is ever offered.
+    """
+
+    __slots__ = ("_key_of", "_strict", "_known", "_classes", "_heads", "_counts", "_seq")
+
+    def __init__(self, key_of: Callable[[JobState, int], Key], *, strict: bool = False) -> None:
+        """``key_of(js, seq)`` is the job's order key; ``seq`` counts jobs in the order they became pending."""
+        self._key_of = key_of
+        self._strict = strict
+        self._known: dict[str, JobState] = {}
+        self._classes: dict[StartClass, list[tuple[Key, JobState]]] = {}
+        # GPU count -> heap of (head key, class) of its classes; an entry is stale once its class's head changed.
+        self._heads: dict[int, list[tuple[Key, StartClass]]] = {}
+        self._counts: list[int] = []  # distinct GPU counts, ascending
+        self._seq = 0
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def sync(self, pending: dict[str, JobState]) -> None:
+        """Take in the jobs that became pending since the last call (from the tail of ``pending``)."""
+        known = self._known
+        new = []
+        for job_id in reversed(pending):
+            js = pending[job_id]
+            if known.get(job_id) is js:
+                break
+            new.append(js)
+        for js in reversed(new):
+            self._add(js)
+        if len(known) != len(pending):  # changed other than at its tail: start again from the queue itself
+            self._rebuild(pending)
+
+    def _rebuild(self, pending: dict[str, JobState]) -> None:
+        self._known.clear()
+        self._classes.clear()
+        self._heads.clear()
+        self._counts.clear()
+        for js in pending.values():
+            self._add(js)
+
+    def _add(self, js: JobState) -> None:
+        job = js.job
+        count = 0 if self._strict else job.num_gpus
+        cls = (count, "" if self._strict else job.job_type)
+        heap = self._classes.get(cls)
+        if heap is None:
+            heap = self._classes[cls] = []
+            if count not in self._heads:
+                self._heads[count] = []
+                self._counts.append(count)
+                self._counts.sort()
+        entry = (self._key_of(js, self._seq), js)
+        heapq.heappush(heap, entry)
+        if heap[0] is entry:
+            heapq.heappush(self._heads[count], (entry[0], cls))
+        self._seq += 1
+        self._known[job.job_id] = js
+
+    def _head_class(self, count: int) -> StartClass | None:
+        """The class holding the smallest key among those of ``count`` GPUs (dropping stale head entries)."""
+        heads = self._heads[count]
+        while heads:
+            key, cls = heads[0]
+            heap = self._classes[cls]
+            if heap and heap[0][0] == key:
+                return cls
+            heapq.heappop(heads)
+        return None
+
+    def fits_any(self, free_gpus: int) -> bool:
+        """Whether the next job to offer could fit in ``free_gpus`` GPUs (O(distinct counts) amortised)."""
+        if self._strict:
+            cls = self._head_class(0)
+            return cls is not None and self._classes[cls][0][1].job.num_gpus <= free_gpus
+        return any(self._head_class(count) is not None for count in self._counts if count <= free_gpus)
+
+    def start_in_order(self, free_gpus: int, try_start: Callable[[JobState], bool]) -> None:
+        """Offer pending jobs to ``try_start`` in key order (it returns True when it started the job; the caller
+        keeps its own plan); a class is offered nothing more after its first failure, and under ``strict``
+        nothing at all is offered after the first failure. ``free_gpus``: GPUs free now."""
+        failed: list[tuple[int, tuple[Key, StartClass]]] = []
+        while True:
+            best = None
+            for count in self._counts:
+                if count > free_gpus and not self._strict:
+                    break
+                cls = self._head_class(count)
+                if cls is not None and (best is None or self._heads[count][0][0] < self._heads[best][0][0]):
+                    best = count
+            if best is None:
+                break
+            heads = self._heads[best]
+            cls = heads[0][1]
+            heap = self._classes[cls]
+            js = heap[0][1]
+            if js.job.num_gpus <= free_gpus and try_start(js):
+                free_gpus -= js.job.num_gpus
+                heapq.heappop(heap)
+                del self._known[js.job.job_id]
+                if heap:
+                    heapq.heapreplace(heads, (heap[0][0], cls))
+                else:
+                    heapq.heappop(heads)
+            elif self._strict:
+                break
+            else:
+                failed.append((best, heapq.heappop(heads)))
+        for count, entry in failed:  # failed classes keep their jobs for the next call
+            heapq.heappush(self._heads[count], entry)
