@@ -487,6 +487,30 @@ def test_every_driver_entry_point_is_gated_and_completions_reach_the_server(drv)
 
 
 @needs_cuda_h
+@pytest.mark.parametrize("mode", ["share", "measure"])
+def test_a_global_mode_capture_survives_the_agents_event_polling(drv, mode, tmp_path):
+    """A program capturing a CUDA graph in the default (global) mode while earlier launches' events are still
+    outstanding: the agent's cuEventQuery must not invalidate the capture (it broke cudaStreamEndCapture on an
+    H100 before the agent declared itself relaxed), and the captured launches are not gated one by one."""
+    n = 6
+    env = {"STUB_MS_PER_BLOCK": "10"}  # the 6 launches run about 150 ms: their events outlast the capture
+    if mode == "measure":
+        env.update(FIKIT_MODE="measure", FIKIT_SCHEDULER="none", FIKIT_MEASURE_OUT=str(tmp_path / "m.json"))
+        p, launched = run_drv(drv, n, 1, "capture", FIKIT_TASK_KEY="cap", **env)
+        assert p.returncode == 0 and "capture ok" in p.stdout, p.stdout + p.stderr
+        assert len(json.loads((tmp_path / "m.json").read_text())["kernels"]) == n  # the 3 captured ones are not
+        return
+    with ServerThread(record_gos=True) as st:
+        rec = Recorder(st)
+        host, port = st.address
+        p, launched = run_drv(drv, n, 1, "capture", FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_TASK_KEY="cap", **env)
+        assert p.returncode == 0 and "capture ok" in p.stdout, p.stdout + p.stderr
+        assert wait_for(lambda: len(rec.of(Unregister)) == 1)
+    assert len(launched) == n + 3 and len(rec.of(Launch)) == n  # captured launches reach the driver ungated
+    assert len(rec.of(Done)) == n
+
+
+@needs_cuda_h
 def test_measure_mode_writes_a_profile_whose_ids_match_the_gated_launches(drv, tmp_path):
     from typer.testing import CliRunner
 

@@ -53,6 +53,10 @@ def test_round_policy_preempts_and_resumes_from_checkpoints(live_config, tmp_pat
     summary = run_live(live_config(SMALL, policy="tiresias", round_length=60), "local", None, out)
     assert summary["completed"] == 6
     live = _rows(out / "live.csv")
+    # The first round tick falls at the first arrival (t=0), as in the simulator, not a round later: the
+    # runtime's first poll comes after the arrival, and ceil(now / L) once put the tick at L.
+    firsts = [float(r["planned_start"]) for r in live if r["job_id"] in ("a", "b") and r["attempt"] == "1"]
+    assert firsts and min(firsts) < 60
     resumed = [r for r in live if r["kind"] in ("resume", "move")]
     for r in resumed:  # a resumed attempt never redoes the whole job
         first = next(x for x in live if x["job_id"] == r["job_id"] and x["attempt"] == "1")

@@ -61,8 +61,7 @@ def test_hadar_preempts_and_moves_real_torch_jobs(ray_cluster, live_config, tmp_
     kinds = {r["kind"] for r in live}
     # c starts on the K80 and is still running there when a V100 pair frees up: Hadar stops it (a checkpoint)
     # and starts it on the V100s from that checkpoint. Whether that is one move or a stop now and a resume a
-    # round later depends on wall-clock timing; either is a preemption. Pause-and-resume is asserted in the
-    # HadarE run, whose forked rounds always end that way.
+    # round later depends on wall-clock timing; either is a preemption.
     assert kinds & {"resume", "move"}, "no job was preempted"
     assert any(r["kind"] in ("resume", "move") and r["job_id"] == "c" for r in live), "c was never moved off the K80"
     for job_id in {r["job_id"] for r in live}:  # every job did its steps exactly once across its attempts
@@ -79,7 +78,10 @@ def test_hadare_forks_a_real_torch_job_and_its_model_is_the_copies_weighted_aver
     for job_id, target in targets.items():  # complete once the copies' aggregated steps reach the target
         ends = [r for r in journal if r["ev"] == "end" and r["job"] == job_id]
         assert ends[-1]["committed"] == target == sum(r["saved"] for r in ends)
-    assert "resume" in {r["kind"] for r in live}, "no job was stopped at a round's end and resumed later"
+    # A forked round ends with its copies stopped at a checkpoint; the job then restarts from the consolidated
+    # model in the next decision: a "resume" if it waited, a "move" if that decision placed it at once.
+    restarts = [r for r in live if r["kind"] in ("resume", "move")]
+    assert restarts, "no job was stopped at a round's end and restarted from its checkpoint"
     last = {}
     for row in live:
         last[row["job_id"]] = row

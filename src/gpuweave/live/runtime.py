@@ -92,7 +92,8 @@ class LiveRuntime:
         now = self.sim_time(wall)
         self.book.advance(now)
         changed = self._poll(wall)
-        changed = self._admit(now) or changed
+        arrived_at = self._admit(now)
+        changed = arrived_at is not None or changed
         book = self.book
         active = bool(book.pending or book.running)
         length = self.policy.round_length
@@ -105,7 +106,10 @@ class LiveRuntime:
             if tick:  # ticks sit on the grid k*L, as in the simulator; the first one at ceil(now / L) * L
                 self.next_tick = (math.floor(now / length) + 1) * length
             elif active and self.next_tick == math.inf:
-                self.next_tick = math.ceil(now / length) * length
+                # From the arrival that made the cluster busy, as the simulator does: polling lags the arrival,
+                # and ceil(now / L) would push a first tick due at the arrival's instant a whole round later.
+                since = now if arrived_at is None else arrived_at
+                self.next_tick = math.ceil(since / length) * length
             elif not active:
                 self.next_tick = math.inf
         self._launch_ready(wall)
@@ -156,9 +160,10 @@ class LiveRuntime:
             )
 
     # ------------------------------------------------------------------ events in
-    def _admit(self, now: float) -> bool:
+    def _admit(self, now: float) -> float | None:
+        """Hand every job that has arrived by ``now`` to the book; the first one's arrival time, or None."""
         states = self.book.states
-        arrived = False
+        first = None
         while self.arrival_index < len(states) and states[self.arrival_index].job.arrival <= now:
             js = states[self.arrival_index]
             self.arrival_index += 1
@@ -166,8 +171,8 @@ class LiveRuntime:
             if not (job.done or job.failed):
                 self.book.arrive(js)
                 self.book.events += 1
-                arrived = True
-        return arrived
+                first = js.job.arrival if first is None else first
+        return first
 
     def _poll(self, wall: float) -> bool:
         """Read every live attempt; True when a job completed or failed (a policy event)."""

@@ -1,6 +1,7 @@
 /* Test program for the FIKIT shim: launches through every way a library reaches the driver.
  *
- * usage: drv_prog N T [bench]   -- T threads, each launching N kernels on its own stream, then syncing.
+ * usage: drv_prog N T [bench|capture]   -- T threads, each launching N kernels on its own stream, then syncing
+ * (capture: see capture() below).
  * Launch i of a thread uses function funcs[i % 3] with grid (1 + i % 4, 1, 1), block (64, 1, 1), through
  * entry point i % 7:
  *   0 cuLaunchKernel called directly (linked)       4 cuLaunchKernelEx from cuGetProcAddress_v2
@@ -79,15 +80,35 @@ static int resolve(void) {
                CUDA_SUCCESS;
 }
 
+/* "capture": N launches on one stream (their completion events still outstanding), then a global-mode capture
+ * of 3 launches on another stream while the shim's agent polls those events; exits 5 if the capture broke. */
+static int capture(void) {
+    CUstream s, c;
+    CUgraph g;
+    if (cuStreamCreate(&s, 0) != CUDA_SUCCESS || cuStreamCreate(&c, 0) != CUDA_SUCCESS) return 3;
+    for (int i = 0; i < n_launch; i++) launch(0, i, s);
+    if (cuStreamBeginCapture(c, CU_STREAM_CAPTURE_MODE_GLOBAL) != CUDA_SUCCESS) return 3;
+    for (int i = 0; i < 3; i++) launch(0, i, c);
+    struct timespec pause = {0, 20 * 1000 * 1000}; /* the agent polls every 0.2 ms meanwhile */
+    nanosleep(&pause, NULL);
+    CUresult r = cuStreamEndCapture(c, &g);
+    cuStreamSynchronize(s);
+    printf("capture %s\n", r == CUDA_SUCCESS ? "ok" : "invalidated");
+    printf("done %d\n", n_launch);
+    return r == CUDA_SUCCESS ? 0 : 5;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
     n_launch = atoi(argv[1]);
     int threads = atoi(argv[2]);
     bench = argc > 3 && !strcmp(argv[3], "bench");
+    int capturing = argc > 3 && !strcmp(argv[3], "capture");
     if (n_launch < 0 || threads < 1 || threads > 64) return 2;
     if (cuInit(0) != CUDA_SUCCESS || !resolve()) return 4;
     for (int k = 0; k < 3; k++) cuModuleGetFunction(&funcs[k], NULL, names[k]);
     cuGraphInstantiateWithFlags(&graph, NULL, 0);
+    if (capturing) return capture();
     pthread_t tids[64];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -8,7 +8,8 @@
  * (one write(2), O_APPEND) as "<api> <name> g<x>,<y>,<z> b<x>,<y>,<z> t<host ns>"; graphs are named
  * "graph". cuFuncGetName returns the name given to cuModuleGetFunction (mangled), unless
  * STUB_NO_FUNCNAME=1. STUB_LAUNCH_US=n makes every launch call take n microseconds of host time. cuStreamIsCapturing reports "active" for streams made with flags 0x40 (a test
- * convention standing for a stream under capture). cuGetProcAddress(_v2) returns the stub's own entry
+ * convention standing for a stream under capture) and for a stream between cuStreamBeginCapture_v2 and
+ * cuStreamEndCapture. cuGetProcAddress(_v2) returns the stub's own entry
  * points (the _ptsz one with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), like the real driver.
  */
 #define _GNU_SOURCE
@@ -146,9 +147,44 @@ CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
     return CUDA_SUCCESS;
 }
 
+/* Global-mode capture as the real driver polices it: while cuStreamBeginCapture_v2(s, GLOBAL) runs, a
+ * "potentially unsafe" call (here cuEventQuery) from any thread that has not exchanged its capture mode to
+ * RELAXED invalidates the capture, and cuStreamEndCapture fails (an H100 did this to a program under an
+ * earlier shim whose agent polled events during the program's capture). */
+static CUstream capture_stream;
+static int capture_global, capture_invalid;
+static __thread CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
+    CUstreamCaptureMode old = thread_mode;
+    thread_mode = *mode;
+    *mode = old;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+    pthread_mutex_lock(&mu);
+    capture_stream = s;
+    capture_global = mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+    capture_invalid = 0;
+    pthread_mutex_unlock(&mu);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamEndCapture(CUstream s, CUgraph *graph) {
+    pthread_mutex_lock(&mu);
+    int bad = capture_invalid || capture_stream != s;
+    capture_stream = NULL;
+    pthread_mutex_unlock(&mu);
+    *graph = NULL;
+    return bad ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS;
+}
+
 CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) {
-    *status = (stream_of(s)->flags & STUB_CAPTURING_FLAG) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
-                                                          : CU_STREAM_CAPTURE_STATUS_NONE;
+    pthread_mutex_lock(&mu);
+    int active = (stream_of(s)->flags & STUB_CAPTURING_FLAG) || (capture_stream && capture_stream == s);
+    pthread_mutex_unlock(&mu);
+    *status = active ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
 }
 
@@ -189,7 +225,14 @@ CUresult cuEventRecord(CUevent e, CUstream s) {
     return CUDA_SUCCESS;
 }
 
-CUresult cuEventQuery(CUevent e) { return host_ms() >= e->t_ms ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY; }
+CUresult cuEventQuery(CUevent e) {
+    pthread_mutex_lock(&mu);
+    int unsafe = capture_stream && capture_global && thread_mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+    if (unsafe) capture_invalid = 1;
+    pthread_mutex_unlock(&mu);
+    if (unsafe) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+    return host_ms() >= e->t_ms ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
 CUresult cuEventSynchronize(CUevent e) { sleep_until(e->t_ms); return CUDA_SUCCESS; }
 CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { *ms = (float)(b->t_ms - a->t_ms); return CUDA_SUCCESS; }
 CUresult cuEventDestroy_v2(CUevent e) { free(e); return CUDA_SUCCESS; }

@@ -131,6 +131,7 @@ typedef CUresult (*event_elapsed_fn)(float *, CUevent, CUevent);
 typedef CUresult (*ctx_get_fn)(CUcontext *);
 typedef CUresult (*ctx_set_fn)(CUcontext);
 typedef CUresult (*capturing_fn)(CUstream, int *);
+typedef CUresult (*capture_mode_fn)(int *); /* cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *) */
 typedef cudaError_t (*rt_launch_fn)(const void *, dim3, dim3, void **, size_t, cudaStream_t);
 typedef cudaError_t (*rt_launch_ex_fn)(const fk_rt_launch_config *, const void *, void **);
 typedef cudaError_t (*rt_funcname_fn)(const char **, const void *);
@@ -147,7 +148,7 @@ typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 #define FK_GO_SLOTS 4096         /* seq -> released, ring (power of two) */
 #define FK_STREAM_LOCKS 64
 #define FK_SLOTS 4               /* trampolines per driver launch function */
-#define FK_EVENT_POOL 256
+#define FK_EVENT_POOL 4096 /* above the launches in flight of a busy process: event churn contends */
 
 /* ------------------------------------------------------------------ state */
 enum { REC_REQUEST, REC_LAUNCHED, REC_EVENTS };
@@ -203,6 +204,7 @@ static struct {
     ctx_get_fn ctx_get;
     ctx_set_fn ctx_set;
     capturing_fn capturing;
+    capture_mode_fn capture_mode;
 } D;
 
 static struct { _Atomic(const void *) key; const char *name; } cache[FK_CACHE_SIZE];
@@ -538,6 +540,7 @@ static void resolve_driver(void) {
     D.ctx_get = (ctx_get_fn)rdlsym(h, "cuCtxGetCurrent");
     D.ctx_set = (ctx_set_fn)rdlsym(h, "cuCtxSetCurrent");
     D.capturing = (capturing_fn)rdlsym(h, "cuStreamIsCapturing");
+    D.capture_mode = (capture_mode_fn)rdlsym(h, "cuThreadExchangeStreamCaptureMode");
     dlclose(h); /* the process keeps its own reference */
     atomic_store_explicit(&D.ready, 1, memory_order_release);
 }
@@ -1135,9 +1138,23 @@ static void measure_step(fk_rec *r) {
     A.have_prev = 1;
 }
 
+#define FK_CAPTURE_MODE_RELAXED 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */
+
+/* The agent's event queries must not break the program's CUDA graph captures. While any thread captures in
+ * the default (global) mode, a "potentially unsafe" call such as cuEventQuery from another thread invalidates
+ * that capture (cudaStreamEndCapture fails; seen with PyTorch's CUDA graphs and a plain capture on an H100).
+ * The agent runs no captures of its own, so it declares itself relaxed, once, before its first query. */
+static void agent_relax_capture(void) {
+    static __thread int done; /* per thread: a forked child's new agent relaxes itself again */
+    if (done || !D.capture_mode) return;
+    int mode = FK_CAPTURE_MODE_RELAXED;
+    done = D.capture_mode(&mode) == FK_OK;
+}
+
 static void poll_events(uint64_t now) {
     size_t k = 0;
     CUcontext cur = NULL;
+    agent_relax_capture();
     for (; k < A.outstanding.n; k++) {
         fk_rec *r = &A.outstanding.v[k];
         if (k == 0 || r->ctx != cur) D.ctx_set(cur = r->ctx);
