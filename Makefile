@@ -3,9 +3,9 @@
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
-EXTRAS ?= dev,ray,torch
+EXTRAS ?= dev,ray,torch,service
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench load-test clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -22,6 +22,10 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check src tests tools
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -n 2 --dist loadgroup
+
+# The service's full load test: 1,000 submissions from 50 clients on loopback (docs/service.md).
+load-test: $(STAMP)
+	$(PY) -m pytest -q -p no:xdist -m load tests/service/test_load.py -s
 
 bench: $(STAMP)
 	$(VENV)/bin/gpuweave bench sim --jobs 20000 --gpus 1024 --policy fifo --json
