@@ -11,6 +11,7 @@ process exits 1.
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import threading
 from dataclasses import dataclass
@@ -142,6 +143,10 @@ def serve(config: ServiceConfig) -> int:
     _watch(service.scheduler, uv)
     host, port = sock.getsockname()[:2]
     log.info("serving", extra={"fields": {"url": f"http://{host}:{port}/", "db": _redacted(config.db)}})
+    # uvicorn re-raises the signal that stopped it once it is done; with these handlers that is a no-op, so the
+    # loop below still checkpoints every job (the default handlers would end the process first).
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _stopping)
     try:
         uv.run(sockets=[sock])
     finally:
@@ -152,6 +157,10 @@ def serve(config: ServiceConfig) -> int:
         return 1
     log.info("stopped")
     return 0
+
+
+def _stopping(_signum, _frame) -> None:
+    log.info("stopping: checkpointing every running job")
 
 
 def _watch(scheduler, uv) -> None:
