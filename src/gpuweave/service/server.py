@@ -11,6 +11,7 @@ process exits 1.
 from __future__ import annotations
 
 import logging
+import shutil
 import signal
 import socket
 import threading
@@ -92,9 +93,17 @@ def build_service(config: ServiceConfig) -> Service:
 
     check_cluster(config)
     wanted = resolve_policy(config)
-    engine = make_engine(config.db)
-    check_reachable(engine)
-    executor = open_executor(config.executor, config.address)
+    created = not config.data_dir.exists()
+    if config.db == sqlite_url(config.data_dir):  # the default database lives in the data directory
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        engine = make_engine(config.db)
+        check_reachable(engine)
+        executor = open_executor(config.executor, config.address)
+    except BaseException:
+        if created:  # a refused start leaves no directory or database behind
+            shutil.rmtree(config.data_dir, ignore_errors=True)
+        raise
     config.data_dir.mkdir(parents=True, exist_ok=True)
     migrate(engine)
     store_policy(engine, wanted)

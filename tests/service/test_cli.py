@@ -1,0 +1,92 @@
+"""``gpuweave serve`` and its clients as a user runs them: bad input is one line and exit 2 with nothing written;
+``token create`` prints a token once; ``submit|jobs|cancel|nodes`` work against a real service, with ``--json``."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+
+import pytest
+from conftest import CLUSTER, ENV, RESNET, free_port, start_service_process, wait_for
+
+
+def gpuweave(*args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gpuweave.cli", *args], capture_output=True, text=True, env=env or ENV, cwd=cwd, timeout=120
+    )
+
+
+def _one_line_exit_2(proc: subprocess.CompletedProcess, *words: str) -> None:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: "), proc.stderr
+    for word in words:
+        assert word in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--policy", "nope"], ["policy", "unknown cluster policy 'nope'"]),
+        (["--policy", "hadar", "-O", "variant=zzz"], ["policy-option", "variant"]),
+        (["--cluster", "nope"], ["cluster", "unknown cluster 'nope'"]),
+        (["--db", "postgresql://nobody@127.0.0.1:1/none"], ["field 'db'", "cannot reach the database"]),
+        (["--db", "mysql://x@localhost/y"], ["field 'db'", "unsupported database"]),
+        (["--executor", "slurm"], ["executor", "slurm"]),
+        (["--executor", "kubernetes"], ["executor"]),
+        (["--time-scale", "0"], ["time-scale"]),
+    ],
+)
+def test_serve_bad_input_is_one_line_and_writes_nothing(tmp_path, args, words):
+    data = tmp_path / "data"
+    proc = gpuweave("serve", "--data-dir", str(data), "--port", str(free_port()), "--cluster", str(CLUSTER), *args)
+    _one_line_exit_2(proc, *words)
+    assert not data.exists()  # no database, no directory: nothing half-written
+
+
+def test_serve_refuses_a_port_in_use(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        proc = gpuweave("serve", "--data-dir", str(tmp_path / "d"), "--port", str(port), "--cluster", str(CLUSTER))
+    _one_line_exit_2(proc, "field 'port'", "in use")
+    assert not (tmp_path / "d").exists()
+
+
+def test_token_create_prints_once_and_clients_work(tmp_path):
+    data = tmp_path / "data"
+    db = f"sqlite:///{tmp_path / 'svc.db'}"
+    made = gpuweave("serve", "--db", db, "--data-dir", str(data), "token", "create", "alice", "--max-running-gpus", "2")
+    assert made.returncode == 0 and made.stdout.startswith("gw_") and made.stdout.count("\n") == 1
+    tok = made.stdout.strip()
+    listed = json.loads(gpuweave("serve", "--db", db, "token", "list", "--json").stdout)
+    assert listed[0]["name"] == "alice" and listed[0]["tokens"] == 1 and tok not in json.dumps(listed)
+    _one_line_exit_2(gpuweave("serve", "--db", db, "token", "create", "bad name"), "NAME")
+    service = start_service_process(db, data)
+    env = dict(ENV, GPUWEAVE_TOKEN=tok, GPUWEAVE_SERVER=service.url)
+    try:
+        job = json.loads(gpuweave("submit", "cli-job", "--steps", "300", "--gpus", "2", "--json", env=env).stdout)
+        assert job["name"] == "cli-job" and job["gpus"] == 2 and job["job_type"] == RESNET
+        long = gpuweave("submit", "long", "--steps", "100000000", "--gpu-type", "K80", env=env)
+        assert long.returncode == 0 and long.stdout.startswith("submitted job ")
+        long_id = int(long.stdout.split()[2])
+        wait_for(lambda: json.loads(gpuweave("jobs", "--id", str(job["id"]), "--json", env=env).stdout)["state"] == "done", 60)
+        listing = json.loads(gpuweave("jobs", "--json", env=env).stdout)
+        assert {j["name"] for j in listing["jobs"]} == {"cli-job", "long"}
+        assert "cli-job" in gpuweave("jobs", env=env).stdout
+        wait_for(lambda: any(n["busy"] for n in json.loads(gpuweave("nodes", "--json", env=env).stdout)), 30)
+        assert "k80-0" in gpuweave("nodes", env=env).stdout
+        cancelled = json.loads(gpuweave("cancel", str(long_id), "--json", env=env).stdout)
+        assert cancelled["cancel_requested"]
+        _one_line_exit_2(gpuweave("cancel", "999", env=env), "404", "job_id")
+        _one_line_exit_2(gpuweave("submit", "huge", "--steps", "10", "--gpus", "64", env=env), "422", "gpus")
+        _one_line_exit_2(gpuweave("submit", "x", "--steps", "10", "--gpus", "4", env=env), "quota of 2")
+        _one_line_exit_2(gpuweave("jobs", env=dict(env, GPUWEAVE_TOKEN="gw_wrong")), "401")
+        _one_line_exit_2(gpuweave("jobs", env=dict(env, GPUWEAVE_TOKEN="")), "GPUWEAVE_TOKEN")
+        _one_line_exit_2(gpuweave("nodes", "--server", f"http://127.0.0.1:{free_port()}", env=env), "cannot reach")
+    finally:
+        service.proc.send_signal(signal.SIGTERM)
+        assert service.proc.wait(timeout=60) == 0
