@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import RESNET, auth, job_spec, token, wait_for
+
+from tests.service.helpers import RESNET, auth, job_spec, token, wait_for
 
 
 def _job(client, tok, job_id):
@@ -30,7 +31,9 @@ def test_jobs_run_to_done_with_history_and_visibility(db_url, make_service):
     assert everyone["total"] == 2 and {j["user"] for j in everyone["jobs"]} == {"alice", "bob"}
     only_bob = client.get("/api/v1/jobs", params={"user": "bob"}, headers=auth(admin)).json()
     assert [j["name"] for j in only_bob["jobs"]] == ["b"]
-    kinds = [e["kind"] for e in client.get("/api/v1/events", params={"job_id": a.json()["id"]}, headers=auth(alice)).json()]
+    kinds = [
+        e["kind"] for e in client.get("/api/v1/events", params={"job_id": a.json()["id"]}, headers=auth(alice)).json()
+    ]
     assert kinds[:3] == ["submitted", "admitted", "start"] and kinds[-1] == "done"
     assert not any(e["user"] == "bob" for e in client.get("/api/v1/events", headers=auth(alice)).json())
 
@@ -85,7 +88,9 @@ def test_limits_quotas_and_commands(sqlite_url, make_service):
     assert client.post("/api/v1/jobs", json=job_spec("one"), headers=auth(alice)).status_code == 201
     assert client.post("/api/v1/jobs", json=job_spec("two"), headers=auth(alice)).status_code == 201
     third = client.post("/api/v1/jobs", json=job_spec("three"), headers=auth(alice))
-    assert third.status_code == 429 and third.json()["field"] == "quota" and "max_queued_jobs 2" in third.json()["detail"]
+    assert (
+        third.status_code == 429 and third.json()["field"] == "quota" and "max_queued_jobs 2" in third.json()["detail"]
+    )
     command = client.post("/api/v1/jobs", json=job_spec(program="/bin/true"), headers=auth(token(sqlite_url, "bob")))
     assert command.status_code == 403 and command.json()["field"] == "program"
     assert client.get("/api/v1/me", headers=auth(alice)).json()["queued_jobs"] == 2
@@ -108,8 +113,12 @@ def test_cancel_waiting_running_and_finished_jobs(db_url, make_service):
     service, client = make_service(db_url)
     alice = token(db_url, "alice")
     spec = job_spec("long", steps=10**6, gpus=2)
-    running = [client.post("/api/v1/jobs", json={**spec, "name": f"r{i}"}, headers=auth(alice)).json() for i in range(2)]
-    waiting = client.post("/api/v1/jobs", json=job_spec("w", steps=10**6, gpus=2, gpu_types=["V100"]), headers=auth(alice)).json()
+    running = [
+        client.post("/api/v1/jobs", json={**spec, "name": f"r{i}"}, headers=auth(alice)).json() for i in range(2)
+    ]
+    waiting = client.post(
+        "/api/v1/jobs", json=job_spec("w", steps=10**6, gpus=2, gpu_types=["V100"]), headers=auth(alice)
+    ).json()
     wait_for(lambda: all(_job(client, alice, j["id"])["state"] == "running" for j in running))
     answer = client.post(f"/api/v1/jobs/{waiting['id']}/cancel", headers=auth(alice))
     assert answer.status_code == 200 and answer.json()["state"] == "cancelled"
@@ -136,7 +145,9 @@ def test_policy_read_and_change_by_admins_only(sqlite_url, make_service):
     assert bad.status_code == 422 and bad.json()["field"] == "name"
     bad = client.put("/api/v1/policy", json={"name": "hadar", "options": {"variant": "zzz"}}, headers=auth(root))
     assert bad.status_code == 422 and bad.json()["field"] == "options"
-    changed = client.put("/api/v1/policy", json={"name": "tiresias", "options": {"round_length": 60}}, headers=auth(root))
+    changed = client.put(
+        "/api/v1/policy", json={"name": "tiresias", "options": {"round_length": 60}}, headers=auth(root)
+    )
     assert changed.status_code == 200 and changed.json()["version"] == current["version"] + 1
     wait_for(lambda: service.scheduler.runtime.policy.name == "tiresias")
     assert service.scheduler.runtime.policy.round_length == 60

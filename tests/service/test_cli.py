@@ -9,13 +9,20 @@ import socket
 import subprocess
 import sys
 
+import httpx
 import pytest
-from conftest import CLUSTER, ENV, RESNET, free_port, start_service_process, wait_for
+
+from tests.service.helpers import CLUSTER, ENV, RESNET, free_port, start_service_process, wait_for
 
 
 def gpuweave(*args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "gpuweave.cli", *args], capture_output=True, text=True, env=env or ENV, cwd=cwd, timeout=120
+        [sys.executable, "-m", "gpuweave.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env or ENV,
+        cwd=cwd,
+        timeout=120,
     )
 
 
@@ -67,17 +74,21 @@ def test_token_create_prints_once_and_clients_work(tmp_path):
     _one_line_exit_2(gpuweave("serve", "--db", db, "token", "create", "bad name"), "NAME")
     service = start_service_process(db, data)
     env = dict(ENV, GPUWEAVE_TOKEN=tok, GPUWEAVE_SERVER=service.url)
+    api = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {tok}"}, timeout=10)
     try:
         job = json.loads(gpuweave("submit", "cli-job", "--steps", "300", "--gpus", "2", "--json", env=env).stdout)
         assert job["name"] == "cli-job" and job["gpus"] == 2 and job["job_type"] == RESNET
         long = gpuweave("submit", "long", "--steps", "100000000", "--gpu-type", "K80", env=env)
         assert long.returncode == 0 and long.stdout.startswith("submitted job ")
         long_id = int(long.stdout.split()[2])
-        wait_for(lambda: json.loads(gpuweave("jobs", "--id", str(job["id"]), "--json", env=env).stdout)["state"] == "done", 60)
+        wait_for(lambda: api.get(f"/api/v1/jobs/{job['id']}").json()["state"] == "done", 60)
+        assert json.loads(gpuweave("jobs", "--id", str(job["id"]), "--json", env=env).stdout)["history"]
         listing = json.loads(gpuweave("jobs", "--json", env=env).stdout)
         assert {j["name"] for j in listing["jobs"]} == {"cli-job", "long"}
         assert "cli-job" in gpuweave("jobs", env=env).stdout
-        wait_for(lambda: any(n["busy"] for n in json.loads(gpuweave("nodes", "--json", env=env).stdout)), 30)
+        wait_for(lambda: api.get(f"/api/v1/jobs/{long_id}").json()["state"] == "running", 30)
+        nodes = json.loads(gpuweave("nodes", "--json", env=env).stdout)
+        assert [j["id"] for n in nodes if n["name"] == "k80-0" for j in n["jobs"]] == [long_id]
         assert "k80-0" in gpuweave("nodes", env=env).stdout
         cancelled = json.loads(gpuweave("cancel", str(long_id), "--json", env=env).stdout)
         assert cancelled["cancel_requested"]
@@ -88,5 +99,6 @@ def test_token_create_prints_once_and_clients_work(tmp_path):
         _one_line_exit_2(gpuweave("jobs", env=dict(env, GPUWEAVE_TOKEN="")), "GPUWEAVE_TOKEN")
         _one_line_exit_2(gpuweave("nodes", "--server", f"http://127.0.0.1:{free_port()}", env=env), "cannot reach")
     finally:
+        api.close()
         service.proc.send_signal(signal.SIGTERM)
         assert service.proc.wait(timeout=60) == 0

@@ -13,8 +13,9 @@ import signal
 import time
 
 import httpx
-from conftest import auth, job_spec, start_service_process, token, wait_for
 from sqlalchemy import create_engine, text
+
+from tests.service.helpers import auth, job_spec, start_service_process, token, wait_for
 
 JOBS = 7  # 1-GPU jobs on the 4 V100s: some run, some wait when the service is killed
 STEPS = 50000  # about 7 s of wall time each at time scale 400: the restart (about 3 s) lands mid-run
@@ -74,10 +75,7 @@ def test_kill_9_mid_run_loses_nothing_and_runs_nothing_twice(db_url, tmp_path):
                 assert job["committed_steps"] >= before[job_id]["committed_steps"]
                 if before[job_id]["state"] == "done":
                     assert job["state"] == "done"
-            finished = wait_for(
-                lambda: all((j := client.get(f"/api/v1/jobs/{i}").json())["state"] == "done" for i in ids), timeout=60
-            )
-            assert finished
+            wait_for(lambda: all(client.get(f"/api/v1/jobs/{i}").json()["state"] == "done" for i in ids), timeout=60)
             details = [client.get(f"/api/v1/jobs/{i}").json() for i in ids]
     finally:
         second.proc.send_signal(signal.SIGTERM)
