@@ -82,6 +82,7 @@ class LiveRuntime:
         self.overhead_s: list[float] = []
         self.journal = journal if journal is not None else Journal(self.out / "journal.jsonl")
         self.open_ended = jobs is not None  # more jobs may come: an idle queue is not a stuck policy
+        self._nudged = False  # a cancellation freed GPUs: event-driven policies decide at the next step
 
     def _track(self, js, argv: list[str] | None = None) -> LiveJob:
         if argv is None:
@@ -118,6 +119,7 @@ class LiveRuntime:
             job.attempt = None
             self.journal.attempt_ended(job, attempt, saved)
         self.book.fail(job.js)
+        self._nudged = True
         return True
 
     def forget(self, job_id: str) -> None:
@@ -189,7 +191,8 @@ class LiveRuntime:
         wall = time.time()
         now = self.sim_time(wall)
         self.book.advance(now)
-        changed = self._poll(wall)
+        changed = self._poll(wall) or self._nudged
+        self._nudged = False
         arrived_at = self._admit(now)
         changed = arrived_at is not None or changed
         book = self.book

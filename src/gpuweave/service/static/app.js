@@ -81,7 +81,9 @@ function drawPlot(series, totalGpus) {
     const t0 = series[0].at, t1 = Math.max(series[series.length - 1].at, t0 + 1);
     const x = (t) => pad + ((t - t0) / (t1 - t0)) * (W - 2 * pad);
     const y = (v) => H - pad - (v / Math.max(totalGpus, 1)) * (H - 2 * pad);
-    const line = (value) => series.map((s, i) => `${i ? "L" : "M"}${x(s.at).toFixed(1)},${y(value(s)).toFixed(1)}`).join(" ");
+    // A step function: busy GPUs hold their value until the next sample.
+    const line = (value) => series.map((s, i) => (i ? `H${x(s.at).toFixed(1)}V` : `M${x(s.at).toFixed(1)},`) +
+      y(value(s)).toFixed(1)).join(" ");
     parts.push([line((s) => Object.values(s.busy).reduce((a, b) => a + b, 0)), "#1d2330", 2.5]);
     types.forEach((t, i) => parts.push([line((s) => s.busy[t] || 0), PALETTE[i % PALETTE.length], 1.5]));
   }
