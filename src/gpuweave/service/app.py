@@ -61,7 +61,30 @@ def create_app(state: ServiceState) -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=state.max_body_bytes)
     app.include_router(_api(state))
     _plain_routes(app, state)
+    _document_choices(app, state.store)
     return app
+
+
+def _document_choices(app: FastAPI, store: Store) -> None:
+    """The schema lists this service's job types, GPU types and policies as the allowed values of those fields
+    (what clients and fuzzers then generate); the checks in :mod:`gpuweave.service.jobs` stay the authority."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            schema = build()
+            fields = schema["components"]["schemas"]["JobSubmit"]["properties"]
+            fields["job_type"]["enum"] = list(store.profiles.job_types())
+            models = sorted({n.gpu_model for n in store.nodes})
+            items = fields["gpu_types"]["anyOf"][0]["items"]
+            items["enum"] = models
+            from gpuweave.cluster.policies import POLICIES
+
+            schema["components"]["schemas"]["PolicyIn"]["properties"]["name"]["enum"] = list(POLICIES.names())
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi
 
 
 # ---------------------------------------------------------------------------------------------------- errors
