@@ -16,7 +16,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Engine
 
 from gpuweave.errors import InputError
-from gpuweave.service.db import reading, tokens, users
+from gpuweave.service.db import reading, tokens, users, writing
 
 USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 TOKEN_PREFIX = "gw_"
@@ -51,7 +51,7 @@ def create_token(
             raise InputError(f"must be >= 1, got {value}", field=label)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     now = time.time()
-    with engine.begin() as conn:
+    with writing(engine) as conn:
         row = conn.execute(select(users.c.id).where(users.c.name == name)).first()
         if row is None:
             user_id = conn.execute(
@@ -80,7 +80,7 @@ def create_token(
 
 def revoke_tokens(engine: Engine, name: str) -> int:
     """Revoke every token of user ``name``; returns how many were live. InputError for an unknown user."""
-    with engine.begin() as conn:
+    with writing(engine) as conn:
         row = conn.execute(select(users.c.id).where(users.c.name == name)).first()
         if row is None:
             raise InputError(f"no user named {name!r}", field="NAME")

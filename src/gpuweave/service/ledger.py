@@ -30,7 +30,7 @@ from sqlalchemy.engine import Engine
 
 from gpuweave.live.attempts import Attempt, LiveJob
 from gpuweave.live.journal import attempt_copies, end_orphans
-from gpuweave.service.db import ACTIVE_STATES, attempts, events, jobs, reading, samples, settings
+from gpuweave.service.db import ACTIVE_STATES, attempts, events, jobs, reading, samples, settings, writing
 from gpuweave.service.jobs import check_program, runtime_job
 
 log = logging.getLogger("gpuweave.service.ledger")
@@ -84,7 +84,7 @@ class Ledger:
     def launching(self, job: LiveJob, number: int, kind: str, placement, forked: bool, copies: list[dict]) -> bool:
         job_id, user_id = self._ids(job)
         now = time.time()
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             result = conn.execute(
                 update(jobs)
                 .where(jobs.c.id == job_id, jobs.c.state.in_(ACTIVE_STATES), jobs.c.cancel_requested.is_(False))
@@ -116,7 +116,7 @@ class Ledger:
 
     def attempt_started(self, job: LiveJob, attempt: Attempt, executor) -> None:
         job_id, _ = self._ids(job)
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             conn.execute(
                 update(attempts)
                 .where(attempts.c.job_id == job_id, attempts.c.number == attempt.number)
@@ -125,7 +125,7 @@ class Ledger:
 
     def stopping(self, job: LiveJob, attempt: Attempt) -> None:
         job_id, user_id = self._ids(job)
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             conn.execute(
                 update(jobs).where(jobs.c.id == job_id, jobs.c.state == "running").values(state="checkpointing")
             )
@@ -142,7 +142,7 @@ class Ledger:
             "first_start": job.js.first_start,
             "restarts": job.js.restarts,
         }
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             conn.execute(
                 update(attempts)
                 .where(attempts.c.job_id == job_id, attempts.c.number == attempt.number)
@@ -163,7 +163,7 @@ class Ledger:
     def _terminal(self, job: LiveJob, state: str, reason: str = "", only_from=ACTIVE_STATES) -> bool:
         job_id, user_id = self._ids(job)
         js = job.js
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             result = conn.execute(
                 update(jobs)
                 .where(jobs.c.id == job_id, jobs.c.state.in_(only_from))
@@ -204,7 +204,7 @@ class Ledger:
         counts = {"start": 0, "move": 0, "stop": 0}
         for action in actions:
             counts[action.kind] += 1
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             add_event(conn, "decision", sim=now, seconds=round(seconds, 6), **counts)
 
     # ------------------------------------------------------------------ restart
@@ -212,7 +212,7 @@ class Ledger:
         """Restore the runtime from the database (see module docstring); returns the clock's origin."""
         self.runtime = runtime
         scale = runtime.ex.time_scale
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             clock = get_setting(conn, "clock")
             if clock is None:
                 clock = {"origin": wall_now, "time_scale": scale}
@@ -236,7 +236,7 @@ class Ledger:
             self.restore(runtime, row)
         adopted = sum(self._end_orphan_attempt(runtime, a) for a in open_attempts)
         requeued = self._requeue_interrupted(runtime)
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             add_event(conn, "service-resumed", sim=runtime.book.now, jobs=len(rows), orphans=adopted, requeued=requeued)
         log.info("resumed", extra={"fields": {"jobs": len(rows), "orphan_attempts": adopted, "requeued": requeued}})
         return origin
@@ -263,7 +263,7 @@ class Ledger:
             saved = [0]
         else:
             saved = end_orphans(job, copies, bool(row.forked))
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             conn.execute(
                 update(attempts)
                 .where(attempts.c.id == row.id)
@@ -283,7 +283,7 @@ class Ledger:
                 runtime.book.complete(job.js)
                 self.job_done(job)
                 continue
-            with self.engine.begin() as conn:
+            with writing(self.engine) as conn:
                 result = conn.execute(
                     update(jobs)
                     .where(jobs.c.id == int(job.js.job_id), jobs.c.state.in_(("running", "checkpointing")))

@@ -24,7 +24,7 @@ from gpuweave.errors import InputError, InvalidDecisionError
 from gpuweave.live.executor import Executor
 from gpuweave.live.runtime import LiveRuntime
 from gpuweave.service.config import ServiceConfig
-from gpuweave.service.db import events, jobs, reading, samples, users
+from gpuweave.service.db import events, jobs, reading, samples, users, writing
 from gpuweave.service.jobs import RestrictedProfiles, check_program, runtime_job
 from gpuweave.service.ledger import Ledger, add_event, get_setting
 
@@ -108,7 +108,7 @@ class Scheduler:
             if message != last or time.time() - when > ERROR_REPEAT_S:
                 self._last_error = (message, time.time())
                 log.error("policy decision rejected", extra={"fields": {"error": message}})
-                with self.engine.begin() as conn:
+                with writing(self.engine) as conn:
                     add_event(conn, "policy-error", sim=self.runtime.book.now, error=message[:1000])
 
     def _shutdown(self) -> None:
@@ -116,7 +116,7 @@ class Scheduler:
         try:
             self.runtime.checkpoint_all(SHUTDOWN_CHECKPOINT_S)
             self.ledger._requeue_interrupted(self.runtime)
-            with self.engine.begin() as conn:
+            with writing(self.engine) as conn:
                 add_event(conn, "service-stopped", sim=self.runtime.book.now)
         except Exception:
             log.exception("shutdown: could not checkpoint every job")
@@ -138,7 +138,7 @@ class Scheduler:
             if row.cancel_requested or row.state == "cancelled":
                 self.runtime.cancel(str(row.id))
         if flagged:
-            with self.engine.begin() as conn:
+            with writing(self.engine) as conn:
                 conn.execute(
                     update(jobs)
                     .where(jobs.c.id == bindparam("b_id"), jobs.c.api_rev == bindparam("b_rev"))
@@ -175,7 +175,7 @@ class Scheduler:
         if not (admit or hold):
             return
         arrival = self.runtime.sim_time(time.time())
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             if hold:
                 conn.execute(update(jobs).where(jobs.c.id == bindparam("b_id")).values(held=bindparam("b_held")), hold)
             admitted = set()
@@ -259,7 +259,7 @@ class Scheduler:
         if wall < self.next_sample:
             return
         self.next_sample = wall + self.config.sample_interval
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             conn.execute(
                 insert(samples).values(
                     at=wall,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from gpuweave.errors import InputError
 from gpuweave.service.config import ServiceConfig
-from gpuweave.service.db import check_reachable, make_engine, migrate, sqlite_url
+from gpuweave.service.db import check_reachable, make_engine, migrate, sqlite_url, writing
 
 log = logging.getLogger("gpuweave.service.server")
 
@@ -118,7 +118,7 @@ def build_service(config: ServiceConfig) -> Service:
 def store_policy(engine, wanted: dict | None) -> None:
     from gpuweave.service.ledger import add_event, get_setting, put_setting
 
-    with engine.begin() as conn:
+    with writing(engine) as conn:
         current = get_setting(conn, "policy")
         if current is None and wanted is None:
             wanted = {"name": "fifo", "options": {}, "round_length": None}

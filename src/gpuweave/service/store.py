@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 
 from gpuweave.errors import InputError
 from gpuweave.service.auth import User
-from gpuweave.service.db import ACTIVE_STATES, attempts, events, jobs, reading, samples, users
+from gpuweave.service.db import ACTIVE_STATES, attempts, events, jobs, reading, samples, users, writing
 from gpuweave.service.ledger import add_event, get_setting, put_setting
 from gpuweave.service.schemas import JobSubmit
 
@@ -66,7 +66,7 @@ class Store:
             raise ApiError(422, f"{spec.gpus} GPUs exceed your quota of {max_gpus} running GPUs", "gpus")
         max_queued = user.max_queued_jobs or self.limits.default_max_queued_jobs
         now = time.time()
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             # The user's row lock serialises one user's submissions, so two cannot both pass the quota.
             conn.execute(select(users.c.id).where(users.c.id == user.id).with_for_update())
             if max_queued is not None:
@@ -145,7 +145,7 @@ class Store:
 
     def cancel(self, user: User, job_id: int) -> tuple[dict, int]:
         """Cancel a job: a waiting one at once (200), a running one by asking the loop to end it (202)."""
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             row = conn.execute(
                 select(jobs.c.state, jobs.c.user_id).where(jobs.c.id == job_id, self._visible(user)).with_for_update()
             ).first()
@@ -286,7 +286,7 @@ class Store:
             return get_setting(conn, "policy") or {}
 
     def set_policy(self, user: User, name: str, options: dict, round_length: float | None) -> dict:
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             current = get_setting(conn, "policy") or {"version": 0}
             value = {"name": name, "options": options, "round_length": round_length, "version": current["version"] + 1}
             put_setting(conn, "policy", value)
