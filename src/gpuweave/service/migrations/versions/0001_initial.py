@@ -14,6 +14,12 @@ depends_on = None
 
 
 def upgrade() -> None:
+    _users()
+    _jobs()
+    _history()
+
+
+def _users() -> None:
     op.create_table(
         "users",
         sa.Column("id", sa.Integer, primary_key=True),
@@ -32,6 +38,9 @@ def upgrade() -> None:
         sa.Column("revoked", sa.Boolean, nullable=False),
     )
     op.create_index("ix_tokens_user_id", "tokens", ["user_id"])
+
+
+def _jobs() -> None:
     op.create_table(
         "jobs",
         sa.Column("id", sa.Integer, primary_key=True),
@@ -70,6 +79,9 @@ def upgrade() -> None:
     op.create_index("ix_jobs_state", "jobs", ["state"])
     op.create_index("ix_jobs_pending_sync", "jobs", ["pending_sync"])
     op.create_index("ix_jobs_admission", "jobs", ["admitted", "state"])
+
+
+def _history() -> None:
     op.create_table(
         "attempts",
         sa.Column("id", sa.Integer, primary_key=True),
