@@ -110,6 +110,7 @@ class LiveRuntime:
         job.next_start = None
         self.journal.job_cancelled(job)
         attempt = job.attempt
+        saved = 0
         if attempt is not None:
             for w in attempt.workers:
                 self.executor.kill(w.handle)
@@ -117,8 +118,10 @@ class LiveRuntime:
             attempt.stopping = True
             saved = commit(job, attempt)
             job.attempt = None
+        self.book.advance(self.sim_time(time.time()))
+        self.book.fail(job.js)  # closes its segment: the energy it used is counted
+        if attempt is not None:
             self.journal.attempt_ended(job, attempt, saved)
-        self.book.fail(job.js)
         self._nudged = True
         return True
 

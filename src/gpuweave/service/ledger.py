@@ -136,11 +136,15 @@ class Ledger:
         job_id, user_id = self._ids(job)
         outcome = _outcome(job, attempt)
         waiting = not job.finished and job.committed < job.target and job.js.job_id not in self.runtime.book.running
+        js = job.js
         values = {
             "committed": job.committed,
             "crashes": job.crashes,
-            "first_start": job.js.first_start,
-            "restarts": job.js.restarts,
+            "first_start": js.first_start,
+            "restarts": js.restarts,
+            "gpu_seconds": js.attained_gpu_seconds,  # so far: the segments closed until now
+            "energy_j": js.energy_j,
+            "cost": js.cost,
         }
         with writing(self.engine) as conn:
             conn.execute(

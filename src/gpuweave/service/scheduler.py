@@ -50,6 +50,7 @@ class Scheduler:
         self.runtime.book.record_segments = False  # a service runs for months: keep no per-segment records
         self.user_gpus: dict[int, int] = {}  # GPUs of admitted, unfinished jobs per user
         self.held = 0
+        self.live_steps: dict[int, int] = {}
         self.stop_event = threading.Event()
         self.thread: threading.Thread | None = None
         self.error: str | None = None
@@ -243,6 +244,11 @@ class Scheduler:
             self.runtime.forget(job_id)
 
     def _publish(self, wall: float) -> None:
+        # Steps done per running job (committed + reported by the live attempt), for the API to read: a new dict
+        # each time, so a reader never sees one half-updated.
+        self.live_steps = {
+            int(j.js.job_id): j.committed + j.attempt.steps for j in self.runtime.jobs.values() if j.attempt is not None
+        }
         book = self.runtime.book
         busy = {m: book.busy_by_model[i] for i, m in enumerate(book.models)}
         queued = len(book.pending) + self.held

@@ -67,8 +67,9 @@ class Job(BaseModel):
     gpus: int
     gpu_types: list[str] | None
     steps: int
-    committed_steps: int
-    progress: float = Field(description="committed steps / steps")
+    committed_steps: int = Field(description="steps saved in checkpoints and committed")
+    steps_done: int = Field(description="committed steps plus those the running attempt reported")
+    progress: float = Field(description="steps_done / steps")
     priority: float
     deadline_s: float | None
     submitted_at: float

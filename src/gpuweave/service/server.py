@@ -110,7 +110,7 @@ def build_service(config: ServiceConfig) -> Service:
     metrics = ServiceMetrics()
     scheduler = Scheduler(engine, config, executor, metrics)
     limits = Limits(config.default_max_running_gpus, config.default_max_queued_jobs, config.allow_commands)
-    store = Store(engine, scheduler.nodes, scheduler.runtime.base_profiles, limits)
+    store = Store(engine, scheduler.nodes, scheduler.runtime.base_profiles, limits, lambda: scheduler.live_steps)
     state = ServiceState(store, metrics, scheduler, seed=config.seed, max_body_bytes=config.max_body_bytes)
     return Service(config, engine, scheduler, create_app(state), metrics)
 

@@ -39,7 +39,9 @@ class Limits:
 
 
 class Store:
-    def __init__(self, engine: Engine, nodes: list, profiles, limits: Limits) -> None:
+    def __init__(self, engine: Engine, nodes: list, profiles, limits: Limits, live_steps=None) -> None:
+        """``live_steps()``: steps done per running job as the scheduling loop last saw them (optional)."""
+        self.live_steps = live_steps or dict
         self.engine = engine
         self.nodes = nodes
         self.profiles = profiles
@@ -172,6 +174,7 @@ class Store:
         return parts
 
     def job_out(self, r) -> dict:
+        done = max(r.committed, self.live_steps().get(r.id, 0)) if r.state == "running" else r.committed
         return {
             "id": r.id,
             "name": r.name,
@@ -183,7 +186,8 @@ class Store:
             "gpu_types": json.loads(r.gpu_types) if r.gpu_types else None,
             "steps": r.steps,
             "committed_steps": r.committed,
-            "progress": round(min(1.0, r.committed / r.steps), 6) if r.steps else 0.0,
+            "steps_done": done,
+            "progress": round(min(1.0, done / r.steps), 6) if r.steps else 0.0,
             "priority": r.priority,
             "deadline_s": r.deadline_s,
             "submitted_at": r.submitted_at,
