@@ -11,8 +11,9 @@ The runtime calls these methods at the same points as the file journal (:mod:`gp
   ``preempted`` (waiting again). ``job_done``, ``job_failed``, ``job_cancelled``: the terminal states.
 
 :meth:`Ledger.resume` restarts a killed service: every active job goes back into the runtime with its committed
-steps; the workers of attempts that never ended are found (process ids, or for a launch cut short before its ids
-were written, the processes whose ``GPUWEAVE_CHANNEL`` is one of the attempt's channels), asked to checkpoint,
+steps; the workers of attempts that never ended are found (the processes whose ``GPUWEAVE_CHANNEL`` is one of the
+attempt's channels: this finds a launch cut short before its ids were written, and never an unrelated process that
+reused a journalled id), asked to checkpoint,
 awaited and their checkpoints committed before anything is launched again, so no job runs twice and none is lost.
 """
 
@@ -258,8 +259,9 @@ class Ledger:
         saved. Returns 1."""
         copies = json.loads(row.copies or "[]")
         for copy in copies:
-            if not any(copy.get("pids") or []):
-                copy["pids"] = find_worker_pids(copy.get("channels") or [copy["channel"]])
+            # The processes are found by their channel, not only by the journalled ids: a launch cut short before
+            # its ids were written is found too, and an id reused by an unrelated process since is never signalled.
+            copy["pids"] = find_worker_pids(copy.get("channels") or [copy["channel"]])
         job = runtime.jobs.get(str(row.job_id))
         if job is None:  # the job is over (cancelled before the crash): its workers only need to end
             for pid in (p for c in copies for p in c["pids"] if p):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from sqlalchemy import and_, case, func, insert, select, update
 from sqlalchemy.engine import Engine
@@ -68,6 +69,32 @@ class Store:
             raise ApiError(422, f"{spec.gpus} GPUs exceed your quota of {max_gpus} running GPUs", "gpus")
         max_queued = user.max_queued_jobs or self.limits.default_max_queued_jobs
         now = time.time()
+        values = {
+            "user_id": user.id,
+            "name": spec.name,
+            "state": "queued",
+            "program": spec.program,
+            "job_type": spec.job_type,
+            "gpus": spec.gpus,
+            "gpu_types": json.dumps(gpu_types) if gpu_types else None,
+            "steps": spec.steps,
+            "priority": spec.priority,
+            "deadline_s": spec.deadline_s,
+            "submitted_at": now,
+            "admitted": False,
+            "held": "",
+            "attempts": 0,
+            "crashes": 0,
+            "committed": 0,
+            "restarts": 0,
+            "reason": "",
+            "cancel_requested": False,
+            "api_rev": 1,
+            "pending_sync": True,
+            "gpu_seconds": 0.0,
+            "energy_j": 0.0,
+            "cost": 0.0,
+        }
         with writing(self.engine) as conn:
             # The user's row lock serialises one user's submissions, so two cannot both pass the quota.
             conn.execute(select(users.c.id).where(users.c.id == user.id).with_for_update())
@@ -79,36 +106,10 @@ class Store:
                     raise ApiError(
                         429, f"quota: you have {queued} waiting jobs (max_queued_jobs {max_queued})", "quota"
                     )
-            job_id = conn.execute(
-                insert(jobs).values(
-                    user_id=user.id,
-                    name=spec.name,
-                    state="queued",
-                    program=spec.program,
-                    job_type=spec.job_type,
-                    gpus=spec.gpus,
-                    gpu_types=json.dumps(gpu_types) if gpu_types else None,
-                    steps=spec.steps,
-                    priority=spec.priority,
-                    deadline_s=spec.deadline_s,
-                    submitted_at=now,
-                    admitted=False,
-                    held="",
-                    attempts=0,
-                    crashes=0,
-                    committed=0,
-                    restarts=0,
-                    reason="",
-                    cancel_requested=False,
-                    api_rev=1,
-                    pending_sync=True,
-                    gpu_seconds=0.0,
-                    energy_j=0.0,
-                    cost=0.0,
-                )
-            ).inserted_primary_key[0]
+            job_id = conn.execute(insert(jobs).values(**values)).inserted_primary_key[0]
             add_event(conn, "submitted", job_id=job_id, user_id=user.id, name=spec.name, gpus=spec.gpus)
-        return self.job(user, job_id)
+        row = SimpleNamespace(**values, id=job_id, user=user.name, started_at=None, ended_at=None, placement=None)
+        return self.job_out(row)  # what was committed, without reading it back
 
     def _visible(self, user: User):
         return jobs.c.id.isnot(None) if user.admin else jobs.c.user_id == user.id
