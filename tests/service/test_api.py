@@ -203,3 +203,20 @@ def test_allowed_gpu_types_are_honoured(sqlite_url, make_service):
     assert job["gpu_types"] == ["K80"] and job["job_type"] == RESNET
     done = wait_for(lambda: (j := _job(client, alice, job["id"]))["state"] == "done" and j, timeout=30)
     assert {p["gpu_type"] for h in done["history"] for p in h["placement"]} == {"K80"}
+
+
+def test_dashboard_is_static_files_that_load_nothing_from_the_network(sqlite_url, make_service):
+    import re
+    from pathlib import Path
+
+    import gpuweave.service
+
+    service, client = make_service(sqlite_url, start=False)
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    static = Path(gpuweave.service.__file__).parent / "static"
+    for path in static.iterdir():
+        assert client.get(f"/static/{path.name}").status_code == 200
+        urls = set(re.findall(r"https?://[^\s\"'`)]+", path.read_text()))
+        assert urls <= {"http://www.w3.org/2000/svg"}, (path.name, urls)  # an XML namespace, never fetched
+    assert client.get("/docs").status_code == 404  # FastAPI's docs page would load scripts from a CDN
