@@ -11,7 +11,10 @@ import sys
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
+from gpuweave.cli import app
+from gpuweave.errors import InputError
 from tests.service.helpers import CLUSTER, ENV, RESNET, free_port, start_service_process, wait_for
 
 
@@ -75,26 +78,36 @@ def test_token_create_prints_once_and_clients_work(tmp_path):
     service = start_service_process(db, data)
     env = dict(ENV, GPUWEAVE_TOKEN=tok, GPUWEAVE_SERVER=service.url)
     api = httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {tok}"}, timeout=10)
+
+    def cli(*args: str) -> str:  # in this process (an interpreter start per call is slow); exit codes below
+        result = CliRunner().invoke(app, list(args), env={"GPUWEAVE_TOKEN": tok, "GPUWEAVE_SERVER": service.url})
+        assert result.exit_code == 0, (args, result.output, result.exception)
+        return result.stdout
+
     try:
-        job = json.loads(gpuweave("submit", "cli-job", "--steps", "300", "--gpus", "2", "--json", env=env).stdout)
+        job = json.loads(cli("submit", "cli-job", "--steps", "300", "--gpus", "2", "--json"))
         assert job["name"] == "cli-job" and job["gpus"] == 2 and job["job_type"] == RESNET
-        long = gpuweave("submit", "long", "--steps", "100000000", "--gpu-type", "K80", env=env)
-        assert long.returncode == 0 and long.stdout.startswith("submitted job ")
-        long_id = int(long.stdout.split()[2])
+        long = cli("submit", "long", "--steps", "100000000", "--gpu-type", "K80")
+        assert long.startswith("submitted job ")
+        long_id = int(long.split()[2])
         wait_for(lambda: api.get(f"/api/v1/jobs/{job['id']}").json()["state"] == "done", 60)
-        assert json.loads(gpuweave("jobs", "--id", str(job["id"]), "--json", env=env).stdout)["history"]
-        listing = json.loads(gpuweave("jobs", "--json", env=env).stdout)
+        assert json.loads(cli("jobs", "--id", str(job["id"]), "--json"))["history"]
+        listing = json.loads(cli("jobs", "--json"))
         assert {j["name"] for j in listing["jobs"]} == {"cli-job", "long"}
-        assert "cli-job" in gpuweave("jobs", env=env).stdout
+        assert "cli-job" in cli("jobs")
         wait_for(lambda: api.get(f"/api/v1/jobs/{long_id}").json()["state"] == "running", 30)
-        nodes = json.loads(gpuweave("nodes", "--json", env=env).stdout)
+        nodes = json.loads(cli("nodes", "--json"))
         assert [j["id"] for n in nodes if n["name"] == "k80-0" for j in n["jobs"]] == [long_id]
-        assert "k80-0" in gpuweave("nodes", env=env).stdout
-        cancelled = json.loads(gpuweave("cancel", str(long_id), "--json", env=env).stdout)
-        assert cancelled["cancel_requested"]
-        _one_line_exit_2(gpuweave("cancel", "999", env=env), "404", "job_id")
+        assert "k80-0" in cli("nodes")
+        assert json.loads(cli("cancel", str(long_id), "--json"))["cancel_requested"]
+        for args, words in (
+            (["cancel", "999"], ["404", "job_id"]),
+            (["submit", "x", "--steps", "10", "--gpus", "4"], ["quota of 2", "gpus"]),
+        ):
+            refused = CliRunner().invoke(app, args, env={"GPUWEAVE_TOKEN": tok, "GPUWEAVE_SERVER": service.url})
+            assert isinstance(refused.exception, InputError) and all(w in refused.exception.one_line() for w in words)
+        # What a user sees when a request is refused: the real command, one line, exit 2.
         _one_line_exit_2(gpuweave("submit", "huge", "--steps", "10", "--gpus", "64", env=env), "422", "gpus")
-        _one_line_exit_2(gpuweave("submit", "x", "--steps", "10", "--gpus", "4", env=env), "quota of 2")
         _one_line_exit_2(gpuweave("jobs", env=dict(env, GPUWEAVE_TOKEN="gw_wrong")), "401")
         _one_line_exit_2(gpuweave("jobs", env=dict(env, GPUWEAVE_TOKEN="")), "GPUWEAVE_TOKEN")
         _one_line_exit_2(gpuweave("nodes", "--server", f"http://127.0.0.1:{free_port()}", env=env), "cannot reach")
