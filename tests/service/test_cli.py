@@ -13,7 +13,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from gpuweave.cli import app
+from gpuweave.cli import app, main
 from gpuweave.errors import InputError
 from tests.service.helpers import CLUSTER, ENV, RESNET, free_port, start_service_process, wait_for
 
@@ -49,10 +49,17 @@ def _one_line_exit_2(proc: subprocess.CompletedProcess, *words: str) -> None:
         (["--time-scale", "0"], ["time-scale"]),
     ],
 )
-def test_serve_bad_input_is_one_line_and_writes_nothing(tmp_path, args, words):
+def test_serve_bad_input_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys, args, words):
+    """The console entry point in this process (an interpreter start per case is slow); the port test below runs
+    the real command."""
     data = tmp_path / "data"
-    proc = gpuweave("serve", "--data-dir", str(data), "--port", str(free_port()), "--cluster", str(CLUSTER), *args)
-    _one_line_exit_2(proc, *words)
+    argv = ["gpuweave", "serve", "--data-dir", str(data), "--port", str(free_port()), "--cluster", str(CLUSTER), *args]
+    monkeypatch.setattr(sys, "argv", argv)
+    monkeypatch.setattr("gpuweave.service.logs.configure", lambda *a, **k: None)  # keep this process's logging
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = capsys.readouterr().err
+    _one_line_exit_2(subprocess.CompletedProcess(argv, exit_.value.code, "", err), *words)
     assert not data.exists()  # no database, no directory: nothing half-written
 
 
