@@ -61,6 +61,10 @@ def write_kernel_result(
 
     def write_files(staging: Path) -> None:
         write_tasks_csv(res, services, staging / "tasks.csv")
+        if res.kernels and res.config.record_window is not None:
+            from gpuweave.kernel.timeline import write_kernels_csv
+
+            write_kernels_csv([(res.config.mode, res.kernels)], res.config.record_window, staging / "kernels.csv")
         busy = max(res.end_time, 1e-12)
         rows = (
             (
