@@ -95,7 +95,7 @@ def test_report_is_self_contained_and_has_numbers(tmp_path):
 def test_single_run_report_has_no_comparison(tmp_path):
     report = render_report([write_run_dir(tmp_path / "a")], tmp_path / "out")
     text = report.read_text()
-    assert '<h2>Metrics</h2>' in text and "<h2>Comparison</h2>" not in text
+    assert "<h2>Metrics</h2>" in text and "<h2>Comparison</h2>" not in text
     assert "<title>gpuweave report</title>" in text
 
 
