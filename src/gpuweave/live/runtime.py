@@ -81,6 +81,7 @@ class LiveRuntime:
         self.decision_s: list[float] = []
         self.overhead_s: list[float] = []
         self.journal = journal if journal is not None else Journal(self.out / "journal.jsonl")
+        self.progress = None  # progress(done, total) after each step, for a progress bar
         self.open_ended = jobs is not None  # more jobs may come: an idle queue is not a stuck policy
         self._nudged = False  # a cancellation freed GPUs: event-driven policies decide at the next step
 
@@ -152,6 +153,8 @@ class LiveRuntime:
         try:
             while not all(j.finished for j in self.jobs.values()):
                 self.step()
+                if self.progress is not None:
+                    self.progress(sum(j.finished for j in self.jobs.values()), len(self.jobs))
                 time.sleep(self.ex.poll_interval)
         finally:
             self.kill_all()
