@@ -110,6 +110,11 @@ def start_service_process(db: str, data_dir: Path, *extra: str, log_name: str = 
                 return entry["url"].rstrip("/")
         return None
 
-    holder.url = wait_for(serving, timeout=60)
-    wait_for(lambda: httpx.get(f"{holder.url}/healthz", timeout=2).status_code == 200, timeout=30)
+    try:
+        holder.url = wait_for(serving, timeout=60)
+        wait_for(lambda: httpx.get(f"{holder.url}/healthz", timeout=2).status_code == 200, timeout=30)
+    except BaseException:
+        proc.kill()  # never leave a half-started service behind
+        proc.wait()
+        raise
     return holder

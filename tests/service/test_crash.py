@@ -48,14 +48,19 @@ def test_kill_9_mid_run_loses_nothing_and_runs_nothing_twice(db_url, tmp_path):
     data = tmp_path / "data"
     first = start_service_process(db_url, data, log_name="first.log")
     specs = [job_spec(f"c{i}", steps=steps, gpu_types=["V100"]) for i, steps in enumerate(STEPS)]
-    with httpx.Client(base_url=first.url, headers=auth(alice), timeout=10) as client:
-        ids = [client.post("/api/v1/jobs", json=spec).json()["id"] for spec in specs]
+    try:
+        with httpx.Client(base_url=first.url, headers=auth(alice), timeout=10) as client:
+            ids = [client.post("/api/v1/jobs", json=spec).json()["id"] for spec in specs]
 
-        # Mid-run: the first four have run for a second (checkpoints every 0.3 s), the others wait.
-        wait_for(lambda: sum(j["state"] == "running" for j in client.get("/api/v1/jobs").json()["jobs"]) == 4)
-        time.sleep(1.0)
-        before = {j["id"]: j for j in client.get("/api/v1/jobs").json()["jobs"]}
-        assert any(j["state"] == "running" for j in before.values())
+            # Mid-run: the first four have run for a second (checkpoints every 0.3 s), the others wait.
+            wait_for(lambda: sum(j["state"] == "running" for j in client.get("/api/v1/jobs").json()["jobs"]) == 4)
+            time.sleep(1.0)
+            before = {j["id"]: j for j in client.get("/api/v1/jobs").json()["jobs"]}
+            assert any(j["state"] == "running" for j in before.values())
+    except BaseException:
+        first.proc.terminate()  # a failure before the kill must not leave the service running
+        first.proc.wait(timeout=60)
+        raise
     orphan_pids = [
         pid
         for (copies,) in _rows(db_url, "SELECT copies FROM attempts WHERE ended_at IS NULL")
