@@ -67,6 +67,53 @@ def test_summary_commands_json_parse(tmp_path):
     assert bench["bench"] == "sim" and bench["jobs"] == 50
 
 
+def test_plan_json_dash_prints_the_plan_on_stdout(inputs, tmp_path):
+    """`--json PATH` still writes the file (and prints the table); `--json -` prints the same document on stdout
+    and nothing else there (messages of --gantt/--out go to stderr)."""
+    tasks = str(inputs / "tasks.csv")
+    to_file = cli("mig", "plan", tasks, "--json", str(tmp_path / "schedule.json"))
+    assert to_file.returncode == 0 and "makespan" in to_file.stdout and "wrote" in to_file.stdout
+    to_stdout = cli("mig", "plan", tasks, "--json", "-", "--gantt", str(tmp_path / "g.png"))
+    assert to_stdout.returncode == 0, to_stdout.stderr
+    assert to_stdout.stdout == (tmp_path / "schedule.json").read_text()  # the same bytes
+    assert json.loads(to_stdout.stdout)["makespan"] > 0 and "wrote" in to_stdout.stderr
+    (tmp_path / "piped.json").write_text(to_stdout.stdout)
+    assert cli("mig", "validate", str(tmp_path / "piped.json")).returncode == 0  # what `mig run` would read
+
+    profile = str(inputs / "profile.csv")
+    assert cli("packs", "plan", profile, "--json", str(tmp_path / "plan.json")).returncode == 0
+    printed = cli("packs", "plan", profile, "--json", "-", "--out", str(tmp_path / "run"))
+    assert printed.returncode == 0, printed.stderr
+    plan, written = json.loads(printed.stdout), json.loads((tmp_path / "plan.json").read_text())
+    for doc in (plan, written):
+        doc["metrics"].pop("runtime_ms")  # a timing, measured anew by each run
+    assert plan == written and "wrote" in printed.stderr
+    (tmp_path / "piped-plan.json").write_text(printed.stdout)
+    run = json.loads(cli("packs", "run", str(tmp_path / "piped-plan.json"), "--command", "true", "--json").stdout)
+    assert run["ok"] and [t["task"] for p in run["packs"] for t in p["tasks"]]
+
+
+def test_more_summary_commands_json_parse(inputs, tmp_path):
+    schedule = tmp_path / "schedule.json"
+    assert cli("mig", "plan", str(inputs / "tasks.csv"), "--json", str(schedule)).returncode == 0
+    valid = json.loads(cli("mig", "validate", str(schedule), "--json").stdout)
+    assert valid["valid"] and valid["tasks"] == 9 and valid["makespan_s"] > 0
+    (tmp_path / "cmd.csv").write_text("task,1,2,3,4,7,command\nA,10,6,4,3,2,true\nB,8,5,4,3,3,true\n")
+    assert cli("mig", "plan", str(tmp_path / "cmd.csv"), "--json", str(tmp_path / "cmd.json")).returncode == 0
+    dry = json.loads(cli("mig", "run", str(tmp_path / "cmd.json"), "--dry-run", "--json").stdout)
+    assert dry["calls"][0] == "nvmlInit()" and any("run A" in call for call in dry["calls"])
+
+    trace = json.loads(cli("trace", "validate", str(inputs / "jobs.csv"), "--json").stdout)
+    assert trace["valid"] and trace["jobs"] == 60 and trace["largest_job_gpus"] >= 1
+    bench = json.loads(cli("kernel", "bench", "--tasks", "5", "--json").stdout)
+    assert bench["mode"] == "fikit" and bench["events"] > 0
+    res = cli("sweep", str(inputs / "sweep.yaml"), "--workers", "1", "--out", str(tmp_path / "sweep"), "--json")
+    assert res.returncode == 0, res.stderr
+    sweep = json.loads(res.stdout)
+    assert sweep["cells"] == 2 and sweep["failed"] == 0 and len(sweep["aggregate"]) == 2
+    assert "\x1b[" not in res.stderr and "━" not in res.stderr  # no progress bar in piped output
+
+
 def test_progress_bar_only_on_a_terminal(tmp_path):
     args = ("cluster", "simulate", "--policy", "fifo", "--jobs", "300")
     piped = cli(*args, "--out", str(tmp_path / "piped"))
