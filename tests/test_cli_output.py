@@ -128,6 +128,15 @@ def test_progress_bar_only_on_a_terminal(tmp_path):
     assert b"jobs done" not in quiet and b"results:" in quiet  # ... and not with --quiet
 
 
+def test_sweep_bar_only_on_a_terminal_and_not_with_quiet(inputs, tmp_path):
+    """A sweep drew its bar into piped stderr before; now it follows the same rule as every command."""
+    argv = [sys.executable, "-m", "gpuweave.cli", "sweep", str(inputs / "sweep.yaml"), "--workers", "1"]
+    on_tty = _run_on_a_pty([*argv, "--out", str(tmp_path / "tty")])
+    assert b"0:00:" in on_tty and b"2/2" in on_tty  # the bar's elapsed time and cell count
+    quiet = _run_on_a_pty([*argv, "--out", str(tmp_path / "quiet"), "--quiet"])
+    assert b"0:00:" not in quiet and b"2 cells: 2 run" in quiet
+
+
 def _run_on_a_pty(argv: list[str]) -> bytes:
     master, slave = pty.openpty()
     proc = subprocess.Popen(argv, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL)

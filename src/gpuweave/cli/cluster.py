@@ -147,6 +147,7 @@ def plan_hadar(
     backfill: bool = typer.Option(False, "--backfill", help="Offer jobs the DP skipped the GPUs left free."),
     max_states: int = typer.Option(64, "--max-states", help="DP memo budget per round."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Plan one Hadar round: start, keep, move, stop or wait per job, with placements and rates."""
     from gpuweave.cluster.hadar_plan import plan_snapshot
@@ -155,7 +156,9 @@ def plan_hadar(
     if max_states < 1:
         raise InputError(f"--max-states must be >= 1, got {max_states}", field="max_states")
     options = dict(variant=variant, utility=utility, solver=solver, order=order, backfill=backfill)
-    out = plan_snapshot(state, **options, max_states=max_states)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:  # --solver exact on a large snapshot takes a while
+        bar.task(f"plan hadar ({solver})")
+        out = plan_snapshot(state, **options, max_states=max_states)
     if as_json:
         print_json(out)
     else:
@@ -192,11 +195,14 @@ def plan_andreas(
     variant: str = typer.Option("code", "--variant", help="Proxy objective: code (default) or paper."),
     exact: bool = typer.Option(False, "--exact", help="Also solve the exact MILP (small queues) and print RG's gap."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Plan one ANDREAS rescheduling point: job -> node and GPUs, or postponed, with the cost terms."""
     from gpuweave.andreas.plan import plan_snapshot
 
-    out = plan_snapshot(state, method, seed, max_it, variant, exact)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"plan andreas ({method}{', exact MILP' if exact else ''})")
+        out = plan_snapshot(state, method, seed, max_it, variant, exact)
     if as_json:
         print_json(out)  # an infinite tardiness or cost is null, never the invalid token Infinity
     else:

@@ -142,6 +142,7 @@ def import_torch(
         None, "--out", help="Trace JSON to write (default: PROFILE stem + .trace.json)."
     ),
     name: Optional[str] = typer.Option(None, "--name", help="Trace name."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Convert a torch.profiler Chrome trace into a kernel trace for `kernel simulate`."""
     from gpuweave.files import prepare_output_file, read_input_text
@@ -150,7 +151,9 @@ def import_torch(
     read_input_text(profile, what="torch.profiler trace")
     if out:
         prepare_output_file(out, field="out")
-    trace, rep = import_chrome_trace(profile, name)
+    with ProgressBar(show_progress(quiet)) as bar:  # a large model's trace is hundreds of MB of JSON
+        bar.task(f"import {profile.name}")
+        trace, rep = import_chrome_trace(profile, name)
     dest = out or profile.with_suffix(".trace.json")
     trace.save(dest)
     typer.echo(
