@@ -337,3 +337,16 @@ def test_fit_tables_shows_records_when_a_column_cannot_fit_beside_the_key():
     lines = [line.strip() for line in text.splitlines()]
     assert lines[0] == "policies" and "┃" not in text  # records, not a table split into unreadable strips
     assert lines.index("gavel-min-total-duration") == lines.index("policy") + 1
+
+
+def test_comparison_notes_are_cut_at_a_space_on_purpose():
+    """A 120-column terminal shows each reproduction row's note on one line: cut after a whole word, marked "…"."""
+    from gpuweave.repro.registry import NOTE_CHARS, ComparisonRow, comparison_cells
+
+    note = "AC14; min margin over FIFO/EDF/PS: total 0.6405, energy 0.1188; S=1 workload seeds x 1 RG seeds"
+    rows = [ComparisonRow("scenario 1", "RG total cost <= FPM's", 1.0, 1.0, "bool", note)]
+    columns, cells = comparison_cells(rows, notes=True)
+    shown = cells[0][columns.index("note")]
+    assert shown.endswith(" …") and len(shown) <= NOTE_CHARS + 1
+    assert note.startswith(shown.removesuffix(" …")) and note[len(shown) - 2] in " ,;:"  # cut between words
+    assert comparison_cells(rows, notes=False)[0] == ["experiment", "metric", "paper", "ours", "diff", "unit"]
