@@ -16,7 +16,10 @@ if os.environ.get("CI"):
 
 def pytest_collection_modifyitems(config, items):
     """Every test that starts Ray runs in one xdist worker (``--dist loadgroup``): two Ray clusters started at once
-    on this 2-core machine can starve each other until a test hangs."""
+    on this 2-core machine can starve each other until a test hangs. Likewise every test on the session's Slurm
+    (tests/slurm/test_slurm_*), so one Slurm is started, not one per worker."""
     for item in items:
         if item.get_closest_marker("ray") or "tests/live/test_ray" in item.nodeid:
             item.add_marker(pytest.mark.xdist_group("ray"))
+        elif "tests/slurm/test_slurm_" in item.nodeid:
+            item.add_marker(pytest.mark.xdist_group("slurm"))

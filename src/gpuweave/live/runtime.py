@@ -372,6 +372,7 @@ class LiveRuntime:
                     tuple(job.argv),
                     channel,
                     env,
+                    js.job.attrs,
                 )
                 workers.append(Worker(spec, self.executor.launch(spec)))
             copies.append(Copy(index, share, ckpt, workers))
