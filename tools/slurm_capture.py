@@ -30,8 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def sbatch(env: dict, *args: str, seconds: float = 5, code: int = 0) -> str:
     script = f"sleep {seconds}; exit {code}"
-    out = subprocess.run(["sbatch", "--parsable", "--requeue", "-o", "/dev/null", *args, "--wrap", script],
-                         env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["sbatch", "--parsable", "--requeue", "-o", "/dev/null", *args, "--wrap", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return out.strip().split(";")[0]
 
 

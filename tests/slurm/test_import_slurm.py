@@ -67,8 +67,18 @@ def test_history_import_cli_writes_a_trace_the_simulator_reads(tmp_path):
     proc = _cli("trace", "import-slurm", str(EXAMPLE / "history.sacct"), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "wrote" in proc.stdout and "note: left out" in proc.stdout
-    sim = _cli("cluster", "simulate", "--policy", "fifo", "--trace", str(out), "--cluster",
-               str(EXAMPLE / "cluster.yaml"), "--out", str(tmp_path / "run"))
+    sim = _cli(
+        "cluster",
+        "simulate",
+        "--policy",
+        "fifo",
+        "--trace",
+        str(out),
+        "--cluster",
+        str(EXAMPLE / "cluster.yaml"),
+        "--out",
+        str(tmp_path / "run"),
+    )
     assert sim.returncode == 0, sim.stderr
     assert (tmp_path / "run" / "jobs.csv").read_text().count("\n") > 25
 
@@ -80,7 +90,10 @@ def test_edge_cases_map_as_documented():
     assert set(rows) == {"100", "102_0", "102_1", "104", "105", "106", "107", "110", "111+0"}
     assert rows["100"]["num_gpus"] == 2 and rows["100"]["gpu_model"] == "V100" and rows["100"]["duration"] == 3600
     assert rows["100"]["user"] == "alice" and rows["100"]["vc"] == "gpu" and rows["100"]["arrival"] == 0
-    assert rows["102_0"]["gpu_model"] == "K80" and rows["102_1"]["duration"] == 1200  # array tasks
+    assert rows["102_0"]["gpu_model"] == "K80" and rows["102_1"]["run_time"] == 1200  # array tasks
+    # 1200 s on a K80: the iterations it did there (work), and the shorter time they take on the V100 reference
+    assert rows["102_1"]["work"] > 0 and 0 < rows["102_1"]["duration"] < 1200
+    assert rows["106"]["duration"] == rows["106"]["run_time"] == 1800 and pd.isna(rows["106"]["work"])
     requeued = rows["104"]  # two runs merged: first submission, first start, last end, both run times
     assert requeued["restarts"] == 1 and requeued["arrival"] == 180 and requeued["start"] == 180
     assert requeued["end"] == 2700 and requeued["duration"] == 2400 and requeued["state"] == "COMPLETED"
@@ -96,6 +109,7 @@ def test_edge_cases_map_as_documented():
     assert "left out 2 job(s) that never started (pending or cancelled before starting)" in notes
     assert "left out 1 job(s) that ran for 0 s" in notes
     assert any("a6000 (1 jobs)" in n for n in notes)
+    assert "1 job(s) on a GPU type without a profile (or several types): their run time is taken as V100 time" in notes
 
 
 def test_gpu_map_names_unknown_types(tmp_path):
@@ -157,8 +171,9 @@ def test_bad_sacct_header_and_cli_one_line_exit_2(tmp_path):
 
 
 def test_import_reads_stdin(tmp_path):
-    proc = _cli("trace", "import-slurm", "-", "--out", str(tmp_path / "t.csv"),
-                stdin=(DATA / "edge-cases.sacct").read_text())
+    proc = _cli(
+        "trace", "import-slurm", "-", "--out", str(tmp_path / "t.csv"), stdin=(DATA / "edge-cases.sacct").read_text()
+    )
     assert proc.returncode == 0, proc.stderr
     assert "9 jobs" in proc.stdout and "<stdin>" in proc.stdout
 
@@ -224,7 +239,12 @@ def test_node_import_errors_and_options():
 
 @pytest.mark.parametrize(
     "gres, expected",
-    [("gpu:v100:4(S:0-1)", {"v100": 4}), ("gpu:2,mps:200", {"": 2}), ("(null)", {}), ("gpu:a:1(S:0,2),gpu:b:2", {"a": 1, "b": 2})],
+    [
+        ("gpu:v100:4(S:0-1)", {"v100": 4}),
+        ("gpu:2,mps:200", {"": 2}),
+        ("(null)", {}),
+        ("gpu:a:1(S:0,2),gpu:b:2", {"a": 1, "b": 2}),
+    ],
 )
 def test_parse_gres(gres, expected):
     assert parse_gres(gres) == expected
@@ -247,8 +267,18 @@ def test_bad_node_text_is_an_input_error(text, message):
 
 def test_cluster_import_cli(tmp_path):
     out = tmp_path / "c.yaml"
-    proc = _cli("cluster", "import-slurm", str(DATA / "nodes.json"), "--out", str(out), "--name", "site",
-                "--catalog-only", "--price-per-kwh", "0.2")
+    proc = _cli(
+        "cluster",
+        "import-slurm",
+        str(DATA / "nodes.json"),
+        "--out",
+        str(out),
+        "--name",
+        "site",
+        "--catalog-only",
+        "--price-per-kwh",
+        "0.2",
+    )
     assert proc.returncode == 0, proc.stderr
     spec = yaml.safe_load(out.read_text())
     assert spec["name"] == "site" and spec["price_per_kwh"] == 0.2
@@ -281,7 +311,10 @@ def test_match_nodes_by_name_then_by_type_with_capacity(tmp_path):
     )
     chosen = match_nodes(nodes, slots, hosts)
     assert [(chosen[n.index].host, chosen[n.index].slurm_type) for n in nodes] == [
-        ("gw0", "v100"), ("gw0", "v100"), ("gw1", "v100"), ("gw0", "k80")
+        ("gw0", "v100"),
+        ("gw0", "v100"),
+        ("gw1", "v100"),
+        ("gw0", "k80"),
     ]
     too_many = _nodes("name: t\nnodes:\n  - {gpu: V100, gpus_per_node: 4, count: 2}\n", tmp_path)
     with pytest.raises(InputError, match=r"v100-1 \(4 x V100\) has no Slurm GPUs left"):

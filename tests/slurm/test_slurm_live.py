@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -121,4 +122,43 @@ def test_unreachable_controller_is_one_line_exit_2(slurm, slurm_config, tmp_path
     argv = [sys.executable, "-m", "gpuweave.cli", "cluster", "run", str(config), "--out", str(tmp_path / "o")]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
-    assert "`scontrol show node --oneliner` failed" in proc.stderr and "Unable to contact slurm controller" in proc.stderr
+    assert (
+        "`scontrol show node --oneliner` failed" in proc.stderr and "Unable to contact slurm controller" in proc.stderr
+    )
+
+
+def _text(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
+
+
+def test_runtime_killed_with_sigkill_ends_its_slurm_jobs_and_resumes(slurm, slurm_config, tmp_path):
+    """kill -9 leaves the runtime's Slurm jobs running: the next runtime on the same --out asks them to
+    checkpoint, cancels them, commits what they saved (journal) and finishes every job, none from scratch."""
+    rows = [f"k{i},{i * 40},1,{RESNET},{600 + 100 * i}" for i in range(4)]
+    config = slurm_config(rows, executor={"time_scale": 150, "checkpoint_every": 0.3})
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    argv = [sys.executable, "-m", "gpuweave.cli", "cluster", "run", str(config), "--out", str(out)]
+    first = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and _text(out / "journal.jsonl").count('"ev": "launch"') < 2:
+        time.sleep(0.1)
+    time.sleep(1.5)  # the workers step and checkpoint
+    first.kill()
+    first.wait()
+    tag = f"gpuweave:{out.resolve()}"
+    queued = subprocess.run(["squeue", "-h", "-o", "%i|%T|%k"], capture_output=True, text=True).stdout
+    assert any(line.endswith(tag) for line in queued.splitlines()), "the killed runtime's Slurm jobs should outlive it"
+    assert subprocess.run(argv, env=env, capture_output=True, timeout=300).returncode == 0
+    records = [json.loads(line) for line in _text(out / "journal.jsonl").splitlines()]
+    orphans = [r for r in records if r.get("orphan")]
+    assert orphans and any(r["saved"] > 0 for r in orphans)  # what the orphans checkpointed was kept
+    resumed_at = next(i for i, r in enumerate(records) if r["ev"] == "resumed")
+    committed = {r["job"]: r["committed"] for r in records[:resumed_at] if r["ev"] == "end"}
+    committed.update({r["job"]: r["committed"] for r in orphans})
+    for r in records[resumed_at:]:
+        if r["ev"] == "launch" and committed.get(r["job"], 0) > 0:
+            assert r["committed"] >= committed[r["job"]]  # none from scratch
+    assert sum(1 for r in records if r["ev"] == "done") == 4
+    queued = subprocess.run(["squeue", "-h", "-o", "%i|%T|%k"], capture_output=True, text=True).stdout
+    assert not any(line.endswith(tag) for line in queued.splitlines())

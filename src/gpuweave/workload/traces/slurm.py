@@ -19,13 +19,17 @@ Mapping (one trace row per Slurm job; complexity O(lines)):
   ``duration`` the run time of all its runs (``ElapsedRaw`` summed) and ``restarts`` the earlier runs;
 * ``num_gpus`` = ``gres/gpu`` of ``AllocTRES`` (what Slurm gave), else of ``ReqTRES`` (what was asked);
   ``slurm_gpu_type`` = the typed entries (``gres/gpu:v100=2`` -> ``v100``), ``gpu_model`` its catalog name
-  when there is one type and it is known (``gpu_map`` maps others, e.g. ``a6000=A10``); an unknown type leaves ``gpu_model``
-  empty, with a note;
+  when there is one type and it is known (``gpu_map`` maps others, e.g. ``a6000=A10``); an unknown type
+  leaves ``gpu_model`` empty, with a note;
 * ``arrival``/``start``/``end`` are seconds since the earliest kept submission; ``submit_time``, ``start_time``,
   ``end_time`` keep Slurm's timestamps (local time, ``YYYY-MM-DDTHH:MM:SS``); ``vc`` = ``Partition``;
   ``user``, ``account``, ``job_name``, ``state`` (the last run's, first word: ``CANCELLED by 0`` -> ``CANCELLED``);
 * ``job_type``: Slurm knows no model, so the seeded uniform rule of :mod:`~gpuweave.workload.traces.job_types`
-  assigns one, as for Philly, recorded in ``note``.
+  assigns one, as for Philly, recorded in ``note``;
+* ``run_time`` = the seconds it ran; ``work`` = ``run_time`` x the profile's rate of its job type on the GPUs it
+  got (the iterations it did), and ``duration`` = the time that work takes on the reference GPU (V100), so a
+  job that ran on a K80 is not replayed as if that time had been spent on a V100. A job on a GPU type without
+  a profile (or on several types) keeps ``duration`` = ``run_time`` and no ``work`` (a note counts them).
 
 Left out, and counted in the frame's notes: jobs without GPUs, jobs that never started (pending, cancelled
 while pending, a pending array range such as ``123_[5-9]``) and jobs that ran for 0 s. A job not finished
@@ -40,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuweave.errors import InputError
-from gpuweave.workload.profiles import ProfileStore
+from gpuweave.workload.profiles import ProfileStore, load_profiles
 from gpuweave.workload.traces._tables import ROW, read_text
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model
 from gpuweave.workload.traces.job_types import assign_job_types
@@ -133,9 +137,18 @@ def sacct_frame(
         notes.insert(0, f"skipped {skipped_steps} job step line(s) (JobID with a '.')")
     if jobs.empty:
         raise InputError("no job with GPUs that ran (" + "; ".join(notes) + ")", file=source)
-    types, type_notes = assign_job_types(jobs["num_gpus"].to_numpy(), seed, profiles, reference_gpu)
+    store = profiles if profiles is not None else load_profiles()
+    types, type_notes = assign_job_types(jobs["num_gpus"].to_numpy(), seed, store, reference_gpu)
     models, model_notes = _gpu_models(jobs["slurm_gpu_type"], gpu_map)
     notes.extend(model_notes)
+    work, duration, converted = _work(
+        types, jobs["num_gpus"].tolist(), models, jobs["elapsed"].tolist(), store, reference_gpu
+    )
+    if converted < len(jobs):
+        notes.append(
+            f"{len(jobs) - converted} job(s) on a GPU type without a profile (or several types): their run time is "
+            f"taken as {reference_gpu} time"
+        )
     origin = jobs["submit"].min()
     running = jobs["end"].isna()
     note = [
@@ -149,7 +162,9 @@ def sacct_frame(
             "arrival": _seconds(jobs["submit"], origin),
             "num_gpus": jobs["num_gpus"].to_numpy(),
             "job_type": types,
-            "duration": jobs["elapsed"].to_numpy(dtype="float64"),
+            "work": work,
+            "duration": duration,
+            "run_time": jobs["elapsed"].to_numpy(dtype="float64"),
             "user": jobs["User"].to_numpy(),
             "vc": jobs["Partition"].to_numpy(),
             "gpu_model": models,
@@ -172,14 +187,39 @@ def sacct_frame(
     return frame
 
 
-def _seconds(times: "pd.Series", origin) -> list:
-    return [None if pd_isna(t) else round((t - origin).total_seconds(), 3) for t in times]
+def _work(
+    types: list[str], counts: list[int], models: list[str], elapsed: list[float], store: ProfileStore, reference: str
+) -> tuple[list, list[float], int]:
+    """Iterations done on the GPUs each job got, and the run time they take on the reference GPU.
+
+    A job that ran ``t`` s on ``n`` GPUs of a profiled model did ``t x rate(model, n)`` iterations (the
+    simulator's work); its duration on the reference GPU is that over ``rate(reference, n)``. Jobs without a
+    profiled model keep their run time as the reference duration and no work (the reader derives it)."""
+    work: list = []
+    duration: list[float] = []
+    converted = 0
+    cache: dict[tuple[str, int, str], list[float]] = {}
+    for job_type, n, model, seconds in zip(types, counts, models, elapsed):
+        rates = cache.get((job_type, n, model))
+        if rates is None:
+            rates = cache[(job_type, n, model)] = [
+                store.rate(job_type, gpu, n, True) if gpu and store.has(job_type, gpu, n, True) else 0.0
+                for gpu in (model, reference)
+            ]
+        if rates[0] > 0 and rates[1] > 0:
+            work.append(round(seconds * rates[0], 3))
+            duration.append(round(seconds * rates[0] / rates[1], 3))
+            converted += 1
+        else:
+            work.append(None)
+            duration.append(float(seconds))
+    return work, duration, converted
 
 
-def pd_isna(value) -> bool:
-    import pandas as pd
-
-    return bool(pd.isna(value))
+def _seconds(times: "pd.Series", origin) -> "pd.Series":
+    """Seconds since ``origin`` (None where Slurm gave no time), rounded to milliseconds."""
+    seconds = (times - origin).dt.total_seconds().round(3)
+    return seconds.astype(object).where(seconds.notna(), None).to_numpy()
 
 
 def _split_lines(text: str, source: str) -> tuple[dict[str, list], int]:
@@ -246,8 +286,9 @@ def _job_rows(raw: dict[str, list], source: str) -> "pd.DataFrame":
     if bad_submit.any():
         row = int(frame[ROW][bad_submit].iloc[0])
         raise InputError("every job has a submission time", file=source, row=row, field="Submit")
-    alloc = [_gpu_tres(t, source, r, "AllocTRES") for t, r in zip(frame["AllocTRES"], frame[ROW])]
-    req = [_gpu_tres(t, source, r, "ReqTRES") for t, r in zip(frame["ReqTRES"], frame[ROW])]
+    seen: dict[str, tuple[int, str]] = {}  # TRES strings repeat: parse each distinct one once
+    alloc = [_gpu_tres(t, source, r, "AllocTRES", seen) for t, r in zip(frame["AllocTRES"], frame[ROW])]
+    req = [_gpu_tres(t, source, r, "ReqTRES", seen) for t, r in zip(frame["ReqTRES"], frame[ROW])]
     chosen = [a if a[0] > 0 else q for a, q in zip(alloc, req)]
     frame["num_gpus"] = [c[0] for c in chosen]
     frame["slurm_gpu_type"] = [c[1] for c in chosen]
@@ -273,10 +314,13 @@ def _times(frame: "pd.DataFrame", name: str, source: str) -> "pd.Series":
     return parsed
 
 
-def _gpu_tres(text: str, source: str, row: int, field: str) -> tuple[int, str]:
+def _gpu_tres(text: str, source: str, row: int, field: str, seen: dict[str, tuple[int, str]]) -> tuple[int, str]:
     """(GPUs, '+'-joined types with a count) of a TRES list such as ``cpu=1,gres/gpu:v100=2,gres/gpu=2``."""
     if "gres/gpu" not in text:
         return 0, ""
+    known = seen.get(text)
+    if known is not None:
+        return known
     total = None
     typed: dict[str, int] = {}
     for item in text.split(","):
@@ -290,7 +334,8 @@ def _gpu_tres(text: str, source: str, row: int, field: str) -> tuple[int, str]:
         elif int(value) > 0:
             typed[key[len("gres/gpu:") :]] = int(value)
     count = total if total is not None else sum(typed.values())
-    return count, "+".join(sorted(typed))
+    seen[text] = (count, "+".join(sorted(typed)))
+    return seen[text]
 
 
 def _elapsed(frame: "pd.DataFrame", source: str) -> "pd.Series":
