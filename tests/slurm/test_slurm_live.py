@@ -162,3 +162,16 @@ def test_runtime_killed_with_sigkill_ends_its_slurm_jobs_and_resumes(slurm, slur
     assert sum(1 for r in records if r["ev"] == "done") == 4
     queued = subprocess.run(["squeue", "-h", "-o", "%i|%T|%k"], capture_output=True, text=True).stdout
     assert not any(line.endswith(tag) for line in queued.splitlines())
+
+
+def test_a_job_slurm_keeps_waiting_fails_with_slurms_reason_and_the_rest_go_on(slurm, slurm_config, tmp_path):
+    rows = [f"late,0,1,{RESNET},100,,--begin=now+3600", f"ok,0,1,{RESNET},200"]
+    out = tmp_path / "out"
+    config = slurm_config(rows, executor={"max_retries": 0, "report_timeout": 4})
+    assert run_live(config, None, None, out)["completed"] == 1
+    meta = json.loads((out / "summary.json").read_text())
+    assert "no report from the workers for 4 s" in meta["failed_jobs"]["late"]
+    log = (out / "channels" / "late" / "a1-c0-r0" / "worker.log").read_text()
+    assert "was still PENDING (Reason=BeginTime) when gpuweave cancelled it" in log
+    launch = next(r for r in _rows(out / "slurm.csv") if r["job_id"] == "late")
+    assert launch["launch_to_running_s"] == "" and launch["exit_code"] == "-9"

@@ -330,7 +330,9 @@ class SlurmExecutor(Executor):
         if handle.code is not None:
             return
         sid = handle.job.slurm_id
-        state = self._query([sid]).get(sid, ("GONE", ""))[0]
+        state, reason = self._query([sid]).get(sid, ("GONE", ""))
+        note = f"slurm: job {sid} was still {state} (Reason={reason}) when gpuweave cancelled it"
+        note = note if state in WAITING else ""  # a worker that never started: Slurm's reason is the story
         try_slurm(["scancel", sid] if state in WAITING else ["scancel", "--signal=KILL", sid])
         deadline = time.time() + KILL_WAIT_S
         while time.time() < deadline:
@@ -341,7 +343,7 @@ class SlurmExecutor(Executor):
         if state in WAITING:
             try_slurm(["scancel", sid])
         handle.state = state
-        self._finish(handle, -9, "")
+        self._finish(handle, -9, note)
 
     # ------------------------------------------------------------------ end
     def close(self) -> None:

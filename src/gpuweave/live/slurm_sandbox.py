@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DAEMONS = ("munged", "mariadbd", "mariadb-install-db", "slurmdbd", "slurmctld", "slurmd")
-COMMANDS = ("sbatch", "scontrol", "squeue", "scancel", "sacct", "sacctmgr", "sinfo")
+COMMANDS = ("sbatch", "scontrol", "squeue", "scancel", "sacct", "sacctmgr", "sinfo", "munge", "mariadb")
 START_TIMEOUT_S = 60.0
 DEFAULT_GPUS = {"v100": 4, "k80": 2}
 
@@ -47,7 +47,7 @@ def missing_requirements() -> str | None:
     if missing:
         return (
             f"Slurm is not installed ({', '.join(missing)} missing): "
-            "apt-get install slurm-wlm slurmdbd munge mariadb-server"
+            "apt-get install slurm-wlm slurmdbd munge mariadb-server mariadb-client"
         )
     return None
 
