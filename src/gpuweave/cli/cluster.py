@@ -333,7 +333,7 @@ def _node_groups_table(spec):
 @app.command("import-slurm")
 def import_slurm(
     source: Optional[str] = typer.Argument(
-        None, metavar="[NODES]", help="`scontrol show node` output, text or --json ('-' = stdin); none: ask Slurm here."
+        None, metavar="NODES", help="`scontrol show node` output, text or --json ('-' = stdin); none: ask Slurm here."
     ),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Cluster spec YAML (default: print it)."),
     as_json: bool = typer.Option(False, "--json", help="Asking Slurm: `scontrol show node --json` (Slurm >= 23.02)."),

@@ -256,7 +256,7 @@ app.command("import-torch")(import_torch)  # the same command as `gpuweave kerne
 def import_slurm(
     source: Optional[str] = typer.Argument(
         None,
-        metavar="[SACCT]",
+        metavar="SACCT",
         help="sacct --parsable2 output with the fields of docs/slurm.md ('-' = stdin); none: run sacct here.",
     ),
     out: Path = typer.Option(..., "--out", "-o", help="Output trace in gpuweave's schema (.csv or .parquet)."),
