@@ -213,8 +213,12 @@ def test_without_slurm_commands_asking_slurm_is_one_line_naming_the_command(tmp_
     for args, command in (
         (["trace", "import-slurm", "--out", str(tmp_path / "t.csv")], "sacct"),
         (["cluster", "import-slurm"], "scontrol"),
+        (
+            ["cluster", "run", "examples/live/synthetic.yaml", "--executor", "slurm", "--out", str(tmp_path / "o")],
+            "scontrol",
+        ),
     ):
-        proc = subprocess.run([*argv, *args], capture_output=True, text=True, env=env)
+        proc = subprocess.run([*argv, *args], capture_output=True, text=True, env=env, cwd=ROOT)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
         assert f"`{command}` not found on PATH: is Slurm installed" in proc.stderr
 
