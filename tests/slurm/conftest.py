@@ -63,7 +63,7 @@ def slurm_config(tmp_path):
             "checkpoint_every": 0.5,
             "poll_interval": 0.03,
             "max_retries": 1,
-            "slurm": {"poll_interval": 0.1},
+            "slurm": {"poll_interval": 0.1, "gpus": "emulated"},  # the sandbox's GPUs are fake devices
         }
         executor.update(overrides.pop("executor", {}))
         data = {

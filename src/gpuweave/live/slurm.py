@@ -164,10 +164,8 @@ class SlurmExecutor(Executor):
             if job is not None and job.slurm_type == slot.slurm_type and self._requeue(job, slot.host, gres):
                 action = "requeue"
             else:
-                if job is not None and self._query([job.slurm_id]).get(job.slurm_id, ("GONE",))[0] in WAITING:
-                    try_slurm(
-                        ["scancel", job.slurm_id]
-                    )  # held after a stop before it ran: another type needs a new job
+                if job is not None:
+                    self._drop_if_held(job)
                 job = _SlurmJob(self._submit(spec, folder, slot.host, gres), folder, slot.slurm_type)
                 self._jobs[key] = job
                 action = "submit"
@@ -177,6 +175,11 @@ class SlurmExecutor(Executor):
         self._live[job.slurm_id] = handle
         self._states[job.slurm_id] = ("PENDING", "launched")  # until the next poll: never a stale final state
         return handle
+
+    def _drop_if_held(self, job: _SlurmJob) -> None:
+        """A job held after a stop before it ran cannot change GPU type (module docstring): cancel it."""
+        if self._state(job.slurm_id)[0] in WAITING:
+            try_slurm(["scancel", job.slurm_id])
 
     def _submit(self, spec: LaunchSpec, folder: Path, host: str, gres: str) -> str:
         batch = folder / "batch.sh"
@@ -207,10 +210,10 @@ class SlurmExecutor(Executor):
 
     def _requeue(self, job: _SlurmJob, host: str, gres: str) -> bool:
         """Start the worker's Slurm job again on ``host`` with ``gres``; False when Slurm no longer knows it."""
-        state = self._query([job.slurm_id]).get(job.slurm_id)
-        if state is None:
+        state = self._state(job.slurm_id)[0]
+        if state in ("GONE", "UNKNOWN"):
             return False
-        if state[0] not in WAITING:
+        if state not in WAITING:
             ok, _ = try_slurm(["scontrol", "requeuehold", job.slurm_id])
             if not ok:
                 return False
@@ -253,6 +256,13 @@ class SlurmExecutor(Executor):
                 if len(parts) == 3:
                     found[parts[0]] = (parts[1], parts[2])
         return found
+
+    def _state(self, sid: str) -> tuple[str, str]:
+        """(state, reason) of one job now: GONE when Slurm forgot it, UNKNOWN when squeue did not answer."""
+        try:
+            return self._query([sid]).get(sid, ("GONE", ""))
+        except SlurmCommandError as exc:
+            return "UNKNOWN", exc.message
 
     def _refresh(self) -> None:
         now = time.time()
@@ -317,10 +327,9 @@ class SlurmExecutor(Executor):
             return
         handle.stopping = True
         sid = handle.job.slurm_id
-        state = self._query([sid]).get(sid, ("GONE", ""))[0]
-        if state in WAITING:
+        if self._state(sid)[0] in WAITING:
             try_slurm(["scontrol", "hold", sid])
-            if self._query([sid]).get(sid, ("GONE", ""))[0] in WAITING:
+            if self._state(sid)[0] in WAITING:
                 handle.held = True
                 self._finish(handle, 0, "")
                 return
@@ -330,14 +339,14 @@ class SlurmExecutor(Executor):
         if handle.code is not None:
             return
         sid = handle.job.slurm_id
-        state, reason = self._query([sid]).get(sid, ("GONE", ""))
+        state, reason = self._state(sid)
         note = f"slurm: job {sid} was still {state} (Reason={reason}) when gpuweave cancelled it"
         note = note if state in WAITING else ""  # a worker that never started: Slurm's reason is the story
         try_slurm(["scancel", sid] if state in WAITING else ["scancel", "--signal=KILL", sid])
         deadline = time.time() + KILL_WAIT_S
         while time.time() < deadline:
-            state = self._query([sid]).get(sid, ("GONE", ""))[0]
-            if state not in ACTIVE:
+            state = self._state(sid)[0]
+            if state not in ACTIVE + ("UNKNOWN",):
                 break
             time.sleep(0.1)
         if state in WAITING:
@@ -349,7 +358,10 @@ class SlurmExecutor(Executor):
     def close(self) -> None:
         """Cancel the workers' Slurm jobs still waiting (held after a stop, never started again); write slurm.csv."""
         waiting = [j.slurm_id for j in self._jobs.values()]
-        states = self._query(waiting) if waiting else {}
+        try:
+            states = self._query(waiting) if waiting else {}
+        except SlurmCommandError:
+            states = {}  # Slurm did not answer: nothing to cancel that we can see; slurm.csv is still written
         held = [sid for sid, (state, _) in states.items() if state in WAITING]
         if held:
             try_slurm(["scancel", *held])
