@@ -21,9 +21,18 @@ from gpuweave.workload.profiles import load_profiles
 from gpuweave.workload.traces.generate import generate_philly_like
 
 
-def bench_sim(jobs: int, gpus: int, policy: str, rate_per_hour: float, seed: int, round_length: float | None) -> dict:
-    """Simulate ``jobs`` Philly-like jobs on a ``gpus``-GPU V100/P100/K80 cluster; time the simulation alone."""
-    run = timed_sim(jobs, gpus, policy, rate_per_hour, seed, round_length)
+def bench_sim(
+    jobs: int,
+    gpus: int,
+    policy: str,
+    rate_per_hour: float,
+    seed: int,
+    round_length: float | None,
+    progress: Callable[[int], None] | None = None,
+) -> dict:
+    """Simulate ``jobs`` Philly-like jobs on a ``gpus``-GPU V100/P100/K80 cluster; time the simulation alone
+    (``progress(done)`` gets the finished jobs about every 1%; the same hook is timed in every run)."""
+    run = timed_sim(jobs, gpus, policy, rate_per_hour, seed, round_length, progress)
     rec = run["records"]
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {

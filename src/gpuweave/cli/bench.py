@@ -9,6 +9,8 @@ import json
 
 import typer
 
+from gpuweave.cli.output import ProgressBar, print_table, quiet_option, show_progress
+
 NAME = "bench"
 app = typer.Typer(help="Measure speed (jobs/s, events/s, memory).", no_args_is_help=True)
 
@@ -33,14 +35,8 @@ def _print_result(result: dict, title: str, as_json: bool) -> None:
         typer.echo(json.dumps(result))
         return
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=title)
-    table.add_column("metric")
-    table.add_column("value")
-    for k, v in result.items():
-        table.add_row(k, str(v))
-    Console().print(table)
+    print_table(Console(), title, ("metric", "value"), [(k, v) for k, v in result.items()], right=("value",))
 
 
 @app.command("sim")
@@ -51,12 +47,15 @@ def sim(
     rate: float = typer.Option(30.0, "--rate", help="Arrival rate, jobs/hour."),
     seed: int = typer.Option(0, "--seed"),
     round_length: float = typer.Option(None, "--round", help="Force a round length (s)."),
+    quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Time the cluster simulator on a generated trace."""
     from gpuweave.bench import bench_sim
 
-    result = bench_sim(jobs, gpus, policy, rate, seed, round_length)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        hook = bar.task(f"bench sim {policy}: jobs done", jobs)
+        result = bench_sim(jobs, gpus, policy, rate, seed, round_length, hook)
     _print_result(result, "bench sim", as_json)
 
 
@@ -67,6 +66,7 @@ def scale(
     max_jobs: int = typer.Option(None, "--max-jobs", min=1000, help="Largest size (a power of ten; default 10^5)."),
     seed: int = typer.Option(0, "--seed"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
+    quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Jobs/s of a policy at 10^3..10^5 (10^6 with --full) jobs under backlog and moderate load, against a bare
@@ -75,8 +75,9 @@ def scale(
 
     top = max_jobs or (1_000_000 if full else 100_000)
     sizes = [n for n in (1_000, 10_000, 100_000, 1_000_000) if n <= top]
-    with _SimProgress(progress and not as_json) as bar:
-        result = bench_scale(policy, sizes, seed, bar.hook if progress and not as_json else None)
+    shown = progress and show_progress(quiet or as_json)
+    with _SimProgress(shown) as bar:
+        result = bench_scale(policy, sizes, seed, bar.hook if shown else None)
     if as_json:
         typer.echo(json.dumps(result))
         return
@@ -135,12 +136,15 @@ def round_(
     option: list[str] = typer.Option(
         [], "--option", help="Policy option key=value (repeatable), e.g. order=slack-srpt."
     ),
+    quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Time one scheduling round (Hadar's Fig. 5 setup) of a policy with N active jobs."""
     from gpuweave.bench import bench_round
 
-    result = bench_round(jobs, policy, reps, seed, _parse_options(option))
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"bench round {policy} ({jobs} jobs, {reps} reps)")
+        result = bench_round(jobs, policy, reps, seed, _parse_options(option))
     _print_result(result, "bench round", as_json)
 
 
@@ -150,12 +154,15 @@ def kernel(
     mode: str = typer.Option("fikit", "--mode", help="Kernel arbitration mode (gpuweave kernel modes)."),
     runs: int = typer.Option(3, "--runs", min=1, help="Timed runs; the median is reported."),
     seed: int = typer.Option(0, "--seed"),
+    quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Time the kernel simulator on the canonical HI + LO pair (experiment IV.a, scaled by --tasks)."""
     from gpuweave.bench import bench_kernel
 
-    result = bench_kernel(tasks, mode, runs, seed)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"bench kernel {mode} ({runs} runs)")
+        result = bench_kernel(tasks, mode, runs, seed)
     _print_result(result, "bench kernel", as_json)
 
 

@@ -15,6 +15,7 @@ from typing import Optional
 import typer
 
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
+from gpuweave.cli.output import JSON_HELP, ProgressBar, print_json, print_table, quiet_option, show_progress
 
 NAME = "cluster"
 app = typer.Typer(help="Cluster grain: simulate, plan and run policies; cluster specs.", no_args_is_help=True)
@@ -46,8 +47,13 @@ def simulate(
     policy_option: list[str] = typer.Option(
         [], "--policy-option", "-O", help="Policy option KEY=VALUE (repeatable; VALUE read as YAML)."
     ),
+    quiet: bool = quiet_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the run's metrics and paths as JSON."),
 ) -> None:
-    """Simulate a trace on a cluster under one policy; write jobs.csv, allocations.csv, timeseries.csv, summary.json."""
+    """Simulate a trace on a cluster under one policy; write jobs.csv, allocations.csv, timeseries.csv, summary.json.
+
+    Every run setting of a YAML config is also a flag (--restart-delay, --round-length, --profiles, --placement,
+    -O policy options), so a variant needs no YAML."""
     from rich.console import Console
 
     from gpuweave.cluster.config import load_config, parse_config
@@ -76,13 +82,19 @@ def simulate(
     cfg = parse_config(data, config or "<command line>")
     out_dir = out or Path("gpuweave-out") / "runs" / f"{cfg.policy}-{cfg.key()}"
     prepare_output_dir(out_dir, field="out", create=False)  # fail before simulating, not after
-    summary = run_simulation(cfg, out_dir)
-    console = Console()
-    console.print(_summary_table(cfg.policy, summary))
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        summary = run_simulation(cfg, out_dir, bar.task(f"simulate {cfg.policy}: jobs done"))
+    path = None
     if report:
         from gpuweave.report.html import render_report
 
         path = render_report([out_dir], out_dir / "report", title=f"gpuweave: {cfg.policy}")
+    if as_json:
+        print_json({"policy": cfg.policy, "metrics": summary, "results": str(out_dir), "report": path and str(path)})
+        return
+    console = Console()
+    _print_summary(console, cfg.policy, summary)
+    if path is not None:
         console.print(f"report: {path}")
     console.print(f"results: {out_dir}")
 
@@ -105,15 +117,9 @@ def _policy_options(pairs: list[str]) -> dict[str, object]:
     return options
 
 
-def _summary_table(policy: str, summary: dict):
-    from rich.table import Table
-
-    table = Table(title=f"summary: {policy}")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for k, v in summary.items():
-        table.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
-    return table
+def _print_summary(console, policy: str, summary: dict) -> None:
+    rows = [(k, f"{v:.4g}" if isinstance(v, float) else str(v)) for k, v in summary.items()]
+    print_table(console, f"summary: {policy}", ("metric", "value"), rows, right=("value",))
 
 
 @app.command("policies")
@@ -234,13 +240,19 @@ def run(
     ),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray)."),
     out: Path = typer.Option(..., "--out", "-o", help="Result directory (also holds the journal and checkpoints)."),
+    quiet: bool = quiet_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the run's summary as JSON."),
 ) -> None:
     """Run a trace for real under a policy: workers, checkpoints, preemption, moves; write simulator results."""
     from rich.console import Console
 
     from gpuweave.live.launch import run_live
 
-    summary = run_live(config, executor, address, out)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        summary = run_live(config, executor, address, out, bar.task("live run: jobs done"))
+    if as_json:
+        print_json({"summary": summary, "results": str(out)})
+        return
     console = Console()
     for key in ("jobs", "completed", "avg_jct_s", "makespan_s", "restarts"):
         value = summary[key]
@@ -252,43 +264,67 @@ def run(
 def compare(
     sim_run: Path = typer.Argument(..., help="Result directory of `gpuweave cluster simulate`."),
     live_run: Path = typer.Argument(..., help="Result directory of `gpuweave cluster run`."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Print each job's JCT in the simulated and the live run, and the ratio live/sim."""
     from rich.console import Console
-    from rich.table import Table
 
     from gpuweave.cluster.results import fmt
     from gpuweave.live.results import compare_jct
 
-    table = Table(title=f"JCT: {live_run} (live) vs {sim_run} (sim)")
-    for column in ("job", "sim JCT s", "live JCT s", "live/sim"):
-        table.add_column(column, justify="left" if column == "job" else "right")
-    for job_id, sim, live, ratio in compare_jct(sim_run, live_run):
-        table.add_row(job_id, fmt(sim and round(sim, 2)), fmt(live and round(live, 2)), fmt(ratio and round(ratio, 3)))
-    Console().print(table)
+    rows = compare_jct(sim_run, live_run)
+    if as_json:
+        keys = ("job", "sim_jct_s", "live_jct_s", "live_over_sim")
+        print_json([dict(zip(keys, row)) for row in rows])
+        return
+    cells = [
+        (job_id, fmt(sim and round(sim, 2)), fmt(live and round(live, 2)), fmt(ratio and round(ratio, 3)))
+        for job_id, sim, live, ratio in rows
+    ]
+    columns = ("job", "sim JCT s", "live JCT s", "live/sim")
+    print_table(Console(), f"JCT: {live_run} (live) vs {sim_run} (sim)", columns, cells, right=columns[1:])
 
 
 @app.command("list")
-def list_clusters() -> None:
+def list_clusters(as_json: bool = typer.Option(False, "--json", help="Print the bundled clusters as JSON.")) -> None:
     """List the bundled cluster specs."""
     from rich.console import Console
-    from rich.table import Table
 
     from gpuweave.hardware.cluster_spec import bundled_clusters, load_cluster
 
-    table = Table(title="bundled clusters")
-    for col in ("name", "nodes", "GPUs", "by model", "description"):
-        table.add_column(col)
-    for cname in bundled_clusters():
-        spec = load_cluster(cname)
-        by_model = ", ".join(f"{m} {n}" for m, n in spec.gpus_by_model().items())
-        table.add_row(cname, str(spec.total_nodes), str(spec.total_gpus), by_model, spec.description)
-    Console().print(table)
+    specs = {name: load_cluster(name) for name in bundled_clusters()}
+    if as_json:
+        print_json([_cluster_json(name, spec) for name, spec in specs.items()])
+        return
+    rows = [
+        (
+            name,
+            spec.total_nodes,
+            spec.total_gpus,
+            ", ".join(f"{m} {n}" for m, n in spec.gpus_by_model().items()),
+            spec.description,
+        )
+        for name, spec in specs.items()
+    ]
+    columns = ("name", "nodes", "GPUs", "by model", "description")
+    print_table(Console(), "bundled clusters", columns, rows, right=("nodes", "GPUs"))
+
+
+def _cluster_json(name: str, spec) -> dict:
+    return {
+        "name": name,
+        "nodes": spec.total_nodes,
+        "gpus": spec.total_gpus,
+        "gpus_by_model": dict(spec.gpus_by_model()),
+        "description": spec.description,
+        "source": spec.source,
+    }
 
 
 @app.command("show")
 def show(
     name_or_path: str = typer.Argument(..., help="A bundled cluster name (see `cluster list`) or a YAML path."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Summarise a cluster spec: node groups and GPUs by model."""
     from rich.console import Console
@@ -297,6 +333,10 @@ def show(
     from gpuweave.hardware.cluster_spec import load_cluster
 
     spec = load_cluster(name_or_path)
+    if as_json:
+        groups = [{"gpu": g.gpu, "count": g.count, "gpus_per_node": g.gpus_per_node} for g in spec.nodes]
+        print_json({**_cluster_json(spec.name, spec), "node_groups": groups})
+        return
     console = Console()
     console.print(f"[bold]{spec.name}[/bold]: {spec.total_nodes} nodes, {spec.total_gpus} GPUs")
     if spec.description:

@@ -6,6 +6,8 @@ from typing import Optional
 
 import typer
 
+from gpuweave.cli.output import print_json, print_table
+
 NAME = "gpus"
 
 
@@ -13,6 +15,7 @@ def command(
     name: Optional[str] = typer.Argument(None, help="A GPU model or alias (e.g. A100, h100, k80)."),
     show_partitions: bool = typer.Option(False, "--partitions", help="List the GPU's maximal MIG partitions."),
     show_tree: bool = typer.Option(False, "--tree", help="Draw the GPU's MIG repartitioning tree (FAR)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the catalog, the model or its partitions as JSON."),
 ) -> None:
     """Print the GPU catalog, or one model with its MIG partitions / repartitioning tree."""
     from rich.console import Console
@@ -24,9 +27,25 @@ def command(
     if name is None:
         if show_partitions or show_tree:
             raise InputError("--partitions and --tree need a GPU name, e.g. `gpuweave gpus A100 --partitions`")
-        console.print(_catalog_table())
+        if as_json:
+            from gpuweave.hardware.catalog import all_gpus
+
+            print_json([_gpu_json(gpu) for gpu in all_gpus().values()])
+            return
+        _print_catalog(console)
         return
     gpu = get_gpu(name)
+    if as_json:
+        payload = _gpu_json(gpu)
+        if show_partitions and gpu.mig is not None:
+            from gpuweave.hardware.mig import partition_label, partitions
+
+            payload["partitions"] = [
+                {"label": partition_label(part), "instances": [sorted(p.slices) for p in part]}
+                for part in partitions(gpu.mig)
+            ]
+        print_json(payload)
+        return
     if not (show_partitions or show_tree):
         console.print(_model_table(gpu))
         return
@@ -45,23 +64,24 @@ def command(
             console.print(line, markup=False, highlight=False)
 
 
-def _catalog_table():
-    from rich.table import Table
+def _gpu_json(gpu) -> dict:
+    return {
+        "name": gpu.name,
+        "memory_gb": gpu.memory_gb,
+        "power_idle_w": gpu.power_idle_w,
+        "power_max_w": gpu.power_max_w,
+        "mig_slices": gpu.mig_slices if gpu.mig else None,
+        "mig_geometry": gpu.mig.name if gpu.mig else None,
+        "aliases": list(gpu.aliases),
+        "sources": dict(gpu.sources),
+    }
 
+
+def _print_catalog(console) -> None:
     from gpuweave.hardware.catalog import all_gpus
 
-    table = Table(title="GPU catalog")
-    for col, justify in (
-        ("name", "left"),
-        ("memory GB", "right"),
-        ("idle W", "right"),
-        ("max W", "right"),
-        ("MIG slices", "right"),
-        ("aliases", "left"),
-    ):
-        table.add_column(col, justify=justify)
-    for gpu in all_gpus().values():
-        table.add_row(
+    rows = [
+        (
             gpu.name,
             f"{gpu.memory_gb:g}",
             f"{gpu.power_idle_w:g}",
@@ -69,7 +89,10 @@ def _catalog_table():
             str(gpu.mig_slices) if gpu.mig else "-",
             ", ".join(gpu.aliases),
         )
-    return table
+        for gpu in all_gpus().values()
+    ]
+    columns = ("name", "memory GB", "idle W", "max W", "MIG slices", "aliases")
+    print_table(console, "GPU catalog", columns, rows, right=columns[1:5])
 
 
 def _model_table(gpu):

@@ -19,6 +19,9 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
+#: the window (ms) a timeline PNG and a result directory's kernels.csv show
+TIMELINE_WINDOW_MS = (0.0, 20.0)
+
 
 @app.command("simulate")
 def simulate(
@@ -30,6 +33,7 @@ def simulate(
         help="FILE.csv: per-task JCTs; any other path: a result directory (tasks.csv, services.csv, summary.json).",
     ),
     timeline: Optional[Path] = typer.Option(None, "--timeline", help="Write a timeline PNG of the first 20 ms here."),
+    as_json: bool = typer.Option(False, "--json", help="Print the run's metrics as JSON."),
 ) -> None:
     """Simulate services sharing one GPU and print per-service JCT statistics."""
     from dataclasses import replace
@@ -53,18 +57,26 @@ def simulate(
     if mode:
         data["mode"] = mode
     services, cfg = build_simulation(data, base=config.parent, file=str(config))
-    if timeline:
-        cfg = replace(cfg, record_kernels=True, record_window=(0.0, 20.0))
+    if timeline or (out and not out_csv):  # a result directory keeps the first 20 ms as kernels.csv
+        cfg = replace(cfg, record_kernels=True, record_window=TIMELINE_WINDOW_MS)
     res = run_simulation(services, cfg)
-    console = Console()
-    _print_simulation(console, services, cfg, res)
+    console = Console(stderr=as_json)
+    written = None
     if out:
         written = write_tasks_csv(res, services, out) if out_csv else write_kernel_result(out, res, services, data)
-        console.print(f"wrote {written}")
+    if as_json:
+        from gpuweave.cli.output import print_json
+        from gpuweave.kernel.results import kernel_metrics
+
+        print_json({"mode": cfg.mode, "metrics": kernel_metrics(res, services), "written": written and str(written)})
+    else:
+        _print_simulation(console, services, cfg, res)
+        if written is not None:
+            console.print(f"wrote {written}")
     if timeline:
         from gpuweave.kernel.timeline import plot_timelines
 
-        plot_timelines([(cfg.mode, res.kernels)], (0.0, 20.0), timeline)
+        plot_timelines([(cfg.mode, res.kernels)], TIMELINE_WINDOW_MS, timeline)
         console.print(f"wrote {timeline}")
 
 

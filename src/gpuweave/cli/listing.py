@@ -33,15 +33,16 @@ def print_listing(
         typer.echo(json.dumps(registry.listing(), indent=2))
         return
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=title)
-    table.add_column("name", no_wrap=True)
-    for column in meta_columns:
-        table.add_column(column)
-    table.add_column("what")
-    table.add_column("options (default)", overflow="fold")
-    for entry in registry.entries().values():
-        facts = [str(entry.meta.get(column, "")) for column in meta_columns]
-        table.add_row(shown_name(entry), *facts, entry.help, options_text(entry.options))
-    Console().print(table)
+    from gpuweave.cli.output import print_table
+
+    rows = [
+        (
+            shown_name(entry),
+            *(str(entry.meta.get(c, "")) for c in meta_columns),
+            entry.help,
+            options_text(entry.options),
+        )
+        for entry in registry.entries().values()
+    ]
+    print_table(Console(), title, ("name", *meta_columns, "what", "options (default)"), rows)

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from gpuweave.cli.output import ProgressBar, print_json, print_table, quiet_option, show_progress
 from gpuweave.repro.registry import all_reproductions
 
 NAME = "repro"
@@ -15,18 +16,15 @@ EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
 @app.command("list")
-def list_reproductions() -> None:
+def list_reproductions(as_json: bool = typer.Option(False, "--json", help="Print the reproductions as JSON.")) -> None:
     """List the registered reproductions."""
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title="reproductions")
-    table.add_column("name")
-    table.add_column("paper")
-    table.add_column("what")
-    for repro in all_reproductions().values():
-        table.add_row(repro.name, repro.paper, repro.title)
-    Console().print(table)
+    repros = all_reproductions().values()
+    if as_json:
+        print_json([{"name": r.name, "paper": r.paper, "what": r.title, "options": list(r.options)} for r in repros])
+        return
+    print_table(Console(), "reproductions", ("name", "paper", "what"), [(r.name, r.paper, r.title) for r in repros])
 
 
 @app.command("run")
@@ -36,9 +34,11 @@ def run(
     reps: Optional[int] = typer.Option(None, "--reps", "--seeds", help="Repetitions/seeds (default: quick CI size)."),
     seed: int = typer.Option(0, "--seed", help="Base random seed."),
     full: bool = typer.Option(False, "--full", help="Paper-sized run (slow)."),
+    quiet: bool = quiet_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison rows as JSON."),
 ) -> None:
     """Run reproduction NAME (also available as `gpuweave repro NAME`)."""
-    _run(name, out, reps, seed, full, [])
+    _run(name, out, reps, seed, full, [], quiet, as_json)
 
 
 def run_named(
@@ -47,12 +47,23 @@ def run_named(
     reps: Optional[int] = typer.Option(None, "--reps", "--seeds", help="Repetitions/seeds (default: quick)."),
     seed: int = typer.Option(0, "--seed", help="Base random seed."),
     full: bool = typer.Option(False, "--full", help="Paper-sized run (slow)."),
+    quiet: bool = quiet_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison rows as JSON."),
 ) -> None:
     """`gpuweave repro NAME ...`, the reproduction named by the command itself, with its extra options."""
-    _run(ctx.info_name, out, reps, seed, full, list(ctx.args))
+    _run(ctx.info_name, out, reps, seed, full, list(ctx.args), quiet, as_json)
 
 
-def _run(name: str, out: Optional[Path], reps: Optional[int], seed: int, full: bool, extra: list[str]) -> None:
+def _run(
+    name: str,
+    out: Optional[Path],
+    reps: Optional[int],
+    seed: int,
+    full: bool,
+    extra: list[str],
+    quiet: bool,
+    as_json: bool,
+) -> None:
     from rich.console import Console
 
     from gpuweave.repro.registry import (
@@ -66,7 +77,13 @@ def _run(name: str, out: Optional[Path], reps: Optional[int], seed: int, full: b
     repro = get_reproduction(name)
     options = parse_extra_options(repro, extra)
     out_dir = out or Path("gpuweave-out") / "repro" / name
-    rows = run_reproduction(name, ReproContext(out_dir=out_dir, reps=reps, seed=seed, full=full, options=options))
+    ctx = ReproContext(out_dir=out_dir, reps=reps, seed=seed, full=full, options=options)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"repro {name}")
+        rows = run_reproduction(name, ctx)
+    if as_json:
+        print_rows_json(rows, out_dir)
+        return
     console = Console()
     console.print(comparison_table(rows, f"{repro.paper}: {repro.title}", notes=console.width >= 120))
     console.print(f"wrote {out_dir / 'comparison.csv'}")
@@ -80,3 +97,10 @@ def _shortcut_help(repro) -> str:
 # `gpuweave repro far ...` as a shortcut for `gpuweave repro run far ...`, one command per reproduction.
 for _repro in all_reproductions().values():
     app.command(_repro.name, help=_shortcut_help(_repro), context_settings=EXTRA_ARGS)(run_named)
+
+
+def print_rows_json(rows, out_dir: Path) -> None:
+    """Comparison rows as JSON (what comparison.csv holds, with the difference), and where the CSV is."""
+    keys = ("experiment", "metric", "paper", "ours", "unit", "note")
+    payload = [{**{k: getattr(r, k) for k in keys}, "difference": r.difference} for r in rows]
+    print_json({"comparison": str(out_dir / "comparison.csv"), "rows": payload})

@@ -125,6 +125,7 @@ def info(
     fmt: str = typer.Option("auto", "--format", "-f", help=FORMAT_HELP),
     seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
     top: int = typer.Option(10, "--top", help="How many job types to list."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Summarise FILE: jobs, arrival span, GPU-count histogram and job types."""
     from rich.console import Console
@@ -136,6 +137,24 @@ def info(
     if top < 0:
         raise InputError(f"--top must be >= 0, got {top}", field="top")
     frame = load_trace_frame(file, fmt, seed=seed)
+    if as_json:
+        from gpuweave.cli.output import print_json
+
+        print_json(
+            {
+                "file": str(file),
+                "format": frame.attrs["format"],
+                "jobs": len(frame),
+                "first_arrival_s": float(frame["arrival"].min()),
+                "last_arrival_s": float(frame["arrival"].max()),
+                "gpus_requested": int(frame["num_gpus"].sum()),
+                "median_duration_s": float(frame["duration"].median()) if frame["duration"].notna().any() else None,
+                "gpus_per_job": {str(k): int(v) for k, v in frame["num_gpus"].value_counts().sort_index().items()},
+                "job_types": {str(k): int(v) for k, v in frame["job_type"].value_counts().head(top).items()},
+                "notes": list(frame.attrs.get("notes", [])),
+            }
+        )
+        return
     console = Console()
     summary = Table(title=f"{file.name} ({frame.attrs['format']})", show_header=False)
     summary.add_column("what")

@@ -72,10 +72,6 @@ class LiveBook(Simulator):
             js.remaining = 0.0
             js.end = self.now
 
-    def use_profiles(self, profiles) -> None:
-        """Policies see these rates from now on (measured where measured)."""
-        self.profiles = profiles
-        self._rate_cache.clear()
 
     def fail(self, js: JobState) -> None:
         """Take a failed job out of the cluster (it keeps ``end = None``)."""

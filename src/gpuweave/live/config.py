@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gpuweave.cluster.config import SimulationConfig
+from gpuweave.cluster.config import SimulationConfig, beside_config
 from gpuweave.errors import InputError
 from gpuweave.files import load_yaml
 
@@ -65,12 +65,7 @@ def load_live_config(path: str | Path) -> LiveConfig:
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InputError(err["msg"], file=path, field=".".join(str(p) for p in err["loc"])) from None
-    # Files named relative to the config file are found beside it (examples run from anywhere).
-    for key in ("trace", "cluster"):
-        value = getattr(config, key)
-        if value is not None and not Path(value).is_absolute() and (path.parent / value).is_file():
-            config = config.model_copy(update={key: str(path.parent / value)})
-    return config
+    return beside_config(config, path)
 
 
 def program_argv(program: str, base: Path | None = None) -> list[str]:

@@ -32,10 +32,12 @@ def make_executor(
     raise InputError(f"unknown executor '{kind}' (known: local, ray, slurm)", field="executor")
 
 
-def run_live(config_path: Path, executor_kind: str | None, address: str | None, out: Path) -> dict:
+def run_live(config_path: Path, executor_kind: str | None, address: str | None, out: Path, progress=None) -> dict:
+    """Run a live config to the end and write its results; ``progress(done, total)`` is told finished jobs."""
     config = load_live_config(config_path)
     out = prepare_output_dir(out, field="out", create=True)
     executor = make_executor(executor_kind or config.executor.kind, address, config, out)
     runtime = LiveRuntime(config, executor, out, config_dir=Path(config_path).parent)
+    runtime.progress = progress
     runtime.run()
     return write_live_run(runtime, out)

@@ -68,6 +68,7 @@ class LiveRuntime:
         self.decision_s: list[float] = []
         self.overhead_s: list[float] = []
         self.journal = Journal(self.out / "journal.jsonl")
+        self.progress = None  # progress(done, total) after each step, for a progress bar
 
     # ------------------------------------------------------------------ clock
     def sim_time(self, wall: float) -> float:
@@ -79,6 +80,8 @@ class LiveRuntime:
         try:
             while not all(j.done or j.failed for j in self.jobs.values()):
                 self.step()
+                if self.progress is not None:
+                    self.progress(sum(j.done or j.failed for j in self.jobs.values()), len(self.jobs))
                 time.sleep(self.ex.poll_interval)
         finally:
             for job in self.jobs.values():
