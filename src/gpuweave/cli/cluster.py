@@ -376,7 +376,9 @@ def import_slurm(
         None, metavar="NODES", help="`scontrol show node` output, text or --json ('-' = stdin); none: ask Slurm here."
     ),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Cluster spec YAML (default: print it)."),
-    as_json: bool = typer.Option(False, "--json", help="Asking Slurm: `scontrol show node --json` (Slurm >= 23.02)."),
+    scontrol_json: bool = typer.Option(
+        False, "--scontrol-json", help="Asking Slurm: run `scontrol show node --json` (Slurm >= 23.02)."
+    ),
     name: str = typer.Option("slurm", "--name", help="Cluster name."),
     partition: Optional[str] = typer.Option(None, "--partition", help="Only the nodes of this partition."),
     gpu_map: list[str] = typer.Option([], "--gpu-map", help="Slurm GPU type to catalog model, TYPE=MODEL (repeat)."),
@@ -386,6 +388,7 @@ def import_slurm(
     ),
     price_per_kwh: float = typer.Option(0.0, "--price-per-kwh", min=0.0, help="Energy price for every node."),
     pue: float = typer.Option(1.0, "--pue", min=1.0, help="Power usage effectiveness for every node."),
+    as_json: bool = typer.Option(False, "--json", help="Print the spec, where it was written and the notes as JSON."),
 ) -> None:
     """Make a cluster spec of a Slurm cluster's GPU nodes (one gpuweave node per Slurm node and GPU type)."""
     import sys
@@ -397,7 +400,7 @@ def import_slurm(
     if source is None:
         from gpuweave.live.slurm_commands import run_slurm
 
-        command = ["scontrol", "show", "node", "--json" if as_json else "--oneliner"]
+        command = ["scontrol", "show", "node", "--json" if scontrol_json else "--oneliner"]
         text, label = run_slurm(command), " ".join(command)
     elif source == "-":
         text, label = sys.stdin.read(), "<stdin>"
@@ -417,13 +420,17 @@ def import_slurm(
         pue=pue,
     )
     text = yaml.safe_dump(spec, sort_keys=False)
+    if out is not None:
+        from gpuweave.files import prepare_output_file
+
+        prepare_output_file(out, field="out", suffixes=(".yaml", ".yml")).write_text(text, encoding="utf-8")
+    if as_json:
+        print_json({"cluster": spec, "out": str(out) if out else None, "source": label, "notes": notes})
+        return
     for note in notes:
         typer.echo(f"note: {note}", err=True)
     if out is None:
         typer.echo(text, nl=False)
         return
-    from gpuweave.files import prepare_output_file
-
-    prepare_output_file(out, field="out", suffixes=(".yaml", ".yml")).write_text(text, encoding="utf-8")
     gpus = sum(g["count"] * g["gpus_per_node"] for g in spec["nodes"])
     typer.echo(f"wrote {out}: {sum(g['count'] for g in spec['nodes'])} gpuweave node(s), {gpus} GPUs from {label}")

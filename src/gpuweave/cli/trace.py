@@ -286,6 +286,7 @@ def import_slurm(
     gpu_map: list[str] = typer.Option([], "--gpu-map", help="Slurm GPU type to catalog model, TYPE=MODEL (repeat)."),
     profiles: Optional[Path] = typer.Option(None, "--profiles", help=PROFILES_HELP),
     seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment (Slurm records no model)."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written (path, jobs, GPUs, notes) as JSON."),
 ) -> None:
     """Turn a Slurm cluster's job history (sacct) into a gpuweave trace: submit, start, end, GPUs, GPU type,
     user, partition, state. Jobs without GPUs or that never ran are left out (the notes count them)."""
@@ -314,7 +315,12 @@ def import_slurm(
     raw = sacct_frame(text, source=label, seed=seed, profiles=store, gpu_map=mapping)
     frame = validate_frame(raw, file=label, profiles=store)
     write_frame(frame.dropna(axis=1, how="all"), out)
-    for note in raw.attrs.get("notes", []):
+    notes, gpus = raw.attrs.get("notes", []), int(frame["num_gpus"].sum())
+    if as_json:
+        from gpuweave.cli.output import print_json
+
+        print_json({"out": str(out), "source": label, "jobs": len(frame), "gpus": gpus, "notes": notes})
+        return
+    for note in notes:
         typer.echo(f"note: {note}")
-    gpus = int(frame["num_gpus"].sum())
     typer.echo(f"wrote {out}: {len(frame)} jobs ({gpus} GPUs requested) from {label} (slurm)")
