@@ -1,8 +1,9 @@
 """A real Slurm for the tests that need one, and config writers for live runs on it.
 
 The session's ``slurm`` fixture starts :mod:`gpuweave.live.slurm_sandbox` (munged, MariaDB + slurmdbd, slurmctld
-and slurmd with 4 V100 + 2 K80 as typed GPU GRES on node ``gw0``, all on loopback) once and stops it at the end;
-tests/conftest.py puts every test module named ``test_slurm_*`` in one xdist group, so only one Slurm runs. Without
+and slurmd with 4 V100 + 2 K80 as typed GPU GRES on node ``gw0``, all on loopback) once per test process and stops
+it at the end; tests/conftest.py puts every module named ``test_slurm_*`` in one xdist group (which pytest 9.2 with
+xdist 3.8 ignores: then each worker has its own Slurm, on its own ports). Without
 root or Debian's packages the tests that use it are skipped with the reason; under CI (``.ci/run`` installs the
 packages and runs as root) a missing Slurm fails instead, so a broken install cannot pass as a skip.
 """
