@@ -3,9 +3,9 @@
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
-EXTRAS ?= dev,ray,torch,docs
+EXTRAS ?= dev,ray,torch,docs,service
 
-.PHONY: setup demo test lint bench docs clean
+.PHONY: setup demo test lint bench docs load-test clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -28,6 +28,10 @@ test: $(STAMP)
 docs: $(STAMP)
 	$(PY) tools/gen_docs.py
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+# The service's full load test: 1,000 submissions from 50 clients on loopback (docs/service.md).
+load-test: $(STAMP)
+	$(PY) -m pytest -q -p no:xdist -m load tests/service/test_load.py -s
 
 bench: $(STAMP)
 	$(VENV)/bin/gpuweave bench sim --jobs 20000 --gpus 1024 --policy fifo --json

@@ -41,6 +41,33 @@ def test_quick_demo_writes_one_report_with_every_section(demo_report):
         assert (demo_report.parent / "cluster" / "runs" / policy / "summary.json").exists()
 
 
+def test_live_section_has_a_figure_drawn_from_its_runs(demo_report):
+    """The live section's figure: simulated vs live JCT per job, its CSV made from the two runs' jobs.csv."""
+    import csv
+
+    from gpuweave.live.results import read_jct
+
+    live = demo_report.parent / "live"
+    png, data = live / "live_jct.png", live / "live_jct.csv"
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    with open(data, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    sim, run = read_jct(live / "sim"), read_jct(live / "live")
+    assert [r["job"] for r in rows] == sorted(set(sim) | set(run))
+    for r in rows:
+        assert float(r["sim_jct_s"]) == pytest.approx(sim[r["job"]]) and float(r["live_jct_s"]) == pytest.approx(
+            run[r["job"]]
+        )
+        assert float(r["live_over_sim"]) == pytest.approx(run[r["job"]] / sim[r["job"]], rel=1e-6)
+    html = demo_report.read_text()
+    caption = re.search(
+        r"<figcaption><b>Figure \d+\.</b> (Job completion time of each job[^<]*)<a [^>]*"
+        r'download="live_jct.csv"',
+        html,
+    )
+    assert caption and "live/sim" in caption.group(1), "the live figure has no numbered caption with its CSV"
+
+
 def test_demo_report_in_headless_chromium(demo_report, tmp_path):
     """One Chromium start: console, images, contents links, captions, CSV links, width, no network."""
     if not chromium.available():

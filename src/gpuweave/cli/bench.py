@@ -75,54 +75,18 @@ def scale(
 
     top = max_jobs or (1_000_000 if full else 100_000)
     sizes = [n for n in (1_000, 10_000, 100_000, 1_000_000) if n <= top]
-    shown = progress and show_progress(quiet or as_json)
-    with _SimProgress(shown) as bar:
-        result = bench_scale(policy, sizes, seed, bar.hook if shown else None)
+    with ProgressBar(progress and show_progress(quiet or as_json)) as bar:
+        result = bench_scale(policy, sizes, seed, bar.task if bar.enabled else None)
     if as_json:
         typer.echo(json.dumps(result))
         return
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=f"bench scale: {policy} (log-log slope {result['loglog_slope']})")
-    columns = ("load", "jobs", "cpu_s", "jobs_per_s", "bare_jobs_per_s", "ratio_to_bare", "peak_rss_mb")
-    for column in columns:
-        table.add_column(column)
-    for row in result["rows"]:
-        table.add_row(*(str(row[c]) for c in columns))
-    Console().print(table)
-
-
-class _SimProgress:
-    """One rich progress bar on stderr per simulation (or nothing)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self._bar = None
-        if enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=Console(stderr=True),
-                transient=True,
-            )
-
-    def hook(self, label: str, total: int):
-        task = self._bar.add_task(label, total=total)
-        return lambda done: self._bar.update(task, completed=done)
-
-    def __enter__(self):
-        if self._bar is not None:
-            self._bar.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._bar is not None:
-            self._bar.stop()
+    keys = ("load", "jobs", "cpu_s", "jobs_per_s", "bare_jobs_per_s", "ratio_to_bare", "peak_rss_mb")
+    headers = ("load", "jobs", "CPU (s)", "jobs/s", "bare loop jobs/s", "ratio to bare", "peak RSS (MB)")
+    rows = [[str(row[c]) for c in keys] for row in result["rows"]]
+    title = f"bench scale: {policy} (log-log slope {result['loglog_slope']})"
+    print_table(Console(), title, headers, rows, right=headers[1:])
 
 
 @app.command("round")

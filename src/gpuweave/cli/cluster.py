@@ -7,8 +7,6 @@ makes a cluster spec of a Slurm cluster's nodes.
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Optional
 
@@ -150,6 +148,7 @@ def plan_hadar(
     backfill: bool = typer.Option(False, "--backfill", help="Offer jobs the DP skipped the GPUs left free."),
     max_states: int = typer.Option(64, "--max-states", help="DP memo budget per round."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Plan one Hadar round: start, keep, move, stop or wait per job, with placements and rates."""
     from gpuweave.cluster.hadar_plan import plan_snapshot
@@ -158,26 +157,27 @@ def plan_hadar(
     if max_states < 1:
         raise InputError(f"--max-states must be >= 1, got {max_states}", field="max_states")
     options = dict(variant=variant, utility=utility, solver=solver, order=order, backfill=backfill)
-    out = plan_snapshot(state, **options, max_states=max_states)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:  # --solver exact on a large snapshot takes a while
+        bar.task(f"plan hadar ({solver})")
+        out = plan_snapshot(state, **options, max_states=max_states)
     if as_json:
-        typer.echo(json.dumps(out, indent=2))
+        print_json(out)
     else:
         _print_hadar_plan(out, f"{variant}, {solver}, {order}")
 
 
 def _print_hadar_plan(out: dict, setting: str) -> None:
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=f"Hadar round at t={out['now']:g} s (L = {out['round_length']:g} s; {setting})")
-    for c in ("job", "job type", "W", "decision", "placement", "rate [it/s]", "remaining [it]"):
-        table.add_column(c)
+    rows = []
     for r in out["jobs"]:
         where = " + ".join(f"{p['node']} ({p['gpu']}) × {p['gpus']}" for p in r["placement"])
         rate = f"{r['rate']:.4g}" if r["placement"] else ""
-        table.add_row(r["job"], r["job_type"], str(r["gpus"]), r["decision"], where, rate, f"{r['remaining']:.6g}")
+        rows.append((r["job"], r["job_type"], str(r["gpus"]), r["decision"], where, rate, f"{r['remaining']:.6g}"))
     console = Console()
-    console.print(table)
+    title = f"Hadar round at t={out['now']:g} s (L = {out['round_length']:g} s; {setting})"
+    columns = ("job", "job type", "W", "decision", "placement", "rate [it/s]", "remaining [it]")
+    print_table(console, title, columns, rows, right=("W", "rate [it/s]", "remaining [it]"))
     fallback = "state budget hit (greedy fallback)" if out["fallback"] else "no fallback"
     console.print(
         f"payoff {out['value']:.6g}; {out['states']} FIND_ALLOC calls; "
@@ -196,33 +196,35 @@ def plan_andreas(
     variant: str = typer.Option("code", "--variant", help="Proxy objective: code (default) or paper."),
     exact: bool = typer.Option(False, "--exact", help="Also solve the exact MILP (small queues) and print RG's gap."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Plan one ANDREAS rescheduling point: job -> node and GPUs, or postponed, with the cost terms."""
     from gpuweave.andreas.plan import plan_snapshot
 
-    out = plan_snapshot(state, method, seed, max_it, variant, exact)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"plan andreas ({method}{', exact MILP' if exact else ''})")
+        out = plan_snapshot(state, method, seed, max_it, variant, exact)
     if as_json:
-        typer.echo(json.dumps(out, indent=2, default=lambda x: None if isinstance(x, float) and math.isinf(x) else x))
+        print_json(out)  # an infinite tardiness or cost is null, never the invalid token Infinity
     else:
         _print_andreas_plan(out, method, variant)
 
 
 def _print_andreas_plan(out: dict, method: str, variant: str) -> None:
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=f"ANDREAS plan at t={out['now']:g} s ({method}, proxy {variant})")
-    for col in ("job", "decision", "time [s]", "ends", "due", "late [s]"):
-        table.add_column(col)
+    rows = []
     for r in out["jobs"]:
         if r["node"] is None:
-            table.add_row(r["job"], f"postponed (W={r['postpone_cost']:.4g} €)", "", "", f"{r['due']:g}", "")
+            rows.append((r["job"], f"postponed (W={r['postpone_cost']:.4g} €)", "", "", f"{r['due']:g}", ""))
         else:
             decision = f"{r['node']} × {r['gpus']} ({r['config']})"
             times = (f"{r['time_s']:.1f}", f"{r['end']:.1f}", f"{r['due']:g}", f"{r['late_s']:.1f}")
-            table.add_row(r["job"], decision, *times)
+            rows.append((r["job"], decision, *times))
     console = Console()
-    console.print(table)
+    columns = ("job", "decision", "time [s]", "ends", "due", "late [s]")
+    title = f"ANDREAS plan at t={out['now']:g} s ({method}, proxy {variant})"
+    print_table(console, title, columns, rows, right=columns[2:])
     line = (
         f"f_OBJ = {out['f_obj']:.6g} € = energy {out['energy']:.6g} + tardiness {out['tardiness']:.6g} + "
         f"postponement {out['postpone']:.6g}; greedy {out['f_greedy']:.6g}; {out['iterations']} iterations"
@@ -328,7 +330,6 @@ def show(
 ) -> None:
     """Summarise a cluster spec: node groups and GPUs by model."""
     from rich.console import Console
-    from rich.table import Table
 
     from gpuweave.hardware.cluster_spec import load_cluster
 
@@ -343,22 +344,14 @@ def show(
         console.print(spec.description, markup=False)
     if spec.source:
         console.print(f"source: {spec.source}", markup=False, highlight=False)
-    console.print(_node_groups_table(spec))
-    by_model = Table(title="GPUs by model")
-    by_model.add_column("GPU")
-    by_model.add_column("GPUs", justify="right")
-    for model, count in spec.gpus_by_model().items():
-        by_model.add_row(model, str(count))
-    console.print(by_model)
+    _print_node_groups(console, spec)
+    rows = [(model, str(count)) for model, count in spec.gpus_by_model().items()]
+    print_table(console, "GPUs by model", ("GPU", "GPUs"), rows, right=("GPUs",))
 
 
-def _node_groups_table(spec):
-    from rich.table import Table
-
+def _print_node_groups(console, spec) -> None:
     nodes = spec.expand()
-    groups = Table(title="node groups")
-    for col in ("#", "count", "GPU", "GPUs/node", "GPUs", "price/kWh", "PUE", "nodes"):
-        groups.add_column(col)
+    rows = []
     first = 0
     for i, group in enumerate(spec.nodes):
         members = nodes[first : first + group.count]
@@ -366,8 +359,9 @@ def _node_groups_table(spec):
         shown = members[0].name if len(members) == 1 else f"{members[0].name} .. {members[-1].name}"
         gpus = (str(group.gpus_per_node), str(group.count * group.gpus_per_node))
         node_facts = (str(members[0].price_per_kwh), f"{members[0].pue:g}")
-        groups.add_row(str(i), str(group.count), group.gpu, *gpus, *node_facts, shown)
-    return groups
+        rows.append((str(i), str(group.count), group.gpu, *gpus, *node_facts, shown))
+    columns = ("#", "count", "GPU", "GPUs/node", "GPUs", "price/kWh", "PUE", "nodes")
+    print_table(console, "node groups", columns, rows, right=("#", "count", "GPUs/node", "GPUs", "price/kWh", "PUE"))
 
 
 @app.command("import-slurm")

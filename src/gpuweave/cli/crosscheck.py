@@ -25,20 +25,14 @@ def command(
     as_json: bool = typer.Option(False, "--json", help="Print the comparison rows as JSON."),
 ) -> None:
     """Run our policies on the peer's traces and print ours beside the peer's results."""
-    from rich.console import Console
-
+    from gpuweave.cli.repro import print_comparison, print_rows_json
     from gpuweave.repro.crosscheck import run_crosscheck
-    from gpuweave.repro.registry import comparison_table
 
     out_dir = out or Path("gpuweave-out") / "crosscheck" / peer
     with ProgressBar(show_progress(quiet or as_json)) as bar:
         bar.task(f"crosscheck {peer}")
         rows = run_crosscheck(peer, data, out_dir)
     if as_json:
-        from gpuweave.cli.repro import print_rows_json
-
         print_rows_json(rows, out_dir)
         return
-    console = Console()
-    console.print(comparison_table(rows, f"crosscheck {peer}: ours beside the peer's", notes=console.width >= 120))
-    console.print(f"wrote {out_dir / 'comparison.csv'}")
+    print_comparison(rows, f"crosscheck {peer}: ours beside the peer's", out_dir)

@@ -47,12 +47,12 @@ def command(
         print_json(payload)
         return
     if not (show_partitions or show_tree):
-        console.print(_model_table(gpu))
+        _print_model(console, gpu)
         return
     if gpu.mig is None:
         raise InputError(f"GPU {gpu.name} has no MIG, so no partitions or tree", field="gpu")
     if show_partitions:
-        console.print(_partitions_table(gpu))
+        _print_partitions(console, gpu)
     if show_tree:
         from gpuweave.hardware.mig import repartition_tree
 
@@ -95,49 +95,43 @@ def _print_catalog(console) -> None:
     print_table(console, "GPU catalog", columns, rows, right=columns[1:5])
 
 
-def _model_table(gpu):
-    from rich.table import Table
-
-    table = Table(title=f"{gpu.name} ({gpu.form_factor})" if gpu.form_factor else gpu.name)
-    table.add_column("field")
-    table.add_column("value", justify="right")
-    table.add_column("source")
+def _print_model(console, gpu) -> None:
     rows = [("memory_gb", gpu.memory_gb), ("power_idle_w", gpu.power_idle_w), ("power_max_w", gpu.power_max_w)]
     if gpu.mig_slice_memory_gb is not None:
         rows.append(("mig_slice_memory_gb", gpu.mig_slice_memory_gb))
-    for key, value in rows:
-        table.add_row(key, f"{value:g}", gpu.sources.get(key, ""))
+    cells = [(key, f"{value:g}", gpu.sources.get(key, "")) for key, value in rows]
     if gpu.mig is not None:
         geo = gpu.mig
-        table.add_row(
-            "mig", f"{geo.name}: {geo.num_slices} slices, sizes {list(geo.sizes)}", gpu.sources.get("mig", geo.note)
+        cells.append(
+            ("mig", f"{geo.name}: {geo.num_slices} slices, sizes {list(geo.sizes)}", gpu.sources.get("mig", geo.note))
         )
         for size in geo.sizes:
-            table.add_row(
-                f"create/destroy {size}g (s)",
-                f"{geo.create_time(size):g} / {geo.destroy_time(size):g}",
-                f"{geo.sources.get('create_s', '')}; {geo.sources.get('destroy_s', '')}",
+            cells.append(
+                (
+                    f"create/destroy {size}g (s)",
+                    f"{geo.create_time(size):g} / {geo.destroy_time(size):g}",
+                    f"{geo.sources.get('create_s', '')}; {geo.sources.get('destroy_s', '')}",
+                )
             )
-    return table
+    title = f"{gpu.name} ({gpu.form_factor})" if gpu.form_factor else gpu.name
+    print_table(console, title, ("field", "value", "source"), cells, right=("value",))
 
 
-def _partitions_table(gpu):
-    from rich.table import Table
-
+def _print_partitions(console, gpu) -> None:
     from gpuweave.hardware.mig import partition_label, partitions
 
     def fmt(values) -> str:
         return "{" + ",".join(f"S{v}" for v in sorted(values)) + "}"
 
     parts = partitions(gpu.mig)
-    table = Table(title=f"{gpu.name}: {len(parts)} maximal MIG partitions (FAR Fig. 1 numbering)")
-    for col in ("#", "partition", "instances (slices)", "occupancy"):
-        table.add_column(col)
-    for number, part in enumerate(parts, start=1):
-        table.add_row(
+    rows = [
+        (
             str(number),
             partition_label(part),
             " ".join(fmt(p.slices) for p in part),
             " ".join(fmt(p.occupancy) for p in part),
         )
-    return table
+        for number, part in enumerate(parts, start=1)
+    ]
+    title = f"{gpu.name}: {len(parts)} maximal MIG partitions (FAR Fig. 1 numbering)"
+    print_table(console, title, ("#", "partition", "instances (slices)", "occupancy"), rows, right=("#",))

@@ -4,10 +4,14 @@
   only when stdout and stderr are terminals and ``--quiet`` is not given (:func:`show_progress`), so piped or
   captured output never carries bar frames or control codes.
 * :func:`print_json`: one JSON document on stdout (infinities and NaN as ``null``), what ``--json`` prints.
+  Commands whose ``--json PATH`` writes a file (``mig plan``, ``packs plan``) take ``--json -`` for stdout
+  (:func:`is_stdout`): the same document, and nothing else on stdout.
 * :func:`fit_tables` / :func:`print_table`: rich tables that fit the console width (80 columns when stdout is not
   a terminal) without breaking a word: each column is at least as wide as its longest word, and when the
-  columns cannot all fit, the table is split into several tables that repeat the first (key) column. Other
-  commands that print tables (hardening of the 80-column rule included) should use this helper.
+  columns cannot all fit, the table is split into several tables that repeat the key column(s) (or, when a
+  column cannot fit even beside them, shown as one record per row). Every command that prints a table goes
+  through :func:`print_table` (no ``rich.table.Table`` elsewhere in the CLI), so a cell is never cut: long
+  texts wrap at spaces, and a table too wide is split.
 
 Complexity: O(cells) per table.
 """
@@ -24,6 +28,8 @@ import typer
 
 QUIET_HELP = "No progress bar (it is also off when the output is not a terminal)."
 JSON_HELP = "Print the result as JSON instead of a table."
+#: the path that means "standard output" for an option that writes a file (``--json -``), as in most Unix tools
+STDOUT_PATH = "-"
 #: rich draws a column as its text plus one space of padding on each side and one border character
 _COLUMN_OVERHEAD = 3
 
@@ -101,6 +107,11 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def is_stdout(path: Any) -> bool:
+    """Whether an output-file option was given as ``-`` (write to stdout; then stdout carries nothing else)."""
+    return path is not None and str(path) == STDOUT_PATH
+
+
 def print_json(payload: Any) -> None:
     """One JSON document on stdout (non-finite numbers as null), indented for people and parsers alike."""
     typer.echo(json.dumps(_json_safe(payload), indent=2, allow_nan=False))
@@ -117,35 +128,43 @@ def fit_tables(
     width: int,
     *,
     right: Sequence[str] = (),
+    caption: str | None = None,
+    key: int = 1,
 ) -> list[Any]:
     """Rich tables showing ``rows`` under ``columns`` in at most ``width`` characters, words never broken.
 
     Every column needs at least its longest word (header included). Columns are taken in order while
-    they fit; the rest go to a further table that repeats the first column. Cells in ``right`` are right-aligned.
+    they fit; the rest go to a further table that repeats the first ``key`` columns (what names a row). Cells in
+    ``right`` are right-aligned; ``caption`` goes under the last table (wrapped at spaces, like the title).
+    When a column cannot fit even beside the key columns alone, the rows are shown as records instead (one block
+    per row, each cell under or beside its column's name; :func:`_records`).
     """
     from rich.table import Table
     from rich.text import Text
 
     text = [["" if v is None else str(v) for v in row] for row in rows]
     need = [max([_longest_word(c)] + [_longest_word(r[i]) for r in text]) for i, c in enumerate(columns)]
+    keys = list(range(min(max(key, 1), len(columns))))
     pages: list[list[int]] = []
-    for i in range(1, len(columns)) if len(columns) > 1 else []:
+    for i in range(len(keys), len(columns)):
         page = pages[-1] if pages else None
-        used = 1 + sum(need[j] + _COLUMN_OVERHEAD for j in [0, *(page or [])])
-        if page is not None and used + need[i] + _COLUMN_OVERHEAD <= width:
+        if page is not None and _min_width([*keys, *page, i], need) <= width:
             page.append(i)
         else:
             pages.append([i])
+    if any(_min_width([*keys, *page], need) > width for page in pages or [[]]):
+        return _records(title, columns, text, width, caption)
     natural = [
         max([len(line) for line in c.splitlines()] + [len(x) for r in text for x in r[i].splitlines()] + [1])
         for i, c in enumerate(columns)
     ]
     tables = []
     for n, page in enumerate(pages or [[]]):
-        shown = [0, *page] if columns else []
+        shown = [*keys, *page]
         widths = _widths(shown, need, natural, width)
         suffix = f" ({n + 1}/{len(pages)})" if len(pages) > 1 else ""
-        table = Table(title=(title or "") + suffix if title or suffix else None)
+        # titles and captions are Text too: a path or a name with "[...]" in it is never read as markup
+        table = Table(title=Text((title or "") + suffix) if title or suffix else None)
         for j in shown:
             # fixed widths (rich's own shrinking narrows the widest column first, breaking its words); cells are
             # Text so "[...]" in a name is never read as markup
@@ -154,23 +173,81 @@ def fit_tables(
         for row in text:
             table.add_row(*(Text(row[j]) for j in shown))
         tables.append(table)
+    if caption:
+        tables[-1].caption = Text(caption)
     return tables
 
 
+def _min_width(shown: list[int], need: list[int]) -> int:
+    """The narrowest a table of the ``shown`` columns can be without breaking a word (borders included)."""
+    return 1 + sum(need[j] + _COLUMN_OVERHEAD for j in shown)
+
+
+def _records(title: str | None, columns: Sequence[str], text: list[list[str]], width: int, caption: str | None):
+    """The rows as records, for tables that cannot fit even split: per row, each non-empty cell beside its
+    column's name (a two-column grid) when the longest word fits beside the longest name, else under it, indented
+    by two; rows a blank line apart. Words still wrap at spaces only."""
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    out: list[Any] = [Text(title, style="bold")] if title else []
+    label = max((len(c) for c in columns), default=0)
+    value = width - label - 1
+    longest = max((_longest_word(cell) for row in text for cell in row), default=0)
+    beside = value >= longest
+    indent = 2 if longest <= width - 2 else 0
+    for n, row in enumerate(text):
+        if n or title:
+            out.append(Text(""))
+        cells = [(c, v) for c, v in zip(columns, row) if v]
+        if beside:
+            grid = Table.grid(padding=(0, 1))
+            grid.add_column(width=label, no_wrap=True, style="bold")
+            grid.add_column(width=value, overflow="fold")
+            for c, v in cells:
+                grid.add_row(Text(c), Text(v))
+            out.append(grid)
+        else:
+            for c, v in cells:
+                out += [Text(c, style="bold"), Padding(Text(v), (0, 0, 0, indent))]
+    if caption:
+        out += [Text(""), Text(caption)]
+    return out
+
+
 def print_table(
-    console: Any, title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, right=()
+    console: Any,
+    title: str | None,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    right: Sequence[str] = (),
+    caption: str | None = None,
+    key: int = 1,
 ) -> None:
-    """:func:`fit_tables` at the console's width, printed."""
-    for table in fit_tables(title, columns, rows, console.width, right=right):
+    """:func:`fit_tables` at the console's width, printed. Every command's tables go through here."""
+    for table in fit_tables(title, columns, rows, console.width, right=right, caption=caption, key=key):
         console.print(table)
 
 
 def _widths(shown: list[int], need: list[int], natural: list[int], width: int) -> dict[int, int]:
-    """Column widths: each its longest word, then the space left given to the columns closest to fitting their
-    longest line, so as few cells as possible wrap."""
-    widths = {j: max(need[j], 1) for j in shown}
-    spare = width - 1 - sum(widths[j] + _COLUMN_OVERHEAD for j in shown)
-    for j in sorted(shown, key=lambda j: natural[j] - widths[j]):
+    """Column widths: each at least its longest word, at most its longest line; the space left is shared out by
+    water-filling (the largest common cap that fits), so short columns show whole and long ones wrap alike
+    rather than one long column squeezing another into a narrow strip."""
+    floor = {j: max(need[j], 1) for j in shown}
+    room = width - 1 - _COLUMN_OVERHEAD * len(shown)
+
+    def at(cap: int) -> dict[int, int]:
+        return {j: max(floor[j], min(natural[j], cap)) for j in shown}
+
+    lo, hi = 0, max([natural[j] for j in shown] + [1])
+    while lo < hi:  # the largest cap whose widths fit the room
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if sum(at(mid).values()) <= room else (lo, mid - 1)
+    widths = at(lo)
+    spare = room - sum(widths.values())
+    for j in shown:  # what rounding left over, one column at a time
         grow = min(max(natural[j] - widths[j], 0), max(spare, 0))
         widths[j] += grow
         spare -= grow

@@ -7,6 +7,8 @@ from typing import List, Optional
 
 import typer
 
+from gpuweave.cli.output import ProgressBar, quiet_option, show_progress
+
 NAME = "report"
 
 
@@ -21,10 +23,13 @@ def command(
     tolerance: Optional[float] = typer.Option(
         None, "--tolerance", help="Reproductions: relative difference from the paper's number still a match (0.1)."
     ),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Write report.html (one self-contained file: figures, their data, contents) and the PNGs and CSVs."""
     from gpuweave.report.grains import report_runs
 
     out_dir = out or Path("gpuweave-out") / "report"
-    path = report_runs(run_dirs, out_dir, title=title, tolerance=tolerance)
+    with ProgressBar(show_progress(quiet)) as bar:
+        bar.task(f"report: {len(run_dirs)} run(s)")
+        path = report_runs(run_dirs, out_dir, title=title, tolerance=tolerance)
     typer.echo(f"wrote {path}")

@@ -54,6 +54,23 @@ def run_named(
     _run(ctx.info_name, out, reps, seed, full, list(ctx.args), quiet, as_json)
 
 
+def print_comparison(rows, title: str, out_dir: Path) -> None:
+    """Ours beside the paper's (or the peer's) with the difference; notes, cut to one line, on a terminal of
+    120+ columns; then where comparison.csv (every row and note in full) is."""
+    from rich.console import Console
+
+    from gpuweave.repro.registry import NOTE_CHARS, comparison_cells
+
+    console = Console()
+    notes = console.width >= 120
+    columns, cells = comparison_cells(rows, notes=notes)
+    caption = (
+        f"notes are cut to {NOTE_CHARS} characters here" if notes else "notes: a terminal of 120+ columns shows them"
+    ) + "; comparison.csv has every row and note in full"
+    print_table(console, title, columns, cells, right=("paper", "ours", "diff"), caption=caption, key=2)
+    console.print(f"wrote {out_dir / 'comparison.csv'}", markup=False, highlight=False)
+
+
 def _run(
     name: str,
     out: Optional[Path],
@@ -64,15 +81,8 @@ def _run(
     quiet: bool,
     as_json: bool,
 ) -> None:
-    from rich.console import Console
 
-    from gpuweave.repro.registry import (
-        ReproContext,
-        comparison_table,
-        get_reproduction,
-        parse_extra_options,
-        run_reproduction,
-    )
+    from gpuweave.repro.registry import ReproContext, get_reproduction, parse_extra_options, run_reproduction
 
     repro = get_reproduction(name)
     options = parse_extra_options(repro, extra)
@@ -84,9 +94,7 @@ def _run(
     if as_json:
         print_rows_json(rows, out_dir)
         return
-    console = Console()
-    console.print(comparison_table(rows, f"{repro.paper}: {repro.title}", notes=console.width >= 120))
-    console.print(f"wrote {out_dir / 'comparison.csv'}")
+    print_comparison(rows, f"{repro.paper}: {repro.title}", out_dir)
 
 
 def _shortcut_help(repro) -> str:

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from gpuweave.cli.kernel import import_torch
+from gpuweave.cli.output import ProgressBar, print_json, print_table, quiet_option, show_progress
 
 FORMAT_HELP = (
     "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias, philly, pollux or slurm "
@@ -57,18 +58,27 @@ def validate(
         help="Do not require job types to be in the profile store (work must then be given).",
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
+    quiet: bool = quiet_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Check every row of FILE; print a one-line summary, or one error line and exit with code 2."""
     from gpuweave.workload.traces.formats import load_trace_frame
     from gpuweave.workload.traces.schema import fill_work, frame_to_jobs
 
-    store = _profiles(profiles, extrapolate, file, fmt)
-    frame = load_trace_frame(file, fmt, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus)
-    frame = fill_work(frame, store, reference_gpu, file=file)
-    jobs = frame_to_jobs(frame)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"trace validate: reading {file.name}")
+        store = _profiles(profiles, extrapolate, file, fmt)
+        frame = load_trace_frame(file, fmt, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus)
+        frame = fill_work(frame, store, reference_gpu, file=file)
+        jobs = frame_to_jobs(frame)
+    span = jobs[-1].arrival - jobs[0].arrival
+    if as_json:
+        facts = {"file": str(file), "format": frame.attrs["format"], "jobs": len(jobs), "arrival_span_s": span}
+        largest = max(j.num_gpus for j in jobs)
+        print_json({"valid": True, **facts, "largest_job_gpus": largest, "notes": list(frame.attrs.get("notes", []))})
+        return
     for note in frame.attrs.get("notes", []):
         typer.echo(f"note: {note}")
-    span = jobs[-1].arrival - jobs[0].arrival
     typer.echo(
         f"ok: {file}: {len(jobs)} jobs ({frame.attrs['format']}), arrivals over {span:,.0f} s, "
         f"largest job {max(j.num_gpus for j in jobs)} GPUs"
@@ -101,19 +111,22 @@ def convert(
         False, "--any-job-type", help="Do not require job types to be in the profile store."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Convert IN (any readable format) to gpuweave's trace schema at OUT (.csv or .parquet)."""
     from gpuweave.workload.traces.formats import load_trace_frame
     from gpuweave.workload.traces.schema import fill_work, write_frame
 
-    store = _profiles(profiles, extrapolate, source, from_format)
-    frame = load_trace_frame(
-        source, from_format, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus
-    )
-    if fill:
-        frame = fill_work(frame, store, reference_gpu, file=source)
-    frame = frame.dropna(axis=1, how="all")
-    write_frame(frame, out)
+    with ProgressBar(show_progress(quiet)) as bar:
+        bar.task(f"trace convert: {source.name}")
+        store = _profiles(profiles, extrapolate, source, from_format)
+        frame = load_trace_frame(
+            source, from_format, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus
+        )
+        if fill:
+            frame = fill_work(frame, store, reference_gpu, file=source)
+        frame = frame.dropna(axis=1, how="all")
+        write_frame(frame, out)
     for note in frame.attrs.get("notes", []):
         typer.echo(f"note: {note}")
     typer.echo(f"wrote {out}: {len(frame)} jobs from {source} ({frame.attrs['format']})")
@@ -126,20 +139,20 @@ def info(
     seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
     top: int = typer.Option(10, "--top", help="How many job types to list."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Summarise FILE: jobs, arrival span, GPU-count histogram and job types."""
     from rich.console import Console
-    from rich.table import Table
 
     from gpuweave.errors import InputError
     from gpuweave.workload.traces.formats import load_trace_frame
 
     if top < 0:
         raise InputError(f"--top must be >= 0, got {top}", field="top")
-    frame = load_trace_frame(file, fmt, seed=seed)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"trace info: reading {file.name}")
+        frame = load_trace_frame(file, fmt, seed=seed)
     if as_json:
-        from gpuweave.cli.output import print_json
-
         print_json(
             {
                 "file": str(file),
@@ -156,33 +169,23 @@ def info(
         )
         return
     console = Console()
-    summary = Table(title=f"{file.name} ({frame.attrs['format']})", show_header=False)
-    summary.add_column("what")
-    summary.add_column("value", justify="right")
     first, last = float(frame["arrival"].min()), float(frame["arrival"].max())
-    summary.add_row("jobs", f"{len(frame):,}")
-    summary.add_row("arrivals", f"{first:,.0f} s ... {last:,.0f} s ({(last - first) / 3600:,.1f} h)")
-    summary.add_row("GPUs requested", f"{int(frame['num_gpus'].sum()):,}")
-    summary.add_row("rows with work", f"{int(frame['work'].notna().sum()):,}")
-    summary.add_row("rows with duration", f"{int(frame['duration'].notna().sum()):,}")
+    summary = [
+        ("jobs", f"{len(frame):,}"),
+        ("arrivals", f"{first:,.0f} s ... {last:,.0f} s ({(last - first) / 3600:,.1f} h)"),
+        ("GPUs requested", f"{int(frame['num_gpus'].sum()):,}"),
+        ("rows with work", f"{int(frame['work'].notna().sum()):,}"),
+        ("rows with duration", f"{int(frame['duration'].notna().sum()):,}"),
+    ]
     if frame["duration"].notna().any():
-        summary.add_row("median duration", f"{float(frame['duration'].median()):,.0f} s")
-    console.print(summary)
-
-    gpus = Table(title="GPUs per job")
-    gpus.add_column("GPUs", justify="right")
-    gpus.add_column("jobs", justify="right")
-    gpus.add_column("share", justify="right")
-    for count, jobs in frame["num_gpus"].value_counts().sort_index().items():
-        gpus.add_row(str(count), f"{jobs:,}", f"{jobs / len(frame):.1%}")
-    console.print(gpus)
-
-    types = Table(title=f"job types ({frame['job_type'].nunique()} distinct)")
-    types.add_column("job type")
-    types.add_column("jobs", justify="right")
-    for job_type, jobs in frame["job_type"].value_counts().head(top).items():
-        types.add_row(str(job_type), f"{jobs:,}")
-    console.print(types)
+        summary.append(("median duration", f"{float(frame['duration'].median()):,.0f} s"))
+    print_table(console, f"{file.name} ({frame.attrs['format']})", ("what", "value"), summary, right=("value",))
+    counts = frame["num_gpus"].value_counts().sort_index().items()
+    gpus = [(str(count), f"{jobs:,}", f"{jobs / len(frame):.1%}") for count, jobs in counts]
+    print_table(console, "GPUs per job", ("GPUs", "jobs", "share"), gpus, right=("GPUs", "jobs", "share"))
+    types = [(str(job_type), f"{jobs:,}") for job_type, jobs in frame["job_type"].value_counts().head(top).items()]
+    title = f"job types ({frame['job_type'].nunique()} distinct)"
+    print_table(console, title, ("job type", "jobs"), types, right=("jobs",))
     for note in frame.attrs.get("notes", []):
         console.print(f"note: {note}")
 

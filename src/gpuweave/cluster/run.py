@@ -24,7 +24,8 @@ class PreparedRun:
     ideal_placement: bool = False  # the cluster's ``placement: ideal``
 
 
-def prepare(config: SimulationConfig) -> PreparedRun:
+def prepare(config: SimulationConfig, jobs: list | None = None) -> PreparedRun:
+    """Cluster nodes, profiles and jobs of a run; ``jobs`` given (the service's, possibly none) replace the trace."""
     from gpuweave.hardware.cluster_spec import load_cluster
     from gpuweave.workload.profiles import load_profiles
 
@@ -32,7 +33,9 @@ def prepare(config: SimulationConfig) -> PreparedRun:
     nodes = spec.expand()
     profiles = load_profiles(config.profiles, extrapolate=config.extrapolate_profiles)
     max_gpus = max(spec.gpus_by_model().values())
-    if config.trace is not None:
+    if jobs is not None:
+        jobs = list(jobs)
+    elif config.trace is not None:
         from gpuweave.workload.traces.schema import read_trace
 
         jobs = read_trace(config.trace, profiles=profiles, max_gpus=max_gpus)
