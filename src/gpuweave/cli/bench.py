@@ -1,4 +1,4 @@
-"""``gpuweave bench sim|scale|round|kernel``: speed figures measured the same way every time.
+"""``gpuweave bench sim|scale|round|kernel|import-slurm``: speed figures measured the same way every time.
 
 The logic lives in :mod:`gpuweave.bench`.
 """
@@ -128,3 +128,15 @@ def kernel(
         bar.task(f"bench kernel {mode} ({runs} runs)")
         result = bench_kernel(tasks, mode, runs, seed)
     _print_result(result, "bench kernel", as_json)
+
+
+@app.command("import-slurm")
+def import_slurm(
+    lines: int = typer.Option(100_000, "--lines", min=2, help="Lines of the generated sacct file (header included)."),
+    seed: int = typer.Option(0, "--seed"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Time `gpuweave trace import-slurm` on a generated sacct file against splitting its lines; peak memory."""
+    from gpuweave.bench import bench_import_slurm
+
+    _print_result(bench_import_slurm(lines, seed), "bench import-slurm", as_json)

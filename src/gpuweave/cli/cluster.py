@@ -1,7 +1,8 @@
-"""``gpuweave cluster simulate|plan hadar|plan andreas|run|compare|policies|list|show``: the cluster grain.
+"""``gpuweave cluster simulate|plan hadar|plan andreas|run|compare|policies|list|show|import-slurm``: the cluster grain.
 
 ``simulate`` runs a trace through the simulator under one policy; ``plan hadar``/``plan andreas`` plan one round of a
-snapshot; ``run``/``compare`` are the live runtime; ``list``/``show`` the bundled cluster specs.
+snapshot; ``run``/``compare`` are the live runtime; ``list``/``show`` the bundled cluster specs; ``import-slurm``
+makes a cluster spec of a Slurm cluster's nodes.
 """
 
 from __future__ import annotations
@@ -236,7 +237,9 @@ def _print_andreas_plan(out: dict, method: str, variant: str) -> None:
 @app.command("run")
 def run(
     config: Path = typer.Argument(..., help="Run config YAML (the simulate config plus an executor section)."),
-    executor: Optional[str] = typer.Option(None, "--executor", "-e", help="local or ray (default: the config's)."),
+    executor: Optional[str] = typer.Option(
+        None, "--executor", "-e", help="local, ray or slurm (default: the config's; docs/slurm.md)."
+    ),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray)."),
     out: Path = typer.Option(..., "--out", "-o", help="Result directory (also holds the journal and checkpoints)."),
     quiet: bool = quiet_option(),
@@ -359,3 +362,69 @@ def _print_node_groups(console, spec) -> None:
         rows.append((str(i), str(group.count), group.gpu, *gpus, *node_facts, shown))
     columns = ("#", "count", "GPU", "GPUs/node", "GPUs", "price/kWh", "PUE", "nodes")
     print_table(console, "node groups", columns, rows, right=("#", "count", "GPUs/node", "GPUs", "price/kWh", "PUE"))
+
+
+@app.command("import-slurm")
+def import_slurm(
+    source: Optional[str] = typer.Argument(
+        None, metavar="NODES", help="`scontrol show node` output, text or --json ('-' = stdin); none: ask Slurm here."
+    ),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Cluster spec YAML (default: print it)."),
+    scontrol_json: bool = typer.Option(
+        False, "--scontrol-json", help="Asking Slurm: run `scontrol show node --json` (Slurm >= 23.02)."
+    ),
+    name: str = typer.Option("slurm", "--name", help="Cluster name."),
+    partition: Optional[str] = typer.Option(None, "--partition", help="Only the nodes of this partition."),
+    gpu_map: list[str] = typer.Option([], "--gpu-map", help="Slurm GPU type to catalog model, TYPE=MODEL (repeat)."),
+    untyped_gpu: Optional[str] = typer.Option(None, "--untyped-gpu", help="Catalog model of GPUs with no type."),
+    catalog_only: bool = typer.Option(
+        False, "--catalog-only", help="Leave out GPUs whose type the catalog does not know (default: an error)."
+    ),
+    price_per_kwh: float = typer.Option(0.0, "--price-per-kwh", min=0.0, help="Energy price for every node."),
+    pue: float = typer.Option(1.0, "--pue", min=1.0, help="Power usage effectiveness for every node."),
+    as_json: bool = typer.Option(False, "--json", help="Print the spec, where it was written and the notes as JSON."),
+) -> None:
+    """Make a cluster spec of a Slurm cluster's GPU nodes (one gpuweave node per Slurm node and GPU type)."""
+    import sys
+
+    import yaml
+
+    from gpuweave.workload.traces.slurm_nodes import import_cluster, parse_gpu_map, parse_nodes
+
+    if source is None:
+        from gpuweave.live.slurm_commands import run_slurm
+
+        command = ["scontrol", "show", "node", "--json" if scontrol_json else "--oneliner"]
+        text, label = run_slurm(command), " ".join(command)
+    elif source == "-":
+        text, label = sys.stdin.read(), "<stdin>"
+    else:
+        from gpuweave.workload.traces._tables import read_text
+
+        text, label = read_text(source), source
+    spec, notes = import_cluster(
+        parse_nodes(text, source=label),
+        name=name,
+        source=label,
+        partition=partition,
+        gpu_map=parse_gpu_map(gpu_map),
+        untyped=untyped_gpu,
+        skip_unknown=catalog_only,
+        price_per_kwh=price_per_kwh,
+        pue=pue,
+    )
+    text = yaml.safe_dump(spec, sort_keys=False)
+    if out is not None:
+        from gpuweave.files import prepare_output_file
+
+        prepare_output_file(out, field="out", suffixes=(".yaml", ".yml")).write_text(text, encoding="utf-8")
+    if as_json:
+        print_json({"cluster": spec, "out": str(out) if out else None, "source": label, "notes": notes})
+        return
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    gpus = sum(g["count"] * g["gpus_per_node"] for g in spec["nodes"])
+    typer.echo(f"wrote {out}: {sum(g['count'] for g in spec['nodes'])} gpuweave node(s), {gpus} GPUs from {label}")

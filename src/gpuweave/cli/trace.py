@@ -1,4 +1,4 @@
-"""``gpuweave trace validate|convert|info|generate|cluster|import-torch``: cluster job traces and node lists."""
+"""``gpuweave trace validate|convert|info|generate|cluster|import-torch|import-slurm``: job traces and node lists."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from gpuweave.cli.kernel import import_torch
 from gpuweave.cli.output import ProgressBar, print_json, print_table, quiet_option, show_progress
 
 FORMAT_HELP = (
-    "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias, philly or pollux "
+    "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias, philly, pollux or slurm "
     "(auto = detect from name and header)."
 )
 PROFILES_HELP = (
@@ -272,3 +272,58 @@ def cluster(
 
 
 app.command("import-torch")(import_torch)  # the same command as `gpuweave kernel import-torch`
+
+
+@app.command("import-slurm")
+def import_slurm(
+    source: Optional[str] = typer.Argument(
+        None,
+        metavar="SACCT",
+        help="sacct --parsable2 output with the fields of docs/slurm.md ('-' = stdin); none: run sacct here.",
+    ),
+    out: Path = typer.Option(..., "--out", "-o", help="Output trace in gpuweave's schema (.csv or .parquet)."),
+    starttime: Optional[str] = typer.Option(None, "--starttime", "-S", help="Running sacct: its --starttime."),
+    endtime: Optional[str] = typer.Option(None, "--endtime", "-E", help="Running sacct: its --endtime."),
+    partition: Optional[str] = typer.Option(None, "--partition", help="Running sacct: only this partition."),
+    save_sacct: Optional[Path] = typer.Option(None, "--save-sacct", help="Running sacct: keep its output here too."),
+    gpu_map: list[str] = typer.Option([], "--gpu-map", help="Slurm GPU type to catalog model, TYPE=MODEL (repeat)."),
+    profiles: Optional[Path] = typer.Option(None, "--profiles", help=PROFILES_HELP),
+    seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment (Slurm records no model)."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written (path, jobs, GPUs, notes) as JSON."),
+) -> None:
+    """Turn a Slurm cluster's job history (sacct) into a gpuweave trace: submit, start, end, GPUs, GPU type,
+    user, partition, state. Jobs without GPUs or that never ran are left out (the notes count them)."""
+    import sys
+
+    from gpuweave.workload.traces.schema import validate_frame, write_frame
+    from gpuweave.workload.traces.slurm import sacct_command, sacct_frame
+    from gpuweave.workload.traces.slurm_nodes import parse_gpu_map
+
+    mapping = parse_gpu_map(gpu_map)
+    if source is None:
+        from gpuweave.files import prepare_output_file
+        from gpuweave.live.slurm_commands import run_slurm
+
+        command = sacct_command(starttime, endtime, partition)
+        text, label = run_slurm(command), " ".join(command[:2]) + " ..."
+        if save_sacct is not None:
+            prepare_output_file(save_sacct, field="save-sacct").write_text(text, encoding="utf-8")
+    elif source == "-":
+        text, label = sys.stdin.read(), "<stdin>"
+    else:
+        from gpuweave.workload.traces._tables import read_text
+
+        text, label = read_text(source), source
+    store = _profiles(profiles, False)
+    raw = sacct_frame(text, source=label, seed=seed, profiles=store, gpu_map=mapping)
+    frame = validate_frame(raw, file=label, profiles=store)
+    write_frame(frame.dropna(axis=1, how="all"), out)
+    notes, gpus = raw.attrs.get("notes", []), int(frame["num_gpus"].sum())
+    if as_json:
+        from gpuweave.cli.output import print_json
+
+        print_json({"out": str(out), "source": label, "jobs": len(frame), "gpus": gpus, "notes": notes})
+        return
+    for note in notes:
+        typer.echo(f"note: {note}")
+    typer.echo(f"wrote {out}: {len(frame)} jobs ({gpus} GPUs requested) from {label} (slurm)")

@@ -25,10 +25,24 @@ BUILTIN_PROGRAMS = {
 }
 
 
+class SlurmSection(BaseModel):
+    """Settings of the ``slurm`` executor (docs/slurm.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    partition: str | None = Field(None, description="Slurm partition of every job (default: Slurm's default)")
+    account: str | None = Field(None, description="Slurm account charged for every job")
+    sbatch_args: list[str] = Field(default_factory=list, description="extra sbatch options, e.g. --time=02:00:00")
+    gpus: Literal["auto", "emulated", "real"] = Field(
+        "auto", description="auto: real when NVML sees GPUs here; emulated: workers pace their steps"
+    )
+    poll_interval: float = Field(0.2, gt=0, description="wall seconds between squeue polls")
+
+
 class ExecutorSection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["local", "ray"] = Field("local", description="executor (the CLI's --executor overrides it)")
+    kind: Literal["local", "ray", "slurm"] = Field("local", description="executor (the CLI's --executor overrides it)")
     program: str = Field("synthetic", description="what every job runs unless its trace row names a program")
     time_scale: float = Field(1.0, gt=0, description="simulated seconds per wall-clock second")
     checkpoint_every: float = Field(5.0, gt=0, description="wall seconds between a worker's periodic checkpoints")
@@ -36,6 +50,7 @@ class ExecutorSection(BaseModel):
     report_timeout: float = Field(30.0, gt=0, description="wall seconds a worker may go without reporting")
     measured_rates: bool = Field(True, description="policies see measured steps/s per GPU type once known")
     poll_interval: float = Field(0.05, gt=0, description="wall seconds between polls of the workers")
+    slurm: SlurmSection = Field(default_factory=SlurmSection, description="settings of the slurm executor")
 
 
 class LiveConfig(SimulationConfig):

@@ -480,7 +480,7 @@ class LiveRuntime:
                 node_spec = self.nodes[node]
                 spec = LaunchSpec(
                     js.job.job_id, number, index, rank, node, node_spec.name, node_spec.gpu_model, k,
-                    tuple(job.argv), channel, env,
+                    tuple(job.argv), channel, env, js.job.attrs,
                 )  # fmt: skip
                 workers.append(Worker(spec, self.executor.launch(spec)))
             copies.append(Copy(index, share, ckpt, workers))

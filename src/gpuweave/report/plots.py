@@ -472,7 +472,10 @@ def plot_sweep_aggregate(
     scale = 1.0
     if y.endswith("_s"):
         scale, ylabel = 3600.0, f"mean {y[:-2]} (h)"
-    keyed = data.assign(_group=data[groups].astype(str).agg(" ".join, axis=1) if groups else "all")
+    # a grid value of null (the field's default) reads "null", as in SWEEP.yaml; str() of a missing value would be
+    # a float NaN under pandas' string dtype, which " ".join refuses
+    labels = data[groups].astype(object).where(data[groups].notna(), "null").map(str) if groups else None
+    keyed = data.assign(_group=labels.agg(" ".join, axis=1) if groups else "all")
     names = list(dict.fromkeys(keyed["_group"]))
     rows = []
     if x is None:
