@@ -44,7 +44,7 @@ def _one_line_exit_2(proc: subprocess.CompletedProcess, *words: str) -> None:
         (["--cluster", "nope"], ["cluster", "unknown cluster 'nope'"]),
         (["--db", "postgresql://nobody@127.0.0.1:1/none"], ["field 'db'", "cannot reach the database"]),
         (["--db", "mysql://x@localhost/y"], ["field 'db'", "unsupported database"]),
-        (["--executor", "slurm"], ["executor", "slurm"]),
+        (["--executor", "slurm"], ["scontrol"]),  # no Slurm to ask for its nodes (SLURM_CONF points nowhere)
         (["--executor", "kubernetes"], ["executor"]),
         (["--time-scale", "0"], ["time-scale"]),
     ],
@@ -55,6 +55,7 @@ def test_serve_bad_input_is_one_line_and_writes_nothing(tmp_path, monkeypatch, c
     data = tmp_path / "data"
     argv = ["gpuweave", "serve", "--data-dir", str(data), "--port", str(free_port()), "--cluster", str(CLUSTER), *args]
     monkeypatch.setattr(sys, "argv", argv)
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "no-slurm.conf"))  # never a test Slurm started elsewhere
     monkeypatch.setattr("gpuweave.service.logs.configure", lambda *a, **k: None)  # keep this process's logging
     with pytest.raises(SystemExit) as exit_:
         main()

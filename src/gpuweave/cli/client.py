@@ -28,18 +28,18 @@ def _placement(parts) -> str:
 
 def _print_jobs(rows: list[dict], title: str) -> None:
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=title)
-    for column in ("id", "name", "user", "state", "gpus", "progress", "placement", "held/reason"):
-        table.add_column(column)
+    from gpuweave.cli.output import print_table
+
+    table_rows = []
     for j in rows:
         note = j["held"] or (j["reason"] if j["state"] in ("failed", "cancelled") else "")
-        table.add_row(
-            str(j["id"]), j["name"], j["user"], j["state"], str(j["gpus"]), f"{100 * j['progress']:.0f}%",
-            _placement(j["placement"]), note,
+        table_rows.append(
+            [str(j["id"]), j["name"], j["user"], j["state"], str(j["gpus"]), f"{100 * j['progress']:.0f}%",
+             _placement(j["placement"]), note]
         )  # fmt: skip
-    Console().print(table)
+    columns = ("id", "name", "user", "state", "gpus", "progress", "placement", "held/reason")
+    print_table(Console(), title, columns, table_rows)
 
 
 def submit(
@@ -119,15 +119,14 @@ def nodes(
         typer.echo(json.dumps(rows, indent=2))
         return
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title="nodes")
-    for column in ("node", "gpu type", "busy", "jobs"):
-        table.add_column(column)
+    from gpuweave.cli.output import print_table
+
+    table_rows = []
     for n in rows:
         jobs_text = ", ".join(f"{j['id'] if j['id'] is not None else '(other)'}:{j['gpus']}" for j in n["jobs"]) or "-"
-        table.add_row(n["name"], n["gpu_type"], f"{n['busy']}/{n['gpus']}", jobs_text)
-    Console().print(table)
+        table_rows.append([n["name"], n["gpu_type"], f"{n['busy']}/{n['gpus']}", jobs_text])
+    print_table(Console(), "nodes", ("node", "gpu type", "busy", "jobs"), table_rows)
 
 
 COMMANDS = {"submit": submit, "jobs": jobs, "cancel": cancel, "nodes": nodes}

@@ -141,20 +141,16 @@ def token_list(ctx: typer.Context, as_json: bool = typer.Option(False, "--json",
         typer.echo(json.dumps(rows, indent=2))
         return
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title="users")
-    for column in ("name", "admin", "tokens", "max_running_gpus", "max_queued_jobs"):
-        table.add_column(column)
-    for r in rows:
-        table.add_row(
-            r["name"],
-            str(bool(r["admin"])),
-            str(r["tokens"]),
-            str(r["max_running_gpus"] or "-"),
-            str(r["max_queued_jobs"] or "-"),
-        )
-    Console().print(table)
+    from gpuweave.cli.output import print_table
+
+    columns = ("name", "admin", "tokens", "max_running_gpus", "max_queued_jobs")
+    table_rows = [
+        [r["name"], str(bool(r["admin"])), str(r["tokens"]), str(r["max_running_gpus"] or "-"),
+         str(r["max_queued_jobs"] or "-")]
+        for r in rows
+    ]  # fmt: skip
+    print_table(Console(), "users", columns, table_rows)
 
 
 @token_app.command("revoke")

@@ -54,19 +54,11 @@ def check_cluster(config: ServiceConfig) -> None:
     load_cluster(config.cluster)
 
 
-def open_executor(kind: str, address: str | None):
+def open_executor(kind: str, address: str | None, work_dir):
+    """The executor the service drives (``work_dir`` holds what the executor writes, e.g. Slurm's batch scripts)."""
     from gpuweave.live.launch import make_executor
 
-    try:
-        return make_executor(kind, address)
-    except InputError as exc:
-        if kind == "slurm" and "unknown executor" in exc.message:
-            raise InputError(
-                "executor 'slurm' is not available in this build yet (the Slurm executor comes with issue #15); "
-                "use --executor local or ray",
-                field="executor",
-            ) from None
-        raise
+    return make_executor(kind, address, out=work_dir)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -99,16 +91,16 @@ def build_service(config: ServiceConfig) -> Service:
     try:
         engine = make_engine(config.db)
         check_reachable(engine)
-        executor = open_executor(config.executor, config.address)
+        executor = open_executor(config.executor, config.address, config.data_dir / "executor")
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        migrate(engine)
+        store_policy(engine, wanted)
+        metrics = ServiceMetrics()
+        scheduler = Scheduler(engine, config, executor, metrics)  # the executor checks the cluster here
     except BaseException:
         if created:  # a refused start leaves no directory or database behind
             shutil.rmtree(config.data_dir, ignore_errors=True)
         raise
-    config.data_dir.mkdir(parents=True, exist_ok=True)
-    migrate(engine)
-    store_policy(engine, wanted)
-    metrics = ServiceMetrics()
-    scheduler = Scheduler(engine, config, executor, metrics)
     limits = Limits(config.default_max_running_gpus, config.default_max_queued_jobs, config.allow_commands)
     store = Store(engine, scheduler.nodes, scheduler.runtime.base_profiles, limits, lambda: scheduler.live_steps)
     state = ServiceState(store, metrics, scheduler, seed=config.seed, max_body_bytes=config.max_body_bytes)
