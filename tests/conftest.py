@@ -21,7 +21,8 @@ def pytest_collection_modifyitems(config, items):
 
     Found with pytest 9.2 and pytest-xdist 3.8: the groups are ignored (xdist tags a group by rewriting
     ``item._nodeid``, which pytest 9 no longer reads), so tests of a group can land on both workers. Each worker
-    then starts its own Slurm, on its own ports, which works; Ray tests have the same exposure."""
+    then starts its own Slurm, on its own ports, which works; Ray tests have the same exposure. The dev extra
+    therefore pins pytest below 9 (checked: a group's tests then all run on one worker)."""
     for item in items:
         if item.get_closest_marker("ray") or "tests/live/test_ray" in item.nodeid:
             item.add_marker(pytest.mark.xdist_group("ray"))
