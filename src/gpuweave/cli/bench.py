@@ -9,6 +9,8 @@ import json
 
 import typer
 
+from gpuweave.tables import print_table
+
 NAME = "bench"
 app = typer.Typer(help="Measure speed (jobs/s, events/s, memory).", no_args_is_help=True)
 
@@ -32,7 +34,6 @@ def _print_result(result: dict, title: str, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(result))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title)
@@ -40,7 +41,7 @@ def _print_result(result: dict, title: str, as_json: bool) -> None:
     table.add_column("value")
     for k, v in result.items():
         table.add_row(k, str(v))
-    Console().print(table)
+    print_table(table)
 
 
 @app.command("sim")
@@ -80,7 +81,6 @@ def scale(
     if as_json:
         typer.echo(json.dumps(result))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"bench scale: {policy} (log-log slope {result['loglog_slope']})")
@@ -89,7 +89,7 @@ def scale(
         table.add_column(column)
     for row in result["rows"]:
         table.add_row(*(str(row[c]) for c in columns))
-    Console().print(table)
+    print_table(table)
 
 
 class _SimProgress:

@@ -14,6 +14,7 @@ from typing import Optional
 import typer
 
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
+from gpuweave.tables import print_table
 
 NAME = "cluster"
 app = typer.Typer(help="Cluster grain: simulate, plan and run policies; cluster specs.", no_args_is_help=True)
@@ -77,7 +78,7 @@ def simulate(
     prepare_output_dir(out_dir, field="out", create=False)  # fail before simulating, not after
     summary = run_simulation(cfg, out_dir)
     console = Console()
-    console.print(_summary_table(cfg.policy, summary))
+    print_table(_summary_table(cfg.policy, summary), console)
     if report:
         from gpuweave.report.html import render_report
 
@@ -170,7 +171,7 @@ def _print_hadar_plan(out: dict, setting: str) -> None:
         rate = f"{r['rate']:.4g}" if r["placement"] else ""
         table.add_row(r["job"], r["job_type"], str(r["gpus"]), r["decision"], where, rate, f"{r['remaining']:.6g}")
     console = Console()
-    console.print(table)
+    print_table(table, console)
     fallback = "state budget hit (greedy fallback)" if out["fallback"] else "no fallback"
     console.print(
         f"payoff {out['value']:.6g}; {out['states']} FIND_ALLOC calls; "
@@ -215,7 +216,7 @@ def _print_andreas_plan(out: dict, method: str, variant: str) -> None:
             times = (f"{r['time_s']:.1f}", f"{r['end']:.1f}", f"{r['due']:g}", f"{r['late_s']:.1f}")
             table.add_row(r["job"], decision, *times)
     console = Console()
-    console.print(table)
+    print_table(table, console)
     line = (
         f"f_OBJ = {out['f_obj']:.6g} € = energy {out['energy']:.6g} + tardiness {out['tardiness']:.6g} + "
         f"postponement {out['postpone']:.6g}; greedy {out['f_greedy']:.6g}; {out['iterations']} iterations"
@@ -251,7 +252,6 @@ def compare(
     live_run: Path = typer.Argument(..., help="Result directory of `gpuweave cluster run`."),
 ) -> None:
     """Print each job's JCT in the simulated and the live run, and the ratio live/sim."""
-    from rich.console import Console
     from rich.table import Table
 
     from gpuweave.cluster.results import fmt
@@ -262,13 +262,12 @@ def compare(
         table.add_column(column, justify="left" if column == "job" else "right")
     for job_id, sim, live, ratio in compare_jct(sim_run, live_run):
         table.add_row(job_id, fmt(sim and round(sim, 2)), fmt(live and round(live, 2)), fmt(ratio and round(ratio, 3)))
-    Console().print(table)
+    print_table(table)
 
 
 @app.command("list")
 def list_clusters() -> None:
     """List the bundled cluster specs."""
-    from rich.console import Console
     from rich.table import Table
 
     from gpuweave.hardware.cluster_spec import bundled_clusters, load_cluster
@@ -280,7 +279,7 @@ def list_clusters() -> None:
         spec = load_cluster(cname)
         by_model = ", ".join(f"{m} {n}" for m, n in spec.gpus_by_model().items())
         table.add_row(cname, str(spec.total_nodes), str(spec.total_gpus), by_model, spec.description)
-    Console().print(table)
+    print_table(table)
 
 
 @app.command("show")
@@ -300,13 +299,13 @@ def show(
         console.print(spec.description, markup=False)
     if spec.source:
         console.print(f"source: {spec.source}", markup=False, highlight=False)
-    console.print(_node_groups_table(spec))
+    print_table(_node_groups_table(spec), console)
     by_model = Table(title="GPUs by model")
     by_model.add_column("GPU")
     by_model.add_column("GPUs", justify="right")
     for model, count in spec.gpus_by_model().items():
         by_model.add_row(model, str(count))
-    console.print(by_model)
+    print_table(by_model, console)
 
 
 def _node_groups_table(spec):

@@ -8,6 +8,8 @@ from typing import Optional
 
 import typer
 
+from gpuweave.tables import print_table
+
 NAME = "crosscheck"
 
 
@@ -29,5 +31,6 @@ def command(
     out_dir = out or Path("gpuweave-out") / "crosscheck" / peer
     rows = run_crosscheck(peer, data, out_dir)
     console = Console()
-    console.print(comparison_table(rows, f"crosscheck {peer}: ours beside the peer's", notes=console.width >= 120))
+    table = comparison_table(rows, f"crosscheck {peer}: ours beside the peer's", notes=console.width >= 120)
+    print_table(table, console)
     console.print(f"wrote {out_dir / 'comparison.csv'}")

@@ -6,6 +6,8 @@ from typing import Optional
 
 import typer
 
+from gpuweave.tables import print_table
+
 NAME = "gpus"
 
 
@@ -24,16 +26,16 @@ def command(
     if name is None:
         if show_partitions or show_tree:
             raise InputError("--partitions and --tree need a GPU name, e.g. `gpuweave gpus A100 --partitions`")
-        console.print(_catalog_table())
+        print_table(_catalog_table(), console)
         return
     gpu = get_gpu(name)
     if not (show_partitions or show_tree):
-        console.print(_model_table(gpu))
+        print_table(_model_table(gpu), console)
         return
     if gpu.mig is None:
         raise InputError(f"GPU {gpu.name} has no MIG, so no partitions or tree", field="gpu")
     if show_partitions:
-        console.print(_partitions_table(gpu))
+        print_table(_partitions_table(gpu), console)
     if show_tree:
         from gpuweave.hardware.mig import repartition_tree
 

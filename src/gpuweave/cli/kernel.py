@@ -12,6 +12,7 @@ from typing import Optional
 import typer
 
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
+from gpuweave.tables import print_table
 
 NAME = "kernel"
 app = typer.Typer(
@@ -87,7 +88,7 @@ def _print_simulation(console, services, cfg, res) -> None:
             f"{res.cv_jct(s.name):.4f}" if n else "",
             f"{res.service_busy[s.name] / max(res.end_time, 1e-12):.3f}",
         )
-    console.print(table)
+    print_table(table, console)
     console.print(
         f"simulated {res.end_time:.1f} ms, {res.kernels_run} kernels, device busy {res.busy_fraction():.3f}"
         + (f", fillers {res.core_stats.fillers}" if res.core_stats else "")

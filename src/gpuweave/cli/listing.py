@@ -12,6 +12,7 @@ from typing import Callable, Iterable
 import typer
 
 from gpuweave.registry import Entry, Option, Registry
+from gpuweave.tables import print_table
 
 JSON_OPTION_HELP = "Print the registry listing as JSON."
 
@@ -32,7 +33,6 @@ def print_listing(
     if as_json:
         typer.echo(json.dumps(registry.listing(), indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title)
@@ -44,4 +44,4 @@ def print_listing(
     for entry in registry.entries().values():
         facts = [str(entry.meta.get(column, "")) for column in meta_columns]
         table.add_row(shown_name(entry), *facts, entry.help, options_text(entry.options))
-    Console().print(table)
+    print_table(table)

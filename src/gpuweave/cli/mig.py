@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
+from gpuweave.tables import print_table
 
 NAME = "mig"
 app = typer.Typer(
@@ -119,7 +120,7 @@ def _print_schedule(schedule) -> None:
         slices = f"S{t.start_slice}-S{t.start_slice + t.size - 1}"
         table.add_row(t.task, str(t.gpu_index), f"{t.size}g@S{t.start_slice}", slices, f"{t.start:.4f}", f"{t.end:.4f}")
     console = Console()
-    console.print(table)
+    print_table(table, console)
     ops = len(schedule.operations)
     console.print(
         f"makespan {schedule.makespan:.4f} s   lower bound {schedule.lower_bound:.4f} s   ratio {schedule.ratio:.4f}   "

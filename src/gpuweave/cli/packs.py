@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
+from gpuweave.tables import print_table
 
 NAME = "packs"
 app = typer.Typer(
@@ -98,7 +99,7 @@ def _print_plan(console, prof, sched, k: int, algo: str, metrics) -> None:
     for b, pk in enumerate(sched.packs):
         tasks = ", ".join(f"{prof.names[i]} ({j} -> {t:.4g})" for i, j, t in zip(pk.tasks, pk.procs, pk.times))
         table.add_row(str(b), f"{pk.start:.4g}", f"{pk.cost:.4g}", f"{pk.used}/{prof.p}", tasks)
-    console.print(table)
+    print_table(table, console)
     opt = " (proven optimum)" if get_algorithm(algo).exact else ""
     console.print(f"cost {sched.cost:.6g} s{opt}; baseline (each task alone on p) {prof.baseline_cost():.6g} s")
     rt = f", running time {metrics.runtime_ms:.3f} ms" if metrics.runtime_ms is not None else ""
@@ -133,7 +134,7 @@ def run(
     plan_ = read_plan(schedule)
     rep = run_plan(plan_, cpus_per_proc=cpus_per_proc, command=command, timeout=timeout)
     console = Console()
-    console.print(_run_table(rep, f"run of {schedule} ({plan_.procs} processors x {cpus_per_proc} CPU)"))
+    print_table(_run_table(rep, f"run of {schedule} ({plan_.procs} processors x {cpus_per_proc} CPU)"), console)
     console.print(f"planned cost {rep.planned_cost:.4g} s, measured {rep.measured_cost:.4g} s")
     if report is not None:
         report.write_text(json.dumps(rep.as_dict(), indent=2) + "\n")

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from gpuweave.repro.registry import all_reproductions
+from gpuweave.tables import print_table
 
 NAME = "repro"
 app = typer.Typer(help="Reproduce a paper's experiments: ours beside the paper's numbers.")
@@ -17,7 +18,6 @@ EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 @app.command("list")
 def list_reproductions() -> None:
     """List the registered reproductions."""
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="reproductions")
@@ -26,7 +26,7 @@ def list_reproductions() -> None:
     table.add_column("what")
     for repro in all_reproductions().values():
         table.add_row(repro.name, repro.paper, repro.title)
-    Console().print(table)
+    print_table(table)
 
 
 @app.command("run")
@@ -68,7 +68,7 @@ def _run(name: str, out: Optional[Path], reps: Optional[int], seed: int, full: b
     out_dir = out or Path("gpuweave-out") / "repro" / name
     rows = run_reproduction(name, ReproContext(out_dir=out_dir, reps=reps, seed=seed, full=full, options=options))
     console = Console()
-    console.print(comparison_table(rows, f"{repro.paper}: {repro.title}", notes=console.width >= 120))
+    print_table(comparison_table(rows, f"{repro.paper}: {repro.title}", notes=console.width >= 120), console)
     console.print(f"wrote {out_dir / 'comparison.csv'}")
 
 

@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from gpuweave.tables import print_table
+
 NAME = "sweep"
 
 #: metrics of a cluster sweep in the console table (all of them are in sweep.csv); other grains show their
@@ -20,7 +22,6 @@ def _hours(value):
 
 def _print_aggregate(spec, rows: list[dict]) -> None:
     """Means over seeds; a cluster sweep shows its times in hours, the other grains in their own units."""
-    from rich.console import Console
     from rich.table import Table
 
     from gpuweave.report.html import format_value
@@ -35,7 +36,7 @@ def _print_aggregate(spec, rows: list[dict]) -> None:
         table.add_column(header, justify="left" if isinstance(rows[0][col], str) else "right")
     for row in rows:
         table.add_row(*(format_value(_hours(row[c]) if cluster and c.endswith("_s") else row[c]) for c in shown))
-    Console().print(table)
+    print_table(table)
 
 
 def command(

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from gpuweave.cli.kernel import import_torch
+from gpuweave.tables import print_table
 
 FORMAT_HELP = (
     "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias, philly or pollux "
@@ -148,7 +149,7 @@ def info(
     summary.add_row("rows with duration", f"{int(frame['duration'].notna().sum()):,}")
     if frame["duration"].notna().any():
         summary.add_row("median duration", f"{float(frame['duration'].median()):,.0f} s")
-    console.print(summary)
+    print_table(summary, console)
 
     gpus = Table(title="GPUs per job")
     gpus.add_column("GPUs", justify="right")
@@ -156,14 +157,14 @@ def info(
     gpus.add_column("share", justify="right")
     for count, jobs in frame["num_gpus"].value_counts().sort_index().items():
         gpus.add_row(str(count), f"{jobs:,}", f"{jobs / len(frame):.1%}")
-    console.print(gpus)
+    print_table(gpus, console)
 
     types = Table(title=f"job types ({frame['job_type'].nunique()} distinct)")
     types.add_column("job type")
     types.add_column("jobs", justify="right")
     for job_type, jobs in frame["job_type"].value_counts().head(top).items():
         types.add_row(str(job_type), f"{jobs:,}")
-    console.print(types)
+    print_table(types, console)
     for note in frame.attrs.get("notes", []):
         console.print(f"note: {note}")
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from gpuweave.tables import print_table
+
 
 def run_demo(out_dir: Path, seed: int = 0, quick: bool = False, only: list[str] | None = None) -> Path:
     from rich.console import Console
@@ -42,7 +44,7 @@ def run_demo(out_dir: Path, seed: int = 0, quick: bool = False, only: list[str] 
             table.add_column(str(col), overflow="fold")
         for row in section.table:
             table.add_row(*(_cell(row.get(c)) for c in columns))
-        console.print(table)
+        print_table(table, console)
         if section.text:
             console.print(section.text)
     report = render_sections_report(sections, out_dir, title="gpuweave demo")

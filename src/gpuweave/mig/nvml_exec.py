@@ -52,6 +52,7 @@ from gpuweave.mig.nvml_preflight import (
 )
 from gpuweave.mig.schedule import Schedule
 from gpuweave.mig.validate import check_schedule
+from gpuweave.tables import print_table
 
 __all__ = ["ExecutionResult", "NvmlUnavailable", "TaskTiming", "dry_run_calls", "execute_schedule", "load_nvml"]
 
@@ -526,5 +527,5 @@ def print_timings(result: ExecutionResult) -> None:
             str(t.returncode),
         )
     console = Console()
-    console.print(table)
+    print_table(table, console)
     console.print(f"makespan planned {result.planned_makespan:.3f} s, measured {result.measured_makespan:.3f} s")
