@@ -56,8 +56,10 @@ MAX_SECONDS = 1e10  # about 317 years: no trace, schedule or deadline is longer 
 SECONDS = Range("s", 0.0, MAX_SECONDS)
 #: a duration that must be positive (a task's run time, a round length)
 DURATION = Range("s", 0.0, MAX_SECONDS, lo_open=True)
-#: kernel-level times (kernel durations, host gaps, quanta)
+#: kernel-level times (simulated horizons, start offsets, submission times)
 MILLISECONDS = Range("ms", 0.0, MAX_SECONDS * 1000.0)
+#: one kernel's duration or the host time around it: at most about 11.6 days
+KERNEL_MS = Range("ms", 0.0, 1e9)
 #: GPUs of a job, a node or a placement
 GPUS = Range("GPUs", 1, 1_000_000, integer=True)
 #: a count that may be zero (GPU indices, slices, restarts)
@@ -84,7 +86,7 @@ SEED = Range("", 0, 2**32 - 1, integer=True)
 #: a fraction or probability
 FRACTION = Range("", 0.0, 1.0)
 #: any other number read from a file (extra columns, metrics): finite and not absurd
-MAGNITUDE = 1e15
+MAGNITUDE = 1e18
 
 
 def number(
@@ -194,3 +196,34 @@ def _as_float(value: Any) -> float | None:
 
 def _is_numpy_number(value: Any) -> bool:
     return type(value).__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "") in "iuf"
+
+
+def validation_error(exc: Any, source: object | None = None) -> InputError:
+    """One InputError from a pydantic ``ValidationError``: its first problem, naming the field and the value.
+
+    A validator that raised an :class:`InputError` itself (an unknown name, a limit) keeps its own message.
+    """
+    err = exc.errors()[0]
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, InputError):
+        return InputError(cause.message, file=source if cause.file is None else cause.file, field=cause.field)  # type: ignore[arg-type]
+    field = ".".join(str(p) for p in err["loc"])
+    value = err.get("input")
+    shown = "" if isinstance(value, (dict, list)) or value is None else f", got {_show(value)}"
+    return InputError(f"{err['msg']}{shown}", file=source, field=field or None)  # type: ignore[arg-type]
+
+
+#: any number in a result file gpuweave wrote (metrics, tables): finite and not absurd
+RESULT = Range("", -1e18, 1e18)
+
+
+def parse(text: Any, rng: Range, *, file: object | None = None, row: int | None = None, field: str | None = None):
+    """A number written as text (a CSV cell), checked like :func:`number`; ``nan``/``inf`` spellings refused."""
+    if isinstance(text, str):
+        stripped = text.strip()
+        try:
+            value: Any = int(stripped) if stripped.lstrip("+-").isdigit() and len(stripped) < 19 else float(stripped)
+        except ValueError:
+            raise InputError(f"expected {rng.describe()}, got {_show(text)}", file=file, row=row, field=field) from None  # type: ignore[arg-type]
+        return number(value, rng, file=file, row=row, field=field)
+    return number(text, rng, file=file, row=row, field=field)

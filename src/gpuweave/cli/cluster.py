@@ -13,6 +13,7 @@ from typing import Optional
 
 import typer
 
+from gpuweave.checks import SEED
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
 from gpuweave.tables import print_table
 
@@ -30,7 +31,7 @@ def simulate(
     trace: Optional[str] = typer.Option(None, "--trace", "-t", help="Trace file in the gpuweave schema."),
     jobs: Optional[int] = typer.Option(None, "--jobs", help="Generated jobs when no trace is given."),
     rate: Optional[float] = typer.Option(None, "--rate", help="Generated arrival rate, jobs/hour."),
-    seed: Optional[int] = typer.Option(None, "--seed"),
+    seed: Optional[int] = typer.Option(None, "--seed", min=SEED.lo, max=SEED.hi),
     out: Optional[Path] = typer.Option(
         None, "--out", "-o", help="Result directory (default gpuweave-out/runs/POLICY-KEY)."
     ),
@@ -89,19 +90,15 @@ def simulate(
 
 def _policy_options(pairs: list[str]) -> dict[str, object]:
     """``KEY=VALUE`` pairs of --policy-option, each VALUE parsed as YAML (numbers, booleans, lists stay typed)."""
-    import yaml
-
     from gpuweave.errors import InputError
+    from gpuweave.files import parse_yaml
 
     options: dict[str, object] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise InputError(f"expected KEY=VALUE, got {pair!r}", field="policy-option")
-        try:
-            options[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            raise InputError(f"cannot read the value of {key.strip()!r}: {value!r}", field="policy-option") from None
+        options[key.strip()] = parse_yaml(value, source=f"--policy-option {key.strip()}", what="option value")
     return options
 
 
@@ -185,7 +182,7 @@ def plan_andreas(
         ..., metavar="STATE", help="Snapshot JSON: now, nodes, queued and running jobs (see gpuweave.andreas.snapshot)."
     ),
     method: str = typer.Option("andreas", "--method", help="andreas (Randomized Greedy), fifo, edf or priority."),
-    seed: int = typer.Option(0, "--seed", help="RG seed."),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi, help="RG seed."),
     max_it: int = typer.Option(1000, "--max-it", help="MaxIt_RG (capped at N*|Q|*G_cat)."),
     variant: str = typer.Option("code", "--variant", help="Proxy objective: code (default) or paper."),
     exact: bool = typer.Option(False, "--exact", help="Also solve the exact MILP (small queues) and print RG's gap."),

@@ -6,12 +6,14 @@ from pathlib import Path
 
 import typer
 
+from gpuweave.checks import SEED
+
 NAME = "demo"
 
 
 def command(
     out: Path = typer.Option(Path("gpuweave-out/demo"), "--out", "-o", help="Where the report goes."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi),
     quick: bool = typer.Option(False, "--quick", help="Smaller instances (used by the tests)."),
     only: list[str] = typer.Option(None, "--only", help="Run only these sections (e.g. cluster, mig, live)."),
 ) -> None:

@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from gpuweave.checks import SEED
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
 from gpuweave.tables import print_table
 
@@ -27,7 +28,7 @@ def plan(
         "--algo",
         help="Algorithm name, e.g. exact, pack-approx, pack-by-pack-9, random-proc-9, matching.",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the random heuristics."),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the random heuristics."),
     json_out: Optional[Path] = typer.Option(
         None, "--json", help="Write the plan as JSON (input of `gpuweave packs run`)."
     ),
@@ -118,20 +119,32 @@ def run(
     ),
     report: Optional[Path] = typer.Option(None, "--report", help="Write the planned-vs-measured report as JSON."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Kill a task after this many seconds."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print each task's command and CPUs; run nothing."),
 ) -> None:
-    """Run SCHEDULE here: packs in order, tasks of a pack together on disjoint CPU sets."""
+    """Run SCHEDULE here: packs in order, tasks of a pack together on disjoint CPU sets.
+
+    The plan's commands run as written, with your rights (no shell; placeholders filled in after splitting, one
+    argument each): run only plans you trust, and check them first with --dry-run.
+    """
     from rich.console import Console
 
     from gpuweave.errors import InputError
     from gpuweave.files import prepare_output_file
     from gpuweave.packs.plan_io import read_plan
-    from gpuweave.packs.runner import run_plan
+    from gpuweave.packs.runner import planned_commands, run_plan
 
     if timeout is not None and not timeout > 0:  # also rejects NaN
         raise InputError(f"--timeout must be > 0 seconds, got {timeout}", field="timeout")
     if report is not None:
         prepare_output_file(report, field="report")  # before the run, not after it
     plan_ = read_plan(schedule)
+    if dry_run:
+        import shlex
+
+        for pack, task, cpus, argv in planned_commands(plan_, cpus_per_proc=cpus_per_proc, command=command):
+            cpu_list = ",".join(map(str, cpus))
+            typer.echo(f"pack {pack}: {task.name} on {task.procs} processor(s), CPUs {cpu_list}: {shlex.join(argv)}")
+        return
     rep = run_plan(plan_, cpus_per_proc=cpus_per_proc, command=command, timeout=timeout)
     console = Console()
     print_table(_run_table(rep, f"run of {schedule} ({plan_.procs} processors x {cpus_per_proc} CPU)"), console)

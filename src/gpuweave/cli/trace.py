@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from gpuweave.checks import SEED
 from gpuweave.cli.kernel import import_torch
 from gpuweave.tables import print_table
 
@@ -57,7 +58,9 @@ def validate(
         "--any-job-type",
         help="Do not require job types to be in the profile store (work must then be given).",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
+    seed: int = typer.Option(
+        0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the job-type assignment for sources without a model."
+    ),
 ) -> None:
     """Check every row of FILE; print a one-line summary, or one error line and exit with code 2."""
     from gpuweave.workload.traces.formats import load_trace_frame
@@ -101,7 +104,9 @@ def convert(
     any_job_type: bool = typer.Option(
         False, "--any-job-type", help="Do not require job types to be in the profile store."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
+    seed: int = typer.Option(
+        0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the job-type assignment for sources without a model."
+    ),
 ) -> None:
     """Convert IN (any readable format) to gpuweave's trace schema at OUT (.csv or .parquet)."""
     from gpuweave.workload.traces.formats import load_trace_frame
@@ -124,7 +129,9 @@ def convert(
 def info(
     file: Path = typer.Argument(..., help="Trace file."),
     fmt: str = typer.Option("auto", "--format", "-f", help=FORMAT_HELP),
-    seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
+    seed: int = typer.Option(
+        0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the job-type assignment for sources without a model."
+    ),
     top: int = typer.Option(10, "--top", help="How many job types to list."),
 ) -> None:
     """Summarise FILE: jobs, arrival span, GPU-count histogram and job types."""
@@ -174,7 +181,7 @@ def generate(
     out: Path = typer.Argument(..., help="Output trace (.csv or .parquet)."),
     jobs: int = typer.Option(200, "--jobs", "-n", help="Number of jobs."),
     rate: float = typer.Option(4.0, "--rate", "-r", help="Poisson arrival rate in jobs per hour."),
-    seed: int = typer.Option(0, "--seed", "-s", help="Random seed (same seed, same trace)."),
+    seed: int = typer.Option(0, "--seed", "-s", min=SEED.lo, max=SEED.hi, help="Random seed (same seed, same trace)."),
     priority: bool = typer.Option(
         False, "--priority", help="Give 20% of the jobs priority weight 5 (Gavel's generator)."
     ),

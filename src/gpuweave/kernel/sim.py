@@ -45,6 +45,7 @@ from gpuweave.kernel.profile import Profile, ProfileBuilder
 from gpuweave.kernel.sched import PRESETS, CoreStats, SchedulerConfig
 from gpuweave.kernel.sim_state import FREE, KEND, KIND_NAMES, LAUNCH, REQ, SUBMIT, ServiceState
 from gpuweave.kernel.trace_format import Trace
+from gpuweave.limits import check_limit, limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +238,10 @@ class KernelSim:
             raise InputError("service names must be unique", field="name")
         self.services = tuple(services)
         self.config = config
+        # the finite services' launches are known now; continuous ones are counted as they run (_kend)
+        finite = sum(s.workload.n * s.trace.n for s in services if s.workload.n is not None)
+        check_limit("kernel_launches", finite, "kernel launches of the services' tasks", field="services")
+        self._max_kernels = limit("kernel_launches")
         self.ipc_rtt = config.ipc_rtt
         self.log_on = config.log
         self.profiles: dict[str, Profile] = {}
@@ -437,6 +442,8 @@ class KernelSim:
         self.running = -1
         self.busy += dur
         self.kernels_run += 1
+        if self.kernels_run > self._max_kernels:  # a continuous service (n: null) without an end in sight
+            check_limit("kernel_launches", self.kernels_run, "kernels launched so far (a service runs continuously)")
         self.kend_times.append(t)
         self.kend_cum.append(self.busy)
         v.outstanding -= 1

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gpuweave.checks import validation_error
 from gpuweave.cluster.config import SimulationConfig
 from gpuweave.errors import InputError
 from gpuweave.files import load_yaml
@@ -26,16 +27,19 @@ BUILTIN_PROGRAMS = {
 
 
 class ExecutorSection(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # finite, physical numbers (gpuweave.checks): a day is the longest sensible wall-clock interval here
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     kind: Literal["local", "ray"] = Field("local", description="executor (the CLI's --executor overrides it)")
     program: str = Field("synthetic", description="what every job runs unless its trace row names a program")
-    time_scale: float = Field(1.0, gt=0, description="simulated seconds per wall-clock second")
-    checkpoint_every: float = Field(5.0, gt=0, description="wall seconds between a worker's periodic checkpoints")
-    max_retries: int = Field(2, ge=0, description="restarts of a crashed worker before its job fails")
-    report_timeout: float = Field(30.0, gt=0, description="wall seconds a worker may go without reporting")
+    time_scale: float = Field(1.0, gt=0, le=1e9, description="simulated seconds per wall-clock second")
+    checkpoint_every: float = Field(
+        5.0, gt=0, le=86400, description="wall seconds between a worker's periodic checkpoints"
+    )
+    max_retries: int = Field(2, ge=0, le=1000, description="restarts of a crashed worker before its job fails")
+    report_timeout: float = Field(30.0, gt=0, le=86400, description="wall seconds a worker may go without reporting")
     measured_rates: bool = Field(True, description="policies see measured steps/s per GPU type once known")
-    poll_interval: float = Field(0.05, gt=0, description="wall seconds between polls of the workers")
+    poll_interval: float = Field(0.05, ge=0.001, le=3600, description="wall seconds between polls of the workers")
 
 
 class LiveConfig(SimulationConfig):
@@ -45,11 +49,12 @@ class LiveConfig(SimulationConfig):
 def load_live_config(path: str | Path) -> LiveConfig:
     path = Path(path)
     data = load_yaml(path, what="run config file") or {}
+    if not isinstance(data, dict):
+        raise InputError("a run config must be a mapping of settings (policy: NAME, ...)", file=path)
     try:
         config = LiveConfig.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(err["msg"], file=path, field=".".join(str(p) for p in err["loc"])) from None
+        raise validation_error(exc, path) from None
     # Files named relative to the config file are found beside it (examples run from anywhere).
     for key in ("trace", "cluster"):
         value = getattr(config, key)

@@ -16,6 +16,7 @@ Complexity: O(total size of the result files) plus matplotlib's drawing.
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from gpuweave.checks import RESULT, parse
 from gpuweave.errors import InputError
-from gpuweave.files import prepare_output_dir
+from gpuweave.files import prepare_output_dir, read_input_text
 from gpuweave.mig.gantt import plot_gantt
 from gpuweave.mig.schedule import read_schedule_json
 from gpuweave.report.html import (
@@ -69,17 +71,26 @@ class GrainRun:
     def name(self) -> str:
         return str(self.config.get("algo") or self.config.get("mode") or self.summary.get("kind"))
 
-    def table(self, name: str, columns: Sequence[str]) -> list[dict[str, str]]:
-        """A CSV file of the result directory as rows of text; InputError if it or one of ``columns`` is missing."""
+    def table(self, name: str, columns: Sequence[str], numeric: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """A CSV file of the result directory as rows (text; the ``numeric`` columns as checked finite numbers);
+        InputError naming the file, row and field if it, one of ``columns`` or a number is missing or bad."""
         path = self.path / name
         if not path.is_file():
             raise InputError("missing file in result directory", file=path)
-        with open(path, newline="") as fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in columns if c not in (reader.fieldnames or [])]
-            if missing:
-                raise InputError("missing column", file=path, field=missing[0])
-            return list(reader)
+        text = read_input_text(path, what="result table")
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError("missing column", file=path, field=missing[0])
+        rows: list[dict[str, Any]] = []
+        try:
+            for number, row in enumerate(reader, start=1):
+                for column in numeric:
+                    row[column] = parse(row.get(column) or "", RESULT, file=path, row=number, field=column)
+                rows.append(row)
+        except csv.Error as exc:
+            raise InputError(f"malformed CSV: {exc}", file=path, row=len(rows) + 1) from None
+        return rows
 
 
 def _bars(
@@ -131,20 +142,20 @@ def mig_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[tuple[str, Path]]
 
 def _plot_pack_rows(run: GrainRun, path: Path) -> Path:
     """Pack blocks over time, task bars stacked over the processors they hold (from packs.csv)."""
-    rows = run.table("packs.csv", ("pack", "pack_start", "pack_cost", "procs", "time"))
+    rows = run.table(
+        "packs.csv", ("pack", "pack_start", "pack_cost", "procs", "time"), ("pack_start", "pack_cost", "procs", "time")
+    )
     procs = int(run.metrics.get("procs") or 1)
     fig, axes = _figure(width=8.0, height=3.2)
     ax = axes[0, 0]
     offsets: dict[str, int] = {}
     colors = _colors(20)
     for n, row in enumerate(rows):
-        start, cost, used = float(row["pack_start"]), float(row["pack_cost"]), int(row["procs"])
+        start, cost, used = row["pack_start"], row["pack_cost"], int(row["procs"])
         offset = offsets.get(row["pack"], 0)
         if offset == 0:
             ax.broken_barh([(start, cost)], (0, procs), facecolors="none", edgecolors="0.3", linestyles="--")
-        ax.broken_barh(
-            [(start, float(row["time"]))], (offset, used), facecolors=colors[n % 20], edgecolors="k", linewidth=0.4
-        )
+        ax.broken_barh([(start, row["time"])], (offset, used), facecolors=colors[n % 20], edgecolors="k", linewidth=0.4)
         offsets[row["pack"]] = offset + used
     ax.set_xlabel("time (s)")
     ax.set_ylabel("processors")
@@ -175,8 +186,8 @@ def _jct_cdf(runs: Sequence[GrainRun], path: Path) -> Path:
     lines: dict[str, np.ndarray] = {}
     for run in runs:
         by_service: dict[str, list[float]] = {}
-        for row in run.table("tasks.csv", ("service", "jct_ms")):
-            by_service.setdefault(row["service"], []).append(float(row["jct_ms"]))
+        for row in run.table("tasks.csv", ("service", "jct_ms"), ("jct_ms",)):
+            by_service.setdefault(row["service"], []).append(row["jct_ms"])
         for service, values in by_service.items():
             lines[f"{run.label} {service}" if len(runs) > 1 else service] = np.sort(values)
     for (name, jct), color in zip(lines.items(), _colors(len(lines))):
@@ -199,7 +210,8 @@ def _jct_cdf(runs: Sequence[GrainRun], path: Path) -> Path:
 def kernel_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[tuple[str, Path]]:
     services = {
         run.label: {
-            row["service"]: float(row["mean_jct_ms"]) for row in run.table("services.csv", ("service", "mean_jct_ms"))
+            row["service"]: row["mean_jct_ms"]
+            for row in run.table("services.csv", ("service", "mean_jct_ms"), ("mean_jct_ms",))
         }
         for run in runs
     }

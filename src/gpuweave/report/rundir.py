@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuweave.checks import RESULT
 from gpuweave.errors import InputError
+from gpuweave.files import read_input_text
+from gpuweave.limits import check_limit
 from gpuweave.results import read_summary
 
 JOBS_REQUIRED = ("job_id", "arrival", "end", "jct")
@@ -60,25 +63,40 @@ class RunData:
 
 
 def _read_table(path: Path, required: tuple[str, ...], text_columns: tuple[str, ...] = ()):
+    """A CSV table of the run directory: every column but ``text_columns`` finite numbers of sane magnitude
+    (an empty cell is a missing value; ``nan``/``inf`` are refused), at most limit ``trace_jobs`` rows."""
+    import io
+
+    import numpy as np
     import pandas as pd
 
     if not path.is_file():
         raise InputError("missing file in run directory", file=path)
+    text = read_input_text(path, what="result table")
+    check_limit("trace_jobs", max(0, text.count("\n") - 1), "rows of the table", file=path)
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError(f"not a readable CSV table: {str(exc).strip()}", file=path) from None
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        raise InputError(f"not a readable CSV table: {' '.join(str(exc).split())[:200]}", file=path) from None
     for col in required:
         if col not in df.columns:
-            raise InputError(f"missing column (has: {', '.join(df.columns)})", file=path, field=col)
+            raise InputError(f"missing column (has: {', '.join(map(str, df.columns))})"[:300], file=path, field=col)
     for col in [c for c in df.columns if c not in text_columns]:
-        text = df[col].str.strip()
-        values = pd.to_numeric(text.replace("", "nan"), errors="coerce")
-        bad = values.isna() & ~text.str.lower().isin(["", "nan"])
+        cells = df[col].str.strip()
+        values = pd.to_numeric(cells.where(cells != "", None), errors="coerce").astype(float)
+        present = (cells != "").to_numpy()
+        array = values.to_numpy()
+        with np.errstate(invalid="ignore"):
+            bad = present & ~(np.abs(array) <= RESULT.hi)  # also NaN (not a number, or "nan") and inf
         if bad.any():
-            row = int(bad.to_numpy().nonzero()[0][0])
-            raise InputError(f"expected a number, got {df[col].iloc[row]!r}", file=path, row=row + 1, field=col)
-        df[col] = values.astype(float)
+            row = int(bad.nonzero()[0][0])
+            raise InputError(
+                f"expected a finite number (at most {RESULT.hi:g} in size), got {df[col].iloc[row]!r}"[:200],
+                file=path,
+                row=row + 1,
+                field=str(col),
+            )
+        df[col] = values
     return df
 
 

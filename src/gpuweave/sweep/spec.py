@@ -29,9 +29,11 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
+from gpuweave.checks import validation_error
 from gpuweave.cluster.config import SimulationConfig
 from gpuweave.cluster.run import run_simulation
 from gpuweave.errors import InputError
+from gpuweave.limits import check_limit
 from gpuweave.mig.results import MigBatchConfig, run_generated_batch
 from gpuweave.packs.results import PacksWorkloadConfig, run_workload
 
@@ -79,15 +81,12 @@ GRAINS = {
 
 def parse_cell_config(model: type[BaseModel], data: dict, source: str | Path = "<config>") -> Any:
     """Validate one cell's config; the first problem as one InputError naming the field."""
+    if not isinstance(data, dict):
+        raise InputError("a cell's config must be a mapping of settings", file=source)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        cause = (err.get("ctx") or {}).get("error")
-        if isinstance(cause, InputError):  # a validator named the problem itself (unknown algorithm, ...)
-            raise InputError(cause.message, file=source, field=cause.field) from None
-        field = ".".join(str(p) for p in err["loc"])
-        raise InputError(err["msg"], file=source, field=field or None) from None
+        raise validation_error(exc, source) from None
 
 
 @dataclass
@@ -197,6 +196,10 @@ def load_sweep(path: str | Path, *, out: str | Path | None = None) -> SweepSpec:
 def expand(spec: SweepSpec) -> list[Cell]:
     """The cells of the sweep: the cartesian product of the grid over the base config."""
     names = list(spec.grid)
+    count = 1
+    for name in names:
+        count *= len(spec.grid[name])
+    check_limit("sweep_cells", count, "cells in the grid", file=spec.source, field="grid")
     cells: list[Cell] = []
     by_key: dict[str, Cell] = {}
     for index, combo in enumerate(itertools.product(*(spec.grid[n] for n in names))):
