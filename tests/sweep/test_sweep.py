@@ -79,7 +79,7 @@ def test_bundled_example_sweep():
         (
             {"base": {"policy": "fifo"}, "grid": {"rate_per_hour": [30, -1]}},
             "rate_per_hour",
-            "cell rate_per_hour=-1: Input should be greater than 0",
+            "cell rate_per_hour=-1: Input should be greater than or equal to 0.001",
         ),
         ({"grid": {"seed": [0]}}, "policy", "cell seed=0: Field required"),
         ({"grid": {"policy": ["fifo"], "rate_per_hour": [30, 30.0]}}, "grid", "are the same config"),

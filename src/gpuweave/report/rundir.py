@@ -62,9 +62,12 @@ class RunData:
         return [c[len("busy_") :] for c in self.timeseries.columns if c.startswith("busy_") and c != "busy_total"]
 
 
-def _read_table(path: Path, required: tuple[str, ...], text_columns: tuple[str, ...] = ()):
-    """A CSV table of the run directory: every column but ``text_columns`` finite numbers of sane magnitude
-    (an empty cell is a missing value; ``nan``/``inf`` are refused), at most limit ``trace_jobs`` rows."""
+def _read_table(
+    path: Path, required: tuple[str, ...], text_columns: tuple[str, ...] = (), filled: tuple[str, ...] = ()
+):
+    """A CSV table of the run directory: at least one row, every column but ``text_columns`` finite numbers of
+    sane magnitude (an empty cell is a missing value, except in ``filled``; ``nan``/``inf`` are refused), at most
+    limit ``trace_jobs`` rows."""
     import io
 
     import numpy as np
@@ -81,6 +84,12 @@ def _read_table(path: Path, required: tuple[str, ...], text_columns: tuple[str, 
     for col in required:
         if col not in df.columns:
             raise InputError(f"missing column (has: {', '.join(map(str, df.columns))})"[:300], file=path, field=col)
+    if df.empty:
+        raise InputError("the table has no rows", file=path)
+    for col in filled:
+        empty = (df[col].str.strip() == "").to_numpy()
+        if empty.any():
+            raise InputError("empty value; expected a number", file=path, row=int(empty.nonzero()[0][0]) + 1, field=col)
     for col in [c for c in df.columns if c not in text_columns]:
         cells = df[col].str.strip()
         values = pd.to_numeric(cells.where(cells != "", None), errors="coerce").astype(float)
@@ -102,12 +111,12 @@ def _read_table(path: Path, required: tuple[str, ...], text_columns: tuple[str, 
 
 def read_jobs(path: Path):
     """Read ``jobs.csv``: every column numeric except ``job_id`` and ``job_type``."""
-    return _read_table(path, JOBS_REQUIRED, text_columns=("job_id", "job_type"))
+    return _read_table(path, JOBS_REQUIRED, text_columns=("job_id", "job_type"), filled=("arrival",))
 
 
 def read_timeseries(path: Path):
     """Read ``timeseries.csv`` (all columns numeric), sorted by time."""
-    df = _read_table(path, TIMESERIES_REQUIRED)
+    df = _read_table(path, TIMESERIES_REQUIRED, filled=TIMESERIES_REQUIRED)
     return df.sort_values("time", kind="stable").reset_index(drop=True)
 
 
