@@ -228,14 +228,19 @@ def assert_user_error(outcome: Outcome, *needles: str) -> str:
     return lines[-1]
 
 
-def assert_bounded(outcome: Outcome) -> None:
-    """The fuzz contract: within the bounds, and either exit 0 with no traceback, or a user error."""
+def _words(text: str) -> set[str]:
+    return {w.strip("│┃|,;:()[]'\"/") for w in text.lower().split()}
+
+
+def assert_bounded(outcome: Outcome, inputs: str = "") -> None:
+    """The fuzz contract: within the bounds, and either exit 0 with no traceback and no ``nan``/``inf`` printed as a
+    result (unless the input itself holds that word, e.g. a job named "nan"), or a user error."""
     if outcome.code == 0:
         assert not outcome.timed_out and outcome.cpu_s < TIME_BOUND_S, outcome.describe()
         assert outcome.growth_mb < MEMORY_BOUND_MB, outcome.describe()
         assert "Traceback" not in outcome.stderr and "Warning:" not in outcome.stderr, outcome.describe()
-        for bad in ("nan", "inf"):
-            words = {w.strip("│|,;:()[]") for w in outcome.stdout.lower().split()}
-            assert bad not in words, (bad, outcome.describe())
+        printed = _words(outcome.stdout) - _words(inputs)
+        for bad in ("nan", "inf", "-inf"):
+            assert bad not in printed, (bad, outcome.describe())
         return
     assert_user_error(outcome)

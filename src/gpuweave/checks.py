@@ -205,9 +205,10 @@ def validation_error(exc: Any, source: object | None = None) -> InputError:
     """
     err = exc.errors()[0]
     cause = (err.get("ctx") or {}).get("error")
-    if isinstance(cause, InputError):
-        return InputError(cause.message, file=source if cause.file is None else cause.file, field=cause.field)  # type: ignore[arg-type]
     field = ".".join(str(p) for p in err["loc"])
+    if isinstance(cause, InputError):
+        where = source if cause.file is None else cause.file
+        return InputError(cause.message, file=where, field=cause.field or field or None)  # type: ignore[arg-type]
     value = err.get("input")
     shown = "" if isinstance(value, (dict, list)) or value is None else f", got {_show(value)}"
     return InputError(f"{err['msg']}{shown}", file=source, field=field or None)  # type: ignore[arg-type]

@@ -254,3 +254,24 @@ def prepare_output_dir(path: str | Path, *, field: str | None = None, create: bo
 
 
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg")
+
+
+#: Linux's NAME_MAX and PATH_MAX: longer names make every file call fail with "File name too long"
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4095
+
+
+def check_path(value: Any, *, file: str | Path | None = None, field: str | None = None) -> str:
+    """A path named inside an input file (a trace, a cluster, an output directory): a non-empty string without
+    NUL characters whose parts fit the filesystem's limits. Refused as one line instead of a ``ValueError``
+    (embedded NUL) or an ``OSError`` (name too long) from the first file call that meets it."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"expected a file or directory name, got {value!r}"[:120], file=file, field=field)
+    if "\0" in value:
+        raise InputError("a file name cannot contain a NUL character", file=file, field=field)
+    encoded = value.encode("utf-8", "surrogateescape")
+    if len(encoded) > MAX_PATH_BYTES or any(len(part) > MAX_NAME_BYTES for part in encoded.split(b"/")):
+        raise InputError(
+            f"file name too long ({len(encoded)} bytes; at most {MAX_NAME_BYTES} per part)", file=file, field=field
+        )
+    return value

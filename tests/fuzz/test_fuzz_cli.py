@@ -53,12 +53,15 @@ def _fuzz(cli, target: Target, n: int) -> None:
     def one(data):
         with tempfile.TemporaryDirectory(prefix="gpuweave-fuzz-") as tmp:
             cwd = Path(tmp)
+            inputs = []
             for name, strategy in target.files.items():
-                (cwd / name).write_bytes(data.draw(strategy, label=name))
+                content = data.draw(strategy, label=name)
+                (cwd / name).write_bytes(content)
+                inputs.append(content.decode("utf-8", "replace"))
             argv = target.argv(data) if callable(target.argv) else list(target.argv)
             outcome = cli.run(argv, cwd, env={"GPUWEAVE_LIMITS": FUZZ_LIMITS})
             COUNTS[target.name] = COUNTS.get(target.name, 0) + 1
-            assert_bounded(outcome)
+            assert_bounded(outcome, " ".join([*inputs, *argv]))
 
     one()
 
@@ -120,7 +123,7 @@ def test_fuzz_report(cli, run_dirs, kind, files, request):
             victim.write_bytes(damaged)
             outcome = cli.run(["report", "run", "--out", "rep"], tmp, env={"GPUWEAVE_LIMITS": FUZZ_LIMITS})
             COUNTS[name] = COUNTS.get(name, 0) + 1
-            assert_bounded(outcome)
+            assert_bounded(outcome, damaged.decode("utf-8", "replace"))
 
     try:
         one()

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from gpuweave.errors import InputError
+from gpuweave.files import check_path, read_input_text
 
 COST_FILE = "costs.csv"
 PROFILE_FILE = "profiles.csv"
@@ -206,20 +207,16 @@ def load_costs(path: str | Path | None = None) -> CostCatalog:
     """The bundled cost catalogue (spec §2.1), or a CSV with gpu_type,num_gpus,cost_eur_per_h."""
     if path is None:
         return parse_costs(_bundled_text(COST_FILE), f"<bundled andreas/{COST_FILE}>")
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("cost file not found", file=p)
-    return parse_costs(p.read_text(encoding="utf-8"), str(p))
+    p = Path(check_path(str(path) if isinstance(path, Path) else path, field="costs"))
+    return parse_costs(read_input_text(p, what="cost file"), str(p))
 
 
 def load_profile_table(path: str | Path | None = None) -> ProfileTable:
     """The bundled per-epoch times (spec §2.2), or a CSV with application,gpu_type,num_gpus,time_per_epoch_s."""
     if path is None:
         return parse_profiles(_bundled_text(PROFILE_FILE), f"<bundled andreas/{PROFILE_FILE}>")
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("profile file not found", file=p)
-    return parse_profiles(p.read_text(encoding="utf-8"), str(p))
+    p = Path(check_path(str(path) if isinstance(path, Path) else path, field="profiles"))
+    return parse_profiles(read_input_text(p, what="profile file"), str(p))
 
 
 def load_job_catalog() -> list[tuple[str, str, int, int]]:

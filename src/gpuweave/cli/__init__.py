@@ -15,6 +15,7 @@ traceback. ``gpuweave --limit NAME=VALUE`` raises a limit for one command (``gpu
 
 from __future__ import annotations
 
+import errno
 import sys
 from typing import Optional
 
@@ -119,6 +120,11 @@ def run(argv: list[str] | None = None) -> int:
         return 2
     except MemoryError:
         _error("out of memory: the input is too large for this machine (see `gpuweave limits`)")
+        return 2
+    except OSError as exc:  # a path given on the command line that no file call accepts
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        _error(f"{exc.filename or 'a path'}: file name too long"[:300])
         return 2
     return result if isinstance(result, int) else 0
 

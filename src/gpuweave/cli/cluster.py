@@ -54,7 +54,7 @@ def simulate(
     from gpuweave.cluster.config import load_config, parse_config
     from gpuweave.cluster.run import run_simulation
     from gpuweave.errors import InputError
-    from gpuweave.files import prepare_output_dir
+    from gpuweave.staging import check_replaceable
 
     data = load_config(config).model_dump() if config else {}
     overrides = {
@@ -76,7 +76,7 @@ def simulate(
         raise InputError("no policy given: pass --policy NAME or a config with 'policy:'", field="policy")
     cfg = parse_config(data, config or "<command line>")
     out_dir = out or Path("gpuweave-out") / "runs" / f"{cfg.policy}-{cfg.key()}"
-    prepare_output_dir(out_dir, field="out", create=False)  # fail before simulating, not after
+    check_replaceable(out_dir)  # fail before simulating, not after (a file, or a directory of other files)
     summary = run_simulation(cfg, out_dir)
     console = Console()
     print_table(_summary_table(cfg.policy, summary), console)

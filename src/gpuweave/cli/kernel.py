@@ -37,10 +37,11 @@ def simulate(
 
     from rich.console import Console
 
-    from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
+    from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
     from gpuweave.kernel.results import write_kernel_result, write_tasks_csv
     from gpuweave.kernel.sim import simulate as run_simulation
     from gpuweave.kernel.sim_config import build_simulation, load_config
+    from gpuweave.staging import check_replaceable
 
     data = load_config(config)
     # Check the output paths before simulating, so a bad path costs nothing.
@@ -48,7 +49,7 @@ def simulate(
     if out_csv:
         prepare_output_file(out, field="out", suffixes=(".csv",))
     elif out:
-        prepare_output_dir(out, field="out", create=False)
+        check_replaceable(out)
     if timeline:
         prepare_output_file(timeline, field="timeline", suffixes=IMAGE_SUFFIXES)
     if mode:

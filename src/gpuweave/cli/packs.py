@@ -40,10 +40,11 @@ def plan(
     """Co-schedule the tasks of PROFILE into packs of at most K tasks on P processors."""
     from rich.console import Console
 
-    from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
+    from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
     from gpuweave.packs.metrics import evaluate
     from gpuweave.packs.plan_io import plan_to_dict
     from gpuweave.packs.registry import check_k, get_algorithm, solve
+    from gpuweave.staging import check_replaceable
 
     get_algorithm(algo)  # unknown names fail before the file is read
     if json_out is not None:
@@ -51,7 +52,7 @@ def plan(
     if gantt is not None:
         prepare_output_file(gantt, field="gantt", suffixes=IMAGE_SUFFIXES)
     if out is not None:
-        prepare_output_dir(out, field="out", create=False)
+        check_replaceable(out)
     prof = _load_profile(profile, procs)
     kk = prof.p if k is None else k
     check_k(prof, kk)

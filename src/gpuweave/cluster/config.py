@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpuweave.checks import MAX_SECONDS, RATE_PER_HOUR, SEED, validation_error
 from gpuweave.errors import InputError
-from gpuweave.files import load_yaml
+from gpuweave.files import check_path, load_yaml
 from gpuweave.limits import check_limit
 from gpuweave.results import config_key
 
@@ -47,6 +47,11 @@ class SimulationConfig(BaseModel):
     placement: Literal["physical", "ideal"] | None = Field(
         None, description="override the cluster's placement: ideal = every placement runs consolidated"
     )
+
+    @field_validator("cluster", "trace", "profiles")
+    @classmethod
+    def _path(cls, value: str | None) -> str | None:
+        return None if value is None else check_path(value)
 
     @model_validator(mode="after")
     def _within_limits(self) -> SimulationConfig:

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gpuweave.checks import PRICE_PER_KWH, PUE
 from gpuweave.errors import InputError
-from gpuweave.files import load_yaml
+from gpuweave.files import check_path, load_yaml
 from gpuweave.limits import check_limit
 
 CLUSTERS_DIR = Path(__file__).with_name("clusters")
@@ -209,7 +209,7 @@ def bundled_clusters() -> list[str]:
 
 def load_cluster(name_or_path: str | Path) -> ClusterSpec:
     """Load a bundled cluster by name (see :func:`bundled_clusters`) or a YAML file by path."""
-    text = str(name_or_path)
+    text = check_path(str(name_or_path), field="cluster")
     path = Path(text)
     if not path.is_file():
         if text in bundled_clusters():

@@ -33,6 +33,7 @@ from gpuweave.checks import validation_error
 from gpuweave.cluster.config import SimulationConfig
 from gpuweave.cluster.run import run_simulation
 from gpuweave.errors import InputError
+from gpuweave.files import check_path
 from gpuweave.limits import check_limit
 from gpuweave.mig.results import MigBatchConfig, run_generated_batch
 from gpuweave.packs.results import PacksWorkloadConfig, run_workload
@@ -177,8 +178,8 @@ def parse_sweep(data: Any, source: str | Path = "<sweep>", *, out: str | Path | 
     clean_grid = _check_grid(grid, model, src)
     if out is None:
         out = data.get("out")
-        if out is not None and not isinstance(out, str):
-            raise InputError("expected a directory path", file=src, field="out")
+        if out is not None:
+            check_path(out, file=src, field="out")
     spec = SweepSpec(dict(base), clean_grid, Path(out) if out else default_out(src), src, grain)
     expand(spec)  # validate every cell now, before anything runs
     return spec

@@ -34,6 +34,7 @@ from importlib import resources
 from pathlib import Path
 
 from gpuweave.errors import InputError, MissingProfileError
+from gpuweave.files import check_path
 from gpuweave.workload.pollux import PolluxJobModel, load_pollux_job_model
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model, is_known_gpu_model
 
@@ -306,7 +307,7 @@ def load_profiles(path: str | Path | None = None, *, extrapolate: bool = False) 
             text = resources.files("gpuweave.workload").joinpath("data", BUNDLED_PROFILES).read_text(encoding="utf-8")
             _BUNDLED_ROWS = _parse_rows(text, f"<bundled {BUNDLED_PROFILES}>")
         return ProfileStore(_BUNDLED_ROWS, extrapolate=extrapolate, source=f"<bundled {BUNDLED_PROFILES}>")
-    file = Path(path)
+    file = Path(check_path(str(path), field="profiles"))
     if file.is_dir():
         if extrapolate:
             raise InputError("extrapolation applies to profile CSVs, not to Pollux's job model", file=file)
