@@ -104,7 +104,7 @@ def test_fuzz_report(cli, run_dirs, kind, files, request):
     name = f"report ({kind} run)"
 
     @settings(
-        max_examples=examples(request.config),
+        max_examples=max(2, examples(request.config) // 2),  # each report draws its plots: seconds per example
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )

@@ -52,11 +52,14 @@ def config_label(gpu: str, g: int) -> str:
 
 def _read_rows(text: str, source: str, columns: tuple[str, ...]) -> list[dict[str, str]]:
     lines = [ln for ln in text.lstrip("\ufeff").splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    reader = csv.DictReader(io.StringIO("\n".join(lines)))
-    missing = [c for c in columns if c not in (reader.fieldnames or [])]
-    if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)} (expected {', '.join(columns)})", file=source)
-    return list(reader)
+    reader = csv.DictReader(io.StringIO("\n".join(lines)), restval="")  # a short row has empty cells, not None
+    try:
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"missing column(s) {', '.join(missing)} (expected {', '.join(columns)})", file=source)
+        return [{k: v for k, v in row.items() if isinstance(k, str)} for row in reader]
+    except csv.Error as exc:
+        raise InputError(f"malformed CSV: {exc}", file=source) from None
 
 
 def _number(
@@ -67,9 +70,9 @@ def _number(
         value = float(raw)
     except ValueError:
         raise InputError(f"expected a number, got {raw!r}", file=source, row=rownum, field=key) from None
-    if not math.isfinite(value) or (positive and value <= 0) or (integer and value != int(value)):
+    if not math.isfinite(value) or (positive and value <= 0) or (integer and value != int(value)) or value > 1e10:
         what = "a positive integer" if integer else "a positive number"
-        raise InputError(f"expected {what}, got {raw!r}", file=source, row=rownum, field=key)
+        raise InputError(f"expected {what} (at most 1e10), got {raw!r}"[:200], file=source, row=rownum, field=key)
     return int(value) if integer else value
 
 

@@ -367,7 +367,7 @@ def _philly_job(job: object, fmt: str) -> tuple[str, float, int]:
     detail = attempts[0].get("detail")
     if not isinstance(detail, list) or not detail:
         raise ValueError("attempts", "the first attempt has no 'detail' list of machines")
-    gpus = sum(len(d.get("gpus", [])) for d in detail if isinstance(d, dict))
+    gpus = sum(len(d["gpus"]) for d in detail if isinstance(d, dict) and isinstance(d.get("gpus"), list))
     if gpus < 1:
         raise ValueError("attempts", "the first attempt holds no GPUs")
     return sub, (max(ends) - min(starts)).total_seconds(), gpus
