@@ -61,3 +61,13 @@ def print_table(table: Table, console: Console | None = None) -> None:
         if index > 1:
             console.print()
         console.print(renderable)
+
+
+def cell(value: object, spec: str = ".4g") -> str:
+    """A number for a table cell: formatted with ``spec``, or ``n/a`` when it is undefined (None, NaN, infinite),
+    so that an undefined value is never printed as if it were a result."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "n/a" if value is None else str(value)
+    return format(value, spec) if math.isfinite(value) else "n/a"

@@ -83,7 +83,7 @@ def test_bundled_example_sweep():
         ),
         ({"grid": {"seed": [0]}}, "policy", "cell seed=0: Field required"),
         ({"grid": {"policy": ["fifo"], "rate_per_hour": [30, 30.0]}}, "grid", "are the same config"),
-        ({"grid": {"policy": ["fifo"]}, "out": 3}, "out", "expected a directory path"),
+        ({"grid": {"policy": ["fifo"]}, "out": 3}, "out", "expected a file or directory name"),
     ],
 )
 def test_bad_sweep_specs(data, field, message):

@@ -15,7 +15,7 @@ import typer
 
 from gpuweave.checks import SEED
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
-from gpuweave.tables import print_table
+from gpuweave.tables import cell, print_table
 
 NAME = "cluster"
 app = typer.Typer(help="Cluster grain: simulate, plan and run policies; cluster specs.", no_args_is_help=True)
@@ -109,7 +109,7 @@ def _summary_table(policy: str, summary: dict):
     table.add_column("metric")
     table.add_column("value", justify="right")
     for k, v in summary.items():
-        table.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
+        table.add_row(k, cell(v) if isinstance(v, float) or v is None else str(v))
     return table
 
 

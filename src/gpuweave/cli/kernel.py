@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
-from gpuweave.tables import print_table
+from gpuweave.tables import cell, print_table
 
 NAME = "kernel"
 app = typer.Typer(
@@ -84,9 +84,9 @@ def _print_simulation(console, services, cfg, res) -> None:
             s.name,
             str(s.priority),
             str(n),
-            f"{res.mean_jct(s.name):.3f}",
-            f"{res.std_jct(s.name):.3f}",
-            f"{res.cv_jct(s.name):.4f}" if n else "",
+            cell(res.mean_jct(s.name), ".3f"),
+            cell(res.std_jct(s.name), ".3f"),
+            cell(res.cv_jct(s.name), ".4f") if n else "",
             f"{res.service_busy[s.name] / max(res.end_time, 1e-12):.3f}",
         )
     print_table(table, console)
