@@ -3,9 +3,9 @@
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
-EXTRAS ?= dev,ray,torch
+EXTRAS ?= dev,ray,torch,docs,service
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench docs load-test clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -23,8 +23,18 @@ test: $(STAMP)
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -n 2 --dist loadgroup
 
+# The documentation site into site/: reference pages generated from the commands and recordings, then mkdocs
+# (offline: no web fonts, no plugins that fetch anything).
+docs: $(STAMP)
+	$(PY) tools/gen_docs.py
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+# The service's full load test: 1,000 submissions from 50 clients on loopback (docs/service.md).
+load-test: $(STAMP)
+	$(PY) -m pytest -q -p no:xdist -m load tests/service/test_load.py -s
+
 bench: $(STAMP)
 	$(VENV)/bin/gpuweave bench sim --jobs 20000 --gpus 1024 --policy fifo --json
 
 clean:
-	rm -rf $(VENV) gpuweave-out .pytest_cache
+	rm -rf $(VENV) gpuweave-out .pytest_cache site

@@ -17,10 +17,17 @@ if os.environ.get("CI"):
 
 def pytest_collection_modifyitems(config, items):
     """Every test that starts Ray runs in one xdist worker (``--dist loadgroup``): two Ray clusters started at once
-    on this 2-core machine can starve each other until a test hangs."""
+    on this 2-core machine can starve each other until a test hangs. Likewise every test on the session's Slurm
+    (tests/slurm/test_slurm_*), so one Slurm is started, not one per worker.
+
+    Found with pytest 9.2 and pytest-xdist 3.8: the groups are ignored (xdist tags a group by rewriting
+    ``item._nodeid``, which pytest 9 no longer reads), so tests of a group can land on both workers. Each worker
+    then starts its own Slurm, on its own ports, which works; Ray tests have the same exposure."""
     for item in items:
         if item.get_closest_marker("ray") or "tests/live/test_ray" in item.nodeid:
             item.add_marker(pytest.mark.xdist_group("ray"))
+        elif "tests/slurm/test_slurm_" in item.nodeid:
+            item.add_marker(pytest.mark.xdist_group("slurm"))
 
 
 def pytest_addoption(parser):

@@ -1,5 +1,5 @@
-"""The shared hardening pieces (issue 13): the limits table, checked numbers, the one JSON/YAML reader, tables
-that never break words, safe command templates; and that the documentation shows the real limits."""
+"""The shared hardening pieces (issue 13): the limits table, checked numbers, the one JSON/YAML reader, safe
+command templates; and that the documentation shows the real limits."""
 
 from __future__ import annotations
 
@@ -9,15 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rich.console import Console
-from rich.table import Table
 
 from gpuweave import checks
 from gpuweave.errors import InputError
 from gpuweave.files import load_json, load_yaml, parse_json, parse_yaml, read_input_bytes
 from gpuweave.limits import ENV, LIMITS, LimitError, check_limit, limit, limits_markdown, set_overrides
 from gpuweave.packs.runner import expand_command
-from gpuweave.tables import print_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,12 +28,15 @@ def test_documented_limits_are_the_real_ones(doc):
 
 def test_every_json_and_yaml_reader_goes_through_files_py():
     """Parsing user input anywhere else would skip the size, depth and strict-number checks."""
-    internal = {  # files gpuweave itself writes and reads back, or datagrams bounded at 4 KB
+    internal = {  # files gpuweave itself writes and reads back, database columns it wrote, datagrams of 4 KB
         "src/gpuweave/files.py",
         "src/gpuweave/kernel/protocol.py",
         "src/gpuweave/live/results.py",
         "src/gpuweave/live/channel.py",
         "src/gpuweave/live/journal.py",
+        "src/gpuweave/service/jobs.py",
+        "src/gpuweave/service/ledger.py",
+        "src/gpuweave/service/store.py",
     }
     offenders = []
     for path in sorted((ROOT / "src").rglob("*.py")):
@@ -156,27 +156,7 @@ def test_file_size_is_checked_before_reading(tmp_path, monkeypatch):
     assert parse_yaml("a: [1, 2]") == {"a": [1, 2]}
 
 
-# ------------------------------------------------------------------ output and commands
-def test_a_table_too_wide_for_the_console_becomes_records_without_broken_words():
-    table = Table(title="policies")
-    for column in ("name", "trigger", "what", "options (default)"):
-        table.add_column(column)
-    table.add_row("a-rather-long-policy-name", "event-driven", "arrivals/completions and more", "node_rule='best_fit'")
-    table.add_row("fifo", "event-driven", "first come", "postprocessing=False")
-    console = Console(width=60, record=True, file=open("/dev/null", "w"))
-    print_table(table, console)
-    text = console.export_text()
-    for word in ("a-rather-long-policy-name", "arrivals/completions", "node_rule='best_fit'", "postprocessing=False"):
-        assert word in text, text
-    assert "name:" in text and max(len(line.rstrip()) for line in text.splitlines()) <= 60
-    small = Table(title="fits")
-    small.add_column("a")
-    small.add_row("best_fit")
-    console = Console(width=60, record=True, file=open("/dev/null", "w"))
-    print_table(small, console)
-    assert "┃ a " in console.export_text() or "a" in console.export_text()
-
-
+# ------------------------------------------------------------------ commands
 def test_command_templates_fill_one_argument_per_placeholder():
     values = {"procs": "2", "cpus": "0,1", "task": "a b'; rm -rf ~", "python": "/usr/bin/python3"}
     argv = expand_command("{python} -m x --procs {procs} --cpus={cpus} --name {task} {{literal}}", values)

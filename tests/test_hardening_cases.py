@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import pytest
 
@@ -332,6 +333,11 @@ def test_tables_in_80_columns_never_break_words(cli, tmp_path, args):
     wide = cli.run(args, tmp_path, env={"COLUMNS": "400"})
     words = {w.strip("│┃|,;:()[]'\"") for line in wide.stdout.splitlines() for w in line.split()}
     narrow = {w.strip("│┃|,;:()[]'\"") for line in out.stdout.splitlines() for w in line.split()}
-    broken = {w for w in narrow - words if w and not any(ch in w for ch in "━─┏┓┗┛┃│╇╈┡┩└┘┌┐")}
+    # a table too wide is split into parts titled "1/2", "2/2": those are not words of the cells
+    broken = {
+        w
+        for w in narrow - words
+        if w and not any(ch in w for ch in "━─┏┓┗┛┃│╇╈┡┩└┘┌┐") and not re.fullmatch(r"\d+/\d+", w)
+    }
     assert not broken, sorted(broken)[:20]
     assert max(len(line) for line in out.stdout.splitlines()) <= 80

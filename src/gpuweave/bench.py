@@ -22,9 +22,18 @@ from gpuweave.workload.profiles import load_profiles
 from gpuweave.workload.traces.generate import generate_philly_like
 
 
-def bench_sim(jobs: int, gpus: int, policy: str, rate_per_hour: float, seed: int, round_length: float | None) -> dict:
-    """Simulate ``jobs`` Philly-like jobs on a ``gpus``-GPU V100/P100/K80 cluster; time the simulation alone."""
-    run = timed_sim(jobs, gpus, policy, rate_per_hour, seed, round_length)
+def bench_sim(
+    jobs: int,
+    gpus: int,
+    policy: str,
+    rate_per_hour: float,
+    seed: int,
+    round_length: float | None,
+    progress: Callable[[int], None] | None = None,
+) -> dict:
+    """Simulate ``jobs`` Philly-like jobs on a ``gpus``-GPU V100/P100/K80 cluster; time the simulation alone
+    (``progress(done)`` gets the finished jobs about every 1%; the same hook is timed in every run)."""
+    run = timed_sim(jobs, gpus, policy, rate_per_hour, seed, round_length, progress)
     rec = run["records"]
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
@@ -197,5 +206,136 @@ def bench_kernel(tasks: int, mode: str, runs: int, seed: int) -> dict:
         "wall_s": round(mid["seconds"], 4),
         "events_per_s": round(mid["events_per_s"], 1),
         "events_per_s_runs": [round(r["events_per_s"], 1) for r in samples],
+        "python": sys.version.split()[0],
+    }
+
+
+SACCT_TYPES = (("v100", 0.4), ("k80", 0.25), ("p100", 0.2), ("a6000", 0.05), ("", 0.1))  # "" = a CPU-only job
+
+
+def generate_sacct(lines: int, seed: int) -> str:
+    """``lines`` lines of sacct --parsable2 output (header included) shaped like a busy GPU partition: each job has
+    a batch step line, 5% are requeued (a REQUEUED run line first), every 50th is a 4-task array, 2% still run,
+    1% never started; GPU types as :data:`SACCT_TYPES` (an unknown ``a6000`` among them)."""
+    from datetime import datetime, timedelta
+
+    from gpuweave.workload.traces.slurm import SACCT_FIELDS
+
+    rng = random.Random(seed)
+    origin = datetime(2024, 3, 1)
+    out = ["|".join(SACCT_FIELDS)]
+    kinds, weights = zip(*SACCT_TYPES)
+    job, clock = 1000, 0.0
+
+    def stamp(seconds: float) -> str:
+        return (origin + timedelta(seconds=int(seconds))).strftime("%Y-%m-%dT%H:%M:%S")
+
+    while len(out) < lines:
+        job += 1
+        clock += rng.expovariate(1 / 20)
+        kind = rng.choices(kinds, weights)[0]
+        gpus = rng.choice((1, 1, 1, 2, 4, 8)) if kind else 0
+        tres = f"billing=1,cpu=4,gres/gpu:{kind}={gpus},gres/gpu={gpus},mem=16G,node=1" if kind else "cpu=4,node=1"
+        start = clock + rng.expovariate(1 / 300)
+        run = rng.randint(60, 36_000)
+        tasks = [f"{job}_{t}" for t in range(4)] if job % 50 == 0 else [str(job)]
+        for task in tasks:
+            roll = rng.random()
+            if roll < 0.01:
+                state, begin, end, elapsed = "PENDING", "Unknown", "Unknown", 0
+            elif roll < 0.03:
+                state, begin, end, elapsed = "RUNNING", stamp(start), "Unknown", run
+            else:
+                state, begin, end, elapsed = "COMPLETED", stamp(start), stamp(start + run), run
+            fields = [task, str(job), f"job{job}", f"user{job % 97}", "ml", "gpu", state, stamp(clock), begin, end]
+            if roll > 0.95 and state == "COMPLETED":
+                first = [
+                    task,
+                    str(job),
+                    f"job{job}",
+                    f"user{job % 97}",
+                    "ml",
+                    "gpu",
+                    "REQUEUED",
+                    stamp(clock),
+                    stamp(start - 600),
+                    stamp(start - 60),
+                    "540",
+                    tres,
+                    tres,
+                    "n01",
+                ]
+                out.append("|".join(first))
+            out.append("|".join([*fields, str(elapsed), tres, tres if begin != "Unknown" else "", "n01"]))
+            if begin != "Unknown":
+                out.append(
+                    "|".join(
+                        [
+                            f"{task}.batch",
+                            f"{task}.batch",
+                            "batch",
+                            "",
+                            "ml",
+                            "",
+                            state,
+                            begin,
+                            begin,
+                            end,
+                            str(elapsed),
+                            "",
+                            tres,
+                            "n01",
+                        ]
+                    )
+                )
+    return "\n".join(out[:lines]) + "\n"
+
+
+def bench_import_slurm(lines: int, seed: int) -> dict:
+    """Import a generated ``lines``-line sacct file as ``gpuweave trace import-slurm`` does (parse, merge runs,
+    job types, work, schema checks), against the floor of any reader timed in the same run: splitting every line
+    on ``|``. Peak memory: the import's Python allocations (tracemalloc, an untimed second run) and the process's
+    peak RSS."""
+    import tracemalloc
+
+    from gpuweave.workload.traces.schema import validate_frame
+    from gpuweave.workload.traces.slurm import sacct_frame
+
+    if lines < 2:
+        raise InputError(f"--lines must be >= 2, got {lines}", field="lines")
+    text = generate_sacct(lines, seed)
+    store = load_profiles()
+
+    def run_import():
+        raw = sacct_frame(text, source="generated", seed=seed, profiles=store)
+        return validate_frame(raw, file="generated", profiles=store)
+
+    gc.collect()
+    t0 = time.perf_counter()
+    split = [line.split("|") for line in text.splitlines()]
+    reference_s = time.perf_counter() - t0
+    del split
+    gc.collect()
+    t0 = time.perf_counter()
+    frame = run_import()
+    import_s = time.perf_counter() - t0
+    jobs = len(frame)
+    del frame
+    gc.collect()
+    tracemalloc.start()
+    run_import()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {
+        "bench": "import-slurm",
+        "lines": lines,
+        "jobs": jobs,
+        "input_mb": round(len(text.encode()) / 1e6, 2),
+        "import_s": round(import_s, 3),
+        "lines_per_s": round(lines / import_s),
+        "reference_split_s": round(reference_s, 4),
+        "ratio_to_split": round(import_s / reference_s, 1),
+        "peak_python_mb": round(peak / 2**20, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "python": sys.version.split()[0],
     }

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuweave.cluster.policies.tiresias import TiresiasPolicy
+from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.policies.tiresias import TiresiasPolicy, single_type_placement
 from gpuweave.cluster.simulator import Simulator
 from gpuweave.hardware.cluster_spec import make_cluster
 from gpuweave.workload.profiles import load_profiles
@@ -35,3 +36,81 @@ def test_tiresias_skipping_rounds_decides_as_every_round(options, seed, gpus, ra
     assert (segments, decisions) == _history(EveryRoundTiresias(seed=seed, **options), trace, gpus)
     assert len(fast.decision_times) == decisions
     assert 0 < fast.rounds_computed < decisions / 2  # most rounds change nothing and are skipped
+
+
+class FullSortTiresias(TiresiasPolicy):
+    """The reference: the round as it was before the order was kept across rounds (every active job's queue read
+    and the whole list sorted every round, pass 1 over every active job), and every round computed."""
+
+    def schedule(self, view):
+        table = self._rates.of(view)
+        models = self._models(view)
+        col = {m: i for i, m in enumerate(view.models)}
+        active = list(view.running.values()) + list(view.pending.values())
+        entered = {}
+        old = getattr(self, "_ref_entered", {})
+        for js in active:
+            queue = self.queue_of(view.attained_service(js))
+            previous = old.get(js.job.job_id)
+            entered[js.job.job_id] = previous if previous is not None and previous[0] == queue else (queue, view.now)
+        self._ref_entered = entered
+        if self.queue_order == "entry":
+            active.sort(key=lambda js: (*entered[js.job.job_id], js.job.arrival, js.job.job_id))
+        else:
+            active.sort(key=lambda js: (entered[js.job.job_id][0], js.job.arrival, js.job.job_id))
+        scratch = self._capacity.scratch(view)
+        left = dict(scratch.free_by_model)
+        room = max(left.values(), default=0)
+        chosen = []
+        for js in active:
+            n = js.job.num_gpus
+            if js.placement is not None:
+                model = view.nodes[js.placement[0][0]].gpu_model
+                if left[model] >= n:
+                    left[model] -= n
+                    room = max(left.values())
+                    chosen.append((js, model))
+                    continue
+            if n > room:
+                continue
+            cons, uncons = table.cons(js.job.job_type, n), table.uncons(js.job.job_type, n)
+            options = [m for m in models if left[m] >= n and (cons[col[m]] > 0 or uncons[col[m]] > 0)]
+            if options:
+                model = options[0] if self.type_choice == "fixed" else self._rng.choice(options)
+                left[model] -= n
+                room = max(left.values())
+                chosen.append((js, model))
+        wanted, movers = {}, []
+        for js, model in chosen:
+            p = js.placement
+            if p is not None and view.nodes[p[0][0]].gpu_model == model and scratch.fits(p):
+                scratch.take(p)
+                wanted[js.job.job_id] = p
+            else:
+                movers.append((js, model))
+        for js, model in movers:
+            placement = single_type_placement(scratch, view, js.job.num_gpus, model, self.placement)
+            if placement is None:
+                continue
+            cons, uncons = table.get(js.job.job_type, js.job.num_gpus)
+            if (cons[col[model]] if len(placement) == 1 else uncons[col[model]]) > 0:
+                scratch.take(placement)
+                wanted[js.job.job_id] = placement
+        return Decision.from_allocation(view, wanted)
+
+
+@pytest.mark.parametrize(
+    "options,seed,gpus,rate",
+    [
+        ({}, 3, 48, 300.0),
+        ({"preset": "pollux"}, 4, 96, 60.0),
+        ({"type_choice": "fixed", "num_queues": 4}, 5, 24, 120.0),
+        ({"num_queues": 3}, 6, 48, 200.0),
+    ],
+)
+def test_tiresias_kept_order_decides_as_a_full_sort_every_round(options, seed, gpus, rate):
+    """The order kept across rounds (crossing heap, early exit of pass 1, inline kept placements) against the
+    previous code, on Philly-like traces that build a backlog (many queue crossings, preemptions and moves)."""
+    trace = generate_philly_like(300, rate, seed, profiles=load_profiles())
+    fast = TiresiasPolicy(seed=seed, **options)
+    assert _history(fast, trace, gpus) == _history(FullSortTiresias(seed=seed, **options), trace, gpus)

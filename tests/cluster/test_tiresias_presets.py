@@ -51,12 +51,13 @@ def test_start_delay_charges_the_first_start(profiles):
 
 
 class FakeView:
-    """Just what the queue ordering reads: the time, the active jobs and their attained service."""
+    """Just what the queue ordering reads: the time, the active jobs (running: their service grows) and their
+    attained service."""
 
     def __init__(self, now: float, service: dict[str, float], states: list[JobState]) -> None:
         self.now = now
-        self.running: dict[str, JobState] = {}
-        self.pending = {js.job.job_id: js for js in states}
+        self.running = {js.job.job_id: js for js in states}
+        self.pending: dict[str, JobState] = {}
         self._service = service
 
     def attained_service(self, js: JobState) -> float:
@@ -66,8 +67,11 @@ class FakeView:
 @pytest.mark.parametrize(("queue_order", "expected"), [("arrival", ["a", "b"]), ("entry", ["b", "a"])])
 def test_demoted_jobs_queue_by_arrival_or_by_demotion(queue_order, expected):
     """b arrives after a but is demoted first; Pollux keeps Q1 in demotion order."""
-    states = [JobState(Job("a", 0.0, 1, 1e6, "small"), 1e6), JobState(Job("b", 5.0, 3, 1e6, "small"), 1e6)]
+    states = [
+        JobState(Job("a", 0.0, 1, 1e6, "small"), 1e6, placement=((0, 1),)),
+        JobState(Job("b", 5.0, 3, 1e6, "small"), 1e6, placement=((0, 3),)),
+    ]
     policy = make_policy("tiresias", thresholds=[150.0], queue_order=queue_order)
     policy._priority_order(FakeView(120.0, {"a": 120.0, "b": 180.0}, states))  # b enters Q1 at 120
     order = policy._priority_order(FakeView(180.0, {"a": 180.0, "b": 180.0}, states))  # a enters Q1 at 180
-    assert [js.job.job_id for js in order] == expected
+    assert [entry[-1].job.job_id for entry in order] == expected

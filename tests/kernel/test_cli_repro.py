@@ -204,7 +204,7 @@ def test_demo_section(tmp_path):
     assert [r["mode"].split(" ")[0] for r in sec.table] == ["exclusive", "default", "FIKIT"]
     fikit, share = sec.table[2], sec.table[1]
     assert fikit["HI mean JCT ms"] < share["HI mean JCT ms"]
-    assert sec.images and sec.images[0].stat().st_size > 1000
+    assert sec.figures and sec.figures[0].path.stat().st_size > 1000 and sec.figures[0].csv.is_file()
 
 
 def test_fikit_serve_rejects_bad_port():

@@ -33,7 +33,10 @@ def _run(live_config, tmp_path: Path, policy: str) -> tuple[dict, list[dict], Pa
         TRACE,
         policy=policy,
         round_length=20,
-        executor={"program": "torch", "time_scale": 10, "checkpoint_every": 0.5},
+        # Profile rates, not measured ones: torch workers paced to an emulated V100 fall behind their pace when
+        # the CPUs are busy, and measured V100 and K80 rates then look alike, so whether Hadar moves c would
+        # depend on the machine's load. Measured rates feeding the policies are tested in test_rates.py.
+        executor={"program": "torch", "time_scale": 10, "checkpoint_every": 0.5, "measured_rates": False},
     )
     trace = config.parent / "trace.csv"
     trace.write_text(trace.read_text().replace("duration", "work", 1))
@@ -58,12 +61,14 @@ def _run(live_config, tmp_path: Path, policy: str) -> tuple[dict, list[dict], Pa
 def test_hadar_preempts_and_moves_real_torch_jobs(ray_cluster, live_config, tmp_path):
     summary, live, out = _run(live_config, tmp_path, "hadar")
     assert summary["completed"] == len(TRACE)
-    kinds = {r["kind"] for r in live}
-    # c starts on the K80 and is still running there when a V100 pair frees up: Hadar stops it (a checkpoint)
-    # and starts it on the V100s from that checkpoint. Whether that is one move or a stop now and a resume a
-    # round later depends on wall-clock timing; either is a preemption.
-    assert kinds & {"resume", "move"}, "no job was preempted"
-    assert any(r["kind"] in ("resume", "move") and r["job_id"] == "c" for r in live), "c was never moved off the K80"
+    # Which job Hadar puts on the K80 first and when a V100 pair frees up depend on wall-clock launch times, so
+    # the test asks for what the issue asks: a job stopped at a checkpoint and restarted (a preemption), on
+    # other GPUs than before (a move).
+    restarted = [r for r in live if r["kind"] in ("resume", "move")]
+    assert restarted, "no job was preempted"
+    previous = {(r["job_id"], int(r["attempt"])): r["placement"] for r in live}
+    moved = [r for r in restarted if previous.get((r["job_id"], int(r["attempt"]) - 1)) != r["placement"]]
+    assert moved, f"no preempted job restarted on other GPUs: {[(r['job_id'], r['placement']) for r in live]}"
     for job_id in {r["job_id"] for r in live}:  # every job did its steps exactly once across its attempts
         work = next(int(r.split(",")[-1]) for r in TRACE if r.startswith(job_id + ","))
         assert sum(int(r["steps"]) for r in live if r["job_id"] == job_id) == work

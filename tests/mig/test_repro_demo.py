@@ -37,4 +37,5 @@ def test_demo_section(tmp_path):
     assert algos[0] == "FAR" and {"MISO-opt", "FixPartBest"} <= set(algos)
     assert all(row["valid"] for row in sec.table)
     assert all(row["sigma_vs_FAR"] >= 1.0 for row in sec.table)
-    assert sec.images[0].exists()
+    assert [f.path.name for f in sec.figures] == ["mig_makespan.png", "far_rodinia_a100.png"]
+    assert all(f.path.exists() and f.csv.is_file() and f.caption.endswith(".") for f in sec.figures)

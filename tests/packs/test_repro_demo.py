@@ -47,5 +47,5 @@ def test_demo_section_runs_on_bundled_data(tmp_path):
         "random-pack-1",
     }
     assert all(0 < row["relative cost"] <= 1.0 for row in section.table)
-    assert section.images and section.images[0].read_bytes()[:4] == b"\x89PNG"
+    assert section.figures and all(f.path.read_bytes()[:4] == b"\x89PNG" and f.csv.is_file() for f in section.figures)
     assert "Workload-II" in section.title

@@ -29,15 +29,17 @@ def test_plots_one_and_several_runs(tmp_path):
     one = load_runs([write_run_dir(tmp_path / "a")])
     assert one[0].label == "fifo"
     files = plot_runs(one, tmp_path / "one")
-    assert [p.name for _, p in files] == [
+    assert [f.path.name for f in files] == [
         "jct_cdf.png",
         "completed_jobs.png",
         "busy_gpus.png",
         "gru_cdf.png",
         "power.png",
     ]
-    for _, p in files:
-        assert_png(p)
+    for f in files:
+        assert_png(f.path)
+        assert f.csv is not None and f.csv.read_text().count("\n") > 1  # the data drawn, beside the PNG
+        assert re.search(r"[A-Z][^.]{10,}\.", f.caption)  # at least one whole sentence
 
     dirs = [
         write_run_dir(tmp_path / f"r{i}", policy=pol, seed=s)
@@ -45,13 +47,13 @@ def test_plots_one_and_several_runs(tmp_path):
     ]
     several = load_runs(dirs)
     assert [r.label for r in several] == ["fifo seed=0", "fifo seed=1", "sjf seed=0"]
-    for _, p in plot_runs(several, tmp_path / "several"):
-        assert_png(p)
+    for f in plot_runs(several, tmp_path / "several"):
+        assert_png(f.path)
 
 
 def test_busy_gpus_per_model_panels_for_many_runs(tmp_path):
     dirs = [write_run_dir(tmp_path / f"r{i}", policy="fifo", seed=i, n_jobs=4) for i in range(14)]
-    assert_png(plot_busy_gpus(load_runs(dirs), tmp_path / "busy.png"))
+    assert_png(plot_busy_gpus(load_runs(dirs), tmp_path / "busy.png").path)
 
 
 def test_labels_disambiguate_by_differing_config(tmp_path):
@@ -93,14 +95,14 @@ def test_report_is_self_contained_and_has_numbers(tmp_path):
 def test_single_run_report_has_no_comparison(tmp_path):
     report = render_report([write_run_dir(tmp_path / "a")], tmp_path / "out")
     text = report.read_text()
-    assert "<h2>Summary</h2>" in text and "<h2>Comparison</h2>" not in text
+    assert "<h2>Metrics</h2>" in text and "<h2>Comparison</h2>" not in text
     assert "<title>gpuweave report</title>" in text
 
 
 def test_text_is_escaped(tmp_path):
     nasty = '<script>alert("x")</script> & $x$'
     run = write_run_dir(tmp_path / "a", policy=nasty)
-    img = plot_runs(load_runs([run]), tmp_path / "imgs")[0][1]
+    img = plot_runs(load_runs([run]), tmp_path / "imgs")[0].path
     section = DemoSection(
         title="<b>bold</b> & co", table=[{"<col>": "<v>", "n": 3.5}], images=[img], text='line <1>\nline 2\n\npara "2"'
     )
@@ -114,7 +116,7 @@ def test_text_is_escaped(tmp_path):
 
 
 def test_sections_only_report(tmp_path):
-    img = plot_runs(load_runs([write_run_dir(tmp_path / "a")]), tmp_path / "imgs")[1][1]
+    img = plot_runs(load_runs([write_run_dir(tmp_path / "a")]), tmp_path / "imgs")[1].path
     sections = [
         DemoSection(
             title="MIG", table=[{"job": "a", "slices": 3}, {"job": "b", "gpu": "A100"}], images=[img], text="packed"
@@ -123,7 +125,7 @@ def test_sections_only_report(tmp_path):
     ]
     report = render_sections_report(sections, tmp_path / "demo", title="demo")
     text = report.read_text()
-    assert text.count("<section>") == 2 and "data:image/png;base64," in text
+    assert text.count('<section id="') == 2 and "data:image/png;base64," in text
     assert '<th class="text">gpu</th>' in text and "A100" in text and "packed" in text
     assert 'src="http' not in text
 

@@ -83,7 +83,7 @@ def test_kernel_result_directory_and_csv_spelling(tmp_path):
     cli("kernel", "simulate", str(KERNEL_CONFIG), "--out", str(tmp_path / "k"))
     cli("kernel", "simulate", str(KERNEL_CONFIG), "--out", str(tmp_path / "k.csv"))
     summary = assert_core(tmp_path / "k", "kernel")
-    assert {p.name for p in (tmp_path / "k").iterdir()} == {"tasks.csv", "services.csv", "summary.json"}
+    assert {p.name for p in (tmp_path / "k").iterdir()} == {"tasks.csv", "services.csv", "kernels.csv", "summary.json"}
     assert (tmp_path / "k" / "tasks.csv").read_bytes() == (tmp_path / "k.csv").read_bytes()
     assert {"mean_jct_ms[A]", "mean_jct_ms[B]", "busy_fraction"} <= set(summary["metrics"])
     assert summary["config"]["mode"] == "fikit"
@@ -141,7 +141,8 @@ def test_report_on_each_grain_and_mixed_kinds_refused(tmp_path, tasks_csv):
     assert "relative_response_time" in (tmp_path / "r-packs" / "report.html").read_text()
 
     report_runs([tmp_path / "kernel"], tmp_path / "r-kernel")
-    assert _report_files(tmp_path / "r-kernel") == ["kernel_jct.png", "kernel_jct_cdf.png"]
+    # the kernel timeline comes from the run's kernels.csv (the first 20 ms)
+    assert _report_files(tmp_path / "r-kernel") == ["kernel_jct.png", "kernel_jct_cdf.png", "timeline_00_fikit.png"]
 
     with pytest.raises(InputError, match="different kinds"):
         report_runs([tmp_path / "mig-far", tmp_path / "packs-a"], tmp_path / "r-mixed")

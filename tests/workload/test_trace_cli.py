@@ -109,8 +109,8 @@ def test_bad_input_exits_2_with_one_line(monkeypatch, capsys, tmp_path, body, ex
 def test_unknown_format_and_bad_output_suffix(monkeypatch, capsys, tmp_path):
     path = tmp_path / "ok.csv"
     path.write_text("job_id,arrival,num_gpus,job_type,work\nx,0,1,A3C,5\n", encoding="utf-8")
-    code, _, err = run(monkeypatch, capsys, "trace", "validate", str(path), "--format", "slurm")
-    assert code == 2 and "unknown trace format 'slurm'" in err
+    code, _, err = run(monkeypatch, capsys, "trace", "validate", str(path), "--format", "lsf")
+    assert code == 2 and "unknown trace format 'lsf'" in err
     code, _, err = run(monkeypatch, capsys, "trace", "convert", str(path), str(tmp_path / "out.txt"))
     assert code == 2 and ".csv or .parquet" in err
     weird = tmp_path / "weird.csv"

@@ -2,7 +2,8 @@
 
 Grains: ``cluster``, ``mig``, ``packs``, ``kernel`` (each with its ``plan``/``simulate``/``run`` and a registry
 listing: ``policies``, ``algos``, ``modes``). Cross-cutting groups: ``trace``, ``repro``, ``crosscheck``, ``sweep``,
-``report``, ``bench``, ``demo``, ``gpus``. The spellings of earlier releases (``simulate``, ``policies``,
+``report``, ``bench``, ``demo``, ``gpus``; the service: ``serve`` and its clients ``submit``, ``jobs``, ``cancel``,
+``nodes``. The spellings of earlier releases (``simulate``, ``policies``,
 ``plan mig|packs|andreas|hadar``, ``run mig|packs``, ``fikit serve|build-shim``) stay as hidden aliases of the same
 functions (:mod:`gpuweave.cli.aliases`). This package is the top layer: it only parses options, calls the library
 and prints; heavy imports stay inside the command bodies so that ``gpuweave --help`` is instant.
@@ -25,6 +26,7 @@ from gpuweave import __version__
 from gpuweave.cli import (
     aliases,
     bench,
+    client,
     cluster,
     crosscheck,
     demo,
@@ -35,6 +37,7 @@ from gpuweave.cli import (
     packs,
     report,
     repro,
+    serve,
     sweep,
     trace,
 )
@@ -82,10 +85,12 @@ def _root(
         set_overrides(limit)
 
 
-for _group in (cluster, mig, packs, kernel, trace, repro, bench):
+for _group in (cluster, mig, packs, kernel, trace, repro, bench, serve):
     app.add_typer(_group.app, name=_group.NAME)
 for _single in (sweep, report, demo, gpus, crosscheck, limits):
     app.command(_single.NAME)(_single.command)
+for _name, _command in client.COMMANDS.items():
+    app.command(_name)(_command)
 aliases.add_aliases(app)
 
 

@@ -1,4 +1,4 @@
-"""``gpuweave bench sim|scale|round|kernel``: speed figures measured the same way every time.
+"""``gpuweave bench sim|scale|round|kernel|import-slurm``: speed figures measured the same way every time.
 
 The logic lives in :mod:`gpuweave.bench`.
 """
@@ -10,7 +10,7 @@ import json
 import typer
 
 from gpuweave.checks import SEED
-from gpuweave.tables import print_table
+from gpuweave.cli.output import ProgressBar, print_table, quiet_option, show_progress
 
 NAME = "bench"
 app = typer.Typer(help="Measure speed (jobs/s, events/s, memory).", no_args_is_help=True)
@@ -34,14 +34,9 @@ def _print_result(result: dict, title: str, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(result))
         return
-    from rich.table import Table
+    from rich.console import Console
 
-    table = Table(title=title)
-    table.add_column("metric")
-    table.add_column("value")
-    for k, v in result.items():
-        table.add_row(k, str(v))
-    print_table(table)
+    print_table(Console(), title, ("metric", "value"), [(k, v) for k, v in result.items()], right=("value",))
 
 
 @app.command("sim")
@@ -52,12 +47,15 @@ def sim(
     rate: float = typer.Option(30.0, "--rate", help="Arrival rate, jobs/hour."),
     seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi),
     round_length: float = typer.Option(None, "--round", help="Force a round length (s)."),
+    quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Time the cluster simulator on a generated trace."""
     from gpuweave.bench import bench_sim
 
-    result = bench_sim(jobs, gpus, policy, rate, seed, round_length)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        hook = bar.task(f"bench sim {policy}: jobs done", jobs)
+        result = bench_sim(jobs, gpus, policy, rate, seed, round_length, hook)
     _print_result(result, "bench sim", as_json)
 
 
@@ -68,6 +66,7 @@ def scale(
     max_jobs: int = typer.Option(None, "--max-jobs", min=1000, help="Largest size (a power of ten; default 10^5)."),
     seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
+    quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Jobs/s of a policy at 10^3..10^5 (10^6 with --full) jobs under backlog and moderate load, against a bare
@@ -76,52 +75,18 @@ def scale(
 
     top = max_jobs or (1_000_000 if full else 100_000)
     sizes = [n for n in (1_000, 10_000, 100_000, 1_000_000) if n <= top]
-    with _SimProgress(progress and not as_json) as bar:
-        result = bench_scale(policy, sizes, seed, bar.hook if progress and not as_json else None)
+    with ProgressBar(progress and show_progress(quiet or as_json)) as bar:
+        result = bench_scale(policy, sizes, seed, bar.task if bar.enabled else None)
     if as_json:
         typer.echo(json.dumps(result))
         return
-    from rich.table import Table
+    from rich.console import Console
 
-    table = Table(title=f"bench scale: {policy} (log-log slope {result['loglog_slope']})")
-    columns = ("load", "jobs", "cpu_s", "jobs_per_s", "bare_jobs_per_s", "ratio_to_bare", "peak_rss_mb")
-    for column in columns:
-        table.add_column(column)
-    for row in result["rows"]:
-        table.add_row(*(str(row[c]) for c in columns))
-    print_table(table)
-
-
-class _SimProgress:
-    """One rich progress bar on stderr per simulation (or nothing)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self._bar = None
-        if enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=Console(stderr=True),
-                transient=True,
-            )
-
-    def hook(self, label: str, total: int):
-        task = self._bar.add_task(label, total=total)
-        return lambda done: self._bar.update(task, completed=done)
-
-    def __enter__(self):
-        if self._bar is not None:
-            self._bar.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._bar is not None:
-            self._bar.stop()
+    keys = ("load", "jobs", "cpu_s", "jobs_per_s", "bare_jobs_per_s", "ratio_to_bare", "peak_rss_mb")
+    headers = ("load", "jobs", "CPU (s)", "jobs/s", "bare loop jobs/s", "ratio to bare", "peak RSS (MB)")
+    rows = [[str(row[c]) for c in keys] for row in result["rows"]]
+    title = f"bench scale: {policy} (log-log slope {result['loglog_slope']})"
+    print_table(Console(), title, headers, rows, right=headers[1:])
 
 
 @app.command("round")
@@ -135,12 +100,15 @@ def round_(
     option: list[str] = typer.Option(
         [], "--option", help="Policy option key=value (repeatable), e.g. order=slack-srpt."
     ),
+    quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Time one scheduling round (Hadar's Fig. 5 setup) of a policy with N active jobs."""
     from gpuweave.bench import bench_round
 
-    result = bench_round(jobs, policy, reps, seed, _parse_options(option))
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"bench round {policy} ({jobs} jobs, {reps} reps)")
+        result = bench_round(jobs, policy, reps, seed, _parse_options(option))
     _print_result(result, "bench round", as_json)
 
 
@@ -150,10 +118,25 @@ def kernel(
     mode: str = typer.Option("fikit", "--mode", help="Kernel arbitration mode (gpuweave kernel modes)."),
     runs: int = typer.Option(3, "--runs", min=1, help="Timed runs; the median is reported."),
     seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi),
+    quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Time the kernel simulator on the canonical HI + LO pair (experiment IV.a, scaled by --tasks)."""
     from gpuweave.bench import bench_kernel
 
-    result = bench_kernel(tasks, mode, runs, seed)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"bench kernel {mode} ({runs} runs)")
+        result = bench_kernel(tasks, mode, runs, seed)
     _print_result(result, "bench kernel", as_json)
+
+
+@app.command("import-slurm")
+def import_slurm(
+    lines: int = typer.Option(100_000, "--lines", min=2, help="Lines of the generated sacct file (header included)."),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Time `gpuweave trace import-slurm` on a generated sacct file against splitting its lines; peak memory."""
+    from gpuweave.bench import bench_import_slurm
+
+    _print_result(bench_import_slurm(lines, seed), "bench import-slurm", as_json)

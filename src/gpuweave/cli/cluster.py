@@ -1,13 +1,12 @@
-"""``gpuweave cluster simulate|plan hadar|plan andreas|run|compare|policies|list|show``: the cluster grain.
+"""``gpuweave cluster simulate|plan hadar|plan andreas|run|compare|policies|list|show|import-slurm``: the cluster grain.
 
 ``simulate`` runs a trace through the simulator under one policy; ``plan hadar``/``plan andreas`` plan one round of a
-snapshot; ``run``/``compare`` are the live runtime; ``list``/``show`` the bundled cluster specs.
+snapshot; ``run``/``compare`` are the live runtime; ``list``/``show`` the bundled cluster specs; ``import-slurm``
+makes a cluster spec of a Slurm cluster's nodes.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Optional
 
@@ -15,7 +14,7 @@ import typer
 
 from gpuweave.checks import SEED
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
-from gpuweave.tables import cell, print_table
+from gpuweave.cli.output import JSON_HELP, ProgressBar, cell, print_json, print_table, quiet_option, show_progress
 
 NAME = "cluster"
 app = typer.Typer(help="Cluster grain: simulate, plan and run policies; cluster specs.", no_args_is_help=True)
@@ -47,8 +46,13 @@ def simulate(
     policy_option: list[str] = typer.Option(
         [], "--policy-option", "-O", help="Policy option KEY=VALUE (repeatable; VALUE read as YAML)."
     ),
+    quiet: bool = quiet_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the run's metrics and paths as JSON."),
 ) -> None:
-    """Simulate a trace on a cluster under one policy; write jobs.csv, allocations.csv, timeseries.csv, summary.json."""
+    """Simulate a trace on a cluster under one policy; write jobs.csv, allocations.csv, timeseries.csv, summary.json.
+
+    Every run setting of a YAML config is also a flag (--restart-delay, --round-length, --profiles, --placement,
+    -O policy options), so a variant needs no YAML."""
     from rich.console import Console
 
     from gpuweave.cluster.config import load_config, parse_config
@@ -77,13 +81,19 @@ def simulate(
     cfg = parse_config(data, config or "<command line>")
     out_dir = out or Path("gpuweave-out") / "runs" / f"{cfg.policy}-{cfg.key()}"
     check_replaceable(out_dir)  # fail before simulating, not after (a file, or a directory of other files)
-    summary = run_simulation(cfg, out_dir)
-    console = Console()
-    print_table(_summary_table(cfg.policy, summary), console)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        summary = run_simulation(cfg, out_dir, bar.task(f"simulate {cfg.policy}: jobs done"))
+    path = None
     if report:
         from gpuweave.report.html import render_report
 
         path = render_report([out_dir], out_dir / "report", title=f"gpuweave: {cfg.policy}")
+    if as_json:
+        print_json({"policy": cfg.policy, "metrics": summary, "results": str(out_dir), "report": path and str(path)})
+        return
+    console = Console()
+    _print_summary(console, cfg.policy, summary)
+    if path is not None:
         console.print(f"report: {path}")
     console.print(f"results: {out_dir}")
 
@@ -102,15 +112,9 @@ def _policy_options(pairs: list[str]) -> dict[str, object]:
     return options
 
 
-def _summary_table(policy: str, summary: dict):
-    from rich.table import Table
-
-    table = Table(title=f"summary: {policy}")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for k, v in summary.items():
-        table.add_row(k, cell(v) if isinstance(v, float) or v is None else str(v))
-    return table
+def _print_summary(console, policy: str, summary: dict) -> None:
+    rows = [(k, cell(v) if isinstance(v, float) or v is None else str(v)) for k, v in summary.items()]
+    print_table(console, f"summary: {policy}", ("metric", "value"), rows, right=("value",))
 
 
 @app.command("policies")
@@ -141,6 +145,7 @@ def plan_hadar(
     backfill: bool = typer.Option(False, "--backfill", help="Offer jobs the DP skipped the GPUs left free."),
     max_states: int = typer.Option(64, "--max-states", help="DP memo budget per round."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Plan one Hadar round: start, keep, move, stop or wait per job, with placements and rates."""
     from gpuweave.cluster.hadar_plan import plan_snapshot
@@ -149,26 +154,27 @@ def plan_hadar(
     if max_states < 1:
         raise InputError(f"--max-states must be >= 1, got {max_states}", field="max_states")
     options = dict(variant=variant, utility=utility, solver=solver, order=order, backfill=backfill)
-    out = plan_snapshot(state, **options, max_states=max_states)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:  # --solver exact on a large snapshot takes a while
+        bar.task(f"plan hadar ({solver})")
+        out = plan_snapshot(state, **options, max_states=max_states)
     if as_json:
-        typer.echo(json.dumps(out, indent=2))
+        print_json(out)
     else:
         _print_hadar_plan(out, f"{variant}, {solver}, {order}")
 
 
 def _print_hadar_plan(out: dict, setting: str) -> None:
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=f"Hadar round at t={out['now']:g} s (L = {out['round_length']:g} s; {setting})")
-    for c in ("job", "job type", "W", "decision", "placement", "rate [it/s]", "remaining [it]"):
-        table.add_column(c)
+    rows = []
     for r in out["jobs"]:
         where = " + ".join(f"{p['node']} ({p['gpu']}) × {p['gpus']}" for p in r["placement"])
         rate = f"{r['rate']:.4g}" if r["placement"] else ""
-        table.add_row(r["job"], r["job_type"], str(r["gpus"]), r["decision"], where, rate, f"{r['remaining']:.6g}")
+        rows.append((r["job"], r["job_type"], str(r["gpus"]), r["decision"], where, rate, f"{r['remaining']:.6g}"))
     console = Console()
-    print_table(table, console)
+    title = f"Hadar round at t={out['now']:g} s (L = {out['round_length']:g} s; {setting})"
+    columns = ("job", "job type", "W", "decision", "placement", "rate [it/s]", "remaining [it]")
+    print_table(console, title, columns, rows, right=("W", "rate [it/s]", "remaining [it]"))
     fallback = "state budget hit (greedy fallback)" if out["fallback"] else "no fallback"
     console.print(
         f"payoff {out['value']:.6g}; {out['states']} FIND_ALLOC calls; "
@@ -187,33 +193,35 @@ def plan_andreas(
     variant: str = typer.Option("code", "--variant", help="Proxy objective: code (default) or paper."),
     exact: bool = typer.Option(False, "--exact", help="Also solve the exact MILP (small queues) and print RG's gap."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Plan one ANDREAS rescheduling point: job -> node and GPUs, or postponed, with the cost terms."""
     from gpuweave.andreas.plan import plan_snapshot
 
-    out = plan_snapshot(state, method, seed, max_it, variant, exact)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"plan andreas ({method}{', exact MILP' if exact else ''})")
+        out = plan_snapshot(state, method, seed, max_it, variant, exact)
     if as_json:
-        typer.echo(json.dumps(out, indent=2, default=lambda x: None if isinstance(x, float) and math.isinf(x) else x))
+        print_json(out)  # an infinite tardiness or cost is null, never the invalid token Infinity
     else:
         _print_andreas_plan(out, method, variant)
 
 
 def _print_andreas_plan(out: dict, method: str, variant: str) -> None:
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=f"ANDREAS plan at t={out['now']:g} s ({method}, proxy {variant})")
-    for col in ("job", "decision", "time [s]", "ends", "due", "late [s]"):
-        table.add_column(col)
+    rows = []
     for r in out["jobs"]:
         if r["node"] is None:
-            table.add_row(r["job"], f"postponed (W={r['postpone_cost']:.4g} €)", "", "", f"{r['due']:g}", "")
+            rows.append((r["job"], f"postponed (W={r['postpone_cost']:.4g} €)", "", "", f"{r['due']:g}", ""))
         else:
             decision = f"{r['node']} × {r['gpus']} ({r['config']})"
             times = (f"{r['time_s']:.1f}", f"{r['end']:.1f}", f"{r['due']:g}", f"{r['late_s']:.1f}")
-            table.add_row(r["job"], decision, *times)
+            rows.append((r["job"], decision, *times))
     console = Console()
-    print_table(table, console)
+    columns = ("job", "decision", "time [s]", "ends", "due", "late [s]")
+    title = f"ANDREAS plan at t={out['now']:g} s ({method}, proxy {variant})"
+    print_table(console, title, columns, rows, right=columns[2:])
     line = (
         f"f_OBJ = {out['f_obj']:.6g} € = energy {out['energy']:.6g} + tardiness {out['tardiness']:.6g} + "
         f"postponement {out['postpone']:.6g}; greedy {out['f_greedy']:.6g}; {out['iterations']} iterations"
@@ -226,16 +234,24 @@ def _print_andreas_plan(out: dict, method: str, variant: str) -> None:
 @app.command("run")
 def run(
     config: Path = typer.Argument(..., help="Run config YAML (the simulate config plus an executor section)."),
-    executor: Optional[str] = typer.Option(None, "--executor", "-e", help="local or ray (default: the config's)."),
+    executor: Optional[str] = typer.Option(
+        None, "--executor", "-e", help="local, ray or slurm (default: the config's; docs/slurm.md)."
+    ),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray)."),
     out: Path = typer.Option(..., "--out", "-o", help="Result directory (also holds the journal and checkpoints)."),
+    quiet: bool = quiet_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the run's summary as JSON."),
 ) -> None:
     """Run a trace for real under a policy: workers, checkpoints, preemption, moves; write simulator results."""
     from rich.console import Console
 
     from gpuweave.live.launch import run_live
 
-    summary = run_live(config, executor, address, out)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        summary = run_live(config, executor, address, out, bar.task("live run: jobs done"))
+    if as_json:
+        print_json({"summary": summary, "results": str(out)})
+        return
     console = Console()
     for key in ("jobs", "completed", "avg_jct_s", "makespan_s", "restarts"):
         value = summary[key]
@@ -247,71 +263,92 @@ def run(
 def compare(
     sim_run: Path = typer.Argument(..., help="Result directory of `gpuweave cluster simulate`."),
     live_run: Path = typer.Argument(..., help="Result directory of `gpuweave cluster run`."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Print each job's JCT in the simulated and the live run, and the ratio live/sim."""
-    from rich.table import Table
+    from rich.console import Console
 
     from gpuweave.cluster.results import fmt
     from gpuweave.live.results import compare_jct
 
-    table = Table(title=f"JCT: {live_run} (live) vs {sim_run} (sim)")
-    for column in ("job", "sim JCT s", "live JCT s", "live/sim"):
-        table.add_column(column, justify="left" if column == "job" else "right")
-    for job_id, sim, live, ratio in compare_jct(sim_run, live_run):
-        table.add_row(job_id, fmt(sim and round(sim, 2)), fmt(live and round(live, 2)), fmt(ratio and round(ratio, 3)))
-    print_table(table)
+    rows = compare_jct(sim_run, live_run)
+    if as_json:
+        keys = ("job", "sim_jct_s", "live_jct_s", "live_over_sim")
+        print_json([dict(zip(keys, row)) for row in rows])
+        return
+    cells = [
+        (job_id, fmt(sim and round(sim, 2)), fmt(live and round(live, 2)), fmt(ratio and round(ratio, 3)))
+        for job_id, sim, live, ratio in rows
+    ]
+    columns = ("job", "sim JCT s", "live JCT s", "live/sim")
+    print_table(Console(), f"JCT: {live_run} (live) vs {sim_run} (sim)", columns, cells, right=columns[1:])
 
 
 @app.command("list")
-def list_clusters() -> None:
+def list_clusters(as_json: bool = typer.Option(False, "--json", help="Print the bundled clusters as JSON.")) -> None:
     """List the bundled cluster specs."""
-    from rich.table import Table
+    from rich.console import Console
 
     from gpuweave.hardware.cluster_spec import bundled_clusters, load_cluster
 
-    table = Table(title="bundled clusters")
-    for col in ("name", "nodes", "GPUs", "by model", "description"):
-        table.add_column(col)
-    for cname in bundled_clusters():
-        spec = load_cluster(cname)
-        by_model = ", ".join(f"{m} {n}" for m, n in spec.gpus_by_model().items())
-        table.add_row(cname, str(spec.total_nodes), str(spec.total_gpus), by_model, spec.description)
-    print_table(table)
+    specs = {name: load_cluster(name) for name in bundled_clusters()}
+    if as_json:
+        print_json([_cluster_json(name, spec) for name, spec in specs.items()])
+        return
+    rows = [
+        (
+            name,
+            spec.total_nodes,
+            spec.total_gpus,
+            ", ".join(f"{m} {n}" for m, n in spec.gpus_by_model().items()),
+            spec.description,
+        )
+        for name, spec in specs.items()
+    ]
+    columns = ("name", "nodes", "GPUs", "by model", "description")
+    print_table(Console(), "bundled clusters", columns, rows, right=("nodes", "GPUs"))
+
+
+def _cluster_json(name: str, spec) -> dict:
+    return {
+        "name": name,
+        "nodes": spec.total_nodes,
+        "gpus": spec.total_gpus,
+        "gpus_by_model": dict(spec.gpus_by_model()),
+        "description": spec.description,
+        "source": spec.source,
+    }
 
 
 @app.command("show")
 def show(
     name_or_path: str = typer.Argument(..., help="A bundled cluster name (see `cluster list`) or a YAML path."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Summarise a cluster spec: node groups and GPUs by model."""
     from rich.console import Console
-    from rich.table import Table
 
     from gpuweave.hardware.cluster_spec import load_cluster
 
     spec = load_cluster(name_or_path)
+    if as_json:
+        groups = [{"gpu": g.gpu, "count": g.count, "gpus_per_node": g.gpus_per_node} for g in spec.nodes]
+        print_json({**_cluster_json(spec.name, spec), "node_groups": groups})
+        return
     console = Console()
     console.print(f"[bold]{spec.name}[/bold]: {spec.total_nodes} nodes, {spec.total_gpus} GPUs")
     if spec.description:
         console.print(spec.description, markup=False)
     if spec.source:
         console.print(f"source: {spec.source}", markup=False, highlight=False)
-    print_table(_node_groups_table(spec), console)
-    by_model = Table(title="GPUs by model")
-    by_model.add_column("GPU")
-    by_model.add_column("GPUs", justify="right")
-    for model, count in spec.gpus_by_model().items():
-        by_model.add_row(model, str(count))
-    print_table(by_model, console)
+    _print_node_groups(console, spec)
+    rows = [(model, str(count)) for model, count in spec.gpus_by_model().items()]
+    print_table(console, "GPUs by model", ("GPU", "GPUs"), rows, right=("GPUs",))
 
 
-def _node_groups_table(spec):
-    from rich.table import Table
-
+def _print_node_groups(console, spec) -> None:
     nodes = spec.expand()
-    groups = Table(title="node groups")
-    for col in ("#", "count", "GPU", "GPUs/node", "GPUs", "price/kWh", "PUE", "nodes"):
-        groups.add_column(col)
+    rows = []
     first = 0
     for i, group in enumerate(spec.nodes):
         members = nodes[first : first + group.count]
@@ -319,5 +356,72 @@ def _node_groups_table(spec):
         shown = members[0].name if len(members) == 1 else f"{members[0].name} .. {members[-1].name}"
         gpus = (str(group.gpus_per_node), str(group.count * group.gpus_per_node))
         node_facts = (str(members[0].price_per_kwh), f"{members[0].pue:g}")
-        groups.add_row(str(i), str(group.count), group.gpu, *gpus, *node_facts, shown)
-    return groups
+        rows.append((str(i), str(group.count), group.gpu, *gpus, *node_facts, shown))
+    columns = ("#", "count", "GPU", "GPUs/node", "GPUs", "price/kWh", "PUE", "nodes")
+    print_table(console, "node groups", columns, rows, right=("#", "count", "GPUs/node", "GPUs", "price/kWh", "PUE"))
+
+
+@app.command("import-slurm")
+def import_slurm(
+    source: Optional[str] = typer.Argument(
+        None, metavar="NODES", help="`scontrol show node` output, text or --json ('-' = stdin); none: ask Slurm here."
+    ),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Cluster spec YAML (default: print it)."),
+    scontrol_json: bool = typer.Option(
+        False, "--scontrol-json", help="Asking Slurm: run `scontrol show node --json` (Slurm >= 23.02)."
+    ),
+    name: str = typer.Option("slurm", "--name", help="Cluster name."),
+    partition: Optional[str] = typer.Option(None, "--partition", help="Only the nodes of this partition."),
+    gpu_map: list[str] = typer.Option([], "--gpu-map", help="Slurm GPU type to catalog model, TYPE=MODEL (repeat)."),
+    untyped_gpu: Optional[str] = typer.Option(None, "--untyped-gpu", help="Catalog model of GPUs with no type."),
+    catalog_only: bool = typer.Option(
+        False, "--catalog-only", help="Leave out GPUs whose type the catalog does not know (default: an error)."
+    ),
+    price_per_kwh: float = typer.Option(0.0, "--price-per-kwh", min=0.0, help="Energy price for every node."),
+    pue: float = typer.Option(1.0, "--pue", min=1.0, help="Power usage effectiveness for every node."),
+    as_json: bool = typer.Option(False, "--json", help="Print the spec, where it was written and the notes as JSON."),
+) -> None:
+    """Make a cluster spec of a Slurm cluster's GPU nodes (one gpuweave node per Slurm node and GPU type)."""
+    import sys
+
+    import yaml
+
+    from gpuweave.workload.traces.slurm_nodes import import_cluster, parse_gpu_map, parse_nodes
+
+    if source is None:
+        from gpuweave.live.slurm_commands import run_slurm
+
+        command = ["scontrol", "show", "node", "--json" if scontrol_json else "--oneliner"]
+        text, label = run_slurm(command), " ".join(command)
+    elif source == "-":
+        text, label = sys.stdin.read(), "<stdin>"
+    else:
+        from gpuweave.workload.traces._tables import read_text
+
+        text, label = read_text(source), source
+    spec, notes = import_cluster(
+        parse_nodes(text, source=label),
+        name=name,
+        source=label,
+        partition=partition,
+        gpu_map=parse_gpu_map(gpu_map),
+        untyped=untyped_gpu,
+        skip_unknown=catalog_only,
+        price_per_kwh=price_per_kwh,
+        pue=pue,
+    )
+    text = yaml.safe_dump(spec, sort_keys=False)
+    if out is not None:
+        from gpuweave.files import prepare_output_file
+
+        prepare_output_file(out, field="out", suffixes=(".yaml", ".yml")).write_text(text, encoding="utf-8")
+    if as_json:
+        print_json({"cluster": spec, "out": str(out) if out else None, "source": label, "notes": notes})
+        return
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    gpus = sum(g["count"] * g["gpus_per_node"] for g in spec["nodes"])
+    typer.echo(f"wrote {out}: {sum(g['count'] for g in spec['nodes'])} gpuweave node(s), {gpus} GPUs from {label}")

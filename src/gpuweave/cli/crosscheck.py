@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from gpuweave.tables import print_table
+from gpuweave.cli.output import ProgressBar, quiet_option, show_progress
 
 NAME = "crosscheck"
 
@@ -21,16 +21,18 @@ def command(
     out: Optional[Path] = typer.Option(
         None, "--out", help="Output directory (default ./gpuweave-out/crosscheck/PEER)."
     ),
+    quiet: bool = quiet_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison rows as JSON."),
 ) -> None:
     """Run our policies on the peer's traces and print ours beside the peer's results."""
-    from rich.console import Console
-
+    from gpuweave.cli.repro import print_comparison, print_rows_json
     from gpuweave.repro.crosscheck import run_crosscheck
-    from gpuweave.repro.registry import comparison_table
 
     out_dir = out or Path("gpuweave-out") / "crosscheck" / peer
-    rows = run_crosscheck(peer, data, out_dir)
-    console = Console()
-    table = comparison_table(rows, f"crosscheck {peer}: ours beside the peer's", notes=console.width >= 120)
-    print_table(table, console)
-    console.print(f"wrote {out_dir / 'comparison.csv'}")
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"crosscheck {peer}")
+        rows = run_crosscheck(peer, data, out_dir)
+    if as_json:
+        print_rows_json(rows, out_dir)
+        return
+    print_comparison(rows, f"crosscheck {peer}: ours beside the peer's", out_dir)

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from gpuweave.tables import print_table
+from gpuweave.cli.output import print_json, print_table
 
 NAME = "gpus"
 
@@ -15,6 +15,7 @@ def command(
     name: Optional[str] = typer.Argument(None, help="A GPU model or alias (e.g. A100, h100, k80)."),
     show_partitions: bool = typer.Option(False, "--partitions", help="List the GPU's maximal MIG partitions."),
     show_tree: bool = typer.Option(False, "--tree", help="Draw the GPU's MIG repartitioning tree (FAR)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the catalog, the model or its partitions as JSON."),
 ) -> None:
     """Print the GPU catalog, or one model with its MIG partitions / repartitioning tree."""
     from rich.console import Console
@@ -26,16 +27,32 @@ def command(
     if name is None:
         if show_partitions or show_tree:
             raise InputError("--partitions and --tree need a GPU name, e.g. `gpuweave gpus A100 --partitions`")
-        print_table(_catalog_table(), console)
+        if as_json:
+            from gpuweave.hardware.catalog import all_gpus
+
+            print_json([_gpu_json(gpu) for gpu in all_gpus().values()])
+            return
+        _print_catalog(console)
         return
     gpu = get_gpu(name)
+    if as_json:
+        payload = _gpu_json(gpu)
+        if show_partitions and gpu.mig is not None:
+            from gpuweave.hardware.mig import partition_label, partitions
+
+            payload["partitions"] = [
+                {"label": partition_label(part), "instances": [sorted(p.slices) for p in part]}
+                for part in partitions(gpu.mig)
+            ]
+        print_json(payload)
+        return
     if not (show_partitions or show_tree):
-        print_table(_model_table(gpu), console)
+        _print_model(console, gpu)
         return
     if gpu.mig is None:
         raise InputError(f"GPU {gpu.name} has no MIG, so no partitions or tree", field="gpu")
     if show_partitions:
-        print_table(_partitions_table(gpu), console)
+        _print_partitions(console, gpu)
     if show_tree:
         from gpuweave.hardware.mig import repartition_tree
 
@@ -47,23 +64,24 @@ def command(
             console.print(line, markup=False, highlight=False)
 
 
-def _catalog_table():
-    from rich.table import Table
+def _gpu_json(gpu) -> dict:
+    return {
+        "name": gpu.name,
+        "memory_gb": gpu.memory_gb,
+        "power_idle_w": gpu.power_idle_w,
+        "power_max_w": gpu.power_max_w,
+        "mig_slices": gpu.mig_slices if gpu.mig else None,
+        "mig_geometry": gpu.mig.name if gpu.mig else None,
+        "aliases": list(gpu.aliases),
+        "sources": dict(gpu.sources),
+    }
 
+
+def _print_catalog(console) -> None:
     from gpuweave.hardware.catalog import all_gpus
 
-    table = Table(title="GPU catalog")
-    for col, justify in (
-        ("name", "left"),
-        ("memory GB", "right"),
-        ("idle W", "right"),
-        ("max W", "right"),
-        ("MIG slices", "right"),
-        ("aliases", "left"),
-    ):
-        table.add_column(col, justify=justify)
-    for gpu in all_gpus().values():
-        table.add_row(
+    rows = [
+        (
             gpu.name,
             f"{gpu.memory_gb:g}",
             f"{gpu.power_idle_w:g}",
@@ -71,52 +89,49 @@ def _catalog_table():
             str(gpu.mig_slices) if gpu.mig else "-",
             ", ".join(gpu.aliases),
         )
-    return table
+        for gpu in all_gpus().values()
+    ]
+    columns = ("name", "memory GB", "idle W", "max W", "MIG slices", "aliases")
+    print_table(console, "GPU catalog", columns, rows, right=columns[1:5])
 
 
-def _model_table(gpu):
-    from rich.table import Table
-
-    table = Table(title=f"{gpu.name} ({gpu.form_factor})" if gpu.form_factor else gpu.name)
-    table.add_column("field")
-    table.add_column("value", justify="right")
-    table.add_column("source")
+def _print_model(console, gpu) -> None:
     rows = [("memory_gb", gpu.memory_gb), ("power_idle_w", gpu.power_idle_w), ("power_max_w", gpu.power_max_w)]
     if gpu.mig_slice_memory_gb is not None:
         rows.append(("mig_slice_memory_gb", gpu.mig_slice_memory_gb))
-    for key, value in rows:
-        table.add_row(key, f"{value:g}", gpu.sources.get(key, ""))
+    cells = [(key, f"{value:g}", gpu.sources.get(key, "")) for key, value in rows]
     if gpu.mig is not None:
         geo = gpu.mig
-        table.add_row(
-            "mig", f"{geo.name}: {geo.num_slices} slices, sizes {list(geo.sizes)}", gpu.sources.get("mig", geo.note)
+        cells.append(
+            ("mig", f"{geo.name}: {geo.num_slices} slices, sizes {list(geo.sizes)}", gpu.sources.get("mig", geo.note))
         )
         for size in geo.sizes:
-            table.add_row(
-                f"create/destroy {size}g (s)",
-                f"{geo.create_time(size):g} / {geo.destroy_time(size):g}",
-                f"{geo.sources.get('create_s', '')}; {geo.sources.get('destroy_s', '')}",
+            cells.append(
+                (
+                    f"create/destroy {size}g (s)",
+                    f"{geo.create_time(size):g} / {geo.destroy_time(size):g}",
+                    f"{geo.sources.get('create_s', '')}; {geo.sources.get('destroy_s', '')}",
+                )
             )
-    return table
+    title = f"{gpu.name} ({gpu.form_factor})" if gpu.form_factor else gpu.name
+    print_table(console, title, ("field", "value", "source"), cells, right=("value",))
 
 
-def _partitions_table(gpu):
-    from rich.table import Table
-
+def _print_partitions(console, gpu) -> None:
     from gpuweave.hardware.mig import partition_label, partitions
 
     def fmt(values) -> str:
         return "{" + ",".join(f"S{v}" for v in sorted(values)) + "}"
 
     parts = partitions(gpu.mig)
-    table = Table(title=f"{gpu.name}: {len(parts)} maximal MIG partitions (FAR Fig. 1 numbering)")
-    for col in ("#", "partition", "instances (slices)", "occupancy"):
-        table.add_column(col)
-    for number, part in enumerate(parts, start=1):
-        table.add_row(
+    rows = [
+        (
             str(number),
             partition_label(part),
             " ".join(fmt(p.slices) for p in part),
             " ".join(fmt(p.occupancy) for p in part),
         )
-    return table
+        for number, part in enumerate(parts, start=1)
+    ]
+    title = f"{gpu.name}: {len(parts)} maximal MIG partitions (FAR Fig. 1 numbering)"
+    print_table(console, title, ("#", "partition", "instances (slices)", "occupancy"), rows, right=("#",))

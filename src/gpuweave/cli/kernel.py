@@ -12,13 +12,16 @@ from typing import Optional
 import typer
 
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
-from gpuweave.tables import cell, print_table
+from gpuweave.cli.output import ProgressBar, cell, print_json, print_table, quiet_option, show_progress
 
 NAME = "kernel"
 app = typer.Typer(
     help="Kernel grain: simulate FIKIT and baselines, build profiles, import traces, run the scheduler server.",
     no_args_is_help=True,
 )
+
+#: the window (ms) a timeline PNG and a result directory's kernels.csv show
+TIMELINE_WINDOW_MS = (0.0, 20.0)
 
 
 @app.command("simulate")
@@ -31,6 +34,8 @@ def simulate(
         help="FILE.csv: per-task JCTs; any other path: a result directory (tasks.csv, services.csv, summary.json).",
     ),
     timeline: Optional[Path] = typer.Option(None, "--timeline", help="Write a timeline PNG of the first 20 ms here."),
+    as_json: bool = typer.Option(False, "--json", help="Print the run's metrics as JSON."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Simulate services sharing one GPU and print per-service JCT statistics."""
     from dataclasses import replace
@@ -55,41 +60,49 @@ def simulate(
     if mode:
         data["mode"] = mode
     services, cfg = build_simulation(data, base=config.parent, file=str(config))
-    if timeline:
-        cfg = replace(cfg, record_kernels=True, record_window=(0.0, 20.0))
-    res = run_simulation(services, cfg)
-    console = Console()
-    _print_simulation(console, services, cfg, res)
+    if timeline or (out and not out_csv):  # a result directory keeps the first 20 ms as kernels.csv
+        cfg = replace(cfg, record_kernels=True, record_window=TIMELINE_WINDOW_MS)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"kernel simulate: {cfg.mode}")
+        res = run_simulation(services, cfg)
+    console = Console(stderr=as_json)
+    written = None
     if out:
         written = write_tasks_csv(res, services, out) if out_csv else write_kernel_result(out, res, services, data)
-        console.print(f"wrote {written}")
+    if as_json:
+        from gpuweave.kernel.results import kernel_metrics
+
+        print_json({"mode": cfg.mode, "metrics": kernel_metrics(res, services), "written": written and str(written)})
+    else:
+        _print_simulation(console, services, cfg, res)
+        if written is not None:
+            console.print(f"wrote {written}")
     if timeline:
         from gpuweave.kernel.timeline import plot_timelines
 
-        plot_timelines([(cfg.mode, res.kernels)], (0.0, 20.0), timeline)
+        plot_timelines([(cfg.mode, res.kernels)], TIMELINE_WINDOW_MS, timeline)
         console.print(f"wrote {timeline}")
 
 
 def _print_simulation(console, services, cfg, res) -> None:
-    from rich.table import Table
-
     from gpuweave.kernel.experiments import share_label
 
-    table = Table(title=f"{cfg.mode} (sharing model: {share_label(cfg)})")
-    for col in ("service", "priority", "tasks", "mean JCT ms", "std ms", "CV", "busy share"):
-        table.add_column(col)
+    rows = []
     for s in services:
         n = len(res.tasks[s.name])
-        table.add_row(
-            s.name,
-            str(s.priority),
-            str(n),
-            cell(res.mean_jct(s.name), ".3f"),
-            cell(res.std_jct(s.name), ".3f"),
-            cell(res.cv_jct(s.name), ".4f") if n else "",
-            f"{res.service_busy[s.name] / max(res.end_time, 1e-12):.3f}",
+        rows.append(
+            (
+                s.name,
+                str(s.priority),
+                str(n),
+                cell(res.mean_jct(s.name), ".3f"),
+                cell(res.std_jct(s.name), ".3f"),
+                cell(res.cv_jct(s.name), ".4f") if n else "",
+                f"{res.service_busy[s.name] / max(res.end_time, 1e-12):.3f}",
+            )
         )
-    print_table(table, console)
+    columns = ("service", "priority", "tasks", "mean JCT ms", "std ms", "CV", "busy share")
+    print_table(console, f"{cfg.mode} (sharing model: {share_label(cfg)})", columns, rows, right=columns[1:])
     console.print(
         f"simulated {res.end_time:.1f} ms, {res.kernels_run} kernels, device busy {res.busy_fraction():.3f}"
         + (f", fillers {res.core_stats.fillers}" if res.core_stats else "")
@@ -159,6 +172,7 @@ def import_torch(
         None, "--out", help="Trace JSON to write (default: PROFILE stem + .trace.json)."
     ),
     name: Optional[str] = typer.Option(None, "--name", help="Trace name."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Convert a torch.profiler Chrome trace into a kernel trace for `kernel simulate`."""
     from gpuweave.files import prepare_output_file, read_input_text
@@ -167,7 +181,9 @@ def import_torch(
     read_input_text(profile, what="torch.profiler trace")
     if out:
         prepare_output_file(out, field="out")
-    trace, rep = import_chrome_trace(profile, name)
+    with ProgressBar(show_progress(quiet)) as bar:  # a large model's trace is hundreds of MB of JSON
+        bar.task(f"import {profile.name}")
+        trace, rep = import_chrome_trace(profile, name)
     dest = out or profile.with_suffix(".trace.json")
     trace.save(dest)
     typer.echo(
@@ -180,11 +196,15 @@ def import_torch(
 def bench(
     tasks: int = typer.Option(60, "--tasks", help="High-priority tasks (IV.a-sized run)."),
     mode: str = typer.Option("fikit", "--mode", help="Simulation mode."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
     """Simulator speed in kernel events per second (never asserted, only reported)."""
     from gpuweave.kernel.bench import sim_speed
 
     r = sim_speed(tasks, mode)
+    if as_json:
+        print_json({"mode": mode, "tasks": tasks, **r})
+        return
     typer.echo(
         f"{mode}: {r['events']} events, {r['kernels']} kernels in {r['seconds']:.3f} s -> "
         f"{r['events_per_s']:,.0f} events/s, {r['kernels_per_s']:,.0f} kernels/s"

@@ -12,7 +12,6 @@ from typing import Callable, Iterable
 import typer
 
 from gpuweave.registry import Entry, Option, Registry
-from gpuweave.tables import print_table
 
 JSON_OPTION_HELP = "Print the registry listing as JSON."
 
@@ -33,15 +32,17 @@ def print_listing(
     if as_json:
         typer.echo(json.dumps(registry.listing(), indent=2))
         return
-    from rich.table import Table
+    from rich.console import Console
 
-    table = Table(title=title)
-    table.add_column("name", no_wrap=True)
-    for column in meta_columns:
-        table.add_column(column)
-    table.add_column("what")
-    table.add_column("options (default)", overflow="fold")
-    for entry in registry.entries().values():
-        facts = [str(entry.meta.get(column, "")) for column in meta_columns]
-        table.add_row(shown_name(entry), *facts, entry.help, options_text(entry.options))
-    print_table(table)
+    from gpuweave.cli.output import print_table
+
+    rows = [
+        (
+            shown_name(entry),
+            *(str(entry.meta.get(c, "")) for c in meta_columns),
+            entry.help,
+            options_text(entry.options),
+        )
+        for entry in registry.entries().values()
+    ]
+    print_table(Console(), title, ("name", *meta_columns, "what", "options (default)"), rows)

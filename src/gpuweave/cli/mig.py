@@ -9,7 +9,7 @@ import typer
 
 from gpuweave.checks import SEED
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
-from gpuweave.tables import print_table
+from gpuweave.cli.output import ProgressBar, is_stdout, print_json, print_table, quiet_option, show_progress
 
 NAME = "mig"
 app = typer.Typer(
@@ -30,7 +30,13 @@ def plan(
         "--algo",
         help="far | miso-opt | fixpart-best | fixpart:1-1-1-1-1-1-1 | fixpart:7 | exact (see `gpuweave mig algos`).",
     ),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the schedule JSON here."),
+    json_out: Optional[Path] = typer.Option(
+        None,
+        "--json",
+        metavar="PATH",
+        help="Write the schedule JSON here (input of `mig run` and `mig validate`); `--json -` prints it on "
+        "stdout instead of the table (messages go to stderr).",
+    ),
     gantt: Optional[Path] = typer.Option(None, "--gantt", help="Write a Gantt chart (PNG) here."),
     batches: Optional[Path] = typer.Option(
         None, "--batches", help="Directory of batch CSVs (file-name order) to schedule with FAR and concatenate."
@@ -38,24 +44,36 @@ def plan(
     out: Optional[Path] = typer.Option(
         None, "--out", help="Write a result directory here (schedule.json, tasks.csv, summary.json)."
     ),
+    quiet: bool = quiet_option(),
 ) -> None:
-    """Plan a batch of moldable tasks on MIG and print the schedule, makespan, lower bound and ratio."""
+    """Plan a batch of moldable tasks on MIG and print the schedule, makespan, lower bound and ratio.
+
+    With `--json -` stdout carries only the schedule JSON (the same bytes `--json FILE` writes)."""
     _check_plan_outputs(gpus, json_out, gantt, out)  # before planning: exact can take minutes
-    schedule = (
-        _plan_batches(batches, tasks, gpu, gpus, algo) if batches is not None else _plan_tasks(tasks, gpu, gpus, algo)
-    )
-    _print_schedule(schedule)
-    if json_out is not None:
+    to_stdout = is_stdout(json_out)
+    with ProgressBar(show_progress(quiet or to_stdout)) as bar:
+        bar.task(f"mig plan: {algo}")
+        schedule = (
+            _plan_batches(batches, tasks, gpu, gpus, algo)
+            if batches is not None
+            else _plan_tasks(tasks, gpu, gpus, algo)
+        )
+    if to_stdout:
+        typer.echo(schedule.json_text(), nl=False)
+    else:
+        _print_schedule(schedule)
+    if json_out is not None and not to_stdout:
         typer.echo(f"wrote {schedule.write_json(json_out)}")
     if gantt is not None:
         from gpuweave.mig.gantt import plot_gantt
 
-        typer.echo(f"wrote {plot_gantt(schedule, gantt)}")
+        typer.echo(f"wrote {plot_gantt(schedule, gantt)}", err=to_stdout)
     if out is not None:
         from gpuweave.mig.results import write_mig_result
 
         source = {"tasks": str(tasks)} if batches is None else {"batches": str(batches)}
-        typer.echo(f"wrote {write_mig_result(out, schedule, {**source, 'gpu': gpu, 'gpus': gpus, 'algo': algo})}")
+        written = write_mig_result(out, schedule, {**source, "gpu": gpu, "gpus": gpus, "algo": algo})
+        typer.echo(f"wrote {written}", err=to_stdout)
 
 
 def _check_plan_outputs(gpus: int, json_out: Optional[Path], gantt: Optional[Path], out: Optional[Path]) -> None:
@@ -67,7 +85,7 @@ def _check_plan_outputs(gpus: int, json_out: Optional[Path], gantt: Optional[Pat
     if gpus < 1:
         raise InputError(f"--gpus must be at least 1, got {gpus}", field="gpus")
     check_limit("mig_gpus", gpus, "--gpus", field="gpus")  # planning time grows with the GPU count
-    if json_out is not None:
+    if json_out is not None and not is_stdout(json_out):
         prepare_output_file(json_out, field="json")
     if gantt is not None:
         prepare_output_file(gantt, field="gantt", suffixes=IMAGE_SUFFIXES)
@@ -110,16 +128,14 @@ def _plan_tasks(tasks: Optional[Path], gpu: str, gpus: int, algo: str):
 
 def _print_schedule(schedule) -> None:
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=f"{schedule.algo} on {schedule.gpu} x{schedule.gpus}")
-    for col in ("task", "gpu", "instance", "slices", "start (s)", "end (s)"):
-        table.add_column(col)
+    rows = []
     for t in sorted(schedule.tasks, key=lambda t: (t.start, t.gpu_index, t.start_slice)):
         slices = f"S{t.start_slice}-S{t.start_slice + t.size - 1}"
-        table.add_row(t.task, str(t.gpu_index), f"{t.size}g@S{t.start_slice}", slices, f"{t.start:.4f}", f"{t.end:.4f}")
+        rows.append((t.task, str(t.gpu_index), f"{t.size}g@S{t.start_slice}", slices, f"{t.start:.4f}", f"{t.end:.4f}"))
     console = Console()
-    print_table(table, console)
+    columns = ("task", "gpu", "instance", "slices", "start (s)", "end (s)")
+    print_table(console, f"{schedule.algo} on {schedule.gpu} x{schedule.gpus}", columns, rows, right=columns[4:])
     ops = len(schedule.operations)
     console.print(
         f"makespan {schedule.makespan:.4f} s   lower bound {schedule.lower_bound:.4f} s   ratio {schedule.ratio:.4f}   "
@@ -152,6 +168,9 @@ def run(
     clean_existing: bool = typer.Option(
         False, "--clean-existing", help="Destroy MIG instances already on the GPU instead of refusing to run."
     ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print planned vs measured times as JSON (with --dry-run: the NVML calls)."
+    ),
 ) -> None:
     """Execute a schedule on a real MIG GPU (Algorithm 3) and compare planned with measured times.
 
@@ -161,7 +180,7 @@ def run(
     A pre-flight refuses (exit 2) when MIG mode is off, permissions are missing, instances already exist or the
     GPU's MIG geometry differs from the schedule's; every instance is destroyed on errors and on Ctrl-C.
     """
-    from gpuweave.mig.nvml_exec import dry_run_calls, execute_schedule, load_nvml, print_timings
+    from gpuweave.mig.nvml_exec import dry_run_calls, execute_schedule, load_nvml
     from gpuweave.mig.schedule import read_schedule_json
 
     schedule = read_schedule_json(schedule_file)
@@ -172,7 +191,11 @@ def run(
         prob = read_tasks_csv(tasks, schedule.gpu)
         commands = dict(zip(prob.names, prob.commands or [None] * prob.n))
     if dry_run:
-        for line in dry_run_calls(schedule, gpu_index=gpu_index, commands=commands):
+        calls = dry_run_calls(schedule, gpu_index=gpu_index, commands=commands)
+        if as_json:
+            print_json({"schedule": str(schedule_file), "gpu_index": gpu_index, "calls": calls})
+            return
+        for line in calls:
             typer.echo(line)
         return
     nvml = load_nvml()
@@ -185,9 +208,56 @@ def run(
         )
         return
     result = execute_schedule(schedule, nvml, gpu_index=gpu_index, commands=commands, clean_existing=clean_existing)
+    written = result.write_csv(out) if out is not None else None
+    if as_json:
+        print_json({**timings_json(result), "written": written and str(written)})
+        return
     print_timings(result)
-    if out is not None:
-        typer.echo(f"wrote {result.write_csv(out)}")
+    if written is not None:
+        typer.echo(f"wrote {written}")
+
+
+def timings_json(result) -> dict:
+    """Planned vs measured end times of a real run (like FAR Table 3), as ``mig run --json`` prints them."""
+    tasks = [
+        {
+            "task": t.task,
+            "instance": f"{t.size}g@S{t.start_slice}",
+            "planned_start_s": t.planned_start,
+            "planned_end_s": t.planned_end,
+            "measured_start_s": t.measured_start,
+            "measured_end_s": t.measured_end,
+            "deviation_pct": t.deviation_pct,
+            "returncode": t.returncode,
+        }
+        for t in sorted(result.timings, key=lambda t: t.planned_end)
+    ]
+    return {
+        "planned_makespan_s": result.planned_makespan,
+        "measured_makespan_s": result.measured_makespan,
+        "tasks": tasks,
+    }
+
+
+def print_timings(result) -> None:
+    """The planned-vs-measured table of a real run (like FAR Table 3) and the two makespans."""
+    from rich.console import Console
+
+    rows = [
+        (
+            t.task,
+            f"{t.size}g@S{t.start_slice}",
+            f"{t.planned_end:.3f}",
+            f"{t.measured_end:.3f}",
+            f"{t.deviation_pct:+.2f}",
+            str(t.returncode),
+        )
+        for t in sorted(result.timings, key=lambda t: t.planned_end)
+    ]
+    console = Console()
+    columns = ("task", "instance", "planned end (s)", "measured end (s)", "deviation (%)", "rc")
+    print_table(console, "planned vs measured (like FAR Table 3)", columns, rows, right=columns[2:])
+    console.print(f"makespan planned {result.planned_makespan:.3f} s, measured {result.measured_makespan:.3f} s")
 
 
 @app.command("validate")
@@ -196,6 +266,7 @@ def validate(
     tasks: Optional[Path] = typer.Option(
         None, "--tasks", help="TASKS.csv: also check that every task runs once for its profiled time."
     ),
+    as_json: bool = typer.Option(False, "--json", help="Print what was checked as JSON."),
 ) -> None:
     """Check a schedule against the MIG model; the first violated rule and its tasks, exit 2.
 
@@ -208,13 +279,19 @@ def validate(
     schedule = read_schedule_json(schedule_file)
     problem = read_tasks_csv(tasks, schedule.gpu, schedule.gpus) if tasks is not None else None
     report = check_schedule(schedule, problem, file=str(schedule_file))
+    commands = {t.task: t.command for t in schedule.tasks if t.command}
+    if problem is not None and problem.commands:
+        commands.update({n: c for n, c in zip(problem.names, problem.commands) if c})
+    if as_json:
+        facts = {"tasks": report.checked_tasks, "operations": report.checked_operations, "gpu": schedule.gpu}
+        print_json(
+            {"valid": True, **facts, "gpus": schedule.gpus, "makespan_s": schedule.makespan, "commands": commands}
+        )
+        return
     typer.echo(
         f"valid: {report.checked_tasks} tasks, {report.checked_operations} operations, "
         f"makespan {schedule.makespan:.4f} s on {schedule.gpu} x{schedule.gpus}"
     )
-    commands = {t.task: t.command for t in schedule.tasks if t.command}
-    if problem is not None and problem.commands:
-        commands.update({n: c for n, c in zip(problem.names, problem.commands) if c})
     if commands:
         typer.echo(f"commands ({len(commands)}): `gpuweave mig run` runs each as given through /bin/bash, as you:")
         for task, command in commands.items():

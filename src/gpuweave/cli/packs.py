@@ -10,7 +10,7 @@ import typer
 
 from gpuweave.checks import SEED
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
-from gpuweave.tables import print_table
+from gpuweave.cli.output import ProgressBar, is_stdout, print_json, print_table, quiet_option, show_progress
 
 NAME = "packs"
 app = typer.Typer(
@@ -30,14 +30,21 @@ def plan(
     ),
     seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the random heuristics."),
     json_out: Optional[Path] = typer.Option(
-        None, "--json", help="Write the plan as JSON (input of `gpuweave packs run`)."
+        None,
+        "--json",
+        metavar="PATH",
+        help="Write the plan as JSON here (input of `gpuweave packs run`); `--json -` prints it on stdout "
+        "instead of the table (messages go to stderr).",
     ),
     gantt: Optional[Path] = typer.Option(None, "--gantt", help="Write the pack chart (PNG)."),
     out: Optional[Path] = typer.Option(
         None, "--out", help="Write a result directory here (plan.json, packs.csv, summary.json)."
     ),
+    quiet: bool = quiet_option(),
 ) -> None:
-    """Co-schedule the tasks of PROFILE into packs of at most K tasks on P processors."""
+    """Co-schedule the tasks of PROFILE into packs of at most K tasks on P processors.
+
+    With `--json -` stdout carries only the plan JSON (the same bytes `--json FILE` writes)."""
     from rich.console import Console
 
     from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
@@ -47,7 +54,8 @@ def plan(
     from gpuweave.staging import check_replaceable
 
     get_algorithm(algo)  # unknown names fail before the file is read
-    if json_out is not None:
+    to_stdout = is_stdout(json_out)
+    if json_out is not None and not to_stdout:
         prepare_output_file(json_out, field="json")
     if gantt is not None:
         prepare_output_file(gantt, field="gantt", suffixes=IMAGE_SUFFIXES)
@@ -56,24 +64,31 @@ def plan(
     prof = _load_profile(profile, procs)
     kk = prof.p if k is None else k
     check_k(prof, kk)
-    sched = solve(algo, prof, kk, seed=seed)
-    sched.validate(prof, kk)
-    metrics = evaluate(prof, sched)
-    console = Console()
-    _print_plan(console, prof, sched, kk, algo, metrics)
-    if json_out is not None:
-        json_out.write_text(json.dumps(plan_to_dict(prof, sched, kk, metrics, seed=seed), indent=2) + "\n")
-        console.print(f"wrote {json_out}")
+    with ProgressBar(show_progress(quiet or to_stdout)) as bar:
+        bar.task(f"packs plan: {algo}")
+        sched = solve(algo, prof, kk, seed=seed)
+        sched.validate(prof, kk)
+        metrics = evaluate(prof, sched)
+    text = json.dumps(plan_to_dict(prof, sched, kk, metrics, seed=seed), indent=2) + "\n"
+    console = Console(stderr=to_stdout)  # with --json -, stdout carries the plan only
+    if to_stdout:
+        typer.echo(text, nl=False)
+    else:
+        _print_plan(console, prof, sched, kk, algo, metrics)
+    if json_out is not None and not to_stdout:
+        json_out.write_text(text)
+        console.print(f"wrote {json_out}", markup=False, highlight=False)
     if gantt is not None:
         from gpuweave.packs.gantt import plot_packs
 
         plot_packs(prof, sched, gantt)
-        console.print(f"wrote {gantt}")
+        console.print(f"wrote {gantt}", markup=False, highlight=False)
     if out is not None:
         from gpuweave.packs.results import write_packs_result
 
         config = {"profile": str(profile), "procs": prof.p, "k": kk, "algo": algo, "seed": seed}
-        console.print(f"wrote {write_packs_result(out, prof, sched, kk, config, seed)}")
+        written = write_packs_result(out, prof, sched, kk, config, seed)
+        console.print(f"wrote {written}", markup=False, highlight=False)
 
 
 def _load_profile(profile: Path, procs: Optional[int]):
@@ -91,17 +106,14 @@ def _load_profile(profile: Path, procs: Optional[int]):
 
 
 def _print_plan(console, prof, sched, k: int, algo: str, metrics) -> None:
-    from rich.table import Table
-
     from gpuweave.packs.registry import get_algorithm
 
-    table = Table(title=f"{algo}: n={prof.n}, p={prof.p}, k={k}")
-    for col in ("pack", "start (s)", "cost (s)", "procs used", "tasks (procs -> time s)"):
-        table.add_column(col)
+    rows = []
     for b, pk in enumerate(sched.packs):
         tasks = ", ".join(f"{prof.names[i]} ({j} -> {t:.4g})" for i, j, t in zip(pk.tasks, pk.procs, pk.times))
-        table.add_row(str(b), f"{pk.start:.4g}", f"{pk.cost:.4g}", f"{pk.used}/{prof.p}", tasks)
-    print_table(table, console)
+        rows.append((str(b), f"{pk.start:.4g}", f"{pk.cost:.4g}", f"{pk.used}/{prof.p}", tasks))
+    columns = ("pack", "start (s)", "cost (s)", "procs used", "tasks (procs -> time s)")
+    print_table(console, f"{algo}: n={prof.n}, p={prof.p}, k={k}", columns, rows, right=columns[:4])
     opt = " (proven optimum)" if get_algorithm(algo).exact else ""
     console.print(f"cost {sched.cost:.6g} s{opt}; baseline (each task alone on p) {prof.baseline_cost():.6g} s")
     rt = f", running time {metrics.runtime_ms:.3f} ms" if metrics.runtime_ms is not None else ""
@@ -120,6 +132,8 @@ def run(
     ),
     report: Optional[Path] = typer.Option(None, "--report", help="Write the planned-vs-measured report as JSON."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Kill a task after this many seconds."),
+    quiet: bool = quiet_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the planned-vs-measured report as JSON."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print each task's command and CPUs; run nothing."),
 ) -> None:
     """Run SCHEDULE here: packs in order, tasks of a pack together on disjoint CPU sets.
@@ -146,13 +160,19 @@ def run(
             cpu_list = ",".join(map(str, cpus))
             typer.echo(f"pack {pack}: {task.name} on {task.procs} processor(s), CPUs {cpu_list}: {shlex.join(argv)}")
         return
-    rep = run_plan(plan_, cpus_per_proc=cpus_per_proc, command=command, timeout=timeout)
-    console = Console()
-    print_table(_run_table(rep, f"run of {schedule} ({plan_.procs} processors x {cpus_per_proc} CPU)"), console)
-    console.print(f"planned cost {rep.planned_cost:.4g} s, measured {rep.measured_cost:.4g} s")
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        step = bar.task("packs run: packs done", len(plan_.packs))
+        rep = run_plan(plan_, cpus_per_proc=cpus_per_proc, command=command, timeout=timeout, on_pack=step)
     if report is not None:
         report.write_text(json.dumps(rep.as_dict(), indent=2) + "\n")
-        console.print(f"wrote {report}")
+    if as_json:
+        print_json({**rep.as_dict(), "report": report and str(report)})
+    else:
+        console = Console()
+        _print_run(console, rep, f"run of {schedule} ({plan_.procs} processors x {cpus_per_proc} CPU)")
+        console.print(f"planned cost {rep.planned_cost:.4g} s, measured {rep.measured_cost:.4g} s")
+        if report is not None:
+            console.print(f"wrote {report}", markup=False, highlight=False)
     if not rep.ok:
         failed = [tr.task for pk in rep.packs for tr in pk.tasks if tr.returncode != 0]
         typer.echo(
@@ -161,20 +181,17 @@ def run(
         raise typer.Exit(1)
 
 
-def _run_table(rep, title: str):
-    from rich.table import Table
-
-    table = Table(title=title)
-    for col in ("pack", "task", "procs", "cpus", "planned (s)", "measured (s)", "rc"):
-        table.add_column(col)
+def _print_run(console, rep, title: str) -> None:
+    rows = []
     for pk in rep.packs:
-        table.add_row(str(pk.index), "[b]pack[/b]", "", "", f"{pk.planned:.4g}", f"{pk.measured:.4g}", "")
+        rows.append((str(pk.index), "(whole pack)", "", "", f"{pk.planned:.4g}", f"{pk.measured:.4g}", ""))
         for tr in pk.tasks:
             cpus = ",".join(map(str, tr.cpus))
-            table.add_row(
-                "", tr.task, str(tr.procs), cpus, f"{tr.planned:.4g}", f"{tr.measured:.4g}", str(tr.returncode)
+            rows.append(
+                ("", tr.task, str(tr.procs), cpus, f"{tr.planned:.4g}", f"{tr.measured:.4g}", str(tr.returncode))
             )
-    return table
+    columns = ("pack", "task", "procs", "cpus", "planned (s)", "measured (s)", "rc")
+    print_table(console, title, columns, rows, right=("pack", "procs", "planned (s)", "measured (s)", "rc"))
 
 
 @app.command("algos")

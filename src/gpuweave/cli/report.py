@@ -7,19 +7,29 @@ from typing import List, Optional
 
 import typer
 
+from gpuweave.cli.output import ProgressBar, quiet_option, show_progress
+
 NAME = "report"
 
 
 def command(
     run_dirs: List[Path] = typer.Argument(
-        ..., help="Result directories of one kind (cluster, mig, packs or kernel runs written with --out)."
+        ...,
+        help="Result directories of one kind: cluster, mig, packs or kernel runs written with --out, or "
+        "reproduction/crosscheck directories (comparison.csv).",
     ),
     out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default ./gpuweave-out/report)."),
     title: str = typer.Option("gpuweave report", "--title", help="Report title."),
+    tolerance: Optional[float] = typer.Option(
+        None, "--tolerance", help="Reproductions: relative difference from the paper's number still a match (0.1)."
+    ),
+    quiet: bool = quiet_option(),
 ) -> None:
-    """Write report.html (images embedded) and the plot PNGs for RUN_DIR..."""
+    """Write report.html (one self-contained file: figures, their data, contents) and the PNGs and CSVs."""
     from gpuweave.report.grains import report_runs
 
     out_dir = out or Path("gpuweave-out") / "report"
-    path = report_runs(run_dirs, out_dir, title=title)
+    with ProgressBar(show_progress(quiet)) as bar:
+        bar.task(f"report: {len(run_dirs)} run(s)")
+        path = report_runs(run_dirs, out_dir, title=title, tolerance=tolerance)
     typer.echo(f"wrote {path}")

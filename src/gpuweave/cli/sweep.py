@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from gpuweave.tables import print_table
+from gpuweave.cli.output import print_json, quiet_option, show_progress
 
 NAME = "sweep"
 
@@ -20,23 +20,29 @@ def _hours(value):
     return value / 3600.0 if isinstance(value, (int, float)) else value
 
 
+def _header(metric: str, cluster: bool) -> str:
+    """A metric's column header: words apart so it can wrap (``relative response time``), its unit in brackets."""
+    if metric.endswith("_s"):
+        metric = metric[:-2] + (" (h)" if cluster else " (s)")
+    return metric.replace("_", " ")
+
+
 def _print_aggregate(spec, rows: list[dict]) -> None:
     """Means over seeds; a cluster sweep shows its times in hours, the other grains in their own units."""
-    from rich.table import Table
+    from rich.console import Console
 
+    from gpuweave.cli.output import print_table
     from gpuweave.report.html import format_value
     from gpuweave.sweep.spec import GRAINS
 
     cluster = spec.grain == "cluster"
     metrics = TABLE_METRICS if cluster else ("runs", *GRAINS[spec.grain].aggregate_metrics)
     shown = [c for c in rows[0] if c in spec.grid or c in metrics]
-    table = Table(title=f"sweep {spec.name}: means over seeds")
-    for col in shown:
-        header = f"{col[:-2]} (h)" if cluster and col.endswith("_s") else col
-        table.add_column(header, justify="left" if isinstance(rows[0][col], str) else "right")
-    for row in rows:
-        table.add_row(*(format_value(_hours(row[c]) if cluster and c.endswith("_s") else row[c]) for c in shown))
-    print_table(table)
+    headers = [_header(c, cluster) if c not in spec.grid else c for c in shown]
+    right = [h for c, h in zip(shown, headers) if not isinstance(rows[0][c], str)]
+    cells = [[format_value(_hours(row[c]) if cluster and c.endswith("_s") else row[c]) for c in shown] for row in rows]
+    key = sum(1 for c in shown if c in spec.grid) or 1  # a split table repeats the grid values that name a row
+    print_table(Console(), f"sweep {spec.name}: means over seeds", headers, cells, right=right, key=key)
 
 
 def command(
@@ -49,7 +55,13 @@ def command(
         None, "--workers", help="Worker processes (local) or CPUs of a local Ray (default: all CPUs)."
     ),
     out: Optional[Path] = typer.Option(None, "--out", help="Output directory (overrides the file's out)."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
+    progress: bool = typer.Option(
+        True, "--progress/--no-progress", help="Show a progress bar on stderr (only on a terminal)."
+    ),
+    quiet: bool = quiet_option(),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the sweep's summary (what sweep_summary.json holds) as JSON."
+    ),
 ) -> None:
     """Run every cell of SWEEP.yaml (finished cells are reused) and write sweep.csv/.parquet and a report."""
     from gpuweave.files import prepare_output_dir
@@ -61,8 +73,13 @@ def command(
     check_inputs(spec)
     prepare_output_dir(spec.out, field="out", create=False)
     with make_executor(executor, workers=workers, address=address) as ex:
-        df = run_sweep(spec, ex, progress=progress)
+        df = run_sweep(spec, ex, progress=progress and show_progress(quiet or as_json))
     summary = df.attrs["summary"]
+    if as_json:
+        print_json(summary)
+        if summary["failed"]:
+            raise typer.Exit(1)
+        return
     if summary["aggregate"]:
         _print_aggregate(spec, summary["aggregate"])
     typer.echo(

@@ -1,4 +1,4 @@
-"""``gpuweave trace validate|convert|info|generate|cluster|import-torch``: cluster job traces and node lists."""
+"""``gpuweave trace validate|convert|info|generate|cluster|import-torch|import-slurm``: job traces and node lists."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import typer
 
 from gpuweave.checks import SEED
 from gpuweave.cli.kernel import import_torch
-from gpuweave.tables import print_table
+from gpuweave.cli.output import ProgressBar, print_json, print_table, quiet_option, show_progress
 
 FORMAT_HELP = (
-    "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias, philly or pollux "
+    "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias, philly, pollux or slurm "
     "(auto = detect from name and header)."
 )
 PROFILES_HELP = (
@@ -61,18 +61,27 @@ def validate(
     seed: int = typer.Option(
         0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the job-type assignment for sources without a model."
     ),
+    quiet: bool = quiet_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Check every row of FILE; print a one-line summary, or one error line and exit with code 2."""
     from gpuweave.workload.traces.formats import load_trace_frame
     from gpuweave.workload.traces.schema import fill_work, frame_to_jobs
 
-    store = _profiles(profiles, extrapolate, file, fmt)
-    frame = load_trace_frame(file, fmt, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus)
-    frame = fill_work(frame, store, reference_gpu, file=file)
-    jobs = frame_to_jobs(frame)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"trace validate: reading {file.name}")
+        store = _profiles(profiles, extrapolate, file, fmt)
+        frame = load_trace_frame(file, fmt, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus)
+        frame = fill_work(frame, store, reference_gpu, file=file)
+        jobs = frame_to_jobs(frame)
+    span = jobs[-1].arrival - jobs[0].arrival
+    if as_json:
+        facts = {"file": str(file), "format": frame.attrs["format"], "jobs": len(jobs), "arrival_span_s": span}
+        largest = max(j.num_gpus for j in jobs)
+        print_json({"valid": True, **facts, "largest_job_gpus": largest, "notes": list(frame.attrs.get("notes", []))})
+        return
     for note in frame.attrs.get("notes", []):
         typer.echo(f"note: {note}")
-    span = jobs[-1].arrival - jobs[0].arrival
     typer.echo(
         f"ok: {file}: {len(jobs)} jobs ({frame.attrs['format']}), arrivals over {span:,.0f} s, "
         f"largest job {max(j.num_gpus for j in jobs)} GPUs"
@@ -107,19 +116,22 @@ def convert(
     seed: int = typer.Option(
         0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the job-type assignment for sources without a model."
     ),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Convert IN (any readable format) to gpuweave's trace schema at OUT (.csv or .parquet)."""
     from gpuweave.workload.traces.formats import load_trace_frame
     from gpuweave.workload.traces.schema import fill_work, write_frame
 
-    store = _profiles(profiles, extrapolate, source, from_format)
-    frame = load_trace_frame(
-        source, from_format, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus
-    )
-    if fill:
-        frame = fill_work(frame, store, reference_gpu, file=source)
-    frame = frame.dropna(axis=1, how="all")
-    write_frame(frame, out)
+    with ProgressBar(show_progress(quiet)) as bar:
+        bar.task(f"trace convert: {source.name}")
+        store = _profiles(profiles, extrapolate, source, from_format)
+        frame = load_trace_frame(
+            source, from_format, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus
+        )
+        if fill:
+            frame = fill_work(frame, store, reference_gpu, file=source)
+        frame = frame.dropna(axis=1, how="all")
+        write_frame(frame, out)
     for note in frame.attrs.get("notes", []):
         typer.echo(f"note: {note}")
     typer.echo(f"wrote {out}: {len(frame)} jobs from {source} ({frame.attrs['format']})")
@@ -133,45 +145,54 @@ def info(
         0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the job-type assignment for sources without a model."
     ),
     top: int = typer.Option(10, "--top", help="How many job types to list."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Summarise FILE: jobs, arrival span, GPU-count histogram and job types."""
     from rich.console import Console
-    from rich.table import Table
 
     from gpuweave.errors import InputError
     from gpuweave.workload.traces.formats import load_trace_frame
 
     if top < 0:
         raise InputError(f"--top must be >= 0, got {top}", field="top")
-    frame = load_trace_frame(file, fmt, seed=seed)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"trace info: reading {file.name}")
+        frame = load_trace_frame(file, fmt, seed=seed)
+    if as_json:
+        print_json(
+            {
+                "file": str(file),
+                "format": frame.attrs["format"],
+                "jobs": len(frame),
+                "first_arrival_s": float(frame["arrival"].min()),
+                "last_arrival_s": float(frame["arrival"].max()),
+                "gpus_requested": int(frame["num_gpus"].sum()),
+                "median_duration_s": float(frame["duration"].median()) if frame["duration"].notna().any() else None,
+                "gpus_per_job": {str(k): int(v) for k, v in frame["num_gpus"].value_counts().sort_index().items()},
+                "job_types": {str(k): int(v) for k, v in frame["job_type"].value_counts().head(top).items()},
+                "notes": list(frame.attrs.get("notes", [])),
+            }
+        )
+        return
     console = Console()
-    summary = Table(title=f"{file.name} ({frame.attrs['format']})", show_header=False)
-    summary.add_column("what")
-    summary.add_column("value", justify="right")
     first, last = float(frame["arrival"].min()), float(frame["arrival"].max())
-    summary.add_row("jobs", f"{len(frame):,}")
-    summary.add_row("arrivals", f"{first:,.0f} s ... {last:,.0f} s ({(last - first) / 3600:,.1f} h)")
-    summary.add_row("GPUs requested", f"{int(frame['num_gpus'].sum()):,}")
-    summary.add_row("rows with work", f"{int(frame['work'].notna().sum()):,}")
-    summary.add_row("rows with duration", f"{int(frame['duration'].notna().sum()):,}")
+    summary = [
+        ("jobs", f"{len(frame):,}"),
+        ("arrivals", f"{first:,.0f} s ... {last:,.0f} s ({(last - first) / 3600:,.1f} h)"),
+        ("GPUs requested", f"{int(frame['num_gpus'].sum()):,}"),
+        ("rows with work", f"{int(frame['work'].notna().sum()):,}"),
+        ("rows with duration", f"{int(frame['duration'].notna().sum()):,}"),
+    ]
     if frame["duration"].notna().any():
-        summary.add_row("median duration", f"{float(frame['duration'].median()):,.0f} s")
-    print_table(summary, console)
-
-    gpus = Table(title="GPUs per job")
-    gpus.add_column("GPUs", justify="right")
-    gpus.add_column("jobs", justify="right")
-    gpus.add_column("share", justify="right")
-    for count, jobs in frame["num_gpus"].value_counts().sort_index().items():
-        gpus.add_row(str(count), f"{jobs:,}", f"{jobs / len(frame):.1%}")
-    print_table(gpus, console)
-
-    types = Table(title=f"job types ({frame['job_type'].nunique()} distinct)")
-    types.add_column("job type")
-    types.add_column("jobs", justify="right")
-    for job_type, jobs in frame["job_type"].value_counts().head(top).items():
-        types.add_row(str(job_type), f"{jobs:,}")
-    print_table(types, console)
+        summary.append(("median duration", f"{float(frame['duration'].median()):,.0f} s"))
+    print_table(console, f"{file.name} ({frame.attrs['format']})", ("what", "value"), summary, right=("value",))
+    counts = frame["num_gpus"].value_counts().sort_index().items()
+    gpus = [(str(count), f"{jobs:,}", f"{jobs / len(frame):.1%}") for count, jobs in counts]
+    print_table(console, "GPUs per job", ("GPUs", "jobs", "share"), gpus, right=("GPUs", "jobs", "share"))
+    types = [(str(job_type), f"{jobs:,}") for job_type, jobs in frame["job_type"].value_counts().head(top).items()]
+    title = f"job types ({frame['job_type'].nunique()} distinct)"
+    print_table(console, title, ("job type", "jobs"), types, right=("jobs",))
     for note in frame.attrs.get("notes", []):
         console.print(f"note: {note}")
 
@@ -258,3 +279,60 @@ def cluster(
 
 
 app.command("import-torch")(import_torch)  # the same command as `gpuweave kernel import-torch`
+
+
+@app.command("import-slurm")
+def import_slurm(
+    source: Optional[str] = typer.Argument(
+        None,
+        metavar="SACCT",
+        help="sacct --parsable2 output with the fields of docs/slurm.md ('-' = stdin); none: run sacct here.",
+    ),
+    out: Path = typer.Option(..., "--out", "-o", help="Output trace in gpuweave's schema (.csv or .parquet)."),
+    starttime: Optional[str] = typer.Option(None, "--starttime", "-S", help="Running sacct: its --starttime."),
+    endtime: Optional[str] = typer.Option(None, "--endtime", "-E", help="Running sacct: its --endtime."),
+    partition: Optional[str] = typer.Option(None, "--partition", help="Running sacct: only this partition."),
+    save_sacct: Optional[Path] = typer.Option(None, "--save-sacct", help="Running sacct: keep its output here too."),
+    gpu_map: list[str] = typer.Option([], "--gpu-map", help="Slurm GPU type to catalog model, TYPE=MODEL (repeat)."),
+    profiles: Optional[Path] = typer.Option(None, "--profiles", help=PROFILES_HELP),
+    seed: int = typer.Option(
+        0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the job-type assignment (Slurm records no model)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print what was written (path, jobs, GPUs, notes) as JSON."),
+) -> None:
+    """Turn a Slurm cluster's job history (sacct) into a gpuweave trace: submit, start, end, GPUs, GPU type,
+    user, partition, state. Jobs without GPUs or that never ran are left out (the notes count them)."""
+    import sys
+
+    from gpuweave.workload.traces.schema import validate_frame, write_frame
+    from gpuweave.workload.traces.slurm import sacct_command, sacct_frame
+    from gpuweave.workload.traces.slurm_nodes import parse_gpu_map
+
+    mapping = parse_gpu_map(gpu_map)
+    if source is None:
+        from gpuweave.files import prepare_output_file
+        from gpuweave.live.slurm_commands import run_slurm
+
+        command = sacct_command(starttime, endtime, partition)
+        text, label = run_slurm(command), " ".join(command[:2]) + " ..."
+        if save_sacct is not None:
+            prepare_output_file(save_sacct, field="save-sacct").write_text(text, encoding="utf-8")
+    elif source == "-":
+        text, label = sys.stdin.read(), "<stdin>"
+    else:
+        from gpuweave.workload.traces._tables import read_text
+
+        text, label = read_text(source), source
+    store = _profiles(profiles, False)
+    raw = sacct_frame(text, source=label, seed=seed, profiles=store, gpu_map=mapping)
+    frame = validate_frame(raw, file=label, profiles=store)
+    write_frame(frame.dropna(axis=1, how="all"), out)
+    notes, gpus = raw.attrs.get("notes", []), int(frame["num_gpus"].sum())
+    if as_json:
+        from gpuweave.cli.output import print_json
+
+        print_json({"out": str(out), "source": label, "jobs": len(frame), "gpus": gpus, "notes": notes})
+        return
+    for note in notes:
+        typer.echo(f"note: {note}")
+    typer.echo(f"wrote {out}: {len(frame)} jobs ({gpus} GPUs requested) from {label} (slurm)")

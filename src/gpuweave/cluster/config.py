@@ -65,9 +65,24 @@ class SimulationConfig(BaseModel):
 
 
 def load_config(path: str | Path) -> SimulationConfig:
+    """A run config file. A live run's config (``gpuweave cluster run``) is this plus an ``executor`` section,
+    which a simulation ignores, so the same file gives the simulated run to compare a live one with."""
     path = Path(path)
     data = load_yaml(path, what="run config file") or {}
-    return parse_config(data, path)
+    if isinstance(data, dict) and "executor" in data:
+        data = {key: value for key, value in data.items() if key != "executor"}
+    return beside_config(parse_config(data, path), path)
+
+
+def beside_config(config: SimulationConfig, path: Path) -> SimulationConfig:
+    """Trace and cluster files named relative to the config file are found beside it (examples run from
+    anywhere); a name that is not a file there (a bundled cluster, a path relative to the working directory)
+    is left as it is."""
+    for key in ("trace", "cluster", "profiles"):
+        value = getattr(config, key)
+        if value is not None and not Path(value).is_absolute() and (path.parent / value).exists():
+            config = config.model_copy(update={key: str(path.parent / value)})
+    return config
 
 
 def parse_config(data: dict, source: str | Path = "<config>") -> SimulationConfig:

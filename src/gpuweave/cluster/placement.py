@@ -56,14 +56,9 @@ def spread(nodes: list[int], cap: list[int], n: int, prefer: list[int] | None = 
 
 
 def fastest_models(view, js) -> list[str]:
-    """The cluster's GPU models on which the job can run, fastest (consolidated rate) first; ties keep cluster order."""
-    rates = []
-    for order, model in enumerate(view.models):
-        r = view.model_rate(js, model, True)
-        if r > 0:
-            rates.append((-r, order, model))
-    rates.sort()
-    return [m for _, _, m in rates]
+    """The cluster's GPU models on which the job can run, fastest (consolidated rate) first; ties keep cluster
+    order. The driver caches the list per (job type, GPU count); callers must not mutate it."""
+    return view.fastest_models(js)
 
 
 def place_on_model(plan: Plan, js, model: str, *, allow_spread: bool = True) -> Placement | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 from gpuweave.cluster.config import SimulationConfig
@@ -23,7 +24,8 @@ class PreparedRun:
     ideal_placement: bool = False  # the cluster's ``placement: ideal``
 
 
-def prepare(config: SimulationConfig) -> PreparedRun:
+def prepare(config: SimulationConfig, jobs: list | None = None) -> PreparedRun:
+    """Cluster nodes, profiles and jobs of a run; ``jobs`` given (the service's, possibly none) replace the trace."""
     from gpuweave.hardware.cluster_spec import load_cluster
     from gpuweave.workload.profiles import load_profiles
 
@@ -31,7 +33,9 @@ def prepare(config: SimulationConfig) -> PreparedRun:
     nodes = spec.expand()
     profiles = load_profiles(config.profiles, extrapolate=config.extrapolate_profiles)
     max_gpus = max(spec.gpus_by_model().values())
-    if config.trace is not None:
+    if jobs is not None:
+        jobs = list(jobs)
+    elif config.trace is not None:
         from gpuweave.workload.traces.schema import read_trace
 
         jobs = read_trace(config.trace, profiles=profiles, max_gpus=max_gpus)
@@ -62,7 +66,10 @@ def build_policy(config: SimulationConfig) -> ClusterPolicy:
     return make_policy(config.policy, round_length=config.round_length, seed=config.seed, **options)
 
 
-def simulate(config: SimulationConfig, prepared: PreparedRun | None = None) -> SimulationRecords:
+def simulate(
+    config: SimulationConfig, prepared: PreparedRun | None = None, progress: Callable[[int], None] | None = None
+) -> SimulationRecords:
+    """Run the config's trace through the simulator; ``progress(done)`` gets the finished-job count now and then."""
     prepared = prepared or prepare(config)
     policy = build_policy(config)
     sim = Simulator(
@@ -74,14 +81,19 @@ def simulate(config: SimulationConfig, prepared: PreparedRun | None = None) -> S
         restart_delay=config.restart_delay,
         start_delay=config.start_delay,
         ideal_placement=prepared.ideal_placement,
+        progress=progress,
     )
     return sim.run()
 
 
-def run_simulation(config: SimulationConfig, out_dir: str | Path) -> dict:
-    """Simulate and write jobs.csv, allocations.csv, timeseries.csv and summary.json into ``out_dir``."""
+def run_simulation(
+    config: SimulationConfig, out_dir: str | Path, progress: Callable[[int, int], None] | None = None
+) -> dict:
+    """Simulate and write jobs.csv, allocations.csv, timeseries.csv and summary.json into ``out_dir``;
+    ``progress(done, total)`` is told the finished jobs about every 1% of the trace."""
     prepared = prepare(config)
-    rec = simulate(config, prepared)
+    total = len(prepared.jobs)
+    rec = simulate(config, prepared, None if progress is None else (lambda done: progress(done, total)))
     summary = summarize(rec)
     write_run(rec, summary, config.model_dump(mode="json"), Path(out_dir), prepared.nodes)
     return summary

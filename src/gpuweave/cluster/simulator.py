@@ -169,6 +169,7 @@ class Simulator:
                 raise ValueError("nodes must be indexed 0..N-1 in order")
         self.model_index = {m: i for i, m in enumerate(self.models)}
         self.node_model_index = [self.model_index[n.gpu_model] for n in nodes]
+        self._node_models = [n.gpu_model for n in nodes]  # read per event: a list, not an attribute per node
         self.free = [n.num_gpus for n in nodes]
         self.gpus_by_model = {m: sum(nodes[i].num_gpus for i in idx) for m, idx in self.nodes_by_model.items()}
         self.free_by_model = dict(self.gpus_by_model)
@@ -197,6 +198,7 @@ class Simulator:
     def _init_jobs(self, jobs: list[Job]) -> None:
         """One JobState per job in (arrival, id) order; ids must be unique and every job must fit somewhere."""
         self._rate_cache: dict[tuple, float] = {}
+        self._fastest_cache: dict[tuple[str, int], list[str]] = {}
         self.states = [
             JobState(job=j, remaining=float(j.work)) for j in sorted(jobs, key=lambda j: (j.arrival, j.job_id))
         ]
@@ -223,6 +225,28 @@ class Simulator:
                 return 0.0
             self._rate_cache[key] = r
         return r
+
+    def use_profiles(self, profiles) -> None:
+        """Rates come from ``profiles`` from now on (the live runtime swaps in measured rates); a placement-shape
+        rate source given at construction (Pollux's job model) keeps answering for shapes."""
+        self.profiles = profiles
+        self._rate_cache.clear()
+        self._fastest_cache.clear()
+
+    def fastest_models(self, job_type: str, num_gpus: int) -> list[str]:
+        """The GPU models a gang of ``num_gpus`` can run on, fastest consolidated rate first (ties keep cluster
+        order); cached per (job type, GPU count) until the profiles change. Callers must not mutate it."""
+        key = (job_type, num_gpus)
+        found = self._fastest_cache.get(key)
+        if found is None:
+            rates = []
+            for order, model in enumerate(self.models):
+                r = self.model_rate(job_type, model, num_gpus, True, strict=False)
+                if r > 0:
+                    rates.append((-r, order, model))
+            rates.sort()
+            found = self._fastest_cache[key] = [m for _, _, m in rates]
+        return found
 
     def placement_rate(self, job_type: str, num_gpus: int, placement: Placement, strict: bool = True) -> float:
         nodes = self.nodes
@@ -410,11 +434,13 @@ class Simulator:
         held = now - js.seg_start
         progress = max(0.0, now - js.productive_start) * js.rate
         js.remaining = max(0.0, js.remaining - progress)
-        n = sum(k for _, k in js.placement)  # = num_gpus unless the job is moldable
+        placement = js.placement
+        n = placement[0][1] if len(placement) == 1 else sum(k for _, k in placement)  # num_gpus unless moldable
         js.attained_gpu_seconds += held * n
-        for node, k in js.placement:
-            model = self.nodes[node].gpu_model
-            js.gpu_seconds_by_model[model] = js.gpu_seconds_by_model.get(model, 0.0) + held * k
+        by_model, models = js.gpu_seconds_by_model, self._node_models
+        for node, k in placement:
+            model = models[node]
+            by_model[model] = by_model.get(model, 0.0) + held * k
             e = held * k * self._busy_w_per_gpu[node]
             js.energy_j += e
             js.cost += e * self._node_price[node] / 3.6e6
@@ -434,28 +460,32 @@ class Simulator:
             js.remaining = js.job.work - kept
 
     def _release(self, js: JobState) -> None:
-        nodes = self.nodes
+        models, free, free_by_model, busy, index = (
+            self._node_models, self.free, self.free_by_model, self.busy_by_model, self.node_model_index
+        )
+        now, job_id, record = self.now, js.job.job_id, self.allocations.append
         for node, k in js.placement:
-            self.free[node] += k
-            mi = self.node_model_index[node]
-            self.busy_by_model[mi] -= k
-            self.free_by_model[nodes[node].gpu_model] += k
+            free[node] += k
+            busy[index[node]] -= k
+            free_by_model[models[node]] += k
             self.power_w -= k * self._extra_w[node]
             self.cost_rate -= k * self._extra_cost[node]
-            self.allocations.append(AllocationChange(self.now, js.job.job_id, node, 0))
+            record(AllocationChange(now, job_id, node, 0))
         js.placement = None
         js.version += 1
 
     def _occupy(self, js: JobState, placement: Placement, rate: float) -> None:
-        nodes = self.nodes
+        models, free, free_by_model, busy, index = (
+            self._node_models, self.free, self.free_by_model, self.busy_by_model, self.node_model_index
+        )
+        now, job_id, record = self.now, js.job.job_id, self.allocations.append
         for node, k in placement:
-            self.free[node] -= k
-            mi = self.node_model_index[node]
-            self.busy_by_model[mi] += k
-            self.free_by_model[nodes[node].gpu_model] -= k
+            free[node] -= k
+            busy[index[node]] += k
+            free_by_model[models[node]] -= k
             self.power_w += k * self._extra_w[node]
             self.cost_rate += k * self._extra_cost[node]
-            self.allocations.append(AllocationChange(self.now, js.job.job_id, node, k))
+            record(AllocationChange(now, job_id, node, k))
         js.placement = placement
         js.rate = rate
         js.version += 1
@@ -484,8 +514,10 @@ class Simulator:
 
     def _checked_preemptions(self, decision: Decision, name: str) -> tuple[list[JobState], set[str]]:
         """The running jobs the decision preempts; preempting a job that is not running is invalid."""
-        stops = []
+        stops: list[JobState] = []
         stopped: set[str] = set()
+        if not decision.preempt:
+            return stops, stopped
         for job_id in decision.preempt:
             js = self.running.get(job_id)
             if js is None:
@@ -509,7 +541,11 @@ class Simulator:
             raise InvalidDecisionError(
                 f"policy '{name}' at t={now:g}: assigns job '{job_id}', which is not waiting or running"
             )
-        placement = normalize(raw)
+        # One (node, k) pair with k > 0 is already normal: most placements, skipped without a dict and a sort.
+        if type(raw) is tuple and len(raw) == 1 and raw[0][1] > 0 and type(raw[0]) is tuple:
+            placement = raw
+        else:
+            placement = normalize(raw)
         if js.placement == placement and job_id in self.running and job_id not in stopped:
             return None
         total = 0

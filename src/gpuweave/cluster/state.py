@@ -178,6 +178,10 @@ class ClusterView:
         """Iterations/s of the job on ``model`` (0 if it cannot run there or the entry is not profiled)."""
         return self._sim.model_rate(js.job.job_type, model, js.job.num_gpus, consolidated, strict=False)
 
+    def fastest_models(self, js: JobState) -> list[str]:
+        """GPU models the job can run on, fastest consolidated rate first (cached; do not mutate)."""
+        return self._sim.fastest_models(js.job.job_type, js.job.num_gpus)
+
     def remaining(self, js: JobState) -> float:
         """Iterations left now (running jobs progress continuously)."""
         if js.placement is None:
@@ -187,7 +191,8 @@ class ClusterView:
 
     def attained_service(self, js: JobState) -> float:
         """GPU-seconds the job has held so far (Tiresias' attained service)."""
-        if js.placement is None:
+        placement = js.placement
+        if placement is None:
             return js.attained_gpu_seconds
-        held = sum(k for _, k in js.placement)
+        held = placement[0][1] if len(placement) == 1 else sum(k for _, k in placement)
         return js.attained_gpu_seconds + (self._sim.now - js.seg_start) * held

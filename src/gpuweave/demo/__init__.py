@@ -1,29 +1,38 @@
 """``gpuweave demo``: the showcase on bundled data only (what `make demo` runs).
 
-Runs every registered demo section (cluster policies first, then MIG, packs, kernels as those parts
-land), prints each section's comparison table, and writes one self-contained HTML report.
+Runs every registered demo section (cluster policies first, then ANDREAS, MIG, packs, kernels, live), prints
+each section's comparison table (fitted to the terminal, words never broken) and writes one self-contained
+HTML report whose summary paragraph collects each section's one-sentence result.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from gpuweave.tables import print_table
+SUMMARY = (
+    "Every scheduler family of gpuweave on bundled data only, each judged by its own simulator or planner under "
+    "the same rules for all its contenders."
+)
 
 
-def run_demo(out_dir: Path, seed: int = 0, quick: bool = False, only: list[str] | None = None) -> Path:
-    from rich.console import Console
-    from rich.table import Table
-
+def run_demo(
+    out_dir: Path,
+    seed: int = 0,
+    quick: bool = False,
+    only: list[str] | None = None,
+    *,
+    on_section: Callable[[str, object, float], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Path:
+    """Run the sections into ``out_dir`` and write ``report.html``; ``progress(name)`` is called before each
+    section and ``on_section(name, section, seconds)`` after it (the CLI prints tables there)."""
     from gpuweave.demo.sections import DemoContext, demo_sections
-
-    # Comparison tables are wide: keep at least 120 columns so numbers are not folded into unreadable cells.
     from gpuweave.errors import InputError
     from gpuweave.files import prepare_output_dir
     from gpuweave.report.html import render_sections_report
 
-    console = Console(width=max(Console().width, 120))
     known = [name for name, _ in demo_sections()]
     unknown = [name for name in (only or []) if name not in known]
     if unknown:
@@ -34,25 +43,18 @@ def run_demo(out_dir: Path, seed: int = 0, quick: bool = False, only: list[str] 
     for name, fn in demo_sections():
         if only and name not in only:
             continue
+        if progress is not None:
+            progress(name)
         t0 = time.perf_counter()
-        with console.status(f"demo: {name} ..."):
-            section = fn(DemoContext(out_dir=out_dir / name, seed=seed, quick=quick))
+        section = fn(DemoContext(out_dir=out_dir / name, seed=seed, quick=quick))
         sections.append(section)
-        table = Table(title=f"{section.title}  ({time.perf_counter() - t0:.1f} s)")
-        columns = list(section.table[0]) if section.table else []
-        for col in columns:
-            table.add_column(str(col), overflow="fold")
-        for row in section.table:
-            table.add_row(*(_cell(row.get(c)) for c in columns))
-        print_table(table, console)
-        if section.text:
-            console.print(section.text)
-    report = render_sections_report(sections, out_dir, title="gpuweave demo")
-    console.print(f"[bold]report:[/bold] {report}")
-    return report
+        if on_section is not None:
+            on_section(name, section, time.perf_counter() - t0)
+    return render_sections_report(sections, out_dir, title="gpuweave demo", summary=SUMMARY)
 
 
-def _cell(v) -> str:
+def cell(v) -> str:
+    """A table cell as the console shows it (4 significant digits for floats)."""
     if isinstance(v, float):
         return f"{v:.4g}"
     return "" if v is None else str(v)

@@ -44,6 +44,21 @@ class EventLoop:
     def push(self, time: float, kind: int, payload: Any = None, order: int = 0) -> None:
         _heappush(self._heap, (time, order, next(self._seq), kind, payload))
 
+    def raw_queue(self) -> tuple[list, Callable[[], int]]:
+        """The heap and the sequence counter, for a model's innermost loop: pushing
+        ``heapq.heappush(heap, (time, order, seq(), kind, payload))`` inline is :meth:`push` without its call
+        (the kernel simulator pushes two events per kernel; the call was a sixth of its time)."""
+        return self._heap, self._seq.__next__
+
+    def handlers(self) -> list[Handler]:
+        """The handler table by kind (for a model that dispatches :meth:`raw_queue` itself)."""
+        return self._handlers
+
+    def advanced(self, events: int, now: float) -> None:
+        """A model that dispatched ``events`` events itself, up to time ``now``, brings the counters up to date."""
+        self.events += events
+        self.now = now
+
     def pop(self) -> tuple[float, int, Any]:
         time, _order, _seq, kind, payload = heapq.heappop(self._heap)
         return time, kind, payload
@@ -100,22 +115,21 @@ class EventLoop:
         """:meth:`run` without instant hooks: one pop per event, no per-instant bookkeeping. The kernel
         simulator dispatches millions of events with one or two per instant; this path keeps it as fast as
         its former hand-written loop. Same order and ``stop`` semantics; ``events`` and ``now`` are brought up
-        to date when it returns (handlers get the time as their argument)."""
+        to date when it returns (handlers get the time as their argument). A handler that raises leaves them
+        as they were at the start of the run: the run is over anyway."""
         heap = self._heap
         handlers = self._handlers
         pop = _heappop
         done = 0  # counted locally, added to ``events`` on the way out
         t = self.now
-        try:
-            while heap and heap[0][0] <= until:
-                t, _, _, kind, payload = pop(heap)
-                done += 1
-                handlers[kind](t, payload)
-                if self._stopped:
-                    return
-        finally:
-            self.events += done
-            self.now = t
+        while heap and heap[0][0] <= until:
+            t, _, _, kind, payload = pop(heap)
+            done += 1
+            handlers[kind](t, payload)
+            if self._stopped:
+                break
+        self.events += done
+        self.now = t
 
 
 def _unhandled(time: float, payload: Any) -> None:

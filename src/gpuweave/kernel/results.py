@@ -1,10 +1,11 @@
 """A kernel-level simulation as a result directory (``gpuweave kernel simulate CONFIG --out DIR``).
 
 Files: ``tasks.csv`` (one row per task: service, task, submit_ms, start_ms, end_ms, jct_ms; the same table
-``--out FILE.csv`` writes), ``services.csv`` (per service: priority, tasks, mean/std JCT, CV, busy share) and
-``summary.json`` with the result core (:mod:`gpuweave.results`, kind ``kernel``): simulated time, kernels,
-device busy fraction, mean JCT over all tasks and per service (``mean_jct_ms[NAME]``, ``cv_jct[NAME]``).
-Complexity: O(tasks + services).
+``--out FILE.csv`` writes), ``kernels.csv`` when kernels were recorded (those of the record window, what the
+report's timeline draws; :mod:`gpuweave.kernel.timeline`), ``services.csv`` (per service: priority, tasks,
+mean/std JCT, CV, busy share) and ``summary.json`` with the result core (:mod:`gpuweave.results`, kind
+``kernel``): simulated time, kernels, device busy fraction, mean JCT over all tasks and per service
+(``mean_jct_ms[NAME]``, ``cv_jct[NAME]``). Complexity: O(tasks + services).
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ def write_kernel_result(
 
     def write_files(staging: Path) -> None:
         write_tasks_csv(res, services, staging / "tasks.csv")
+        if res.kernels and res.config.record_window is not None:
+            from gpuweave.kernel.timeline import write_kernels_csv
+
+            write_kernels_csv([(res.config.mode, res.kernels)], res.config.record_window, staging / "kernels.csv")
         busy = max(res.end_time, 1e-12)
         rows = (
             (

@@ -17,9 +17,9 @@ Complexity: O((S + T) log(S + T)) for S script entries and T timers.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
+from gpuweave.engine import EventLoop
 from gpuweave.errors import InputError
 from gpuweave.kernel.profile import Profile
 from gpuweave.kernel.sched import Go, SchedulerConfig, SchedulerCore
@@ -34,43 +34,42 @@ class GoRecord:
     filler: bool
 
 
+# Event kinds of the replay loop; script entries sort before timers of the same instant (order 0 < 1).
+_REGISTER, _REQUEST, _UNREGISTER, _TIMER = range(4)
+_SCRIPT_KINDS = {"register": _REGISTER, "request": _REQUEST, "unregister": _UNREGISTER}
+
+
 def replay(
     script: list[tuple],
     profiles: dict[str, Profile | None],
     config: SchedulerConfig | None = None,
     core: SchedulerCore | None = None,
 ) -> list[GoRecord]:
-    """Feed ``script`` to a core (new unless given) and return every GO in order."""
+    """Feed ``script`` to a core (new unless given) on the event core and return every GO in order."""
     core = core or SchedulerCore(config)
-    heap: list[tuple] = []
-    for i, entry in enumerate(script):
-        heapq.heappush(heap, (float(entry[1]), 0, i, entry))
-    n = len(script)
+    loop = EventLoop()
     gos: list[GoRecord] = []
 
-    def apply(actions: list, k: int) -> int:
+    def apply(actions: list) -> None:
         for a in actions:
             if a.__class__ is Go:
                 r = a.request
                 gos.append(GoRecord(a.time, r.task, r.seq, r.kid, a.filler))
             else:
-                k += 1
-                heapq.heappush(heap, (a.time, 1, n + k, ("timer", a.time)))
-        return k
+                loop.push(a.time, _TIMER, None, order=1)
 
-    k = 0
-    while heap:
-        t, _, _, entry = heapq.heappop(heap)
-        kind = entry[0]
-        if kind == "register":
-            mode = entry[4] if len(entry) > 4 else "share"
-            core.register(entry[2], entry[3], profiles.get(entry[2]), mode, t)
-        elif kind == "request":
-            k = apply(core.request(entry[2], entry[3], entry[4], t), k)
-        elif kind == "unregister":
-            k = apply(core.unregister(entry[2], t)[0], k)
-        elif kind == "timer":
-            k = apply(core.timer(t), k)
-        else:
-            raise InputError(f"unknown script entry {kind!r}", field="kind")
+    def on_register(t: float, entry: tuple) -> None:
+        mode = entry[4] if len(entry) > 4 else "share"
+        core.register(entry[2], entry[3], profiles.get(entry[2]), mode, t)
+
+    loop.on(_REGISTER, on_register)
+    loop.on(_REQUEST, lambda t, e: apply(core.request(e[2], e[3], e[4], t)))
+    loop.on(_UNREGISTER, lambda t, e: apply(core.unregister(e[2], t)[0]))
+    loop.on(_TIMER, lambda t, _: apply(core.timer(t)))
+    for entry in script:
+        kind = _SCRIPT_KINDS.get(entry[0])
+        if kind is None:
+            raise InputError(f"unknown script entry {entry[0]!r}", field="kind")
+        loop.push(float(entry[1]), kind, entry, order=0)
+    loop.run()
     return gos

@@ -33,6 +33,7 @@ import re
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field, replace
+from heapq import heappop, heappush
 from typing import Literal
 
 import numpy as np
@@ -230,6 +231,15 @@ def _task_key_of(name: str) -> str:
 class KernelSim:
     """One simulation run. Use :func:`simulate` for the usual call. It is the :class:`SimHost` its mode sees."""
 
+    # Slots: the per-kernel handlers read and write a dozen of these per event; slot access stays fast however
+    # many attributes there are (a plain instance dict near CPython's shared-key limit measured 20% slower).
+    __slots__ = (
+        "services", "config", "ipc_rtt", "log_on", "profiles", "go_log", "log", "stop_set", "svcs", "by_name",
+        "loop", "push", "_heap", "_seq", "now", "stopped", "running", "last_ctx", "busy", "kernels_run",
+        "kend_times", "kend_cum", "kernel_records", "mode", "arbiter", "_pick", "_stream_depth", "_launch_overhead",
+        "_ctx_switch", "_record_kernels", "_max_kernels",
+    )  # fmt: skip
+
     def __init__(self, services: list[Service] | tuple[Service, ...], config: SimConfig) -> None:
         if not services:
             raise InputError("a simulation needs at least one service", field="services")
@@ -251,7 +261,9 @@ class KernelSim:
         self.svcs = [self._service_state(i, s) for i, s in enumerate(services)]
         self.by_name = {v.name: v for v in self.svcs}
         self.loop = EventLoop()
-        self.push = self.loop.push  # bound once: the hot path pushes an event per kernel launch and end
+        self.push = self.loop.push
+        # The hot path (a launch and an end per kernel) pushes onto the loop's heap inline: same order as push().
+        self._heap, self._seq = self.loop.raw_queue()
         self.now = 0.0
         self.stopped = False
         # device
@@ -396,7 +408,7 @@ class KernelSim:
             self._dev_next(t)
         ov = self._launch_overhead
         if ov > 0:
-            self.push(t + ov, FREE, v)
+            heappush(self._heap, (t + ov, 0, self._seq(), FREE, v))
         else:
             self._host_free(t, v)
 
@@ -415,7 +427,7 @@ class KernelSim:
             self._task_done(v, t)
         else:
             v.op += 1
-            self.push(t + v.cpus[v.op], LAUNCH, v)
+            heappush(self._heap, (t + v.cpus[v.op], 0, self._seq(), LAUNCH, v))
 
     # -------------------------------------------------------------- device
     def _dev_next(self, t: float) -> None:
@@ -431,7 +443,7 @@ class KernelSim:
         end = start + dur
         self.running = j
         v.kdur = dur
-        self.push(end, KEND, v)
+        heappush(self._heap, (end, 0, self._seq(), KEND, v))
         if self._record_kernels:
             w = self.config.record_window
             if w is None or (end >= w[0] and start <= w[1]):
@@ -504,7 +516,18 @@ class KernelSim:
         for kind, handler in self._handlers().items():
             loop.on(kind, handler)
         horizon = self.config.horizon
-        loop.run(until=horizon)
+        # The core's heap and handler table, dispatched here rather than by EventLoop.run: the same loop as
+        # EventLoop._run_plain, but in this frame it measured 20% less CPU per event on CPython 3.11 (kernel
+        # sim, share_timeslice, 360k events: 0.19 s against 0.24 s; cause not found). Order and stop() hold.
+        heap, handlers, pop = self._heap, loop.handlers(), heappop
+        n, t = 0, loop.now
+        while heap and heap[0][0] <= horizon:
+            t, _, _, kind, payload = pop(heap)
+            n += 1
+            handlers[kind](t, payload)
+            if self.stopped:
+                break
+        loop.advanced(n, t)
         # the run ends at the last event, or at the horizon when events lie beyond it
         t = horizon if loop and not self.stopped else loop.now
         self.now = t

@@ -1,24 +1,99 @@
-"""Kernel timelines as PNG (Fig. 8 / Fig. 12 style): one row per service, kernels coloured by priority,
-fillers hatched. Matplotlib (Agg) is imported inside the function. Complexity O(kernels drawn)."""
+"""Kernel timelines (Fig. 8 / Fig. 12 style): one panel per run, one row per service, kernels coloured by
+priority, gap fillers hatched; house style of :mod:`gpuweave.plotting`, the legend under the panels.
+
+:func:`write_kernels_csv` writes the kernels inside a time window as ``kernels.csv`` (panel, service, priority,
+task, start_ms, end_ms, filler); :func:`plot_timeline_rows` draws from those rows, so a report's timeline comes
+from the run's CSV; :func:`plot_timelines` draws from records in memory through the same rows. O(kernels drawn).
+"""
 
 from __future__ import annotations
 
+import csv
+from collections.abc import Sequence
 from pathlib import Path
 
 from gpuweave.kernel.sim import KernelRecord
 
-PRIORITY_COLOURS = [
-    "#d62728",
-    "#1f77b4",
-    "#2ca02c",
-    "#9467bd",
-    "#ff7f0e",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-]
+#: palette index per priority: the highest priority (0) vermillion, then blue, green, orange, ...
+PRIORITY_ORDER = (3, 0, 2, 1, 4, 5, 6, 7)
+KERNEL_COLUMNS = ("panel", "service", "priority", "task", "start_ms", "end_ms", "filler")
+
+
+def kernel_rows(panels: list[tuple[str, list[KernelRecord]]], window: tuple[float, float]) -> list[dict[str, str]]:
+    """The kernels of each ``(title, kernels)`` panel that overlap ``window`` (ms), as CSV rows of text."""
+    t0, t1 = window
+    return [
+        {
+            "panel": title,
+            "service": k.service,
+            "priority": str(k.priority),
+            "task": str(k.task),
+            "start_ms": f"{k.start:.6f}",
+            "end_ms": f"{k.end:.6f}",
+            "filler": str(int(k.filler)),
+        }
+        for title, kernels in panels
+        for k in kernels
+        if k.end >= t0 and k.start <= t1
+    ]
+
+
+def write_kernels_csv(panels: list[tuple[str, list[KernelRecord]]], window: tuple[float, float], path) -> Path:
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=KERNEL_COLUMNS)
+        writer.writeheader()
+        writer.writerows(kernel_rows(panels, window))
+    return Path(path)
+
+
+def read_kernels_csv(path: str | Path) -> list[dict[str, str]]:
+    from gpuweave.errors import InputError
+
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in KERNEL_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError("missing column", file=path, field=missing[0])
+        return list(reader)
+
+
+def plot_timeline_rows(
+    rows: Sequence[dict[str, str]], window: tuple[float, float], path: str | Path, services: list[str] | None = None
+) -> Path:
+    """Draw ``kernels.csv`` rows over ``window`` (ms): one panel per ``panel`` value, in order of appearance."""
+    from matplotlib.patches import Patch
+
+    from gpuweave.plotting import figure, legend_below, save
+
+    t0, t1 = window
+    titles = list(dict.fromkeys(r["panel"] for r in rows)) or [""]
+    names = services or sorted({r["service"] for r in rows})
+    fig, axes = figure(len(titles), 1, height=1.3 + 0.75 * len(names) * len(titles), sharex=True)
+    prios: set[int] = set()
+    for ax, title in zip(axes[:, 0], titles):
+        ax.grid(True, axis="x")
+        for r in rows:
+            if r["panel"] != title or r["service"] not in names:
+                continue
+            start, end, prio = float(r["start_ms"]), float(r["end_ms"]), int(r["priority"])
+            prios.add(prio)
+            ax.broken_barh(
+                [(start, end - start)],
+                (names.index(r["service"]) - 0.35, 0.7),
+                facecolors=_colour(prio),
+                edgecolor="black",
+                linewidth=0.3,
+                hatch="//" if r["filler"] in ("1", "True", "true") else None,
+            )
+        ax.set_xlim(t0, t1)
+        ax.set_yticks(range(len(names)), names)
+        ax.set_ylim(-0.6, len(names) - 0.4)
+        ax.set_title(title, fontsize="small")
+    axes[-1, 0].set_xlabel("time (ms)")
+    handles = [Patch(facecolor=_colour(p), label=f"priority {p}") for p in sorted(prios)]
+    handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="gap filler"))
+    legend_below(fig, handles)
+    return save(fig, path)
 
 
 def plot_timelines(
@@ -28,41 +103,11 @@ def plot_timelines(
     services: list[str] | None = None,
 ) -> Path:
     """Draw one panel per ``(title, kernels)`` over ``window`` (ms) into ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
-
-    t0, t1 = window
     names = services or sorted({k.service for _, ks in panels for k in ks})
-    fig, axes = plt.subplots(len(panels), 1, figsize=(10, 1.1 + 0.9 * len(names) * len(panels)), squeeze=False)
-    prios: set[int] = set()
-    for ax, (title, kernels) in zip(axes[:, 0], panels):
-        for k in kernels:
-            if k.end < t0 or k.start > t1 or k.service not in names:
-                continue
-            y = names.index(k.service)
-            prios.add(k.priority)
-            ax.broken_barh(
-                [(k.start, k.end - k.start)],
-                (y - 0.35, 0.7),
-                facecolors=PRIORITY_COLOURS[k.priority % 10],
-                edgecolor="black",
-                linewidth=0.3,
-                hatch="//" if k.filler else None,
-            )
-        ax.set_xlim(t0, t1)
-        ax.set_yticks(range(len(names)))
-        ax.set_yticklabels(names)
-        ax.set_ylim(-0.6, len(names) - 0.4)
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("time (ms)")
-    handles = [Patch(facecolor=PRIORITY_COLOURS[p], label=f"priority {p}") for p in sorted(prios)]
-    handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="gap filler"))
-    fig.legend(handles=handles, loc="upper right", fontsize=8)
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return plot_timeline_rows(kernel_rows(panels, window), window, path, names)
+
+
+def _colour(priority: int) -> str:
+    from gpuweave.plotting import PALETTE
+
+    return PALETTE[PRIORITY_ORDER[priority % len(PRIORITY_ORDER)]]

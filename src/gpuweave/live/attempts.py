@@ -89,11 +89,17 @@ class LiveJob:
     next_start: tuple[Placement, str, float, float] | None = None  # placement, kind, decided wall, decided sim
     failed: str = ""
     done: bool = False
+    cancelled: bool = False
     history: list[Attempt] = field(default_factory=list)
 
     @property
     def remaining(self) -> int:
         return max(0, self.target - self.committed)
+
+    @property
+    def finished(self) -> bool:
+        """Done, failed or cancelled: the runtime launches nothing more for it."""
+        return self.done or bool(self.failed) or self.cancelled
 
 
 def commit(job: LiveJob, attempt: Attempt) -> int:

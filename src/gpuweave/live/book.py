@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.simulator import Simulator
 from gpuweave.cluster.state import JobState, Placement
+from gpuweave.errors import InputError
+from gpuweave.workload.job import Job
 
 
 class _NoQueue:
@@ -35,8 +37,23 @@ class Action:
 class LiveBook(Simulator):
     """Cluster state for the live runtime (see module docstring)."""
 
+    def add(self, job: Job) -> JobState:
+        """A job handed over while the run goes on (the service); InputError on a duplicate id."""
+        if job.job_id in self.by_id:
+            raise InputError(f"duplicate job id '{job.job_id}'", field="job_id")
+        js = JobState(job=job, remaining=float(job.work))
+        self.states.append(js)
+        self.by_id[job.job_id] = js
+        return js
+
     def arrive(self, js: JobState) -> None:
         self.pending[js.job.job_id] = js
+
+    def use_policy(self, policy) -> None:
+        """Decisions come from ``policy`` from now on (its round length and forking rule with it)."""
+        self.policy = policy
+        self.round_length = policy.round_length
+        self._forks = policy.forks_jobs
 
     def apply_decision(self, decision: Decision) -> list[Action]:
         before = {job_id: js.placement for job_id, js in self.running.items()}
@@ -72,10 +89,6 @@ class LiveBook(Simulator):
             js.remaining = 0.0
             js.end = self.now
 
-    def use_profiles(self, profiles) -> None:
-        """Policies see these rates from now on (measured where measured)."""
-        self.profiles = profiles
-        self._rate_cache.clear()
 
     def fail(self, js: JobState) -> None:
         """Take a failed job out of the cluster (it keeps ``end = None``)."""
@@ -102,6 +115,11 @@ class LiveBook(Simulator):
         self.gpus_by_model[node.gpu_model] -= node.num_gpus
         self.nodes[index] = dataclasses.replace(node, num_gpus=0)
         return [js.job.job_id for js in hit]
+
+    def start_clock(self, now: float, energy_j: float = 0.0, cost: float = 0.0) -> None:
+        """Begin at simulated time ``now`` with the energy and cost already spent (a restarted service)."""
+        self.now = self._last_t = float(now)
+        self.energy_j, self.cost = float(energy_j), float(cost)
 
     def advance(self, now: float) -> None:
         self._advance(max(now, self.now))

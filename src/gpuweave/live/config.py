@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuweave.checks import validation_error
-from gpuweave.cluster.config import SimulationConfig
+from gpuweave.cluster.config import SimulationConfig, beside_config
 from gpuweave.errors import InputError
 from gpuweave.files import load_yaml
 
@@ -26,11 +26,25 @@ BUILTIN_PROGRAMS = {
 }
 
 
+class SlurmSection(BaseModel):
+    """Settings of the ``slurm`` executor (docs/slurm.md)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    partition: str | None = Field(None, description="Slurm partition of every job (default: Slurm's default)")
+    account: str | None = Field(None, description="Slurm account charged for every job")
+    sbatch_args: list[str] = Field(default_factory=list, description="extra sbatch options, e.g. --time=02:00:00")
+    gpus: Literal["auto", "emulated", "real"] = Field(
+        "auto", description="auto: real when NVML sees GPUs here; emulated: workers pace their steps"
+    )
+    poll_interval: float = Field(0.2, ge=0.01, le=3600, description="wall seconds between squeue polls")
+
+
 class ExecutorSection(BaseModel):
     # finite, physical numbers (gpuweave.checks): a day is the longest sensible wall-clock interval here
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    kind: Literal["local", "ray"] = Field("local", description="executor (the CLI's --executor overrides it)")
+    kind: Literal["local", "ray", "slurm"] = Field("local", description="executor (the CLI's --executor overrides it)")
     program: str = Field("synthetic", description="what every job runs unless its trace row names a program")
     time_scale: float = Field(1.0, gt=0, le=1e9, description="simulated seconds per wall-clock second")
     checkpoint_every: float = Field(
@@ -40,6 +54,7 @@ class ExecutorSection(BaseModel):
     report_timeout: float = Field(30.0, gt=0, le=86400, description="wall seconds a worker may go without reporting")
     measured_rates: bool = Field(True, description="policies see measured steps/s per GPU type once known")
     poll_interval: float = Field(0.05, ge=0.001, le=3600, description="wall seconds between polls of the workers")
+    slurm: SlurmSection = Field(default_factory=SlurmSection, description="settings of the slurm executor")
 
 
 class LiveConfig(SimulationConfig):
@@ -55,12 +70,7 @@ def load_live_config(path: str | Path) -> LiveConfig:
         config = LiveConfig.model_validate(data)
     except ValidationError as exc:
         raise validation_error(exc, path) from None
-    # Files named relative to the config file are found beside it (examples run from anywhere).
-    for key in ("trace", "cluster"):
-        value = getattr(config, key)
-        if value is not None and not Path(value).is_absolute() and (path.parent / value).is_file():
-            config = config.model_copy(update={key: str(path.parent / value)})
-    return config
+    return beside_config(config, path)
 
 
 def program_argv(program: str, base: Path | None = None) -> list[str]:

@@ -2,8 +2,8 @@
 
 A worker is one process of one job attempt on one node, holding ``gpus`` GPUs of that node's model. Executors
 differ only in where the process runs (:mod:`gpuweave.live.local`: a subprocess here; :mod:`gpuweave.live.ray_executor`:
-a process started by a Ray task on the chosen Ray node). Progress never travels through the executor: the worker
-writes it to its channel directory (:mod:`gpuweave.live.channel`).
+a process started by a Ray task on the chosen Ray node; :mod:`gpuweave.live.slurm`: a Slurm batch job). Progress
+never travels through the executor: the worker writes it to its channel directory (:mod:`gpuweave.live.channel`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class LaunchSpec:
     argv: tuple[str, ...]
     channel: Path
     env: dict[str, str] = field(default_factory=dict)
+    attrs: dict = field(default_factory=dict)  # the job's trace attributes (the slurm executor reads sbatch_args)
 
     @property
     def label(self) -> str:
@@ -68,6 +69,10 @@ class Executor(ABC):
 
     def close(self) -> None:
         """Release the executor's own resources (every worker has ended)."""
+
+    def stats(self) -> dict:
+        """Executor figures for summary.json's ``executor_stats`` (none unless the executor has its own)."""
+        return {}
 
 
 def log_tail(channel: Path, lines: int = 3) -> str:

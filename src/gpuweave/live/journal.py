@@ -7,6 +7,9 @@ ended (orphans of the killed runtime) are asked to checkpoint (SIGTERM), awaited
 before anything is launched again. The simulated clock keeps its origin, so arrivals keep their times.
 Worker process ids are journalled by the ``local`` executor only; a Ray run restarts its orphans' jobs from
 their last committed checkpoint. O(journal lines) to resume.
+
+The runtime calls every method below; ``launching``, ``stopping`` and ``decided`` matter to the service's
+database journal (:mod:`gpuweave.service.ledger`), which commits each transition before the runtime acts on it.
 """
 
 from __future__ import annotations
@@ -36,15 +39,22 @@ class Journal:
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
+    def launching(self, job: LiveJob, number: int, kind: str, placement, forked: bool, copies: list[dict]) -> bool:
+        """Before attempt ``number`` is launched (``copies``: checkpoint and channels of each copy, no pids yet);
+        False stops the launch (the file journal never does)."""
+        return True
+
+    def stopping(self, job: LiveJob, attempt: Attempt) -> None:
+        """Before the attempt's workers are asked to checkpoint and exit."""
+
+    def decided(self, now: float, seconds: float, actions: list) -> None:
+        """After a policy decision was applied (``actions``: the book's starts, moves and stops)."""
+
+    def job_cancelled(self, job: LiveJob) -> None:
+        self._write({"ev": "cancelled", "job": job.js.job_id})
+
     def attempt_started(self, job: LiveJob, attempt: Attempt, executor) -> None:
-        copies = [
-            {
-                "checkpoint": str(c.checkpoint),
-                "channel": str(c.channel),
-                "pids": [executor.pid(w.handle) for w in c.workers],
-            }
-            for c in attempt.copies
-        ]
+        copies = attempt_copies(attempt, executor)
         self._write(
             {
                 "ev": "launch",
@@ -101,6 +111,8 @@ class Journal:
                 job.done, job.js.end, job.js.remaining = True, r["end"], 0.0
             elif r["ev"] == "failed":
                 job.failed = r["reason"]
+            elif r["ev"] == "cancelled":
+                job.cancelled = True
         for job_id, launch in open_attempts.items():
             job = runtime.jobs[job_id]
             self._adopt_orphans(job, launch)
@@ -114,19 +126,7 @@ class Journal:
 
     def _adopt_orphans(self, job: LiveJob, launch: dict) -> None:
         """End the killed runtime's workers of this attempt (checkpoint first) and commit what they saved."""
-        pids = [p for c in launch["copies"] for p in c["pids"] if p]
-        for pid in pids:
-            _signal(pid, signal.SIGTERM)
-        deadline = time.time() + ORPHAN_WAIT_S
-        while any(_alive(p) for p in pids) and time.time() < deadline:
-            time.sleep(0.05)
-        for pid in pids:
-            _signal(pid, signal.SIGKILL)
-        saved = []
-        for c in launch["copies"]:
-            status = read_status(Path(c["channel"]))
-            saved.append(status.checkpoint_steps if status else 0)
-        commit_saved(job, launch["forked"], [Path(c["checkpoint"]) for c in launch["copies"]], saved)
+        saved = end_orphans(job, launch["copies"], launch["forked"])
         self._write(
             {
                 "ev": "end",
@@ -142,6 +142,38 @@ class Journal:
         )
         if job.committed >= job.target:
             job.done = True
+
+
+def attempt_copies(attempt: Attempt, executor) -> list[dict]:
+    """What a restarted runtime needs of an attempt's copies: checkpoint, channel and worker pids."""
+    return [
+        {
+            "checkpoint": str(c.checkpoint),
+            "channel": str(c.channel),
+            "pids": [executor.pid(w.handle) for w in c.workers],
+        }
+        for c in attempt.copies
+    ]
+
+
+def end_orphans(job: LiveJob, copies: list[dict], forked: bool) -> list[int]:
+    """End a killed runtime's workers of one attempt (SIGTERM so they checkpoint, SIGKILL after
+    ``ORPHAN_WAIT_S``) and commit the steps their checkpoints hold to ``job``; returns the steps per copy.
+    Every worker is gone when this returns, so a relaunch never runs beside an orphan."""
+    pids = [p for c in copies for p in c["pids"] if p]
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.time() + ORPHAN_WAIT_S
+    while any(_alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.05)
+    for pid in pids:
+        _signal(pid, signal.SIGKILL)
+    saved = []
+    for c in copies:
+        status = read_status(Path(c["channel"]))
+        saved.append(status.checkpoint_steps if status else 0)
+    commit_saved(job, forked, [Path(c["checkpoint"]) for c in copies], saved)
+    return saved
 
 
 def _read(path: Path) -> list[dict]:

@@ -66,6 +66,9 @@ def write_live_run(runtime, out: Path) -> dict:
             "runtime": _timings(runtime, latencies),
         }
     )
+    stats = runtime.executor.stats()
+    if stats:
+        payload["executor_stats"] = stats
     (out / "summary.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return summary
 

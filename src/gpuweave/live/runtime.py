@@ -10,6 +10,11 @@ for a checkpoint (SIGTERM) and commits what the checkpoint holds; a move starts 
 is done. HadarE copies end their round once they have stepped for a round length; they are consolidated and
 started again from the consolidated checkpoint. Simulated time is
 ``first arrival + (wall - start) * time_scale``. Complexity per poll: O(workers) plus the policy's decision.
+
+Open-ended use (the service, :mod:`gpuweave.service`): the runtime starts with no jobs (or those it is given),
+:meth:`LiveRuntime.add_job` hands it jobs while it runs, :meth:`LiveRuntime.cancel` ends one, and
+:meth:`LiveRuntime.set_policy` swaps the policy between steps. Every transition goes through ``journal`` before it
+is acted on: the file :class:`~gpuweave.live.journal.Journal` by default, the service's database otherwise.
 """
 
 from __future__ import annotations
@@ -27,17 +32,28 @@ from gpuweave.live.config import LiveConfig, program_argv
 from gpuweave.live.executor import Executor, LaunchSpec, log_tail
 from gpuweave.live.journal import Journal
 from gpuweave.live.rates import MeasuredProfiles, emulated_rate, measured_key
+from gpuweave.workload.job import Job
 
 MIN_MEASURE_STEPS = 5  # a rate is measured once a copy has done this many steps
 
 
 class LiveRuntime:
-    def __init__(self, config: LiveConfig, executor: Executor, out: Path, *, config_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: LiveConfig,
+        executor: Executor,
+        out: Path,
+        *,
+        config_dir: Path | None = None,
+        jobs: list[Job] | None = None,
+        journal=None,
+    ) -> None:
+        """``jobs`` (the service's) replace the config's trace; ``journal`` replaces ``out/journal.jsonl``."""
         self.config = config
         self.ex = config.executor
         self.executor = executor
         self.out = Path(out)
-        prepared = prepare(config)
+        prepared = prepare(config, jobs)
         self.prepared = prepared
         self.nodes = prepared.nodes
         self.base_profiles = prepared.profiles
@@ -50,14 +66,11 @@ class LiveRuntime:
             prepared.gpu_power,
             restart_delay=config.restart_delay,
         )
-        default_argv = program_argv(self.ex.program, config_dir)
+        self.config_dir = config_dir
+        self.default_argv = program_argv(self.ex.program, config_dir)
         self.jobs: dict[str, LiveJob] = {}
         for js in self.book.states:
-            program = js.job.attrs.get("program")
-            named = isinstance(program, str) and program.strip()
-            argv = program_argv(program, config_dir) if named else default_argv
-            ckpt = self.out / "checkpoints" / _safe(js.job.job_id) / "model.ckpt"
-            self.jobs[js.job.job_id] = LiveJob(js, argv, int(math.ceil(js.job.work)), ckpt)
+            self._track(js)
         executor.check_cluster(self.nodes)
         self.measured: dict = {}
         self.measured_changed = False
@@ -67,7 +80,68 @@ class LiveRuntime:
         self.arrival_index = 0
         self.decision_s: list[float] = []
         self.overhead_s: list[float] = []
-        self.journal = Journal(self.out / "journal.jsonl")
+        self.journal = journal if journal is not None else Journal(self.out / "journal.jsonl")
+        self.progress = None  # progress(done, total) after each step, for a progress bar
+        self.open_ended = jobs is not None  # more jobs may come: an idle queue is not a stuck policy
+        self._nudged = False  # a cancellation freed GPUs: event-driven policies decide at the next step
+
+    def _track(self, js, argv: list[str] | None = None) -> LiveJob:
+        if argv is None:
+            program = js.job.attrs.get("program")
+            named = isinstance(program, str) and program.strip()
+            argv = program_argv(program, self.config_dir) if named else self.default_argv
+        ckpt = self.out / "checkpoints" / _safe(js.job.job_id) / "model.ckpt"
+        job = self.jobs[js.job.job_id] = LiveJob(js, list(argv), int(math.ceil(js.job.work)), ckpt)
+        return job
+
+    # ------------------------------------------------------------------ open-ended use (the service)
+    def add_job(self, job: Job, argv: list[str] | None = None) -> LiveJob:
+        """Hand the runtime a job while it runs; it arrives at ``job.arrival``, which must not be in the future
+        (jobs are admitted in the order they were added)."""
+        js = self.book.add(job)
+        return self._track(js, argv)
+
+    def cancel(self, job_id: str) -> bool:
+        """End a job now: journalled first, then its workers are killed (no checkpoint) and it leaves the cluster.
+        False when the runtime has no such unfinished job."""
+        job = self.jobs.get(job_id)
+        if job is None or job.finished:
+            return False
+        job.cancelled = True
+        job.next_start = None
+        self.journal.job_cancelled(job)
+        attempt = job.attempt
+        saved = 0
+        if attempt is not None:
+            for w in attempt.workers:
+                self.executor.kill(w.handle)
+                w.code = self.executor.exit_code(w.handle) if w.code is None else w.code
+            attempt.stopping = True
+            saved = commit(job, attempt)
+            job.attempt = None
+        self.book.advance(self.sim_time(time.time()))
+        self.book.fail(job.js)  # closes its segment: the energy it used is counted
+        if attempt is not None:
+            self.journal.attempt_ended(job, attempt, saved)
+        self._nudged = True
+        return True
+
+    def forget(self, job_id: str) -> None:
+        """Drop a finished job from the runtime's per-poll scans (the book keeps its record)."""
+        job = self.jobs.get(job_id)
+        if job is not None and job.finished and job.attempt is None:
+            del self.jobs[job_id]
+
+    def set_policy(self, policy) -> None:
+        """Drive the cluster with another policy from the next step on (running jobs keep their placements)."""
+        self.policy = policy
+        self.book.use_policy(policy)
+        self.next_tick = math.inf
+
+    def use_base_profiles(self, profiles) -> None:
+        """Rates for emulation and for the policies from ``profiles`` (measured rates still replace them)."""
+        self.base_profiles = profiles
+        self.book.use_profiles(MeasuredProfiles(profiles, self.measured) if self.measured else profiles)
 
     # ------------------------------------------------------------------ clock
     def sim_time(self, wall: float) -> float:
@@ -75,23 +149,56 @@ class LiveRuntime:
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> None:
-        self.wall0 = self.journal.resume(self, time.time())
+        self.start()
         try:
-            while not all(j.done or j.failed for j in self.jobs.values()):
+            while not all(j.finished for j in self.jobs.values()):
                 self.step()
+                if self.progress is not None:
+                    self.progress(sum(j.finished for j in self.jobs.values()), len(self.jobs))
                 time.sleep(self.ex.poll_interval)
         finally:
-            for job in self.jobs.values():
-                if job.attempt is not None:
-                    for w in job.attempt.workers:
-                        self.executor.kill(w.handle)
+            self.kill_all()
             self.executor.close()
+
+    def start(self) -> None:
+        """Restore what the journal holds (a restarted run) and fix the clock's origin."""
+        self.wall0 = self.journal.resume(self, time.time())
+
+    def checkpoint_all(self, timeout: float) -> None:
+        """Ask every live attempt to checkpoint and exit, wait up to ``timeout`` wall seconds, kill what is left,
+        and commit what the checkpoints hold (a service shutting down; its jobs resume at the next start)."""
+        live = [j for j in self.jobs.values() if j.attempt is not None]
+        for job in live:
+            if not job.attempt.stopping:
+                self._stop(job, job.attempt)
+        deadline = time.time() + timeout
+        while time.time() < deadline and not all(j.attempt.ended for j in live):
+            for w in (w for j in live for w in j.attempt.workers if w.code is None):
+                w.code = self.executor.exit_code(w.handle)
+            time.sleep(self.ex.poll_interval)
+        for job in live:
+            attempt = job.attempt
+            for w in attempt.workers:
+                if w.code is None:
+                    self.executor.kill(w.handle)
+                    w.code = self.executor.exit_code(w.handle)
+            saved = commit(job, attempt)
+            job.attempt = None
+            self.journal.attempt_ended(job, attempt, saved)
+
+    def kill_all(self) -> None:
+        """End every worker now (no checkpoint)."""
+        for job in self.jobs.values():
+            if job.attempt is not None:
+                for w in job.attempt.workers:
+                    self.executor.kill(w.handle)
 
     def step(self) -> None:
         wall = time.time()
         now = self.sim_time(wall)
         self.book.advance(now)
-        changed = self._poll(wall)
+        changed = self._poll(wall) or self._nudged
+        self._nudged = False
         arrived_at = self._admit(now)
         changed = arrived_at is not None or changed
         book = self.book
@@ -140,15 +247,17 @@ class LiveRuntime:
         decision = self.policy.schedule(self.book.view)
         t2 = time.perf_counter()
         self.book.decisions += 1
-        for action in self.book.apply_decision(decision) if decision else []:
+        actions = self.book.apply_decision(decision) if decision else []
+        for action in actions:
             self._carry_out(action, wall, now)
         t3 = time.perf_counter()
         self.decision_s.append(t2 - t1)
         self.overhead_s.append((t1 - t0) + (t3 - t2))
+        self.journal.decided(now, t2 - t1, actions)
 
     def _check_stuck(self, now: float) -> None:
         book = self.book
-        if book.running or not book.pending or self.arrival_index < len(book.states):
+        if self.open_ended or book.running or not book.pending or self.arrival_index < len(book.states):
             return
         if any(j.attempt is not None or j.next_start is not None for j in self.jobs.values()):
             return
@@ -167,8 +276,8 @@ class LiveRuntime:
         while self.arrival_index < len(states) and states[self.arrival_index].job.arrival <= now:
             js = states[self.arrival_index]
             self.arrival_index += 1
-            job = self.jobs[js.job.job_id]
-            if not (job.done or job.failed):
+            job = self.jobs.get(js.job.job_id)
+            if job is not None and not job.finished:
                 self.book.arrive(js)
                 self.book.events += 1
                 first = js.job.arrival if first is None else first
@@ -177,10 +286,8 @@ class LiveRuntime:
     def _poll(self, wall: float) -> bool:
         """Read every live attempt; True when a job completed or failed (a policy event)."""
         changed = False
-        for job in self.jobs.values():
+        for job in [j for j in self.jobs.values() if j.attempt is not None]:
             attempt = job.attempt
-            if attempt is None:
-                continue
             for copy in attempt.copies:
                 copy.refresh()
                 for w in copy.workers:
@@ -301,6 +408,7 @@ class LiveRuntime:
             job.next_start = (attempt.placement, "fork-round", wall, self.sim_time(wall))
 
     def _stop(self, job: LiveJob, attempt: Attempt) -> None:
+        self.journal.stopping(job, attempt)
         attempt.stopping = True
         for w in attempt.workers:
             if w.code is None:
@@ -319,7 +427,7 @@ class LiveRuntime:
 
     def _launch_ready(self, wall: float) -> None:
         for job in self.jobs.values():
-            if job.next_start is not None and job.attempt is None and not (job.done or job.failed):
+            if job.next_start is not None and job.attempt is None and not job.finished:
                 placement, kind, decided_wall, decided_sim = job.next_start
                 job.next_start = None
                 if job.js.job.job_id in self.book.running and job.js.placement == placement:
@@ -327,31 +435,40 @@ class LiveRuntime:
 
     def _launch(self, job: LiveJob, placement, kind: str, decided_wall: float, decided_sim: float) -> None:
         js = job.js
-        job.attempts += 1
-        number = job.attempts
+        number = job.attempts + 1
         total = sum(k for _, k in placement)
         forked = self.policy.forks_jobs and is_forked(js.num_gpus, placement, total)
         slots = [((node, js.num_gpus),) for node in copy_nodes(placement, js.num_gpus)] if forked else [placement]
-        job_type = js.job.job_type
         view = self.book.view
         rates = [view.rate(js, s) or 1.0 for s in slots]
         shares = split_steps(job.remaining, rates) if forked else [job.remaining]
         base = job.checkpoint.parent
+        plan = []  # (copy index, slot, share, checkpoint, channel per rank)
+        for index, (slot, share) in enumerate(zip(slots, shares)):
+            if share > 0:
+                ckpt = base / f"a{number}-c{index}.ckpt" if forked else job.checkpoint
+                folder = self.out / "channels" / _safe(js.job.job_id)
+                channels = [folder / f"a{number}-c{index}-r{rank}" for rank in range(len(slot))]
+                plan.append((index, slot, share, ckpt, channels))
+        planned = [
+            {"checkpoint": str(ckpt), "channel": str(ch[0]), "channels": [str(c) for c in ch], "pids": []}
+            for _, _, _, ckpt, ch in plan
+        ]
+        if not self.journal.launching(job, number, kind, placement, forked, planned):
+            return  # the journal refused (the job was cancelled meanwhile): nothing starts
+        job.attempts = number
         base.mkdir(parents=True, exist_ok=True)
         copies = []
-        for index, (slot, share) in enumerate(zip(slots, shares)):
-            if share <= 0:
-                continue
-            ckpt = base / f"a{number}-c{index}.ckpt" if forked else job.checkpoint
-            pace = emulated_rate(self.base_profiles, job_type, js.num_gpus, self.nodes, slot) * self.ex.time_scale
+        for index, slot, share, ckpt, channels in plan:
+            rate = emulated_rate(self.base_profiles, js.job.job_type, js.num_gpus, self.nodes, slot)
+            pace = rate * self.ex.time_scale if self.executor.emulated else 0.0
             workers = []
-            for rank, (node, k) in enumerate(slot):
-                channel = self.out / "channels" / _safe(js.job.job_id) / f"a{number}-c{index}-r{rank}"
+            for rank, ((node, k), channel) in enumerate(zip(slot, channels)):
                 channel.mkdir(parents=True, exist_ok=True)
                 env = {
                     "GPUWEAVE_CHANNEL": str(channel),
                     "GPUWEAVE_TARGET_STEPS": str(share),
-                    "GPUWEAVE_PACE": f"{pace:.6f}" if self.executor.emulated else "0",
+                    "GPUWEAVE_PACE": f"{pace:.6f}" if pace else "0",
                     "GPUWEAVE_CHECKPOINT_EVERY": str(self.ex.checkpoint_every),
                     "GPUWEAVE_CHECKPOINT": str(ckpt if rank == 0 else channel / "rank.ckpt"),
                     "GPUWEAVE_RESUME_FROM": str(job.checkpoint) if job.checkpoint.exists() else "",
@@ -360,19 +477,11 @@ class LiveRuntime:
                     "GPUWEAVE_COPY": str(index),
                     "GPUWEAVE_JOB": js.job.job_id,
                 }
+                node_spec = self.nodes[node]
                 spec = LaunchSpec(
-                    js.job.job_id,
-                    number,
-                    index,
-                    rank,
-                    node,
-                    self.nodes[node].name,
-                    self.nodes[node].gpu_model,
-                    k,
-                    tuple(job.argv),
-                    channel,
-                    env,
-                )
+                    js.job.job_id, number, index, rank, node, node_spec.name, node_spec.gpu_model, k,
+                    tuple(job.argv), channel, env, js.job.attrs,
+                )  # fmt: skip
                 workers.append(Worker(spec, self.executor.launch(spec)))
             copies.append(Copy(index, share, ckpt, workers))
         attempt = Attempt(number, kind, placement, forked, copies, decided_wall, decided_sim, time.time())

@@ -52,7 +52,6 @@ from gpuweave.mig.nvml_preflight import (
 )
 from gpuweave.mig.schedule import Schedule
 from gpuweave.mig.validate import check_schedule
-from gpuweave.tables import print_table
 
 __all__ = ["ExecutionResult", "NvmlUnavailable", "TaskTiming", "dry_run_calls", "execute_schedule", "load_nvml"]
 
@@ -508,24 +507,3 @@ class _Execution:
             self.fail(exc)
         finally:
             life.done.set()
-
-
-def print_timings(result: ExecutionResult) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="planned vs measured (like FAR Table 3)")
-    for col in ("task", "instance", "planned end (s)", "measured end (s)", "deviation (%)", "rc"):
-        table.add_column(col)
-    for t in sorted(result.timings, key=lambda t: t.planned_end):
-        table.add_row(
-            t.task,
-            f"{t.size}g@S{t.start_slice}",
-            f"{t.planned_end:.3f}",
-            f"{t.measured_end:.3f}",
-            f"{t.deviation_pct:+.2f}",
-            str(t.returncode),
-        )
-    console = Console()
-    print_table(table, console)
-    console.print(f"makespan planned {result.planned_makespan:.3f} s, measured {result.measured_makespan:.3f} s")

@@ -12,7 +12,6 @@ and one planner; :func:`run_generated_batch` draws, plans, checks and writes it.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ def write_mig_result(out_dir: str | Path, schedule: Schedule, config: dict[str, 
 
     def write_files(staging: Path) -> None:
         # exactly the bytes of `plan mig --json` (full precision), so the file validates and runs the same
-        (staging / "schedule.json").write_text(json.dumps(schedule.to_dict(), indent=1, allow_nan=False) + "\n")
+        (staging / "schedule.json").write_text(schedule.json_text())
         tasks = sorted(schedule.tasks, key=lambda t: (t.start, t.gpu_index, t.start_slice))
         write_csv(
             staging / "tasks.csv",

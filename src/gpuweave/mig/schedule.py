@@ -103,13 +103,17 @@ class Schedule:
             out["info"] = self.info
         return out
 
+    def json_text(self) -> str:
+        """The schedule JSON document (full precision), as ``write_json`` writes it and ``--json -`` prints it."""
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n"
+
     def write_json(self, path: str | Path) -> Path:
         from gpuweave.files import prepare_output_file
 
         path = prepare_output_file(path, field="json")
         tmp = path.with_name(path.name + ".tmp")
         try:
-            tmp.write_text(json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n")
+            tmp.write_text(self.json_text())
             tmp.replace(path)
         except BaseException:
             tmp.unlink(missing_ok=True)

@@ -1,51 +1,86 @@
-"""Pack chart: packs as consecutive time blocks, processors on the y axis (matplotlib, Agg).
+"""Pack chart: packs as consecutive time blocks, processors on the y axis (house style of gpuweave.plotting).
 
 Each task is a rectangle from its pack's start to its own end, over the processors it holds inside the pack
 (tasks of a pack are stacked from processor 0 upwards in pack order). Idle processor time is left blank, so
-the packing ratio is visible as the filled share of each block. ``O(n)`` rectangles.
+the packing ratio is visible as the filled share of each block. :func:`plot_pack_rows` draws from the rows of a
+result directory's ``packs.csv``; :func:`plot_packs` from a schedule in memory (it builds the same rows).
+``O(n)`` rectangles.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from gpuweave.packs.model import PackSchedule, Profile
 
+#: task names are written inside their boxes up to this many tasks
+LABEL_MAX_TASKS = 40
 
-def plot_packs(profile: Profile, schedule: PackSchedule, path: str | Path, *, title: str | None = None) -> Path:
-    """Write the chart to ``path`` (PNG) and return it."""
-    import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def plot_pack_rows(rows: Sequence[dict[str, str]], procs: int, path: str | Path, *, title: str | None = None) -> Path:
+    """Draw ``packs.csv`` rows (pack, pack_start, pack_cost, task, procs, time) over ``procs`` processors."""
     from matplotlib.patches import Rectangle
 
-    path = Path(path)
-    fig, ax = plt.subplots(figsize=(10, 4.2))
-    cmap = plt.get_cmap("tab20")
-    for b, pk in enumerate(schedule.packs):
-        ax.add_patch(Rectangle((pk.start, 0), pk.cost, schedule.p, fill=False, ec="0.3", lw=1.2, ls="--"))
-        offset = 0
-        for i, j, t in zip(pk.tasks, pk.procs, pk.times):
-            ax.add_patch(Rectangle((pk.start, offset), t, j, fc=cmap(i % 20), ec="k", lw=0.4))
-            if schedule.n <= 40:
-                ax.text(
-                    pk.start + t / 2,
-                    offset + j / 2,
-                    profile.names[i],
-                    ha="center",
-                    va="center",
-                    fontsize=6,
-                    clip_on=True,
-                )
-            offset += j
-    ax.set_xlim(0, schedule.cost * 1.01 if schedule.cost > 0 else 1)
-    ax.set_ylim(0, schedule.p)
+    from gpuweave.plotting import figure, fill_style, save, text_colour
+
+    fig, axes = figure(height=4.4)
+    ax = axes[0, 0]
+    ax.grid(False)
+    offsets: dict[str, int] = {}
+    tasks = list(dict.fromkeys(row["task"] for row in rows))
+    index = {t: i for i, t in enumerate(tasks)}
+    end = 0.0
+    for row in rows:
+        start, cost, used, time = (
+            float(row["pack_start"]),
+            float(row["pack_cost"]),
+            int(row["procs"]),
+            float(row["time"]),
+        )
+        offset = offsets.get(row["pack"], 0)
+        if offset == 0:
+            ax.add_patch(Rectangle((start, 0), cost, procs, fill=False, ec="0.3", lw=1.0, ls="--"))
+        i = index[row["task"]]
+        ax.add_patch(Rectangle((start, offset), time, used, edgecolor="black", lw=0.4, **fill_style(i)))
+        if len(tasks) <= LABEL_MAX_TASKS:
+            ax.text(
+                start + time / 2,
+                offset + used / 2,
+                row["task"],
+                ha="center",
+                va="center",
+                fontsize=6,
+                clip_on=True,
+                color=text_colour(i),
+            )
+        offsets[row["pack"]] = offset + used
+        end = max(end, start + cost)
+    ax.set_xlim(0, end * 1.01 if end > 0 else 1)
+    ax.set_ylim(0, procs)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("processors")
-    ax.set_title(title or f"{schedule.algo}: {len(schedule.packs)} packs, cost {schedule.cost:.4g} s")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    ax.set_title(title or f"{len(offsets)} packs, cost {end:.4g} s")
+    return save(fig, path)
+
+
+def pack_rows(profile: Profile, schedule: PackSchedule) -> list[dict[str, str]]:
+    """The rows ``packs.csv`` holds for ``schedule`` (as text, like the CSV reader gives them)."""
+    return [
+        {
+            "pack": str(b),
+            "pack_start": repr(pk.start),
+            "pack_cost": repr(pk.cost),
+            "task": profile.names[i],
+            "procs": str(j),
+            "time": repr(t),
+        }
+        for b, pk in enumerate(schedule.packs)
+        for i, j, t in zip(pk.tasks, pk.procs, pk.times)
+    ]
+
+
+def plot_packs(profile: Profile, schedule: PackSchedule, path: str | Path, *, title: str | None = None) -> Path:
+    """Write the chart of an in-memory schedule to ``path`` (PNG) and return it."""
+    title = title or f"{schedule.algo}: {len(schedule.packs)} packs, cost {schedule.cost:.4g} s"
+    return plot_pack_rows(pack_rows(profile, schedule), schedule.p, path, title=title)

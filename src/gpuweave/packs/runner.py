@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from gpuweave.errors import InputError
@@ -174,9 +175,15 @@ def planned_commands(
 
 
 def run_plan(
-    plan: Plan, *, cpus_per_proc: int = 1, command: str | None = None, timeout: float | None = None
+    plan: Plan,
+    *,
+    cpus_per_proc: int = 1,
+    command: str | None = None,
+    timeout: float | None = None,
+    on_pack: Callable[[int, int], None] | None = None,
 ) -> RunReport:
-    """Execute ``plan``; return the planned-vs-measured report."""
+    """Execute ``plan``; return the planned-vs-measured report. ``on_pack(done, total)`` is called after each
+    pack (a progress bar)."""
     blocks = cpu_blocks(plan, cpus_per_proc)
     argvs = [[_argv(pt, command, cs) for pt, cs in zip(pk.tasks, sets)] for pk, sets in zip(plan.packs, blocks)]
     t0 = time.perf_counter()
@@ -227,6 +234,8 @@ def run_plan(
             th.join()
         pack_end = time.perf_counter() - t0
         packs.append(PackRun(b, pk.cost, pack_start, pack_end, runs))
+        if on_pack is not None:
+            on_pack(len(packs), len(plan.packs))
         if any(tr.returncode != 0 for tr in runs):
             ok = False
             break

@@ -2,13 +2,16 @@
 
 :func:`report_runs` reads each directory's ``summary.json`` (:mod:`gpuweave.results`), refuses runs of different
 kinds in one call (one InputError line), hands cluster runs to :func:`gpuweave.report.html.render_report`
-unchanged and renders the other kinds here: the runs, their metrics side by side, a comparison relative to the
-first run, and the kind's plots --
+and renders the other kinds here in the same page and plot style: the runs, their metrics side by side, a
+comparison relative to the first run, and the kind's plots --
 
 * ``mig``: makespan against the lower bound per run, and each run's Gantt chart (from ``schedule.json``);
 * ``packs``: relative cost, packing ratio and relative response time per run (from ``summary.json``) and the
   packs of each run over time (from ``packs.csv``);
-* ``kernel``: mean JCT per service and run (from ``services.csv``) and the JCT CDF per service (``tasks.csv``).
+* ``kernel``: mean JCT per service and run (from ``services.csv``), the JCT CDF per service (``tasks.csv``) and,
+  when the run recorded one, the kernel timeline (``kernels.csv``);
+* ``repro``: a reproduction's or crosscheck's ``comparison.csv`` (a directory without ``summary.json``): ours
+  against the paper's number per row, coloured by whether ours is within the tolerance (:mod:`.repro`).
 
 Complexity: O(total size of the result files) plus matplotlib's drawing.
 """
@@ -27,24 +30,20 @@ import numpy as np
 from gpuweave.checks import RESULT, parse
 from gpuweave.errors import InputError
 from gpuweave.files import prepare_output_dir, read_input_text
-from gpuweave.mig.gantt import plot_gantt
-from gpuweave.mig.schedule import read_schedule_json
+from gpuweave.plotting import figure, legend_outside, plot_text, save, series_style, write_csv
 from gpuweave.report.html import (
     comparison_table,
-    configs_html,
-    figure_html,
     html_table,
     metric_names,
-    page_html,
     render_report,
-    section_html,
+    runs_summary,
     summary_table,
     write_report_file,
 )
-from gpuweave.report.plots import _colors, _figure, _legend, _save, plot_text
+from gpuweave.report.page import Page, appendix_html
 from gpuweave.report.rundir import label_runs
-from gpuweave.report.section import DemoSection
-from gpuweave.results import read_result_dir, result_kind
+from gpuweave.report.section import DemoSection, Figure
+from gpuweave.results import SUMMARY_NAME, read_result_dir, result_kind
 
 
 @dataclass
@@ -93,95 +92,123 @@ class GrainRun:
         return rows
 
 
-def _bars(
-    runs: Sequence[GrainRun], series: dict[str, Callable[[GrainRun], float]], path: Path, title: str, ylabel: str
-) -> Path:
-    """Grouped bars: one group per run, one bar per series."""
-    fig, axes = _figure(width=max(6.0, 1.2 * len(runs) + 3), height=4.0)
+def _bars(runs: Sequence[GrainRun], series: dict[str, Callable[[GrainRun], Any]], path: Path, ylabel: str):
+    """Grouped bars: one group per run, one bar per series; the values also go to a CSV beside the PNG."""
+    fig, axes = figure(height=4.2)
     ax = axes[0, 0]
     width = 0.8 / max(len(series), 1)
     x = np.arange(len(runs))
-    for i, ((name, value), color) in enumerate(zip(series.items(), _colors(len(series)))):
+    rows = []
+    for i, (name, value) in enumerate(series.items()):
         heights = [value(run) for run in runs]
         heights = [np.nan if h is None else float(h) for h in heights]
-        ax.bar(x + (i - (len(series) - 1) / 2) * width, heights, width, color=color, label=plot_text(name))
+        ax.bar(
+            x + (i - (len(series) - 1) / 2) * width,
+            heights,
+            width,
+            label=plot_text(name),
+            color=series_style(i)["color"],
+        )
+        rows += [(run.label, name, h) for run, h in zip(runs, heights)]
     ax.set_xticks(x, [plot_text(run.label) for run in runs], rotation=30 if len(runs) > 3 else 0, ha="right")
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, axis="y", alpha=0.3)
-    _legend(ax, len(series))
-    return _save(fig, path)
+    ax.grid(False, axis="x")
+    legend_outside(ax, len(series))
+    csv_path = write_csv(path.with_suffix(".csv"), ("run", "series", "value"), rows)
+    return save(fig, path), csv_path
 
 
 def _file_stem(run: GrainRun, index: int) -> str:
     return f"{index:02d}_" + "".join(c if c.isalnum() or c in "-_" else "_" for c in run.label)[:60]
 
 
-def mig_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[tuple[str, Path]]:
-    figures = [
-        (
-            "Makespan and lower bound (s)",
-            _bars(
-                runs,
-                {
-                    "makespan": lambda r: r.metrics.get("makespan_s"),
-                    "lower bound": lambda r: r.metrics.get("lower_bound_s"),
-                },
-                out_dir / "mig_makespan.png",
-                "Makespan against the lower bound",
-                "seconds",
-            ),
-        )
-    ]
+def _best(runs: Sequence[GrainRun], metric: str, higher: bool = False) -> GrainRun:
+    values = [r for r in runs if isinstance(r.metrics.get(metric), (int, float))]
+    return (max if higher else min)(values or list(runs), key=lambda r: r.metrics.get(metric) or 0)
+
+
+def mig_makespan_figure(runs: Sequence[GrainRun], out_dir: Path) -> Figure:
+    """Makespan beside the lower bound, one bar pair per run (from the runs' summary.json)."""
+    png, data = _bars(
+        runs,
+        {"makespan": lambda r: r.metrics.get("makespan_s"), "lower bound": lambda r: r.metrics.get("lower_bound_s")},
+        out_dir / "mig_makespan.png",
+        "seconds",
+    )
+    best = _best(runs, "makespan_s")
+    return Figure(
+        png,
+        "Makespan of each plan beside the batch's lower bound (total work over the GPU's slices). The closer "
+        f"the two bars, the better the plan: {best.label} is shortest at {best.metrics.get('makespan_s', 0):.3f} s.",
+        data,
+    )
+
+
+def mig_gantt_figure(run: GrainRun, path: Path, title: str | None = None) -> Figure:
+    """The Gantt chart of one MIG result directory (from its schedule.json; tasks.csv is the data link)."""
+    from gpuweave.mig.gantt import plot_gantt
+    from gpuweave.mig.schedule import read_schedule_json
+
+    schedule = read_schedule_json(run.path / "schedule.json")
+    gantt = plot_gantt(schedule, path, title=title or f"{run.label}: Gantt chart")
+    return Figure(
+        gantt,
+        f"Gantt chart of {run.label} on {schedule.gpu}: one row per MIG slice, one box per task over the "
+        "slices of its instance; grey and vermillion bands are instance creations and destructions. Gaps "
+        f"between boxes are idle slices; the dashed line is the makespan ({schedule.makespan:.3f} s).",
+        run.path / "tasks.csv",
+    )
+
+
+def mig_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[Figure]:
+    figures = [mig_makespan_figure(runs, out_dir)]
     for i, run in enumerate(runs):
-        schedule = read_schedule_json(run.path / "schedule.json")
-        png = plot_gantt(schedule, out_dir / f"gantt_{_file_stem(run, i)}.png", title=f"{run.label}: Gantt chart")
-        figures.append((f"Gantt chart: {run.label}", png))
+        figures.append(mig_gantt_figure(run, out_dir / f"gantt_{_file_stem(run, i)}.png"))
     return figures
 
 
-def _plot_pack_rows(run: GrainRun, path: Path) -> Path:
-    """Pack blocks over time, task bars stacked over the processors they hold (from packs.csv)."""
+def packs_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[Figure]:
+    names = ("relative_cost", "packing_ratio", "relative_response_time")
+    png, data = _bars(
+        runs, {n: (lambda r, n=n: r.metrics.get(n)) for n in names}, out_dir / "packs_comparison.png", "ratio"
+    )
+    best = _best(runs, "relative_cost")
+    figures = [
+        Figure(
+            png,
+            "Relative cost (total time against every task alone on all processors), packing ratio and relative "
+            "response time per run (Sec. 6.2). Lower cost and response time are better, a higher packing ratio "
+            f"means fewer idle processors; {best.label} has the lowest relative cost "
+            f"({best.metrics.get('relative_cost', 0):.3f}).",
+            data,
+        )
+    ]
+    for i, run in enumerate(runs):
+        figures.append(packs_chart_figure(run, out_dir / f"packs_{_file_stem(run, i)}.png"))
+    return figures
+
+
+def packs_chart_figure(run: GrainRun, path: Path, title: str | None = None) -> Figure:
+    """The pack chart of one packs result directory, drawn from its packs.csv."""
+    from gpuweave.packs.gantt import plot_pack_rows
+
     rows = run.table(
-        "packs.csv", ("pack", "pack_start", "pack_cost", "procs", "time"), ("pack_start", "pack_cost", "procs", "time")
+        "packs.csv",
+        ("pack", "pack_start", "pack_cost", "task", "procs", "time"),
+        ("pack_start", "pack_cost", "procs", "time"),
     )
     procs = int(run.metrics.get("procs") or 1)
-    fig, axes = _figure(width=8.0, height=3.2)
-    ax = axes[0, 0]
-    offsets: dict[str, int] = {}
-    colors = _colors(20)
-    for n, row in enumerate(rows):
-        start, cost, used = row["pack_start"], row["pack_cost"], int(row["procs"])
-        offset = offsets.get(row["pack"], 0)
-        if offset == 0:
-            ax.broken_barh([(start, cost)], (0, procs), facecolors="none", edgecolors="0.3", linestyles="--")
-        ax.broken_barh([(start, row["time"])], (offset, used), facecolors=colors[n % 20], edgecolors="k", linewidth=0.4)
-        offsets[row["pack"]] = offset + used
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("processors")
-    ax.set_ylim(0, procs)
-    ax.set_title(plot_text(f"{run.label}: packs over time"))
-    return _save(fig, path)
+    png = plot_pack_rows(rows, procs, path, title=title or f"{run.label}: packs")
+    return Figure(
+        png,
+        f"Packs of {run.label} over time: each dashed block is a pack, each box a task over the processors "
+        "it holds; blank space inside a block is idle processor time.",
+        run.path / "packs.csv",
+    )
 
 
-def packs_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[tuple[str, Path]]:
-    series = {
-        name: (lambda r, n=name: r.metrics.get(n))
-        for name in ("relative_cost", "packing_ratio", "relative_response_time")
-    }
-    figures = [
-        (
-            "Relative cost, packing ratio and relative response time (Sec. 6.2)",
-            _bars(runs, series, out_dir / "packs_comparison.png", "Cost and response", "ratio"),
-        )
-    ]
-    for i, run in enumerate(runs):
-        figures.append((f"Packs: {run.label}", _plot_pack_rows(run, out_dir / f"packs_{_file_stem(run, i)}.png")))
-    return figures
-
-
-def _jct_cdf(runs: Sequence[GrainRun], path: Path) -> Path:
-    fig, axes = _figure()
+def _jct_cdf(runs: Sequence[GrainRun], path: Path) -> Figure:
+    fig, axes = figure(height=4.4)
     ax = axes[0, 0]
     lines: dict[str, np.ndarray] = {}
     for run in runs:
@@ -190,24 +217,34 @@ def _jct_cdf(runs: Sequence[GrainRun], path: Path) -> Path:
             by_service.setdefault(row["service"], []).append(row["jct_ms"])
         for service, values in by_service.items():
             lines[f"{run.label} {service}" if len(runs) > 1 else service] = np.sort(values)
-    for (name, jct), color in zip(lines.items(), _colors(len(lines))):
+    rows = []
+    for i, (name, jct) in enumerate(lines.items()):
         y = np.arange(1, jct.size + 1) / jct.size
         ax.step(
             np.concatenate([[jct[0]], jct]),
             np.concatenate([[0.0], y]),
             where="post",
-            color=color,
             label=plot_text(name),
+            linewidth=1.4,
+            **series_style(i),
         )
+        rows += [(name, a, b) for a, b in zip(jct, y)]
     ax.set_xlabel("task completion time (ms)")
     ax.set_ylabel("fraction of tasks")
     ax.set_title("JCT CDF per service")
-    ax.grid(True, alpha=0.3)
-    _legend(ax, len(lines))
-    return _save(fig, path)
+    legend_outside(ax, len(lines))
+    csv_path = write_csv(path.with_suffix(".csv"), ("series", "jct_ms", "fraction_of_tasks"), rows)
+    return Figure(
+        save(fig, path),
+        "CDF of task completion time per service (and run). Further left is better; a steep curve means "
+        "predictable latency, a long tail to the right means tasks that waited behind others.",
+        csv_path,
+    )
 
 
-def kernel_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[tuple[str, Path]]:
+def kernel_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[Figure]:
+    from gpuweave.kernel.timeline import read_kernels_csv
+
     services = {
         run.label: {
             row["service"]: row["mean_jct_ms"]
@@ -217,11 +254,36 @@ def kernel_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[tuple[str, Pat
     }
     names = list(dict.fromkeys(s for per_run in services.values() for s in per_run))
     series = {s: (lambda r, s=s: services[r.label].get(s)) for s in names}
-    bars = _bars(runs, series, out_dir / "kernel_jct.png", "Mean JCT per service", "ms")
-    return [
-        ("Mean JCT per service (ms)", bars),
-        ("JCT CDF per service", _jct_cdf(runs, out_dir / "kernel_jct_cdf.png")),
+    png, data = _bars(runs, series, out_dir / "kernel_jct.png", "mean JCT (ms)")
+    figures = [
+        Figure(
+            png,
+            "Mean task completion time per service and run, in ms. Lower is better; compare a "
+            "high-priority service's bar across runs to see what sharing the GPU costs it.",
+            data,
+        ),
+        _jct_cdf(runs, out_dir / "kernel_jct_cdf.png"),
     ]
+    for i, run in enumerate(runs):
+        if (run.path / "kernels.csv").is_file():
+            figures.append(_timeline(run, read_kernels_csv(run.path / "kernels.csv"), out_dir, i))
+    return figures
+
+
+def _timeline(run: GrainRun, rows, out_dir: Path, i: int) -> Figure:
+    from gpuweave.kernel.timeline import plot_timeline_rows
+
+    window = (
+        min((float(r["start_ms"]) for r in rows), default=0.0),
+        max((float(r["end_ms"]) for r in rows), default=1.0),
+    )
+    png = plot_timeline_rows(rows, window, out_dir / f"timeline_{_file_stem(run, i)}.png")
+    return Figure(
+        png,
+        f"Kernel timeline of {run.label}: one row per service, one box per kernel, coloured by priority; hatched "
+        "boxes are low-priority kernels filling a high-priority service's gaps.",
+        run.path / "kernels.csv",
+    )
 
 
 @dataclass(frozen=True)
@@ -229,11 +291,14 @@ class GrainReport:
     """What a kind's report compares (metric -> higher is better) and how it plots its runs."""
 
     compared: dict[str, bool]
-    plots: Callable[[Sequence[GrainRun], Path], list[tuple[str, Path]]]
+    plots: Callable[[Sequence[GrainRun], Path], list[Figure]]
+    what: str
 
 
 GRAIN_REPORTS = {
-    "mig": GrainReport({"makespan_s": False, "ratio": False, "reconfigurations": False}, mig_plots),
+    "mig": GrainReport(
+        {"makespan_s": False, "ratio": False, "reconfigurations": False}, mig_plots, "planned on MIG GPUs"
+    ),
     "packs": GrainReport(
         {
             "cost_s": False,
@@ -243,9 +308,12 @@ GRAIN_REPORTS = {
             "relative_response_time": False,
         },
         packs_plots,
+        "co-scheduled in packs",
     ),
     "kernel": GrainReport(
-        {"mean_jct_ms": False, "cv_jct": False, "busy_fraction": True, "end_time_ms": False}, kernel_plots
+        {"mean_jct_ms": False, "cv_jct": False, "busy_fraction": True, "end_time_ms": False},
+        kernel_plots,
+        "sharing one simulated GPU",
     ),
 }
 
@@ -262,20 +330,21 @@ def _runs_table(runs: Sequence[GrainRun]) -> str:
 def render_grain_report(
     kind: str, runs: list[GrainRun], out_dir: Path, title: str, sections: Sequence[DemoSection] = ()
 ) -> Path:
-    """report.html and the PNGs of MIG, packs or kernel runs of one kind."""
+    """report.html and the PNGs and CSVs of MIG, packs or kernel runs of one kind."""
     spec = GRAIN_REPORTS[kind]
     label_runs(runs)
     prepare_output_dir(out_dir, field="out")
     metrics = metric_names(runs)
-    figures = spec.plots(runs, out_dir)
-    body = [f"<h2>Runs ({kind})</h2>", _runs_table(runs), "<h2>Summary</h2>", summary_table(runs, metrics)]
+    page = Page(title, out_dir, summary=runs_summary(runs, spec.compared, spec.what))
+    page.add(f"Runs ({kind})", [_runs_table(runs)])
+    page.add("Metrics", [summary_table(runs, metrics)])
     if len(runs) > 1:
-        body += ["<h2>Comparison</h2>", comparison_table(runs, metrics, spec.compared)]
-    body.append("<h2>Plots</h2>")
-    body += [figure_html(path, caption) for caption, path in figures]
-    body += [section_html(s) for s in sections]
-    body.append(configs_html(runs))
-    return write_report_file(out_dir, page_html(title, body))
+        page.add("Comparison", [comparison_table(runs, metrics, spec.compared)])
+    page.add("Plots", figures=spec.plots(runs, out_dir))
+    for section in sections:
+        page.add_section(section)
+    page.appendix.append(appendix_html("Runs", [run.path for run in runs]))
+    return write_report_file(out_dir, page.render())
 
 
 def report_runs(
@@ -284,15 +353,24 @@ def report_runs(
     *,
     title: str = "gpuweave report",
     sections: Sequence[DemoSection] = (),
+    tolerance: float | None = None,
 ) -> Path:
-    """Write ``out_dir/report.html`` for result directories of one kind (InputError for mixed kinds)."""
+    """Write ``out_dir/report.html`` for result directories of one kind (InputError for mixed kinds).
+
+    A directory with ``comparison.csv`` and no ``summary.json`` is a reproduction (kind ``repro``), compared
+    with the paper's numbers within ``tolerance`` (relative; default :data:`gpuweave.report.repro.TOLERANCE`)."""
     if not run_dirs:
         raise InputError("no run directories given")
-    summaries = [read_result_dir(d) for d in run_dirs]
-    kinds = [result_kind(s, Path(d)) for s, d in zip(summaries, run_dirs)]
+    from gpuweave.report.repro import is_repro_dir, render_repro_report
+
+    kinds = ["repro" if is_repro_dir(Path(d)) else None for d in run_dirs]
+    summaries = [None if k else read_result_dir(d) for k, d in zip(kinds, run_dirs)]
+    kinds = [k or result_kind(s, Path(d) / SUMMARY_NAME) for k, s, d in zip(kinds, summaries, run_dirs)]
     if len(set(kinds)) > 1:
         seen = ", ".join(f"{k} ({d})" for k, d in dict(zip(kinds, run_dirs)).items())
         raise InputError(f"runs of different kinds cannot share a report: {seen}; report one kind at a time")
+    if kinds[0] == "repro":
+        return render_repro_report([Path(d) for d in run_dirs], Path(out_dir), title, tolerance)
     if kinds[0] == "cluster":
         return render_report(run_dirs, out_dir, title=title, sections=sections)
     runs = [GrainRun(Path(d), s) for d, s in zip(run_dirs, summaries)]

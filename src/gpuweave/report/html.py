@@ -1,7 +1,10 @@
-"""One self-contained ``report.html``: inline CSS, images as base64 data URIs, no scripts, no external assets.
+"""The HTML pieces of a report (escaping, number formatting, tables, data URIs) and the cluster-run report.
 
-:func:`render_report` compares one or several run directories (summary, comparison, plots) and can add extra
-:class:`~gpuweave.demo.sections.DemoSection` blocks; :func:`render_sections_report` renders sections only.
+A report is one self-contained ``report.html``: inline CSS, images and figure data as base64 data URIs, no
+scripts, no external assets, so it works offline and can be mailed as one file. The page itself (title, summary
+paragraph, contents, numbered figures, appendix) is :class:`gpuweave.report.page.Page`.
+:func:`render_report` compares one or several cluster run directories and can add extra
+:class:`~gpuweave.report.section.DemoSection` blocks; :func:`render_sections_report` renders sections only.
 All text from files, configs and sections is HTML-escaped.
 """
 
@@ -13,13 +16,14 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
-from gpuweave import __version__
 from gpuweave.errors import InputError
 from gpuweave.report.section import DemoSection
 
 REPORT_NAME = "report.html"
+#: figure CSVs up to this size are embedded in the report; larger ones are linked beside it
+CSV_INLINE_MAX = 2_000_000
 
 #: metrics shown first, in this order; any other metric follows in file order
 METRIC_ORDER = [
@@ -64,16 +68,20 @@ _MIME = {
 }
 
 _CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1200px;
-padding:0 1rem;color:#222;line-height:1.45}
-h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.25rem;margin-top:2rem;border-bottom:1px solid #ddd;
-padding-bottom:.2rem}.meta{color:#666;font-size:.9rem}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:1.5rem auto;max-width:1400px;
+padding:0 1.5rem;color:#222;line-height:1.5}
+h1{font-size:1.7rem;margin-bottom:.2rem}h2{font-size:1.3rem;margin-top:2.2rem;border-bottom:1px solid #ddd;
+padding-bottom:.2rem}h3{font-size:1.05rem;margin-top:1.4rem}.meta{color:#666;font-size:.9rem}
+.summary{font-size:1.02rem;background:#f6f8fa;border-left:4px solid #0072B2;padding:.6rem 1rem}
+nav.toc ol{margin:.2rem 0;padding-left:1.4rem}nav.toc li{margin:.1rem 0}nav.toc ol ol{font-size:.9rem}
 .scroll{overflow-x:auto}table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}
 th,td{border:1px solid #ddd;padding:.25rem .55rem;text-align:right;white-space:nowrap}
-th{background:#f4f4f4}td.text,th.text{text-align:left}td.best{font-weight:700;background:#eaf6ea}
-figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
-figcaption{color:#555;font-size:.9rem}pre{background:#f7f7f7;padding:.6rem;overflow-x:auto;font-size:.8rem}
+th{background:#f4f4f4}td.text,th.text{text-align:left}td.best{font-weight:700;background:#e3f1fa}
+figure{margin:1.2rem 0 1.8rem 0}figure img{width:100%;height:auto;border:1px solid #eee}
+figcaption{color:#333;font-size:.92rem;max-width:75rem}figcaption a{white-space:nowrap}
+pre{background:#f7f7f7;padding:.6rem;overflow-x:auto;font-size:.8rem}
 details{margin:.3rem 0}dl dt{font-weight:600}dl dd{margin:0 0 .4rem 1rem}
+td.in{background:#e3f1fa}td.out{background:#fbe3d6}
 """
 
 
@@ -155,42 +163,18 @@ def image_data_uri(path: str | Path) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def figure_html(path: Path, caption: str) -> str:
-    return (
-        f'<figure><img alt="{esc(caption)}" src="{image_data_uri(path)}">'
-        f"<figcaption>{esc(caption)}</figcaption></figure>"
-    )
+def csv_href(path: Path, out_dir: Path) -> str:
+    """A link target for a figure's CSV: the data inline (a data URI) up to :data:`CSV_INLINE_MAX` bytes, so the
+    report stays one file; a path relative to the report beyond that."""
+    size = path.stat().st_size
+    if size <= CSV_INLINE_MAX:
+        return "data:text/csv;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+    return Path(os.path.relpath(path.resolve(), Path(out_dir).resolve())).as_posix()
 
 
 def _paragraphs(text: str) -> str:
     parts = [p.strip() for p in str(text).replace("\r\n", "\n").split("\n\n")]
     return "".join(f"<p>{'<br>'.join(esc(line) for line in p.splitlines())}</p>" for p in parts if p)
-
-
-def section_html(section: DemoSection) -> str:
-    """One :class:`DemoSection` as an HTML ``<section>``: title, text, table, embedded images."""
-    out = [f"<section><h2>{esc(section.title)}</h2>"]
-    if section.text:
-        out.append(_paragraphs(section.text))
-    if section.table:
-        if not all(isinstance(row, dict) for row in section.table):
-            raise InputError("section table must be a list of dicts", field=f"{section.title}.table")
-        out.append(html_table(section.table))
-    for image in section.images:
-        out.append(figure_html(Path(image), Path(image).stem.replace("_", " ")))
-    out.append("</section>")
-    return "".join(out)
-
-
-def page_html(title: str, body: Iterable[str]) -> str:
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>"
-        f'<h1>{esc(title)}</h1><p class="meta">generated by gpuweave {esc(__version__)}</p>'
-        + "".join(body)
-        + "</body></html>\n"
-    )
 
 
 def write_report_file(out_dir: Path, text: str) -> Path:
@@ -283,6 +267,7 @@ def comparison_table(runs, metrics: list[str], compared: dict[str, bool] = COMPA
 
 
 def definitions_html(runs) -> str:
+    """The metric definitions the runs carry (cluster summaries have them), as a definition list."""
     defs: dict[str, str] = {}
     for run in runs:
         d = run.summary.get("definitions")
@@ -292,15 +277,30 @@ def definitions_html(runs) -> str:
     if not defs:
         return ""
     items = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in sorted(defs.items()))
-    return f"<h2>Definitions</h2><dl>{items}</dl>"
+    return f"<dl>{items}</dl>"
 
 
-def configs_html(runs) -> str:
-    out = ["<h2>Configurations</h2>"]
-    for run in runs:
-        text = json.dumps(run.config, indent=2, sort_keys=True, default=str)
-        out.append(f"<details><summary>{esc(run.label)}</summary><pre>{esc(text)}</pre></details>")
-    return "".join(out)
+def runs_summary(runs, compared: dict[str, bool], what: str) -> str:
+    """The report's summary paragraph: what ran, on what, and who won on each metric by how much."""
+    from gpuweave.report.page import winners_sentence
+
+    names = ", ".join(dict.fromkeys(run.name for run in runs))
+    text = f"{len(runs)} run{'s' if len(runs) != 1 else ''} ({names}) {what}."
+    if len(runs) > 1:
+        text += " " + winners_sentence(runs, compared)
+    return text.strip()
+
+
+def _cluster_what(runs) -> str:
+    clusters = {str(run.config.get("cluster", "")) for run in runs} - {""}
+    gpus = {(run.summary.get("cluster") or {}).get("total_gpus") for run in runs} - {None}
+    jobs = {run.metrics.get("jobs") for run in runs} - {None}
+    where = f"on {', '.join(sorted(clusters))}" if clusters else "on one cluster"
+    if len(gpus) == 1:
+        where += f" ({format_value(next(iter(gpus)))} GPUs)"
+    if len(jobs) == 1:
+        where += f" with {format_value(next(iter(jobs)))} jobs"
+    return where
 
 
 def render_report(
@@ -310,12 +310,13 @@ def render_report(
     title: str = "gpuweave report",
     sections: Sequence[DemoSection] = (),
 ) -> Path:
-    """Write ``out_dir/report.html`` (and the plot PNGs) for one or several run directories.
+    """Write ``out_dir/report.html`` (and the plot PNGs and CSVs) for one or several cluster run directories.
 
     Returns the report path. A run directory without a readable ``summary.json``, ``jobs.csv`` or
     ``timeseries.csv`` raises :class:`InputError` naming the file.
     """
     from gpuweave.files import prepare_output_dir
+    from gpuweave.report.page import Page, appendix_html
     from gpuweave.report.plots import plot_runs
     from gpuweave.report.rundir import load_runs
 
@@ -323,19 +324,31 @@ def render_report(
     runs = load_runs(list(run_dirs))
     prepare_output_dir(out_dir, field="out")
     metrics = metric_names(runs)
-    figures = plot_runs(runs, out_dir)
-    body = ["<h2>Runs</h2>", _runs_table(runs), "<h2>Summary</h2>", summary_table(runs, metrics)]
+    page = Page(title, out_dir, summary=runs_summary(runs, COMPARED, _cluster_what(runs)))
+    page.add("Runs", [_runs_table(runs)])
+    page.add("Metrics", [summary_table(runs, metrics)])
     if len(runs) > 1:
-        body += ["<h2>Comparison</h2>", comparison_table(runs, metrics)]
-    body.append("<h2>Plots</h2>")
-    body += [figure_html(path, caption) for caption, path in figures]
-    body += [section_html(s) for s in sections]
-    body += [definitions_html(runs), configs_html(runs)]
-    return write_report_file(out_dir, page_html(title, body))
+        page.add("Comparison", [comparison_table(runs, metrics)])
+    page.add("Plots", figures=plot_runs(runs, out_dir))
+    for section in sections:
+        page.add_section(section)
+    definitions = definitions_html(runs)
+    if definitions:
+        page.add("Definitions", [definitions])
+    page.appendix.append(appendix_html("Runs", [run.path for run in runs]))
+    return write_report_file(out_dir, page.render())
 
 
 def render_sections_report(
-    sections: Sequence[DemoSection], out_dir: str | Path, title: str = "gpuweave report"
+    sections: Sequence[DemoSection], out_dir: str | Path, title: str = "gpuweave report", summary: str = ""
 ) -> Path:
-    """Write ``out_dir/report.html`` made of sections only (the demo's report). Returns its path."""
-    return write_report_file(Path(out_dir), page_html(title, [section_html(s) for s in sections]))
+    """Write ``out_dir/report.html`` made of sections only (the demo's report). Returns its path.
+
+    The summary paragraph is ``summary`` followed by each section's one-sentence ``summary``."""
+    from gpuweave.report.page import Page
+
+    parts = [summary] + [s.summary for s in sections if s.summary]
+    page = Page(title, Path(out_dir), summary=" ".join(p.strip() for p in parts if p.strip()))
+    for section in sections:
+        page.add_section(section)
+    return write_report_file(Path(out_dir), page.render())

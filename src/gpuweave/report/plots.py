@@ -1,204 +1,392 @@
-"""Matplotlib PNGs for one or several run directories (Agg canvas, no pyplot state).
+"""The plots of cluster runs, drawn from the run directories' CSV files only, in the house style.
 
-Every function takes loaded, labelled runs (:func:`gpuweave.report.rundir.load_runs`) and a path, draws
-one figure and returns the path of the PNG it wrote. Times are shown in hours of simulated time.
+Every function takes loaded, labelled runs (:func:`gpuweave.report.rundir.load_runs`) and a PNG path, draws one
+figure, writes the data it drew to a CSV beside the PNG and returns a :class:`~gpuweave.report.section.Figure`
+whose caption says what to look at (with the numbers that matter). :func:`plot_runs` first merges runs whose
+results are identical into one labelled ``a = b = c`` (:func:`merge_identical`), so no line hides another, and
+clips the time axes of the time-series plots at :func:`activity_horizon` with a note when a few stragglers
+would otherwise squeeze the interesting part into a corner. Times are hours of simulated time.
+Complexity: O(rows of the runs' CSV files) plus matplotlib's drawing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from gpuweave.plotting import (
+    CONTEXT_GREY,
+    figure,
+    fill_style,
+    group_identical,
+    legend_below,
+    legend_outside,
+    note,
+    plot_text,
+    save,
+    series_style,
+    write_csv,
+)
 from gpuweave.report.rundir import RunData
+from gpuweave.report.section import Figure
 
-#: above this many runs the busy-GPU plot draws one panel per GPU model instead of one per run
-SMALL_MULTIPLES_MAX_RUNS = 12
-
-
-def _figure(nrows: int = 1, ncols: int = 1, *, width: float = 7.0, height: float = 4.0, **kw):
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
-    return fig, axes
-
-
-def _save(fig, path: Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
-    return path
-
-
-def plot_text(text: str) -> str:
-    """Make user text safe for matplotlib: no mathtext (``$``) and no legend-hiding leading ``_``."""
-    text = str(text).replace("$", r"\$")
-    return " " + text if text.startswith("_") else text
-
-
-def _colors(n: int) -> list:
-    import matplotlib
-
-    if n <= 10:
-        cmap = matplotlib.colormaps["tab10"]
-        return [cmap(i) for i in range(n)]
-    if n <= 20:
-        # tab20 pairs a dark and a light shade of each hue; take all dark shades first so neighbours differ.
-        cmap = matplotlib.colormaps["tab20"]
-        order = list(range(0, 20, 2)) + list(range(1, 20, 2))
-        return [cmap(order[i]) for i in range(n)]
-    cmap = matplotlib.colormaps["viridis"]
-    return [cmap(i / max(n - 1, 1)) for i in range(n)]
-
-
-def _legend(ax, n: int) -> None:
-    if n == 0:
-        return
-    ax.legend(fontsize="small" if n <= 6 else "x-small", ncol=1 if n <= 8 else 2, frameon=False)
+#: up to this many runs the busy-GPU plot draws one panel per run; above, one panel per GPU model
+SMALL_MULTIPLES_MAX_RUNS = 16
+#: the power plot draws one panel per run (the others in grey behind it) above this many runs
+POWER_SINGLE_PANEL_MAX_RUNS = 4
+#: candidate lengths (s) of the rounds the power plot averages over: the shortest giving at most POWER_ROUNDS
+POWER_ROUND_CHOICES = (360, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400)
+POWER_ROUNDS = 150
+#: the time axes stop where this share of every run's jobs is done (times 1.1), unless that cuts off little
+HORIZON_QUANTILE = 0.95
+GRU_ROUND_S = 360.0
 
 
 def _hours(values) -> np.ndarray:
     return np.asarray(values, dtype=float) / 3600.0
 
 
-def plot_jct_cdf(runs: Sequence[RunData], path: Path) -> Path:
-    """Empirical CDF of job completion time over completed jobs, one line per run."""
-    fig, axes = _figure()
+def _h(hours: float) -> str:
+    return f"{hours:,.1f} h" if hours < 100 else f"{hours:,.0f} h"
+
+
+def merge_identical(runs: Sequence[RunData]) -> list[RunData]:
+    """One run per set of runs with identical jobs.csv and timeseries.csv numbers, labelled ``a = b = c``."""
+    keys = []
+    for run in runs:
+        jobs = tuple(run.jobs[c].to_numpy(dtype=float) for c in ("arrival", "end", "jct") if c in run.jobs)
+        series = tuple(run.timeseries[c].to_numpy(dtype=float) for c in run.timeseries.columns)
+        keys.append((jobs, series, tuple(run.timeseries.columns)))
+    groups = group_identical([run.label for run in runs], keys)
+    return [dataclasses.replace(runs[members[0]], label=label) for label, members in groups]
+
+
+def _merged_sentence(runs: Sequence[RunData]) -> str:
+    merged = [run.label for run in runs if " = " in run.label]
+    if not merged:
+        return ""
+    return " Runs with identical results share one line: " + "; ".join(merged) + "."
+
+
+def _finite_sorted(values) -> np.ndarray:
+    a = np.asarray(values, dtype=float)
+    return np.sort(a[np.isfinite(a)])
+
+
+def activity_horizon(runs: Sequence[RunData]) -> tuple[float, float]:
+    """(where the time axes stop, when the last job ends) in hours since the first arrival.
+
+    The axes stop at 1.1 x the latest time by which :data:`HORIZON_QUANTILE` of some run's jobs are done, unless
+    that would cut off less than a quarter of the whole span (then the whole span is shown)."""
+    t0 = _start(runs)
+    quantiles, last = [], 0.0
+    for run in runs:
+        ends = _finite_sorted(run.jobs["end"])
+        if ends.size:
+            quantiles.append(float(np.quantile(ends, HORIZON_QUANTILE)))
+            last = max(last, float(ends[-1]))
+        last = max(last, float(run.timeseries["time"].max()))
+    end = (last - t0) / 3600.0
+    clip = 1.1 * (max(quantiles) - t0) / 3600.0 if quantiles else end
+    return (end, end) if clip >= 0.75 * end or clip <= 0 else (clip, end)
+
+
+def _start(runs: Sequence[RunData]) -> float:
+    arrivals = np.concatenate([_finite_sorted(run.jobs["arrival"]) for run in runs] or [np.zeros(0)])
+    return float(arrivals.min()) if arrivals.size else 0.0
+
+
+def _clip_sentence(runs: Sequence[RunData], clip: float, end: float) -> str:
+    if clip >= end:
+        return ""
+    late = []
+    for run in runs:
+        ends = _hours(_finite_sorted(run.jobs["end"]) - _start(runs))
+        if ends.size and ends[-1] > clip:
+            late.append((float(ends[-1]), int((ends > clip).sum()), run.label))
+    late.sort(reverse=True)
+    last = late[0]
+    return (
+        f" The time axis stops at {_h(clip)}, where {HORIZON_QUANTILE:.0%} of every run's jobs are done;"
+        f" {sum(n for _, n, _ in late)} later completions are off the plot, the last at {_h(last[0])} ({last[2]})."
+    )
+
+
+def _clip_note(ax, clip: float, end: float, *, panel: bool = True) -> None:
+    """Clip the time axis at ``clip``; one panel says so in its corner (small multiples say it in the title)."""
+    if clip < end:
+        ax.set_xlim(0, clip)
+        if panel:
+            note(ax, _clip_text(clip, end))
+
+
+def _clip_text(clip: float, end: float) -> str:
+    return f"time axis clipped at {_h(clip)}; runs last until {_h(end)}" if clip < end else ""
+
+
+def _suptitle(fig, title: str, clip: float, end: float) -> None:
+    fig.suptitle(plot_text(title + (f" ({_clip_text(clip, end)})" if clip < end else "")))
+
+
+def _cdf_xy(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    y = np.arange(1, values.size + 1) / values.size
+    return np.concatenate([[values[0]], values]), np.concatenate([[0.0], y])
+
+
+def plot_jct_cdf(runs: Sequence[RunData], path: Path) -> Figure:
+    """Empirical CDF of job completion time over completed jobs, one line per run (log time when it spans
+    more than two orders of magnitude)."""
+    fig, axes = figure(height=4.6)
     ax = axes[0, 0]
-    all_jct = []
-    for run, color in zip(runs, _colors(len(runs))):
-        jct = run.jobs["jct"].to_numpy(dtype=float)
-        jct = np.sort(jct[np.isfinite(jct)]) / 3600.0
-        label = plot_text(run.label)
+    rows, medians, all_jct = [], [], []
+    for i, run in enumerate(runs):
+        jct = _hours(_finite_sorted(run.jobs["jct"]))
         if jct.size == 0:
-            ax.plot([], [], color=color, label=f"{label} (no completed jobs)")
+            ax.plot([], [], label=plot_text(f"{run.label} (no completed jobs)"), **series_style(i))
             continue
         all_jct.append(jct)
-        y = np.arange(1, jct.size + 1) / jct.size
-        ax.step(np.concatenate([[jct[0]], jct]), np.concatenate([[0.0], y]), where="post", color=color, label=label)
-    if all_jct:
-        lo = min(float(a[0]) for a in all_jct)
-        hi = max(float(a[-1]) for a in all_jct)
-        if lo > 0 and hi / lo > 100:
-            ax.set_xscale("log")
-    ax.set_xlabel("job completion time (h)")
+        medians.append((float(np.median(jct)), run.label))
+        x, y = _cdf_xy(jct)
+        ax.step(x, y, where="post", label=plot_text(run.label), linewidth=1.4, **series_style(i))
+        rows += [(run.label, a, b) for a, b in zip(x[1:], y[1:])]
+    log = (
+        bool(all_jct)
+        and min(a[0] for a in all_jct) > 0
+        and max(a[-1] for a in all_jct) / min(a[0] for a in all_jct) > 100
+    )
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel("job completion time (h" + (", log scale)" if log else ")"))
     ax.set_ylabel("fraction of completed jobs")
     ax.set_ylim(0, 1.02)
-    ax.set_title("JCT CDF")
-    ax.grid(True, alpha=0.3)
-    _legend(ax, len(runs))
-    return _save(fig, path)
+    ax.set_title("Job completion time CDF")
+    legend_outside(ax, len(runs))
+    csv = write_csv(path.with_suffix(".csv"), ("series", "jct_h", "fraction_of_completed_jobs"), rows)
+    caption = "Job completion time (JCT) CDF over the completed jobs of each run" + (
+        ", on a log time axis." if log else "."
+    )
+    if medians:
+        best, worst = min(medians), max(medians)
+        caption += (
+            f" Further left is better: half the jobs of {best[1]} finish within {_h(best[0])}, "
+            f"those of {worst[1]} within {_h(worst[0])}."
+        )
+    return Figure(save(fig, path), caption + _merged_sentence(runs), csv)
 
 
-def plot_completed_over_time(runs: Sequence[RunData], path: Path) -> Path:
-    """Cumulative number of completed jobs over simulated time, one line per run."""
-    fig, axes = _figure()
+def plot_completed_over_time(runs: Sequence[RunData], path: Path) -> Figure:
+    """Cumulative number of completed jobs over time since the first arrival, one line per run."""
+    fig, axes = figure(height=4.6)
     ax = axes[0, 0]
-    for run, color in zip(runs, _colors(len(runs))):
-        ends = run.jobs["end"].to_numpy(dtype=float)
-        ends = np.sort(ends[np.isfinite(ends)])
-        arrivals = run.jobs["arrival"].to_numpy(dtype=float)
-        arrivals = arrivals[np.isfinite(arrivals)]
-        t0 = float(arrivals.min()) if arrivals.size else (float(ends[0]) if ends.size else 0.0)
-        x = _hours(np.concatenate([[t0], ends]))
+    t0 = _start(runs)
+    clip, end = activity_horizon(runs)
+    rows, halves = [], []
+    for i, run in enumerate(runs):
+        ends = _hours(_finite_sorted(run.jobs["end"]) - t0)
+        x = np.concatenate([[0.0], ends])
         y = np.arange(0, ends.size + 1)
-        ax.step(x, y, where="post", color=color, label=plot_text(run.label))
-    ax.set_xlabel("time (h)")
+        ax.step(x, y, where="post", label=plot_text(run.label), linewidth=1.4, **series_style(i))
+        rows += [(run.label, a, b) for a, b in zip(x, y)]
+        half = math.ceil(len(run.jobs) / 2)
+        if ends.size >= half > 0:
+            halves.append((float(ends[half - 1]), run.label))
+    _clip_note(ax, clip, end)
+    ax.set_xlabel("time since the first arrival (h)")
     ax.set_ylabel("completed jobs")
     ax.set_title("Completed jobs over time")
-    ax.grid(True, alpha=0.3)
-    _legend(ax, len(runs))
-    return _save(fig, path)
+    legend_outside(ax, len(runs))
+    csv = write_csv(path.with_suffix(".csv"), ("series", "time_h", "completed_jobs"), rows)
+    caption = "Completed jobs over time since the first arrival."
+    if halves:
+        best, worst = min(halves), max(halves)
+        caption += (
+            f" Higher and earlier is better: {best[1]} has completed half of its jobs after {_h(best[0])}, "
+            f"{worst[1]} after {_h(worst[0])}."
+        )
+    return Figure(save(fig, path), caption + _clip_sentence(runs, clip, end) + _merged_sentence(runs), csv)
 
 
-def _step_series(run: RunData, column: str) -> tuple[np.ndarray, np.ndarray]:
+def _step_series(run: RunData, column: str, t0: float) -> tuple[np.ndarray, np.ndarray]:
     ts = run.timeseries
-    return _hours(ts["time"]), ts[column].to_numpy(dtype=float)
+    return _hours(ts["time"] - t0), ts[column].to_numpy(dtype=float)
 
 
-def plot_busy_gpus(runs: Sequence[RunData], path: Path) -> Path:
-    """Busy GPUs over time by model (step plot).
-
-    One run: one panel with a line per model and the total. Up to :data:`SMALL_MULTIPLES_MAX_RUNS` runs: a
-    small multiple per run. More runs: a small multiple per GPU model with a line per run.
-    """
+def _models(runs: Sequence[RunData]) -> list[str]:
     models: list[str] = []
     for run in runs:
         models += [m for m in run.models if m not in models]
-    model_colors = dict(zip(models, _colors(len(models))))
+    return models
+
+
+def _grid(n: int, max_cols: int = 4) -> tuple[int, int]:
+    ncols = 1 if n == 1 else min(max_cols, n if n <= 4 else max(3, math.ceil(math.sqrt(n))))
+    return math.ceil(n / ncols), ncols
+
+
+def plot_busy_gpus(runs: Sequence[RunData], path: Path) -> Figure:
+    """Busy GPUs over time by model: one panel per run, models stacked, all panels on shared axes (up to
+    :data:`SMALL_MULTIPLES_MAX_RUNS` runs); for more runs one panel per GPU model with a line per run."""
+    t0 = _start(runs)
+    clip, end = activity_horizon(runs)
+    models = _models(runs)
+    rows: list[tuple[Any, ...]] = []
     if len(runs) <= SMALL_MULTIPLES_MAX_RUNS:
-        n = len(runs)
-        ncols = 1 if n == 1 else min(3, n)
-        nrows = math.ceil(n / ncols)
-        fig, axes = _figure(
-            nrows,
-            ncols,
-            width=7.0 if n == 1 else 4.0 * ncols,
-            height=4.0 if n == 1 else 2.8 * nrows,
-            sharex=False,
-            sharey=True,
-        )
-        for i, run in enumerate(runs):
-            ax = axes[i // ncols, i % ncols]
-            for m in run.models:
-                x, y = _step_series(run, f"busy_{m}")
-                ax.step(x, y, where="post", color=model_colors[m], label=plot_text(m))
-            x, y = _step_series(run, "busy_total")
-            ax.step(x, y, where="post", color="black", linestyle="--", linewidth=0.8, label="total")
-            ax.set_title(plot_text(run.label), fontsize="medium")
-            ax.grid(True, alpha=0.3)
-            if i % ncols == 0:
-                ax.set_ylabel("busy GPUs")
-            if i // ncols == nrows - 1:
-                ax.set_xlabel("time (h)")
-            if i == 0:
-                _legend(ax, len(run.models) + 1)
-        for j in range(n, nrows * ncols):
-            axes[j // ncols, j % ncols].set_visible(False)
+        fig = _busy_per_run(runs, models, t0, clip, end, rows)
+        what = f"one panel per run, GPUs of each model stacked ({', '.join(models)} from the bottom)"
     else:
-        panels = models + ["total"]
-        ncols = min(3, len(panels))
-        nrows = math.ceil(len(panels) / ncols)
-        fig, axes = _figure(nrows, ncols, width=4.0 * ncols, height=2.8 * nrows)
-        run_colors = _colors(len(runs))
-        for i, model in enumerate(panels):
-            ax = axes[i // ncols, i % ncols]
-            column = "busy_total" if model == "total" else f"busy_{model}"
-            for run, color in zip(runs, run_colors):
-                if column in run.timeseries.columns:
-                    x, y = _step_series(run, column)
-                    ax.step(x, y, where="post", color=color, linewidth=0.8, label=plot_text(run.label))
-            ax.set_title(plot_text(model), fontsize="medium")
-            ax.set_xlabel("time (h)")
-            ax.set_ylabel("busy GPUs")
-            ax.grid(True, alpha=0.3)
-            if i == 0:
-                _legend(ax, len(runs))
-        for j in range(len(panels), nrows * ncols):
-            axes[j // ncols, j % ncols].set_visible(False)
-    fig.suptitle("Busy GPUs over time")
-    return _save(fig, path)
+        fig = _busy_per_model(runs, models, t0, clip, end, rows)
+        what = "one panel per GPU model and for the total, one line per run"
+    _suptitle(fig, "Busy GPUs over time", clip, end)
+    csv = write_csv(path.with_suffix(".csv"), ("series", "time_h", "model", "busy_gpus"), rows)
+    busiest = max(runs, key=lambda r: float(r.metrics.get("utilization") or 0.0))
+    caption = (
+        f"Busy GPUs over time since the first arrival: {what}; every panel has the same axes. "
+        f"A panel filled to the top is a fully busy cluster, a long thin tail is a few jobs holding few GPUs; "
+        f"the highest utilisation is {busiest.label}'s ({float(busiest.metrics.get('utilization') or 0):.0%})."
+    )
+    return Figure(save(fig, path), caption + _clip_sentence(runs, clip, end) + _merged_sentence(runs), csv)
 
 
-def plot_power(runs: Sequence[RunData], path: Path) -> Path:
-    """Cluster power draw over time (kW, step plot), one line per run."""
-    fig, axes = _figure()
-    ax = axes[0, 0]
-    for run, color in zip(runs, _colors(len(runs))):
-        x, y = _step_series(run, "power_w")
-        ax.step(x, y / 1000.0, where="post", color=color, label=plot_text(run.label))
-    ax.set_xlabel("time (h)")
-    ax.set_ylabel("power (kW)")
-    ax.set_title("Power over time")
-    ax.grid(True, alpha=0.3)
-    _legend(ax, len(runs))
-    return _save(fig, path)
+def _busy_per_run(runs, models, t0, clip, end, rows) -> Any:
+    from matplotlib.patches import Patch
+
+    nrows, ncols = _grid(len(runs))
+    fig, axes = figure(nrows, ncols, height=1.0 + 1.9 * nrows if len(runs) > 1 else 4.2, sharex=True, sharey=True)
+    for i, run in enumerate(runs):
+        ax = axes[i // ncols, i % ncols]
+        x, _ = _step_series(run, "busy_total", t0)
+        bottom = np.zeros_like(x)
+        for k, m in enumerate(models):
+            if f"busy_{m}" not in run.timeseries.columns:
+                continue
+            _, y = _step_series(run, f"busy_{m}", t0)
+            ax.fill_between(x, bottom, bottom + y, step="post", linewidth=0, color=fill_style(k)["facecolor"])
+            rows += [(run.label, a, m, b) for a, b in zip(x, y)]
+            bottom = bottom + y
+        ax.set_title(plot_text(run.label), fontsize="small")
+        _clip_note(ax, clip, end, panel=False) if i == 0 else None
+        if i % ncols == 0:
+            ax.set_ylabel("busy GPUs", fontsize="small")
+        if i // ncols == nrows - 1 or i + ncols >= len(runs):
+            ax.set_xlabel("time (h)", fontsize="small")
+            ax.xaxis.set_tick_params(labelbottom=True)
+    for j in range(len(runs), nrows * ncols):
+        axes[j // ncols, j % ncols].set_visible(False)
+    handles = [Patch(color=fill_style(k)["facecolor"], label=plot_text(m)) for k, m in enumerate(models)]
+    legend_below(fig, handles, title="GPU model")
+    return fig
 
 
-GRU_ROUND_S = 360.0
+def _busy_per_model(runs, models, t0, clip, end, rows) -> Any:
+    panels = models + ["total"]
+    nrows, ncols = _grid(len(panels), 3)
+    fig, axes = figure(nrows, ncols, height=1.2 + 2.4 * nrows, sharex=True)
+    for p, model in enumerate(panels):
+        ax = axes[p // ncols, p % ncols]
+        column = "busy_total" if model == "total" else f"busy_{model}"
+        for i, run in enumerate(runs):
+            if column in run.timeseries.columns:
+                x, y = _step_series(run, column, t0)
+                ax.step(x, y, where="post", linewidth=0.9, label=plot_text(run.label), **series_style(i))
+                rows += [(run.label, a, model, b) for a, b in zip(x, y)]
+        ax.set_title(plot_text(model), fontsize="small")
+        ax.set_xlabel("time (h)", fontsize="small")
+        ax.set_ylabel("busy GPUs", fontsize="small")
+        _clip_note(ax, clip, end, panel=False) if p == 0 else None
+    for j in range(len(panels), nrows * ncols):
+        axes[j // ncols, j % ncols].set_visible(False)
+    legend_below(fig, axes[0, 0].get_legend_handles_labels()[0], ncol=4)
+    return fig
+
+
+def power_round_length(span_s: float) -> int:
+    """The shortest of :data:`POWER_ROUND_CHOICES` that splits ``span_s`` into at most :data:`POWER_ROUNDS`."""
+    for length in POWER_ROUND_CHOICES:
+        if span_s / length <= POWER_ROUNDS:
+            return length
+    return POWER_ROUND_CHOICES[-1]
+
+
+def power_per_round(run: RunData, t0: float, end_s: float, round_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """(round starts in s since ``t0``, mean power in W over each round) of the run's step series."""
+    from gpuweave.cluster.metrics import step_mean_per_interval
+
+    ts = run.timeseries
+    t = ts["time"].to_numpy(dtype=float)
+    level = ts["power_w"].to_numpy(dtype=float)
+    last = float(t.max()) if t.size else t0
+    edges = np.arange(t0, max(last, t0) + round_s, round_s)
+    edges = edges[edges <= end_s + round_s]
+    if edges.size < 2:
+        edges = np.array([t0, t0 + round_s])
+    mean = step_mean_per_interval(t, level, edges)
+    keep = edges[:-1] < last  # nothing after the run's last breakpoint: the cluster is off
+    return edges[:-1][keep] - t0, mean[keep]
+
+
+def _round_text(seconds: int) -> str:
+    return f"{seconds // 3600} h" if seconds % 3600 == 0 else f"{seconds // 60} min"
+
+
+def plot_power(runs: Sequence[RunData], path: Path) -> Figure:
+    """Cluster power draw (kW), the mean per round (the round length chosen for the span); one panel per run
+    with the others in grey behind it when there are more than :data:`POWER_SINGLE_PANEL_MAX_RUNS` runs.
+    The CSV has the raw step series beside the round means."""
+    t0 = _start(runs)
+    clip, end = activity_horizon(runs)
+    round_s = power_round_length(clip * 3600.0)
+    smoothed = [power_per_round(run, t0, t0 + end * 3600.0, round_s) for run in runs]
+    rows: list[tuple[Any, ...]] = []
+    for run, (x, y) in zip(runs, smoothed):
+        raw_x, raw_y = _step_series(run, "power_w", t0)
+        rows += [(run.label, "raw", a, b / 1000.0) for a, b in zip(raw_x, raw_y)]
+        rows += [(run.label, f"mean per {round_s} s round", a / 3600.0, b / 1000.0) for a, b in zip(x, y)]
+    single = len(runs) <= POWER_SINGLE_PANEL_MAX_RUNS
+    nrows, ncols = (1, 1) if single else _grid(len(runs))
+    fig, axes = figure(nrows, ncols, height=4.4 if single else 1.0 + 1.9 * nrows, sharex=True, sharey=True)
+    for i, run in enumerate(runs):
+        ax = axes[0, 0] if single else axes[i // ncols, i % ncols]
+        if not single:
+            for j, (x, y) in enumerate(smoothed):
+                if j != i:
+                    ax.step(x / 3600.0, y / 1000.0, where="post", color=CONTEXT_GREY, linewidth=0.8)
+            ax.set_title(plot_text(run.label), fontsize="small")
+        x, y = smoothed[i]
+        ax.step(x / 3600.0, y / 1000.0, where="post", linewidth=1.4, label=plot_text(run.label), **series_style(i))
+    for j in range(len(runs), nrows * ncols):
+        axes[j // ncols, j % ncols].set_visible(False)
+    for k, ax in enumerate(axes.flat[: len(runs)]):
+        if k % ncols == 0:
+            ax.set_ylabel("power (kW)", fontsize="small")
+        if k + ncols >= len(runs):
+            ax.set_xlabel("time (h)", fontsize="small")
+            ax.xaxis.set_tick_params(labelbottom=True)
+    _clip_note(axes[0, 0], clip, end, panel=single)
+    _suptitle(fig, f"Cluster power, mean per {_round_text(round_s)} round", clip, end)
+    if single:
+        legend_outside(axes[0, 0], len(runs))
+    csv = write_csv(path.with_suffix(".csv"), ("series", "kind", "time_h", "power_kw"), rows)
+    energy = [(float(r.metrics["energy_kwh"]), r.label) for r in runs if _number(r.metrics.get("energy_kwh"))]
+    caption = (
+        f"Cluster power draw (idle and busy GPUs, times PUE), averaged over {_round_text(round_s)} rounds; "
+        "the raw step series is in the CSV."
+        + ("" if single else " Each panel shows one run in colour and the others in grey, on shared axes.")
+    )
+    if len(energy) > 1:
+        low, high = min(energy), max(energy)
+        caption += (
+            f" Lower and shorter is better: {low[1]} used the least energy ({low[0]:,.0f} kWh), "
+            f"{high[1]} the most ({high[0]:,.0f} kWh, {high[0] / low[0] - 1:.0%} more)."
+        )
+    return Figure(save(fig, path), caption + _clip_sentence(runs, clip, end) + _merged_sentence(runs), csv)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 def gru_per_round(run: RunData, round_length: float = GRU_ROUND_S) -> tuple[np.ndarray, np.ndarray]:
@@ -218,34 +406,48 @@ def gru_per_round(run: RunData, round_length: float = GRU_ROUND_S) -> tuple[np.n
     return busy / total, np.diff(edges)
 
 
-def plot_gru_cdf(runs: Sequence[RunData], path: Path, round_length: float = GRU_ROUND_S) -> Path:
+def plot_gru_cdf(runs: Sequence[RunData], path: Path, round_length: float = GRU_ROUND_S) -> Figure:
     """CDF over time of the GPU utilisation per round (Hadar's Fig. 3 style), one line per run."""
-    fig, axes = _figure()
+    fig, axes = figure(height=4.6)
     ax = axes[0, 0]
-    for run, color in zip(runs, _colors(len(runs))):
+    rows, medians = [], []
+    for i, run in enumerate(runs):
         gru, w = gru_per_round(run, round_length)
         order = np.argsort(gru, kind="stable")
-        if w.sum() > 0:
-            ax.step(
-                100 * gru[order], np.cumsum(w[order]) / w.sum(), where="post", color=color, label=plot_text(run.label)
-            )
+        if w.sum() <= 0:
+            continue
+        x, y = 100 * gru[order], np.cumsum(w[order]) / w.sum()
+        ax.step(x, y, where="post", label=plot_text(run.label), linewidth=1.4, **series_style(i))
+        rows += [(run.label, a, b) for a, b in zip(x, y)]
+        medians.append((float(x[np.searchsorted(y, 0.5)]), run.label))
     ax.set_xlabel(f"GPU utilisation per {round_length:g} s round (%)")
     ax.set_ylabel("fraction of time")
     ax.set_title("GPU resource utilisation (GRU) CDF")
-    ax.grid(True, alpha=0.3)
-    _legend(ax, len(runs))
-    return _save(fig, path)
+    legend_outside(ax, len(runs))
+    csv = write_csv(path.with_suffix(".csv"), ("series", "gru_pct", "fraction_of_time"), rows)
+    caption = (
+        f"CDF over time of the share of the cluster's GPUs busy in each {round_length:g} s round, from the first "
+        "arrival to the last completion (Hadar's GRU, Fig. 3)."
+    )
+    if medians:
+        best, worst = max(medians), min(medians)
+        caption += (
+            f" Further right is better: in half of its rounds {best[1]} keeps at least {best[0]:.0f}% of the GPUs "
+            f"busy, {worst[1]} at least {worst[0]:.0f}%."
+        )
+    return Figure(save(fig, path), caption + _merged_sentence(runs), csv)
 
 
-def plot_runs(runs: Sequence[RunData], out_dir: Path) -> list[tuple[str, Path]]:
-    """All run plots into ``out_dir``: ``[(caption, png_path), ...]``."""
+def plot_runs(runs: Sequence[RunData], out_dir: Path) -> list[Figure]:
+    """Every cluster plot of the runs into ``out_dir``, identical runs merged first."""
     out_dir = Path(out_dir)
+    merged = merge_identical(runs)
     return [
-        ("Job completion time CDF", plot_jct_cdf(runs, out_dir / "jct_cdf.png")),
-        ("Completed jobs over time", plot_completed_over_time(runs, out_dir / "completed_jobs.png")),
-        ("Busy GPUs over time by model", plot_busy_gpus(runs, out_dir / "busy_gpus.png")),
-        ("GPU utilisation per 360 s round, CDF over time (GRU)", plot_gru_cdf(runs, out_dir / "gru_cdf.png")),
-        ("Power over time", plot_power(runs, out_dir / "power.png")),
+        plot_jct_cdf(merged, out_dir / "jct_cdf.png"),
+        plot_completed_over_time(merged, out_dir / "completed_jobs.png"),
+        plot_busy_gpus(merged, out_dir / "busy_gpus.png"),
+        plot_gru_cdf(merged, out_dir / "gru_cdf.png"),
+        plot_power(merged, out_dir / "power.png"),
     ]
 
 
@@ -256,13 +458,13 @@ def plot_sweep_aggregate(
     x: str | None,
     y: str = "avg_jct_s",
     groups: Sequence[str] = ("policy",),
-) -> Path:
+) -> Figure:
     """Mean of ``y`` (over seeds and any other field not in ``groups``) against ``x``, one line per group.
 
     ``df`` is a pandas DataFrame of sweep rows. With ``x=None`` draws bars, one per group. The error bars
     are the standard deviation across the averaged rows.
     """
-    fig, axes = _figure()
+    fig, axes = figure(height=4.6)
     ax = axes[0, 0]
     groups = [g for g in groups if g in df.columns and g != x]
     data = df[np.isfinite(df[y].to_numpy(dtype=float))]
@@ -270,31 +472,36 @@ def plot_sweep_aggregate(
     scale = 1.0
     if y.endswith("_s"):
         scale, ylabel = 3600.0, f"mean {y[:-2]} (h)"
-    keyed = data.assign(_group=data[groups].astype(str).agg(" ".join, axis=1) if groups else "all")
+    # a grid value of null (the field's default) reads "null", as in SWEEP.yaml; str() of a missing value would be
+    # a float NaN under pandas' string dtype, which " ".join refuses
+    labels = data[groups].astype(object).where(data[groups].notna(), "null").map(str) if groups else None
+    keyed = data.assign(_group=labels.agg(" ".join, axis=1) if groups else "all")
     names = list(dict.fromkeys(keyed["_group"]))
-    colors = _colors(len(names))
+    rows = []
     if x is None:
         means = [keyed.loc[keyed["_group"] == g, y].mean() / scale for g in names]
         stds = [keyed.loc[keyed["_group"] == g, y].std(ddof=0) / scale for g in names]
+        colors = [series_style(i)["color"] for i in range(len(names))]
         ax.bar(range(len(names)), means, yerr=stds, color=colors, capsize=3)
         ax.set_xticks(range(len(names)), [plot_text(n) for n in names], rotation=30, ha="right")
+        rows = [(n, "", m, s) for n, m, s in zip(names, means, stds)]
     else:
-        for name, color in zip(names, colors):
+        for i, name in enumerate(names):
             part = keyed[keyed["_group"] == name]
             stats = part.groupby(x, sort=True)[y].agg(["mean", "std", "count"])
             std = stats["std"].fillna(0.0).to_numpy() / scale
-            ax.errorbar(
-                stats.index.to_numpy(dtype=float),
-                stats["mean"].to_numpy() / scale,
-                yerr=std,
-                marker="o",
-                capsize=3,
-                color=color,
-                label=plot_text(name),
-            )
+            xs, ms = stats.index.to_numpy(dtype=float), stats["mean"].to_numpy() / scale
+            ax.errorbar(xs, ms, yerr=std, marker="o", capsize=3, label=plot_text(name), **series_style(i))
+            rows += [(name, a, b, c) for a, b, c in zip(xs, ms, std)]
         ax.set_xlabel(plot_text(x))
-        _legend(ax, len(names))
+        legend_outside(ax, len(names))
     ax.set_ylabel(plot_text(ylabel))
-    ax.set_title(plot_text(f"{ylabel} per " + (" + ".join(groups) if groups else "sweep")))
-    ax.grid(True, alpha=0.3)
-    return _save(fig, path)
+    title = f"{ylabel} per " + (" + ".join(groups) if groups else "sweep")
+    ax.set_title(plot_text(title))
+    csv = write_csv(path.with_suffix(".csv"), ("group", x or "", "mean", "std"), rows)
+    caption = (
+        f"The {ylabel} of each group of sweep cells"
+        + (f" against {x}" if x else "")
+        + ", averaged over seeds; the error bars are one standard deviation across the averaged cells."
+    )
+    return Figure(save(fig, path), caption, csv)

@@ -147,21 +147,29 @@ def run_reproduction(name: str, ctx: ReproContext) -> list[ComparisonRow]:
     return rows
 
 
-def comparison_table(rows: list[ComparisonRow], title: str, *, notes: bool = True):
-    """A rich Table of ours beside the paper's, with the difference; ``notes`` adds each row's note, cut to one
-    line (comparison.csv has them whole)."""
-    from rich.table import Table
+#: a note shown in a console comparison table is cut to this many characters (at a space); the CSV has it whole
+NOTE_CHARS = 60
 
-    caption = "notes are cut to one line here" if notes else "notes: a terminal of 120+ columns shows them"
-    table = Table(title=title, caption=caption + "; comparison.csv has every row and note in full")
-    for col in ("experiment", "metric", "paper", "ours", "diff", "unit"):
-        table.add_column(col, overflow="fold")
-    if notes:
-        table.add_column("note", overflow="ellipsis", no_wrap=True, max_width=60)
+
+def comparison_cells(rows: list[ComparisonRow], *, notes: bool = True) -> tuple[list[str], list[list[str]]]:
+    """Columns and cells of ours beside the paper's, with the difference, for a console table; ``notes`` adds
+    each row's note cut at a space to :data:`NOTE_CHARS` characters (comparison.csv has them whole)."""
+    columns = ["experiment", "metric", "paper", "ours", "diff", "unit", *(["note"] if notes else [])]
+    cells = []
     for r in rows:
-        cells = [r.experiment, r.metric, _fmt(r.paper), _fmt(r.ours), _fmt(r.difference), r.unit]
-        table.add_row(*cells, *([r.note] if notes else []))
-    return table
+        row = [r.experiment, r.metric, _fmt(r.paper), _fmt(r.ours), _fmt(r.difference), r.unit]
+        cells.append(row + ([_cut(r.note, NOTE_CHARS)] if notes else []))
+    return columns, cells
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` on one line, cut after the last whole word that fits in ``limit`` characters (then "…")."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    fits = text[: limit - 1]
+    head = fits.rsplit(" ", 1)[0] if " " in fits else text.split(" ", 1)[0]  # a first word too long stays whole
+    return head.rstrip(" ,;:") + " …"
 
 
 def parse_extra_options(repro: Reproduction, args: list[str]) -> dict[str, object]:

@@ -328,10 +328,10 @@ def _write_report(spec: SweepSpec, cells: list[Cell], metrics: dict, df, agg, ou
     ok = df[df["status"] == "ok"]
     x = _x_field(ok, grid)
     groups = [f for f in grid if f not in ("seed", x)]
-    images = []
+    figures = []
     y = GRAINS[spec.grain].plot_metric
     if y in ok.columns:
-        images.append(
+        figures.append(
             plot_sweep_aggregate(ok, report_dir / f"sweep_{y.removesuffix('_s')}.png", x=x, y=y, groups=groups)
         )
     n_failed = len(cells) - len(metrics)
@@ -343,7 +343,7 @@ def _write_report(spec: SweepSpec, cells: list[Cell], metrics: dict, df, agg, ou
     section = DemoSection(
         title="Sweep aggregate",
         table=agg.to_dict(orient="records") if agg is not None else [],
-        images=images,
+        figures=figures,
         text=text,
     )
     title = f"gpuweave sweep {spec.name}"

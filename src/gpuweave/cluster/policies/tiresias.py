@@ -34,6 +34,7 @@ same jobs would be chosen on the same GPUs, drawing no random number).
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 import random
 import time
@@ -111,7 +112,12 @@ class TiresiasPolicy(ClusterPolicy):
         self.type_choice = type_choice
         self.type_order = tuple(type_order)
         self._rng = random.Random(seed)
-        self._entered: dict[str, tuple[int, float]] = {}  # job id -> (its queue, when it entered that queue)
+        # The active jobs in priority order: sorted keys (queue, [time entered it,] arrival, id, state).
+        self._order: list[tuple] = []
+        self._entries: dict[str, tuple] = {}  # job id -> its key in _order
+        self._was_running: set[str] = set()  # running at the last round, or started by it
+        self._touched: set[str] = set()  # started or moved by the last round's decision
+        self._cross: list[tuple[float, str, int]] = []  # (when service crosses the next threshold, id, version)
         self._settled_version: tuple | None = None  # view.version after a round that changed nothing
         self._next_crossing = math.inf
         self.rounds_computed = 0  # calls that ran the full round (the others found nothing changed)
@@ -124,20 +130,99 @@ class TiresiasPolicy(ClusterPolicy):
         ordered = [m for m in self.type_order if m in view.nodes_by_model]
         return ordered + [m for m in view.models if m not in ordered]
 
-    def _priority_order(self, view) -> list:
-        """Active jobs by queue, then FIFO by arrival or by when they entered their queue."""
+    def _priority_order(self, view) -> list[tuple]:
+        """Active jobs by queue, then FIFO by arrival or by when they entered their queue: the sorted keys
+        ``(queue, [time entered,] arrival, id, state)``.
+
+        Kept sorted across rounds instead of re-sorted every round. A running job's service grows, so its queue
+        is re-read when it started or moved at the last round and then only when its next threshold crossing is
+        due (a heap of crossing times); a pending job's only when it is new or was running at the last round (a
+        waiting job's service does not change); only jobs whose queue changed move in the order. The order and
+        the entry times are exactly those of a full sort every round (``_rebuild``, the reference)."""
+        now = view.now
+        running, pending = view.running, view.pending
+        entries = self._entries
+        # A job ends (or fails) only while running: it ran at the last round or this policy started it then.
+        for job_id in self._was_running - running.keys() - pending.keys():
+            self._drop(job_id)
+        for job_id in self._touched:  # started or moved at the last round: a new segment, a new crossing time
+            js = running.get(job_id)
+            if js is not None:
+                self._observe_running(js, view)
+        cross = self._cross
+        while cross and cross[0][0] - 1e-6 * max(1.0, abs(cross[0][0])) <= now:
+            _, job_id, version = heapq.heappop(cross)
+            js = running.get(job_id)
+            if js is not None and js.version == version:
+                self._observe_running(js, view)
+        for job_id in self._was_running & pending.keys():  # stopped since the last round: service now frozen
+            js = pending[job_id]
+            self._observe(js, self.queue_of(view.attained_service(js)), now)
+        missing = len(running) + len(pending) - len(entries)
+        if missing > 0:  # new arrivals sit at the tail of pending (insertion order)
+            for job_id in reversed(pending):
+                if job_id not in entries:
+                    js = pending[job_id]
+                    self._observe(js, self.queue_of(view.attained_service(js)), now)
+                    missing -= 1
+                    if not missing:
+                        break
+        if missing > 0:  # running jobs never seen (a first call, or a driver that starts jobs itself)
+            for js in running.values():
+                if js.job.job_id not in entries:
+                    self._observe_running(js, view)
+        if len(entries) != len(running) + len(pending):  # the driver changed the queues some other way
+            self._rebuild(view)
+        return self._order
+
+    def _observe_running(self, js, view) -> None:
+        """Read a running job's queue now and remember when its service reaches the next threshold."""
+        service = view.attained_service(js)
+        queue = self.queue_of(service)
+        self._observe(js, queue, view.now)
+        if queue < len(self.thresholds):
+            p = js.placement
+            held = p[0][1] if len(p) == 1 else sum(k for _, k in p)
+            due = view.now + (self.thresholds[queue] - service) / held
+            heapq.heappush(self._cross, (due, js.job.job_id, js.version))
+
+    def _key(self, js, queue: int, entered: float) -> tuple:
+        job = js.job
+        if self.queue_order == "entry":
+            return (queue, entered, job.arrival, job.job_id, js)
+        return (queue, job.arrival, job.job_id, js)
+
+    def _observe(self, js, queue: int, now: float) -> None:
+        """Place ``js`` in the order with ``queue``; it enters the queue now unless it was already in it."""
+        job_id = js.job.job_id
+        entry = self._entries.get(job_id)
+        if entry is not None:
+            if entry[0] == queue:
+                return
+            self._drop(job_id)
+        entry = self._key(js, queue, now)
+        bisect.insort(self._order, entry)
+        self._entries[job_id] = entry
+
+    def _drop(self, job_id: str) -> None:
+        entry = self._entries.pop(job_id)
+        order = self._order
+        del order[bisect.bisect_left(order, entry)]
+
+    def _rebuild(self, view) -> None:
+        """The order from scratch (the reference computation): O(A log A)."""
         active = list(view.running.values()) + list(view.pending.values())
-        entered: dict[str, tuple[int, float]] = {}
+        previous = self._entries
+        self._entries = {}
         for js in active:
             queue = self.queue_of(view.attained_service(js))
-            previous = self._entered.get(js.job.job_id)
-            entered[js.job.job_id] = previous if previous is not None and previous[0] == queue else (queue, view.now)
-        self._entered = entered
-        if self.queue_order == "entry":
-            active.sort(key=lambda js: (*entered[js.job.job_id], js.job.arrival, js.job.job_id))
-        else:
-            active.sort(key=lambda js: (entered[js.job.job_id][0], js.job.arrival, js.job.job_id))
-        return active
+            old = previous.get(js.job.job_id)
+            keep = old is not None and old[0] == queue  # still in the queue it entered earlier
+            self._entries[js.job.job_id] = old if keep else self._key(js, queue, view.now)
+        self._order = sorted(self._entries.values())
+        self._cross = []
+        for js in view.running.values():
+            self._observe_running(js, view)
 
     def schedule(self, view) -> Decision:
         t0 = time.perf_counter()
@@ -171,14 +256,17 @@ class TiresiasPolicy(ClusterPolicy):
         table = self._rates.of(view)
         models = self._models(view)
         col = {m: i for i, m in enumerate(view.models)}
-        active = self._priority_order(view)
+        order = self._priority_order(view)
         # Pass 1: choose the set of jobs and their GPU model by counts (priority order).
         scratch = self._capacity.scratch(view)
         left = dict(scratch.free_by_model)
         room = max(left.values(), default=0)  # most GPUs left on one model: a larger job has no option
         nodes = view.nodes
         chosen: list[tuple[object, str | None]] = []
-        for js in active:
+        for entry in order:
+            if room == 0:  # no GPU left on any model: nothing later can be chosen (and no choice is drawn)
+                break
+            js = entry[-1]
             n = js.job.num_gpus
             if js.placement is not None:
                 model = nodes[js.placement[0][0]].gpu_model
@@ -201,13 +289,21 @@ class TiresiasPolicy(ClusterPolicy):
         # Pass 2: placements; kept jobs first so they do not move.
         wanted: dict[str, tuple] = {}
         movers = []
+        free, free_by_model = scratch.free, scratch.free_by_model
         for js, model in chosen:
             p = js.placement
-            if p is not None and nodes[p[0][0]].gpu_model == model and scratch.fits(p):
+            if p is not None and len(p) == 1:  # one node (most jobs): fits and take inline
+                node, k = p[0]
+                if nodes[node].gpu_model == model and free[node] >= k:
+                    free[node] -= k
+                    free_by_model[model] -= k
+                    wanted[js.job.job_id] = p
+                    continue
+            elif p is not None and nodes[p[0][0]].gpu_model == model and scratch.fits(p):
                 scratch.take(p)
                 wanted[js.job.job_id] = p
-            else:
-                movers.append((js, model))
+                continue
+            movers.append((js, model))
         for js, model in movers:
             placement = single_type_placement(scratch, view, js.job.num_gpus, model, self.placement)
             if placement is None:
@@ -218,4 +314,7 @@ class TiresiasPolicy(ClusterPolicy):
             scratch.take(placement)
             wanted[js.job.job_id] = placement
         decision = Decision.from_allocation(view, wanted)
-        return decision, not decision and len(wanted) == len(chosen), len(active)
+        self._was_running = set(view.running)
+        self._was_running.update(wanted)
+        self._touched = set(decision.assign)
+        return decision, not decision and len(wanted) == len(chosen), len(order)

@@ -64,6 +64,12 @@ def _philly(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFra
     return read_philly_jobs(path, seed=seed, profiles=profiles)
 
 
+def _slurm(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
+    from gpuweave.workload.traces.slurm import read_sacct
+
+    return read_sacct(path, seed=seed, profiles=profiles)
+
+
 def _pollux(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
     from gpuweave.workload.traces.pollux import read_pollux_workload
 
@@ -80,6 +86,7 @@ FORMATS: dict[str, TraceFormat] = {
         TraceFormat("tiresias", "Tiresias simulator job CSV (e.g. 60_job.csv)", _tiresias),
         TraceFormat("philly", "flattened Philly job list (timestamp,duration,num_gpus,gpu_time,cluster)", _philly),
         TraceFormat("pollux", "Pollux simulator workload (name,time,application,num_replicas,batch_size)", _pollux),
+        TraceFormat("slurm", "Slurm job history: sacct --parsable2 with AllocTRES/ReqTRES (docs/slurm.md)", _slurm),
     )
 }
 
@@ -105,6 +112,11 @@ def detect_format(path: str | Path) -> str:
     first = next((line for line in text.splitlines() if line.strip()), "")
     if file.suffix.lower() == ".trace" or first.count("\t") >= 6:
         return "gavel"
+    if "|" in first:
+        from gpuweave.workload.traces.slurm import looks_like_sacct
+
+        if looks_like_sacct(first):
+            return "slurm"
     header = {name.strip() for name in first.split(",")}
     for name, columns in _SIGNATURES:
         if columns <= header:

@@ -1,0 +1,473 @@
+"""The ``slurm`` executor: every worker is a Slurm batch job that gpuweave's policy places and Slurm runs.
+
+Problem: let a gpuweave policy decide where and when jobs run on a Slurm cluster, with Slurm doing the running and
+Slurm's word on every job's state. Everything goes through Slurm's commands (:mod:`.slurm_commands`):
+
+* **nodes** come from ``scontrol show node``: each (Slurm node, GPU type) is a slot (``gw0-v100``); a cluster
+  config node is matched to the slot of its name, else to the first slot of its GPU model with room left;
+* **start** = ``sbatch --nodelist=<node> --gres=gpu:<type>:<n> --requeue`` (one batch job per worker: per job,
+  per forked copy, per node of a multi-node placement), at decision time;
+* **stop** = ``scancel --batch --signal=TERM``: the worker checkpoints and exits, and Slurm records the job
+  COMPLETED; a job stopped before it ran is held instead (``scontrol hold``);
+* **start again / move** = requeue the worker's Slurm job: ``scontrol requeuehold``, ``scontrol update`` of its
+  nodes and GPU count with ``StartTime=now`` (a requeued job is otherwise not eligible for two minutes), and
+  ``scontrol release``. The same Slurm job id runs every attempt of a worker on one GPU type, so
+  ``sacct --duplicates`` shows its earlier runs as REQUEUED. A move to another GPU type, or a job gone from the
+  controller (older than ``MinJobAge``), is submitted as a new job. The requeue waits for the restart, not the
+  stop: half the moves change the GPU type, and a requeue then would only be cancelled (70 ms each, measured);
+* **ends** come from ``squeue`` (state) and ``scontrol show job`` (``ExitCode``), polled at most every
+  ``executor.slurm.poll_interval`` seconds; a job Slurm requeued by itself (node failure) is held and read as
+  killed, so the runtime retries it from its checkpoint. A rejected submission fails the attempt with Slurm's
+  reason (written to the worker's log); the runtime retries it and then fails the job, and the rest go on.
+
+The batch script is fixed when a job is submitted, so it only runs ``attempt.sh`` from the job's folder, which
+the executor rewrites before each (re)start: the attempt's environment and the program, its output appended to
+the worker's log. Progress travels through the file channel, so the runtime and the compute nodes share the
+``--out`` folder. After ``kill -9`` of the runtime, a new one finds the old one's jobs by their comment
+(``gpuweave:<out>``), asks them to checkpoint, waits, cancels them, and the journal commits what they saved.
+
+Why a new job for another GPU type (Slurm 22.05 on Debian 12, found by trying): ``scontrol update
+TresPerNode=gres:gpu:k80:2`` on a held job that asked for ``gpu:v100:1`` keeps both (the job then gets three
+GPUs); clearing ``TresPerNode=`` first leaves ``gpu:v100:0`` in the request, and such a job still waits until a
+V100 is free. Updating the count of the same type works.
+"""
+
+from __future__ import annotations
+
+import csv
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuweave.errors import InputError
+from gpuweave.live.executor import LOG_FILE, Executor, LaunchSpec
+from gpuweave.live.slurm_commands import TIMINGS, SlurmCommandError, first_line, run_slurm, try_slurm
+from gpuweave.workload.traces.slurm_nodes import GpuSlot, SlurmNode, gpu_slots, parse_scontrol_text
+
+ACTIVE = ("RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING", "STAGE_OUT")
+WAITING = ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD")
+KILL_WAIT_S = 15.0
+ORPHAN_WAIT_S = 15.0
+SQUEUE_CHUNK = 400  # job ids per squeue call
+SLURM_CSV = "slurm.csv"
+SLURM_COLUMNS = [
+    "job_id",
+    "attempt",
+    "copy",
+    "rank",
+    "slurm_job_id",
+    "action",
+    "node",
+    "gres",
+    "launch_to_running_s",
+    "state",
+    "exit_code",
+    "stopped",
+]
+
+
+@dataclass(slots=True)
+class _SlurmJob:
+    """The Slurm batch job of one worker key (gpuweave job, copy, rank): requeued for every attempt."""
+
+    slurm_id: str
+    folder: Path
+    slurm_type: str  # the GPU type it asks for: a held job is only requeued onto GPUs of this type
+
+
+@dataclass(slots=True)
+class _Handle:
+    job: _SlurmJob | None  # None when Slurm rejected the submission
+    spec: LaunchSpec
+    action: str  # submit | requeue | rejected
+    host: str
+    gres: str
+    launched: float  # wall time of the sbatch / release call
+    code: int | None = None
+    running_at: float | None = None  # first poll that saw the job RUNNING
+    stopping: bool = False
+    held: bool = False  # stopped before it ran: held in Slurm's queue
+    state: str = ""
+
+
+@dataclass(slots=True)
+class SlurmOptions:
+    partition: str | None = None
+    account: str | None = None
+    sbatch_args: list[str] = field(default_factory=list)
+    gpus: str = "auto"  # auto | emulated | real
+    poll_interval: float = 0.2
+
+
+class SlurmExecutor(Executor):
+    name = "slurm"
+
+    def __init__(self, out: Path, options: SlurmOptions | None = None) -> None:
+        self.out = Path(out).resolve()
+        self.folder = self.out / "slurm"
+        self.options = options or SlurmOptions()
+        self.tag = f"gpuweave:{self.out}"
+        self.emulated = True
+        self._slots: dict[int, GpuSlot] = {}
+        self._jobs: dict[tuple[str, int, int], _SlurmJob] = {}
+        self._live: dict[str, _Handle] = {}  # Slurm job id -> the handle of its current attempt
+        self._states: dict[str, tuple[str, str]] = {}  # Slurm job id -> (state, reason) from the last poll
+        self._polled = 0.0
+        self._ended: list[_Handle] = []
+
+    # ------------------------------------------------------------------ cluster
+    def check_cluster(self, nodes: list) -> None:
+        text = run_slurm(["scontrol", "show", "node", "--oneliner"])
+        slurm_nodes = parse_scontrol_text(text, source="scontrol show node")
+        if self.options.partition:
+            slurm_nodes = [n for n in slurm_nodes if self.options.partition in n.partitions]
+            if not slurm_nodes:
+                raise InputError(f"Slurm partition {self.options.partition!r} has no nodes", field="executor.slurm")
+        slots, _ = gpu_slots(slurm_nodes, skip_unknown=True, source="scontrol show node")
+        self._slots = match_nodes(nodes, slots, {n.name: n for n in slurm_nodes})
+        if self.options.gpus == "auto":
+            from gpuweave.live.local import nvml_gpu_count
+
+            self.emulated = nvml_gpu_count() == 0
+        else:
+            self.emulated = self.options.gpus == "emulated"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._end_earlier_runs()
+
+    def _end_earlier_runs(self) -> None:
+        """Jobs of an earlier runtime on this ``--out`` (killed with -9): checkpoint and exit, then cancel."""
+        text = run_slurm(["squeue", "--noheader", "--format=%i|%T|%k"])
+        mine = [line.split("|", 2) for line in text.splitlines() if line.count("|") >= 2]
+        mine = [(i, s) for i, s, comment in mine if comment.strip() == self.tag]
+        running = [i for i, s in mine if s in ACTIVE]
+        if running:
+            try_slurm(["scancel", "--batch", "--signal=TERM", *running])
+            deadline = time.time() + ORPHAN_WAIT_S
+            while time.time() < deadline and any(s in ACTIVE for s, _ in self._query(running).values()):
+                time.sleep(0.2)
+        if mine:
+            try_slurm(["scancel", *[i for i, _ in mine]])
+
+    # ------------------------------------------------------------------ launch
+    def launch(self, spec: LaunchSpec) -> _Handle:
+        slot = self._slots[spec.node]
+        gres = f"gpu:{slot.slurm_type}:{spec.gpus}" if slot.slurm_type else f"gpu:{spec.gpus}"
+        key = (spec.job_id, spec.copy, spec.rank)
+        job = self._jobs.get(key)
+        folder = job.folder if job else self.folder / _safe(f"{spec.job_id}-c{spec.copy}-r{spec.rank}")
+        folder.mkdir(parents=True, exist_ok=True)
+        spec.channel.mkdir(parents=True, exist_ok=True)
+        _write_attempt(folder, spec, self.emulated)
+        launched = time.time()
+        try:
+            if job is not None and job.slurm_type == slot.slurm_type and self._requeue(job, slot.host, gres):
+                action = "requeue"
+            else:
+                if job is not None:
+                    self._drop_if_held(job)
+                job = _SlurmJob(self._submit(spec, folder, slot.host, gres), folder, slot.slurm_type)
+                self._jobs[key] = job
+                action = "submit"
+        except SlurmCommandError as exc:
+            return self._rejected(spec, slot.host, gres, launched, exc)
+        handle = _Handle(job, spec, action, slot.host, gres, launched)
+        self._live[job.slurm_id] = handle
+        self._states[job.slurm_id] = ("PENDING", "launched")  # until the next poll: never a stale final state
+        return handle
+
+    def _drop_if_held(self, job: _SlurmJob) -> None:
+        """A job held after a stop before it ran cannot change GPU type (module docstring): cancel it."""
+        if self._state(job.slurm_id)[0] in WAITING:
+            try_slurm(["scancel", job.slurm_id])
+
+    def _submit(self, spec: LaunchSpec, folder: Path, host: str, gres: str) -> str:
+        batch = folder / "batch.sh"
+        batch.write_text(f"#!/bin/sh\nexec /bin/sh {shlex.quote(str(folder / 'attempt.sh'))}\n")
+        args = [
+            "sbatch",
+            "--parsable",
+            "--requeue",
+            f"--job-name=gw:{spec.label}",
+            f"--comment={self.tag}",
+            "--nodes=1",
+            "--ntasks=1",
+            f"--nodelist={host}",
+            f"--gres={gres}",
+            f"--output={folder / 'slurm-%j.out'}",
+            "--open-mode=append",
+        ]
+        if self.options.partition:
+            args.append(f"--partition={self.options.partition}")
+        if self.options.account:
+            args.append(f"--account={self.options.account}")
+        args += self.options.sbatch_args
+        extra = spec.attrs.get("sbatch_args")
+        if isinstance(extra, str) and extra.strip():
+            args += shlex.split(extra)
+        out = run_slurm([*args, str(batch)])
+        return first_line(out).split(";")[0]
+
+    def _requeue(self, job: _SlurmJob, host: str, gres: str) -> bool:
+        """Start the worker's Slurm job again on ``host`` with ``gres``; False when Slurm no longer knows it."""
+        state = self._state(job.slurm_id)[0]
+        if state in ("GONE", "UNKNOWN"):
+            return False
+        if state not in WAITING:
+            ok, _ = try_slurm(["scontrol", "requeuehold", job.slurm_id])
+            if not ok:
+                return False
+        run_slurm(
+            [
+                "scontrol",
+                "update",
+                f"JobId={job.slurm_id}",
+                f"TresPerNode=gres:{gres}",
+                f"NodeList={host}",
+                "StartTime=now",
+            ]
+        )
+        run_slurm(["scontrol", "release", job.slurm_id])
+        return True
+
+    def _rejected(self, spec: LaunchSpec, host: str, gres: str, launched: float, exc: SlurmCommandError) -> _Handle:
+        reason = first_line(exc.output) or exc.message
+        with open(spec.channel / LOG_FILE, "a") as log:
+            log.write(f"slurm rejected the job: {reason}\n")
+        handle = _Handle(None, spec, "rejected", host, gres, launched, code=1, state="REJECTED")
+        self._ended.append(handle)
+        return handle
+
+    # ------------------------------------------------------------------ watch
+    def _query(self, ids: list[str]) -> dict[str, tuple[str, str]]:
+        """(state, reason) of the jobs Slurm still knows, from squeue."""
+        found: dict[str, tuple[str, str]] = {}
+        for i in range(0, len(ids), SQUEUE_CHUNK):
+            chunk = ids[i : i + SQUEUE_CHUNK]
+            ok, text = try_slurm(
+                ["squeue", "--noheader", "--states=all", f"--jobs={','.join(chunk)}", "--format=%i|%T|%r"]
+            )
+            if not ok:
+                if "Invalid job id" in text:
+                    continue  # every job of the chunk is gone from the controller
+                raise SlurmCommandError(f"`squeue` failed: {text}", command="squeue")
+            for line in text.splitlines():
+                parts = line.strip().split("|")
+                if len(parts) == 3:
+                    found[parts[0]] = (parts[1], parts[2])
+        return found
+
+    def _state(self, sid: str) -> tuple[str, str]:
+        """(state, reason) of one job now: GONE when Slurm forgot it, UNKNOWN when squeue did not answer."""
+        try:
+            return self._query([sid]).get(sid, ("GONE", ""))
+        except SlurmCommandError as exc:
+            return "UNKNOWN", exc.message
+
+    def _refresh(self) -> None:
+        now = time.time()
+        if now - self._polled < self.options.poll_interval or not self._live:
+            return
+        self._polled = now
+        try:
+            found = self._query(list(self._live))
+        except SlurmCommandError:
+            return  # the controller did not answer this time: keep the last states (report_timeout bounds it)
+        for sid in self._live:
+            self._states[sid] = found.get(sid, ("GONE", ""))
+
+    def exit_code(self, handle: _Handle) -> int | None:
+        if handle.code is not None:
+            return handle.code
+        self._refresh()
+        sid = handle.job.slurm_id
+        state, reason = self._states.get(sid, ("PENDING", ""))
+        handle.state = state
+        if state in ACTIVE:
+            if handle.running_at is None and state == "RUNNING":
+                handle.running_at = time.time()
+            return None
+        if state in WAITING:
+            if handle.running_at is not None and not handle.held:  # Slurm requeued it itself (node failure)
+                try_slurm(["scontrol", "hold", sid])
+                self._finish(handle, -9, f"slurm requeued job {sid} by itself ({reason}): read as killed")
+            return handle.code
+        self._finish(handle, *self._final_code(sid, state))
+        return handle.code
+
+    def _final_code(self, sid: str, state: str) -> tuple[int, str]:
+        """The exit status Slurm recorded, and a note for the worker's log unless it completed."""
+        if state == "COMPLETED":  # Slurm's word for exit status 0
+            return 0, ""
+        ok, text = try_slurm(["scontrol", "show", "job", "--oneliner", sid])
+        fields = dict(w.split("=", 1) for w in text.split() if "=" in w) if ok else {}
+        if state == "GONE":
+            state = fields.get("JobState", "GONE")
+        status, _, signal = fields.get("ExitCode", "0:0").partition(":")
+        code = -int(signal) if signal.isdigit() and int(signal) else int(status) if status.isdigit() else 0
+        if state == "COMPLETED":
+            return code, ""
+        code = code or -9
+        exit_code, reason = fields.get("ExitCode", "?"), fields.get("Reason", "?")
+        note = f"slurm: job {sid} ended {state} (ExitCode={exit_code}, Reason={reason})"
+        return code, note
+
+    def _finish(self, handle: _Handle, code: int, note: str) -> None:
+        handle.code = code
+        sid = handle.job.slurm_id
+        if note and not handle.stopping:
+            with open(handle.spec.channel / LOG_FILE, "a") as log:
+                log.write(note + "\n")
+        self._live.pop(sid, None)
+        self._ended.append(handle)
+
+    # ------------------------------------------------------------------ signal
+    def terminate(self, handle: _Handle) -> None:
+        if handle.code is not None or handle.stopping:
+            return
+        handle.stopping = True
+        sid = handle.job.slurm_id
+        if self._state(sid)[0] in WAITING:
+            try_slurm(["scontrol", "hold", sid])
+            if self._state(sid)[0] in WAITING:
+                handle.held = True
+                self._finish(handle, 0, "")
+                return
+        try_slurm(["scancel", "--batch", "--signal=TERM", sid])
+
+    def kill(self, handle: _Handle) -> None:
+        if handle.code is not None:
+            return
+        sid = handle.job.slurm_id
+        state, reason = self._state(sid)
+        note = f"slurm: job {sid} was still {state} (Reason={reason}) when gpuweave cancelled it"
+        note = note if state in WAITING else ""  # a worker that never started: Slurm's reason is the story
+        try_slurm(["scancel", sid] if state in WAITING else ["scancel", "--signal=KILL", sid])
+        deadline = time.time() + KILL_WAIT_S
+        while time.time() < deadline:
+            state = self._state(sid)[0]
+            if state not in ACTIVE + ("UNKNOWN",):
+                break
+            time.sleep(0.1)
+        if state in WAITING:
+            try_slurm(["scancel", sid])
+        handle.state = state
+        self._finish(handle, -9, note)
+
+    # ------------------------------------------------------------------ end
+    def close(self) -> None:
+        """Cancel the workers' Slurm jobs still waiting (held after a stop, never started again); write slurm.csv."""
+        waiting = [j.slurm_id for j in self._jobs.values()]
+        try:
+            states = self._query(waiting) if waiting else {}
+        except SlurmCommandError:
+            states = {}  # Slurm did not answer: nothing to cancel that we can see; slurm.csv is still written
+        held = [sid for sid, (state, _) in states.items() if state in WAITING]
+        if held:
+            try_slurm(["scancel", *held])
+        for handle in list(self._live.values()):
+            self._ended.append(handle)
+        self._live.clear()
+        self._write_csv()
+
+    def _write_csv(self) -> None:
+        if not self.folder.exists():
+            return
+        with open(self.out / SLURM_CSV, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(SLURM_COLUMNS)
+            for h in sorted(self._ended, key=lambda h: (h.spec.job_id, h.spec.attempt, h.spec.copy, h.spec.rank)):
+                latency = f"{h.running_at - h.launched:.3f}" if h.running_at is not None else ""
+                w.writerow(
+                    [
+                        h.spec.job_id,
+                        h.spec.attempt,
+                        h.spec.copy,
+                        h.spec.rank,
+                        h.job.slurm_id if h.job else "",
+                        h.action,
+                        h.host,
+                        h.gres,
+                        latency,
+                        h.state,
+                        "" if h.code is None else h.code,
+                        int(h.stopping),
+                    ]
+                )
+
+    def stats(self) -> dict:
+        """Launch-to-RUNNING latency and the time spent in Slurm's commands, for summary.json."""
+        latencies = sorted(h.running_at - h.launched for h in self._ended if h.running_at is not None)
+        calls = {name: (len(v), sum(v)) for name, v in TIMINGS.items()}
+        return {
+            "slurm_launches": len(self._ended),
+            "slurm_launch_to_running_p50_s": _pct(latencies, 50),
+            "slurm_launch_to_running_p95_s": _pct(latencies, 95),
+            "slurm_poll_interval_s": self.options.poll_interval,
+            "slurm_command_calls": {k: n for k, (n, _) in sorted(calls.items())},
+            "slurm_command_mean_s": {k: round(s / n, 5) for k, (n, s) in sorted(calls.items()) if n},
+        }
+
+
+def match_nodes(nodes: list, slots: list[GpuSlot], hosts: dict[str, SlurmNode]) -> dict[int, GpuSlot]:
+    """Cluster-config node index -> the Slurm slot it runs on; InputError before anything starts.
+
+    A node named like a slot (``gw0-v100``, or ``gw0`` for a node with one GPU type) takes that slot; the others
+    take, in Slurm's order, the first slot of their GPU model with enough GPUs left."""
+    names = {s.name: s for s in slots} | {f"{s.host}-{s.slurm_type or 'gpu'}": s for s in slots}
+    left = {(s.host, s.slurm_type): s.count for s in slots}
+    offered = ", ".join(f"{s.host}: {s.slurm_type or 'gpu'} x{s.count} ({s.model})" for s in slots)
+    chosen: dict[int, GpuSlot] = {}
+    for node in sorted(nodes, key=lambda n: n.name not in names):
+        slot = names.get(node.name)
+        if slot is not None and slot.model != node.gpu_model:
+            raise InputError(
+                f"cluster node {node.name} has {node.gpu_model} GPUs, Slurm's {slot.host} has {slot.model} "
+                f"({slot.slurm_type})",
+                field="cluster",
+            )
+        if slot is None:
+            slot = next(
+                (s for s in slots if s.model == node.gpu_model and left[(s.host, s.slurm_type)] >= node.num_gpus), None
+            )
+        if slot is None or left[(slot.host, slot.slurm_type)] < node.num_gpus:
+            raise InputError(
+                f"cluster node {node.name} ({node.num_gpus} x {node.gpu_model}) has no Slurm GPUs left to run on "
+                f"(Slurm offers {offered})",
+                field="cluster",
+            )
+        left[(slot.host, slot.slurm_type)] -= node.num_gpus
+        host = hosts[slot.host]
+        if not host.healthy:
+            reason = f", Reason={host.reason}" if host.reason else ""
+            raise InputError(f"Slurm node {host.name} is {host.state}{reason}", field="cluster")
+        chosen[node.index] = slot
+    return chosen
+
+
+def _write_attempt(folder: Path, spec: LaunchSpec, emulated: bool) -> None:
+    """The script the batch job runs for this attempt (written to a temporary file, then renamed)."""
+    env = dict(spec.env)
+    if emulated:
+        env["CUDA_VISIBLE_DEVICES"] = ""  # Slurm's GPU indices name declared, not real, GPUs
+    log = shlex.quote(str(spec.channel / LOG_FILE))
+    lines = [
+        "#!/bin/sh",
+        f"# gpuweave: {spec.label}, written before Slurm (re)started the job",
+        *[f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())],
+        f'echo "slurm: job $SLURM_JOB_ID on $(hostname) (restart ${{SLURM_RESTART_COUNT:-0}})" >> {log}',
+        f"exec {' '.join(shlex.quote(a) for a in spec.argv)} >> {log} 2>&1",
+    ]
+    tmp = folder / ".attempt.sh.tmp"
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(folder / "attempt.sh")
+
+
+def _pct(values: list[float], p: float) -> float | None:
+    if not values:
+        return None
+    return round(values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))], 4)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)

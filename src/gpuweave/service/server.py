@@ -1,0 +1,184 @@
+"""``gpuweave serve``: check everything, then run the API, the scheduling loop and the executor in one process.
+
+Order (so a refused start leaves nothing behind): the cluster and the policy are checked, the port is bound
+(refused if in use), the database is reached (refused if not), and only then is anything written: the data
+directory, the schema (Alembic), the policy setting. The loop restores what the database holds (workers a killed
+service left are stopped at their checkpoint and their jobs requeued) before the API answers. SIGINT/SIGTERM stop
+the API, then the loop asks every worker to checkpoint and commits; a loop that fails stops the API and the
+process exits 1.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import signal
+import socket
+import threading
+from dataclasses import dataclass
+
+from gpuweave.errors import InputError
+from gpuweave.service.config import ServiceConfig
+from gpuweave.service.db import check_reachable, make_engine, migrate, sqlite_url, writing
+
+log = logging.getLogger("gpuweave.service.server")
+
+
+@dataclass
+class Service:
+    config: ServiceConfig
+    engine: object
+    scheduler: object
+    app: object
+    metrics: object
+
+
+def resolve_policy(config: ServiceConfig):
+    """The policy to start with (flag, else the database's, else fifo); InputError naming the option if bad."""
+    from gpuweave.cluster.policies import make_policy
+
+    if config.policy is None:
+        return None
+    options = dict(config.policy_options)
+    round_length = options.pop("round_length", None)
+    try:
+        make_policy(config.policy, round_length=round_length, seed=config.seed, **options)
+    except InputError as exc:
+        raise InputError(exc.message, field="policy" if exc.field == "policy" else "policy-option") from None
+    return {"name": config.policy, "options": options, "round_length": round_length}
+
+
+def check_cluster(config: ServiceConfig) -> None:
+    from gpuweave.hardware.cluster_spec import load_cluster
+
+    load_cluster(config.cluster)
+
+
+def open_executor(kind: str, address: str | None, work_dir):
+    """The executor the service drives (``work_dir`` holds what the executor writes, e.g. Slurm's batch scripts)."""
+    from gpuweave.live.launch import make_executor
+
+    return make_executor(kind, address, out=work_dir)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound now so that a port in use is refused before anything is written."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        what = "is in use" if exc.errno == 98 else f"cannot be bound: {exc.strerror}"
+        raise InputError(f"port {port} on {host} {what}", field="port") from None
+    sock.listen(2048)
+    return sock
+
+
+def build_service(config: ServiceConfig) -> Service:
+    """Check, open the database, build the loop and the app (nothing runs yet)."""
+    from gpuweave.service.app import ServiceState, create_app
+    from gpuweave.service.metrics import ServiceMetrics
+    from gpuweave.service.scheduler import Scheduler
+    from gpuweave.service.store import Limits, Store
+
+    check_cluster(config)
+    wanted = resolve_policy(config)
+    created = not config.data_dir.exists()
+    if config.db == sqlite_url(config.data_dir):  # the default database lives in the data directory
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        engine = make_engine(config.db)
+        check_reachable(engine)
+        executor = open_executor(config.executor, config.address, config.data_dir / "executor")
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        migrate(engine)
+        store_policy(engine, wanted)
+        metrics = ServiceMetrics()
+        scheduler = Scheduler(engine, config, executor, metrics)  # the executor checks the cluster here
+    except BaseException:
+        if created:  # a refused start leaves no directory or database behind
+            shutil.rmtree(config.data_dir, ignore_errors=True)
+        raise
+    limits = Limits(config.default_max_running_gpus, config.default_max_queued_jobs, config.allow_commands)
+    store = Store(engine, scheduler.nodes, scheduler.runtime.base_profiles, limits, lambda: scheduler.live_steps)
+    state = ServiceState(store, metrics, scheduler, seed=config.seed, max_body_bytes=config.max_body_bytes)
+    return Service(config, engine, scheduler, create_app(state), metrics)
+
+
+def store_policy(engine, wanted: dict | None) -> None:
+    from gpuweave.service.ledger import add_event, get_setting, put_setting
+
+    with writing(engine) as conn:
+        current = get_setting(conn, "policy")
+        if current is None and wanted is None:
+            wanted = {"name": "fifo", "options": {}, "round_length": None}
+        if wanted is not None:
+            same = current is not None and all(current.get(k) == wanted[k] for k in wanted)
+            if not same:
+                value = {**wanted, "version": (current or {"version": 0})["version"] + 1}
+                put_setting(conn, "policy", value)
+                add_event(
+                    conn, "policy-changed", name=value["name"], options=value["options"], version=value["version"]
+                )
+
+
+def serve(config: ServiceConfig) -> int:
+    """Run until SIGINT/SIGTERM; returns the exit status."""
+    import uvicorn
+
+    from gpuweave.service.logs import configure
+
+    configure()
+    check_cluster(config)
+    resolve_policy(config)
+    sock = bind(config.host, config.port)
+    try:
+        service = build_service(config)
+    except BaseException:
+        sock.close()
+        raise
+    uv = uvicorn.Server(uvicorn.Config(service.app, log_config=None, access_log=False, lifespan="off"))
+    service.scheduler.start()
+    _watch(service.scheduler, uv)
+    host, port = sock.getsockname()[:2]
+    log.info("serving", extra={"fields": {"url": f"http://{host}:{port}/", "db": _redacted(config.db)}})
+    # uvicorn re-raises the signal that stopped it once it is done; with these handlers that is a no-op, so the
+    # loop below still checkpoints every job (the default handlers would end the process first).
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _stopping)
+    try:
+        uv.run(sockets=[sock])
+    finally:
+        service.scheduler.stop()
+        service.engine.dispose()
+    if service.scheduler.error:
+        log.error("stopped: the scheduling loop failed", extra={"fields": {"error": service.scheduler.error}})
+        return 1
+    log.info("stopped")
+    return 0
+
+
+def _stopping(_signum, _frame) -> None:
+    log.info("stopping: checkpointing every running job")
+
+
+def _watch(scheduler, uv) -> None:
+    """Stop the API when the scheduling loop ends on its own (an error): a service that cannot schedule exits."""
+
+    def watch() -> None:
+        scheduler.thread.join()
+        uv.should_exit = True
+
+    threading.Thread(target=watch, name="gpuweave-watchdog", daemon=True).start()
+
+
+def _redacted(url: str) -> str:
+    from gpuweave.service.db import redact
+
+    return redact(url)
+
+
+def default_db(data_dir) -> str:
+    return sqlite_url(data_dir)

@@ -1,0 +1,357 @@
+"""What the API reads and writes: submissions (with quotas), listings, cancellation, nodes, events, the policy.
+
+The API never touches the scheduling loop's memory: it commits to the database and flags the row
+(``pending_sync``, ``api_rev``); the loop (:mod:`gpuweave.service.scheduler`) picks the change up at its next sync.
+A user sees only their own jobs (another user's job is "not found"); an admin sees every job.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from sqlalchemy import and_, case, func, insert, select, update
+from sqlalchemy.engine import Engine
+
+from gpuweave.errors import InputError
+from gpuweave.service.auth import User
+from gpuweave.service.db import ACTIVE_STATES, attempts, events, jobs, reading, samples, users, writing
+from gpuweave.service.ledger import add_event, get_setting, put_setting
+from gpuweave.service.schemas import JobSubmit
+
+WAITING = ("queued", "preempted")
+
+
+class ApiError(Exception):
+    """An answer other than 2xx: status, one-line message and the field it is about."""
+
+    def __init__(self, status: int, detail: str, field: str | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.detail, self.field = status, detail, field
+
+
+@dataclass
+class Limits:
+    default_max_running_gpus: int | None = None
+    default_max_queued_jobs: int | None = None
+    allow_commands: bool = False
+
+
+class Store:
+    def __init__(self, engine: Engine, nodes: list, profiles, limits: Limits, live_steps=None) -> None:
+        """``live_steps()``: steps done per running job as the scheduling loop last saw them (optional)."""
+        self.live_steps = live_steps or dict
+        self.engine = engine
+        self.nodes = nodes
+        self.profiles = profiles
+        self.limits = limits
+
+    # ------------------------------------------------------------------ jobs
+    def submit(self, user: User, spec: JobSubmit) -> dict:
+        from gpuweave.service.jobs import check_program, is_builtin, never_fits
+
+        if not is_builtin(spec.program) and not (user.admin or self.limits.allow_commands):
+            raise ApiError(
+                403, "only admins may submit commands (the service runs without --allow-commands)", "program"
+            )
+        try:
+            check_program(spec.program)
+        except InputError as exc:
+            raise ApiError(422, exc.message, "program") from None
+        gpu_types = sorted(set(spec.gpu_types)) if spec.gpu_types else None
+        problem = never_fits(self.nodes, self.profiles, spec.job_type, spec.gpus, gpu_types)
+        if problem is not None:
+            raise ApiError(422, problem.message, problem.field)
+        max_gpus = user.max_running_gpus or self.limits.default_max_running_gpus
+        if max_gpus is not None and spec.gpus > max_gpus:
+            raise ApiError(422, f"{spec.gpus} GPUs exceed your quota of {max_gpus} running GPUs", "gpus")
+        max_queued = user.max_queued_jobs or self.limits.default_max_queued_jobs
+        now = time.time()
+        values = {
+            "user_id": user.id,
+            "name": spec.name,
+            "state": "queued",
+            "program": spec.program,
+            "job_type": spec.job_type,
+            "gpus": spec.gpus,
+            "gpu_types": json.dumps(gpu_types) if gpu_types else None,
+            "steps": spec.steps,
+            "priority": spec.priority,
+            "deadline_s": spec.deadline_s,
+            "submitted_at": now,
+            "admitted": False,
+            "held": "",
+            "attempts": 0,
+            "crashes": 0,
+            "committed": 0,
+            "restarts": 0,
+            "reason": "",
+            "cancel_requested": False,
+            "api_rev": 1,
+            "pending_sync": True,
+            "gpu_seconds": 0.0,
+            "energy_j": 0.0,
+            "cost": 0.0,
+        }
+        with writing(self.engine) as conn:
+            # The user's row lock serialises one user's submissions, so two cannot both pass the quota.
+            conn.execute(select(users.c.id).where(users.c.id == user.id).with_for_update())
+            if max_queued is not None:
+                queued = conn.execute(
+                    select(func.count()).where(jobs.c.user_id == user.id, jobs.c.state.in_(WAITING))
+                ).scalar_one()
+                if queued >= max_queued:
+                    raise ApiError(
+                        429, f"quota: you have {queued} waiting jobs (max_queued_jobs {max_queued})", "quota"
+                    )
+            job_id = conn.execute(insert(jobs).values(**values)).inserted_primary_key[0]
+            add_event(conn, "submitted", job_id=job_id, user_id=user.id, name=spec.name, gpus=spec.gpus)
+        row = SimpleNamespace(**values, id=job_id, user=user.name, started_at=None, ended_at=None, placement=None)
+        return self.job_out(row)  # what was committed, without reading it back
+
+    def _visible(self, user: User):
+        return jobs.c.id.isnot(None) if user.admin else jobs.c.user_id == user.id
+
+    def list_jobs(self, user: User, *, state=None, owner=None, name=None, limit=100, offset=0) -> dict:
+        where = [self._visible(user)]
+        if state:
+            where.append(jobs.c.state.in_(state))
+        if owner:
+            where.append(users.c.name == owner)
+        if name:
+            where.append(jobs.c.name == name)
+        base = select(jobs, users.c.name.label("user")).join(users, users.c.id == jobs.c.user_id).where(and_(*where))
+        with reading(self.engine) as conn:
+            total = conn.execute(select(func.count()).select_from(base.subquery())).scalar_one()
+            rows = conn.execute(base.order_by(jobs.c.id.desc()).limit(limit).offset(offset)).all()
+        return {"jobs": [self.job_out(r) for r in rows], "total": total}
+
+    def job(self, user: User, job_id: int, history: bool = False) -> dict:
+        query = (
+            select(jobs, users.c.name.label("user"))
+            .join(users, users.c.id == jobs.c.user_id)
+            .where(jobs.c.id == job_id, self._visible(user))
+        )
+        with reading(self.engine) as conn:
+            row = conn.execute(query).first()
+            if row is None:
+                raise ApiError(404, f"no job {job_id}", "job_id")
+            out = self.job_out(row)
+            if history:
+                rows = conn.execute(
+                    select(attempts).where(attempts.c.job_id == job_id).order_by(attempts.c.number)
+                ).all()
+                out["history"] = [self.attempt_out(a) for a in rows]
+        return out
+
+    def cancel(self, user: User, job_id: int) -> tuple[dict, int]:
+        """Cancel a job: a waiting one at once (200), a running one by asking the loop to end it (202)."""
+        with writing(self.engine) as conn:
+            row = conn.execute(
+                select(jobs.c.state, jobs.c.user_id).where(jobs.c.id == job_id, self._visible(user)).with_for_update()
+            ).first()
+            if row is None:
+                raise ApiError(404, f"no job {job_id}", "job_id")
+            if row.state not in ACTIVE_STATES:
+                raise ApiError(409, f"job {job_id} is already {row.state}", "job_id")
+            values = {"cancel_requested": True, "api_rev": jobs.c.api_rev + 1, "pending_sync": True}
+            waiting = row.state in WAITING
+            if waiting:  # the loop's launch is conditional on the state: it cannot start the job after this
+                values.update(state="cancelled", placement=None, ended_at=time.time(), reason="cancelled by its user")
+            conn.execute(update(jobs).where(jobs.c.id == job_id).values(**values))
+            add_event(conn, "cancelled" if waiting else "cancel-requested", job_id=job_id, user_id=row.user_id)
+        return self.job(user, job_id), 200 if waiting else 202
+
+    # ------------------------------------------------------------------ shaping rows
+    def placement_out(self, text: str | None) -> list[dict] | None:
+        if not text:
+            return None
+        parts = []
+        for node, gpus in json.loads(text):
+            n = self.nodes[node] if 0 <= node < len(self.nodes) else None
+            parts.append({"node": n.name if n else str(node), "gpu_type": n.gpu_model if n else "?", "gpus": gpus})
+        return parts
+
+    def job_out(self, r) -> dict:
+        done = max(r.committed, self.live_steps().get(r.id, 0)) if r.state == "running" else r.committed
+        return {
+            "id": r.id,
+            "name": r.name,
+            "user": r.user,
+            "state": r.state,
+            "program": r.program,
+            "job_type": r.job_type,
+            "gpus": r.gpus,
+            "gpu_types": json.loads(r.gpu_types) if r.gpu_types else None,
+            "steps": r.steps,
+            "committed_steps": r.committed,
+            "steps_done": done,
+            "progress": round(min(1.0, done / r.steps), 6) if r.steps else 0.0,
+            "priority": r.priority,
+            "deadline_s": r.deadline_s,
+            "submitted_at": r.submitted_at,
+            "started_at": r.started_at,
+            "ended_at": r.ended_at,
+            "attempts": r.attempts,
+            "restarts": r.restarts,
+            "placement": self.placement_out(r.placement),
+            "held": r.held,
+            "reason": r.reason,
+            "cancel_requested": bool(r.cancel_requested),
+            "energy_j": r.energy_j,
+            "cost": r.cost,
+        }
+
+    def attempt_out(self, a) -> dict:
+        return {
+            "number": a.number,
+            "kind": a.kind,
+            "placement": self.placement_out(a.placement) or [],
+            "forked": bool(a.forked),
+            "started_at": a.started_at,
+            "ended_at": a.ended_at,
+            "saved_steps": a.saved,
+            "outcome": a.outcome,
+        }
+
+    # ------------------------------------------------------------------ nodes, events, users
+    def nodes_out(self, user: User) -> list[dict]:
+        query = (
+            select(jobs.c.id, jobs.c.name, jobs.c.user_id, jobs.c.placement, users.c.name.label("user"))
+            .join(users, users.c.id == jobs.c.user_id)
+            .where(jobs.c.state.in_(("running", "checkpointing")), jobs.c.placement.isnot(None))
+        )
+        out = [
+            {"index": n.index, "name": n.name, "gpu_type": n.gpu_model, "gpus": n.num_gpus, "busy": 0, "jobs": []}
+            for n in self.nodes
+        ]
+        with reading(self.engine) as conn:
+            rows = conn.execute(query).all()
+        for r in rows:
+            mine = user.admin or r.user_id == user.id
+            for node, gpus in json.loads(r.placement):
+                if 0 <= node < len(out):
+                    out[node]["busy"] += gpus
+                    out[node]["jobs"].append(
+                        {
+                            "id": r.id if mine else None,
+                            "name": r.name if mine else None,
+                            "user": r.user if mine else None,
+                            "gpus": gpus,
+                        }
+                    )
+        return out
+
+    def events_out(self, user: User, *, after: int = 0, job_id: int | None = None, limit: int = 100) -> list[dict]:
+        query = select(events, users.c.name.label("user")).outerjoin(users, users.c.id == events.c.user_id)
+        query = query.where(events.c.id > after)
+        if not user.admin:
+            query = query.where(events.c.user_id == user.id)
+        if job_id is not None:
+            query = query.where(events.c.job_id == job_id)
+        with reading(self.engine) as conn:
+            rows = conn.execute(query.order_by(events.c.id.desc()).limit(limit)).all()
+        return [
+            {
+                "id": r.id,
+                "at": r.at,
+                "sim": r.sim,
+                "kind": r.kind,
+                "job_id": r.job_id,
+                "user": r.user,
+                "detail": json.loads(r.detail or "{}"),
+            }
+            for r in reversed(rows)
+        ]
+
+    def me(self, user: User) -> dict:
+        with reading(self.engine) as conn:
+            queued = conn.execute(
+                select(func.count()).where(jobs.c.user_id == user.id, jobs.c.state.in_(WAITING))
+            ).scalar_one()
+            running = conn.execute(
+                select(func.coalesce(func.sum(jobs.c.gpus), 0)).where(
+                    jobs.c.user_id == user.id, jobs.c.state.in_(("running", "checkpointing"))
+                )
+            ).scalar_one()
+        return {
+            "name": user.name,
+            "admin": user.admin,
+            "max_running_gpus": user.max_running_gpus or self.limits.default_max_running_gpus,
+            "max_queued_jobs": user.max_queued_jobs or self.limits.default_max_queued_jobs,
+            "queued_jobs": int(queued),
+            "running_gpus": int(running),
+        }
+
+    # ------------------------------------------------------------------ policy
+    def policy(self) -> dict:
+        with reading(self.engine) as conn:
+            return get_setting(conn, "policy") or {}
+
+    def set_policy(self, user: User, name: str, options: dict, round_length: float | None) -> dict:
+        with writing(self.engine) as conn:
+            current = get_setting(conn, "policy") or {"version": 0}
+            value = {"name": name, "options": options, "round_length": round_length, "version": current["version"] + 1}
+            put_setting(conn, "policy", value)
+            add_event(conn, "policy-changed", user_id=user.id, name=name, options=options, version=value["version"])
+        return value
+
+    # ------------------------------------------------------------------ dashboard
+    def dashboard(self, user: User, series_points: int = 600) -> dict:
+        """The queue, running jobs, the GPU map, per-user totals, energy and cost, decisions, utilisation."""
+        waiting = self.list_jobs(user, state=list(WAITING), limit=200)
+        running = self.list_jobs(user, state=["running", "checkpointing"], limit=500)
+        recent = self.list_jobs(user, state=["done", "failed", "cancelled"], limit=20)
+        with reading(self.engine) as conn:
+            rows = conn.execute(select(samples).order_by(samples.c.id.desc()).limit(series_points)).all()
+            per_user = conn.execute(self._per_user_query(user)).all()
+            decisions = conn.execute(
+                select(events)
+                .where(events.c.kind.in_(("decision", "policy-changed", "policy-error")))
+                .order_by(events.c.id.desc())
+                .limit(15)
+            ).all()
+        rows = list(reversed(rows))
+        last = rows[-1] if rows else None
+        return {
+            "user": {"name": user.name, "admin": user.admin},
+            "now": time.time(),
+            "policy": self.policy(),
+            "queue": waiting,
+            "running": running,
+            "recent": recent,
+            "nodes": self.nodes_out(user),
+            "users": [dict(r._mapping) for r in per_user],
+            "totals": {
+                "power_w": last.power_w if last else 0.0,
+                "energy_kwh": last.energy_j / 3.6e6 if last else 0.0,
+                "cost": last.cost if last else 0.0,
+                "gpus": sum(n.num_gpus for n in self.nodes),
+            },
+            "decisions": [
+                {"id": r.id, "at": r.at, "kind": r.kind, "detail": json.loads(r.detail or "{}")} for r in decisions
+            ],
+            "series": [{"at": r.at, "busy": json.loads(r.busy), "power_w": r.power_w} for r in rows],
+        }
+
+    def _per_user_query(self, user: User):
+        def count(states):
+            return func.sum(case((jobs.c.state.in_(states), 1), else_=0))
+
+        query = (
+            select(
+                users.c.name,
+                count(WAITING).label("waiting"),
+                count(("running", "checkpointing")).label("running"),
+                func.sum(case((jobs.c.state.in_(("running", "checkpointing")), jobs.c.gpus), else_=0)).label("gpus"),
+                count(("done",)).label("done"),
+                func.sum(jobs.c.energy_j).label("energy_j"),
+                func.sum(jobs.c.cost).label("cost"),
+            )
+            .select_from(users.join(jobs, jobs.c.user_id == users.c.id))
+            .group_by(users.c.name)
+            .order_by(users.c.name)
+        )
+        return query if user.admin else query.where(users.c.id == user.id)
