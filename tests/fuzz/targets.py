@@ -14,7 +14,7 @@ from typing import Callable
 
 from hypothesis import strategies as st
 
-from tests.fuzz.mutate import HOSTILE_CELLS, document_bytes, table_bytes
+from tests.fuzz.mutate import HOSTILE_CELLS, damaged_bytes, document_bytes, table_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -293,6 +293,12 @@ LIVE = {
 }
 
 
+SLURM_DATA = ROOT / "tests" / "slurm" / "data"
+SACCT_LINES = [line.split("|") for line in (SLURM_DATA / "edge-cases.sacct").read_text().splitlines()[:8]]
+SCONTROL_JSON = json.loads((SLURM_DATA / "nodes.json").read_text())
+SCONTROL_TEXT = (SLURM_DATA / "nodes-edge.txt").read_bytes()
+
+
 def _csv(header, rows):
     return table_bytes(header, rows)
 
@@ -441,6 +447,21 @@ TARGETS: list[Target] = [
         "trace import-torch (chrome trace)",
         {"c.json": document_bytes(CHROME)},
         ["trace", "import-torch", "c.json", "--out", "o.json"],
+    ),
+    Target(
+        "trace import-slurm (sacct)",
+        {"jobs.sacct": table_bytes(SACCT_LINES[0], SACCT_LINES[1:], delimiter="|")},
+        ["trace", "import-slurm", "jobs.sacct", "--out", "t.csv"],
+    ),
+    Target(
+        "cluster import-slurm (scontrol --json)",
+        {"nodes.json": document_bytes(SCONTROL_JSON)},
+        ["cluster", "import-slurm", "nodes.json", "--out", "c.yaml"],
+    ),
+    Target(
+        "cluster import-slurm (scontrol text)",
+        {"nodes.txt": damaged_bytes(SCONTROL_TEXT)},
+        ["cluster", "import-slurm", "nodes.txt"],
     ),
     Target(
         "option values",

@@ -152,7 +152,9 @@ def parse_scontrol_json(text: str, *, source: str = "scontrol show node --json")
         state = item.get("state", "")
         state = "+".join(str(s) for s in state) if isinstance(state, list) else str(state)
         parts = item.get("partitions") or []
-        parts = parts.split(",") if isinstance(parts, str) else [str(p) for p in parts]
+        parts = (
+            parts.split(",") if isinstance(parts, str) else [str(p) for p in parts] if isinstance(parts, list) else []
+        )
         where = f" ({source}, node {index})"
         nodes.append(
             SlurmNode(
