@@ -229,7 +229,10 @@ def assert_user_error(outcome: Outcome, *needles: str) -> str:
 
 
 def _words(text: str) -> set[str]:
-    return {w.strip("│┃|,;:()[]'\"/") for w in text.lower().split()}
+    """Tokens of letters, digits and ``.+-`` (so "nan" in ``nan,10,6`` or ``│ nan │`` is the word "nan")."""
+    import re
+
+    return set(re.findall(r"[a-z0-9_.+-]+", text.lower()))
 
 
 def assert_bounded(outcome: Outcome, inputs: str = "") -> None:
