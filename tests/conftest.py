@@ -4,6 +4,7 @@ Under CI (the ``CI`` environment variable is set, as `.ci/run` runs) hypothesis 
 is reproducible; locally every run draws fresh examples, which is how the property tests keep finding bugs.
 """
 
+import json
 import os
 
 import pytest
@@ -28,3 +29,38 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("ray"))
         elif "tests/slurm/test_slurm_" in item.nodeid:
             item.add_marker(pytest.mark.xdist_group("slurm"))
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--full",
+        action="store_true",
+        default=False,
+        help="long fuzz run: many examples per fuzz target (tests/fuzz; GPUWEAVE_FUZZ_EXAMPLES=N sets the count)",
+    )
+
+
+# ------------------------------------------------------------------ the fuzz suite's example counts (tests/fuzz)
+def _folder(config):
+    """Where each process of the session writes its fuzz example counts."""
+    return config.cache.mkdir("fuzz-counts")
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist) starts afresh
+        for stale in _folder(session.config).glob("*.json"):
+            stale.unlink()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if hasattr(config, "workerinput"):
+        return
+    counts: dict[str, int] = {}
+    for part in _folder(config).glob("*.json"):
+        for name, n in json.loads(part.read_text()).items():
+            counts[name] = counts.get(name, 0) + n
+    if counts:
+        terminalreporter.section("fuzz examples per target")
+        for name, n in sorted(counts.items()):
+            terminalreporter.write_line(f"{n:6d}  {name}")
+        terminalreporter.write_line(f"{sum(counts.values()):6d}  in all")

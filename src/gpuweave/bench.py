@@ -17,6 +17,7 @@ from gpuweave.cluster.simulator import Simulator
 from gpuweave.errors import InputError
 from gpuweave.hardware.catalog import get_gpu
 from gpuweave.hardware.cluster_spec import make_cluster
+from gpuweave.limits import check_limit
 from gpuweave.workload.profiles import load_profiles
 from gpuweave.workload.traces.generate import generate_philly_like
 
@@ -182,6 +183,7 @@ def bench_round(jobs: int, policy: str, reps: int, seed: int, options: dict) -> 
 
     if reps < 1:
         raise InputError(f"--reps must be >= 1, got {reps}", field="reps")
+    check_limit("reps", reps, "--reps", field="reps")
     make_policy(policy, **options)  # bad names and options fail before the workload is built
     result = time_policy(policy, jobs, reps, seed, **options)
     return {"bench": "round", **result, "options": options, "cpu": cpu_model(), "python": sys.version.split()[0]}
@@ -191,6 +193,7 @@ def bench_kernel(tasks: int, mode: str, runs: int, seed: int) -> dict:
     """Run the IV.a two-service simulation ``runs`` times; report the median wall time and events/s."""
     from gpuweave.kernel.bench import sim_speed
 
+    check_limit("reps", runs, "--runs", field="runs")
     samples = sorted((sim_speed(tasks, mode, seed) for _ in range(runs)), key=lambda r: r["seconds"])
     mid = samples[len(samples) // 2]
     return {

@@ -1,24 +1,64 @@
 """Reading user files and preparing output paths, with one-line :class:`InputError`s.
 
 Every command that reads a file the user names, or writes to a path the user names, goes through these
-helpers (or raises the same errors itself), so that a missing file, a directory where a file was
-expected, an unreadable or non-UTF-8 file, malformed YAML, or an output path under a regular file all
-end as one line naming the path, never a traceback.
+helpers, so that a missing file, a directory where a file was expected, an unreadable or non-UTF-8 file,
+malformed or hostile JSON/YAML, or an output path under a regular file all end as one line naming the path,
+never a traceback. This is the one module that parses JSON and YAML input (``tests/test_hardening.py`` checks
+that no other module calls ``json.loads``/``yaml.safe_load`` on user input):
+
+- a file's size is checked before it is read (limits ``input_mb``, and ``yaml_mb`` for YAML);
+- JSON is strict: ``NaN`` and ``Infinity`` are not numbers; an integer of more than 4300 digits, nesting deeper
+  than the interpreter can parse (``RecursionError``) or more memory than there is (``MemoryError``) become one
+  line;
+- after parsing, the document's nesting depth (limit ``json_depth``) and, for YAML, its size with every alias
+  expanded (limit ``yaml_nodes``: a "billion laughs" document is a few lines that expand to 10^9 values) are
+  checked without recursion.
+
+Complexity: O(size of the document).
 """
 
 from __future__ import annotations
 
 import errno
+import os
+import stat
 from pathlib import Path
+from typing import Any
 
 from gpuweave.errors import InputError
+from gpuweave.limits import check_limit, limit
+
+_CHUNK = 1 << 20
 
 
-def read_input_text(path: str | Path, *, what: str = "file") -> str:
-    """The UTF-8 text of ``path`` (a BOM is dropped); InputError for every way reading can fail."""
+def _read_bytes(file: Path, what: str, limit_name: str) -> bytes:
+    """At most the limit's bytes of ``file``, read in chunks so that a pipe or a huge file is refused early."""
+    cap = limit(limit_name) * 1024 * 1024
+    with open(file, "rb") as fh:
+        mode = os.fstat(fh.fileno()).st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            raise InputError(f"expected a {what}, got a device", file=file)
+        if stat.S_ISREG(mode):
+            size = os.fstat(fh.fileno()).st_size
+            check_limit(limit_name, (size + 1024 * 1024 - 1) // (1024 * 1024), f"{what} of {size:,} bytes", file=file)
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = fh.read(_CHUNK)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > cap:
+                check_limit(limit_name, total // (1024 * 1024) + 1, f"{what} of more than {cap:,} bytes", file=file)
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def read_input_bytes(path: str | Path, *, what: str = "file", limit_name: str = "input_mb") -> bytes:
+    """The bytes of ``path``, at most limit ``limit_name`` MB; InputError for every way reading can fail."""
     file = Path(path)
     try:
-        data = file.read_bytes()
+        return _read_bytes(file, what, limit_name)
     except FileNotFoundError:
         raise InputError(f"{what} not found", file=file) from None
     except IsADirectoryError:
@@ -27,36 +67,141 @@ def read_input_text(path: str | Path, *, what: str = "file") -> str:
         raise InputError(f"cannot read the {what}: permission denied", file=file) from None
     except OSError as exc:
         raise InputError(f"cannot read the {what}: {exc.strerror or exc}", file=file) from None
+    except MemoryError:
+        raise InputError(f"not enough memory to read the {what}", file=file) from None
+
+
+def read_input_text(path: str | Path, *, what: str = "file", limit_name: str = "input_mb") -> str:
+    """The UTF-8 text of ``path`` (a BOM is dropped); InputError for every way reading can fail."""
+    data = read_input_bytes(path, what=what, limit_name=limit_name)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", file=file) from None
+        raise InputError(f"not UTF-8 text (byte {exc.start})", file=path) from None
 
 
-def load_yaml(path: str | Path, *, what: str = "file"):
-    """Parse a YAML file; a syntax error becomes one line with the line number (``row``)."""
+# --------------------------------------------------------------------------- JSON and YAML documents
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number in JSON")
+
+
+def parse_json(text: str | bytes, *, source: str | Path | None = None, what: str = "JSON") -> Any:
+    """Parse JSON text strictly; every failure (syntax, NaN/Infinity, huge integers, nesting, memory) and a
+    document deeper than limit ``json_depth`` becomes one InputError naming ``source`` and the line."""
+    import json
+
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} (line {exc.lineno})", file=source, row=exc.lineno) from None
+    except RecursionError:
+        raise InputError(
+            f"not valid JSON: nested deeper than the parser allows (the limit json_depth is {limit('json_depth')})",
+            file=source,
+        ) from None
+    except MemoryError:
+        raise InputError(f"not enough memory to parse the {what}", file=source) from None
+    except (ValueError, UnicodeDecodeError) as exc:  # NaN/Infinity, integers of more than 4300 digits, bad bytes
+        raise InputError(f"not valid JSON: {_value_error(exc)}", file=source) from None
+    check_document(data, source=source, what=what)
+    return data
+
+
+def load_json(path: str | Path, *, what: str = "file") -> Any:
+    """Parse a JSON file (see :func:`parse_json`); a syntax error names the line (``row``)."""
+    return parse_json(read_input_bytes(path, what=what), source=path, what=what)
+
+
+def _yaml_loader():
     import yaml
 
-    text = read_input_text(path, what=what)
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: fast, and bounds flow nesting itself
+
+
+def parse_yaml(text: str, *, source: str | Path | None = None, what: str = "YAML") -> Any:
+    """Parse YAML text safely (no Python objects); every failure becomes one InputError with the line, and the
+    document is checked against limits ``json_depth`` and ``yaml_nodes`` (aliases expanded)."""
+    import yaml
+
     try:
-        return yaml.safe_load(text)
+        data = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 (a safe loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        problem = " ".join(str(problem).split())
         raise InputError(
-            f"not valid YAML: {problem}", file=path, row=mark.line + 1 if mark is not None else None
+            f"not valid YAML: {problem}", file=source, row=mark.line + 1 if mark is not None else None
         ) from None
+    except RecursionError:
+        raise InputError(
+            f"not valid YAML: nested deeper than the parser allows (the limit json_depth is {limit('json_depth')})",
+            file=source,
+        ) from None
+    except MemoryError:
+        raise InputError(f"not enough memory to parse the {what}", file=source) from None
+    except (ValueError, TypeError, OverflowError) as exc:  # a bad timestamp, an integer of more than 4300 digits
+        raise InputError(f"not valid YAML: {_value_error(exc)}", file=source) from None
+    check_document(data, source=source, what=what, count_nodes=True)
+    return data
 
 
-def load_json(path: str | Path, *, what: str = "file"):
-    """Parse a JSON file; a syntax error becomes one line with the line number (``row``)."""
-    import json
+def load_yaml(path: str | Path, *, what: str = "file") -> Any:
+    """Parse a YAML file (see :func:`parse_yaml`); a syntax error becomes one line with the line number."""
+    text = read_input_text(path, what=what, limit_name="yaml_mb")
+    return parse_yaml(text, source=path, what=what)
 
-    text = read_input_text(path, what=what)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg} (line {exc.lineno})", file=path, row=exc.lineno) from None
+
+def check_document(data: Any, *, source: str | Path | None = None, what: str = "document", count_nodes: bool = False):
+    """Raise InputError when ``data`` nests deeper than limit ``json_depth`` or (``count_nodes``) holds more than
+    limit ``yaml_nodes`` values once shared sub-documents (YAML aliases) are counted at every place they appear.
+
+    Iterative, and memoised by object identity, so a shared sub-document is walked once: O(distinct nodes).
+    """
+    max_depth = limit("json_depth")
+    depth_of: dict[int, int] = {}  # id -> depth below this node (for shared nodes)
+    size_of: dict[int, int] = {}  # id -> values in this node, aliases expanded
+    visiting: set[int] = set()  # containers on the current path: seeing one again means the document is cyclic
+    stack: list[tuple[Any, int, bool]] = [(data, 1, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        if depth > max_depth:
+            check_limit("json_depth", depth, f"nesting depth of the {what}", file=source)
+        children = _children(node)
+        if children is None:
+            continue
+        key = id(node)
+        if done:
+            visiting.discard(key)
+            depth_of[key] = 1 + max((depth_of.get(id(c), 0) for c in children), default=0)
+            size_of[key] = 1 + sum(size_of.get(id(c), 1) for c in children)
+            continue
+        if key in visiting:
+            raise InputError(f"the {what} refers to itself (a YAML alias inside its own anchor)", file=source)
+        if key in depth_of:
+            if depth + depth_of[key] - 1 > max_depth:
+                check_limit("json_depth", depth + depth_of[key] - 1, f"nesting depth of the {what}", file=source)
+            continue
+        visiting.add(key)
+        stack.append((node, depth, True))
+        stack.extend((c, depth + 1, False) for c in children)
+    if count_nodes:
+        total = size_of.get(id(data), 1)
+        check_limit("yaml_nodes", total, f"values in the {what} with its aliases expanded", file=source)
+
+
+def _value_error(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    if "integer string conversion" in text:
+        return "an integer of more than 4300 digits"
+    return text[:160]
+
+
+def _children(node: Any) -> list[Any] | None:
+    if isinstance(node, dict):
+        return [*node.keys(), *node.values()]
+    if isinstance(node, (list, tuple, set)):
+        return list(node)
+    return None
 
 
 def _check_parents(path: Path, field: str | None) -> None:
@@ -109,3 +254,24 @@ def prepare_output_dir(path: str | Path, *, field: str | None = None, create: bo
 
 
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg")
+
+
+#: Linux's NAME_MAX and PATH_MAX: longer names make every file call fail with "File name too long"
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4095
+
+
+def check_path(value: Any, *, file: str | Path | None = None, field: str | None = None) -> str:
+    """A path named inside an input file (a trace, a cluster, an output directory): a non-empty string without
+    NUL characters whose parts fit the filesystem's limits. Refused as one line instead of a ``ValueError``
+    (embedded NUL) or an ``OSError`` (name too long) from the first file call that meets it."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"expected a file or directory name, got {value!r}"[:120], file=file, field=field)
+    if "\0" in value:
+        raise InputError("a file name cannot contain a NUL character", file=file, field=field)
+    encoded = value.encode("utf-8", "surrogateescape")
+    if len(encoded) > MAX_PATH_BYTES or any(len(part) > MAX_NAME_BYTES for part in encoded.split(b"/")):
+        raise InputError(
+            f"file name too long ({len(encoded)} bytes; at most {MAX_NAME_BYTES} per part)", file=file, field=field
+        )
+    return value

@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from gpuweave import __version__
+from gpuweave.checks import RESULT, number
 from gpuweave.errors import InputError
+from gpuweave.files import load_json
 from gpuweave.fingerprint import code_fingerprint
 from gpuweave.staging import staged_directory
 
@@ -153,18 +155,15 @@ def read_summary(path: Path) -> dict[str, Any]:
     """Read and check one ``summary.json``: an object with a flat dict of numeric ``metrics`` and a known kind."""
     if not path.is_file():
         raise InputError("missing summary.json (not a gpuweave run directory?)", file=path)
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON: {exc}", file=path) from None
+    data = load_json(path, what="summary file")
     if not isinstance(data, dict):
         raise InputError("expected a JSON object", file=path)
     metrics = data.get("metrics")
     if not isinstance(metrics, dict):
         raise InputError("expected an object of metrics", file=path, field="metrics")
     for name, value in metrics.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise InputError(f"expected a number, got {value!r}", file=path, field=f"metrics.{name}")
+        if value is not None:  # null = undefined; anything else a finite number of sane magnitude
+            number(value, RESULT, file=path, field=f"metrics.{name}")
     for name in ("config", "cluster"):
         if name in data and not isinstance(data[name], dict):
             raise InputError("expected an object", file=path, field=name)

@@ -74,9 +74,15 @@ def _bad(mutate):
 
 
 BAD = {
-    "zero GPUs": (_bad(lambda d: d["nodes"][0].update(gpus=0)), "has 0 GPUs"),
+    "zero GPUs": (
+        _bad(lambda d: d["nodes"][0].update(gpus=0)),
+        "node armida-05: expected a whole number of GPUs from 1",
+    ),
     "unknown GPU type": (_bad(lambda d: d["nodes"][2].update(gpu="VOODOO")), "unknown GPU type 'VOODOO'"),
-    "negative epochs": (_bad(lambda d: d["jobs"][1].update(epochs=-5)), "epochs must be > 0"),
+    "negative epochs": (
+        _bad(lambda d: d["jobs"][1].update(epochs=-5)),
+        "expected a number of epochs from 0 to 1e+09, got -5",
+    ),
     "due before submission": (
         _bad(lambda d: d["jobs"][1].update(due_relative=False, due=1000)),
         "before its submission",

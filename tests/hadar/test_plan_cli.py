@@ -73,7 +73,7 @@ def test_example_snapshot_plans(tmp_path):
         ({"jobs": [{**JOBS[0], "job_type": "AlexNet"}]}, "unknown job_type"),
         ({"jobs": [{**JOBS[0], "remaining": 3e5}]}, "exceeds work"),
         ({"jobs": [JOBS[0], JOBS[0]]}, "duplicate id"),
-        ({"jobs": [{**JOBS[0], "gpus": 0}]}, "'gpus' must be an integer"),
+        ({"jobs": [{**JOBS[0], "gpus": 0}]}, "expected a whole number of GPUs from 1"),
         ({"jobs": [{**JOBS[0], "arrival": 10}]}, "after now"),
         ({"cluster": "no-such-cluster"}, "no-such-cluster"),
         ({"jobs": []}, "'jobs' must be a non-empty list"),

@@ -316,3 +316,94 @@ def test_load_20_clients_1000_requests(tmp_path):
         )
         for c in clients:
             c.close()
+
+
+# ---------------------------------------------------------------- issue 13: who may speak for a pid
+def _register(srv, pid, addr, **extra):
+    srv.handle(msg("register", task_key="svc", pid=pid, priority=1, mode="share", **extra), addr)
+
+
+def test_version_must_be_the_integer_1():
+    for v in (b"1.0", b"true", b'"1"', b"1e0"):
+        with pytest.raises(ProtocolError) as exc:
+            decode(b'{"v":' + v + b',"t":"ping"}')
+        assert exc.value.code == "version"
+    assert decode(b'{"v":1,"t":"ping"}')
+
+
+def test_a_pid_is_bound_to_the_address_that_registered_it():
+    out, clock = Outbox(), FakeClock()
+    srv = FikitServer(out, clock)
+    victim, intruder = ("127.0.0.1", 4000), ("127.0.0.1", 5000)
+    _register(srv, 7, victim)
+    assert [a for m, a in out.sent if m["t"] == "register_ack"] == [victim]
+    out.sent.clear()
+    # a launch naming the victim's pid from another port: refused to the sender, the victim's state untouched
+    srv.handle(msg("launch", pid=7, tid=1, seq=1, kernel_id="k", t_client_ns=1), intruder)
+    srv.handle(msg("done", pid=7, seq=1, t_client_ns=2), intruder)
+    srv.handle(msg("task_end", pid=7, job_seq=1), intruder)
+    srv.handle(msg("unregister", pid=7), intruder)
+    _register(srv, 7, intruder)
+    assert {(m["t"], m.get("code"), a) for m, a in out.sent} == {
+        ("error", "pid_bound", intruder),
+        ("error", "pid_in_use", intruder),
+    }
+    assert 7 in srv.clients and srv.clients[7].addr == victim and not srv.clients[7].pending
+    # the owner is served as before, and its GO goes to its own address
+    out.sent.clear()
+    srv.handle(msg("launch", pid=7, tid=1, seq=1, kernel_id="k", t_client_ns=1), victim)
+    assert [(m["t"], a) for m, a in out.sent if m["t"] == "go"] == [("go", victim)]
+    srv.handle(msg("unregister", pid=7), victim)
+    assert 7 not in srv.clients
+    _register(srv, 7, intruder)  # once the owner has gone, the pid is free again
+    assert srv.clients[7].addr == intruder
+
+
+def test_token_is_required_when_the_server_has_one():
+    out = Outbox()
+    srv = FikitServer(out, FakeClock(), token="tok-1")
+    a = ("127.0.0.1", 4000)
+    _register(srv, 3, a)
+    _register(srv, 4, a, tok="wrong")
+    srv.handle(msg("ping"), a)
+    assert [m.get("code") for m, _ in out.sent] == ["bad_token"] * 3 and not srv.clients
+    out.sent.clear()
+    _register(srv, 3, a, tok="tok-1")
+    srv.handle(msg("ping", tok="tok-1"), a)
+    kinds = [m["t"] for m, _ in out.sent]
+    assert kinds[0] == "register_ack" and kinds[-1] == "pong" and "error" not in kinds
+    assert 3 in srv.clients
+
+
+def test_python_client_sends_the_token(monkeypatch):
+    with ServerThread(token="abc.DEF") as st:
+        env = {"FIKIT_SCHEDULER": "%s:%d" % st.address, "FIKIT_TASK_KEY": "svc", "FIKIT_TOKEN": "abc.DEF"}
+        client = FikitClient.from_env(env, timeout_s=0.2)
+        with client:
+            assert client.registered and client.launch("k|b1,1,1|g1,1,1")
+        with pytest.raises(InputError, match="FIKIT_TOKEN"):
+            ClientConfig.from_env({**env, "FIKIT_TOKEN": "has space"})
+        bare = FikitClient.from_env({**env, "FIKIT_TOKEN": ""}, timeout_s=0.05, retries=2)
+        with pytest.raises(InputError, match="refused registration"):
+            bare.register()
+        bare.close()
+
+
+def test_serve_warns_off_loopback_and_checks_the_token():
+    import subprocess
+    import sys
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [sys.executable, "-m", "gpuweave.cli", "kernel", "serve", "--host", "0.0.0.0", "--port", str(port)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        warning = proc.stderr.readline()
+        assert warning.startswith("warning: 0.0.0.0 is not a loopback address") and "--token" in warning
+        assert "FIKIT scheduler on udp://0.0.0.0" in proc.stdout.readline()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    bad = subprocess.run([*argv, "--token", "no spaces allowed"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "token" in bad.stderr

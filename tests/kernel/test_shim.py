@@ -258,6 +258,24 @@ def test_shim_off_and_bad_settings_pass_through_untouched(built):
             listener.recv(4096)  # nothing was ever sent to the scheduler address
 
 
+def test_shim_sends_the_token_a_token_server_requires(built):
+    """Issue 13: with `kernel serve --token`, a shim with the same FIKIT_TOKEN is gated as usual; one without it is
+    refused and fails open (one warning); a malformed FIKIT_TOKEN disables gating with one warning."""
+    n = 8
+    with ServerThread(record_gos=True, token="s3cret-Token_1") as st:
+        host, port = st.address
+        p, records, _, _ = run_prog(built, n, FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_TOKEN="s3cret-Token_1", **SLOW_OK)
+        assert p.returncode == 0 and len(records) == n, p.stderr
+        assert wait_for(lambda: st.call(st.server.stats)["clients"] == 0)
+        stats = st.call(st.server.stats)
+        assert stats["gos"] == n and stats["errors"] == 0
+        p, records, _, _ = run_prog(built, n, FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_RETRIES="2", **SLOW_OK)
+        assert p.returncode == 0 and len(records) == n and "registration refused" in p.stderr, p.stderr
+        assert st.call(st.server.stats)["gos"] == n  # nothing of the tokenless run was gated
+        p, records, _, _ = run_prog(built, 3, FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_TOKEN='bad"token')
+        assert p.returncode == 0 and len(records) == 3 and "FIKIT_TOKEN" in p.stderr and "not gated" in p.stderr
+
+
 class ScriptedServer:
     """A hand-driven UDP peer: drops, 'wait's, delays, unknown_pid and junk, to test the shim's protocol side."""
 

@@ -1,10 +1,8 @@
 """Live runs on Ray, on the session's shared ``ray_cluster`` (tests/live/conftest.py)."""
 
 import csv
-import ipaddress
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +20,7 @@ from gpuweave.live.launch import run_live  # noqa: E402
 from gpuweave.live.ray_executor import RayExecutor  # noqa: E402
 from gpuweave.live.results import write_live_run  # noqa: E402
 from gpuweave.live.runtime import LiveRuntime  # noqa: E402
+from tests.sockets import is_loopback, listening_sockets  # noqa: E402
 
 RESNET = "ResNet-18 (batch size 128)"
 TRACE = [f"a,0,1,{RESNET},300", f"b,0,2,{RESNET},400", "c,40,1,A3C,200", f"d,80,1,{RESNET},200"]
@@ -82,53 +81,8 @@ def test_local_ray_listens_on_loopback_only(live_config, tmp_path):
     out, err = proc.communicate()
     assert proc.returncode == 0, err.decode()[-2000:]
     assert any("gcs_server" in owner for owner in seen.values()), seen  # the sampling saw Ray up
-    exposed = {address: owner for address, owner in seen.items() if not _is_loopback(address)}
+    exposed = {address: owner for address, owner in seen.items() if not is_loopback(address)}
     assert not exposed
-
-
-def listening_sockets(root: int) -> dict[str, str]:
-    """``address:port`` -> owning command, for every LISTEN TCP socket held by ``root`` or its descendants."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(stat.parent.name))
-    owners: dict[str, str] = {}
-    todo = [root]
-    while todo:
-        pid = todo.pop()
-        todo.extend(children.get(pid, []))
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
-            for fd in Path(f"/proc/{pid}/fd").iterdir():
-                target = os.readlink(fd)
-                if target.startswith("socket:["):
-                    owners[target[8:-1]] = command
-        except OSError:  # the process ended while we looked
-            continue
-    found = {}
-    for table, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
-        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] == "0A" and fields[9] in owners:  # 0A: TCP_LISTEN
-                found[_decode_address(fields[1], family)] = owners[fields[9]]
-    return found
-
-
-def _decode_address(field: str, family: int) -> str:
-    """/proc/net/tcp's ``HEX_IP:HEX_PORT`` (the IP as 32-bit words in host byte order) as ``ip:port``."""
-    hex_ip, hex_port = field.split(":")
-    raw = bytes.fromhex(hex_ip)
-    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
-    return f"{socket.inet_ntop(family, words)}:{int(hex_port, 16)}"
-
-
-def _is_loopback(address: str) -> bool:
-    ip = ipaddress.ip_address(address.rsplit(":", 1)[0])
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return (mapped or ip).is_loopback
 
 
 def test_lost_ray_node_sends_its_jobs_back_from_their_checkpoints(ray_cluster, live_config, tmp_path):

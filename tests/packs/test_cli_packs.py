@@ -129,7 +129,7 @@ def test_run_rejects_bad_schedule_json(monkeypatch, capsys, tmp_path):
     assert code == 2 and "pack uses 3 processors" in one_error_line(err)
     bad.write_text("{not json")
     code, _, err = gw(monkeypatch, capsys, "run", "packs", str(bad))
-    assert code == 2 and "not a readable JSON schedule" in one_error_line(err)
+    assert code == 2 and "not valid JSON" in one_error_line(err)
     bad.write_text(json.dumps({"procs": 64, "packs": [{"tasks": [{"task": "a", "procs": 64, "time": 1.0}]}]}))
     code, _, err = gw(monkeypatch, capsys, "run", "packs", str(bad), "--command", "true")
     assert code == 2 and "64 CPUs" in one_error_line(err)

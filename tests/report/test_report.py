@@ -134,7 +134,7 @@ def test_sections_only_report(tmp_path):
     "damage, needle",
     [
         (lambda d: (d / "summary.json").unlink(), "summary.json: missing summary.json"),
-        (lambda d: (d / "summary.json").write_text("{not json"), "summary.json: not valid JSON"),
+        (lambda d: (d / "summary.json").write_text("{not json"), "summary.json, row 1: not valid JSON"),
         (lambda d: (d / "summary.json").write_text("[1, 2]"), "summary.json: expected a JSON object"),
         (
             lambda d: (d / "summary.json").write_text(json.dumps({"metrics": {"avg_jct_s": "fast"}})),
@@ -143,7 +143,7 @@ def test_sections_only_report(tmp_path):
         (lambda d: (d / "timeseries.csv").unlink(), "timeseries.csv: missing file"),
         (
             lambda d: (d / "jobs.csv").write_text("job_id,arrival,end,jct\nj0,0,10,10\nj1,5,oops,3\n"),
-            "jobs.csv, row 2, field 'end': expected a number, got 'oops'",
+            "jobs.csv, row 2, field 'end': expected a finite number (at most 1e+18 in size), got 'oops'",
         ),
         (
             lambda d: (d / "jobs.csv").write_text("job_id,arrival,end\nj0,0,10\n"),

@@ -79,11 +79,11 @@ def test_bundled_example_sweep():
         (
             {"base": {"policy": "fifo"}, "grid": {"rate_per_hour": [30, -1]}},
             "rate_per_hour",
-            "cell rate_per_hour=-1: Input should be greater than 0",
+            "cell rate_per_hour=-1: Input should be greater than or equal to 0.001",
         ),
         ({"grid": {"seed": [0]}}, "policy", "cell seed=0: Field required"),
         ({"grid": {"policy": ["fifo"], "rate_per_hour": [30, 30.0]}}, "grid", "are the same config"),
-        ({"grid": {"policy": ["fifo"]}, "out": 3}, "out", "expected a directory path"),
+        ({"grid": {"policy": ["fifo"]}, "out": 3}, "out", "expected a file or directory name"),
     ],
 )
 def test_bad_sweep_specs(data, field, message):
@@ -262,3 +262,28 @@ def test_cli_sweep_with_the_real_simulator(tmp_path, monkeypatch):
     assert len(df) == 4 and (df.status == "ok").all() and (df.jobs == 8).all()
     res = CliRunner().invoke(app, ["sweep", "s.yaml", "--workers", "1", "--no-progress"])
     assert res.exit_code == 0 and "4 cells: 0 run, 4 reused, 0 failed" in res.output
+
+
+@pytest.mark.ray
+def test_sweep_on_a_local_ray_listens_on_loopback_only(tmp_path):
+    """Issue 13, item 4: `gpuweave sweep --executor ray` without --address starts its own Ray; every listening TCP
+    socket of the sweep's process tree, sampled while it runs, is on 127.0.0.1 or ::1 (and Ray was seen up)."""
+    import subprocess
+    import time
+
+    pytest.importorskip("ray")
+    from tests.sockets import is_loopback, listening_sockets
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"base: {{cluster: gavel-60, jobs: 10}}\ngrid: {{policy: [fifo]}}\nout: {tmp_path / 'out'}\n")
+    argv = [sys.executable, "-m", "gpuweave.cli", "sweep", str(spec), "--executor", "ray", "--workers", "1"]
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.Popen([*argv, "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    seen: dict[str, str] = {}
+    while proc.poll() is None:
+        seen.update(listening_sockets(proc.pid))
+        time.sleep(0.2)
+    out, err = proc.communicate()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert any("gcs_server" in owner for owner in seen.values()), seen
+    assert not {address: owner for address, owner in seen.items() if not is_loopback(address)}

@@ -89,7 +89,7 @@ def test_different_seeds_differ():
 def test_bad_arguments():
     with pytest.raises(InputError, match="at least 1 job"):
         generate_philly_like(0, 4.0, 0)
-    with pytest.raises(InputError, match="rate > 0"):
+    with pytest.raises(InputError, match="arrival rate: expected a number of jobs/hour from 0.001"):
         generate_philly_like(5, 0.0, 0)
     tiny = ProfileStore.from_rows([("toy", "V100", 1, True, 1.0)])
     with pytest.raises(InputError, match="2 x V100"):

@@ -127,9 +127,14 @@ def test_user_csv_loads_and_canonicalises_gpu_names(tmp_path):
             "job_type,gpu_model,num_gpus,consolidated,throughput\nbert,V100,1,1,3\nbert,V100,2,1,-1\n",
             2,
             "throughput",
-            ">= 0",
+            "from 0 to",
         ),
-        ("job_type,gpu_model,num_gpus,consolidated,throughput\nbert,V100,two,1,3\n", 1, "num_gpus", "integer"),
+        (
+            "job_type,gpu_model,num_gpus,consolidated,throughput\nbert,V100,two,1,3\n",
+            1,
+            "num_gpus",
+            "whole number of GPUs",
+        ),
         ("job_type,gpu_model,num_gpus,consolidated,throughput\nbert,V100,1,maybe,3\n", 1, "consolidated", "0 or 1"),
         (
             "job_type,gpu_model,num_gpus,consolidated,throughput\nbert,V100,1,1,3\nbert,V100,1,1,4\n",

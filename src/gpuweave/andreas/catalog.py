@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from gpuweave.errors import InputError
+from gpuweave.files import check_path, read_input_text
 
 COST_FILE = "costs.csv"
 PROFILE_FILE = "profiles.csv"
@@ -51,11 +52,14 @@ def config_label(gpu: str, g: int) -> str:
 
 def _read_rows(text: str, source: str, columns: tuple[str, ...]) -> list[dict[str, str]]:
     lines = [ln for ln in text.lstrip("\ufeff").splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    reader = csv.DictReader(io.StringIO("\n".join(lines)))
-    missing = [c for c in columns if c not in (reader.fieldnames or [])]
-    if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)} (expected {', '.join(columns)})", file=source)
-    return list(reader)
+    reader = csv.DictReader(io.StringIO("\n".join(lines)), restval="")  # a short row has empty cells, not None
+    try:
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"missing column(s) {', '.join(missing)} (expected {', '.join(columns)})", file=source)
+        return [{k: v for k, v in row.items() if isinstance(k, str)} for row in reader]
+    except csv.Error as exc:
+        raise InputError(f"malformed CSV: {exc}", file=source) from None
 
 
 def _number(
@@ -66,9 +70,9 @@ def _number(
         value = float(raw)
     except ValueError:
         raise InputError(f"expected a number, got {raw!r}", file=source, row=rownum, field=key) from None
-    if not math.isfinite(value) or (positive and value <= 0) or (integer and value != int(value)):
+    if not math.isfinite(value) or (positive and value <= 0) or (integer and value != int(value)) or value > 1e10:
         what = "a positive integer" if integer else "a positive number"
-        raise InputError(f"expected {what}, got {raw!r}", file=source, row=rownum, field=key)
+        raise InputError(f"expected {what} (at most 1e10), got {raw!r}"[:200], file=source, row=rownum, field=key)
     return int(value) if integer else value
 
 
@@ -206,20 +210,16 @@ def load_costs(path: str | Path | None = None) -> CostCatalog:
     """The bundled cost catalogue (spec §2.1), or a CSV with gpu_type,num_gpus,cost_eur_per_h."""
     if path is None:
         return parse_costs(_bundled_text(COST_FILE), f"<bundled andreas/{COST_FILE}>")
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("cost file not found", file=p)
-    return parse_costs(p.read_text(encoding="utf-8"), str(p))
+    p = Path(check_path(str(path) if isinstance(path, Path) else path, field="costs"))
+    return parse_costs(read_input_text(p, what="cost file"), str(p))
 
 
 def load_profile_table(path: str | Path | None = None) -> ProfileTable:
     """The bundled per-epoch times (spec §2.2), or a CSV with application,gpu_type,num_gpus,time_per_epoch_s."""
     if path is None:
         return parse_profiles(_bundled_text(PROFILE_FILE), f"<bundled andreas/{PROFILE_FILE}>")
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("profile file not found", file=p)
-    return parse_profiles(p.read_text(encoding="utf-8"), str(p))
+    p = Path(check_path(str(path) if isinstance(path, Path) else path, field="profiles"))
+    return parse_profiles(read_input_text(p, what="profile file"), str(p))
 
 
 def load_job_catalog() -> list[tuple[str, str, int, int]]:

@@ -15,6 +15,7 @@ from gpuweave.andreas.milp import exact_optimum, optimality_gap
 from gpuweave.andreas.randomized_greedy import RGConfig, randomized_greedy
 from gpuweave.andreas.snapshot import load_snapshot
 from gpuweave.errors import InputError
+from gpuweave.limits import check_limit
 
 
 def plan_snapshot(
@@ -28,6 +29,8 @@ def plan_snapshot(
     if max_it < 1:
         raise InputError(f"--max-it must be >= 1, got {max_it}", field="max_it")
     inst = load_snapshot(path)
+    if exact:  # the MILP's size grows with the queue: refuse before the greedy runs, not after
+        check_limit("andreas_exact_jobs", len(inst.job_ids), "jobs for --exact", file=path, field="jobs")
     if method == "andreas":
         sched = randomized_greedy(inst, seed, RGConfig(max_it=max_it, proxy_variant=variant))
     else:

@@ -22,30 +22,37 @@ application must be profiled on 1 GPU of every GPU type in the cluster).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from gpuweave.andreas.catalog import config_label, gpu_type, load_costs, load_profile_table
 from gpuweave.andreas.model import Instance, NodeSpec, QueueJob, build_instance
+from gpuweave.checks import EPOCHS, GPUS, SECONDS, WEIGHT, Range, number
 from gpuweave.errors import InputError
 from gpuweave.files import load_json
+from gpuweave.limits import check_limit
 
 
 def _num(
-    obj: dict, key: str, where: str, file: str, *, default=None, minimum: float | None = None, integer: bool = False
+    obj: dict,
+    key: str,
+    where: str,
+    file: str,
+    *,
+    default=None,
+    minimum: float | None = None,
+    integer: bool = False,
+    rng: Range = SECONDS,
 ):
+    """``obj[key]`` checked against ``rng`` (seconds by default; ``integer``: GPUs), ``minimum`` raising its floor."""
     if key not in obj:
         if default is not None:
             return default
         raise InputError(f"{where}: missing '{key}'", file=file, field=key)
-    v = obj[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise InputError(f"{where}: '{key}' must be a number, got {v!r}", file=file, field=key)
-    if integer and v != int(v):
-        raise InputError(f"{where}: '{key}' must be an integer, got {v!r}", file=file, field=key)
-    if minimum is not None and v < minimum:
-        raise InputError(f"{where}: '{key}' must be >= {minimum:g}, got {v!r}", file=file, field=key)
-    return int(v) if integer else float(v)
+    if integer:
+        rng = GPUS
+    if minimum is not None:
+        rng = rng.with_low(minimum)
+    return number(obj[key], rng, file=file, field=key, what=where)
 
 
 def parse_snapshot(data: object, file: str = "<snapshot>") -> Instance:
@@ -64,6 +71,7 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> Instance:
     raw_jobs = data.get("jobs")
     if not isinstance(raw_jobs, list):
         raise InputError("'jobs' must be a list", file=file, field="jobs")
+    check_limit("andreas_jobs", len(raw_jobs), "jobs in the snapshot", file=file, field="jobs")
     jobs = [_parse_job(i, jb, now, nodes, profiles, file) for i, jb in enumerate(raw_jobs)]
     return build_instance(now, nodes, jobs, costs, h_wc=h_wc)
 
@@ -116,10 +124,10 @@ def _parse_job(i: int, jb: object, now: float, nodes: list[NodeSpec], profiles, 
                 file=file,
                 field=f"jobs[{i}].application",
             )
-    epochs = _num(jb, "epochs", where, file)
+    epochs = _num(jb, "epochs", where, file, rng=EPOCHS)
     if epochs <= 0:
         raise InputError(f"{where}: epochs must be > 0, got {epochs:g}", file=file, field=f"jobs[{i}].epochs")
-    remaining = _num(jb, "remaining_epochs", where, file, default=epochs)
+    remaining = _num(jb, "remaining_epochs", where, file, default=epochs, rng=EPOCHS)
     if remaining < 0 or remaining > epochs:
         raise InputError(
             f"{where}: remaining_epochs must be in [0, {epochs:g}], got {remaining:g}",
@@ -132,7 +140,7 @@ def _parse_job(i: int, jb: object, now: float, nodes: list[NodeSpec], profiles, 
             f"{where}: submitted at {submission:g}, after now = {now:g}", file=file, field=f"jobs[{i}].submission"
         )
     due = _parse_due(i, jb, where, submission, file)
-    weight = _num(jb, "weight", where, file, minimum=0)
+    weight = _num(jb, "weight", where, file, minimum=0, rng=WEIGHT)
     running = None if jb.get("running") is None else _parse_running(i, jb["running"], where, nodes, table, file)
     times = {k: remaining * s for k, s in table.items()}
     return QueueJob(jid, submission, due, weight, times, running)
@@ -140,7 +148,7 @@ def _parse_job(i: int, jb: object, now: float, nodes: list[NodeSpec], profiles, 
 
 def _parse_due(i: int, jb: dict, where: str, submission: float, file: str) -> float:
     """The absolute due date: ``due``, or submission + ``due`` when ``due_relative`` is true."""
-    due = _num(jb, "due", where, file)
+    due = _num(jb, "due", where, file, minimum=-SECONDS.hi)
     if jb.get("due_relative", False):
         if due < 0:
             raise InputError(
@@ -162,7 +170,7 @@ def _parse_running(
 ) -> tuple[int, tuple[str, int]]:
     """``running``: {node, gpus} naming a node of the snapshot and a profiled configuration it offers."""
     index = {nd.name: n for n, nd in enumerate(nodes)}
-    if not isinstance(run, dict) or run.get("node") not in index:
+    if not isinstance(run, dict) or not isinstance(run.get("node"), str) or run["node"] not in index:
         raise InputError(
             f"{where}: 'running' must name a node of the snapshot, got {run!r}",
             file=file,

@@ -9,6 +9,7 @@ import json
 
 import typer
 
+from gpuweave.checks import SEED
 from gpuweave.cli.output import ProgressBar, print_table, quiet_option, show_progress
 
 NAME = "bench"
@@ -16,16 +17,15 @@ app = typer.Typer(help="Measure speed (jobs/s, events/s, memory).", no_args_is_h
 
 
 def _parse_options(items: list[str]) -> dict:
-    import yaml
-
     from gpuweave.errors import InputError
+    from gpuweave.files import parse_yaml
 
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise InputError(f"--option wants key=value, got {item!r}", field="option")
-        out[key] = yaml.safe_load(value)
+        out[key] = parse_yaml(value, source=f"--option {key}", what="option value")
     return out
 
 
@@ -45,7 +45,7 @@ def sim(
     gpus: int = typer.Option(1024, "--gpus", min=24, help="Cluster size (V100/P100/K80 nodes of 8 GPUs; at least 24)."),
     policy: str = typer.Option("fifo", "--policy", help="Registered cluster policy."),
     rate: float = typer.Option(30.0, "--rate", help="Arrival rate, jobs/hour."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi),
     round_length: float = typer.Option(None, "--round", help="Force a round length (s)."),
     quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -64,7 +64,7 @@ def scale(
     policy: str = typer.Option("fifo", "--policy", help="Registered cluster policy."),
     full: bool = typer.Option(False, "--full", help="Add 10^6 jobs to 10^3, 10^4 and 10^5."),
     max_jobs: int = typer.Option(None, "--max-jobs", min=1000, help="Largest size (a power of ten; default 10^5)."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
     quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -96,7 +96,7 @@ def round_(
     ),
     policy: str = typer.Option("hadar", "--policy", help="Registered cluster policy."),
     reps: int = typer.Option(5, "--reps", help="Fresh policies timed; the median is reported."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the Philly-derived workload."),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the Philly-derived workload."),
     option: list[str] = typer.Option(
         [], "--option", help="Policy option key=value (repeatable), e.g. order=slack-srpt."
     ),
@@ -117,7 +117,7 @@ def kernel(
     tasks: int = typer.Option(300, "--tasks", min=1, help="HI tasks of service A (B runs 10/3 as many LO tasks)."),
     mode: str = typer.Option("fikit", "--mode", help="Kernel arbitration mode (gpuweave kernel modes)."),
     runs: int = typer.Option(3, "--runs", min=1, help="Timed runs; the median is reported."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi),
     quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -133,7 +133,7 @@ def kernel(
 @app.command("import-slurm")
 def import_slurm(
     lines: int = typer.Option(100_000, "--lines", min=2, help="Lines of the generated sacct file (header included)."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Time `gpuweave trace import-slurm` on a generated sacct file against splitting its lines; peak memory."""

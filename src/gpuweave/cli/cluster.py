@@ -12,8 +12,9 @@ from typing import Optional
 
 import typer
 
+from gpuweave.checks import SEED
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
-from gpuweave.cli.output import JSON_HELP, ProgressBar, print_json, print_table, quiet_option, show_progress
+from gpuweave.cli.output import JSON_HELP, ProgressBar, cell, print_json, print_table, quiet_option, show_progress
 
 NAME = "cluster"
 app = typer.Typer(help="Cluster grain: simulate, plan and run policies; cluster specs.", no_args_is_help=True)
@@ -29,7 +30,7 @@ def simulate(
     trace: Optional[str] = typer.Option(None, "--trace", "-t", help="Trace file in the gpuweave schema."),
     jobs: Optional[int] = typer.Option(None, "--jobs", help="Generated jobs when no trace is given."),
     rate: Optional[float] = typer.Option(None, "--rate", help="Generated arrival rate, jobs/hour."),
-    seed: Optional[int] = typer.Option(None, "--seed"),
+    seed: Optional[int] = typer.Option(None, "--seed", min=SEED.lo, max=SEED.hi),
     out: Optional[Path] = typer.Option(
         None, "--out", "-o", help="Result directory (default gpuweave-out/runs/POLICY-KEY)."
     ),
@@ -57,7 +58,7 @@ def simulate(
     from gpuweave.cluster.config import load_config, parse_config
     from gpuweave.cluster.run import run_simulation
     from gpuweave.errors import InputError
-    from gpuweave.files import prepare_output_dir
+    from gpuweave.staging import check_replaceable
 
     data = load_config(config).model_dump() if config else {}
     overrides = {
@@ -79,7 +80,7 @@ def simulate(
         raise InputError("no policy given: pass --policy NAME or a config with 'policy:'", field="policy")
     cfg = parse_config(data, config or "<command line>")
     out_dir = out or Path("gpuweave-out") / "runs" / f"{cfg.policy}-{cfg.key()}"
-    prepare_output_dir(out_dir, field="out", create=False)  # fail before simulating, not after
+    check_replaceable(out_dir)  # fail before simulating, not after (a file, or a directory of other files)
     with ProgressBar(show_progress(quiet or as_json)) as bar:
         summary = run_simulation(cfg, out_dir, bar.task(f"simulate {cfg.policy}: jobs done"))
     path = None
@@ -99,24 +100,20 @@ def simulate(
 
 def _policy_options(pairs: list[str]) -> dict[str, object]:
     """``KEY=VALUE`` pairs of --policy-option, each VALUE parsed as YAML (numbers, booleans, lists stay typed)."""
-    import yaml
-
     from gpuweave.errors import InputError
+    from gpuweave.files import parse_yaml
 
     options: dict[str, object] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise InputError(f"expected KEY=VALUE, got {pair!r}", field="policy-option")
-        try:
-            options[key.strip()] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            raise InputError(f"cannot read the value of {key.strip()!r}: {value!r}", field="policy-option") from None
+        options[key.strip()] = parse_yaml(value, source=f"--policy-option {key.strip()}", what="option value")
     return options
 
 
 def _print_summary(console, policy: str, summary: dict) -> None:
-    rows = [(k, f"{v:.4g}" if isinstance(v, float) else str(v)) for k, v in summary.items()]
+    rows = [(k, cell(v) if isinstance(v, float) or v is None else str(v)) for k, v in summary.items()]
     print_table(console, f"summary: {policy}", ("metric", "value"), rows, right=("value",))
 
 
@@ -191,7 +188,7 @@ def plan_andreas(
         ..., metavar="STATE", help="Snapshot JSON: now, nodes, queued and running jobs (see gpuweave.andreas.snapshot)."
     ),
     method: str = typer.Option("andreas", "--method", help="andreas (Randomized Greedy), fifo, edf or priority."),
-    seed: int = typer.Option(0, "--seed", help="RG seed."),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi, help="RG seed."),
     max_it: int = typer.Option(1000, "--max-it", help="MaxIt_RG (capped at N*|Q|*G_cat)."),
     variant: str = typer.Option("code", "--variant", help="Proxy objective: code (default) or paper."),
     exact: bool = typer.Option(False, "--exact", help="Also solve the exact MILP (small queues) and print RG's gap."),

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from gpuweave.checks import SEED
 from gpuweave.cli.output import JSON_HELP, ProgressBar, print_json, print_table, quiet_option, show_progress
 
 NAME = "demo"
@@ -13,7 +14,7 @@ NAME = "demo"
 
 def command(
     out: Path = typer.Option(Path("gpuweave-out/demo"), "--out", "-o", help="Where the report goes."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi),
     quick: bool = typer.Option(False, "--quick", help="Smaller instances (used by the tests)."),
     only: list[str] = typer.Option(None, "--only", help="Run only these sections (e.g. cluster, mig, live)."),
     quiet: bool = quiet_option(),

@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
-from gpuweave.cli.output import ProgressBar, print_json, print_table, quiet_option, show_progress
+from gpuweave.cli.output import ProgressBar, cell, print_json, print_table, quiet_option, show_progress
 
 NAME = "kernel"
 app = typer.Typer(
@@ -42,10 +42,11 @@ def simulate(
 
     from rich.console import Console
 
-    from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
+    from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
     from gpuweave.kernel.results import write_kernel_result, write_tasks_csv
     from gpuweave.kernel.sim import simulate as run_simulation
     from gpuweave.kernel.sim_config import build_simulation, load_config
+    from gpuweave.staging import check_replaceable
 
     data = load_config(config)
     # Check the output paths before simulating, so a bad path costs nothing.
@@ -53,7 +54,7 @@ def simulate(
     if out_csv:
         prepare_output_file(out, field="out", suffixes=(".csv",))
     elif out:
-        prepare_output_dir(out, field="out", create=False)
+        check_replaceable(out)
     if timeline:
         prepare_output_file(timeline, field="timeline", suffixes=IMAGE_SUFFIXES)
     if mode:
@@ -94,9 +95,9 @@ def _print_simulation(console, services, cfg, res) -> None:
                 s.name,
                 str(s.priority),
                 str(n),
-                f"{res.mean_jct(s.name):.3f}",
-                f"{res.std_jct(s.name):.3f}",
-                f"{res.cv_jct(s.name):.4f}" if n else "",
+                cell(res.mean_jct(s.name), ".3f"),
+                cell(res.std_jct(s.name), ".3f"),
+                cell(res.cv_jct(s.name), ".4f") if n else "",
                 f"{res.service_busy[s.name] / max(res.end_time, 1e-12):.3f}",
             )
         )
@@ -113,20 +114,49 @@ def profile(
     traces: list[Path] = typer.Argument(..., help="Recorded runs of one task (trace JSON files, one run each)."),
     task_key: str = typer.Option(..., "--task-key", help="Task key the profile is stored under."),
     out: Path = typer.Option(Path("."), "--out", help="Directory for {task_key}.json."),
+    allow_different: bool = typer.Option(
+        False,
+        "--allow-different",
+        help="Accept runs whose kernel sequences differ (one warning line); by default that is an error.",
+    ),
 ) -> None:
-    """Build SK/SG (spec §1.5) from T recorded runs and save the profile JSON."""
+    """Build SK/SG (spec §1.5) from T recorded runs of one task and save the profile JSON.
+
+    The runs must launch the same kernel IDs in the same order (runs of one task); a run that differs is named
+    and refused, unless --allow-different.
+    """
+    from gpuweave.errors import InputError
     from gpuweave.files import prepare_output_dir, read_input_text
+    from gpuweave.kernel.ids import validate_task_key
     from gpuweave.kernel.profile import ProfileBuilder
     from gpuweave.kernel.traces import Trace
 
+    validate_task_key(task_key)
     for path in traces:
         read_input_text(path, what="trace file")
-    prepare_output_dir(out, field="out")
+    prepare_output_dir(out, field="out", create=False)
     b = ProfileBuilder()
+    first: list[str] | None = None
     for path in traces:
         tr = Trace.load(path)
+        ids = [o.kid for o in tr.ops]
+        if first is None:
+            first = ids
+        elif ids != first:
+            where = next((i for i, (a, c) in enumerate(zip(first, ids)) if a != c), min(len(first), len(ids)))
+            detail = (
+                f"kernel {where + 1} is {ids[where]!r}, run 1 has {first[where]!r}"
+                if where < min(len(first), len(ids))
+                else f"{len(ids)} kernels, run 1 has {len(first)}"
+            )
+            message = (
+                f"the kernel sequence differs from the first run's ({detail}): runs of one task launch the same kernels"
+            )
+            if not allow_different:
+                raise InputError(message + "; pass --allow-different to profile them anyway", file=path, row=where + 1)
+            typer.echo(f"warning: {path}: {message}"[:300], err=True)
         # a recorded run as a trace: gap after kernel i = host time before kernel i+1 (closed loop)
-        b.add_run([o.kid for o in tr.ops], [o.dur for o in tr.ops], [o.cpu_before for o in tr.ops[1:]])
+        b.add_run(ids, [o.dur for o in tr.ops], [o.cpu_before for o in tr.ops[1:]])
     prof = b.build(task_key)
     out.mkdir(parents=True, exist_ok=True)
     prof.save(out / f"{task_key}.json")
@@ -212,16 +242,38 @@ def serve(
     client_timeout: float = typer.Option(
         30.0, "--client-timeout", help="Seconds of silence before a client is dropped."
     ),
+    token: Optional[str] = typer.Option(
+        None,
+        "--token",
+        envvar="FIKIT_TOKEN",
+        show_envvar=True,
+        help="Shared secret every message must carry (clients: FIKIT_TOKEN); prefer the environment variable, "
+        "which other users cannot read in the process list.",
+    ),
 ) -> None:
-    """Run the FIKIT scheduler server until interrupted."""
+    """Run the FIKIT scheduler server until interrupted.
+
+    It listens on loopback unless --host names another address (then it warns: anything that reaches the port
+    can gate this GPU's launches; use --token). Each pid is bound to the address that registered it.
+    """
     import asyncio
     import logging
 
     from gpuweave.errors import InputError
+    from gpuweave.kernel.protocol import check_token
     from gpuweave.kernel.sched import preset
 
     if not 0 < port < 65536:
         raise InputError(f"port must be 1-65535, got {port}", field="port")
+    if token is not None:
+        check_token(token)
+    if not _is_loopback(host):
+        advice = "" if token else "; set --token (or FIKIT_TOKEN) so that only your clients are served"
+        typer.echo(
+            f"warning: {host} is not a loopback address: every machine that reaches udp port {port} can register, "
+            f"launch and unregister{advice}",
+            err=True,
+        )
     if not client_timeout > 0:
         raise InputError(f"must be a positive number of seconds, got {client_timeout}", field="client_timeout")
     if profiles is not None and not profiles.is_dir():
@@ -229,20 +281,37 @@ def serve(
     cfg = preset(preset_name)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     try:
-        asyncio.run(_serve_forever(host, port, cfg, profiles, client_timeout, preset_name))
+        asyncio.run(_serve_forever(host, port, cfg, profiles, client_timeout, preset_name, token))
     except OSError as exc:
         raise InputError(f"cannot bind udp://{host}:{port}: {exc.strerror}") from None
     except KeyboardInterrupt:
         typer.echo("stopped")
 
 
-async def _serve_forever(host: str, port: int, cfg, profiles: Optional[Path], client_timeout: float, name: str) -> None:
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (``localhost`` counts; other names do not, they may resolve anywhere)."""
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+async def _serve_forever(
+    host: str, port: int, cfg, profiles: Optional[Path], client_timeout: float, name: str, token: Optional[str]
+) -> None:
     import asyncio
 
     from gpuweave.kernel.server import start_server
 
-    srv, transport = await start_server(host, port, config=cfg, profile_dir=profiles, client_timeout_s=client_timeout)
-    typer.echo(f"FIKIT scheduler on udp://{host}:{port} (preset {name}); Ctrl-C to stop")
+    srv, transport = await start_server(
+        host, port, config=cfg, profile_dir=profiles, client_timeout_s=client_timeout, token=token
+    )
+    secured = ", token required" if token else ""
+    typer.echo(f"FIKIT scheduler on udp://{host}:{port} (preset {name}{secured}); Ctrl-C to stop")
     try:
         await asyncio.Event().wait()
     finally:

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from gpuweave.checks import SEED
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
 from gpuweave.cli.output import ProgressBar, is_stdout, print_json, print_table, quiet_option, show_progress
 
@@ -15,9 +16,6 @@ app = typer.Typer(
     help="MIG grain: plan, validate and run batches of moldable tasks; list planners; generate batches.",
     no_args_is_help=True,
 )
-
-# planning time grows about quadratically with the GPU count (100,000 GPUs: half an hour); a typo must not hang
-MAX_PLAN_GPUS = 1024
 
 
 @app.command("plan")
@@ -80,18 +78,19 @@ def plan(
 
 def _check_plan_outputs(gpus: int, json_out: Optional[Path], gantt: Optional[Path], out: Optional[Path]) -> None:
     from gpuweave.errors import InputError
-    from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
+    from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
+    from gpuweave.limits import check_limit
+    from gpuweave.staging import check_replaceable
 
     if gpus < 1:
         raise InputError(f"--gpus must be at least 1, got {gpus}", field="gpus")
-    if gpus > MAX_PLAN_GPUS:
-        raise InputError(f"--gpus must be at most {MAX_PLAN_GPUS} (one machine's MIG GPUs), got {gpus}", field="gpus")
+    check_limit("mig_gpus", gpus, "--gpus", field="gpus")  # planning time grows with the GPU count
     if json_out is not None and not is_stdout(json_out):
         prepare_output_file(json_out, field="json")
     if gantt is not None:
         prepare_output_file(gantt, field="gantt", suffixes=IMAGE_SUFFIXES)
     if out is not None:
-        prepare_output_dir(out, field="out", create=False)
+        check_replaceable(out)
 
 
 def _plan_batches(batches: Path, tasks: Optional[Path], gpu: str, gpus: int, algo: str):
@@ -174,6 +173,9 @@ def run(
     ),
 ) -> None:
     """Execute a schedule on a real MIG GPU (Algorithm 3) and compare planned with measured times.
+
+    Each task's command (from the schedule JSON or --tasks) runs as written, through /bin/bash, with your rights:
+    a schedule file is a script. Run only schedules you trust; `mig validate` and --dry-run print the commands.
 
     A pre-flight refuses (exit 2) when MIG mode is off, permissions are missing, instances already exist or the
     GPU's MIG geometry differs from the schedule's; every instance is destroyed on errors and on Ctrl-C.
@@ -266,7 +268,10 @@ def validate(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print what was checked as JSON."),
 ) -> None:
-    """Check a schedule against the MIG model; the first violated rule and its tasks, exit 2."""
+    """Check a schedule against the MIG model; the first violated rule and its tasks, exit 2.
+
+    Also lists the tasks' commands: `gpuweave mig run` runs them as written, through /bin/bash.
+    """
     from gpuweave.mig.problem import read_tasks_csv
     from gpuweave.mig.schedule import read_schedule_json
     from gpuweave.mig.validate import check_schedule
@@ -274,14 +279,23 @@ def validate(
     schedule = read_schedule_json(schedule_file)
     problem = read_tasks_csv(tasks, schedule.gpu, schedule.gpus) if tasks is not None else None
     report = check_schedule(schedule, problem, file=str(schedule_file))
+    commands = {t.task: t.command for t in schedule.tasks if t.command}
+    if problem is not None and problem.commands:
+        commands.update({n: c for n, c in zip(problem.names, problem.commands) if c})
     if as_json:
         facts = {"tasks": report.checked_tasks, "operations": report.checked_operations, "gpu": schedule.gpu}
-        print_json({"valid": True, **facts, "gpus": schedule.gpus, "makespan_s": schedule.makespan})
+        print_json(
+            {"valid": True, **facts, "gpus": schedule.gpus, "makespan_s": schedule.makespan, "commands": commands}
+        )
         return
     typer.echo(
         f"valid: {report.checked_tasks} tasks, {report.checked_operations} operations, "
         f"makespan {schedule.makespan:.4f} s on {schedule.gpu} x{schedule.gpus}"
     )
+    if commands:
+        typer.echo(f"commands ({len(commands)}): `gpuweave mig run` runs each as given through /bin/bash, as you:")
+        for task, command in commands.items():
+            typer.echo(f"  {task}: {command}")
 
 
 @app.command("algos")
@@ -304,15 +318,17 @@ def generate(
     times: str = typer.Option("wide", "--times", help="wide | narrow"),
     p_sup: float = typer.Option(0.0, "--p-sup", help="Fraction of memory-bound tasks in groups >= 2."),
     preset: str = typer.Option("paper", "--preset", help="paper | authors_code"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi),
 ) -> None:
     """Write a synthetic batch (FAR paper Sec. 6.3 generator) as TASKS.csv."""
     from gpuweave.files import prepare_output_file
+    from gpuweave.limits import check_limit
     from gpuweave.mig.generator import generate as generate_batch
     from gpuweave.mig.generator import scaling as fractions
     from gpuweave.mig.generator import time_range
 
     prepare_output_file(out, field="out", suffixes=(".csv",))
+    check_limit("mig_tasks", n, "--n", field="n")
     problem = generate_batch(
         n, fractions(gpu, scaling), gpu=gpu, p_sup=p_sup, times=time_range(times), seed=seed, preset_name=preset
     )

@@ -112,6 +112,14 @@ def is_stdout(path: Any) -> bool:
     return path is not None and str(path) == STDOUT_PATH
 
 
+def cell(value: object, spec: str = ".4g") -> str:
+    """A number for a table cell: formatted with ``spec``, or ``n/a`` when it is undefined (None, NaN, infinite),
+    so that an undefined value is never printed as if it were a result."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "n/a" if value is None else str(value)
+    return format(value, spec) if math.isfinite(value) else "n/a"
+
+
 def print_json(payload: Any) -> None:
     """One JSON document on stdout (non-finite numbers as null), indented for people and parsers alike."""
     typer.echo(json.dumps(_json_safe(payload), indent=2, allow_nan=False))

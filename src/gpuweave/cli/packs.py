@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from gpuweave.checks import SEED
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
 from gpuweave.cli.output import ProgressBar, is_stdout, print_json, print_table, quiet_option, show_progress
 
@@ -27,7 +28,7 @@ def plan(
         "--algo",
         help="Algorithm name, e.g. exact, pack-approx, pack-by-pack-9, random-proc-9, matching.",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the random heuristics."),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the random heuristics."),
     json_out: Optional[Path] = typer.Option(
         None,
         "--json",
@@ -46,10 +47,11 @@ def plan(
     With `--json -` stdout carries only the plan JSON (the same bytes `--json FILE` writes)."""
     from rich.console import Console
 
-    from gpuweave.files import IMAGE_SUFFIXES, prepare_output_dir, prepare_output_file
+    from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
     from gpuweave.packs.metrics import evaluate
     from gpuweave.packs.plan_io import plan_to_dict
     from gpuweave.packs.registry import check_k, get_algorithm, solve
+    from gpuweave.staging import check_replaceable
 
     get_algorithm(algo)  # unknown names fail before the file is read
     to_stdout = is_stdout(json_out)
@@ -58,7 +60,7 @@ def plan(
     if gantt is not None:
         prepare_output_file(gantt, field="gantt", suffixes=IMAGE_SUFFIXES)
     if out is not None:
-        prepare_output_dir(out, field="out", create=False)
+        check_replaceable(out)
     prof = _load_profile(profile, procs)
     kk = prof.p if k is None else k
     check_k(prof, kk)
@@ -132,20 +134,32 @@ def run(
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Kill a task after this many seconds."),
     quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the planned-vs-measured report as JSON."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print each task's command and CPUs; run nothing."),
 ) -> None:
-    """Run SCHEDULE here: packs in order, tasks of a pack together on disjoint CPU sets."""
+    """Run SCHEDULE here: packs in order, tasks of a pack together on disjoint CPU sets.
+
+    The plan's commands run as written, with your rights (no shell; placeholders filled in after splitting, one
+    argument each): run only plans you trust, and check them first with --dry-run.
+    """
     from rich.console import Console
 
     from gpuweave.errors import InputError
     from gpuweave.files import prepare_output_file
     from gpuweave.packs.plan_io import read_plan
-    from gpuweave.packs.runner import run_plan
+    from gpuweave.packs.runner import planned_commands, run_plan
 
     if timeout is not None and not timeout > 0:  # also rejects NaN
         raise InputError(f"--timeout must be > 0 seconds, got {timeout}", field="timeout")
     if report is not None:
         prepare_output_file(report, field="report")  # before the run, not after it
     plan_ = read_plan(schedule)
+    if dry_run:
+        import shlex
+
+        for pack, task, cpus, argv in planned_commands(plan_, cpus_per_proc=cpus_per_proc, command=command):
+            cpu_list = ",".join(map(str, cpus))
+            typer.echo(f"pack {pack}: {task.name} on {task.procs} processor(s), CPUs {cpu_list}: {shlex.join(argv)}")
+        return
     with ProgressBar(show_progress(quiet or as_json)) as bar:
         step = bar.task("packs run: packs done", len(plan_.packs))
         rep = run_plan(plan_, cpus_per_proc=cpus_per_proc, command=command, timeout=timeout, on_pack=step)

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from gpuweave.checks import SEED
 from gpuweave.cli.output import ProgressBar, print_json, print_table, quiet_option, show_progress
 from gpuweave.repro.registry import all_reproductions
 
@@ -32,7 +33,7 @@ def run(
     name: str = typer.Argument(..., help="Reproduction name (see `gpuweave repro list`)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default ./gpuweave-out/repro/NAME)."),
     reps: Optional[int] = typer.Option(None, "--reps", "--seeds", help="Repetitions/seeds (default: quick CI size)."),
-    seed: int = typer.Option(0, "--seed", help="Base random seed."),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi, help="Base random seed."),
     full: bool = typer.Option(False, "--full", help="Paper-sized run (slow)."),
     quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison rows as JSON."),
@@ -45,7 +46,7 @@ def run_named(
     ctx: typer.Context,
     out: Optional[Path] = typer.Option(None, "--out", help="Output directory."),
     reps: Optional[int] = typer.Option(None, "--reps", "--seeds", help="Repetitions/seeds (default: quick)."),
-    seed: int = typer.Option(0, "--seed", help="Base random seed."),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi, help="Base random seed."),
     full: bool = typer.Option(False, "--full", help="Paper-sized run (slow)."),
     quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison rows as JSON."),

@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 
+from gpuweave.checks import SEED
 from gpuweave.errors import InputError
 
 NAME = "serve"
@@ -59,7 +60,7 @@ def serve(
     max_retries: int = typer.Option(2, "--max-retries", help="Restarts of a crashed job before it fails."),
     report_timeout: float = typer.Option(30.0, "--report-timeout", help="Wall seconds a worker may stay silent."),
     restart_delay: float = typer.Option(10.0, "--restart-delay", help="Seconds a resumed job is charged."),
-    seed: int = typer.Option(0, "--seed", help="Seed of randomised policies."),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of randomised policies."),
     max_running_gpus: Optional[int] = typer.Option(None, "--max-running-gpus", help="Default per-user GPU quota."),
     max_queued_jobs: Optional[int] = typer.Option(None, "--max-queued-jobs", help="Default per-user waiting jobs."),
     allow_commands: bool = typer.Option(False, "--allow-commands", help="Users (not only admins) may submit commands."),

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from gpuweave.checks import SEED
 from gpuweave.cli.kernel import import_torch
 from gpuweave.cli.output import ProgressBar, print_json, print_table, quiet_option, show_progress
 
@@ -57,7 +58,9 @@ def validate(
         "--any-job-type",
         help="Do not require job types to be in the profile store (work must then be given).",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
+    seed: int = typer.Option(
+        0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the job-type assignment for sources without a model."
+    ),
     quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
@@ -110,7 +113,9 @@ def convert(
     any_job_type: bool = typer.Option(
         False, "--any-job-type", help="Do not require job types to be in the profile store."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
+    seed: int = typer.Option(
+        0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the job-type assignment for sources without a model."
+    ),
     quiet: bool = quiet_option(),
 ) -> None:
     """Convert IN (any readable format) to gpuweave's trace schema at OUT (.csv or .parquet)."""
@@ -136,7 +141,9 @@ def convert(
 def info(
     file: Path = typer.Argument(..., help="Trace file."),
     fmt: str = typer.Option("auto", "--format", "-f", help=FORMAT_HELP),
-    seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment for sources without a model."),
+    seed: int = typer.Option(
+        0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the job-type assignment for sources without a model."
+    ),
     top: int = typer.Option(10, "--top", help="How many job types to list."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     quiet: bool = quiet_option(),
@@ -195,7 +202,7 @@ def generate(
     out: Path = typer.Argument(..., help="Output trace (.csv or .parquet)."),
     jobs: int = typer.Option(200, "--jobs", "-n", help="Number of jobs."),
     rate: float = typer.Option(4.0, "--rate", "-r", help="Poisson arrival rate in jobs per hour."),
-    seed: int = typer.Option(0, "--seed", "-s", help="Random seed (same seed, same trace)."),
+    seed: int = typer.Option(0, "--seed", "-s", min=SEED.lo, max=SEED.hi, help="Random seed (same seed, same trace)."),
     priority: bool = typer.Option(
         False, "--priority", help="Give 20% of the jobs priority weight 5 (Gavel's generator)."
     ),
@@ -288,7 +295,9 @@ def import_slurm(
     save_sacct: Optional[Path] = typer.Option(None, "--save-sacct", help="Running sacct: keep its output here too."),
     gpu_map: list[str] = typer.Option([], "--gpu-map", help="Slurm GPU type to catalog model, TYPE=MODEL (repeat)."),
     profiles: Optional[Path] = typer.Option(None, "--profiles", help=PROFILES_HELP),
-    seed: int = typer.Option(0, "--seed", help="Seed of the job-type assignment (Slurm records no model)."),
+    seed: int = typer.Option(
+        0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the job-type assignment (Slurm records no model)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print what was written (path, jobs, GPUs, notes) as JSON."),
 ) -> None:
     """Turn a Slurm cluster's job history (sacct) into a gpuweave trace: submit, start, end, GPUs, GPU type,

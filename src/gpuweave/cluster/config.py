@@ -8,26 +8,38 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gpuweave.checks import MAX_SECONDS, RATE_PER_HOUR, SEED, validation_error
 from gpuweave.errors import InputError
-from gpuweave.files import load_yaml
+from gpuweave.files import check_path, load_yaml
+from gpuweave.limits import check_limit
 from gpuweave.results import config_key
 
 
 class SimulationConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # numbers are finite and physical (gpuweave.checks); the job count is under the limit trace_jobs
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     policy: str = Field(description="registered cluster policy name (gpuweave policies)")
     policy_options: dict[str, Any] = Field(default_factory=dict, description="keyword options of the policy")
     cluster: str = Field("gavel-60", description="bundled cluster name or path to a cluster YAML")
     trace: str | None = Field(None, description="trace file in the gpuweave schema; None = Philly-like generator")
     jobs: int = Field(200, ge=1, description="generated jobs (when trace is None)")
-    rate_per_hour: float = Field(60.0, gt=0, description="generated Poisson arrival rate, jobs/hour (the load)")
-    seed: int = Field(0, description="seed of the generator and of randomised policies")
-    restart_delay: float = Field(10.0, ge=0, description="seconds a resumed or moved job holds GPUs without progress")
-    start_delay: float = Field(0.0, ge=0, description="seconds a job's first start holds GPUs without progress")
-    round_length: float | None = Field(None, gt=0, description="override the policy's round length (s)")
+    rate_per_hour: float = Field(
+        60.0,
+        ge=RATE_PER_HOUR.lo,
+        le=RATE_PER_HOUR.hi,
+        description="generated Poisson arrival rate, jobs/hour (the load)",
+    )
+    seed: int = Field(0, ge=SEED.lo, le=SEED.hi, description="seed of the generator and of randomised policies")
+    restart_delay: float = Field(
+        10.0, ge=0, le=MAX_SECONDS, description="seconds a resumed or moved job holds GPUs without progress"
+    )
+    start_delay: float = Field(
+        0.0, ge=0, le=MAX_SECONDS, description="seconds a job's first start holds GPUs without progress"
+    )
+    round_length: float | None = Field(None, gt=0, le=MAX_SECONDS, description="override the policy's round length (s)")
     profiles: str | None = Field(
         None, description="profile CSV, or a directory of Pollux application traces; None = bundled Gavel throughputs"
     )
@@ -35,6 +47,17 @@ class SimulationConfig(BaseModel):
     placement: Literal["physical", "ideal"] | None = Field(
         None, description="override the cluster's placement: ideal = every placement runs consolidated"
     )
+
+    @field_validator("cluster", "trace", "profiles")
+    @classmethod
+    def _path(cls, value: str | None) -> str | None:
+        return None if value is None else check_path(value)
+
+    @model_validator(mode="after")
+    def _within_limits(self) -> SimulationConfig:
+        if self.trace is None:
+            check_limit("trace_jobs", self.jobs, "generated jobs", field="jobs")
+        return self
 
     def key(self) -> str:
         """Stable hash of the config (sweep cache key); an unset placement leaves the key as it was before."""
@@ -63,9 +86,10 @@ def beside_config(config: SimulationConfig, path: Path) -> SimulationConfig:
 
 
 def parse_config(data: dict, source: str | Path = "<config>") -> SimulationConfig:
+    """The checked config; InputError naming the field (and, for ``jobs``, the limit ``trace_jobs``)."""
+    if not isinstance(data, dict):
+        raise InputError("a run config must be a mapping of settings (policy: NAME, ...)", file=source)
     try:
         return SimulationConfig.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise InputError(err["msg"], file=source, field=field) from None
+        raise validation_error(exc, source) from None

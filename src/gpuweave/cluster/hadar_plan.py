@@ -13,11 +13,15 @@ from pathlib import Path
 from gpuweave.cluster.hadar_snapshot import load_snapshot
 from gpuweave.cluster.policies import make_policy
 from gpuweave.hadar.throughput import RateTable
+from gpuweave.limits import check_limit
 
 
 def plan_snapshot(path: Path, **options) -> dict:
     """The plan of one Hadar round on the snapshot at ``path`` under the policy ``options``."""
     view = load_snapshot(path)
+    if options.get("solver") == "exact":  # the round's MILP grows with jobs x GPUs
+        jobs = len(view.running) + len(view.pending)
+        check_limit("hadar_exact_jobs", jobs, "jobs for --solver exact", file=path, field="jobs")
     policy = make_policy("hadar", round_length=view.round_length, work_conserving=False, **options)
     t0 = time.perf_counter()
     wanted = policy.plan_round(view)

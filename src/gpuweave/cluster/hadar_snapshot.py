@@ -22,14 +22,15 @@ with no throughput on any GPU model of the cluster.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuweave.checks import GPUS, ITERATIONS, SECONDS, Range, number
 from gpuweave.cluster.state import JobState
 from gpuweave.errors import InputError
 from gpuweave.files import load_json
 from gpuweave.hadar.throughput import RateTable
+from gpuweave.limits import check_limit
 from gpuweave.workload.job import Job
 
 
@@ -54,16 +55,21 @@ class SnapshotView:
 
 
 def _number(
-    obj: dict, key: str, where: str, file: str, default=None, minimum: float = 0.0, row: int | None = None
+    obj: dict,
+    key: str,
+    where: str,
+    file: str,
+    default=None,
+    minimum: float = 0.0,
+    row: int | None = None,
+    rng: Range = SECONDS,
 ) -> float:
+    """``obj[key]`` (or ``default``) checked against ``rng`` (seconds by default) with its floor at ``minimum``."""
     if key not in obj:
         if default is None:
             raise InputError(f"{where}: missing '{key}'", file=file, row=row, field=key)
         return float(default)
-    v = obj[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < minimum:
-        raise InputError(f"{where}: '{key}' must be a number >= {minimum:g}, got {v!r}", file=file, row=row, field=key)
-    return float(v)
+    return number(obj[key], rng.with_low(minimum), file=file, row=row, field=key, what=where)
 
 
 def parse_snapshot(data: object, file: str = "<snapshot>") -> SnapshotView:
@@ -81,7 +87,7 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> SnapshotView:
         nodes=nodes,
         profiles=profiles,
         now=_number(data, "now", "snapshot", file, default=0.0),
-        round_length=_number(data, "round_length", "snapshot", file, default=360.0, minimum=1e-9),
+        round_length=_number(data, "round_length", "snapshot", file, default=360.0, minimum=1e-3),
         restart_delay=_number(data, "restart_delay", "snapshot", file, default=10.0),
     )
     index = {n.name: n.index for n in nodes}
@@ -90,6 +96,7 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> SnapshotView:
     jobs = data.get("jobs")
     if not isinstance(jobs, list) or not jobs:
         raise InputError("'jobs' must be a non-empty list", file=file, field="jobs")
+    check_limit("hadar_jobs", len(jobs), "jobs in the snapshot", file=file, field="jobs")
     for k, raw in enumerate(jobs):
         js, running = _parse_job(k, raw, view, table, profiles, file)
         jid = js.job.job_id
@@ -133,8 +140,9 @@ def _parse_job(
             f"{where}: unknown job_type {jt!r} (see the profile table)", file=file, row=k + 1, field="job_type"
         )
     W = raw.get("gpus")
-    if isinstance(W, bool) or not isinstance(W, int) or W < 1:
+    if isinstance(W, float):
         raise InputError(f"{where}: 'gpus' must be an integer >= 1, got {W!r}", file=file, row=k + 1, field="gpus")
+    W = number(W, GPUS, file=file, row=k + 1, field="gpus", what=where)
     cons, uncons = table.get(jt, W)
     if not (cons.max() > 0 or uncons.max() > 0):
         raise InputError(
@@ -143,8 +151,8 @@ def _parse_job(
             row=k + 1,
             field="job_type",
         )
-    work = _number(raw, "work", where, file, minimum=1e-12, row=k + 1)
-    remaining = _number(raw, "remaining", where, file, default=work, row=k + 1)
+    work = _number(raw, "work", where, file, minimum=1e-12, row=k + 1, rng=ITERATIONS)
+    remaining = _number(raw, "remaining", where, file, default=work, row=k + 1, rng=ITERATIONS)
     if remaining > work:
         raise InputError(
             f"{where}: remaining {remaining:g} exceeds work {work:g}", file=file, row=k + 1, field="remaining"
@@ -166,6 +174,7 @@ def _parse_placement(running: object, where: str, row: int, index: dict[str, int
         if (
             not isinstance(item, list)
             or len(item) != 2
+            or not isinstance(item[0], str)
             or item[0] not in index
             or isinstance(item[1], bool)
             or not isinstance(item[1], int)

@@ -50,7 +50,6 @@ Complexity: O(P) for a pool of P jobs.
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import datetime
 from importlib import resources
@@ -58,7 +57,9 @@ from pathlib import Path
 
 import numpy as np
 
+from gpuweave.checks import DURATION, GPUS, POSITIVE_COUNT, check_array
 from gpuweave.errors import InputError
+from gpuweave.files import load_json, read_input_text
 from gpuweave.workload.job import Job
 
 POOL_FILE = "philly_window_pool.csv"
@@ -195,16 +196,25 @@ def load_pool(path: str | Path | None = None, window: str = DEFAULT_WINDOW) -> d
         text = resources.files("gpuweave.hadar").joinpath("data", source).read_text()
     else:
         p = Path(path)
-        if not p.exists():
-            raise InputError("file not found", file=p)
-        text = p.read_text()
+        text = read_input_text(p, what="pool file")
         source = str(p)
     import io
 
-    frame = pd.read_csv(io.StringIO(text), comment="#")
+    try:
+        frame = pd.read_csv(io.StringIO(text), comment="#")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        raise InputError(f"not a readable CSV table: {' '.join(str(exc).split())[:200]}", file=source) from None
     for col in ("row", "duration_s", "num_gpus", "category"):
         if col not in frame.columns:
             raise InputError(f"missing column '{col}'", file=source, field=col)
+    for col, rng in (("row", POSITIVE_COUNT), ("duration_s", DURATION), ("num_gpus", GPUS)):
+        values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
+        check_array(values, rng, file=source, rows=list(range(1, len(values) + 1)), field=col, raw=frame[col].tolist())
+        if np.isnan(values).any():
+            row = int(np.flatnonzero(np.isnan(values))[0])
+            raise InputError(
+                f"expected {rng.describe()}, got {frame[col].iloc[row]!r}", file=source, row=row + 1, field=col
+            )
     return {c: frame[c].to_numpy() for c in frame.columns}
 
 
@@ -301,12 +311,7 @@ def read_philly_job_log(path: str | Path, *, skip_malformed: bool = False) -> tu
     duration = last end - first start, W = GPUs of the first attempt. A malformed job raises one
     :class:`InputError` naming the job, or with ``skip_malformed`` is dropped and counted (second value)."""
     p = Path(path)
-    if not p.exists():
-        raise InputError("file not found", file=p)
-    try:
-        data = json.loads(p.read_text())
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg} at line {exc.lineno}", file=p) from None
+    data = load_json(p, what="Philly job log")
     if not isinstance(data, list):
         raise InputError("expected a JSON list of jobs (Philly cluster_job_log)", file=p)
     fmt = "%Y-%m-%d %H:%M:%S"
@@ -362,7 +367,7 @@ def _philly_job(job: object, fmt: str) -> tuple[str, float, int]:
     detail = attempts[0].get("detail")
     if not isinstance(detail, list) or not detail:
         raise ValueError("attempts", "the first attempt has no 'detail' list of machines")
-    gpus = sum(len(d.get("gpus", [])) for d in detail if isinstance(d, dict))
+    gpus = sum(len(d["gpus"]) for d in detail if isinstance(d, dict) and isinstance(d.get("gpus"), list))
     if gpus < 1:
         raise ValueError("attempts", "the first attempt holds no GPUs")
     return sub, (max(ends) - min(starts)).total_seconds(), gpus

@@ -34,10 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gpuweave.checks import PRICE_PER_KWH, PUE
 from gpuweave.errors import InputError
+from gpuweave.files import check_path, load_yaml
+from gpuweave.limits import check_limit
 
 CLUSTERS_DIR = Path(__file__).with_name("clusters")
 
@@ -72,14 +74,14 @@ MAX_GPUS_PER_NODE = 1024
 class NodeGroup(BaseModel):
     """``count`` identical nodes; price and PUE default to the cluster's (None = inherit)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     # upper bounds keep a typo (count: 2000000000) from hanging the expansion into nodes
     count: int = Field(default=1, gt=0, le=MAX_NODES_PER_GROUP)
     gpu: str
     gpus_per_node: int = Field(gt=0, le=MAX_GPUS_PER_NODE)
-    price_per_kwh: float | None = Field(default=None, ge=0)
-    pue: float | None = Field(default=None, ge=1.0)
+    price_per_kwh: float | None = Field(default=None, ge=0, le=PRICE_PER_KWH.hi)
+    pue: float | None = Field(default=None, ge=1.0, le=PUE.hi)
     name_prefix: str | None = None
     names: list[str] | None = None
 
@@ -108,13 +110,13 @@ class NodeGroup(BaseModel):
 class ClusterSpec(BaseModel):
     """A cluster: named groups of nodes plus cluster-wide energy defaults."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str = Field(min_length=1)
     description: str = ""
     source: str = ""
-    price_per_kwh: float = Field(default=0.0, ge=0)
-    pue: float = Field(default=1.0, ge=1.0)
+    price_per_kwh: float = Field(default=0.0, ge=0, le=PRICE_PER_KWH.hi)
+    pue: float = Field(default=1.0, ge=1.0, le=PUE.hi)
     placement: Literal["physical", "ideal"] = "physical"
     nodes: list[NodeGroup] = Field(min_length=1)
 
@@ -124,6 +126,11 @@ class ClusterSpec(BaseModel):
         if not math.isfinite(value):
             raise ValueError("must be a finite number")
         return value
+
+    @model_validator(mode="after")
+    def _within_limits(self) -> ClusterSpec:
+        check_limit("cluster_gpus", self.total_gpus, "GPUs of the cluster", field="nodes")
+        return self
 
     @property
     def total_gpus(self) -> int:
@@ -190,7 +197,8 @@ def cluster_from_dict(data: Any, file: str | Path | None = None) -> ClusterSpec:
         if err.get("type") == "missing":
             message = "required field is missing"
         elif "input" in err and err.get("type") not in {"value_error"}:
-            message = f"{message} (got {err['input']!r})"
+            shown = repr(err["input"])
+            message = f"{message} (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
         raise InputError(message, file=file, field=_field_path(tuple(err.get("loc", ())))) from None
 
 
@@ -201,7 +209,7 @@ def bundled_clusters() -> list[str]:
 
 def load_cluster(name_or_path: str | Path) -> ClusterSpec:
     """Load a bundled cluster by name (see :func:`bundled_clusters`) or a YAML file by path."""
-    text = str(name_or_path)
+    text = check_path(str(name_or_path), field="cluster")
     path = Path(text)
     if not path.is_file():
         if text in bundled_clusters():
@@ -219,15 +227,7 @@ def load_cluster(name_or_path: str | Path) -> ClusterSpec:
                 f"unknown cluster {text!r}; bundled: {', '.join(bundled_clusters())}, or give a YAML path",
                 field="cluster",
             )
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(
-            f"not valid YAML: {getattr(exc, 'problem', None) or exc}", file=path, row=mark.line + 1 if mark else None
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read cluster spec: {exc}", file=path) from None
+    data = load_yaml(path, what="cluster spec")
     spec = cluster_from_dict(data, file=path)
     try:
         spec.expand()

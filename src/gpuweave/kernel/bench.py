@@ -15,7 +15,10 @@ import time
 def sim_speed(n_a: int = 60, mode: str = "fikit", seed: int = 0) -> dict:
     from gpuweave.kernel.sim import Service, SimConfig, Workload, simulate
     from gpuweave.kernel.traces import hi_trace, lo_trace
+    from gpuweave.limits import check_limit
 
+    launches = n_a * hi_trace().n + (10 * n_a // 3) * lo_trace().n
+    check_limit("kernel_launches", launches, f"kernel launches of {n_a:,} tasks of A and their B load", field="tasks")
     svcs = [
         Service("A", hi_trace(), 0, Workload.back_to_back(n_a)),
         Service("B", lo_trace(), 1, Workload.back_to_back(10 * n_a // 3)),

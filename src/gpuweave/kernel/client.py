@@ -11,7 +11,8 @@ An ``unknown_pid`` error (the server restarted or expired us) triggers one re-re
 
 Configuration from the environment (:meth:`FikitClient.from_env`): ``FIKIT_SCHEDULER=host:port``,
 ``FIKIT_PRIORITY`` (0–9), ``FIKIT_TASK_KEY`` (default: sha256 of process name + argv, R-3),
-``FIKIT_MODE`` (measure | share | off). One lock serialises the launches of a client's threads.
+``FIKIT_MODE`` (measure | share | off), ``FIKIT_TOKEN`` (the server's ``--token``, sent in every message).
+One lock serialises the launches of a client's threads.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 
 from gpuweave.errors import InputError
 from gpuweave.kernel.ids import parse_priority, task_key, validate_task_key
-from gpuweave.kernel.protocol import ProtocolError, decode_reply, encode
+from gpuweave.kernel.protocol import ProtocolError, check_token, decode_reply, encode
 
 log = logging.getLogger("gpuweave.fikit.client")
 
@@ -47,6 +48,7 @@ class ClientConfig:
     priority: int
     task_key: str
     mode: str
+    token: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "ClientConfig":
@@ -57,7 +59,8 @@ class ClientConfig:
         prio = parse_priority(env.get("FIKIT_PRIORITY", "0"), field="FIKIT_PRIORITY")
         key = task_key(sys.executable, sys.argv, env)
         addr = parse_address(env.get("FIKIT_SCHEDULER", "127.0.0.1:47800"))
-        return cls(addr, prio, key, mode)
+        token = env.get("FIKIT_TOKEN") or None
+        return cls(addr, prio, key, mode, None if token is None else check_token(token, field="FIKIT_TOKEN"))
 
 
 class FikitClient:
@@ -73,6 +76,7 @@ class FikitClient:
         pid: int | None = None,
         timeout_s: float = 0.05,
         retries: int = 5,
+        token: str | None = None,
     ) -> None:
         if mode not in ("share", "measure"):
             raise InputError(
@@ -82,6 +86,7 @@ class FikitClient:
         self.task_key = validate_task_key(task_key_)
         self.priority = parse_priority(priority)
         self.mode = mode
+        self.token = None if token is None else check_token(token)
         self.pid = os.getpid() if pid is None else pid
         self.timeout_s = timeout_s
         self.retries = retries
@@ -101,7 +106,11 @@ class FikitClient:
         cfg = ClientConfig.from_env(env)
         if cfg.mode == "off":
             return None
-        return cls(cfg.address, cfg.task_key, cfg.priority, cfg.mode, **kw)
+        return cls(cfg.address, cfg.task_key, cfg.priority, cfg.mode, token=cfg.token, **kw)
+
+    def _encode(self, t: str, **fields: object) -> bytes:
+        """A message of type ``t``, carrying the token when there is one."""
+        return encode(t, **fields, tok=self.token) if self.token else encode(t, **fields)
 
     # ------------------------------------------------------------------ io
     def _exchange(self, data: bytes, want: str, match: dict) -> dict | None:
@@ -163,7 +172,7 @@ class FikitClient:
             return self._register()
 
     def _register(self) -> bool:
-        msg = encode("register", task_key=self.task_key, pid=self.pid, priority=self.priority, mode=self.mode)
+        msg = self._encode("register", task_key=self.task_key, pid=self.pid, priority=self.priority, mode=self.mode)
         reply = self._exchange(msg, "register_ack", {"pid": self.pid})
         if reply is None:
             self._fail_open("no answer to register")
@@ -183,7 +192,9 @@ class FikitClient:
             seq = next(self._seq)
             tid = threading.get_ident() & 0x7FFFFFFF if tid is None else tid
             t0 = time.perf_counter_ns()
-            msg = encode("launch", pid=self.pid, tid=tid, seq=seq, kernel_id=kernel_id, t_client_ns=time.monotonic_ns())
+            msg = self._encode(
+                "launch", pid=self.pid, tid=tid, seq=seq, kernel_id=kernel_id, t_client_ns=time.monotonic_ns()
+            )
             for _ in range(2):
                 reply = self._exchange(msg, "go", {"pid": self.pid, "seq": seq})
                 if reply is None:
@@ -202,7 +213,7 @@ class FikitClient:
         if self.failed_open or not self.registered:
             return
         try:
-            self.sock.send(encode("task_end" if end else "task_begin", pid=self.pid, job_seq=job_seq))
+            self.sock.send(self._encode("task_end" if end else "task_begin", pid=self.pid, job_seq=job_seq))
         except OSError:
             pass
 
@@ -211,7 +222,7 @@ class FikitClient:
         with self._lock:
             if self.registered and not self.failed_open:
                 self.retries = min(self.retries, 2)
-                self._exchange(encode("unregister", pid=self.pid), "unregister_ack", {"pid": self.pid})
+                self._exchange(self._encode("unregister", pid=self.pid), "unregister_ack", {"pid": self.pid})
             self.registered = False
             self.sock.close()
 

@@ -19,23 +19,23 @@ Profiles are saved as JSON (``format: gpuweave.fikit.profile``, ``version: 1``).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from gpuweave.checks import COUNT, KERNEL_MS, POSITIVE_COUNT, number
 from gpuweave.errors import InputError
 from gpuweave.files import load_json
 from gpuweave.kernel.ids import validate_task_key
+from gpuweave.limits import check_limit
 
 PROFILE_FORMAT = "gpuweave.fikit.profile"
 PROFILE_VERSION = 1
 
 
 def _check_time(x: object, what: str, *, row: int | None = None, file: str | None = None) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
-        raise InputError(f"{what} must be a finite number >= 0 ms, got {x!r}", file=file, row=row, field=what)
-    return float(x)
+    """A kernel duration or gap: finite milliseconds in :data:`~gpuweave.checks.KERNEL_MS`."""
+    return number(x, KERNEL_MS, file=file, row=row, field=what)
 
 
 @dataclass(slots=True)
@@ -99,11 +99,13 @@ class Profile:
         except InputError as exc:
             raise InputError(exc.message, file=file, field="task_key") from None
         runs = data.get("runs")
-        if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        if isinstance(runs, float):
             raise InputError(f"runs must be a positive integer, got {runs!r}", file=file, field="runs")
+        runs = number(runs, POSITIVE_COUNT, file=file, field="runs")
         kernels = data.get("kernels")
         if not isinstance(kernels, list):
             raise InputError("missing list 'kernels'", file=file, field="kernels")
+        check_limit("trace_kernels", len(kernels), "kernels in the profile", file=file, field="kernels")
         sk: dict[str, float] = {}
         sg: dict[str, float] = {}
         counts: dict[str, int] = {}
@@ -116,9 +118,9 @@ class Profile:
             if k.get("sg") is not None:
                 sg[k["id"]] = _check_time(k["sg"], "sg", row=row, file=file)
             c = k.get("count", 0)
-            if isinstance(c, bool) or not isinstance(c, int) or c < 0:
+            if isinstance(c, float):
                 raise InputError(f"count must be an integer >= 0, got {c!r}", file=file, row=row, field="count")
-            counts[k["id"]] = c
+            counts[k["id"]] = number(c, COUNT, file=file, row=row, field="count")
         return cls(key, runs, sk, sg, counts)
 
     @classmethod

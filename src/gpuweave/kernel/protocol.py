@@ -23,6 +23,13 @@ retransmitted launch that is still queued: the server is alive, keep waiting), `
 ``gate{pid, open}`` when a client's class starts or stops being released on arrival: an open client may
 launch at once and send its ``launch`` afterwards (the C shim does; the Python client ignores it).
 
+Security: every message from a client may carry ``"tok"``, a shared secret (1-128 characters of
+``[A-Za-z0-9._~+/=-]``, from ``FIKIT_TOKEN``); a server started with ``--token`` answers ``error{code:
+bad_token}`` to any message without the same token (compared in constant time). A pid is bound to the
+address that registered it: the server refuses a message naming it from any other address (``error{code:
+pid_bound}``, sent to the sender only) and a second registration of it from another address (``pid_in_use``)
+until the first one unregisters or times out. ``"v"`` must be the integer 1 (``1.0`` is refused).
+
 Loss handling: the client retransmits a launch with the same ``seq`` after a timeout; the server
 deduplicates on (pid, seq) and re-sends ``go`` for a seq it already released. After k silent timeouts
 the client fails open (launches without permission, and logs it) so a dead scheduler never deadlocks a
@@ -31,6 +38,7 @@ service. :func:`decode` never raises anything but :class:`ProtocolError`. Comple
 
 from __future__ import annotations
 
+import hmac
 import json
 import math
 from dataclasses import dataclass
@@ -41,6 +49,8 @@ from gpuweave.kernel.ids import validate_task_key
 
 VERSION = 1
 MAX_DATAGRAM = 4096
+MAX_TOKEN = 128
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~+/=-")
 MAX_KERNEL_ID = 1024
 MAX_INT = 2**63 - 1
 
@@ -137,8 +147,16 @@ def _register(d: dict) -> Register:
     return Register(key, _int(d, "pid"), prio, mode)
 
 
-def decode(data: bytes) -> Message:
-    """Parse one datagram; raises :class:`ProtocolError` (never anything else) on bad input."""
+def check_token(token: str, *, field: str = "token") -> str:
+    """A shared token: 1-128 characters of ``[A-Za-z0-9._~+/=-]`` (the C shim embeds it in JSON unescaped)."""
+    if not isinstance(token, str) or not 1 <= len(token) <= MAX_TOKEN or not set(token) <= _TOKEN_CHARS:
+        raise InputError(f"a token is 1-{MAX_TOKEN} characters of A-Z a-z 0-9 . _ ~ + / = -", field=field)
+    return token
+
+
+def decode(data: bytes, token: str | None = None) -> Message:
+    """Parse one datagram; raises :class:`ProtocolError` (never anything else) on bad input. With ``token``,
+    a message whose ``tok`` differs (or is missing) is refused (``bad_token``)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ProtocolError("bad_type", "datagram must be bytes")
     if len(data) > MAX_DATAGRAM:
@@ -149,8 +167,13 @@ def decode(data: bytes) -> Message:
         raise ProtocolError("malformed", "datagram is not UTF-8 JSON") from None
     if not isinstance(d, dict):
         raise ProtocolError("malformed", "message must be a JSON object")
-    if d.get("v") != VERSION or isinstance(d.get("v"), bool):
-        raise ProtocolError("version", f"unsupported protocol version {d.get('v')!r} (server speaks {VERSION})", "v")
+    if type(d.get("v")) is not int or d["v"] != VERSION:  # 1.0 and True are not the version 1
+        shown = repr(d.get("v"))[:40]
+        raise ProtocolError("version", f"unsupported protocol version {shown} (server speaks {VERSION})", "v")
+    if token is not None:
+        sent = d.get("tok")
+        if not isinstance(sent, str) or not hmac.compare_digest(sent.encode("utf-8"), token.encode("utf-8")):
+            raise ProtocolError("bad_token", "missing or wrong token (set FIKIT_TOKEN to the server's --token)", "tok")
     t = d.get("t")
     if t == "launch":
         return Launch(

@@ -5,7 +5,10 @@ Problem: receive hook-client messages (:mod:`gpuweave.kernel.protocol`), feed th
 timers the core asks for, and survive any input: malformed or oversized datagrams, priorities
 outside 0–9, launches from unknown processes, and clients that disappear mid-run (their pending
 requests are dropped and logged after ``client_timeout`` seconds of silence; other clients are not
-affected; a client that comes back gets ``error{code: unknown_pid}`` and re-registers).
+affected; a client that comes back gets ``error{code: unknown_pid}`` and re-registers), and processes that
+lie about their pid: each pid is bound to the address that registered it, and a message naming it from
+another address is refused (``pid_bound``), as is a second registration (``pid_in_use``). With ``token`` every
+message must carry the shared token (``bad_token`` otherwise; see :mod:`gpuweave.kernel.protocol`).
 
 :class:`FikitServer` is transport- and clock-agnostic: ``handle(data, addr)`` processes one datagram
 and ``send(data, addr)`` is injected. :class:`MonotonicClock` runs it on an asyncio loop (timers via
@@ -126,8 +129,10 @@ class FikitServer:
         client_timeout_s: float = 30.0,
         record_gos: bool = False,
         latency_samples: int = 200_000,
+        token: str | None = None,
     ) -> None:
         self.send = send
+        self.token = token
         self.clock = clock
         self.core = SchedulerCore(config)
         self.profiles = dict(profiles or {})
@@ -150,8 +155,10 @@ class FikitServer:
         t_in = time.perf_counter_ns()
         self.messages += 1
         try:
-            msg = decode(data)
+            msg = decode(data, self.token)
             now = self.clock.now()
+            if isinstance(msg, (Launch, Done, TaskMark, Unregister)) and not self._owned(msg.pid, addr):
+                return
             if isinstance(msg, Launch):
                 self._launch(msg, addr, now)
                 self.decision_ns.append(time.perf_counter_ns() - t_in)
@@ -182,8 +189,21 @@ class FikitServer:
             self._error(addr, "internal", f"{type(exc).__name__}")
 
     # ------------------------------------------------------------------ messages
+    def _owned(self, pid: int, addr: object) -> bool:
+        """Whether ``addr`` may speak for ``pid``: the pid is unknown (answered later) or registered from ``addr``.
+        Otherwise the sender gets ``pid_bound`` and the pid's own client is not touched."""
+        c = self.clients.get(pid)
+        if c is None or c.addr == addr:
+            return True
+        self._error(addr, "pid_bound", f"pid {pid} is registered from another address", pid=pid)
+        return False
+
     def _register(self, m: Register, addr: object, now: float) -> None:
-        if m.pid in self.clients:  # a restarted client with the same pid: start clean
+        old = self.clients.get(m.pid)
+        if old is not None and old.addr != addr:
+            self._error(addr, "pid_in_use", f"pid {m.pid} is registered from another address", pid=m.pid)
+            return
+        if old is not None:  # a restarted client with the same pid and address: start clean
             self._unregister(m.pid, now, reason="re-register")
         profile = self._profile(m.task_key)
         name = f"{m.task_key}#{m.pid}"
@@ -208,7 +228,6 @@ class FikitServer:
             self._error(addr, "unknown_pid", f"pid {m.pid} is not registered", pid=m.pid, seq=m.seq)
             return
         c.last_seen = now
-        c.addr = addr
         if m.seq in c.granted:  # retransmission of a released launch: GO again
             self._reply(encode("go", pid=m.pid, seq=m.seq, tid=c.granted[m.seq]), addr)
             return

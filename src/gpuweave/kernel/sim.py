@@ -46,6 +46,7 @@ from gpuweave.kernel.profile import Profile, ProfileBuilder
 from gpuweave.kernel.sched import PRESETS, CoreStats, SchedulerConfig
 from gpuweave.kernel.sim_state import FREE, KEND, KIND_NAMES, LAUNCH, REQ, SUBMIT, ServiceState
 from gpuweave.kernel.trace_format import Trace
+from gpuweave.limits import check_limit, limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +237,7 @@ class KernelSim:
         "services", "config", "ipc_rtt", "log_on", "profiles", "go_log", "log", "stop_set", "svcs", "by_name",
         "loop", "push", "_heap", "_seq", "now", "stopped", "running", "last_ctx", "busy", "kernels_run",
         "kend_times", "kend_cum", "kernel_records", "mode", "arbiter", "_pick", "_stream_depth", "_launch_overhead",
-        "_ctx_switch", "_record_kernels",
+        "_ctx_switch", "_record_kernels", "_max_kernels",
     )  # fmt: skip
 
     def __init__(self, services: list[Service] | tuple[Service, ...], config: SimConfig) -> None:
@@ -247,6 +248,10 @@ class KernelSim:
             raise InputError("service names must be unique", field="name")
         self.services = tuple(services)
         self.config = config
+        # the finite services' launches are known now; continuous ones are counted as they run (_kend)
+        finite = sum(s.workload.n * s.trace.n for s in services if s.workload.n is not None)
+        check_limit("kernel_launches", finite, "kernel launches of the services' tasks", field="services")
+        self._max_kernels = limit("kernel_launches")
         self.ipc_rtt = config.ipc_rtt
         self.log_on = config.log
         self.profiles: dict[str, Profile] = {}
@@ -449,6 +454,8 @@ class KernelSim:
         self.running = -1
         self.busy += dur
         self.kernels_run += 1
+        if self.kernels_run > self._max_kernels:  # a continuous service (n: null) without an end in sight
+            check_limit("kernel_launches", self.kernels_run, "kernels launched so far (a service runs continuously)")
         self.kend_times.append(t)
         self.kend_cum.append(self.busy)
         v.outstanding -= 1

@@ -25,32 +25,63 @@ from pathlib import Path
 def load_config(path: Path) -> dict:
     """The config file at ``path`` as a mapping (YAML, or JSON by suffix); InputError if it does not parse."""
     from gpuweave.errors import InputError
-    from gpuweave.files import read_input_text
+    from gpuweave.files import load_json, load_yaml
 
-    text = read_input_text(path, what="config file")
-    try:
-        if path.suffix.lower() == ".json":
-            import json
-
-            data = json.loads(text)
-        else:
-            import yaml
-
-            data = yaml.safe_load(text)
-    except Exception as exc:  # yaml/json parse errors → one line
-        detail = " ".join(str(exc).split())[:200]
-        raise InputError(f"cannot parse config ({type(exc).__name__}: {detail})", file=path) from None
+    path = Path(path)
+    data = (
+        load_json(path, what="config file") if path.suffix.lower() == ".json" else load_yaml(path, what="config file")
+    )
     if not isinstance(data, dict):
         raise InputError("config must be a mapping", file=path)
     return data
 
 
+def _ms(data: dict, key: str, default: float, rng=None) -> float:
+    """``data[key]`` (or the default) as milliseconds in ``rng`` (:data:`gpuweave.checks.MILLISECONDS`)."""
+    from gpuweave.checks import MILLISECONDS, number
+
+    return default if key not in data else number(data[key], rng or MILLISECONDS, field=key)
+
+
+def _workload(wl: dict):
+    """A service's ``workload`` mapping as a :class:`~gpuweave.kernel.sim.Workload`, every number checked."""
+    from gpuweave.checks import MILLISECONDS, POSITIVE_COUNT, number
+    from gpuweave.errors import InputError
+    from gpuweave.kernel.sim import Workload
+    from gpuweave.limits import check_limit
+
+    kind = wl.get("kind", "back_to_back")
+    if kind == "times":
+        times = wl.get("times", [])
+        if not isinstance(times, list):
+            raise InputError("'times' must be a list of submission times (ms)", field="times")
+        check_limit("kernel_launches", len(times), "submission times", field="times")
+        return Workload.at_times([number(x, MILLISECONDS, field="times") for x in times])
+    n = wl.get("n", 1)
+    if n is not None:
+        if isinstance(n, float):
+            raise InputError(f"task count n must be a positive integer, got {n!r}", field="n")
+        n = number(n, POSITIVE_COUNT, field="n")
+    return Workload(kind, n, _ms(wl, "period_ms", 0.0), _ms(wl, "start_ms", 0.0))
+
+
+def _name(data: dict, key: str, default: str) -> str:
+    from gpuweave.errors import InputError
+
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        raise InputError(f"{key} must be a name, got {value!r}"[:120], field=key)
+    return value
+
+
 def build_simulation(data: dict, base: Path | None = None, file: str | None = None):
     """(services, SimConfig) from a parsed config mapping; InputError naming the field on bad input."""
+    from gpuweave.checks import FRACTION, KERNEL_MS, POSITIVE_COUNT, number, seed
     from gpuweave.errors import InputError
     from gpuweave.kernel.sched import preset
-    from gpuweave.kernel.sim import Service, SimConfig, Workload
+    from gpuweave.kernel.sim import Service, SimConfig
     from gpuweave.kernel.traces import resolve_trace
+    from gpuweave.limits import check_limit
 
     known = {
         "mode",
@@ -69,7 +100,7 @@ def build_simulation(data: dict, base: Path | None = None, file: str | None = No
     }
     extra = set(data) - known
     if extra:
-        raise InputError(f"unknown config keys: {', '.join(sorted(extra))}", file=file)
+        raise InputError(f"unknown config keys: {', '.join(sorted(map(str, extra)))}"[:300], file=file)
     svcs = data.get("services")
     if not isinstance(svcs, list) or not svcs:
         raise InputError("config needs a non-empty list 'services'", file=file, field="services")
@@ -84,13 +115,7 @@ def build_simulation(data: dict, base: Path | None = None, file: str | None = No
         if not isinstance(wl, dict):
             raise InputError("workload must be a mapping", file=file, row=row, field="workload")
         try:
-            kind = wl.get("kind", "back_to_back")
-            if kind == "times":
-                workload = Workload.at_times([float(x) for x in wl.get("times", [])])
-            else:
-                workload = Workload(
-                    kind, wl.get("n", 1), float(wl.get("period_ms", 0.0)), float(wl.get("start_ms", 0.0))
-                )
+            workload = _workload(wl)
             services.append(Service(str(s["name"]), resolve_trace(str(s["trace"]), base=base), s["priority"], workload))
         except InputError as exc:
             if exc.file:
@@ -101,22 +126,29 @@ def build_simulation(data: dict, base: Path | None = None, file: str | None = No
     try:
         over = {}
         if "holder_grace_ms" in data:
-            over["holder_grace"] = float(data["holder_grace_ms"])
+            over["holder_grace"] = _ms(data, "holder_grace_ms", 0.0)
+        stop_when = data.get("stop_when")
+        if stop_when is not None and (
+            not isinstance(stop_when, list) or not all(isinstance(name, str) for name in stop_when)
+        ):
+            raise InputError("stop_when must be a list of service names", field="stop_when")
         cfg = SimConfig(
-            mode=data.get("mode", "fikit"),
-            quantum=float(data.get("quantum_ms", 2.0)),
-            device=data.get("device", "share_timeslice"),
-            scheduler=preset(data.get("preset", "recommended"), **over),
-            jitter=float(data.get("jitter", 0.05)),
-            ipc_rtt=float(data.get("ipc_rtt_ms", 0.0)),
-            launch_overhead=float(data.get("launch_overhead_ms", 0.005)),
-            seed=int(data.get("seed", 0)),
-            profiling_runs=int(data.get("profiling_runs", 20)),
-            horizon=float(data.get("horizon_ms", float("inf"))),
-            stop_when=tuple(data["stop_when"]) if data.get("stop_when") else None,
+            mode=_name(data, "mode", "fikit"),
+            quantum=_ms(data, "quantum_ms", 2.0, KERNEL_MS),
+            device=_name(data, "device", "share_timeslice"),
+            scheduler=preset(_name(data, "preset", "recommended"), **over),
+            jitter=number(data.get("jitter", 0.05), FRACTION, field="jitter"),
+            ipc_rtt=_ms(data, "ipc_rtt_ms", 0.0, KERNEL_MS),
+            launch_overhead=_ms(data, "launch_overhead_ms", 0.005, KERNEL_MS),
+            seed=seed(data.get("seed", 0)),
+            profiling_runs=number(data.get("profiling_runs", 20), POSITIVE_COUNT, field="profiling_runs"),
+            horizon=_ms(data, "horizon_ms", float("inf")),
+            stop_when=tuple(stop_when) if stop_when else None,
         )
     except InputError as exc:
         raise InputError(exc.message, file=file, field=exc.field) from None
     except (TypeError, ValueError) as exc:
         raise InputError(f"bad config value ({exc})", file=file) from None
+    finite = sum(s.workload.n * s.trace.n for s in services if s.workload.n is not None)
+    check_limit("kernel_launches", finite, "kernel launches of the services' tasks", file=file, field="services")
     return services, cfg

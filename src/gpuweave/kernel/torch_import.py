@@ -23,17 +23,23 @@ Complexity O(E log E) for E events.
 
 from __future__ import annotations
 
-import json
-import math
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuweave.checks import Range, number
 from gpuweave.errors import InputError
+from gpuweave.files import load_json
 from gpuweave.kernel.ids import KernelId, clean_kernel_name
 from gpuweave.kernel.trace_format import Op, Trace
+from gpuweave.limits import check_limit
 
-MAX_PROFILE_BYTES = 512 * 1024 * 1024
+#: Chrome-trace times in µs: timestamps may count from the Unix epoch (about 1.7e15 µs), durations are at most
+#: about 11 days (a kernel or a runtime call)
+TIMESTAMP_US = Range("µs", -1e17, 1e17)
+DURATION_US = Range("µs", 0.0, 1e12)
+#: CUDA's largest grid dimension is 2**31 - 1
+GRID_DIM = Range("", 1, 2**31 - 1, integer=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,19 +56,24 @@ def _dims(v: object, what: str, file: str | None, row: int) -> tuple[int, int, i
     if (
         not isinstance(v, list)
         or not 1 <= len(v) <= 3
-        or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in v)
+        or any(isinstance(x, bool) or not isinstance(x, int) or not GRID_DIM.lo <= x <= GRID_DIM.hi for x in v)
     ):
-        raise InputError(f"'{what}' must be a list of 1-3 positive integers, got {v!r}", file=file, row=row, field=what)
+        shown = repr(v) if len(repr(v)) <= 60 else repr(v)[:57] + "..."
+        raise InputError(
+            f"'{what}' must be a list of 1-3 integers from 1 to {GRID_DIM.hi}, got {shown}",
+            file=file,
+            row=row,
+            field=what,
+        )
     return tuple(list(v) + [1] * (3 - len(v)))  # type: ignore[return-value]
 
 
 def _time(e: dict, name: str, file: str | None, row: int) -> float:
-    v = e.get(name)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+    """An event's ``ts`` or ``dur`` (µs): finite, a duration >= 0 and neither beyond :data:`TIMESTAMP_US`,
+    :data:`DURATION_US`."""
+    if name not in e:
         raise InputError(f"event needs a numeric '{name}' (µs)", file=file, row=row, field=name)
-    if name == "dur" and v < 0:
-        raise InputError(f"negative duration {v}", file=file, row=row, field="dur")
-    return float(v)
+    return number(e[name], DURATION_US if name == "dur" else TIMESTAMP_US, file=file, row=row, field=name)
 
 
 def import_chrome_trace(source: str | Path | dict | list, name: str | None = None) -> tuple[Trace, ImportReport]:
@@ -83,6 +94,7 @@ def import_chrome_trace(source: str | Path | dict | list, name: str | None = Non
     if not isinstance(events, list):
         raise InputError("expected a Chrome trace with a 'traceEvents' list", file=file, field="traceEvents")
     kernels, launches, syncs = _sort_events(events, file)
+    check_limit("trace_kernels", len(kernels), "kernel events in the trace", file=file, field="traceEvents")
     if not kernels:
         raise InputError("no kernel events (cat 'kernel') in the trace: was it recorded with CUDA activity?", file=file)
     rows, missing = _kernel_rows(kernels, launches, file)
@@ -102,16 +114,8 @@ def import_chrome_trace(source: str | Path | dict | list, name: str | None = Non
 
 
 def _read_json(p: Path) -> object:
-    """A profile file's JSON, at most MAX_PROFILE_BYTES; InputError if missing, too large or not JSON."""
-    file = str(p)
-    try:
-        if p.stat().st_size > MAX_PROFILE_BYTES:
-            raise InputError(f"profile larger than {MAX_PROFILE_BYTES} bytes", file=file)
-        return json.loads(p.read_text())
-    except FileNotFoundError:
-        raise InputError("profile file not found", file=file) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not a JSON Chrome trace ({exc})", file=file) from None
+    """A profile file's JSON (:func:`gpuweave.files.load_json`: size and nesting limits, strict numbers)."""
+    return load_json(p, what="torch.profiler trace")
 
 
 def _sort_events(events: list, file: str | None) -> tuple[list[tuple[int, dict]], dict, list[tuple[float, float]]]:
@@ -129,12 +133,18 @@ def _sort_events(events: list, file: str | None) -> tuple[list[tuple[int, dict]]
             kernels.append((row, e))
         elif cat in ("cuda_runtime", "cuda_driver") and isinstance(ename, str):
             args = e.get("args") or {}
-            if "Launch" in ename and isinstance(args, dict) and "correlation" in args:
-                launches[args["correlation"]] = e
+            if "Launch" in ename and isinstance(args, dict) and _correlation(args) is not None:
+                launches[_correlation(args)] = e
             elif "Synchronize" in ename or (ename.startswith("cudaMemcpy") and "Async" not in ename):
                 ts = _time(e, "ts", file, row)
                 syncs.append((ts, ts + _time(e, "dur", file, row)))
     return kernels, launches, syncs
+
+
+def _correlation(args: dict) -> int | str | None:
+    """``args.correlation`` when it is an id (an integer or a string), else None."""
+    value = args.get("correlation")
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
 
 
 def _kernel_rows(kernels: list[tuple[int, dict]], launches: dict, file: str | None) -> tuple[list[tuple], int]:
@@ -152,7 +162,7 @@ def _kernel_rows(kernels: list[tuple[int, dict]], launches: dict, file: str | No
         if grid is None or block is None:
             missing += 1
         kid = KernelId(clean_kernel_name(kname), block or (1, 1, 1), grid or (1, 1, 1)).canonical()
-        launch = launches.get(args.get("correlation")) if "correlation" in args else None
+        launch = launches.get(_correlation(args))
         lts = _time(launch, "ts", file, row) if launch else None
         lend = lts + _time(launch, "dur", file, row) if launch else None
         rows.append((lts if lts is not None else ts, ts, dur, kid, lts, lend))

@@ -23,17 +23,17 @@ Reading is O(kernels). The trace sources (canonical, model-shaped, imported) liv
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuweave.checks import KERNEL_MS, number
 from gpuweave.errors import InputError
 from gpuweave.files import load_json
 from gpuweave.kernel.ids import KernelId
+from gpuweave.limits import check_limit
 
 TRACE_FORMAT = "gpuweave.kernel.trace"
 TRACE_VERSION = 1
-MAX_TRACE_KERNELS = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +103,7 @@ class Trace:
         kernels = data.get("kernels")
         if not isinstance(kernels, list) or not kernels:
             raise InputError("trace needs a non-empty list 'kernels'", file=file, field="kernels")
-        if len(kernels) > MAX_TRACE_KERNELS:
-            raise InputError(f"trace has more than {MAX_TRACE_KERNELS} kernels", file=file, field="kernels")
+        check_limit("trace_kernels", len(kernels), "kernels in the trace", file=file, field="kernels")
         gap_style = isinstance(kernels[0], dict) and "gap_after" in kernels[0]
         rows = [_parse_kernel(k, row, gap_style, file) for row, k in enumerate(kernels, 1)]
         if gap_style:
@@ -120,12 +119,7 @@ class Trace:
 def _num(k: dict, name: str, file: str | None, row: int) -> float:
     if name not in k:
         raise InputError(f"missing field '{name}'", file=file, row=row, field=name)
-    v = k[name]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise InputError(f"'{name}' must be a finite number (ms), got {v!r}", file=file, row=row, field=name)
-    if v < 0:
-        raise InputError(f"'{name}' must be >= 0 ms, got {v!r}", file=file, row=row, field=name)
-    return float(v)
+    return number(k[name], KERNEL_MS, file=file, row=row, field=name)
 
 
 def _parse_kernel(k: object, row: int, gap_style: bool, file: str | None) -> tuple[str, float, float, bool]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuweave.errors import InputError
+from gpuweave.files import check_path
 from gpuweave.kernel.ids import KernelId
 from gpuweave.kernel.models import model_trace
 from gpuweave.kernel.trace_format import Op, Trace
@@ -71,7 +72,7 @@ def resolve_trace(ref: str, *, base: Path | None = None) -> Trace:
         return CANONICAL_TRACES[name]()
     if ref.startswith("model:"):
         return model_trace(ref.split(":", 1)[1])
-    p = Path(ref)
+    p = Path(check_path(ref, field="trace"))
     if base is not None and not p.is_absolute():
         p = base / p
     return Trace.load(p)

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gpuweave.checks import validation_error
 from gpuweave.cluster.config import SimulationConfig, beside_config
 from gpuweave.errors import InputError
 from gpuweave.files import load_yaml
@@ -28,7 +29,7 @@ BUILTIN_PROGRAMS = {
 class SlurmSection(BaseModel):
     """Settings of the ``slurm`` executor (docs/slurm.md)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     partition: str | None = Field(None, description="Slurm partition of every job (default: Slurm's default)")
     account: str | None = Field(None, description="Slurm account charged for every job")
@@ -36,20 +37,23 @@ class SlurmSection(BaseModel):
     gpus: Literal["auto", "emulated", "real"] = Field(
         "auto", description="auto: real when NVML sees GPUs here; emulated: workers pace their steps"
     )
-    poll_interval: float = Field(0.2, gt=0, description="wall seconds between squeue polls")
+    poll_interval: float = Field(0.2, ge=0.01, le=3600, description="wall seconds between squeue polls")
 
 
 class ExecutorSection(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # finite, physical numbers (gpuweave.checks): a day is the longest sensible wall-clock interval here
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     kind: Literal["local", "ray", "slurm"] = Field("local", description="executor (the CLI's --executor overrides it)")
     program: str = Field("synthetic", description="what every job runs unless its trace row names a program")
-    time_scale: float = Field(1.0, gt=0, description="simulated seconds per wall-clock second")
-    checkpoint_every: float = Field(5.0, gt=0, description="wall seconds between a worker's periodic checkpoints")
-    max_retries: int = Field(2, ge=0, description="restarts of a crashed worker before its job fails")
-    report_timeout: float = Field(30.0, gt=0, description="wall seconds a worker may go without reporting")
+    time_scale: float = Field(1.0, gt=0, le=1e9, description="simulated seconds per wall-clock second")
+    checkpoint_every: float = Field(
+        5.0, gt=0, le=86400, description="wall seconds between a worker's periodic checkpoints"
+    )
+    max_retries: int = Field(2, ge=0, le=1000, description="restarts of a crashed worker before its job fails")
+    report_timeout: float = Field(30.0, gt=0, le=86400, description="wall seconds a worker may go without reporting")
     measured_rates: bool = Field(True, description="policies see measured steps/s per GPU type once known")
-    poll_interval: float = Field(0.05, gt=0, description="wall seconds between polls of the workers")
+    poll_interval: float = Field(0.05, ge=0.001, le=3600, description="wall seconds between polls of the workers")
     slurm: SlurmSection = Field(default_factory=SlurmSection, description="settings of the slurm executor")
 
 
@@ -60,11 +64,12 @@ class LiveConfig(SimulationConfig):
 def load_live_config(path: str | Path) -> LiveConfig:
     path = Path(path)
     data = load_yaml(path, what="run config file") or {}
+    if not isinstance(data, dict):
+        raise InputError("a run config must be a mapping of settings (policy: NAME, ...)", file=path)
     try:
         config = LiveConfig.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(err["msg"], file=path, field=".".join(str(p) for p in err["loc"])) from None
+        raise validation_error(exc, path) from None
     return beside_config(config, path)
 
 

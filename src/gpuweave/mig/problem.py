@@ -20,9 +20,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from gpuweave.checks import DURATION
 from gpuweave.errors import InputError
+from gpuweave.files import read_input_text
 from gpuweave.hardware.catalog import get_mig_geometry
 from gpuweave.hardware.mig import MigGeometry
+from gpuweave.limits import check_limit
 
 INF = math.inf
 
@@ -50,6 +53,7 @@ class MigProblem:
             object.__setattr__(self, "gpu", self.geometry.name)
         if self.gpus < 1:
             raise InputError(f"--gpus must be at least 1, got {self.gpus}", field="gpus")
+        check_problem_size(len(self.names), self.gpus)
         if len(self.names) != len(self.times):
             raise ValueError("names and times differ in length")
         if len(set(self.names)) != len(self.names):
@@ -59,9 +63,11 @@ class MigProblem:
             if len(row) != len(self.sizes):
                 raise ValueError(f"task {name}: {len(row)} times for {len(self.sizes)} sizes")
             for size, t in zip(self.sizes, row):
-                if not (t > 0):  # also rejects NaN
+                if not (0 < t <= DURATION.hi or t == INF):  # also rejects NaN
                     raise InputError(
-                        f"task {name!r}: time on size {size} must be > 0 seconds, got {t!r}", field=str(size)
+                        f"task {name!r}: time on size {size} must be > 0 and <= {DURATION.hi:g} seconds "
+                        f"(or inf), got {t!r}",
+                        field=str(size),
                     )
             if all(math.isinf(t) for t in row):
                 raise InputError(f"task {name!r} cannot run on any instance size (all times are inf)", field="task")
@@ -97,6 +103,13 @@ class MigProblem:
             self.gpu,
             cmds,
         )
+
+
+def check_problem_size(tasks: int, gpus: int, *, file: str | Path | None = None) -> None:
+    """Limits ``mig_tasks``, ``mig_gpus`` and ``mig_task_gpus`` (FAR's planning time grows with tasks x GPUs)."""
+    check_limit("mig_gpus", gpus, "GPUs", file=file, field="gpus")
+    check_limit("mig_tasks", tasks, "tasks in the batch", file=file, field="task")
+    check_limit("mig_task_gpus", tasks * gpus, f"{tasks:,} tasks x {gpus:,} GPUs", file=file, field="gpus")
 
 
 def lower_bound(problem: MigProblem) -> float:
@@ -138,20 +151,19 @@ def _parse_time(text: str, file: Path | str, row: int, column: str) -> float:
             row=row,
             field=column,
         ) from None
-    if not (t > 0) or math.isnan(t):
-        raise InputError(f"time must be > 0 seconds, got {text.strip()}", file=file, row=row, field=column)
+    if not (0 < t <= DURATION.hi):  # also rejects NaN; inf is spelled "inf" (above)
+        raise InputError(
+            f"time must be > 0 and <= {DURATION.hi:g} seconds (or inf for a size the task cannot use), "
+            f"got {text.strip()}",
+            file=file,
+            row=row,
+            field=column,
+        )
     return t
 
 
 def _read_tasks_text(path: str | Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("tasks file not found", file=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read tasks file: {exc.strerror}", file=path) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", file=path) from None
+    return read_input_text(path, what="tasks file")
 
 
 def _size_columns(header: list[str], gpu_name: str, sizes: tuple[int, ...], path: str | Path) -> dict[int, int]:
@@ -201,16 +213,19 @@ def read_tasks_csv(path: str | Path, gpu: str = "A100", gpus: int = 1, *, text: 
     task_col = header.index("task")
     cmd_col = header.index("command") if "command" in header else None
     names: list[str] = []
+    seen: set[str] = set()
     rows: list[tuple[float, ...]] = []
     commands: list[str | None] = []
+    check_problem_size(len(lines) - 1, gpus, file=path)  # every other line is a task: refused before parsing
     for r, record in enumerate(reader, start=1):
         if len(record) < len(header):
             raise InputError(f"expected {len(header)} fields, got {len(record)}", file=path, row=r)
         name = record[task_col].strip()
         if not name:
             raise InputError("empty task name", file=path, row=r, field="task")
-        if name in names:
+        if name in seen:
             raise InputError(f"task name {name!r} appears twice", file=path, row=r, field="task")
+        seen.add(name)
         row = tuple(_parse_time(record[size_cols[s]], path, r, str(s)) for s in sizes)
         if all(math.isinf(t) for t in row):
             raise InputError(f"task {name!r} cannot run on any size (all times inf)", file=path, row=r)
@@ -231,7 +246,9 @@ def read_batches_dir(path: str | Path, gpu: str = "A100", gpus: int = 1) -> list
     files = sorted(folder.glob("*.csv"))
     if not files:
         raise InputError("no *.csv batch files in directory", file=folder)
-    return [read_tasks_csv(f, gpu, gpus) for f in files]
+    problems = [read_tasks_csv(f, gpu, gpus) for f in files]
+    check_problem_size(sum(p.n for p in problems), gpus, file=folder)  # the batches are planned together
+    return problems
 
 
 def bundled_dataset(name: str, gpus: int = 1) -> MigProblem:

@@ -17,7 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gpuweave.checks import SEED
 from gpuweave.mig.generator import generate, preset, scaling, time_range
+from gpuweave.mig.problem import check_problem_size
 from gpuweave.mig.registry import get_planner, plan
 from gpuweave.mig.schedule import Schedule
 from gpuweave.mig.validate import check_schedule
@@ -58,21 +60,23 @@ def write_mig_result(out_dir: str | Path, schedule: Schedule, config: dict[str, 
 class MigBatchConfig(BaseModel):
     """One MIG sweep cell: a generated batch (FAR paper Sec. 6.3) planned by one planner."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     algo: str = Field("far", description="MIG planner (gpuweave mig algos)")
     gpu: str = Field("A100", description="MIG GPU model")
-    gpus: int = Field(1, ge=1, le=1024, description="identical GPUs")
-    n: int = Field(15, ge=1, description="tasks in the batch")
+    gpus: int = Field(1, ge=1, description="identical GPUs (limit mig_gpus)")
+    n: int = Field(15, ge=1, description="tasks in the batch (limit mig_tasks)")
     scaling: str = Field("mixed", description="poor | mixed | good")
     times: str = Field("wide", description="wide | narrow")
     p_sup: float = Field(0.0, ge=0.0, le=1.0, description="fraction of memory-bound tasks in groups >= 2")
     preset: str = Field("paper", description="generator preset: paper | authors_code")
-    seed: int = Field(0, description="seed of the generator")
+    seed: int = Field(0, ge=SEED.lo, le=SEED.hi, description="seed of the generator")
 
     @model_validator(mode="after")
     def _known_names(self) -> MigBatchConfig:
-        """Unknown planner, GPU, scaling, time range or preset: one error before any cell runs."""
+        """Unknown planner, GPU, scaling, time range or preset, or a batch over the limits: one error before any
+        cell runs."""
+        check_problem_size(self.n, self.gpus)
         get_planner(self.algo)
         scaling(self.gpu, self.scaling)
         time_range(self.times)

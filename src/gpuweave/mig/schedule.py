@@ -25,7 +25,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuweave.checks import COUNT, SECONDS, number
 from gpuweave.errors import InputError
+from gpuweave.limits import check_limit
 
 RECONFIG_MODELS = ("table", "free")
 
@@ -119,17 +121,16 @@ class Schedule:
         return path
 
 
-def _num(d: dict, key: str, where: str, file: str | None, *, integer: bool = False, nonneg: bool = True) -> Any:
+def _num(d: dict, key: str, where: str, file: str | None, *, integer: bool = False) -> Any:
+    """``d[key]``: a time in seconds (:data:`~gpuweave.checks.SECONDS`) or, with ``integer``, an index or size
+    (:data:`~gpuweave.checks.COUNT`, checked before conversion)."""
     if key not in d:
         raise InputError(f"missing key {key!r}", file=file, field=where)
+    field_name = key if where == key else f"{where}.{key}"
     v = d[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise InputError(f"{key} must be a number, got {v!r}", file=file, field=f"{where}.{key}")
-    if integer and (not isinstance(v, int)):
-        raise InputError(f"{key} must be an integer, got {v!r}", file=file, field=f"{where}.{key}")
-    if not math.isfinite(v) or (nonneg and v < 0):
-        raise InputError(f"{key} must be a finite number >= 0, got {v!r}", file=file, field=f"{where}.{key}")
-    return v
+    if integer and isinstance(v, float):
+        raise InputError(f"expected an integer, got {v!r}", file=file, field=field_name)
+    return number(v, COUNT if integer else SECONDS, file=file, field=field_name)
 
 
 def _task_from_dict(t: dict, where: str, file: str | None) -> ScheduledTask:
@@ -196,6 +197,12 @@ def schedule_from_dict(data: Any, file: str | None = None) -> Schedule:
     gpus = _num(data, "gpus", "gpus", file, integer=True) if "gpus" in data else 1
     if gpus < 1:
         raise InputError("gpus must be >= 1", file=file, field="gpus")
+    check_limit("mig_gpus", gpus, "GPUs of the schedule", file=file, field="gpus")
+    for key, per_task in (("tasks", 1), ("operations", 2), ("initial_instances", 1)):
+        if isinstance(data.get(key), list):  # a create and a destroy per task at most; read and checked in O(n log n)
+            count = -(-len(data[key]) // per_task)
+            what = f"entries in '{key}'" + (" / 2" if per_task == 2 else "")
+            check_limit("mig_tasks", count, what, file=file, field=key)
     makespan = _num(data, "makespan", "makespan", file)
     lb = _num(data, "lower_bound", "lower_bound", file) if "lower_bound" in data else 0.0
     recon = data.get("reconfiguration", "table")

@@ -52,7 +52,11 @@ def matching_k2(profile: Profile) -> tuple[float, list[list[int]], list[int]]:
 
 
 @register_algorithm(
-    "matching", summary="proven optimum for k = 2 by maximum-weight matching (Theorem 1)", exact=True, only_k=2
+    "matching",
+    summary="proven optimum for k = 2 by maximum-weight matching (Theorem 1)",
+    exact=True,
+    only_k=2,
+    size_limit="matching_tasks",  # networkx's blossom matching: O(n^3), 500 tasks take half a minute
 )
 def matching(profile: Profile, k: int, rng: np.random.Generator) -> Solution:
     cost, packs, sigma = matching_k2(profile)

@@ -20,7 +20,9 @@ from typing import Sequence
 
 import numpy as np
 
+from gpuweave.checks import DURATION
 from gpuweave.errors import InputError
+from gpuweave.limits import check_limit
 
 REL_TOL = 1e-9
 
@@ -47,8 +49,10 @@ class Profile:
             raise InputError(f"a profile needs at least one task and one processor column, got shape {t.shape}")
         if len(self.names) != t.shape[0]:
             raise InputError(f"{len(self.names)} task names for {t.shape[0]} profile rows")
-        if not np.all(np.isfinite(t)) or np.any(t <= 0):
-            raise InputError("profile times must be finite and positive")
+        if not np.all(np.isfinite(t)) or np.any(t <= 0) or np.any(t > DURATION.hi):
+            raise InputError(f"profile times must be positive finite seconds, at most {DURATION.hi:g}")
+        check_limit("packs_tasks", t.shape[0], "tasks in the profile", field="task")
+        check_limit("packs_procs", t.shape[1], "processors of the profile", field="procs")
         if self.commands and len(self.commands) != t.shape[0]:
             raise InputError(f"{len(self.commands)} commands for {t.shape[0]} profile rows")
         t.setflags(write=False)

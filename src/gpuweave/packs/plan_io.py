@@ -14,13 +14,14 @@ may have written by hand and raises :class:`~gpuweave.errors.InputError` with th
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuweave.checks import DURATION, POSITIVE_COUNT, number
 from gpuweave.errors import InputError
+from gpuweave.files import load_json
+from gpuweave.limits import check_limit
 from gpuweave.packs.metrics import Metrics
 from gpuweave.packs.model import PackSchedule, Profile
 
@@ -79,30 +80,18 @@ class Plan:
         return sum(pk.cost for pk in self.packs)
 
 
-def _num(value: Any, where: str, path: Path, *, integer: bool = False) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if ok and integer:
-        ok = float(value).is_integer()
-    if not ok or not math.isfinite(float(value)) or float(value) <= 0:
-        kind = "a positive integer" if integer else "a positive number"
-        raise InputError(f"expected {kind}, got {value!r}", file=path, field=where)
-    return float(value)
-
-
 def read_plan(path: str | Path) -> Plan:
+    """Read and check a plan JSON: processors and task counts within the limits, times positive seconds."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError("schedule file not found", file=path) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"not a readable JSON schedule: {exc}", file=path) from None
+    data = load_json(path, what="schedule file")
     if not isinstance(data, dict):
         raise InputError("the schedule must be a JSON object with 'procs' and 'packs'", file=path)
-    procs = int(_num(data.get("procs"), "procs", path, integer=True))
+    procs = number(data.get("procs"), POSITIVE_COUNT, file=path, field="procs")
+    check_limit("packs_procs", procs, "processors of the plan", file=path, field="procs")
     raw_packs = data.get("packs")
     if not isinstance(raw_packs, list) or not raw_packs:
         raise InputError("expected a non-empty list of packs", file=path, field="packs")
+    check_limit("packs_tasks", len(raw_packs), "packs in the plan", file=path, field="packs")
     packs = []
     seen: set[str] = set()
     for b, rp in enumerate(raw_packs):
@@ -118,8 +107,9 @@ def read_plan(path: str | Path) -> Plan:
             if name in seen:
                 raise InputError(f"task '{name}' appears twice", file=path, field=tw)
             seen.add(name)
-            j = int(_num(rt.get("procs"), f"{tw}.procs", path, integer=True))
-            t = _num(rt.get("time"), f"{tw}.time", path)
+            check_limit("packs_tasks", len(seen), "tasks in the plan", file=path, field=tw)
+            j = number(rt.get("procs"), POSITIVE_COUNT, file=path, field=f"{tw}.procs")
+            t = number(rt.get("time"), DURATION, file=path, field=f"{tw}.time")
             cmd = rt.get("command")
             if cmd is not None and (not isinstance(cmd, str) or not cmd.strip()):
                 raise InputError("'command' must be a non-empty string", file=path, field=f"{tw}.command")

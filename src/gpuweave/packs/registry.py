@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from gpuweave.errors import InputError
+from gpuweave.limits import check_limit
 from gpuweave.packs.model import PackSchedule, Profile, build_schedule
 from gpuweave.registry import Entry, Registry
 
@@ -63,16 +64,21 @@ class Algorithm:
     randomized: bool = False
     max_n: int | None = None
     only_k: int | None = None
+    size_limit: str | None = None
 
     @classmethod
     def of(cls, entry: Entry[PacksAlgorithm]) -> Algorithm:
         m = entry.meta
-        return cls(entry.name, entry.impl, entry.help, m["exact"], m["randomized"], m["max_n"], m["only_k"])
+        return cls(
+            entry.name, entry.impl, entry.help, m["exact"], m["randomized"], m["max_n"], m["only_k"], m["size_limit"]
+        )
 
     def check(self, profile: Profile, k: int) -> None:
-        """Raise :class:`InputError` when this algorithm cannot handle the instance."""
+        """Raise :class:`InputError` when this algorithm cannot handle the instance (or it is over its limit)."""
         if self.max_n is not None and profile.n > self.max_n:
             raise InputError(f"--algo {self.name} handles at most {self.max_n} tasks, the profile has {profile.n}")
+        if self.size_limit is not None:
+            check_limit(self.size_limit, profile.n, f"tasks for --algo {self.name}", field="algo")
         if self.only_k is not None and k != self.only_k:
             raise InputError(f"--algo {self.name} solves only k = {self.only_k}, got k = {k}")
 
@@ -85,10 +91,19 @@ def register_algorithm(
     randomized: bool = False,
     max_n: int | None = None,
     only_k: int | None = None,
+    size_limit: str | None = None,
 ) -> Callable[[PacksAlgorithm], PacksAlgorithm]:
-    """Decorator: ``@register_algorithm("pack-by-pack-1", summary=...)``."""
+    """Decorator: ``@register_algorithm("pack-by-pack-1", summary=...)``. ``max_n``: the most tasks the algorithm
+    can handle at all; ``size_limit``: the :mod:`gpuweave.limits` limit on its tasks (one a user may raise)."""
     return ALGORITHMS.register(
-        name, help=summary, options=(), exact=exact, randomized=randomized, max_n=max_n, only_k=only_k
+        name,
+        help=summary,
+        options=(),
+        exact=exact,
+        randomized=randomized,
+        max_n=max_n,
+        only_k=only_k,
+        size_limit=size_limit,
     )
 
 

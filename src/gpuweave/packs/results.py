@@ -18,7 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gpuweave.checks import SEED
 from gpuweave.errors import InputError
+from gpuweave.limits import check_limit
 from gpuweave.packs.data import paper_numbers
 from gpuweave.packs.metrics import Metrics, evaluate, response_time
 from gpuweave.packs.model import PackSchedule, Profile
@@ -70,18 +72,20 @@ def write_packs_result(
 class PacksWorkloadConfig(BaseModel):
     """One packs sweep cell: a seeded synthetic profile co-scheduled by one algorithm."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     algo: str = Field("pack-by-pack-9", description="packs algorithm (gpuweave packs algos)")
     workload: str = Field(SYNTHETIC, description="syn-ref (n tasks on p processors) or the paper's I, II, III")
     n: int = Field(20, ge=1, description="tasks of a syn-ref profile")
     p: int = Field(16, ge=1, description="processors of a syn-ref profile")
     k: int | None = Field(None, ge=1, description="at most k tasks per pack (default: p)")
-    seed: int = Field(0, description="seed of the profile and of randomised algorithms")
+    seed: int = Field(0, ge=SEED.lo, le=SEED.hi, description="seed of the profile and of randomised algorithms")
 
     @model_validator(mode="after")
     def _known_names(self) -> PacksWorkloadConfig:
-        """Unknown algorithm or workload: one error before any cell runs."""
+        """Unknown algorithm or workload, or a profile over the limits: one error before any cell runs."""
+        check_limit("packs_tasks", self.n, "tasks of the syn-ref profile", field="n")
+        check_limit("packs_procs", self.p, "processors of the syn-ref profile", field="p")
         get_algorithm(self.algo)
         known = [SYNTHETIC, *paper_numbers()["workloads"]]
         if self.workload not in known:

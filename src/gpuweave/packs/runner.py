@@ -9,7 +9,11 @@ pack starts when the last task of the current one has ended. Each task gets its 
 
 Commands come from the plan (``command`` per task, from the profile's ``command`` column) or from a
 template given to :func:`run_plan`; placeholders ``{procs}``, ``{cpus}`` (comma list), ``{task}`` and
-``{python}`` (this interpreter). Commands are split with :mod:`shlex` and run without a shell.
+``{python}`` (this interpreter), ``{{``/``}}`` for literal braces. A plan file's commands run as they are
+written, with this user's rights: only run plans you trust (``--dry-run`` prints them first). The template
+is split with :mod:`shlex` *before* the placeholders are filled in, each inside its own word, so a value
+(a task name with spaces or quotes) is always exactly one argument; nothing but the four names is a
+placeholder (no attribute access or format specs, unlike ``str.format``). Commands run without a shell.
 A task that fails stops the run after its pack; the report says so (``ok`` is False).
 """
 
@@ -102,23 +106,72 @@ def cpu_blocks(plan: Plan, cpus_per_proc: int, cpus: list[int] | None = None) ->
     return out
 
 
+PLACEHOLDERS = ("procs", "cpus", "task", "python")
+
+
+def expand_command(template: str, values: dict[str, str], *, task: str = "") -> list[str]:
+    """The argv of ``template``: split with shlex, then each ``{name}`` of :data:`PLACEHOLDERS` replaced inside its
+    word by ``values[name]`` (``{{`` and ``}}`` are literal braces). InputError for anything else in braces."""
+    who = f"task '{task}': " if task else ""
+    try:
+        words = shlex.split(template)
+    except ValueError as exc:
+        raise InputError(f"{who}cannot split the command {template!r}: {exc}", field="command") from None
+    if not words:
+        raise InputError(f"{who}empty command", field="command")
+    argv = [_fill(word, values, who, template) for word in words]
+    if any("\0" in word for word in argv):
+        raise InputError(f"{who}a NUL character in the command {template!r}", field="command")
+    return argv
+
+
+def _fill(word: str, values: dict[str, str], who: str, template: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(word):
+        if word.startswith("{{", i) or word.startswith("}}", i):
+            out.append(word[i])
+            i += 2
+            continue
+        if word[i] == "{":
+            end = word.find("}", i)
+            name = word[i + 1 : end] if end > i else None
+            if name not in values:
+                shown = word[i : end + 1] if end > i else word[i:]
+                raise InputError(
+                    f"{who}unknown placeholder {shown!r} in the command {template!r}: use "
+                    + ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+                    + " ({{ and }} for literal braces)",
+                    field="command",
+                )
+            out.append(values[name])
+            i = end + 1
+            continue
+        if word[i] == "}":
+            raise InputError(f"{who}a lone '}}' in the command {template!r} (write }}}} for a brace)", field="command")
+        out.append(word[i])
+        i += 1
+    return "".join(out)
+
+
 def _argv(pt: PlannedTask, template: str | None, cpus: list[int]) -> list[str]:
     cmd = pt.command or template
     if cmd is None:
         raise InputError(f"task '{pt.name}' has no command (add a 'command' column to the profile or pass --command)")
-    try:
-        text = cmd.format(
-            procs=pt.procs, cpus=",".join(map(str, cpus)), task=pt.name, python=shlex.quote(sys.executable)
-        )
-    except (KeyError, IndexError, ValueError) as exc:
-        raise InputError(
-            f"task '{pt.name}': bad placeholder in command {cmd!r} ({exc}); "
-            "use {procs}, {cpus}, {task}, {python}"
-        ) from None
-    argv = shlex.split(text)
-    if not argv:
-        raise InputError(f"task '{pt.name}': empty command")
-    return argv
+    values = {"procs": str(pt.procs), "cpus": ",".join(map(str, cpus)), "task": pt.name, "python": sys.executable}
+    return expand_command(cmd, values, task=pt.name)
+
+
+def planned_commands(
+    plan: Plan, *, cpus_per_proc: int = 1, command: str | None = None
+) -> list[tuple[int, PlannedTask, list[int], list[str]]]:
+    """``(pack, task, cpus, argv)`` of every task, in run order: what :func:`run_plan` would start."""
+    blocks = cpu_blocks(plan, cpus_per_proc)
+    return [
+        (b, pt, cs, _argv(pt, command, cs))
+        for b, (pk, sets) in enumerate(zip(plan.packs, blocks))
+        for pt, cs in zip(pk.tasks, sets)
+    ]
 
 
 def run_plan(

@@ -25,7 +25,10 @@ from typing import Callable
 
 import numpy as np
 
+from gpuweave.checks import DURATION
 from gpuweave.errors import InputError
+from gpuweave.files import read_input_text
+from gpuweave.limits import check_limit
 from gpuweave.packs.data import paper_numbers, synref_params
 from gpuweave.packs.model import Profile, repair
 
@@ -113,6 +116,7 @@ def _checked_procs(procs: int | None, proc_cols: dict[int, int], path: Path) -> 
         procs = have
     if procs < 1:
         raise InputError(f"--procs must be at least 1, got {procs}")
+    check_limit("packs_procs", procs, "processors of the profile", file=path, row=0, field=str(procs))
     if procs > have:
         raise InputError(
             f"--procs {procs} is larger than the profile supports (its largest processor column is {have})", file=path
@@ -136,8 +140,13 @@ def _task_times(rec: list[str], proc_cols: dict[int, int], procs: int, path: Pat
             v = float(cell)
         except ValueError:
             raise InputError(f"time '{cell}' is not a number (seconds)", file=path, row=r, field=str(j)) from None
-        if not math.isfinite(v) or v <= 0:
-            raise InputError(f"time {cell} must be a positive finite number of seconds", file=path, row=r, field=str(j))
+        if not (0 < v <= DURATION.hi):  # also NaN and inf
+            raise InputError(
+                f"time {cell} must be a positive finite number of seconds, at most {DURATION.hi:g}",
+                file=path,
+                row=r,
+                field=str(j),
+            )
         vals.append(v)
     return vals
 
@@ -145,13 +154,10 @@ def _task_times(rec: list[str], proc_cols: dict[int, int], procs: int, path: Pat
 def load_profile_csv(path: str | Path, procs: int | None = None) -> Profile:
     """Read a profile CSV. ``procs`` selects columns ``1..procs`` (default: all processor columns)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("profile file not found", file=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the profile: {exc}", file=path) from None
-    reader = csv.reader(text.splitlines())
+    text = read_input_text(path, what="profile file")
+    lines = text.splitlines()
+    check_limit("packs_tasks", sum(1 for line in lines[1:] if line.strip()), "tasks in the profile", file=path)
+    reader = csv.reader(lines)
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
@@ -164,6 +170,7 @@ def load_profile_csv(path: str | Path, procs: int | None = None) -> Profile:
     cmd_col = header.index("command") if "command" in header else None
     commands: list[str] = []
     names: list[str] = []
+    seen: set[str] = set()
     rows: list[list[float]] = []
     for r, rec in enumerate(reader, start=1):
         if not rec or all(not x.strip() for x in rec):
@@ -173,8 +180,9 @@ def load_profile_csv(path: str | Path, procs: int | None = None) -> Profile:
         name = rec[task_col].strip()
         if not name:
             raise InputError("empty task name", file=path, row=r, field="task")
-        if name in names:
+        if name in seen:
             raise InputError(f"duplicate task '{name}'", file=path, row=r, field="task")
+        seen.add(name)
         vals = _task_times(rec, proc_cols, procs, path, r)
         if cmd_col is not None:
             cmd = rec[cmd_col].strip()
@@ -187,10 +195,10 @@ def load_profile_csv(path: str | Path, procs: int | None = None) -> Profile:
         raise InputError("the profile has no task rows", file=path)
     prof = Profile.from_raw(np.asarray(rows), names, commands)
     if prof.repaired:
+        shown = ", ".join(prof.repaired[:5]) + (", ..." if len(prof.repaired) > 5 else "")
+        count = f"{len(prof.repaired):,} task" + ("s" if len(prof.repaired) > 1 else "")
         warnings.warn(
-            ProfileRepairWarning(
-                f"{path}: repaired non-monotone times (Eq. 1/2) of task(s) {', '.join(prof.repaired)}"
-            ),
+            ProfileRepairWarning(f"{path}: repaired non-monotone times (Eq. 1/2) of {count} ({shown})"),
             stacklevel=2,
         )
     return prof

@@ -19,6 +19,7 @@ Complexity: O(total size of the result files) plus matplotlib's drawing.
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from gpuweave.checks import RESULT, parse
 from gpuweave.errors import InputError
-from gpuweave.files import prepare_output_dir
+from gpuweave.files import prepare_output_dir, read_input_text
 from gpuweave.plotting import figure, legend_outside, plot_text, save, series_style, write_csv
 from gpuweave.report.html import (
     comparison_table,
@@ -68,17 +70,26 @@ class GrainRun:
     def name(self) -> str:
         return str(self.config.get("algo") or self.config.get("mode") or self.summary.get("kind"))
 
-    def table(self, name: str, columns: Sequence[str]) -> list[dict[str, str]]:
-        """A CSV file of the result directory as rows of text; InputError if it or one of ``columns`` is missing."""
+    def table(self, name: str, columns: Sequence[str], numeric: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """A CSV file of the result directory as rows (text; the ``numeric`` columns as checked finite numbers);
+        InputError naming the file, row and field if it, one of ``columns`` or a number is missing or bad."""
         path = self.path / name
         if not path.is_file():
             raise InputError("missing file in result directory", file=path)
-        with open(path, newline="") as fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in columns if c not in (reader.fieldnames or [])]
-            if missing:
-                raise InputError("missing column", file=path, field=missing[0])
-            return list(reader)
+        text = read_input_text(path, what="result table")
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError("missing column", file=path, field=missing[0])
+        rows: list[dict[str, Any]] = []
+        try:
+            for number, row in enumerate(reader, start=1):
+                for column in numeric:
+                    row[column] = parse(row.get(column) or "", RESULT, file=path, row=number, field=column)
+                rows.append(row)
+        except csv.Error as exc:
+            raise InputError(f"malformed CSV: {exc}", file=path, row=len(rows) + 1) from None
+        return rows
 
 
 def _bars(runs: Sequence[GrainRun], series: dict[str, Callable[[GrainRun], Any]], path: Path, ylabel: str):
@@ -181,7 +192,11 @@ def packs_chart_figure(run: GrainRun, path: Path, title: str | None = None) -> F
     """The pack chart of one packs result directory, drawn from its packs.csv."""
     from gpuweave.packs.gantt import plot_pack_rows
 
-    rows = run.table("packs.csv", ("pack", "pack_start", "pack_cost", "task", "procs", "time"))
+    rows = run.table(
+        "packs.csv",
+        ("pack", "pack_start", "pack_cost", "task", "procs", "time"),
+        ("pack_start", "pack_cost", "procs", "time"),
+    )
     procs = int(run.metrics.get("procs") or 1)
     png = plot_pack_rows(rows, procs, path, title=title or f"{run.label}: packs")
     return Figure(
@@ -198,8 +213,8 @@ def _jct_cdf(runs: Sequence[GrainRun], path: Path) -> Figure:
     lines: dict[str, np.ndarray] = {}
     for run in runs:
         by_service: dict[str, list[float]] = {}
-        for row in run.table("tasks.csv", ("service", "jct_ms")):
-            by_service.setdefault(row["service"], []).append(float(row["jct_ms"]))
+        for row in run.table("tasks.csv", ("service", "jct_ms"), ("jct_ms",)):
+            by_service.setdefault(row["service"], []).append(row["jct_ms"])
         for service, values in by_service.items():
             lines[f"{run.label} {service}" if len(runs) > 1 else service] = np.sort(values)
     rows = []
@@ -232,7 +247,8 @@ def kernel_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[Figure]:
 
     services = {
         run.label: {
-            row["service"]: float(row["mean_jct_ms"]) for row in run.table("services.csv", ("service", "mean_jct_ms"))
+            row["service"]: row["mean_jct_ms"]
+            for row in run.table("services.csv", ("service", "mean_jct_ms"), ("mean_jct_ms",))
         }
         for run in runs
     }

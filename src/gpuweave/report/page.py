@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from gpuweave import __version__
+from gpuweave.errors import InputError
+from gpuweave.files import load_json
 from gpuweave.report.html import _CSS, _paragraphs, csv_href, esc, format_value, html_table, image_data_uri
 from gpuweave.report.section import DemoSection, Figure
 
@@ -205,8 +207,10 @@ def appendix_html(title: str, runs: Sequence[Path], config: dict[str, Any] | Non
     for run in runs:
         path = Path(run)
         try:
-            summary = json.loads((path / "summary.json").read_text())
-        except (OSError, ValueError):
+            summary = load_json(path / "summary.json", what="summary file")
+        except InputError:
+            continue
+        if not isinstance(summary, dict):
             continue
         fingerprint = summary.get("fingerprint") or summary.get(LEGACY_FINGERPRINT_KEY) or ""
         version = summary.get("version") or summary.get("gpuweave_version") or ""

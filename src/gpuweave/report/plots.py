@@ -156,7 +156,8 @@ def plot_jct_cdf(runs: Sequence[RunData], path: Path) -> Figure:
     log = (
         bool(all_jct)
         and min(a[0] for a in all_jct) > 0
-        and max(a[-1] for a in all_jct) / min(a[0] for a in all_jct) > 100
+        # a product, not a ratio: a tiny shortest JCT (1e-320 h) would overflow the division
+        and max(a[-1] for a in all_jct) > 100 * min(a[0] for a in all_jct)
     )
     if log:
         ax.set_xscale("log")

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuweave.checks import RESULT
 from gpuweave.errors import InputError
+from gpuweave.files import read_input_text
+from gpuweave.limits import check_limit
 from gpuweave.results import read_summary
 
 JOBS_REQUIRED = ("job_id", "arrival", "end", "jct")
@@ -59,37 +62,61 @@ class RunData:
         return [c[len("busy_") :] for c in self.timeseries.columns if c.startswith("busy_") and c != "busy_total"]
 
 
-def _read_table(path: Path, required: tuple[str, ...], text_columns: tuple[str, ...] = ()):
+def _read_table(
+    path: Path, required: tuple[str, ...], text_columns: tuple[str, ...] = (), filled: tuple[str, ...] = ()
+):
+    """A CSV table of the run directory: at least one row, every column but ``text_columns`` finite numbers of
+    sane magnitude (an empty cell is a missing value, except in ``filled``; ``nan``/``inf`` are refused), at most
+    limit ``trace_jobs`` rows."""
+    import io
+
+    import numpy as np
     import pandas as pd
 
     if not path.is_file():
         raise InputError("missing file in run directory", file=path)
+    text = read_input_text(path, what="result table")
+    check_limit("trace_jobs", max(0, text.count("\n") - 1), "rows of the table", file=path)
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError(f"not a readable CSV table: {str(exc).strip()}", file=path) from None
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        raise InputError(f"not a readable CSV table: {' '.join(str(exc).split())[:200]}", file=path) from None
     for col in required:
         if col not in df.columns:
-            raise InputError(f"missing column (has: {', '.join(df.columns)})", file=path, field=col)
+            raise InputError(f"missing column (has: {', '.join(map(str, df.columns))})"[:300], file=path, field=col)
+    if df.empty:
+        raise InputError("the table has no rows", file=path)
+    for col in filled:
+        empty = (df[col].str.strip() == "").to_numpy()
+        if empty.any():
+            raise InputError("empty value; expected a number", file=path, row=int(empty.nonzero()[0][0]) + 1, field=col)
     for col in [c for c in df.columns if c not in text_columns]:
-        text = df[col].str.strip()
-        values = pd.to_numeric(text.replace("", "nan"), errors="coerce")
-        bad = values.isna() & ~text.str.lower().isin(["", "nan"])
+        cells = df[col].str.strip()
+        values = pd.to_numeric(cells.where(cells != "", None), errors="coerce").astype(float)
+        present = (cells != "").to_numpy()
+        array = values.to_numpy()
+        with np.errstate(invalid="ignore"):
+            bad = present & ~(np.abs(array) <= RESULT.hi)  # also NaN (not a number, or "nan") and inf
         if bad.any():
-            row = int(bad.to_numpy().nonzero()[0][0])
-            raise InputError(f"expected a number, got {df[col].iloc[row]!r}", file=path, row=row + 1, field=col)
-        df[col] = values.astype(float)
+            row = int(bad.nonzero()[0][0])
+            raise InputError(
+                f"expected a finite number (at most {RESULT.hi:g} in size), got {df[col].iloc[row]!r}"[:200],
+                file=path,
+                row=row + 1,
+                field=str(col),
+            )
+        df[col] = values
     return df
 
 
 def read_jobs(path: Path):
     """Read ``jobs.csv``: every column numeric except ``job_id`` and ``job_type``."""
-    return _read_table(path, JOBS_REQUIRED, text_columns=("job_id", "job_type"))
+    return _read_table(path, JOBS_REQUIRED, text_columns=("job_id", "job_type"), filled=("arrival",))
 
 
 def read_timeseries(path: Path):
     """Read ``timeseries.csv`` (all columns numeric), sorted by time."""
-    df = _read_table(path, TIMESERIES_REQUIRED)
+    df = _read_table(path, TIMESERIES_REQUIRED, filled=TIMESERIES_REQUIRED)
     return df.sort_values("time", kind="stable").reset_index(drop=True)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gpuweave.errors import InputError
+from gpuweave.limits import check_limit
 from gpuweave.registry import Entry, Option, Registry
 from gpuweave.staging import staged_directory
 
@@ -133,6 +134,8 @@ def run_reproduction(name: str, ctx: ReproContext) -> list[ComparisonRow]:
     repro = get_reproduction(name)
     if ctx.reps is not None and ctx.reps < 1:
         raise InputError(f"--reps/--seeds must be at least 1, got {ctx.reps}", field="reps")
+    if ctx.reps is not None:
+        check_limit("reps", ctx.reps, "--reps/--seeds", field="reps")
     with staged_directory(ctx.out_dir) as staging:
         staged_ctx = ReproContext(
             out_dir=staging, reps=ctx.reps, seed=ctx.seed, full=ctx.full, options=dict(ctx.options)

@@ -29,9 +29,12 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
+from gpuweave.checks import validation_error
 from gpuweave.cluster.config import SimulationConfig
 from gpuweave.cluster.run import run_simulation
 from gpuweave.errors import InputError
+from gpuweave.files import check_path
+from gpuweave.limits import check_limit
 from gpuweave.mig.results import MigBatchConfig, run_generated_batch
 from gpuweave.packs.results import PacksWorkloadConfig, run_workload
 
@@ -79,15 +82,12 @@ GRAINS = {
 
 def parse_cell_config(model: type[BaseModel], data: dict, source: str | Path = "<config>") -> Any:
     """Validate one cell's config; the first problem as one InputError naming the field."""
+    if not isinstance(data, dict):
+        raise InputError("a cell's config must be a mapping of settings", file=source)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        cause = (err.get("ctx") or {}).get("error")
-        if isinstance(cause, InputError):  # a validator named the problem itself (unknown algorithm, ...)
-            raise InputError(cause.message, file=source, field=cause.field) from None
-        field = ".".join(str(p) for p in err["loc"])
-        raise InputError(err["msg"], file=source, field=field or None) from None
+        raise validation_error(exc, source) from None
 
 
 @dataclass
@@ -178,8 +178,8 @@ def parse_sweep(data: Any, source: str | Path = "<sweep>", *, out: str | Path | 
     clean_grid = _check_grid(grid, model, src)
     if out is None:
         out = data.get("out")
-        if out is not None and not isinstance(out, str):
-            raise InputError("expected a directory path", file=src, field="out")
+        if out is not None:
+            check_path(out, file=src, field="out")
     spec = SweepSpec(dict(base), clean_grid, Path(out) if out else default_out(src), src, grain)
     expand(spec)  # validate every cell now, before anything runs
     return spec
@@ -197,6 +197,10 @@ def load_sweep(path: str | Path, *, out: str | Path | None = None) -> SweepSpec:
 def expand(spec: SweepSpec) -> list[Cell]:
     """The cells of the sweep: the cartesian product of the grid over the base config."""
     names = list(spec.grid)
+    count = 1
+    for name in names:
+        count *= len(spec.grid[name])
+    check_limit("sweep_cells", count, "cells in the grid", file=spec.source, field="grid")
     cells: list[Cell] = []
     by_key: dict[str, Cell] = {}
     for index, combo in enumerate(itertools.product(*(spec.grid[n] for n in names))):

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from gpuweave.checks import GPUS, THROUGHPUT, parse
 from gpuweave.errors import InputError, MissingProfileError
+from gpuweave.files import check_path, read_input_text
 from gpuweave.workload.pollux import PolluxJobModel, load_pollux_job_model
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model, is_known_gpu_model
 
@@ -249,18 +250,7 @@ def _parse_row(record: list[str], index: dict[str, int], source: str, row_number
     job_type = cell("job_type")
     raw_model = cell("gpu_model")
     gpu_model = canonical_gpu_model(raw_model) if is_known_gpu_model(raw_model) else raw_model
-    count_text = cell("num_gpus")
-    try:
-        count_value = float(count_text)
-    except ValueError:
-        count_value = math.nan
-    if not (math.isfinite(count_value) and count_value >= 1 and count_value == int(count_value)):
-        raise InputError(
-            f"expected an integer number of GPUs >= 1, got {count_text!r}",
-            file=source,
-            row=row_number,
-            field="num_gpus",
-        )
+    count = parse(cell("num_gpus"), GPUS, file=source, row=row_number, field="num_gpus")
     consolidated_text = cell("consolidated").lower()
     if consolidated_text in {"1", "true", "yes"}:
         consolidated = True
@@ -270,24 +260,9 @@ def _parse_row(record: list[str], index: dict[str, int], source: str, row_number
         raise InputError(
             f"expected 0 or 1, got {consolidated_text!r}", file=source, row=row_number, field="consolidated"
         )
-    throughput_text = cell("throughput")
-    try:
-        throughput = float(throughput_text)
-    except ValueError:
-        raise InputError(
-            f"expected a number (iterations/s), got {throughput_text!r}",
-            file=source,
-            row=row_number,
-            field="throughput",
-        ) from None
-    if not math.isfinite(throughput) or throughput < 0:
-        raise InputError(
-            f"expected a throughput >= 0 (iterations/s; 0 = does not fit), got {throughput_text}",
-            file=source,
-            row=row_number,
-            field="throughput",
-        )
-    return ProfileRow(job_type, gpu_model, int(count_value), consolidated, throughput)
+    # iterations/s, 0 = does not fit
+    throughput = parse(cell("throughput"), THROUGHPUT, file=source, row=row_number, field="throughput")
+    return ProfileRow(job_type, gpu_model, count, consolidated, float(throughput))
 
 
 _BUNDLED_ROWS: list[ProfileRow] | None = None
@@ -306,15 +281,10 @@ def load_profiles(path: str | Path | None = None, *, extrapolate: bool = False) 
             text = resources.files("gpuweave.workload").joinpath("data", BUNDLED_PROFILES).read_text(encoding="utf-8")
             _BUNDLED_ROWS = _parse_rows(text, f"<bundled {BUNDLED_PROFILES}>")
         return ProfileStore(_BUNDLED_ROWS, extrapolate=extrapolate, source=f"<bundled {BUNDLED_PROFILES}>")
-    file = Path(path)
+    file = Path(check_path(str(path), field="profiles"))
     if file.is_dir():
         if extrapolate:
             raise InputError("extrapolation applies to profile CSVs, not to Pollux's job model", file=file)
         return load_pollux_job_model(file)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("profile file not found", file=file) from None
-    except UnicodeDecodeError:
-        raise InputError("profile file is not UTF-8 text", file=file) from None
+    text = read_input_text(file, what="profile file")
     return ProfileStore(_parse_rows(text, str(file)), extrapolate=extrapolate, source=str(file))

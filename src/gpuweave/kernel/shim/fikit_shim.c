@@ -41,7 +41,8 @@
  * Environment: FIKIT_SCHEDULER=host:port|none (127.0.0.1:47800), FIKIT_PRIORITY 0..9, FIKIT_TASK_KEY
  * (default sha256 of exe basename + argv), FIKIT_MODE=share|measure|off; shim only: FIKIT_TIMEOUT_MS
  * (50), FIKIT_RETRIES (5), FIKIT_REPROBE_MS (1000), FIKIT_COMPLETIONS=events|off (events),
- * FIKIT_MEASURE_OUT=path, FIKIT_SHIM_VERBOSE=1. Invalid settings disable gating with one warning.
+ * FIKIT_MEASURE_OUT=path, FIKIT_SHIM_VERBOSE=1, FIKIT_TOKEN (1-128 characters of [A-Za-z0-9._~+/=-], sent
+ * in every message when the server runs with --token). Invalid settings disable gating with one warning.
  *
  * Complexity: a launch is O(1) (hash probe for a cached name, a queue push, one atomic load); the agent
  * is O(1) per message plus O(outstanding completions) per poll.
@@ -175,6 +176,7 @@ static struct {
     int enabled, networked, measure, completions, verbose;
     int priority, timeout_ms, retries, reprobe_ms;
     char mode[8], task_key[129], server[300], measure_out[1024];
+    char tok[160]; /* ',"tok":"<FIKIT_TOKEN>"' inserted in every message, or "" without a token */
     struct sockaddr_in addr;
     /* shared by launching threads and the agent */
     pid_t pid;
@@ -358,6 +360,19 @@ static int valid_task_key(const char *k) {
     return 1;
 }
 
+/* FIKIT_TOKEN: the server's shared secret (`gpuweave kernel serve --token`), safe to put in JSON unescaped. */
+static int valid_token(const char *t) {
+    size_t n = strlen(t);
+    if (n < 1 || n > 128) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = t[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+              ch == '.' || ch == '~' || ch == '+' || ch == '/' || ch == '=' || ch == '-'))
+            return 0;
+    }
+    return 1;
+}
+
 static int env_int(const char *name, int dflt, int lo, int hi, int *out) {
     const char *v = getenv(name);
     if (!v || !*v) {
@@ -456,6 +471,15 @@ static int read_identity(void) {
         return 0;
     }
     snprintf(S.measure_out, sizeof S.measure_out, "%s", out ? out : "");
+    const char *tok = getenv("FIKIT_TOKEN");
+    S.tok[0] = 0;
+    if (tok && *tok) {
+        if (!valid_token(tok)) {
+            warn("FIKIT_TOKEN must be 1-128 characters of [A-Za-z0-9._~+/=-]: launches are not gated");
+            return 0;
+        }
+        snprintf(S.tok, sizeof S.tok, ",\"tok\":\"%s\"", tok);
+    }
     return 1;
 }
 
@@ -1013,8 +1037,8 @@ static void send_msg(const char *msg, int n) {
 static void send_register(void) {
     char msg[512];
     send_msg(msg, snprintf(msg, sizeof msg,
-                           "{\"v\":1,\"t\":\"register\",\"task_key\":\"%s\",\"pid\":%d,\"priority\":%d,\"mode\":\"%s\"}",
-                           S.task_key, (int)S.pid, S.priority, S.mode));
+                           "{\"v\":1,\"t\":\"register\",\"task_key\":\"%s\",\"pid\":%d,\"priority\":%d,\"mode\":\"%s\"%s}",
+                           S.task_key, (int)S.pid, S.priority, S.mode, S.tok));
 }
 
 /* The kernel ID of r, JSON-escaped when json is set. */
@@ -1033,8 +1057,8 @@ static void send_launch(const fk_rec *r) {
     format_kid(r, kid, sizeof kid, 1);
     send_msg(msg, snprintf(msg, sizeof msg,
                            "{\"v\":1,\"t\":\"launch\",\"pid\":%d,\"tid\":%ld,\"seq\":%" PRIu64 ",\"kernel_id\":\"%s\","
-                           "\"t_client_ns\":%" PRIu64 "}",
-                           (int)S.pid, r->tid < 0 ? 0 : r->tid, r->seq, kid, r->t_ns));
+                           "\"t_client_ns\":%" PRIu64 "%s}",
+                           (int)S.pid, r->tid < 0 ? 0 : r->tid, r->seq, kid, r->t_ns, S.tok));
     if (S.verbose) {
         format_kid(r, kid, sizeof kid, 0);
         warn("launch %" PRIu64 " %s", r->seq, kid);
@@ -1042,9 +1066,10 @@ static void send_launch(const fk_rec *r) {
 }
 
 static void send_done(uint64_t seq, uint64_t t_ns) {
-    char msg[160];
-    send_msg(msg, snprintf(msg, sizeof msg, "{\"v\":1,\"t\":\"done\",\"pid\":%d,\"seq\":%" PRIu64 ",\"t_client_ns\":%" PRIu64 "}",
-                           (int)S.pid, seq, t_ns));
+    char msg[384]; /* room for the token */
+    send_msg(msg, snprintf(msg, sizeof msg,
+                           "{\"v\":1,\"t\":\"done\",\"pid\":%d,\"seq\":%" PRIu64 ",\"t_client_ns\":%" PRIu64 "%s}",
+                           (int)S.pid, seq, t_ns, S.tok));
 }
 
 static void fail_open(const char *why, uint64_t now) {
@@ -1287,8 +1312,8 @@ static void open_socket(void) {
 /* At exit: unregister, re-sent until acknowledged (2 timeouts at most), so the server frees the task now; a
  * burst of launch reports just before exit may have filled the server's socket buffer. */
 static void unregister(void) {
-    char msg[64], buf[FK_MAX_DATAGRAM + 1];
-    int n = snprintf(msg, sizeof msg, "{\"v\":1,\"t\":\"unregister\",\"pid\":%d}", (int)S.pid);
+    char msg[256], buf[FK_MAX_DATAGRAM + 1];
+    int n = snprintf(msg, sizeof msg, "{\"v\":1,\"t\":\"unregister\",\"pid\":%d%s}", (int)S.pid, S.tok);
     for (int attempt = 0; attempt < 2; attempt++) {
         send_msg(msg, n);
         uint64_t end = mono_ns() + (uint64_t)S.timeout_ms * 1000000ull;

@@ -37,6 +37,7 @@ from gpuweave.andreas.catalog import paper_numbers
 from gpuweave.andreas.cost import deviation
 from gpuweave.andreas.milp import optimality_gap
 from gpuweave.errors import InputError
+from gpuweave.limits import check_limit
 from gpuweave.repro.andreas.armida import armida_setup, plot_trace, replay
 from gpuweave.repro.andreas.experiments import BASELINE_LABEL, BASELINES, means, reductions, scenario_runs
 from gpuweave.repro.registry import ComparisonRow, ReproContext, register_reproduction
@@ -117,10 +118,14 @@ def _setup(ctx: ReproContext) -> _Setup:
         ("seeds", seeds < 1, ">= 1", seeds),
         ("rg_seeds", rg_n < 1, ">= 1", rg_n),
         ("armida_seeds", armida_n < 1, ">= 1", armida_n),
-        ("load_scale", not (math.isfinite(kappa) and kappa > 0), "> 0", kappa),
+        ("load_scale", not (math.isfinite(kappa) and 0 < kappa <= 100), "> 0 and <= 100", kappa),
     ):
         if bad:
             raise InputError(f"--{flag.replace('_', '-')} must be {expected}, got {value}", field=flag)
+    # sizes of work: the scenarios' largest N is a job count, the seed counts are repetitions
+    check_limit("andreas_jobs", n_max, "--n-max", field="n_max")
+    for flag, value in (("rg_seeds", rg_n), ("armida_seeds", armida_n)):
+        check_limit("reps", value, f"--{flag.replace('_', '-')}", field=flag)
     return _Setup(n_max, seeds, rg_n, kappa, armida_n)
 
 

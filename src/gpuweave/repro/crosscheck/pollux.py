@@ -21,7 +21,6 @@ Complexity: one simulation per (policy, workload), about a second for Pollux's 1
 from __future__ import annotations
 
 import csv
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ import numpy as np
 from gpuweave.cluster.config import SimulationConfig
 from gpuweave.cluster.run import simulate
 from gpuweave.errors import InputError
+from gpuweave.files import load_json
 from gpuweave.repro.crosscheck.correlation import PEARSON, SPEARMAN, per_job_correlations
 from gpuweave.repro.registry import ComparisonRow
 from gpuweave.workload.pollux import load_pollux_job_model
@@ -77,10 +77,10 @@ def _peer_results(data_dir: Path) -> list[tuple[str, str, dict[str, dict[str, fl
         match = RESULTS_NAME.match(path.name)
         if match is None:
             continue
-        try:
-            jcts = json.loads(path.read_text(encoding="utf-8"))["jcts"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise InputError('expected JSON with "jcts": {workload: {job: JCT}}', file=path) from None
+        data = load_json(path, what="Pollux results file")
+        jcts = data.get("jcts") if isinstance(data, dict) else None
+        if not isinstance(jcts, dict):
+            raise InputError('expected JSON with "jcts": {workload: {job: JCT}}', file=path)
         found.append((match["policy"], match["load"], jcts))
     if not found:
         raise InputError("no <policy>-<load>-results.json in the Pollux data directory", file=data_dir)

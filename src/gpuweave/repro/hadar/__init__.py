@@ -162,6 +162,9 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
         from gpuweave.errors import InputError
 
         raise InputError(f"--jobs must be at least 1, got {n_jobs}", field="jobs")
+    from gpuweave.limits import check_limit
+
+    check_limit("trace_jobs", n_jobs, "--jobs", field="jobs")  # a trace simulated per policy and seed
     window = check_window(str(ctx.options.get("window", DEFAULT_WINDOW)))
     reference_gpu = check_reference_gpu(str(ctx.options.get("reference_gpu", "V100")))
     ctx.out_dir.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,10 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuweave.checks import MAGNITUDE
 from gpuweave.errors import InputError
+from gpuweave.files import read_input_text
+from gpuweave.limits import check_limit, limit
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -19,26 +22,17 @@ ROW = "_row"  # hidden column: the source row (or line) number of each record, f
 
 
 def read_text(path: str | Path) -> str:
-    """The file's text, UTF-8 with an optional BOM removed."""
-    file = Path(path)
-    try:
-        data = file.read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", file=file) from None
-    except IsADirectoryError:
-        raise InputError("expected a file, got a directory", file=file) from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", file=file) from None
+    """The file's text, UTF-8 with an optional BOM removed, at most limit ``input_mb`` (see :mod:`gpuweave.files`)."""
+    return read_input_text(path)
 
 
-def read_csv_strings(path: str | Path) -> "pd.DataFrame":
+def read_csv_strings(path: str | Path, *, limit_name: str = "trace_jobs", what: str = "rows") -> "pd.DataFrame":
     """Read a CSV file with a header, every cell as a string ("" = empty).
 
     Tolerates a BOM, CRLF line ends, blank lines and no final newline; a row whose field count differs
     from the header's raises InputError (pandas would silently shift such a row into an index). Adds the
-    hidden :data:`ROW` column: the 1-based data row, blank lines not counted.
+    hidden :data:`ROW` column: the 1-based data row, blank lines not counted. More data rows than limit
+    ``limit_name`` (jobs of a trace by default) are refused while reading, before the frame is built.
     """
     import csv
 
@@ -50,10 +44,13 @@ def read_csv_strings(path: str | Path) -> "pd.DataFrame":
     records: list[list[str]] = []
     # strict: an unterminated quote (a truncated file) or text after a closing quote is an error, not data
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    most = limit(limit_name) + 1  # the header row is not data
     try:
         for record in reader:
             if record:
                 records.append(record)
+                if len(records) > most:
+                    check_limit(limit_name, len(records) - 1, f"more than {most - 1:,} {what}", file=path)
     except csv.Error as exc:
         hint = " (unterminated quote: is the file truncated?)" if "end of data" in str(exc) else ""
         raise InputError(f"malformed CSV: {exc}{hint}", file=path, row=len(records)) from None
@@ -115,10 +112,13 @@ def numeric_column(
     integer: bool = False,
     minimum: float | None = None,
     strictly_above: float | None = None,
+    maximum: float = MAGNITUDE,
 ) -> "pd.Series":
     """Parse ``frame[column]`` as float64, checking emptiness, numbers, finiteness and bounds.
 
-    Empty cells are NaN when ``required`` is False. The first bad cell raises InputError.
+    Empty cells are NaN when ``required`` is False. The first bad cell raises InputError. ``maximum`` is the
+    largest physical value (:mod:`gpuweave.checks`; by default any number above 1e15 is refused), checked
+    before an integer column is converted, so ``1e21`` GPUs never overflows int64.
     """
     import numpy as np
     import pandas as pd
@@ -164,4 +164,8 @@ def numeric_column(
         if low.any():
             position = int(np.flatnonzero(low)[0])
             fail(position, f"expected a value > {strictly_above:g} ({unit}), got {array[position]:g}")
+    high = present & (array > maximum)
+    if high.any():
+        position = int(np.flatnonzero(high)[0])
+        fail(position, f"expected a value <= {maximum:g} ({unit}), got {array[position]:g}")
     return pd.Series(array, index=frame.index, name=column)

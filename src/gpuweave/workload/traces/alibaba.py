@@ -30,6 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuweave.checks import GPUS, MAX_SECONDS
 from gpuweave.errors import InputError
 from gpuweave.workload.profiles import ProfileStore
 from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, read_csv_strings, require_columns
@@ -105,11 +106,13 @@ def read_openb_pods(
     require_columns(
         raw, OPENB_POD_COLUMNS, file=file, what="an openb pod list with times (the multigpu* variants have none)"
     )
-    num_gpu = numeric_column(raw, "num_gpu", file=file, unit="GPUs", integer=True, minimum=0.0)
+    num_gpu = numeric_column(raw, "num_gpu", file=file, unit="GPUs", maximum=GPUS.hi, integer=True, minimum=0.0)
     gpu_milli = numeric_column(raw, "gpu_milli", file=file, unit="milli-GPU", integer=True, minimum=0.0)
-    creation = numeric_column(raw, "creation_time", file=file, unit="seconds", minimum=0.0)
-    deletion = numeric_column(raw, "deletion_time", file=file, unit="seconds", minimum=0.0)
-    scheduled = numeric_column(raw, "scheduled_time", file=file, unit="seconds", required=False, minimum=0.0)
+    creation = numeric_column(raw, "creation_time", file=file, unit="seconds", maximum=MAX_SECONDS, minimum=0.0)
+    deletion = numeric_column(raw, "deletion_time", file=file, unit="seconds", maximum=MAX_SECONDS, minimum=0.0)
+    scheduled = numeric_column(
+        raw, "scheduled_time", file=file, unit="seconds", maximum=MAX_SECONDS, required=False, minimum=0.0
+    )
     over = (gpu_milli > 1000).to_numpy()
     if over.any():
         position = int(np.flatnonzero(over)[0])
@@ -230,7 +233,9 @@ def _cluster(
 def _group_nodes(
     raw: "pd.DataFrame", model_column: str, count_column: str, *, file: Path
 ) -> dict[tuple[str, int], int]:
-    gpus = numeric_column(raw, count_column, file=file, unit="GPUs per node", integer=True, minimum=0.0)
+    gpus = numeric_column(
+        raw, count_column, file=file, unit="GPUs per node", maximum=GPUS.hi, integer=True, minimum=0.0
+    )
     empty_model = missing_mask(raw[model_column]).to_numpy()
     has_gpu = (gpus > 0).to_numpy()
     lacking = has_gpu & empty_model
@@ -265,7 +270,7 @@ def read_openb_nodes(
     undisclosed ``G2``/``G3``), naming them in ``description``.
     """
     file = Path(path)
-    raw = read_csv_strings(file)
+    raw = read_csv_strings(file, limit_name="cluster_gpus", what="nodes")
     require_columns(raw, OPENB_NODE_COLUMNS, file=file, what="an openb node list")
     return _cluster(
         name,
@@ -292,7 +297,7 @@ def read_spot_nodes(
     ``GPU-series-*`` groups unless the hardware catalog has learned them.
     """
     file = Path(path)
-    raw = read_csv_strings(file)
+    raw = read_csv_strings(file, limit_name="cluster_gpus", what="nodes")
     require_columns(raw, SPOT_NODE_COLUMNS, file=file, what="a spot-GPU node list")
     return _cluster(
         name,
@@ -335,10 +340,10 @@ def read_spot_jobs(
     file = Path(path)
     raw = read_csv_strings(file)
     require_columns(raw, SPOT_JOB_COLUMNS, file=file, what="a spot-GPU job table")
-    arrival = numeric_column(raw, "submit_time", file=file, unit="seconds", minimum=0.0)
-    duration = numeric_column(raw, "duration", file=file, unit="seconds", minimum=0.0)
-    gpu_request = numeric_column(raw, "gpu_request", file=file, unit="GPUs per worker", minimum=0.0)
-    workers = numeric_column(raw, "worker_num", file=file, unit="workers", integer=True, minimum=1.0)
+    arrival = numeric_column(raw, "submit_time", file=file, unit="seconds", maximum=MAX_SECONDS, minimum=0.0)
+    duration = numeric_column(raw, "duration", file=file, unit="seconds", maximum=MAX_SECONDS, minimum=0.0)
+    gpu_request = numeric_column(raw, "gpu_request", file=file, unit="GPUs per worker", maximum=GPUS.hi, minimum=0.0)
+    workers = numeric_column(raw, "worker_num", file=file, unit="workers", maximum=GPUS.hi, integer=True, minimum=1.0)
     tiers = raw["job_type"].str.strip()
     bad_tier = ~tiers.isin(["HP", "Spot"]).to_numpy()
     if bad_tier.any():

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuweave.errors import InputError
+from gpuweave.limits import check_limit, limit
 from gpuweave.workload.traces._tables import ROW, read_text
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ def read_gavel_trace(path: str | Path) -> "pd.DataFrame":
     records: list[dict[str, object]] = []
     layout: tuple[str, tuple[str, ...]] | None = None
     stem = file.stem
+    most = limit("trace_jobs")
     for line_number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -123,6 +125,8 @@ def read_gavel_trace(path: str | Path) -> "pd.DataFrame":
         record = _record(dict(zip(columns, fields)), name, file, line_number)
         if record is not None:
             records.append(record)
+            if len(records) > most:
+                check_limit("trace_jobs", len(records), f"more than {most:,} jobs", file=file, row=line_number)
     if not records:
         raise InputError("the trace has no jobs", file=file)
     width = len(str(len(records) - 1))

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuweave.checks import RATE_PER_HOUR, number
 from gpuweave.errors import InputError
+from gpuweave.limits import check_limit
 from gpuweave.workload.job import Job
 from gpuweave.workload.profiles import ProfileStore, load_profiles
 
@@ -65,8 +67,8 @@ def generate_philly_like(
     """Generate ``num_jobs`` Philly-like jobs arriving at ``rate_per_hour`` jobs/hour, reproducibly from ``seed``."""
     if num_jobs < 1:
         raise InputError(f"expected at least 1 job, got {num_jobs}", field="jobs")
-    if not (rate_per_hour > 0 and np.isfinite(rate_per_hour)):
-        raise InputError(f"expected an arrival rate > 0 jobs/hour, got {rate_per_hour}", field="rate")
+    check_limit("trace_jobs", num_jobs, "jobs to generate", field="jobs")
+    number(rate_per_hour, RATE_PER_HOUR, field="rate", what="arrival rate")
     store = profiles if profiles is not None else load_profiles()
     names_by_scale = _runnable_types(store, distribution, reference_gpu)
 

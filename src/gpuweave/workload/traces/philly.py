@@ -23,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuweave.checks import GPUS, MAX_SECONDS
 from gpuweave.errors import InputError
 from gpuweave.workload.profiles import ProfileStore
 from gpuweave.workload.traces._tables import ROW, numeric_column, read_csv_strings, require_columns
@@ -59,8 +60,10 @@ def read_philly_jobs(
             row=int(raw[ROW].iloc[position]),
             field="timestamp",
         )
-    duration = numeric_column(raw, "duration", file=file, unit="seconds", minimum=0.0)
-    num_gpus = numeric_column(raw, "num_gpus", file=file, unit="GPUs", integer=True, minimum=1.0).astype("int64")
+    duration = numeric_column(raw, "duration", file=file, unit="seconds", maximum=MAX_SECONDS, minimum=0.0)
+    num_gpus = numeric_column(
+        raw, "num_gpus", file=file, unit="GPUs", maximum=GPUS.hi, integer=True, minimum=1.0
+    ).astype("int64")
     notes: list[str] = []
     keep = (duration > 0).to_numpy()
     if not keep.all():

@@ -39,8 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from gpuweave.checks import GPUS, ITERATIONS, MAX_SECONDS, WEIGHT
 from gpuweave.errors import InputError, MissingProfileError
-from gpuweave.files import prepare_output_file
+from gpuweave.files import prepare_output_file, read_input_bytes
+from gpuweave.limits import check_limit
 from gpuweave.workload.job import Job
 from gpuweave.workload.profiles import ProfileStore
 from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, read_csv_strings, row_numbers
@@ -87,12 +89,14 @@ def read_table(path: str | Path) -> "pd.DataFrame":
 
     file = Path(path)
     if file.suffix.lower() == ".parquet":
-        if not file.exists():
-            raise InputError("file not found", file=file)
+        import io
+
+        data = read_input_bytes(file, what="trace file")  # the size limit before pyarrow sees it
         try:
-            frame = pd.read_parquet(file)
+            frame = pd.read_parquet(io.BytesIO(data))
         except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-            raise InputError(f"cannot read Parquet: {exc}", file=file) from None
+            raise InputError(f"cannot read Parquet: {' '.join(str(exc).split())[:200]}", file=file) from None
+        check_limit("trace_jobs", len(frame), "jobs in the trace", file=file)
         frame = frame.reset_index(drop=True)
         frame.columns = [str(name).strip() for name in frame.columns]
         frame[ROW] = range(1, len(frame) + 1)
@@ -139,7 +143,7 @@ def validate_frame(
     rows = row_numbers(frame)
     out = pd.DataFrame(index=frame.index)
     out["job_id"] = _string_column(frame, "job_id", file=file, required=True)
-    out["arrival"] = numeric_column(frame, "arrival", file=file, unit="seconds", minimum=0.0)
+    out["arrival"] = numeric_column(frame, "arrival", file=file, unit="seconds", maximum=MAX_SECONDS, minimum=0.0)
     out["num_gpus"] = _num_gpus_column(frame, file, max_gpus, rows).astype("int64")
     out["job_type"] = _string_column(frame, "job_type", file=file, required=True)
     _add_work_and_duration(frame, out, file, rows)
@@ -170,6 +174,7 @@ def _checked_header(frame: "pd.DataFrame", file: str | Path) -> "pd.DataFrame":
         )
     if len(frame) == 0:
         raise InputError("the trace has no jobs", file=file)
+    check_limit("trace_jobs", len(frame), "jobs in the trace", file=file)
     return frame
 
 
@@ -177,7 +182,7 @@ def _num_gpus_column(frame: "pd.DataFrame", file: str | Path, max_gpus: int | No
     """``num_gpus``: integers >= 1 and, when ``max_gpus`` is given, no larger than the cluster's largest placement."""
     import numpy as np
 
-    num_gpus = numeric_column(frame, "num_gpus", file=file, unit="GPUs", integer=True, minimum=1.0)
+    num_gpus = numeric_column(frame, "num_gpus", file=file, unit="GPUs", maximum=GPUS.hi, integer=True, minimum=1.0)
     if max_gpus is not None and max_gpus < 1:
         raise InputError(f"the largest placement must be at least 1 GPU, got {max_gpus}", field="max_gpus")
     if max_gpus is not None:
@@ -201,13 +206,21 @@ def _add_work_and_duration(frame: "pd.DataFrame", out: "pd.DataFrame", file: str
 
     nan = pd.Series(np.nan, index=frame.index)
     out["work"] = (
-        numeric_column(frame, "work", file=file, unit="iterations", required=False, strictly_above=0.0)
+        numeric_column(
+            frame, "work", file=file, unit="iterations", maximum=ITERATIONS.hi, required=False, strictly_above=0.0
+        )
         if "work" in frame.columns
         else nan
     )
     out["duration"] = (
         numeric_column(
-            frame, "duration", file=file, unit="seconds on the reference GPU", required=False, strictly_above=0.0
+            frame,
+            "duration",
+            file=file,
+            unit="seconds on the reference GPU",
+            maximum=MAX_SECONDS,
+            required=False,
+            strictly_above=0.0,
         )
         if "duration" in frame.columns
         else nan
@@ -231,12 +244,14 @@ def _add_priority_and_deadline(frame: "pd.DataFrame", out: "pd.DataFrame", file:
 
     nan = pd.Series(np.nan, index=frame.index)
     if "priority" in frame.columns:
-        priority = numeric_column(frame, "priority", file=file, unit="weight", required=False, strictly_above=0.0)
+        priority = numeric_column(
+            frame, "priority", file=file, unit="weight", maximum=WEIGHT.hi, required=False, strictly_above=0.0
+        )
         out["priority"] = priority.fillna(1.0)
     else:
         out["priority"] = 1.0
     if "deadline" in frame.columns:
-        deadline = numeric_column(frame, "deadline", file=file, unit="seconds", required=False)
+        deadline = numeric_column(frame, "deadline", file=file, unit="seconds", maximum=MAX_SECONDS, required=False)
         early = (deadline.notna() & (deadline <= out["arrival"])).to_numpy()
         if early.any():
             position = int(np.flatnonzero(early)[0])

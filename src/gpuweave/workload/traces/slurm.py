@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuweave.errors import InputError
+from gpuweave.limits import check_limit
 from gpuweave.workload.profiles import ProfileStore, load_profiles
 from gpuweave.workload.traces._tables import ROW, read_text
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model
@@ -234,6 +235,10 @@ def _split_lines(text: str, source: str) -> tuple[dict[str, list], int]:
         header = header[:-1]
     if len(header) < 2:
         raise InputError("not sacct --parsable2 output: the header has no '|'-separated fields", file=source, row=0)
+    repeated = next((name for i, name in enumerate(header) if name in header[:i]), None)
+    if repeated is not None:
+        raise InputError(f"the column {repeated!r} appears twice in the header", file=source, row=0, field=repeated)
+    check_limit("trace_jobs", len(lines) - start - 1, "lines of the sacct output", file=source)
     missing = [name for name in REQUIRED if name not in header]
     if missing or not ({"AllocTRES", "ReqTRES"} & set(header)):
         need = missing[0] if missing else "AllocTRES"

@@ -18,12 +18,12 @@ named ``<node>-<type>`` (``gw0-v100``, ``gw0-k80``); a node with one GPU type ke
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuweave.errors import InputError
+from gpuweave.files import parse_json
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model
 
 UNHEALTHY = ("DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "INVAL", "POWERED_DOWN", "POWER_DOWN", "FUTURE")
@@ -135,10 +135,12 @@ def parse_scontrol_text(text: str, *, source: str = "scontrol show node") -> lis
 def parse_scontrol_json(text: str, *, source: str = "scontrol show node --json") -> list[SlurmNode]:
     """Nodes of ``scontrol show node --json`` or slurmrestd's ``/nodes`` answer; InputError naming the node."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = parse_json(text, source=source, what="scontrol JSON")
+    except InputError as exc:
+        if not exc.message.startswith("not valid JSON"):
+            raise
         raise InputError(
-            f"neither `scontrol show node` text nor its --json output ({exc.msg})", file=source, row=exc.lineno
+            f"neither `scontrol show node` text nor its --json output ({exc.message})", file=source, row=exc.row
         ) from None
     items = data.get("nodes") if isinstance(data, dict) else data
     if not isinstance(items, list):
@@ -150,7 +152,9 @@ def parse_scontrol_json(text: str, *, source: str = "scontrol show node --json")
         state = item.get("state", "")
         state = "+".join(str(s) for s in state) if isinstance(state, list) else str(state)
         parts = item.get("partitions") or []
-        parts = parts.split(",") if isinstance(parts, str) else [str(p) for p in parts]
+        parts = (
+            parts.split(",") if isinstance(parts, str) else [str(p) for p in parts] if isinstance(parts, list) else []
+        )
         where = f" ({source}, node {index})"
         nodes.append(
             SlurmNode(

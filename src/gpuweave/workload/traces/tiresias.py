@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuweave.checks import GPUS, ITERATIONS, MAX_SECONDS
 from gpuweave.errors import InputError
 from gpuweave.workload.profiles import ProfileStore
 from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, read_csv_strings, require_columns
@@ -46,10 +47,14 @@ def read_tiresias_trace(
     if empty_ids.any():
         position = int(np.flatnonzero(empty_ids)[0])
         raise InputError("empty job id", file=file, row=int(raw[ROW].iloc[position]), field="job_id")
-    arrival = numeric_column(raw, "submit_time", file=file, unit="seconds", minimum=0.0)
-    num_gpus = numeric_column(raw, "num_gpu", file=file, unit="GPUs", integer=True, minimum=1.0).astype("int64")
-    duration = numeric_column(raw, "duration", file=file, unit="seconds", strictly_above=0.0)
-    iterations = numeric_column(raw, "iterations", file=file, unit="iterations", required=False, minimum=0.0)
+    arrival = numeric_column(raw, "submit_time", file=file, unit="seconds", maximum=MAX_SECONDS, minimum=0.0)
+    num_gpus = numeric_column(
+        raw, "num_gpu", file=file, unit="GPUs", maximum=GPUS.hi, integer=True, minimum=1.0
+    ).astype("int64")
+    duration = numeric_column(raw, "duration", file=file, unit="seconds", maximum=MAX_SECONDS, strictly_above=0.0)
+    iterations = numeric_column(
+        raw, "iterations", file=file, unit="iterations", maximum=ITERATIONS.hi, required=False, minimum=0.0
+    )
     job_types, notes = assign_job_types(num_gpus.to_numpy(), seed, profiles, reference_gpu)
     return pd.DataFrame(
         {

@@ -1,0 +1,479 @@
+"""The fuzz targets: every reader reached through the CLI command that reads it, with a valid seed input each.
+
+A :class:`Target` writes its (mutated) input files into a fresh directory and returns the command line. Seeds are
+small valid inputs; the strategies of :mod:`tests.fuzz.mutate` damage them. Option-value targets draw hostile
+values for the numeric options of the commands that size work.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from hypothesis import strategies as st
+
+from tests.fuzz.mutate import HOSTILE_CELLS, damaged_bytes, document_bytes, table_bytes
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+RESNET = "ResNet-18 (batch size 32)"
+
+#: the limits every fuzzed command runs under: small enough that whatever they accept finishes in seconds, so a
+#: command past the time bound is a bug (a missing check), not legitimately large work
+FUZZ_LIMITS = (
+    "trace_jobs=2000,sweep_cells=6,mig_tasks=300,mig_gpus=16,mig_task_gpus=1200,packs_tasks=300,packs_procs=64,"
+    "matching_tasks=40,andreas_jobs=200,andreas_exact_jobs=6,hadar_jobs=300,hadar_exact_jobs=40,"
+    "kernel_launches=50000,trace_kernels=20000,reps=2,cluster_gpus=5000,input_mb=16,yaml_mb=1,yaml_nodes=100000"
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """``files``: name -> strategy of the file's bytes; ``argv``: the command line (file names relative)."""
+
+    name: str
+    files: dict[str, st.SearchStrategy[bytes]]
+    argv: list[str] | Callable[[st.DataObject], list[str]]
+
+
+# ------------------------------------------------------------------ seeds
+TRACE_HEADER = ["job_id", "arrival", "num_gpus", "job_type", "duration", "priority", "deadline"]
+TRACE_ROWS = [
+    ["a", "0", "1", RESNET, "600", "1", ""],
+    ["b", "30", "2", "ResNet-50 (batch size 64)", "900", "2", "5000"],
+    ["c", "60", "4", "A3C", "300", "", ""],
+    ["d", "90", "1", "CycleGAN", "1200", "1", ""],
+]
+PHILLY = (
+    ["timestamp", "duration", "num_gpus", "gpu_time", "cluster"],
+    [
+        ["2017-10-09 07:01:55", "66.0", "1", "66.0", "11cb48"],
+        ["2017-10-09 06:13:03", "2951.0", "2", "5902", "6214e9"],
+        ["2017-10-09 08:13:03", "300.0", "4", "1200", "6214e9"],
+    ],
+)
+TIRESIAS = (
+    ["job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval"],
+    [
+        ["0", "1", "0", "606", "vgg19", "164", "30"],
+        ["1", "8", "30", "133", "vgg11", "147", "23"],
+        ["2", "2", "53", "1000", "resnet50", "600", "10"],
+    ],
+)
+PODS = (
+    [
+        "name",
+        "cpu_milli",
+        "memory_mib",
+        "num_gpu",
+        "gpu_milli",
+        "gpu_spec",
+        "qos",
+        "pod_phase",
+        "creation_time",
+        "deletion_time",
+        "scheduled_time",
+    ],
+    [
+        ["openb-pod-0000", "12000", "16384", "1", "1000", "", "LS", "Running", "0", "12537", "0"],
+        ["openb-pod-0001", "6000", "12288", "2", "460", "", "LS", "Running", "4270", "12902", "4270"],
+    ],
+)
+SPOT_JOBS = (
+    [
+        "job_name",
+        "organization",
+        "gpu_model",
+        "cpu_request",
+        "gpu_request",
+        "worker_num",
+        "submit_time",
+        "duration",
+        "job_type",
+    ],
+    [
+        ["239255", "13", "A10", "20", "1", "1", "0", "2764", "HP"],
+        ["437261", "57", "A100-SXM4-80GB", "15", "1", "4", "9589", "7171", "Spot"],
+    ],
+)
+OPENB_NODES = (
+    ["sn", "cpu_milli", "memory_mib", "gpu", "model"],
+    [
+        ["openb-node-0000", "64000", "262144", "2", "P100"],
+        ["openb-node-0001", "64000", "262144", "8", "V100M16"],
+        ["openb-node-0002", "96000", "262144", "0", ""],
+    ],
+)
+SPOT_NODES = (
+    ["gpu_model", "gpu_capacity_num", "cpu_num", "node_name"],
+    [["A10", "4", "192", "0"], ["A100-SXM4-80GB", "8", "192", "1"]],
+)
+GAVEL = [
+    [
+        "ResNet-50 (batch size 64)",
+        "python3 main.py",
+        "image_classification/imagenet",
+        "--num_minibatches",
+        "1",
+        "2931",
+        "1",
+        "1",
+        "-1.000000",
+        "0",
+    ],
+    [
+        "Transformer (batch size 16)",
+        "python3 train.py",
+        "translation",
+        "-step",
+        "1",
+        "11005",
+        "2",
+        "1",
+        "-1.000000",
+        "30",
+    ],
+]
+POLLUX = (
+    ["name", "time", "application", "num_replicas", "batch_size"],
+    [["cifar10-0", "107", "cifar10", "6", "2048"], ["deepspeech2-1", "110", "deepspeech2", "6", "320"]],
+)
+MIG_TASKS = (
+    ["task", "1", "2", "3", "4", "7", "command"],
+    [
+        ["A", "10", "6", "5", "4", "3", "echo a"],
+        ["B", "8", "5", "4", "3", "2", "echo b"],
+        ["C", "inf", "9", "7", "6", "4", "echo c"],
+        ["D", "12", "7", "5", "4", "3", "echo d"],
+    ],
+)
+PACKS = (
+    ["task", "1", "2", "3", "4"],
+    [
+        ["big", "40", "22", "16", "13"],
+        ["mid", "20", "11", "8", "7"],
+        ["s1", "6", "4", "3", "3"],
+        ["s2", "5", "3", "3", "2"],
+        ["s3", "9", "5", "4", "4"],
+    ],
+)
+SCHEDULE = {
+    "gpu": "A100",
+    "gpus": 1,
+    "makespan": 12.61,
+    "lower_bound": 10.36,
+    "algo": "far",
+    "reconfiguration": "table",
+    "tasks": [
+        {"task": "A", "gpu_index": 0, "size": 4, "start_slice": 0, "start": 0.21, "end": 4.21, "command": "echo a"},
+        {"task": "B", "gpu_index": 0, "size": 3, "start_slice": 4, "start": 0.21, "end": 4.21, "command": "echo b"},
+    ],
+    "operations": [
+        {"op": "create", "gpu_index": 0, "size": 4, "start_slice": 0, "start": 0.0, "end": 0.21},
+        {"op": "create", "gpu_index": 0, "size": 3, "start_slice": 4, "start": 0.0, "end": 0.21},
+        {"op": "destroy", "gpu_index": 0, "size": 4, "start_slice": 0, "start": 4.21, "end": 4.42},
+        {"op": "destroy", "gpu_index": 0, "size": 3, "start_slice": 4, "start": 4.21, "end": 4.42},
+    ],
+}
+PLAN = {
+    "procs": 4,
+    "k": 4,
+    "algo": "pack-by-pack-9",
+    "cost": 30.0,
+    "packs": [
+        {
+            "cost": 20.0,
+            "start": 0.0,
+            "tasks": [{"task": "a", "procs": 2, "time": 20.0}, {"task": "b", "procs": 2, "time": 12.0}],
+        },
+        {"cost": 10.0, "start": 20.0, "tasks": [{"task": "c", "procs": 4, "time": 10.0, "command": "echo {task}"}]},
+    ],
+}
+ANDREAS = {
+    "now": 1200,
+    "period": 300,
+    "nodes": [
+        {"name": "armida-05", "gpu": "TESLA", "gpus": 1},
+        {"name": "armida-06", "gpu": "TESLA", "gpus": 2},
+        {"name": "armida-07", "gpu": "TURING", "gpus": 1},
+    ],
+    "jobs": [
+        {
+            "id": "J6",
+            "application": "efficientNet",
+            "epochs": 80,
+            "remaining_epochs": 50.9,
+            "submission": 0,
+            "due": 3600,
+            "due_relative": True,
+            "weight": 4,
+            "running": {"node": "armida-06", "gpus": 2},
+        },
+        {
+            "id": "J9",
+            "application": "convolutionNet",
+            "epochs": 160,
+            "submission": 1200,
+            "due": 2600,
+            "due_relative": True,
+            "weight": 2,
+        },
+    ],
+}
+HADAR = json.loads((EXAMPLES / "hadar" / "snapshot.json").read_text())
+KERNEL_CONFIG = {
+    "mode": "fikit",
+    "quantum_ms": 2.0,
+    "seed": 0,
+    "stop_when": ["A"],
+    "services": [
+        {"name": "A", "trace": "canonical:HI", "priority": 0, "workload": {"kind": "back_to_back", "n": 3}},
+        {"name": "B", "trace": "trace.json", "priority": 1, "workload": {"kind": "back_to_back", "n": None}},
+    ],
+}
+KERNEL_TRACE = {
+    "format": "gpuweave.kernel.trace",
+    "version": 1,
+    "name": "t",
+    "kernels": [
+        {"id": f"k{i}|b32,1,1|g4,1,1", "dur": 0.2 + 0.1 * i, "cpu_before": 0.05, "sync_after": i == 3} for i in range(4)
+    ],
+}
+CHROME = {
+    "traceEvents": [
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "ts": 100 + 50 * i,
+            "dur": 5,
+            "args": {"correlation": i},
+        }
+        for i in range(3)
+    ]
+    + [
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": f"void k{i}<float>(float*)",
+            "ts": 110 + 50 * i,
+            "dur": 20,
+            "args": {"correlation": i, "grid": [4, 1, 1], "block": [128, 1, 1]},
+        }
+        for i in range(3)
+    ]
+    + [{"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "ts": 260, "dur": 30, "args": {}}],
+}
+RUN_CONFIG = {
+    "policy": "fifo",
+    "cluster": "gavel-60",
+    "jobs": 20,
+    "rate_per_hour": 60,
+    "seed": 0,
+    "restart_delay": 10,
+    "policy_options": {},
+}
+CLUSTER = {
+    "name": "small",
+    "price_per_kwh": 0.2,
+    "pue": 1.2,
+    "nodes": [
+        {"count": 2, "gpu": "V100", "gpus_per_node": 4, "name_prefix": "v-"},
+        {"count": 1, "gpu": "K80", "gpus_per_node": 2, "pue": 1.5},
+    ],
+}
+SWEEP = {"base": {"cluster": "gavel-60", "jobs": 15}, "grid": {"policy": ["fifo", "sjf"], "seed": [0, 1]}, "out": "sw"}
+LIVE = {
+    "policy": "fifo",
+    "cluster": "gavel-60",
+    "trace": "t.csv",
+    "executor": {"kind": "local", "program": "synthetic", "time_scale": 100, "checkpoint_every": 1},
+}
+
+
+SLURM_DATA = ROOT / "tests" / "slurm" / "data"
+SACCT_LINES = [line.split("|") for line in (SLURM_DATA / "edge-cases.sacct").read_text().splitlines()[:8]]
+SCONTROL_JSON = json.loads((SLURM_DATA / "nodes.json").read_text())
+SCONTROL_TEXT = (SLURM_DATA / "nodes-edge.txt").read_bytes()
+
+
+def _csv(header, rows):
+    return table_bytes(header, rows)
+
+
+def _hostile_number() -> st.SearchStrategy[str]:
+    return st.one_of(st.sampled_from(HOSTILE_CELLS), st.integers(-5, 50).map(str), st.floats().map(repr))
+
+
+def _option_argv(data: st.DataObject) -> list[str]:
+    """A command that sizes work, with hostile values for its numeric options."""
+    value = lambda: data.draw(_hostile_number())  # noqa: E731
+    choices = [
+        lambda: ["trace", "generate", "o.csv", "--jobs", value(), "--rate", value(), "--seed", value()],
+        lambda: ["mig", "generate", "o.csv", "--n", value(), "--p-sup", value(), "--seed", value()],
+        lambda: ["bench", "sim", "--jobs", value(), "--gpus", value(), "--rate", value(), "--json"],
+        lambda: [
+            "cluster",
+            "simulate",
+            "--policy",
+            "fifo",
+            "--jobs",
+            value(),
+            "--rate",
+            value(),
+            "--restart-delay",
+            value(),
+            "--round-length",
+            value(),
+            "--out",
+            "r",
+        ],
+        lambda: ["mig", "plan", "tasks.csv", "--gpus", value()],
+        lambda: ["packs", "plan", "profile.csv", "--procs", value(), "--k", value(), "--seed", value()],
+        lambda: ["kernel", "bench", "--tasks", value()],
+        lambda: ["bench", "kernel", "--tasks", value(), "--runs", value(), "--json"],
+        lambda: ["trace", "info", "trace.csv", "--top", value()],
+        lambda: ["cluster", "plan", "hadar", "snapshot.json", "--max-states", value()],
+        lambda: ["cluster", "plan", "andreas", "state.json", "--max-it", value(), "--seed", value()],
+        lambda: ["trace", "cluster", "nodes.csv", "--price-per-kwh", value(), "--pue", value()],
+        lambda: ["packs", "run", "plan.json", "--dry-run", "--cpus-per-proc", value(), "--timeout", value()],
+        lambda: [
+            "--limit",
+            data.draw(st.sampled_from(["trace_jobs", "x", "json_depth", ""])) + "=" + value(),
+            "limits",
+        ],
+    ]
+    return data.draw(st.sampled_from(choices))()
+
+
+def _fixed(name: str, content: bytes) -> st.SearchStrategy[bytes]:
+    return st.just(content)
+
+
+def _table_text(header, rows) -> bytes:
+    return ("\n".join(",".join(r) for r in [header, *rows]) + "\n").encode()
+
+
+TARGETS: list[Target] = [
+    Target("trace validate (schema)", {"t.csv": _csv(TRACE_HEADER, TRACE_ROWS)}, ["trace", "validate", "t.csv"]),
+    Target("trace info (philly)", {"p.csv": _csv(*PHILLY)}, ["trace", "info", "p.csv", "--format", "philly"]),
+    Target(
+        "trace convert (tiresias)",
+        {"t.csv": _csv(*TIRESIAS)},
+        ["trace", "convert", "t.csv", "o.csv", "--from", "tiresias"],
+    ),
+    Target(
+        "trace info (alibaba pods)",
+        {"pods.csv": _csv(*PODS)},
+        ["trace", "info", "pods.csv", "--format", "alibaba-pods"],
+    ),
+    Target(
+        "trace validate (alibaba jobs)",
+        {"job_info_df.csv": _csv(*SPOT_JOBS)},
+        ["trace", "validate", "job_info_df.csv", "--format", "alibaba-jobs"],
+    ),
+    Target(
+        "trace info (gavel)",
+        {"g.trace": table_bytes([], GAVEL, delimiter="\t")},
+        ["trace", "info", "g.trace", "--format", "gavel"],
+    ),
+    Target("trace info (pollux)", {"w.csv": _csv(*POLLUX)}, ["trace", "info", "w.csv", "--format", "pollux"]),
+    Target("trace cluster (openb nodes)", {"nodes.csv": _csv(*OPENB_NODES)}, ["trace", "cluster", "nodes.csv"]),
+    Target(
+        "trace cluster (spot nodes)",
+        {"node_info_df.csv": _csv(*SPOT_NODES)},
+        ["trace", "cluster", "node_info_df.csv", "--catalog-only"],
+    ),
+    Target(
+        "cluster simulate (config)",
+        {"run.yaml": document_bytes(RUN_CONFIG, as_yaml=True)},
+        ["cluster", "simulate", "run.yaml", "--out", "r"],
+    ),
+    Target(
+        "cluster simulate (trace)",
+        {"t.csv": _csv(TRACE_HEADER, TRACE_ROWS)},
+        ["cluster", "simulate", "--policy", "sjf", "--trace", "t.csv", "--out", "r"],
+    ),
+    Target("cluster show (spec)", {"c.yaml": document_bytes(CLUSTER, as_yaml=True)}, ["cluster", "show", "c.yaml"]),
+    Target(
+        "cluster run (live config, --executor bogus)",
+        {
+            "live.yaml": document_bytes(LIVE, as_yaml=True),
+            "t.csv": st.just(_table_text(TRACE_HEADER[:5], [r[:5] for r in TRACE_ROWS])),
+        },
+        ["cluster", "run", "live.yaml", "--executor", "nonesuch", "--out", "o"],
+    ),
+    Target(
+        "sweep (spec)",
+        {"s.yaml": document_bytes(SWEEP, as_yaml=True)},
+        ["sweep", "s.yaml", "--no-progress", "--workers", "1"],
+    ),
+    Target("mig plan (TASKS.csv)", {"tasks.csv": _csv(*MIG_TASKS)}, ["mig", "plan", "tasks.csv", "--json", "s.json"]),
+    Target("mig validate (schedule)", {"s.json": document_bytes(SCHEDULE)}, ["mig", "validate", "s.json"]),
+    Target("mig run --dry-run (schedule)", {"s.json": document_bytes(SCHEDULE)}, ["mig", "run", "s.json", "--dry-run"]),
+    Target("packs plan (profile)", {"p.csv": _csv(*PACKS)}, ["packs", "plan", "p.csv", "--json", "plan.json"]),
+    Target(
+        "packs run --dry-run (plan)",
+        {"plan.json": document_bytes(PLAN)},
+        ["packs", "run", "plan.json", "--dry-run", "--command", "echo {task} {procs} {cpus}"],
+    ),
+    Target("cluster plan hadar (snapshot)", {"s.json": document_bytes(HADAR)}, ["cluster", "plan", "hadar", "s.json"]),
+    Target(
+        "cluster plan andreas (snapshot)",
+        {"s.json": document_bytes(ANDREAS)},
+        ["cluster", "plan", "andreas", "s.json", "--exact"],
+    ),
+    Target(
+        "kernel simulate (config)",
+        {
+            "k.yaml": document_bytes(KERNEL_CONFIG, as_yaml=True),
+            "trace.json": st.just(json.dumps(KERNEL_TRACE).encode()),
+        },
+        ["kernel", "simulate", "k.yaml"],
+    ),
+    Target(
+        "kernel simulate (trace file)",
+        {"k.json": st.just(json.dumps(KERNEL_CONFIG).encode()), "trace.json": document_bytes(KERNEL_TRACE)},
+        ["kernel", "simulate", "k.json"],
+    ),
+    Target(
+        "kernel profile (traces)",
+        {"a.json": st.just(json.dumps(KERNEL_TRACE).encode()), "b.json": document_bytes(KERNEL_TRACE)},
+        ["kernel", "profile", "a.json", "b.json", "--task-key", "t", "--out", "p"],
+    ),
+    Target(
+        "trace import-torch (chrome trace)",
+        {"c.json": document_bytes(CHROME)},
+        ["trace", "import-torch", "c.json", "--out", "o.json"],
+    ),
+    Target(
+        "trace import-slurm (sacct)",
+        {"jobs.sacct": table_bytes(SACCT_LINES[0], SACCT_LINES[1:], delimiter="|")},
+        ["trace", "import-slurm", "jobs.sacct", "--out", "t.csv"],
+    ),
+    Target(
+        "cluster import-slurm (scontrol --json)",
+        {"nodes.json": document_bytes(SCONTROL_JSON)},
+        ["cluster", "import-slurm", "nodes.json", "--out", "c.yaml"],
+    ),
+    Target(
+        "cluster import-slurm (scontrol text)",
+        {"nodes.txt": damaged_bytes(SCONTROL_TEXT)},
+        ["cluster", "import-slurm", "nodes.txt"],
+    ),
+    Target(
+        "option values",
+        {
+            "tasks.csv": st.just(_table_text(*MIG_TASKS)),
+            "profile.csv": st.just(_table_text(*PACKS)),
+            "trace.csv": st.just(_table_text(TRACE_HEADER[:5], [r[:5] for r in TRACE_ROWS])),
+            "snapshot.json": st.just(json.dumps(HADAR).encode()),
+            "state.json": st.just(json.dumps(ANDREAS).encode()),
+            "nodes.csv": st.just(_table_text(*OPENB_NODES)),
+            "plan.json": st.just(json.dumps(PLAN).encode()),
+        },
+        _option_argv,
+    ),
+]
