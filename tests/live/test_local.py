@@ -163,4 +163,3 @@ def test_simulate_reads_a_live_config_so_the_readme_comparison_runs_as_written(t
     assert {r["job_id"] for r in _rows(tmp_path / "sim-run" / "jobs.csv")} == {f"j{i}" for i in range(1, 9)}
     res = CliRunner().invoke(app, ["cluster", "compare", "sim-run", "sim-run"])
     assert res.exit_code == 0 and "j8" in res.output
-
