@@ -1,23 +1,33 @@
 """The optimised round policies decide exactly as their first forms (kept as references beside this test): the
 same segments, start and end times and number of decisions on Philly-like backlogs and on random traces.
 
-Gavel's reference is tests/cluster/reference_gavel.py (per-job dicts, every type's queue sorted every round)."""
+Gavel's reference is tests/cluster/reference_gavel.py (per-job dicts, every type's queue sorted every round);
+Hadar's and HadarE's are tests/cluster/reference_hadar.py on the first DP (tests/hadar/reference_dp.py); ANDREAS'
+is the policy with the first RG (tests/andreas/reference_rg.py) and the job-by-job instance below."""
 
 from __future__ import annotations
 
+import math
+import time
+
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpuweave.andreas.model import Instance
 from gpuweave.cluster.policies import make_policy
+from gpuweave.cluster.policies.andreas_adapter import RGPolicy, ViewAdapter
 from gpuweave.cluster.simulator import Simulator
 from gpuweave.hardware.cluster_spec import make_cluster
 from gpuweave.workload.job import Job
 from gpuweave.workload.profiles import load_profiles
 from gpuweave.workload.traces.generate import generate_philly_like
 
+from ..andreas import reference_rg
 from .conftest import POWER, TableProfiles, make_nodes
 from .reference_gavel import ReferenceGavel
+from .reference_hadar import ReferenceHadar, ReferenceHadarE
 
 GAVEL_CASES = [
     ("gavel", {}, {}),
@@ -86,3 +96,61 @@ def test_gavel_decides_as_the_reference_on_random_traces(spec, jobs, case, seed)
     fast = history(nodes, trace, make_policy(name, seed=seed, type_order=["V100", "K80"], **options), profiles, POWER)
     ref = ReferenceGavel(seed=seed, type_order=["V100", "K80"], **reference)
     assert fast == history(nodes, trace, ref, profiles, POWER)
+
+
+HADAR_CASES = [
+    ("hadar", {}, ReferenceHadar),
+    ("hadar", {"variant": "sticky"}, ReferenceHadar),
+    ("hadar", {"backfill": True, "order": "srpt"}, ReferenceHadar),
+    ("hadar", {"utility": "normalized", "max_states": 8}, ReferenceHadar),
+    ("hadare", {}, ReferenceHadarE),
+]
+
+
+@pytest.mark.parametrize("name,options,reference", HADAR_CASES)
+def test_hadar_decides_as_the_reference_on_a_philly_like_trace(name, options, reference):
+    nodes = make_cluster(48, ["V100", "P100", "K80"], gpus_per_node=4).expand()
+    profiles = load_profiles()
+    trace = generate_philly_like(60 if name == "hadare" else 90, 200.0, 3, profiles=profiles)
+    power = {m: (50.0, 250.0) for m in ("V100", "P100", "K80")}
+    fast = history(nodes, trace, make_policy(name, **options), profiles, power)
+    assert fast == history(nodes, trace, reference(**options), profiles, power)
+
+
+class ReferenceViewAdapter(ViewAdapter):
+    """The instance built one job at a time (its first form)."""
+
+    def instance(self, view, h_wc, include_running=True, exclude=frozenset(), reserved=None) -> Instance:
+        inst = super().instance(view, h_wc, include_running, exclude, reserved)
+        by_id = {**view.pending, **view.running}
+        times = np.full(inst.times.shape, np.inf)
+        for j, job_id in enumerate(inst.job_ids):
+            js = by_id[job_id]
+            r = self.rates(view, js)
+            with np.errstate(divide="ignore"):
+                times[j] = np.where(r > 0, view.remaining(js) / np.where(r > 0, r, 1.0), np.inf)
+            assert inst.due[j] == (math.inf if js.job.deadline is None else float(js.job.deadline))
+        inst.times = times
+        return inst
+
+
+class ReferenceAndreas(RGPolicy):
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.adapter = ReferenceViewAdapter(self.adapter.cost_model, self.adapter.rho)
+
+    def optimize(self, inst, others=None):
+        t0 = time.perf_counter()
+        sched = reference_rg.randomized_greedy(inst, self.rng, self.config)
+        sched.extra["opt_seconds"] = time.perf_counter() - t0
+        return sched
+
+
+@pytest.mark.parametrize("options", [{}, {"period": 300.0}, {"node_rule": "random_beta", "max_it": 20}])
+def test_andreas_decides_as_the_reference_on_a_philly_like_trace(options):
+    nodes = make_cluster(48, ["V100", "P100", "K80"], gpus_per_node=8).expand()
+    profiles = load_profiles()
+    trace = generate_philly_like(100, 200.0, 4, profiles=profiles)
+    power = {m: (50.0, 250.0) for m in ("V100", "P100", "K80")}
+    fast = history(nodes, trace, make_policy("andreas", seed=4, **options), profiles, power)
+    assert fast == history(nodes, trace, ReferenceAndreas(seed=4, **options), profiles, power)
