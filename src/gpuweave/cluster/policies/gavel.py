@@ -123,7 +123,8 @@ class GavelPolicy(ClusterPolicy):
         self._solved_version = -1  # the active set's version at the last re-solve (recompute="on_change")
         self._last_call: float | None = None
         self._last_running: tuple[np.ndarray, np.ndarray, list] = (np.zeros(0, int), np.zeros(0, int), [])
-        self._rates_key: tuple = ()  # (active set version, rate rows' source) the masked rates were built for
+        self._source_version = 0  # counts changes of the rates' source (profiles, nodes, placement rule)
+        self._rates_key: tuple = ()  # (active set version, source version) the masked rates were built for
         self._masked: tuple = ()
         # finish_time_fairness_perf keeps the cumulative isolated time of each job across recomputes.
         self._isolated_time: dict[str, float] = {}
@@ -146,11 +147,28 @@ class GavelPolicy(ClusterPolicy):
             np.add.at(self._type_time, types, dt)  # in job order, as one addition after another
         self._last_call = now
 
-    def _sync_jobs(self, view, R: int) -> list:
-        """Register arrivals (time prior, zero deficit) and forget finished jobs, noting any change; the active
-        jobs' states in (arrival, id) order."""
-        if self._jobs.sync(view, R, self.time_prior):
+    def _sync_jobs(self, view, models) -> list:
+        """Register arrivals (time prior, zero deficit, rates) and forget finished jobs, noting any change; the
+        active jobs' states in (arrival, id) order."""
+        table = self._rates.of(view)
+        capacity = self._capacity.refresh(view)
+        source = (table, capacity.largest_node, view.ideal_placement)
+        stale = any(a is not b for a, b in zip(source, self._rows_of))
+        if stale:  # rates or nodes changed: every cached row is stale
+            self._rows_of, self._rows = source, {}
+            self._source_version += 1
+        rows = self._rows
+
+        def row_of(kind: tuple[str, int]) -> list[float]:
+            row = rows.get(kind)
+            if row is None:
+                row = rows[kind] = self._rate_row(view, table, capacity.largest_node, kind, models)
+            return row
+
+        if self._jobs.sync(view, len(models), self.time_prior, row_of):
             self._changed = True
+        elif stale:
+            self._jobs.refresh_rows(row_of)
         return self._jobs.states(view)
 
     def _reset(self, now: float) -> None:
@@ -176,29 +194,12 @@ class GavelPolicy(ClusterPolicy):
     def _throughputs(self, view, models) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(T, scale, workers): whole-job rate of each active job on each type (0 = cannot run there); rebuilt only
         when the active set, the rates or the nodes change."""
-        table = self._rates.of(view)
-        capacity = self._capacity.refresh(view)
-        source = (table, capacity.largest_node, view.ideal_placement)
-        if any(a is not b for a, b in zip(source, self._rows_of)):  # rates or nodes changed: rows are stale
-            self._rows_of, self._rows = source, {}
-            self._jobs.rows = None
-        key = (self._jobs.version, *map(id, source))
+        key = (self._jobs.version, self._source_version)
         if key != self._rates_key:
-            jobs = self._jobs
-            if jobs.rows is None or len(jobs.rows) != len(jobs.ids):
-                rows = self._rows
-                lookup = []
-                for job_type, n in jobs.kinds:
-                    row = rows.get((job_type, n))
-                    if row is None:
-                        row = rows[(job_type, n)] = self._rate_row(
-                            view, table, capacity.largest_node, (job_type, n), models
-                        )
-                    lookup.append(row)
-                jobs.rows = np.array(lookup, dtype=float).reshape(len(jobs.ids), len(models))
+            capacity = self._capacity.refresh(view)
             workers = np.array([capacity.gpus_by_model[m] for m in models], dtype=float)
-            scale = jobs.scale
-            T = np.where(scale[:, None] <= workers[None, :], jobs.rows, 0.0)
+            scale = self._jobs.scale
+            T = np.where(scale[:, None] <= workers[None, :], self._jobs.rows, 0.0)
             self._masked, self._rates_key = (T, scale, workers), key
         return self._masked
 
@@ -252,7 +253,7 @@ class GavelPolicy(ClusterPolicy):
         R = len(models)
         now = view.now
         self._charge_last_round(now, R)
-        active = self._sync_jobs(view, R)
+        active = self._sync_jobs(view, models)
         T, scale, workers = self._throughputs(view, models)
         if self._needs_recompute(now):
             if self.recompute == "gavel" or now - self._last_reset >= self.reset_interval:
@@ -444,12 +445,12 @@ class _ActiveJobs:
         self.job_time = np.zeros((0, 0))
         self.deficit = np.zeros((0, 0))
         self.scale = np.zeros(0)
-        self.rows: np.ndarray | None = None
+        self.rows = np.zeros((0, 0))  # each job's whole-job rate on each type
 
-    def sync(self, view, R: int, prior: float) -> bool:
+    def sync(self, view, R: int, prior: float, row_of) -> bool:
         """Follow the view's active set; True when it changed (arrivals or departures). O(M) C steps when nothing
-        changed; O(M) otherwise (finished rows dropped, arrivals appended in (arrival, id) order, or a full
-        re-sort when an arrival sorts before a job already known)."""
+        changed; otherwise finished rows are dropped and arrivals appended in (arrival, id) order (a full re-sort
+        only when an arrival sorts before a job already known), mostly in C. ``row_of(kind)``: an arrival's rates."""
         current = view.running.keys() | view.pending.keys()
         if current == self.known and self.alloc.shape[1:] == (R,):
             return False
@@ -457,47 +458,57 @@ class _ActiveJobs:
             version = self.version
             self.__init__()
             self.version = version
-            self.alloc, self.job_time, self.deficit = np.zeros((0, R)), np.zeros((0, R)), np.zeros((0, R))
+            self.alloc, self.job_time, self.deficit, self.rows = (np.zeros((0, R)) for _ in range(4))
         gone = self.known - current
         new = current - self.known
-        states = view.pending
-        running = view.running
-        arrivals = sorted(((running.get(j) or states[j]).job for j in new), key=lambda job: (job.arrival, job.job_id))
-        kept = [i for i, j in enumerate(self.ids) if j not in gone] if gone else list(range(len(self.ids)))
-        last = self.keys[kept[-1]] if kept else None
-        if arrivals and last is not None and (arrivals[0].arrival, arrivals[0].job_id) < last:
-            fresh = [((job.arrival, job.job_id), -1 - k) for k, job in enumerate(arrivals)]
-            order = sorted([(self.keys[i], i) for i in kept] + fresh)
-            src = [i for _, i in order]
+        pending, running = view.pending, view.running
+        arrivals = sorted(((running.get(j) or pending[j]).job for j in new), key=lambda job: (job.arrival, job.job_id))
+        M = len(self.ids)
+        kept = np.delete(np.arange(M), sorted(self.pos[j] for j in gone)) if gone else np.arange(M)
+        fresh = [(job.arrival, job.job_id) for job in arrivals]
+        if fresh and kept.size and fresh[0] < self.keys[kept[-1]]:  # an arrival sorts before a known job
+            order = sorted([(self.keys[i], i) for i in kept.tolist()] + [(k, -1 - n) for n, k in enumerate(fresh)])
+            src = np.array([i for _, i in order], dtype=np.int64)
         else:
-            src = kept + [-1 - k for k in range(len(arrivals))]
-        self._rebuild(src, arrivals, prior)
+            src = np.concatenate([kept, -1 - np.arange(len(fresh), dtype=np.int64)])
+        self._rebuild(src, arrivals, fresh, prior, row_of)
         self.known = set(current)
         self.version += 1
         return True
 
-    def _rebuild(self, src: list[int], arrivals: list, prior: float) -> None:
+    def _rebuild(self, src: np.ndarray, arrivals: list, fresh: list, prior: float, row_of) -> None:
         """New arrays in the order ``src``: an old row index, or ``-1 - k`` for the k-th arrival."""
-        M = len(src)
-        old = np.array([i for i in src if i >= 0], dtype=np.int64)
-        was = np.array([i >= 0 for i in src], dtype=bool)
+        M = src.size
+        was = src >= 0
+        old = src[was]
+        new = -1 - src[~was]
 
-        def carry(arr: np.ndarray, fill) -> np.ndarray:
+        def carry(arr: np.ndarray, fill, rows=None) -> np.ndarray:
             out = np.full((M, *arr.shape[1:]), fill, dtype=arr.dtype)
             out[was] = arr[old]
+            if rows is not None and new.size:
+                out[~was] = rows
             return out
 
+        R = self.alloc.shape[1]
+        kinds = [(job.job_type, job.num_gpus) for job in arrivals]
+        added = np.array([row_of(kind) for kind in kinds], dtype=float).reshape(len(kinds), R)[new] if kinds else None
         self.alloc = carry(self.alloc, 0.0)
         self.in_alloc = carry(self.in_alloc, False)
         self.job_time = carry(self.job_time, prior)
         self.deficit = carry(self.deficit, 0.0)
-        jobs = [arrivals[-1 - i] if i < 0 else None for i in src]
-        self.ids = [self.ids[i] if i >= 0 else jobs[k].job_id for k, i in enumerate(src)]
-        self.keys = [self.keys[i] if i >= 0 else (jobs[k].arrival, jobs[k].job_id) for k, i in enumerate(src)]
-        self.kinds = [self.kinds[i] if i >= 0 else (jobs[k].job_type, jobs[k].num_gpus) for k, i in enumerate(src)]
-        self.scale = np.array([n for _, n in self.kinds], dtype=float)
-        self.pos = {j: i for i, j in enumerate(self.ids)}
-        self.rows = None
+        self.rows = carry(self.rows, 0.0, added)
+        self.scale = carry(self.scale, 0.0, np.array([n for _, n in kinds], dtype=float)[new] if kinds else None)
+        ids = [job.job_id for job in arrivals]
+        self.ids = [self.ids[i] if i >= 0 else ids[-1 - i] for i in src.tolist()]
+        self.keys = [self.keys[i] if i >= 0 else fresh[-1 - i] for i in src.tolist()]
+        self.kinds = [self.kinds[i] if i >= 0 else kinds[-1 - i] for i in src.tolist()]
+        self.pos = dict(zip(self.ids, range(M)))
+
+    def refresh_rows(self, row_of) -> None:
+        """Every row's rates again (the rates or the nodes changed)."""
+        R = self.alloc.shape[1]
+        self.rows = np.array([row_of(kind) for kind in self.kinds], dtype=float).reshape(len(self.ids), R)
 
     def states(self, view) -> list:
         running, pending = view.running, view.pending
