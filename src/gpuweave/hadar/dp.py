@@ -222,8 +222,8 @@ class HadarDP:
         )
         self.comm = problem.kappa * float(np.max(constants.u_min)) if R else 0.0
         # Pure-Python tables: FIND_ALLOC runs on tiny per-type loops where numpy call overhead dominates.
-        self.P = [list(map(float, self.prices[h, : int(cap[h]) + 1])) for h in range(H)]
         self.capl = [int(c) for c in cap]
+        self.P = _shared_rows(self.prices, self.capl)
         self.stypel = [int(t) for t in self.stype]
         self.by_type = [[int(h) for h in np.flatnonzero(self.stype == r)] for r in range(R)]
         # Per job: feasible types, fastest (per-worker consolidated X) first; ties: lower type index.
@@ -256,8 +256,8 @@ class HadarDP:
                 self._getters.append(lambda F, h0=h0: (F[h0],))
             else:
                 self._getters.append(operator.itemgetter(*idx) if idx else (lambda F: ()))
-            rows = {tuple(self.P[h]) for h in idx}
-            row = next(iter(rows)) if len(rows) == 1 else ()
+            rows = {id(self.P[h]): self.P[h] for h in idx}  # equal rows are one shared list (_shared_rows)
+            row = next(iter(rows.values())) if len(rows) == 1 else ()
             self._uniform.append(len(rows) == 1 and all(a < b for a, b in zip(row, row[1:])))
 
     # ------------------------------------------------------------------ FIND_ALLOC
@@ -274,11 +274,15 @@ class HadarDP:
         Generation order is KEEP, PACKED per type, SPREAD per anchor type; ``Candidate.order`` records it
         and breaks the last ties in :meth:`find_alloc`.
         """
-        F = tuple(F)
+        return [Candidate(t[5], t[1], -t[2], -t[3], t[0], -t[4]) for t in self._scored(i, tuple(F), v)]
+
+    def _scored(self, i: int, F: tuple, v: "FreeView | None") -> list[tuple]:
+        """The candidates of :meth:`candidates` as tuples ``(mu, rate, -servers, -cost, -order, alloc)``, whose
+        order is FIND_ALLOC's preference (the order numbers are distinct, so ``alloc`` is never compared)."""
         if v is None:
             v = self.view(F)
         j = self.p.jobs[i]
-        seen: dict[tuple, Candidate] = {}
+        seen: dict[tuple, tuple] = {}
         # KEEP first so that a tie goes to not moving.
         prev = j.prev
         if prev is not None and all(F[h] >= k for h, k in prev):
@@ -288,11 +292,12 @@ class HadarDP:
             self._add_spread(seen, i, F, v)
         return list(seen.values())
 
-    def _add_candidate(self, seen: dict[tuple, Candidate], i: int, F, alloc: tuple, used_types) -> None:
+    def _add_candidate(self, seen: dict[tuple, tuple], i: int, F, alloc: tuple, used_types) -> None:
         """Price ``alloc`` for job i on F and record it in ``seen`` unless known or at rate 0."""
         if alloc in seen:
             return
-        if len(alloc) == 1:
+        servers = len(alloc)
+        if servers == 1:
             rate = self.consl[i][used_types[0]]
         else:
             uncons = self.unconsl[i]
@@ -301,18 +306,18 @@ class HadarDP:
             return
         P = self.P
         capl = self.capl
-        if len(alloc) == 1:
+        if servers == 1:
             h, k = alloc[0]
             cost = 0.0 + P[h][capl[h] - F[h]] * k + self.comm * 0
         else:
             cost = 0.0
             for h, k in alloc:
                 cost += P[h][capl[h] - F[h]] * k
-            cost += self.comm * (len(alloc) - 1)
+            cost += self.comm * (servers - 1)
         mu = self.payoff(i, alloc, rate) - cost
-        seen[alloc] = Candidate(alloc, rate, len(alloc), cost, mu, len(seen))
+        seen[alloc] = (mu, rate, -servers, -cost, -len(seen), alloc)
 
-    def _add_packed(self, seen: dict[tuple, Candidate], i: int, F, v: "FreeView") -> None:
+    def _add_packed(self, seen: dict[tuple, tuple], i: int, F, v: "FreeView") -> None:
         """PACKED: the cheapest server per type that holds all W GPUs."""
         W = self.p.jobs[i].num_gpus
         cons = self.consl[i]
@@ -321,7 +326,7 @@ class HadarDP:
             if best_h >= 0 and cons[r] > 0:
                 self._add_candidate(seen, i, F, ((best_h, W),), (r,))
 
-    def _add_spread(self, seen: dict[tuple, Candidate], i: int, F, v: "FreeView") -> None:
+    def _add_spread(self, seen: dict[tuple, tuple], i: int, F, v: "FreeView") -> None:
         """SPREAD: each anchor type first, most-free servers first, then the other types fastest first."""
         W = self.p.jobs[i].num_gpus
         types = self.types[i]
@@ -398,11 +403,11 @@ class HadarDP:
                 break
         if total < W:
             return None
-        cands = self.candidates(i, F, v)
+        cands = self._scored(i, F, v)
         if not cands:
             return None
-        best = max(cands, key=lambda c: (c.mu, c.rate, -c.servers, -c.cost, -c.order))
-        return best if best.mu > 0 else None
+        t = max(cands)
+        return Candidate(t[5], t[1], -t[2], -t[3], t[0], -t[4]) if t[0] > 0 else None
 
     # ------------------------------------------------------------------ DP
     def solve(self) -> DPResult:
@@ -562,6 +567,21 @@ class HadarDP:
             for h, k in cand.alloc:
                 F[h] -= k
         return DPResult(value, plan, self.states, result.memo_keys, result.fallback, result.constants)
+
+
+def _shared_rows(prices: np.ndarray, capl: list[int]) -> list[list[float]]:
+    """Each server's prices for 0..c GPUs in use as a Python list; servers whose rows are bit for bit equal share
+    one list (O(H) byte comparisons instead of O(H c) float conversions, and equal rows are recognised by identity)."""
+    shared: dict[bytes, list[float]] = {}
+    out = []
+    for h, c in enumerate(capl):
+        row = prices[h, : c + 1]
+        key = row.tobytes()
+        lst = shared.get(key)
+        if lst is None:
+            lst = shared[key] = row.tolist()
+        out.append(lst)
+    return out
 
 
 def _suffix_min(gpus: list[int]) -> list[int]:
