@@ -72,17 +72,17 @@ class HadarEPolicy(HadarPolicy):
         extra: list[QueuedJob] = []
         extra_gpus = 0
         total_gpus = int(cap.sum())
-        copies_of: dict[str, int] = {}
         for js in order:
             W = js.job.num_gpus
             k = copy_count(W, largest, n_copies)
             forkable = k > 1
-            copies_of[js.job.job_id] = k
             cons, uncons = table.get(js.job.job_type, W)
             prev_nodes = copy_nodes(js.placement, W)
             rem = view.remaining(js) / k
             tot = float(js.job.work) / k
             for i in range(1, k + 1):
+                if i > 1 and extra_gpus >= total_gpus:
+                    break  # the extra copies alone could fill the cluster: no later copy joins Q
                 if i == 1 and not forkable:
                     prev = js.placement
                 else:
