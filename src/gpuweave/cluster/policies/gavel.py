@@ -46,6 +46,8 @@ from gpuweave.baselines.gavel import (
     finish_time_fairness_lp,
     fraction_priorities,
     max_min_fairness_lp,
+    max_min_fairness_pop,
+    max_min_objective,
     min_total_duration_lp,
 )
 from gpuweave.cluster.contract import ClusterPolicy
@@ -68,6 +70,8 @@ OLD_SPELLINGS = {
     "min_total_duration": "min_total_duration_perf",
     "makespan": "min_total_duration_perf",
 }
+# The allocation policies whose LP the ``partitions`` option (POP) splits.
+POP_OBJECTIVES = ("max_min_fairness_perf", "heterogeneity_unaware_las")
 # Gavel's simulator shuffles the type order each round for policies without "Perf" in their name.
 UNAWARE = ("heterogeneity_unaware_las",)
 
@@ -87,12 +91,20 @@ class GavelPolicy(ClusterPolicy):
         time_prior: float | None = None,
         deficit: str = "cumulative",
         shuffle_types: bool | None = None,
+        partitions: int = 1,
         *,
         round_length: float | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__(round_length=round_length, seed=seed)
         policy = OLD_SPELLINGS.get(policy, policy)
+        if isinstance(partitions, bool) or not isinstance(partitions, (int, np.integer)) or partitions < 1:
+            raise ValueError(f"partitions must be an integer >= 1, got {partitions!r}")
+        if partitions > 1 and policy not in POP_OBJECTIVES:
+            raise ValueError(f"partitions > 1 (POP) applies to {' and '.join(POP_OBJECTIVES)}, not {policy}")
+        self.partitions = int(partitions)
+        self.audit_pop = False  # set by `gpuweave bench pop`: also solve the whole LP and record both objectives
+        self.pop_objectives: list[tuple[int, float, float]] = []  # (jobs, partitioned objective, whole objective)
         if policy not in OBJECTIVES:
             raise ValueError(
                 f"policy must be one of {', '.join(OBJECTIVES)} (old spellings: {', '.join(OLD_SPELLINGS)})"
@@ -216,12 +228,23 @@ class GavelPolicy(ClusterPolicy):
         if policy == "fifo_perf":
             by_name = sorted(range(len(view.models)), key=lambda r: view.models[r].lower())
             return fifo_perf_allocation(T, scale, workers, by_name)
-        if policy == "heterogeneity_unaware_las":
-            self.lp_solves += 1
-            return max_min_fairness_lp(np.ones_like(T), scale, workers, interior=True)
-        if policy == "max_min_fairness_perf":
-            self.lp_solves += 1
-            return max_min_fairness_lp(T, scale, workers, interior=True)
+        if policy in POP_OBJECTIVES:
+            rates = np.ones_like(T) if policy == "heterogeneity_unaware_las" else T
+            if self.partitions == 1:
+                self.lp_solves += 1
+                return max_min_fairness_lp(rates, scale, workers, interior=True)
+            self.lp_solves += min(self.partitions, len(rates))
+            x = max_min_fairness_pop(rates, scale, workers, self.partitions, interior=True)
+            if self.audit_pop:
+                whole = max_min_fairness_lp(rates, scale, workers, interior=True)
+                self.pop_objectives.append(
+                    (
+                        len(rates),
+                        max_min_objective(rates, scale, workers, x),
+                        max_min_objective(rates, scale, workers, whole),
+                    )
+                )
+            return x
         steps = np.array([view.remaining(js) for js in active])
         if policy == "min_total_duration_perf":
             x, horizon, solves = min_total_duration_lp(T, scale, workers, steps)
@@ -530,6 +553,7 @@ def _fixed(policy_name: str, objective: str, doc: str) -> type[GavelPolicy]:
         time_prior: float | None = None,
         deficit: str = "cumulative",
         shuffle_types: bool | None = None,
+        partitions: int = 1,
         *,
         round_length: float | None = None,
         seed: int = 0,
@@ -543,6 +567,7 @@ def _fixed(policy_name: str, objective: str, doc: str) -> type[GavelPolicy]:
             time_prior,
             deficit,
             shuffle_types,
+            partitions,
             round_length=round_length,
             seed=seed,
         )

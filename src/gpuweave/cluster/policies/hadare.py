@@ -26,7 +26,7 @@ import time
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.policies.hadar import HadarPolicy, cluster_arrays, queue_order
-from gpuweave.hadar.dp import DEFAULT_MAX_STATES, hadar_round
+from gpuweave.hadar.dp import DEFAULT_MAX_STATES
 from gpuweave.hadar.forking import copy_count, copy_nodes, merge_copies
 from gpuweave.hadar.problem import QueuedJob
 
@@ -43,6 +43,7 @@ class HadarEPolicy(HadarPolicy):
         max_copies: int | None = None,
         work_conserving: bool = True,
         order: str = "fifo",
+        partitions: int = 1,
         *,
         round_length: float | None = None,
         seed: int = 0,
@@ -54,6 +55,7 @@ class HadarEPolicy(HadarPolicy):
             kappa=kappa,
             work_conserving=work_conserving,
             order=order,
+            partitions=partitions,
             round_length=round_length,
             seed=seed,
         )
@@ -108,7 +110,7 @@ class HadarEPolicy(HadarPolicy):
         jobs = first + extra
         if jobs:
             problem = self.round_problem(view, jobs, stype, cap, cap.copy(), L)
-            result = hadar_round(problem, max_states=self.max_states)
+            result = self.solve_round(problem)
             wanted.update(merge_copies(result.plan))
             self.dp_states.append(result.states)
             self.fallback_rounds += int(result.fallback)
