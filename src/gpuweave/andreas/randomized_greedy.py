@@ -35,7 +35,13 @@ the same seed (tested). With tied pressures the orders depend on each other thro
 generated sequentially (O(It·|Q|) Python steps); randomised configuration choice (r ≥ 2 or roulette) or
 node choice (random_beta) uses a scalar CONSTRUCT per iteration.
 
-Complexity: O(It·|Q|·(K + N)) numpy element operations per call; O(|Q|·K) Python steps.
+Scalar CONSTRUCT keeps each node type's nodes in heaps bucketed by free GPUs, so the best-fit node costs O(G_max)
+instead of a scan of the N nodes, and it counts the nodes with a free GPU instead of re-checking them per job.
+When no randomized iteration can win (f of the greedy plan is 0 and nothing is negative) the iterations' uniforms
+are not drawn: the PCG64 stream is advanced past them (:func:`skip_uniforms`), so later calls see the same numbers.
+Same plans and stream as the first form (tests/andreas/test_rg_reference.py).
+
+Complexity: O(It·|Q|·(K + N)) numpy element operations per call; O(|Q|·K·G_max) Python steps.
 """
 
 from __future__ import annotations

@@ -26,9 +26,14 @@ Restart delay in f(a): the simulator charges it when a job that has run before g
 first start is free), so FIND_ALLOC uses ``delta`` iff the job has started and ``a != prev`` (the spec
 charges first starts too; we follow the simulator so the DP predicts what will happen).
 
-Complexity: FIND_ALLOC is O(H + R log R) numpy work; the DP visits at most ``max_states`` branching
-states plus one greedy descent, O((max_states + |Q|) * H). Paper Theorem 1 claims O(|Q| (HR)^2) assuming
-few distinct states per index, which include/exclude recursion does not guarantee (spec A3).
+Complexity: the DP visits at most ``max_states`` branching states plus one greedy descent. Each state's free
+vector F is summarised once (:class:`FreeView`: free GPUs, most-free server and cheapest free GPU per type), derived
+from its parent's summary by recomputing only the types the last allocation touched (O(H_r) C steps); FIND_ALLOC
+then works per type in O(R) Python steps plus a sort of a type's servers only for a job no single server holds.
+So O((max_states + |Q|) * (R + H/R)) with the H part in C, against O((max_states + |Q|) * H) Python steps for a
+scan of every server (same plans, values and state counts: tests/hadar/test_dp_reference.py). Paper Theorem 1
+claims O(|Q| (HR)^2) assuming few distinct states per index, which include/exclude recursion does not guarantee
+(spec A3).
 """
 
 from __future__ import annotations

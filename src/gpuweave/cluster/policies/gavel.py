@@ -28,9 +28,20 @@ old spellings here), ``min_total_duration_perf`` (old: ``min_total_duration``, `
 The last four are also registered under their own names: ``gavel-min-total-duration``, ``gavel-ftf``,
 ``fifo-perf`` and ``gavel-las``.
 
+POP (ours, a named option; Narayanan et al., SOSP'21): ``partitions=k`` > 1 splits the max-min LP (of
+``max_min_fairness_perf`` and ``heterogeneity_unaware_las``) into k LPs over about M/k jobs and 1/k of every type's
+GPUs (:func:`gpuweave.baselines.gavel.max_min_fairness_pop`); the round mechanism is unchanged. Default 1 (the
+whole LP). Its speed and quality loss: ``gpuweave bench pop`` and docs/round-policies.md.
+
 Placement: all of a job's GPUs on one type, largest scale factor first, consolidated when one node holds them; a
-job that keeps its type keeps its placement. Cost per round: O(M R log M) for the pass plus the LP solve at a
-recompute.
+job that keeps its type keeps its placement.
+
+Cost per round, for M active jobs: the per-job state lives in arrays in (arrival, id) order that change only when
+a job arrives or finishes (then O(M), mostly in C); a round charges the time each job ran (numpy), and its greedy
+pass sorts a type's queue only when more jobs are eligible there than it has room for (else every eligible job
+takes it, in any order), so a round where nothing is contested is O(M) numpy plus O(M) Python reads of the jobs'
+placements. Moved jobs find their best-fit nodes in bucketed heaps. Plus the LP solve at a recompute. The
+decisions are those of the straightforward form (tests/cluster/test_round_policies_reference.py).
 """
 
 from __future__ import annotations

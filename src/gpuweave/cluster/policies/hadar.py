@@ -25,6 +25,10 @@ on an *idle* cluster (a property test found an LM job left pending for 46 M simu
 DP selects nothing while no job runs, the round instead starts the waiting jobs greedily in Q order on
 their fastest GPU model (fewest nodes). ``work_conserving=False`` keeps the spec's behaviour.
 
+POP (ours, a named option; Narayanan et al., SOSP'21): ``partitions=k`` > 1 splits each round's queue and servers
+into k sub-rounds solved by the DP independently (:mod:`gpuweave.hadar.pop`), each with its own state budget;
+default 1 (the whole round). Its speed and quality loss: ``gpuweave bench pop`` and docs/round-policies.md.
+
 Recorded per round: wall time of the decision (``decision_times``), DP states, fallback rounds, price
 constants. Complexity: see :mod:`gpuweave.hadar.dp`.
 """

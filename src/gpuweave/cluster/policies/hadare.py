@@ -15,7 +15,10 @@ may share a node when it has room for several (each copy is an independent proce
 one-copy-per-node holds on the single-GPU-node clusters of §6 (see :mod:`gpuweave.hadar.emulation`, which
 also models Eq. 10 estimates, per-round overheads and early finishes exactly as §3.7 describes).
 
-Complexity: as Hadar with |Q| <= #jobs + #GPUs entries.
+``partitions`` (POP) is Hadar's option, applied to the round with the copies.
+
+Complexity: as Hadar with |Q| <= #jobs + #GPUs entries (copies stop being built once the extra copies alone could
+fill the cluster).
 """
 
 from __future__ import annotations
