@@ -187,7 +187,7 @@ def bench_round(jobs: int, policy: str, reps: int, seed: int, options: dict) -> 
     if reps < 1:
         raise InputError(f"--reps must be >= 1, got {reps}", field="reps")
     make_policy(policy, **options)  # bad names and options fail before the workload is built
-    sim = prepared_view(jobs, seed)
+    sim = _round_view(jobs, seed, prepared_view)
     make_policy(policy, **options).schedule(prepared_view(min(jobs, 48), seed).view)
     wall, cpu = [], []
     decision = pol = None
@@ -214,6 +214,30 @@ def bench_round(jobs: int, policy: str, reps: int, seed: int, options: dict) -> 
         "cpu": cpu_model(),
         "python": sys.version.split()[0],
     }
+
+
+def _round_view(jobs: int, seed: int, prepared_view):
+    """Hadar's Fig. 5 view with ``jobs`` pending jobs. The Philly pool has 2,155 jobs; a larger N (e.g. 4,096) joins
+    independent samples of at most the pool's size (seeds seed, seed + 1, ...) on the cluster grown for N."""
+    from gpuweave.hadar.trace import build_jobs, load_pool
+    from gpuweave.repro.hadar.scalability import scaled_cluster
+
+    pool = load_pool()
+    size = len(pool["row"])
+    if jobs <= size:
+        return prepared_view(jobs, seed)
+    sim = prepared_view(size, seed)  # the simulator shell; its jobs are replaced below
+    profiles = sim.profiles
+    picked = []
+    for k, start in enumerate(range(0, jobs, size)):
+        for job in build_jobs(pool, min(size, jobs - start), seed + k, profiles):
+            job.job_id = f"s{k}-{job.job_id}"
+            picked.append(job)
+    power = {m: (0.0, 0.0) for m in ("V100", "P100", "K80")}
+    sim = Simulator(scaled_cluster(jobs), picked, sim.policy, profiles, power)
+    for js in sim.states:
+        sim.pending[js.job.job_id] = js
+    return sim
 
 
 def bench_pop(

@@ -434,6 +434,8 @@ class HadarDP:
         min_w = _suffix_min(gpus)
         ub, u_type = self._payoff_bounds(gpus)
         self._gpus, self._min_w, self._u_type = gpus, min_w, u_type
+        self._gpus_arr = np.array(gpus, dtype=float)
+        self._u_arr = np.array(u_type, dtype=float).reshape(n, self.p.num_types)
         dens = sorted((k for k in range(n) if ub[k] > 0), key=lambda k: -ub[k] / gpus[k])
 
         def bound(i: int, capacity: int) -> float:
@@ -487,10 +489,13 @@ class HadarDP:
         """The first job from i on that FIND_ALLOC places on F, and its candidate ((n, None) if none).
 
         Filters before FIND_ALLOC (exact): a job must fit in the free GPUs, and no candidate of job k costs less
-        than W_k times the cheapest free GPU nor pays more than its utility on its best type with a free GPU."""
+        than W_k times the cheapest free GPU nor pays more than its utility on its best type with a free GPU.
+        After a few filtered jobs in a row the rest of Q is filtered in one numpy step (the same comparisons on
+        the same floats), so a long queue on a nearly full cluster is not walked job by job at every state."""
         n = len(self.p.jobs)
         gpus, min_w, u_type = self._gpus, self._min_w, self._u_type
         pmin, avail = v.pmin, v.avail
+        filtered = 0
         while i < n and free_total >= min_w[i]:
             W = gpus[i]
             if W <= free_total:
@@ -499,8 +504,21 @@ class HadarDP:
                     cand = self.find_alloc(i, F, v)
                     if cand is not None:
                         return i, cand
+                    i += 1
+                    continue
             i += 1
+            filtered += 1
+            if filtered == 8 and i < n:
+                i = self._first_passing(i, free_total, pmin, avail)
         return n, None
+
+    def _first_passing(self, i: int, free_total: int, pmin: float, avail: list[int]) -> int:
+        """The first job from i on that passes :meth:`_next_selectable`'s filter (n if none)."""
+        W, UT = self._gpus_arr[i:], self._u_arr[i:]
+        best = UT[:, avail].max(axis=1) if len(avail) > 1 else UT[:, avail[0]]
+        ok = (W <= free_total) & (best - W * pmin > 0)
+        k = int(ok.argmax())
+        return i + k if ok[k] else len(self.p.jobs)
 
     def _payoff_bounds(self, gpus: list[int]) -> tuple[list[float], list[list[float]]]:
         """Upper bounds for branch and bound (exact: they only prune a skip branch that cannot beat the select
