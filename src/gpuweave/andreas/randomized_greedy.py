@@ -244,12 +244,13 @@ def construct(
     fits = None if beta else _BestFitNodes(node_type, fr)
     busy = sum(1 for f in fr if f > 0)  # nodes with a free GPU: none left ends the pass
     rows, nds = lists.tolist(), n_d.tolist()
+    tried = (lists >= 0).sum(axis=1).tolist()  # config_lists pads each row with -1 after its entries
     key_rows = keys.tolist() if keys is not None else None
     for j in order.tolist() if isinstance(order, np.ndarray) else order:
         j = int(j)
         if not busy:
             break
-        row = [k for k in rows[j] if k >= 0]
+        row = rows[j][: tried[j]]
         nd = int(nds[j])
         D, Dbar = row[:nd], row[nd:]
         kD, kDbar = ([], [])
@@ -261,7 +262,7 @@ def construct(
                 Lc, kc = D, kD
             else:
                 Lc, kc = Dbar, kDbar
-            pos = _select(Lc, kc, randomized, rng, cfg)
+            pos = _select(Lc, kc, randomized, rng, cfg) if randomized else 0
             k = Lc.pop(pos)
             if kc:
                 kc.pop(pos)
