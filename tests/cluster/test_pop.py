@@ -137,3 +137,11 @@ def test_bench_pop_cli_reports_each_k_against_k1():
         [sys.executable, "-m", "gpuweave.cli", "bench", "pop", "--partitions", "1,x"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and "partitions" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_bench_round_grows_the_sample_past_the_philly_pool():
+    from gpuweave.bench import bench_round
+
+    result = bench_round(2200, "gavel", 1, 0, {})  # the pool has 2,155 jobs
+    assert result["jobs"] == 2200 and result["gpus"] == 2208
+    assert result["cpu_s"] > 0 and result["seconds"] > 0 and 0 < result["started"] <= 2200

@@ -154,3 +154,17 @@ def test_andreas_decides_as_the_reference_on_a_philly_like_trace(options):
     power = {m: (50.0, 250.0) for m in ("V100", "P100", "K80")}
     fast = history(nodes, trace, make_policy("andreas", seed=4, **options), profiles, power)
     assert fast == history(nodes, trace, ReferenceAndreas(seed=4, **options), profiles, power)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=clusters, jobs=job_specs, case=st.integers(0, 5), seed=st.integers(0, 9))
+def test_hadar_and_andreas_decide_as_the_reference_on_random_traces(spec, jobs, case, seed):
+    nodes, profiles, trace = random_trace(spec, jobs)
+    if not trace:
+        return
+    if case < len(HADAR_CASES):
+        name, options, reference = HADAR_CASES[case]
+        fast, ref = make_policy(name, **options), reference(**options)
+    else:
+        fast, ref = make_policy("andreas", seed=seed, max_it=20), ReferenceAndreas(seed=seed, max_it=20)
+    assert history(nodes, trace, fast, profiles, POWER) == history(nodes, trace, ref, profiles, POWER)
