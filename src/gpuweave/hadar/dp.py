@@ -38,6 +38,7 @@ claims O(|Q| (HR)^2) assuming few distinct states per index, which include/exclu
 
 from __future__ import annotations
 
+import gc
 import math
 import operator
 import sys
@@ -475,10 +476,17 @@ class HadarDP:
             return res
 
         F0 = tuple(int(v) for v in self.p.free)
+        # The search allocates many short-lived tuples and makes no garbage cycles of its own: the cyclic
+        # collector, which would otherwise run (and walk every live object) many times per round, waits until it
+        # is done. Reference counting still frees everything as it goes.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             value, node = rec(0, F0, sum(F0), self.view(F0))
         finally:
             sys.setrecursionlimit(limit)
+            if collecting:
+                gc.enable()
         plan = {}
         while node is not None:  # the chosen path, as a linked list (job index, allocation, rest)
             i, alloc, node = node
