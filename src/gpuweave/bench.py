@@ -45,8 +45,10 @@ def bench_sim(
         "rate_per_hour": rate_per_hour,
         "round_length": run["round_length"],
         "wall_s": round(run["wall_s"], 4),
+        "cpu_s": round(run["cpu_s"], 4),
         "setup_s": round(run["setup_s"], 4),
         "jobs_per_s": round(jobs / run["wall_s"], 1),
+        "jobs_per_cpu_s": round(jobs / max(run["cpu_s"], 1e-9), 1),
         "events": rec.events,
         "events_per_s": round(rec.events / run["wall_s"], 1),
         "decisions": rec.decisions,
@@ -63,8 +65,11 @@ def timed_sim(
     seed: int,
     round_length: float | None,
     progress: Callable[[int], None] | None = None,
+    options: dict | None = None,
+    wrap: Callable | None = None,
 ) -> dict:
-    """Generate the trace and cluster, then run and time the simulation alone (wall and CPU seconds)."""
+    """Generate the trace and cluster, then run and time the simulation alone (wall and CPU seconds). ``options``
+    are the policy's; ``wrap(policy)`` may adjust the built policy (bench pop's audit)."""
     if not (math.isfinite(rate_per_hour) and rate_per_hour > 0):
         raise InputError(f"--rate must be a number > 0 (jobs/hour), got {rate_per_hour}", field="rate")
     if round_length is not None and not (math.isfinite(round_length) and round_length > 0):
@@ -73,7 +78,7 @@ def timed_sim(
         raise InputError(
             f"--gpus must be at least 24 (one 8-GPU node of each of V100, P100, K80), got {gpus}", field="gpus"
         )
-    make_policy(policy)  # an unknown name fails before the trace is generated
+    make_policy(policy, **(options or {}))  # an unknown name or option fails before the trace is generated
     t0 = time.perf_counter()
     nodes = make_cluster(gpus, ["V100", "P100", "K80"], gpus_per_node=8).expand()
     profiles = load_profiles()
@@ -82,7 +87,9 @@ def timed_sim(
     for node in nodes:
         g = get_gpu(node.gpu_model)
         power[node.gpu_model] = (g.power_idle_w, g.power_max_w)
-    pol = make_policy(policy, round_length=round_length)
+    pol = make_policy(policy, round_length=round_length, **(options or {}))
+    if wrap is not None:
+        pol = wrap(pol)
     setup_s = time.perf_counter() - t0
     gc.collect()  # garbage of an earlier run (the simulator holds reference cycles) is not charged to this one
     t1, c1 = time.perf_counter(), time.process_time()
@@ -178,15 +185,129 @@ def bench_scale(policy: str, sizes: list[int], seed: int, progress: Callable[[st
 
 def bench_round(jobs: int, policy: str, reps: int, seed: int, options: dict) -> dict:
     """One scheduling decision with ``jobs`` jobs pending at t = 0 on a cluster grown with them (GPUs = jobs
-    rounded up to a multiple of 12, equal V100/P100/K80, 4 per node: Hadar's Fig. 5 setup, spec §5.8)."""
-    from gpuweave.repro.hadar.scalability import cpu_model, time_policy
+    rounded up to a multiple of 12, equal V100/P100/K80, 4 per node: Hadar's Fig. 5 setup, spec §5.8).
+
+    ``reps`` fresh policies decide on the same view after one untimed warm-up round on a small view (imports,
+    profile tables); the medians of wall and CPU seconds (``time.process_time``) are reported."""
+    import statistics
+
+    from gpuweave.cluster.policies.hadar import HadarPolicy
+    from gpuweave.repro.hadar.scalability import cpu_model, prepared_view
 
     if reps < 1:
         raise InputError(f"--reps must be >= 1, got {reps}", field="reps")
     check_limit("reps", reps, "--reps", field="reps")
     make_policy(policy, **options)  # bad names and options fail before the workload is built
-    result = time_policy(policy, jobs, reps, seed, **options)
-    return {"bench": "round", **result, "options": options, "cpu": cpu_model(), "python": sys.version.split()[0]}
+    sim = _round_view(jobs, seed, prepared_view)
+    make_policy(policy, **options).schedule(prepared_view(min(jobs, 48), seed).view)
+    wall, cpu = [], []
+    decision = pol = None
+    for _ in range(reps):
+        pol = make_policy(policy, **options)
+        t0, c0 = time.perf_counter(), time.process_time()
+        decision = pol.schedule(sim.view)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - t0)
+    return {
+        "bench": "round",
+        "policy": policy,
+        "jobs": jobs,
+        "gpus": sum(n.num_gpus for n in sim.nodes),
+        "seconds": statistics.median(wall),
+        "min_s": min(wall),
+        "max_s": max(wall),
+        "cpu_s": statistics.median(cpu),
+        "cpu_min_s": min(cpu),
+        "reps": reps,
+        "started": len(decision.assign),
+        "fallback": int(pol.fallback_rounds) if isinstance(pol, HadarPolicy) else 0,
+        "options": options,
+        "cpu": cpu_model(),
+        "python": sys.version.split()[0],
+    }
+
+
+def _round_view(jobs: int, seed: int, prepared_view):
+    """Hadar's Fig. 5 view with ``jobs`` pending jobs. The Philly pool has 2,155 jobs; a larger N (e.g. 4,096) joins
+    independent samples of at most the pool's size (seeds seed, seed + 1, ...) on the cluster grown for N."""
+    from gpuweave.hadar.trace import build_jobs, load_pool
+    from gpuweave.repro.hadar.scalability import scaled_cluster
+
+    pool = load_pool()
+    size = len(pool["row"])
+    if jobs <= size:
+        return prepared_view(jobs, seed)
+    sim = prepared_view(size, seed)  # the simulator shell; its jobs are replaced below
+    profiles = sim.profiles
+    picked = []
+    for k, start in enumerate(range(0, jobs, size)):
+        for job in build_jobs(pool, min(size, jobs - start), seed + k, profiles):
+            job.job_id = f"s{k}-{job.job_id}"
+            picked.append(job)
+    power = {m: (0.0, 0.0) for m in ("V100", "P100", "K80")}
+    sim = Simulator(scaled_cluster(jobs), picked, sim.policy, profiles, power)
+    for js in sim.states:
+        sim.pending[js.job.job_id] = js
+    return sim
+
+
+def bench_pop(
+    policy: str, partitions: list[int], jobs: int, gpus: int, rate_per_hour: float, seed: int, options: dict
+) -> dict:
+    """POP's price and gain for a round policy with a ``partitions`` option (gavel, gavel-las, hadar, hadare): per
+    k, the simulation's CPU seconds and jobs/s, its mean JCT and makespan against k = 1 on the same trace, and,
+    for k > 1, the objective of every partitioned round against the whole round's (Gavel: the LP's smallest
+    normalised throughput; Hadar: Eq. 8 of the plan under the whole round's prices). The objectives come from a
+    second run that also solves each round whole (same decisions; its time is not reported)."""
+    if not partitions or min(partitions) < 1:
+        raise InputError(f"--partitions wants integers >= 1, got {partitions}", field="partitions")
+    make_policy(policy, partitions=max(partitions), **options)
+    rows = []
+    base = None
+    for k in sorted(set(partitions)):
+        run = timed_sim(jobs, gpus, policy, rate_per_hour, seed, None, options={**options, "partitions": k})
+        rec = run["records"]
+        jct = [js.end - js.job.arrival for js in rec.jobs if js.end is not None]
+        row = {
+            "partitions": k,
+            "cpu_s": round(run["cpu_s"], 3),
+            "jobs_per_s": round(jobs / max(run["cpu_s"], 1e-9), 1),
+            "mean_jct_s": round(sum(jct) / max(len(jct), 1), 1),
+            "makespan_s": round(rec.end_time - rec.start_time, 1),
+            "decisions": rec.decisions,
+        }
+        if base is None:
+            base = row
+        row["jct_vs_k1"] = round(row["mean_jct_s"] / max(base["mean_jct_s"], 1e-9), 4)
+        row["makespan_vs_k1"] = round(row["makespan_s"] / max(base["makespan_s"], 1e-9), 4)
+        if k > 1:
+            row.update(_pop_objectives(policy, k, jobs, gpus, rate_per_hour, seed, options))
+        rows.append(row)
+    return {"bench": "pop", "policy": policy, "jobs": jobs, "gpus": gpus, "rate_per_hour": rate_per_hour, "rows": rows}
+
+
+def _pop_objectives(policy: str, k: int, jobs: int, gpus: int, rate: float, seed: int, options: dict) -> dict:
+    """Partitioned / whole objective over the rounds of an audited run (see :func:`bench_pop`)."""
+    pol = {}
+
+    def audited(p):
+        p.audit_pop = True
+        pol["p"] = p
+        return p
+
+    timed_sim(jobs, gpus, policy, rate, seed, None, options={**options, "partitions": k}, wrap=audited)
+    p = pol["p"]
+    pairs = getattr(p, "pop_objectives", None) or getattr(p, "pop_values", [])
+    ratios = sorted(part / whole for _, part, whole in pairs if whole > 0)
+    if not ratios:
+        return {"rounds_compared": 0}
+    return {
+        "rounds_compared": len(ratios),
+        "objective_ratio_min": round(ratios[0], 4),
+        "objective_ratio_median": round(ratios[len(ratios) // 2], 4),
+        "objective_ratio_mean": round(sum(ratios) / len(ratios), 4),
+        "largest_queue": max(q for q, _, _ in pairs),
+    }
 
 
 def bench_kernel(tasks: int, mode: str, runs: int, seed: int) -> dict:

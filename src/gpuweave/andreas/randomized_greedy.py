@@ -35,11 +35,18 @@ the same seed (tested). With tied pressures the orders depend on each other thro
 generated sequentially (O(It·|Q|) Python steps); randomised configuration choice (r ≥ 2 or roulette) or
 node choice (random_beta) uses a scalar CONSTRUCT per iteration.
 
-Complexity: O(It·|Q|·(K + N)) numpy element operations per call; O(|Q|·K) Python steps.
+Scalar CONSTRUCT keeps each node type's nodes in heaps bucketed by free GPUs, so the best-fit node costs O(G_max)
+instead of a scan of the N nodes, and it counts the nodes with a free GPU instead of re-checking them per job.
+When no randomized iteration can win (f of the greedy plan is 0 and nothing is negative) the iterations' uniforms
+are not drawn: the PCG64 stream is advanced past them (:func:`skip_uniforms`), so later calls see the same numbers.
+Same plans and stream as the first form (tests/andreas/test_rg_reference.py).
+
+Complexity: O(It·|Q|·(K + N)) numpy element operations per call; O(|Q|·K·G_max) Python steps.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -233,42 +240,83 @@ def construct(
     cfg_type = inst.cfg_type.tolist()
     cfg_g = inst.cfg_g.tolist()
     fr = free.tolist()
-    N = len(fr)
-    for j in order:
+    beta = randomized and rng is not None and cfg.node_rule == "random_beta"
+    fits = None if beta else _BestFitNodes(node_type, fr)
+    busy = sum(1 for f in fr if f > 0)  # nodes with a free GPU: none left ends the pass
+    rows, nds = lists.tolist(), n_d.tolist()
+    tried = (lists >= 0).sum(axis=1).tolist()  # config_lists pads each row with -1 after its entries
+    key_rows = keys.tolist() if keys is not None else None
+    for j in order.tolist() if isinstance(order, np.ndarray) else order:
         j = int(j)
-        if not any(f > 0 for f in fr):
+        if not busy:
             break
-        row = [k for k in lists[j].tolist() if k >= 0]
-        nd = int(n_d[j])
+        row = rows[j][: tried[j]]
+        nd = int(nds[j])
         D, Dbar = row[:nd], row[nd:]
         kD, kDbar = ([], [])
-        if keys is not None:
-            kr = keys[j].tolist()
+        if key_rows is not None:
+            kr = key_rows[j]
             kD, kDbar = kr[:nd], kr[nd : len(row)]
         while D or Dbar:
             if D:
                 Lc, kc = D, kD
             else:
                 Lc, kc = Dbar, kDbar
-            pos = _select(Lc, kc, randomized, rng, cfg)
+            pos = _select(Lc, kc, randomized, rng, cfg) if randomized else 0
             k = Lc.pop(pos)
             if kc:
                 kc.pop(pos)
             t, g = cfg_type[k], cfg_g[k]
-            best, best_free = -1, BIG
-            if randomized and rng is not None and cfg.node_rule == "random_beta":
-                best = _random_beta_node(fr, node_type, t, g, cfg.beta_node, rng)
-            else:
-                for n in range(N):
-                    if node_type[n] == t and g <= fr[n] < best_free:
-                        best, best_free = n, fr[n]
+            best = _random_beta_node(fr, node_type, t, g, cfg.beta_node, rng) if beta else fits.best(t, g)
             if best >= 0:
+                if fits is not None:
+                    fits.move(best, fr[best], fr[best] - g)
                 fr[best] -= g
+                busy -= fr[best] <= 0 < fr[best] + g
                 node_of[j] = best
                 cfg_of[j] = k
                 break
     free[:] = fr
     return node_of, cfg_of
+
+
+class _BestFitNodes:
+    """The best-fit rule of CONSTRUCT (the node of type t with the fewest free GPUs that still holds g, lowest index
+    on ties) with the nodes of each type bucketed by free GPUs (a heap of indices per count): O(G_max) per query
+    instead of a scan of every node. Nodes with more than ``BIG`` free GPUs are never chosen, as in the scan."""
+
+    __slots__ = ("buckets", "node_type")
+
+    def __init__(self, node_type: list[int], free: list[int]) -> None:
+        self.node_type = node_type
+        top = min(max(free, default=0), BIG - 1)
+        self.buckets: dict[int, list[list[int]]] = {}
+        for n, (t, f) in enumerate(zip(node_type, free)):
+            b = self.buckets.get(t)
+            if b is None:
+                b = self.buckets[t] = [[] for _ in range(max(top, 0) + 1)]
+            if 0 <= f < BIG:
+                b[f].append(n)  # in index order: each bucket starts sorted, i.e. as a heap
+
+    def best(self, t: int, g: int) -> int:
+        b = self.buckets.get(t)
+        if b is None:
+            return -1
+        for f in range(max(g, 0), len(b)):
+            if b[f]:
+                return b[f][0]
+        return -1
+
+    def move(self, n: int, old: int, new: int) -> None:
+        b = self.buckets[self.node_type[n]]
+        bucket = b[old]
+        if bucket[0] == n:
+            heapq.heappop(bucket)
+        else:
+            bucket.remove(n)
+            heapq.heapify(bucket)
+        if 0 <= new:
+            heapq.heappush(b[new], n)
 
 
 def _random_beta_node(fr: list, node_type: list, t: int, g: int, beta: float, rng) -> int:
@@ -450,7 +498,6 @@ def _randomized_greedy(
     n = inst.n
     if its <= 1 or n == 0:
         return best
-    U = rng.random((its - 1, max(n - 1, 0)))
     n_dbar = np.isfinite(inst.times).sum(axis=1) - n_d
     deterministic = (
         cfg.config_rule == "rcl"
@@ -459,9 +506,11 @@ def _randomized_greedy(
     )
     if deterministic and f0 <= 0.0 and not (inst.node_cost < 0).any():
         # f_OBJ >= 0 (costs, weights, lateness are all >= 0) and only a strictly lower f is kept, so no
-        # iteration can win (e.g. a free energy price and no deadlines); the random stream is drawn above
-        # all the same, so later calls see the same numbers.
+        # iteration can win (e.g. a free energy price and no deadlines); the random stream moves on by the
+        # numbers the iterations would have drawn all the same, so later calls see the same numbers.
+        skip_uniforms(rng, (its - 1) * max(n - 1, 0))
         return best
+    U = rng.random((its - 1, max(n - 1, 0)))
     delta = inst.pressure()
     distinct = np.unique(delta).size == n and np.isfinite(delta).all()
     if distinct:
@@ -494,6 +543,17 @@ def _randomized_greedy(
             best_iteration=b + 1,
         )
     return best
+
+
+def skip_uniforms(rng: np.random.Generator, count: int) -> None:
+    """Move ``rng`` on as if ``rng.random(count)`` had been drawn, without drawing: PCG64 (numpy's default) takes
+    one 64-bit step per double, so ``advance(count)`` reaches the same state in O(log count). Other bit generators,
+    or a PCG64 holding a buffered 32-bit half (which ``advance`` would drop and drawing doubles keeps), draw."""
+    bits = rng.bit_generator
+    if isinstance(bits, np.random.PCG64) and not bits.state.get("has_uint32"):
+        bits.advance(count)
+    elif count:
+        rng.random(count)
 
 
 def randomized_greedy_reference(inst: Instance, seed: int = 0, cfg: RGConfig = RGConfig()) -> Schedule:

@@ -123,6 +123,54 @@ def max_min_fairness_lp(
     return np.clip(values[:nx].reshape(M, R), 0.0, 1.0)
 
 
+def pop_groups(M: int, k: int) -> list[np.ndarray]:
+    """POP's split of M jobs into ``k`` sub-problems (Narayanan et al., SOSP'21): round robin over the jobs' order
+    (arrival), so every sub-problem sees a like mix of old and new jobs. Fewer groups when M < k; none when M = 0."""
+    k = max(1, min(int(k), M))
+    return [np.arange(g, M, k) for g in range(k)] if M else []
+
+
+def max_min_fairness_pop(
+    throughputs: np.ndarray, scale: np.ndarray, workers: np.ndarray, partitions: int, *, interior: bool = False
+) -> np.ndarray:
+    """POP on the LAS LP: the jobs split into ``partitions`` groups (:func:`pop_groups`), each type's workers into
+    equal shares ``workers_r / k``, one :func:`max_min_fairness_lp` per group (its own normalisation over its
+    jobs and share), the allocations stacked. ``partitions=1`` is :func:`max_min_fairness_lp` itself.
+
+    Why: the LP has M*R+1 columns and HiGHS' interior point grows faster than linearly in them, so k LPs of M/k
+    jobs cost less than one of M. The price is optimality: a group cannot use another group's share, so the
+    smallest normalised throughput (:func:`max_min_objective`) can only fall; measured in docs/scale.md."""
+    T = np.asarray(throughputs, dtype=float)
+    M, R = T.shape
+    groups = pop_groups(M, partitions)
+    if len(groups) <= 1:
+        return max_min_fairness_lp(T, scale, workers, interior=interior)
+    sf = np.asarray(scale, dtype=float)
+    share = np.asarray(workers, dtype=float) / len(groups)
+    x = np.zeros((M, R))
+    for rows in groups:
+        x[rows] = max_min_fairness_lp(T[rows], sf[rows], share, interior=interior)
+    return x
+
+
+def max_min_objective(throughputs: np.ndarray, scale: np.ndarray, workers: np.ndarray, x: np.ndarray) -> float:
+    """The LAS LP's objective at ``x``: the smallest normalised throughput over the jobs, with the whole problem's
+    normalisation (the proportional share over all M jobs), so partitioned and whole solutions compare."""
+    T = np.asarray(throughputs, dtype=float)
+    M, _ = T.shape
+    if M == 0:
+        return 0.0
+    n = np.asarray(workers, dtype=float)
+    sf = np.asarray(scale, dtype=float)
+    x_prop = np.where(T > 0, np.tile(n / M, (M, 1)), 0.0)
+    top = x_prop.sum(axis=1).max()
+    if top > 1:
+        x_prop /= top
+    t_equal = (T * x_prop).sum(axis=1)
+    t_equal = np.where(t_equal > 0, t_equal, np.maximum(T.max(axis=1), 1e-12))
+    return float(np.min((T * np.asarray(x, dtype=float)).sum(axis=1) * sf / t_equal))
+
+
 def _interior_values(h) -> np.ndarray | None:
     """Column values of an interior-point run that ended optimal or imprecise (Gavel accepts ECOS'
     ``optimal_inaccurate`` the same way); None when it produced no feasible point."""

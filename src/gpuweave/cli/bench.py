@@ -1,4 +1,4 @@
-"""``gpuweave bench sim|scale|round|kernel|import-slurm``: speed figures measured the same way every time.
+"""``gpuweave bench sim|scale|round|pop|kernel|import-slurm``: speed figures measured the same way every time.
 
 The logic lives in :mod:`gpuweave.bench`.
 """
@@ -110,6 +110,43 @@ def round_(
         bar.task(f"bench round {policy} ({jobs} jobs, {reps} reps)")
         result = bench_round(jobs, policy, reps, seed, _parse_options(option))
     _print_result(result, "bench round", as_json)
+
+
+@app.command("pop")
+def pop(
+    policy: str = typer.Option("gavel", "--policy", help="gavel, gavel-las, hadar or hadare."),
+    partitions: str = typer.Option("1,2,4,8", "--partitions", help="Comma-separated numbers of POP sub-problems."),
+    jobs: int = typer.Option(2000, "--jobs", min=1, help="Number of generated Philly-like jobs."),
+    gpus: int = typer.Option(1024, "--gpus", min=24, help="Cluster size (V100/P100/K80 nodes of 8 GPUs)."),
+    rate: float = typer.Option(30.0, "--rate", help="Arrival rate, jobs/hour."),
+    seed: int = typer.Option(0, "--seed"),
+    option: list[str] = typer.Option([], "--option", help="Policy option key=value (repeatable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """POP partitioning's speed and quality: jobs/s, JCT, makespan and each round's objective against k = 1."""
+    from gpuweave.bench import bench_pop
+    from gpuweave.errors import InputError
+
+    try:
+        ks = [int(v) for v in partitions.split(",") if v.strip()]
+    except ValueError:
+        msg = f"--partitions wants comma-separated integers, got {partitions!r}"
+        raise InputError(msg, field="partitions") from None
+    result = bench_pop(policy, ks, jobs, gpus, rate, seed, _parse_options(option))
+    if as_json:
+        typer.echo(json.dumps(result))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"bench pop: {policy}, {jobs} jobs, {gpus} GPUs, {rate:g} jobs/h")
+    rows = result["rows"]
+    table.add_column("metric")
+    for row in rows:
+        table.add_column(f"k = {row['partitions']}", justify="right")
+    for key in dict.fromkeys(k for row in rows for k in row if k != "partitions"):
+        table.add_row(key, *(str(row.get(key, "")) for row in rows))
+    Console().print(table)
 
 
 @app.command("kernel")

@@ -26,14 +26,21 @@ Restart delay in f(a): the simulator charges it when a job that has run before g
 first start is free), so FIND_ALLOC uses ``delta`` iff the job has started and ``a != prev`` (the spec
 charges first starts too; we follow the simulator so the DP predicts what will happen).
 
-Complexity: FIND_ALLOC is O(H + R log R) numpy work; the DP visits at most ``max_states`` branching
-states plus one greedy descent, O((max_states + |Q|) * H). Paper Theorem 1 claims O(|Q| (HR)^2) assuming
-few distinct states per index, which include/exclude recursion does not guarantee (spec A3).
+Complexity: the DP visits at most ``max_states`` branching states plus one greedy descent. Each state's free
+vector F is summarised once (:class:`FreeView`: free GPUs, most-free server and cheapest free GPU per type), derived
+from its parent's summary by recomputing only the types the last allocation touched (O(H_r) C steps); FIND_ALLOC
+then works per type in O(R) Python steps plus a sort of a type's servers only for a job no single server holds.
+So O((max_states + |Q|) * (R + H/R)) with the H part in C, against O((max_states + |Q|) * H) Python steps for a
+scan of every server (same plans, values and state counts: tests/hadar/test_dp_reference.py). Paper Theorem 1
+claims O(|Q| (HR)^2) assuming few distinct states per index, which include/exclude recursion does not guarantee
+(spec A3).
 """
 
 from __future__ import annotations
 
+import gc
 import math
+import operator
 import sys
 from dataclasses import dataclass
 
@@ -89,6 +96,92 @@ class DPResult:
     constants: PriceConstants
 
 
+class FreeView:
+    """What FIND_ALLOC and the DP's filter read from one free vector F, computed once per F: free GPUs per type,
+    each type's most-free server (first index on ties), the cheapest free GPU and the types with a free GPU.
+
+    Same values as scanning every server (the DP's first form) but per type with C-speed ``sum``/``max`` over the
+    type's servers, O(H) C steps and O(R) Python steps; the cheapest server that holds W GPUs is the most-free one
+    on uniform types, else a scan of that type."""
+
+    __slots__ = ("dp", "F", "frees", "tot", "top", "low", "pmin", "avail", "_packed", "_ordered")
+
+    def __init__(self, dp: "HadarDP", F: tuple, parent: "FreeView | None" = None, alloc: tuple = ()) -> None:
+        """The summary of F; with ``parent`` (the summary of F + ``alloc``), only the types ``alloc`` touches are
+        recomputed, and a type's most-free server only when ``alloc`` took GPUs from it."""
+        self.dp = dp
+        self.F = F
+        if parent is None:
+            R = len(dp._getters)
+            self.frees, self.tot, self.top, self.low = [()] * R, [0] * R, [(-1, 0)] * R, [math.inf] * R
+            touched = range(R)
+        else:
+            self.frees, self.tot, self.top, self.low = (
+                list(parent.frees),
+                list(parent.tot),
+                list(parent.top),
+                list(parent.low),
+            )
+            stypel = dp.stypel
+            touched = sorted({stypel[h] for h, _ in alloc})
+        for r in touched:
+            self._summarise(r, parent is not None and all(h != parent.top[r][0] for h, _ in alloc))
+        self.avail = [r for r, t in enumerate(self.tot) if t]
+        self.pmin = min(self.low) if self.low else math.inf
+        self._packed: dict[tuple[int, int], int] = {}
+        self._ordered: dict[int, list[int]] = {}
+
+    def _summarise(self, r: int, keep_top: bool) -> None:
+        """Free GPUs, most-free server and cheapest free GPU of type r (``keep_top``: its most-free server lost
+        nothing, so it is still the first server holding the most free GPUs)."""
+        dp = self.dp
+        idx = dp.by_type[r]
+        Fr = self.frees[r] = dp._getters[r](self.F)
+        t = self.tot[r] = sum(Fr)
+        if not t:
+            self.top[r], self.low[r] = (-1, 0), math.inf
+            return
+        if not keep_top:
+            mx = max(Fr)
+            self.top[r] = (idx[Fr.index(mx)], mx)
+        h, mx = self.top[r]
+        P, capl = dp.P, dp.capl
+        if dp._uniform[r]:
+            self.low[r] = P[h][capl[h] - mx]
+        else:
+            self.low[r] = min(P[g][capl[g] - f] for g, f in zip(idx, Fr) if f)
+
+    def packed(self, r: int, W: int) -> int:
+        """The cheapest type-r server with at least W free GPUs (first index on ties), -1 if none."""
+        key = (r, W)
+        h = self._packed.get(key)
+        if h is None:
+            dp = self.dp
+            if dp._uniform[r]:
+                top_h, top_f = self.top[r]
+                h = top_h if top_f >= W else -1
+            else:
+                P, capl = dp.P, dp.capl
+                h, best_u = -1, math.inf
+                for g, f in zip(dp.by_type[r], self.frees[r]):
+                    if f >= W:
+                        u = P[g][capl[g] - f]
+                        if u < best_u:
+                            best_u, h = u, g
+            self._packed[key] = h
+        return h
+
+    def most_free(self, r: int) -> list[int]:
+        """Type-r servers with a free GPU, most free first (index order on ties)."""
+        srv = self._ordered.get(r)
+        if srv is None:
+            F = self.F
+            # A stable sort by free GPUs, largest first (reverse=True keeps index order among equals).
+            srv = sorted((h for h, f in zip(self.dp.by_type[r], self.frees[r]) if f), key=F.__getitem__, reverse=True)
+            self._ordered[r] = srv
+        return srv
+
+
 class HadarDP:
     """One round of Hadar on a :class:`RoundProblem` (see the module docstring)."""
 
@@ -135,8 +228,8 @@ class HadarDP:
         )
         self.comm = problem.kappa * float(np.max(constants.u_min)) if R else 0.0
         # Pure-Python tables: FIND_ALLOC runs on tiny per-type loops where numpy call overhead dominates.
-        self.P = [list(map(float, self.prices[h, : int(cap[h]) + 1])) for h in range(H)]
         self.capl = [int(c) for c in cap]
+        self.P = _shared_rows(self.prices, self.capl)
         self.stypel = [int(t) for t in self.stype]
         self.by_type = [[int(h) for h in np.flatnonzero(self.stype == r)] for r in range(R)]
         # Per job: feasible types, fastest (per-worker consolidated X) first; ties: lower type index.
@@ -150,30 +243,67 @@ class HadarDP:
             self.unconsl.append(unconsl)
         self.tminl = [float(v) for v in self.t_min]
         self.states = 0
+        self._init_type_views(R)
+        self._views: dict[tuple, FreeView] = {}
+        self._payoffs: dict[tuple, float] = {}
+
+    def _init_type_views(self, R: int) -> None:
+        """Per GPU type: a C-speed getter of its servers' free counts, and whether its servers are uniform.
+
+        Uniform (same capacity, identical price rows, prices strictly rising with use, checked on the floats
+        themselves): then a server's price falls strictly as its free GPUs rise, so the cheapest server that
+        holds W GPUs is the most-free one (first index on ties), found with ``max`` instead of a scan."""
+        self._getters = []
+        self._uniform = []
+        for r in range(R):
+            idx = self.by_type[r]
+            if len(idx) == 1:
+                h0 = idx[0]
+                self._getters.append(lambda F, h0=h0: (F[h0],))
+            else:
+                self._getters.append(operator.itemgetter(*idx) if idx else (lambda F: ()))
+            rows = {id(self.P[h]): self.P[h] for h in idx}  # equal rows are one shared list (_shared_rows)
+            row = next(iter(rows.values())) if len(rows) == 1 else ()
+            self._uniform.append(len(rows) == 1 and all(a < b for a, b in zip(row, row[1:])))
 
     # ------------------------------------------------------------------ FIND_ALLOC
-    def candidates(self, i: int, F) -> list[Candidate]:
+    def view(self, F: tuple) -> "FreeView":
+        """The per-type summary of free vector F (cached: the DP meets the same F on several branches)."""
+        v = self._views.get(F)
+        if v is None:
+            v = self._views[F] = FreeView(self, F)
+        return v
+
+    def candidates(self, i: int, F, v: "FreeView | None" = None) -> list[Candidate]:
         """All generated candidates of job i on free vector F, with their payoffs (deduplicated).
 
         Generation order is KEEP, PACKED per type, SPREAD per anchor type; ``Candidate.order`` records it
         and breaks the last ties in :meth:`find_alloc`.
         """
+        return [Candidate(t[5], t[1], -t[2], -t[3], t[0], -t[4]) for t in self._scored(i, tuple(F), v)]
+
+    def _scored(self, i: int, F: tuple, v: "FreeView | None") -> list[tuple]:
+        """The candidates of :meth:`candidates` as tuples ``(mu, rate, -servers, -cost, -order, alloc)``, whose
+        order is FIND_ALLOC's preference (the order numbers are distinct, so ``alloc`` is never compared)."""
+        if v is None:
+            v = self.view(F)
         j = self.p.jobs[i]
-        seen: dict[tuple, Candidate] = {}
+        seen: dict[tuple, tuple] = {}
         # KEEP first so that a tie goes to not moving.
         prev = j.prev
         if prev is not None and all(F[h] >= k for h, k in prev):
             self._add_candidate(seen, i, F, tuple(prev), sorted({self.stypel[h] for h, _ in prev}))
-        tot, top = self._add_packed(seen, i, F)
+        self._add_packed(seen, i, F, v)
         if not j.packed_only:
-            self._add_spread(seen, i, F, tot, top)
+            self._add_spread(seen, i, F, v)
         return list(seen.values())
 
-    def _add_candidate(self, seen: dict[tuple, Candidate], i: int, F, alloc: tuple, used_types) -> None:
+    def _add_candidate(self, seen: dict[tuple, tuple], i: int, F, alloc: tuple, used_types) -> None:
         """Price ``alloc`` for job i on F and record it in ``seen`` unless known or at rate 0."""
         if alloc in seen:
             return
-        if len(alloc) == 1:
+        servers = len(alloc)
+        if servers == 1:
             rate = self.consl[i][used_types[0]]
         else:
             uncons = self.unconsl[i]
@@ -182,58 +312,37 @@ class HadarDP:
             return
         P = self.P
         capl = self.capl
-        cost = 0.0
-        for h, k in alloc:
-            cost += P[h][capl[h] - F[h]] * k
-        cost += self.comm * (len(alloc) - 1)
+        if servers == 1:
+            h, k = alloc[0]
+            cost = 0.0 + P[h][capl[h] - F[h]] * k + self.comm * 0
+        else:
+            cost = 0.0
+            for h, k in alloc:
+                cost += P[h][capl[h] - F[h]] * k
+            cost += self.comm * (servers - 1)
         mu = self.payoff(i, alloc, rate) - cost
-        seen[alloc] = Candidate(alloc, rate, len(alloc), cost, mu, len(seen))
+        seen[alloc] = (mu, rate, -servers, -cost, -len(seen), alloc)
 
-    def _add_packed(self, seen: dict[tuple, Candidate], i: int, F) -> tuple[dict, dict]:
-        """PACKED: the cheapest server per type that holds all W GPUs (one scan per type).
-
-        Returns the free GPUs per type and each type's most-free server ``(h, free)``, which SPREAD reuses.
-        """
+    def _add_packed(self, seen: dict[tuple, tuple], i: int, F, v: "FreeView") -> None:
+        """PACKED: the cheapest server per type that holds all W GPUs."""
         W = self.p.jobs[i].num_gpus
         cons = self.consl[i]
-        P = self.P
-        capl = self.capl
-        by_type = self.by_type
-        tot = {}
-        top = {}
         for r in self.types[i]:
-            best_h = -1
-            best_u = math.inf
-            t = 0
-            top_h = -1
-            top_f = 0
-            for h in by_type[r]:
-                f = F[h]
-                if f:
-                    t += f
-                    if f > top_f:
-                        top_f, top_h = f, h
-                    if f >= W:
-                        u = P[h][capl[h] - f]
-                        if u < best_u:
-                            best_u, best_h = u, h
-            tot[r] = t
-            top[r] = (top_h, top_f)
+            best_h = v.packed(r, W)
             if best_h >= 0 and cons[r] > 0:
                 self._add_candidate(seen, i, F, ((best_h, W),), (r,))
-        return tot, top
 
-    def _add_spread(self, seen: dict[tuple, Candidate], i: int, F, tot: dict, top: dict) -> None:
+    def _add_spread(self, seen: dict[tuple, tuple], i: int, F, v: "FreeView") -> None:
         """SPREAD: each anchor type first, most-free servers first, then the other types fastest first."""
         W = self.p.jobs[i].num_gpus
         types = self.types[i]
         cons = self.consl[i]
-        by_type = self.by_type
-        ordered: dict[int, list] = {}
+        tot, top = v.tot, v.top
+        uniform = self._uniform
         for r0 in types:
             top_h, top_f = top[r0]
             if top_f >= W:  # the anchor's most-free server holds the whole job
-                if cons[r0] > 0:
+                if cons[r0] > 0 and not uniform[r0]:  # on a uniform type PACKED has added this very server
                     self._add_candidate(seen, i, F, ((top_h, W),), (r0,))
                 continue
             need = W
@@ -242,12 +351,13 @@ class HadarDP:
             for r in [r0] + [r for r in types if r != r0]:
                 if not tot[r]:
                     continue
-                srv = ordered.get(r)
-                if srv is None:
-                    srv = [h for h in by_type[r] if F[h] > 0]
-                    srv.sort(key=lambda h: -F[h])
-                    ordered[r] = srv
-                for h in srv:
+                h, f = top[r]
+                if f >= need:  # the most-free server (the first of most_free(r)) finishes the job: no sort needed
+                    take.append((h, need))
+                    need = 0
+                    used.append(r)
+                    break
+                for h in v.most_free(r):
                     k = F[h] if F[h] < need else need
                     take.append((h, k))
                     need -= k
@@ -263,38 +373,47 @@ class HadarDP:
         """U_j(f(a) - a_j + 1): f(a) = first slot in which the job's remaining work is done on ``alloc``."""
         j = self.p.jobs[i]
         d = self.p.restart_delay if (j.started and alloc != j.prev) else 0.0
-        return self.payoff_at(i, rate, d)
+        key = (i, rate, d)
+        u = self._payoffs.get(key)
+        if u is None:
+            u = self._payoffs[key] = self.payoff_at(i, rate, d)
+        return u
 
     def payoff_at(self, i: int, rate: float, d: float) -> float:
         p = self.p
         j = p.jobs[i]
         L = p.round_length
-        first = rate * max(L - d, 0.0)
+        first = rate * (L - d if L - d > 0.0 else 0.0)
         if j.remaining <= first:
             k = 1
         else:
             k = 1 + math.ceil((j.remaining - first) / (rate * L) - 1e-12)
-        tau = max(1.0, float(p.now_slot - j.arrival_slot + k))
+        tau = float(p.now_slot - j.arrival_slot + k)
+        if not tau > 1.0:
+            tau = 1.0
         if p.utility == "raw":
             return j.total_work / (tau * L)
         return self.tminl[i] / tau
 
-    def find_alloc(self, i: int, F) -> Candidate | None:
+    def find_alloc(self, i: int, F, v: "FreeView | None" = None) -> Candidate | None:
         self.states += 1
+        F = tuple(F)
+        if v is None:
+            v = self.view(F)
         W = self.p.jobs[i].num_gpus
         total = 0
+        tot = v.tot
         for r in self.types[i]:
-            for h in self.by_type[r]:
-                total += F[h]
+            total += tot[r]
             if total >= W:
                 break
         if total < W:
             return None
-        cands = self.candidates(i, F)
+        cands = self._scored(i, F, v)
         if not cands:
             return None
-        best = max(cands, key=lambda c: (c.mu, c.rate, -c.servers, -c.cost, -c.order))
-        return best if best.mu > 0 else None
+        t = max(cands)
+        return Candidate(t[5], t[1], -t[2], -t[3], t[0], -t[4]) if t[0] > 0 else None
 
     # ------------------------------------------------------------------ DP
     def solve(self) -> DPResult:
@@ -314,11 +433,10 @@ class HadarDP:
         gpus = [j.num_gpus for j in jobs]
         cap = self.max_states
         min_w = _suffix_min(gpus)
-        P = self.P
-        capl = self.capl
-        R = self.p.num_types
-        stypel = self.stypel
         ub, u_type = self._payoff_bounds(gpus)
+        self._gpus, self._min_w, self._u_type = gpus, min_w, u_type
+        self._gpus_arr = np.array(gpus, dtype=float)
+        self._u_arr = np.array(u_type, dtype=float).reshape(n, self.p.num_types)
         dens = sorted((k for k in range(n) if ub[k] > 0), key=lambda k: -ub[k] / gpus[k])
 
         def bound(i: int, capacity: int) -> float:
@@ -326,37 +444,28 @@ class HadarDP:
 
         self.pruned = 0
 
-        def rec(i: int, F: tuple, free_total: int):
+        def rec(i: int, F: tuple, free_total: int, v: FreeView, alloc: tuple | None = None):
             key = (i, F)
             hit = memo.get(key)
             if hit is not None:
                 return hit
             res = (0.0, None)
-            # Cheapest free GPU now, and which types have free GPUs: no candidate of job k costs less than
-            # W_k * pmin, nor runs faster than its best type that still has a free GPU (exact filter).
-            pmin, avail = _cheapest_free(F, stypel, P, capl, R)
-            while i < n and free_total >= min_w[i]:
-                if gpus[i] > free_total:
-                    i += 1
-                    continue
-                ut = u_type[i]
-                if max(ut[r] for r in avail) - gpus[i] * pmin <= 0:
-                    i += 1
-                    continue
-                cand = self.find_alloc(i, F)
+            if alloc is not None:  # v summarises F + alloc: derive F's summary from it
+                v = FreeView(self, F, v, alloc)
+            while True:
+                i, cand = self._next_selectable(i, F, free_total, v)
                 if cand is None:
-                    i += 1
-                    continue
+                    break
                 F2 = list(F)
                 for h, k in cand.alloc:
                     F2[h] -= k
-                v_sel, p_sel = rec(i + 1, tuple(F2), free_total - gpus[i])
+                v_sel, p_sel = rec(i + 1, tuple(F2), free_total - gpus[i], v, cand.alloc)
                 res = (v_sel + cand.mu, (i, cand.alloc, p_sel))
                 if not self.capped:
                     if bound(i + 1, free_total) <= res[0]:
                         self.pruned += 1
                         break
-                    v_skip, p_skip = rec(i + 1, F, free_total)
+                    v_skip, p_skip = rec(i + 1, F, free_total, v)
                     if v_skip > res[0]:
                         res = (v_skip, p_skip)
                 break
@@ -367,33 +476,100 @@ class HadarDP:
             return res
 
         F0 = tuple(int(v) for v in self.p.free)
+        # The search allocates many short-lived tuples and makes no garbage cycles of its own: the cyclic
+        # collector, which would otherwise run (and walk every live object) many times per round, waits until it
+        # is done. Reference counting still frees everything as it goes.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
-            value, node = rec(0, F0, sum(F0))
+            value, node = rec(0, F0, sum(F0), self.view(F0))
         finally:
             sys.setrecursionlimit(limit)
+            if collecting:
+                gc.enable()
         plan = {}
         while node is not None:  # the chosen path, as a linked list (job index, allocation, rest)
             i, alloc, node = node
             plan[jobs[i].key] = alloc
         return DPResult(value, plan, self.states, len(memo), self.capped, self.constants)
 
+    def _next_selectable(self, i: int, F: tuple, free_total: int, v: FreeView) -> tuple[int, Candidate | None]:
+        """The first job from i on that FIND_ALLOC places on F, and its candidate ((n, None) if none).
+
+        Filters before FIND_ALLOC (exact): a job must fit in the free GPUs, and no candidate of job k costs less
+        than W_k times the cheapest free GPU nor pays more than its utility on its best type with a free GPU.
+        After a few filtered jobs in a row the rest of Q is filtered in one numpy step (the same comparisons on
+        the same floats), so a long queue on a nearly full cluster is not walked job by job at every state."""
+        n = len(self.p.jobs)
+        gpus, min_w, u_type = self._gpus, self._min_w, self._u_type
+        pmin, avail = v.pmin, v.avail
+        filtered = 0
+        while i < n and free_total >= min_w[i]:
+            W = gpus[i]
+            if W <= free_total:
+                ut = u_type[i]
+                if max([ut[r] for r in avail]) - W * pmin > 0:
+                    cand = self.find_alloc(i, F, v)
+                    if cand is not None:
+                        return i, cand
+                    i += 1
+                    continue
+            i += 1
+            filtered += 1
+            if filtered == 8 and i < n:
+                i = self._first_passing(i, free_total, pmin, avail)
+        return n, None
+
+    def _first_passing(self, i: int, free_total: int, pmin: float, avail: list[int]) -> int:
+        """The first job from i on that passes :meth:`_next_selectable`'s filter (n if none)."""
+        W, UT = self._gpus_arr[i:], self._u_arr[i:]
+        best = UT[:, avail].max(axis=1) if len(avail) > 1 else UT[:, avail[0]]
+        ok = (W <= free_total) & (best - W * pmin > 0)
+        k = int(ok.argmax())
+        return i + k if ok[k] else len(self.p.jobs)
+
     def _payoff_bounds(self, gpus: list[int]) -> tuple[list[float], list[list[float]]]:
         """Upper bounds for branch and bound (exact: they only prune a skip branch that cannot beat the select
         branch): every job's payoff is at most its utility at its best rate without restart delay minus W GPUs
         at the lowest price (``ub``); per type, its utility at that type's best rate (``u_type``)."""
         p_low = float(np.min(self.constants.u_min))
-        ub = []
-        u_type = []
-        for k in range(len(gpus)):
-            c, uc = self.consl[k], self.unconsl[k]
-            ub.append(self.payoff_at(k, max(c + uc), 0.0) - gpus[k] * p_low)
-            u_type.append(
-                [
-                    self.payoff_at(k, max(c[r], uc[r]), 0.0) if max(c[r], uc[r]) > 0 else -math.inf
-                    for r in range(self.p.num_types)
-                ]
-            )
-        return ub, u_type
+        n, R = len(gpus), self.p.num_types
+        if n == 0:
+            return [], []
+        rates = np.maximum(np.array(self.consl, dtype=float), np.array(self.unconsl, dtype=float)).reshape(n, R)
+        best = rates.max(axis=1)
+        u = self._payoffs_no_delay(np.concatenate([best[:, None], rates], axis=1))
+        if u is None:  # beyond exact float integers: the scalar form
+            ub = [self.payoff_at(k, best[k], 0.0) - gpus[k] * p_low for k in range(n)]
+            u_type = [
+                [self.payoff_at(k, rates[k, r], 0.0) if rates[k, r] > 0 else -math.inf for r in range(R)]
+                for k in range(n)
+            ]
+            return ub, u_type
+        ub = (u[:, 0] - np.array(gpus, dtype=float) * p_low).tolist()
+        return ub, np.where(rates > 0, u[:, 1:], -math.inf).tolist()
+
+    def _payoffs_no_delay(self, rates: np.ndarray) -> np.ndarray | None:
+        """:meth:`payoff_at` with no restart delay for every job (row) at every rate of its row, with the same
+        floating-point steps as the scalar form (entries at rate 0 are meaningless); None when a slot count would
+        leave the range where floats hold integers exactly (the caller then uses the scalar form)."""
+        p = self.p
+        L = p.round_length
+        jobs = p.jobs
+        rem = np.array([j.remaining for j in jobs], dtype=float)[:, None]
+        first = rates * (L if L > 0.0 else 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            k = np.where(rem <= first, 1.0, 1.0 + np.ceil((rem - first) / (rates * L) - 1e-12))
+            slots = np.array([p.now_slot - j.arrival_slot for j in jobs], dtype=float)[:, None]
+            if np.nanmax(np.abs(np.where(np.isfinite(k), k, 0.0)), initial=0.0) > 2.0**50 or (
+                np.abs(slots).max(initial=0.0) > 2.0**50
+            ):
+                return None
+            tau = slots + k
+            tau = np.where(tau > 1.0, tau, 1.0)
+            if p.utility == "raw":
+                return np.array([j.total_work for j in jobs], dtype=float)[:, None] / (tau * L)
+            return np.array(self.tminl, dtype=float)[:, None] / tau
 
     def backfill(self, result: DPResult) -> DPResult:
         """Offer each job the DP skipped, in Q order, its FIND_ALLOC on the GPUs the plan leaves free.
@@ -424,6 +600,21 @@ class HadarDP:
         return DPResult(value, plan, self.states, result.memo_keys, result.fallback, result.constants)
 
 
+def _shared_rows(prices: np.ndarray, capl: list[int]) -> list[list[float]]:
+    """Each server's prices for 0..c GPUs in use as a Python list; servers whose rows are bit for bit equal share
+    one list (O(H) byte comparisons instead of O(H c) float conversions, and equal rows are recognised by identity)."""
+    shared: dict[bytes, list[float]] = {}
+    out = []
+    for h, c in enumerate(capl):
+        row = prices[h, : c + 1]
+        key = row.tobytes()
+        lst = shared.get(key)
+        if lst is None:
+            lst = shared[key] = row.tolist()
+        out.append(lst)
+    return out
+
+
 def _suffix_min(gpus: list[int]) -> list[int]:
     """``min_w[k]`` = the fewest GPUs any job k.. asks for (a huge sentinel past the end)."""
     n = len(gpus)
@@ -434,19 +625,6 @@ def _suffix_min(gpus: list[int]) -> list[int]:
         min_w[k] = m
     min_w[n] = 1 << 30
     return min_w
-
-
-def _cheapest_free(F: tuple, stypel: list[int], P: list[list[float]], capl: list[int], R: int):
-    """The cheapest free GPU's price on F and the types that still have a free GPU."""
-    pmin = math.inf
-    has = [False] * R
-    for h, f in enumerate(F):
-        if f:
-            has[stypel[h]] = True
-            u = P[h][capl[h] - f]
-            if u < pmin:
-                pmin = u
-    return pmin, [r for r in range(R) if has[r]]
 
 
 def _fractional_knapsack(dens: list[int], gpus: list[int], ub: list[float], i: int, capacity: int) -> float:

@@ -164,20 +164,17 @@ class ViewAdapter:
                 node_cost[i, : row.size] = np.maximum(0.0, row - row[0])
         n = len(states)
         K = len(self.configs)
-        times = np.full((n, K), np.inf)
         run_node = np.full(n, -1, dtype=np.int64)
         run_cfg = np.full(n, -1, dtype=np.int64)
-        due = np.empty(n)
+        rates = np.array([self.rates(view, js) for js in states], dtype=float).reshape(n, K)
+        rem = np.array([view.remaining(js) for js in states], dtype=float)
+        with np.errstate(divide="ignore"):  # the same division per entry as one job at a time
+            times = np.where(rates > 0, rem[:, None] / np.where(rates > 0, rates, 1.0), np.inf)
+        due = np.array([math.inf if js.job.deadline is None else float(js.job.deadline) for js in states], dtype=float)
         for j, js in enumerate(states):
-            job = js.job
-            r = self.rates(view, js)
-            rem = view.remaining(js)
-            with np.errstate(divide="ignore"):
-                times[j] = np.where(r > 0, rem / np.where(r > 0, r, 1.0), np.inf)
-            due[j] = math.inf if job.deadline is None else float(job.deadline)
             if js.placement is not None:
                 if len(js.placement) != 1:
-                    raise ValueError(f"job {job.job_id} spans several nodes; ANDREAS runs a job on one node")
+                    raise ValueError(f"job {js.job.job_id} spans several nodes; ANDREAS runs a job on one node")
                 node, g = js.placement[0]
                 run_node[j] = node
                 run_cfg[j] = self.kindex[(view.nodes[node].gpu_model, g)]

@@ -28,13 +28,25 @@ old spellings here), ``min_total_duration_perf`` (old: ``min_total_duration``, `
 The last four are also registered under their own names: ``gavel-min-total-duration``, ``gavel-ftf``,
 ``fifo-perf`` and ``gavel-las``.
 
+POP (ours, a named option; Narayanan et al., SOSP'21): ``partitions=k`` > 1 splits the max-min LP (of
+``max_min_fairness_perf`` and ``heterogeneity_unaware_las``) into k LPs over about M/k jobs and 1/k of every type's
+GPUs (:func:`gpuweave.baselines.gavel.max_min_fairness_pop`); the round mechanism is unchanged. Default 1 (the
+whole LP). Its speed and quality loss: ``gpuweave bench pop`` and docs/round-policies.md.
+
 Placement: all of a job's GPUs on one type, largest scale factor first, consolidated when one node holds them; a
-job that keeps its type keeps its placement. Cost per round: O(M R log M) for the pass plus the LP solve at a
-recompute.
+job that keeps its type keeps its placement.
+
+Cost per round, for M active jobs: the per-job state lives in arrays in (arrival, id) order that change only when
+a job arrives or finishes (then O(M), mostly in C); a round charges the time each job ran (numpy), and its greedy
+pass sorts a type's queue only when more jobs are eligible there than it has room for (else every eligible job
+takes it, in any order), so a round where nothing is contested is O(M) numpy plus O(M) Python reads of the jobs'
+placements. Moved jobs find their best-fit nodes in bucketed heaps. Plus the LP solve at a recompute. The
+decisions are those of the straightforward form (tests/cluster/test_round_policies_reference.py).
 """
 
 from __future__ import annotations
 
+import heapq
 import random
 import time
 
@@ -44,13 +56,14 @@ from gpuweave.baselines.gavel import (
     fifo_perf_allocation,
     finish_time_fairness_lp,
     fraction_priorities,
-    gavel_round,
     max_min_fairness_lp,
+    max_min_fairness_pop,
+    max_min_objective,
     min_total_duration_lp,
 )
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
-from gpuweave.cluster.placement import CapacityCache, fewest_nodes
+from gpuweave.cluster.placement import CapacityCache, spread
 from gpuweave.cluster.policies import register_policy
 from gpuweave.hadar.throughput import RateTableCache
 
@@ -68,6 +81,8 @@ OLD_SPELLINGS = {
     "min_total_duration": "min_total_duration_perf",
     "makespan": "min_total_duration_perf",
 }
+# The allocation policies whose LP the ``partitions`` option (POP) splits.
+POP_OBJECTIVES = ("max_min_fairness_perf", "heterogeneity_unaware_las")
 # Gavel's simulator shuffles the type order each round for policies without "Perf" in their name.
 UNAWARE = ("heterogeneity_unaware_las",)
 
@@ -87,12 +102,20 @@ class GavelPolicy(ClusterPolicy):
         time_prior: float | None = None,
         deficit: str = "cumulative",
         shuffle_types: bool | None = None,
+        partitions: int = 1,
         *,
         round_length: float | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__(round_length=round_length, seed=seed)
         policy = OLD_SPELLINGS.get(policy, policy)
+        if isinstance(partitions, bool) or not isinstance(partitions, (int, np.integer)) or partitions < 1:
+            raise ValueError(f"partitions must be an integer >= 1, got {partitions!r}")
+        if partitions > 1 and policy not in POP_OBJECTIVES:
+            raise ValueError(f"partitions > 1 (POP) applies to {' and '.join(POP_OBJECTIVES)}, not {policy}")
+        self.partitions = int(partitions)
+        self.audit_pop = False  # set by `gpuweave bench pop`: also solve the whole LP and record both objectives
+        self.pop_objectives: list[tuple[int, float, float]] = []  # (jobs, partitioned objective, whole objective)
         if policy not in OBJECTIVES:
             raise ValueError(
                 f"policy must be one of {', '.join(OBJECTIVES)} (old spellings: {', '.join(OLD_SPELLINGS)})"
@@ -116,17 +139,16 @@ class GavelPolicy(ClusterPolicy):
         self._rows: dict[tuple[str, int], list[float]] = {}  # (job type, GPU count) -> whole-job rate per type
         self.horizons: list[float] = []  # min_total_duration: the T of every re-solve
         self.lp_solves = 0
-        # Per-job state, keyed by job id: allocation row, time on each type since the last reset, deficit.
-        self._alloc: dict[str, np.ndarray] = {}
-        self._job_time: dict[str, np.ndarray] = {}
-        self._deficit: dict[str, np.ndarray] = {}
+        self._jobs = _ActiveJobs()
         self._type_time: np.ndarray | None = None
         self._last_reset = 0.0
         self._changed = False
-        self._known: set[str] = set()
-        self._active_key: frozenset[str] | None = None
+        self._solved_version = -1  # the active set's version at the last re-solve (recompute="on_change")
         self._last_call: float | None = None
-        self._last_running: dict[str, tuple[object, int]] = {}
+        self._last_running: tuple[np.ndarray, np.ndarray, list] = (np.zeros(0, int), np.zeros(0, int), [])
+        self._source_version = 0  # counts changes of the rates' source (profiles, nodes, placement rule)
+        self._rates_key: tuple = ()  # (active set version, source version) the masked rates were built for
+        self._masked: tuple = ()
         # finish_time_fairness_perf keeps the cumulative isolated time of each job across recomputes.
         self._isolated_time: dict[str, float] = {}
         self._prev_remaining: dict[str, float] = {}
@@ -137,67 +159,72 @@ class GavelPolicy(ClusterPolicy):
         """Add the time since the last call to the type each job ran on (to its end, for jobs that finished)."""
         if self._type_time is None:
             self._type_time = np.zeros(R)
-        if self._last_call is not None:
-            for job_id, (js, r) in self._last_running.items():
-                until = js.end if js.end is not None else now
-                dt = until - self._last_call
-                if dt > 0:
-                    if job_id in self._job_time:
-                        self._job_time[job_id][r] += dt
-                    self._type_time[r] += dt
+        idx, types, states = self._last_running
+        if self._last_call is not None and states:
+            until = np.array([now if js.end is None else js.end for js in states], dtype=float)
+            dt = until - self._last_call
+            ran = dt > 0
+            if not ran.all():
+                idx, types, dt = idx[ran], types[ran], dt[ran]
+            self._jobs.job_time[idx, types] += dt  # one entry per job
+            np.add.at(self._type_time, types, dt)  # in job order, as one addition after another
         self._last_call = now
 
-    def _sync_jobs(self, ids: list[str], R: int) -> None:
-        """Register arrivals (time prior, zero deficit) and forget finished jobs; note any change."""
-        current = set(ids)
-        for job_id in ids:
-            if job_id not in self._known:
-                self._job_time[job_id] = np.full(R, self.time_prior)
-                self._deficit[job_id] = np.zeros(R)
-                self._changed = True
-        for job_id in self._known - current:
-            self._job_time.pop(job_id, None)
-            self._deficit.pop(job_id, None)
+    def _sync_jobs(self, view, models) -> list:
+        """Register arrivals (time prior, zero deficit, rates) and forget finished jobs, noting any change; the
+        active jobs' states in (arrival, id) order."""
+        table = self._rates.of(view)
+        capacity = self._capacity.refresh(view)
+        source = (table, capacity.largest_node, view.ideal_placement)
+        stale = any(a is not b for a, b in zip(source, self._rows_of))
+        if stale:  # rates or nodes changed: every cached row is stale
+            self._rows_of, self._rows = source, {}
+            self._source_version += 1
+        rows = self._rows
+
+        def row_of(kind: tuple[str, int]) -> list[float]:
+            row = rows.get(kind)
+            if row is None:
+                row = rows[kind] = self._rate_row(view, table, capacity.largest_node, kind, models)
+            return row
+
+        if self._jobs.sync(view, len(models), self.time_prior, row_of):
             self._changed = True
-        self._known = current
+        elif stale:
+            self._jobs.refresh_rows(row_of)
+        return self._jobs.states(view)
 
     def _reset(self, now: float) -> None:
         """Gavel's reset: fold the time each job received into its deficit, then restart every counter."""
         elapsed = now - self._last_reset
-        R = self._type_time.size
-        self._type_time = np.zeros(R)
-        for job_id, received in self._job_time.items():
-            should = self._alloc[job_id] * elapsed if job_id in self._alloc else 0.0
-            self._deficit[job_id] += should - (received - self.time_prior)
-            self._job_time[job_id] = np.full(R, self.time_prior)
-            self._type_time += self.time_prior
+        jobs = self._jobs
+        should = np.where(jobs.in_alloc[:, None], jobs.alloc * elapsed, 0.0)
+        jobs.deficit += should - (jobs.job_time - self.time_prior)
+        jobs.job_time[:] = self.time_prior
+        total = 0.0
+        for _ in range(len(jobs.ids)):  # the prior added once per job, one addition after another
+            total += self.time_prior
+        self._type_time = np.full(self._type_time.size, total) if jobs.ids else np.zeros(self._type_time.size)
         self._last_reset = now
 
-    def _needs_recompute(self, now: float, key: frozenset[str]) -> bool:
+    def _needs_recompute(self, now: float) -> bool:
         if self.recompute == "on_change":
-            return key != self._active_key
+            return self._jobs.version != self._solved_version
         due = now - self._last_reset >= self.reset_interval or self._last_reset == 0.0
         return self._changed and due
 
     # ------------------------------------------------------------------ allocation
-    def _throughputs(self, view, active, models) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(T, scale, workers): whole-job rate of each job on each type (0 = cannot run there)."""
-        table = self._rates.of(view)
-        capacity = self._capacity.refresh(view)
-        source = (table, capacity.largest_node, view.ideal_placement)
-        if any(a is not b for a, b in zip(source, self._rows_of)):  # rates or nodes changed: rows are stale
-            self._rows_of, self._rows = source, {}
-        rows = self._rows
-        scale = np.array([js.job.num_gpus for js in active], dtype=float)
-        T = np.zeros((len(active), len(models)))
-        for i, js in enumerate(active):
-            key = (js.job.job_type, js.job.num_gpus)
-            row = rows.get(key)
-            if row is None:
-                row = rows[key] = self._rate_row(view, table, capacity.largest_node, key, models)
-            T[i] = row
-        workers = np.array([capacity.gpus_by_model[m] for m in models], dtype=float)
-        return np.where(scale[:, None] <= workers[None, :], T, 0.0), scale, workers
+    def _throughputs(self, view, models) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(T, scale, workers): whole-job rate of each active job on each type (0 = cannot run there); rebuilt only
+        when the active set, the rates or the nodes change."""
+        key = (self._jobs.version, self._source_version)
+        if key != self._rates_key:
+            capacity = self._capacity.refresh(view)
+            workers = np.array([capacity.gpus_by_model[m] for m in models], dtype=float)
+            scale = self._jobs.scale
+            T = np.where(scale[:, None] <= workers[None, :], self._jobs.rows, 0.0)
+            self._masked, self._rates_key = (T, scale, workers), key
+        return self._masked
 
     @staticmethod
     def _rate_row(view, table, largest: dict[str, int], key: tuple[str, int], models: list[str]) -> list[float]:
@@ -212,12 +239,23 @@ class GavelPolicy(ClusterPolicy):
         if policy == "fifo_perf":
             by_name = sorted(range(len(view.models)), key=lambda r: view.models[r].lower())
             return fifo_perf_allocation(T, scale, workers, by_name)
-        if policy == "heterogeneity_unaware_las":
-            self.lp_solves += 1
-            return max_min_fairness_lp(np.ones_like(T), scale, workers, interior=True)
-        if policy == "max_min_fairness_perf":
-            self.lp_solves += 1
-            return max_min_fairness_lp(T, scale, workers, interior=True)
+        if policy in POP_OBJECTIVES:
+            rates = np.ones_like(T) if policy == "heterogeneity_unaware_las" else T
+            if self.partitions == 1:
+                self.lp_solves += 1
+                return max_min_fairness_lp(rates, scale, workers, interior=True)
+            self.lp_solves += min(self.partitions, len(rates))
+            x = max_min_fairness_pop(rates, scale, workers, self.partitions, interior=True)
+            if self.audit_pop:
+                whole = max_min_fairness_lp(rates, scale, workers, interior=True)
+                self.pop_objectives.append(
+                    (
+                        len(rates),
+                        max_min_objective(rates, scale, workers, x),
+                        max_min_objective(rates, scale, workers, whole),
+                    )
+                )
+            return x
         steps = np.array([view.remaining(js) for js in active])
         if policy == "min_total_duration_perf":
             x, horizon, solves = min_total_duration_lp(T, scale, workers, steps)
@@ -247,90 +285,272 @@ class GavelPolicy(ClusterPolicy):
         t0 = time.perf_counter()
         models = list(view.models)
         R = len(models)
-        col = {m: i for i, m in enumerate(models)}
         now = view.now
         self._charge_last_round(now, R)
-        active = sorted(
-            list(view.running.values()) + list(view.pending.values()), key=lambda js: (js.job.arrival, js.job.job_id)
-        )
-        ids = [js.job.job_id for js in active]
-        self._sync_jobs(ids, R)
-        T, scale, workers = self._throughputs(view, active, models)
-        key = frozenset(ids)
-        if self._needs_recompute(now, key):
+        active = self._sync_jobs(view, models)
+        T, scale, workers = self._throughputs(view, models)
+        if self._needs_recompute(now):
             if self.recompute == "gavel" or now - self._last_reset >= self.reset_interval:
                 self._reset(now)
-            x = self._solve(view, active, T, scale, workers)
-            self._alloc = {job_id: x[i] for i, job_id in enumerate(ids)}
-            self._active_key = key
+            self._jobs.set_allocation(self._solve(view, active, T, scale, workers))
+            self._solved_version = self._jobs.version
             self._changed = False
-        chosen = self._pass(active, ids, T, scale, workers, models, col)
-        wanted = self._place(view, active, chosen, scale, models, col)
-        self._last_running = {}
-        for js in active:
-            placement = wanted.get(js.job.job_id)
-            if placement is not None:
-                self._last_running[js.job.job_id] = (js, col[view.nodes[placement[0][0]].gpu_model])
+        chosen = self._pass(T, scale, workers, models)
+        wanted, placed = self._place(view, active, chosen, scale, models)
+        idx = np.flatnonzero(placed)
+        self._last_running = (idx, chosen[idx], [active[i] for i in idx.tolist()])
         decision = Decision.from_allocation(view, wanted)
         self.decision_times.append((now, len(active), time.perf_counter() - t0))
         return decision
 
-    def _pass(self, active, ids, T, scale, workers, models, col) -> dict[int, int]:
-        """Priorities and deficits of this round, then Gavel's greedy pass over the types."""
-        M, R = T.shape
-        zero = np.zeros(R)
-        alloc = np.array([self._alloc.get(j, zero) for j in ids]) if M else np.zeros((0, R))
-        in_alloc = np.array([j in self._alloc for j in ids], dtype=bool)
-        job_time = np.array([self._job_time[j] for j in ids]) if M else np.zeros((0, R))
-        prio = fraction_priorities(alloc, in_alloc, job_time, self._type_time, T > 0)
-        if self.deficit_rule == "cumulative":
-            deficit = np.array([self._deficit[j] for j in ids]) if M else np.zeros((0, R))
-        else:
-            total = self._type_time.sum()
-            deficit = alloc - ((job_time - self.time_prior) / total if total > 0 else 0.0)
-        order = [col[m] for m in self.type_order if m in col] + [
+    def _node_col(self, view, models) -> list[int]:
+        """Each node's GPU type as an index into ``models`` (cached with the capacity facts)."""
+        key = (self._capacity.refresh(view)._key, tuple(models))
+        if getattr(self, "_node_col_key", None) != key:
+            col = {m: i for i, m in enumerate(models)}
+            self._node_col_key, self._node_cols = key, [col[n.gpu_model] for n in view.nodes]
+        return self._node_cols
+
+    def _type_visits(self, models) -> list[int]:
+        order = [models.index(m) for m in self.type_order if m in models] + [
             r for r, m in enumerate(models) if m not in self.type_order
         ]
         if self._shuffler is not None:
             self._shuffler.shuffle(order)
-        return gavel_round(
-            prio,
-            alloc,
-            deficit,
-            scale.astype(int),
-            workers.astype(int),
-            order,
-            positive_only=self.policy == "fifo_perf",
-        )
+        return order
 
-    def _place(self, view, active, chosen: dict[int, int], scale, models, col) -> dict[str, tuple]:
-        """Job id -> placement: kept placements first, then the movers from the largest scale factor down."""
-        table = self._rates.of(view)
+    def _pass(self, T, scale, workers, models) -> np.ndarray:
+        """Gavel's greedy pass over the types (:func:`gpuweave.baselines.gavel.gavel_round`): per job, the type
+        index it runs on this round, -1 for none.
+
+        Why it is cheaper than sorting every type's queue (same result): a type whose eligible jobs all fit in its
+        free GPUs takes them all whatever their order, and for every policy but FIFO_Perf a job is eligible on a
+        type exactly when it can run there (its priority is then >= 0), so priorities and deficits are computed
+        only when some type has more eligible jobs than room; a sorted queue stops once the type is full."""
+        M = T.shape[0]
+        chosen = np.full(M, -1, dtype=np.int64)
+        free = [int(w) for w in workers]
+        sizes = scale.astype(np.int64)
+        fifo = self.policy == "fifo_perf"
+        keys = self._pass_keys(T) if fifo else None
+        for r in self._type_visits(models):
+            eligible = keys[0][:, r] > 0.0 if fifo else T[:, r] > 0
+            cand = np.flatnonzero(eligible & (chosen < 0))
+            if not cand.size:
+                continue
+            need = int(sizes[cand].sum())
+            if need <= free[r]:
+                chosen[cand] = r
+                free[r] -= need
+                continue
+            if keys is None:
+                keys = self._pass_keys(T)
+            prio, deficit, alloc = keys
+            queue = cand[np.lexsort((cand, -alloc[cand, r], -deficit[cand, r], -prio[cand, r]))]
+            room = free[r]
+            for m, size in zip(queue.tolist(), sizes[queue].tolist()):
+                if size <= room:
+                    chosen[m] = r
+                    room -= size
+                    if room == 0:
+                        break
+            free[r] = room
+        return chosen
+
+    def _pass_keys(self, T) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(priority, deficit, allocation) of every active job on every type, this round."""
+        jobs = self._jobs
+        prio = fraction_priorities(jobs.alloc, jobs.in_alloc, jobs.job_time, self._type_time, T > 0)
+        if self.deficit_rule == "cumulative":
+            deficit = jobs.deficit
+        else:
+            total = self._type_time.sum()
+            deficit = jobs.alloc - ((jobs.job_time - self.time_prior) / total if total > 0 else 0.0)
+        return prio, deficit, jobs.alloc
+
+    def _place(self, view, active, chosen: np.ndarray, scale, models) -> tuple[dict[str, tuple], np.ndarray]:
+        """Job id -> placement (kept placements first, then the movers from the largest scale factor down), and
+        which active jobs got one.
+
+        A running job that keeps its type keeps its placement. The kept placements are part of what runs now, so
+        together they always fit: they are taken (in any order) only when some job moves."""
+        node_col = self._node_col(view, models)
+        placements = [js.placement for js in active]
+        current = np.array([-1 if p is None else node_col[p[0][0]] for p in placements], dtype=np.int64)
+        # Gavel's pass counts a job without an allocation yet, but gives it no workers.
+        go = (chosen >= 0) & self._jobs.in_alloc
+        keep = go & (current == chosen)
+        kept = np.flatnonzero(keep).tolist()
+        ids = self._jobs.ids
+        wanted = {ids[i]: placements[i] for i in kept}
+        movers = np.flatnonzero(go & ~keep)
+        if not movers.size:
+            return wanted, keep
+        placed = keep.copy()
         scratch = self._capacity.scratch(view)
-        wanted: dict[str, tuple] = {}
-        movers = []
-        for i, r in chosen.items():
+        for i in kept:
+            scratch.take(placements[i])
+        table = self._rates.of(view)
+        fit = _BestFit(scratch)
+        for i in movers[np.lexsort((movers, -scale[movers]))].tolist():
             js = active[i]
-            if js.job.job_id not in self._alloc:
-                continue  # Gavel's pass counts a job without an allocation yet, but gives it no workers
-            p = js.placement
-            if p is not None and col[view.nodes[p[0][0]].gpu_model] == r and scratch.fits(p):
-                scratch.take(p)
-                wanted[js.job.job_id] = p
-            else:
-                movers.append((i, r))
-        movers.sort(key=lambda ir: (-scale[ir[0]], ir[0]))
-        for i, r in movers:
-            js = active[i]
-            placement = fewest_nodes(scratch, js.job.num_gpus, models[r])
+            r = int(chosen[i])
+            placement = fit.place(js.job.num_gpus, models[r])
             if placement is None:
                 continue
             cons, uncons = table.get(js.job.job_type, js.job.num_gpus)
             if (cons[r] if len(placement) == 1 or view.ideal_placement else uncons[r]) <= 0:
                 continue
-            scratch.take(placement)
+            fit.take(placement)
             wanted[js.job.job_id] = placement
-        return wanted
+            placed[i] = True
+        return wanted, placed
+
+
+class _BestFit:
+    """:func:`gpuweave.cluster.placement.fewest_nodes` on a capacity scratch, with each model's nodes bucketed by
+    free GPUs (a heap per count, keyed by the node's position in the model's node list), so a round that moves many
+    jobs finds each one's best-fit node (fewest free GPUs that hold the job, first in the list on ties) in O(GPUs
+    per node) instead of a scan of the model. Same placements as the scan; jobs that need several nodes use the same
+    spreading rule."""
+
+    __slots__ = ("scratch", "nodes", "buckets", "where")
+
+    def __init__(self, scratch) -> None:
+        self.scratch = scratch
+        self.nodes = scratch.view.nodes
+        self.buckets: dict[str, list[list[tuple[int, int]]]] = {}
+        self.where: dict[int, int] = {}  # node -> its position in its model's node list
+
+    def _model(self, model: str) -> list[list[tuple[int, int]]]:
+        b = self.buckets.get(model)
+        if b is None:
+            idx = self.scratch.view.nodes_by_model[model]
+            free = self.scratch.free
+            b = [[] for _ in range(max(self.nodes[i].num_gpus for i in idx) + 1)]
+            for k, i in enumerate(idx):  # in list order: every bucket starts sorted, i.e. as a heap
+                b[free[i]].append((k, i))
+                self.where[i] = k
+            self.buckets[model] = b
+        return b
+
+    def place(self, n: int, model: str):
+        scratch = self.scratch
+        if scratch.free_by_model.get(model, 0) < n:
+            return None
+        b = self._model(model)
+        for f in range(n, len(b)):
+            if b[f]:
+                return ((b[f][0][1], n),)
+        return spread(scratch.view.nodes_by_model[model], scratch.free, n)
+
+    def take(self, placement) -> None:
+        free = self.scratch.free
+        for node, k in placement:
+            b = self._model(self.nodes[node].gpu_model)
+            entry = (self.where[node], node)
+            bucket = b[free[node]]
+            if bucket[0] == entry:
+                heapq.heappop(bucket)
+            else:
+                bucket.remove(entry)
+                heapq.heapify(bucket)
+            heapq.heappush(b[free[node] - k], entry)
+        self.scratch.take(placement)
+
+
+class _ActiveJobs:
+    """Gavel's per-job state as arrays in the order of the active jobs, (arrival, id): allocation row and whether
+    the job has one yet, time on each type since the last reset, deficit, GPU count. Rebuilt (O(M)) only when a job
+    arrives or finishes; a round without such a change reads and updates the arrays in place."""
+
+    __slots__ = ("ids", "keys", "kinds", "pos", "known", "version", "alloc", "in_alloc", "job_time", "deficit")
+    __slots__ += ("scale", "rows")
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.keys: list[tuple[float, str]] = []  # (arrival, id): the order of the rows
+        self.kinds: list[tuple[str, int]] = []
+        self.pos: dict[str, int] = {}
+        self.known: set[str] = set()
+        self.version = 0
+        self.alloc = np.zeros((0, 0))
+        self.in_alloc = np.zeros(0, dtype=bool)
+        self.job_time = np.zeros((0, 0))
+        self.deficit = np.zeros((0, 0))
+        self.scale = np.zeros(0)
+        self.rows = np.zeros((0, 0))  # each job's whole-job rate on each type
+
+    def sync(self, view, R: int, prior: float, row_of) -> bool:
+        """Follow the view's active set; True when it changed (arrivals or departures). O(M) C steps when nothing
+        changed; otherwise finished rows are dropped and arrivals appended in (arrival, id) order (a full re-sort
+        only when an arrival sorts before a job already known), mostly in C. ``row_of(kind)``: an arrival's rates."""
+        current = view.running.keys() | view.pending.keys()
+        if current == self.known and self.alloc.shape[1:] == (R,):
+            return False
+        if self.alloc.shape[1:] != (R,):  # first call, or the cluster's types changed: start over
+            version = self.version
+            self.__init__()
+            self.version = version
+            self.alloc, self.job_time, self.deficit, self.rows = (np.zeros((0, R)) for _ in range(4))
+        gone = self.known - current
+        new = current - self.known
+        pending, running = view.pending, view.running
+        arrivals = sorted(((running.get(j) or pending[j]).job for j in new), key=lambda job: (job.arrival, job.job_id))
+        M = len(self.ids)
+        kept = np.delete(np.arange(M), sorted(self.pos[j] for j in gone)) if gone else np.arange(M)
+        fresh = [(job.arrival, job.job_id) for job in arrivals]
+        if fresh and kept.size and fresh[0] < self.keys[kept[-1]]:  # an arrival sorts before a known job
+            order = sorted([(self.keys[i], i) for i in kept.tolist()] + [(k, -1 - n) for n, k in enumerate(fresh)])
+            src = np.array([i for _, i in order], dtype=np.int64)
+        else:
+            src = np.concatenate([kept, -1 - np.arange(len(fresh), dtype=np.int64)])
+        self._rebuild(src, arrivals, fresh, prior, row_of)
+        self.known = set(current)
+        self.version += 1
+        return True
+
+    def _rebuild(self, src: np.ndarray, arrivals: list, fresh: list, prior: float, row_of) -> None:
+        """New arrays in the order ``src``: an old row index, or ``-1 - k`` for the k-th arrival."""
+        M = src.size
+        was = src >= 0
+        old = src[was]
+        new = -1 - src[~was]
+
+        def carry(arr: np.ndarray, fill, rows=None) -> np.ndarray:
+            out = np.full((M, *arr.shape[1:]), fill, dtype=arr.dtype)
+            out[was] = arr[old]
+            if rows is not None and new.size:
+                out[~was] = rows
+            return out
+
+        R = self.alloc.shape[1]
+        kinds = [(job.job_type, job.num_gpus) for job in arrivals]
+        added = np.array([row_of(kind) for kind in kinds], dtype=float).reshape(len(kinds), R)[new] if kinds else None
+        self.alloc = carry(self.alloc, 0.0)
+        self.in_alloc = carry(self.in_alloc, False)
+        self.job_time = carry(self.job_time, prior)
+        self.deficit = carry(self.deficit, 0.0)
+        self.rows = carry(self.rows, 0.0, added)
+        self.scale = carry(self.scale, 0.0, np.array([n for _, n in kinds], dtype=float)[new] if kinds else None)
+        ids = [job.job_id for job in arrivals]
+        self.ids = [self.ids[i] if i >= 0 else ids[-1 - i] for i in src.tolist()]
+        self.keys = [self.keys[i] if i >= 0 else fresh[-1 - i] for i in src.tolist()]
+        self.kinds = [self.kinds[i] if i >= 0 else kinds[-1 - i] for i in src.tolist()]
+        self.pos = dict(zip(self.ids, range(M)))
+
+    def refresh_rows(self, row_of) -> None:
+        """Every row's rates again (the rates or the nodes changed)."""
+        R = self.alloc.shape[1]
+        self.rows = np.array([row_of(kind) for kind in self.kinds], dtype=float).reshape(len(self.ids), R)
+
+    def states(self, view) -> list:
+        running, pending = view.running, view.pending
+        return [running.get(j) or pending[j] for j in self.ids]
+
+    def set_allocation(self, x: np.ndarray) -> None:
+        self.alloc = np.asarray(x, dtype=float).reshape(len(self.ids), -1)
+        self.in_alloc = np.ones(len(self.ids), dtype=bool)
 
 
 def _fixed(policy_name: str, objective: str, doc: str) -> type[GavelPolicy]:
@@ -344,6 +564,7 @@ def _fixed(policy_name: str, objective: str, doc: str) -> type[GavelPolicy]:
         time_prior: float | None = None,
         deficit: str = "cumulative",
         shuffle_types: bool | None = None,
+        partitions: int = 1,
         *,
         round_length: float | None = None,
         seed: int = 0,
@@ -357,6 +578,7 @@ def _fixed(policy_name: str, objective: str, doc: str) -> type[GavelPolicy]:
             time_prior,
             deficit,
             shuffle_types,
+            partitions,
             round_length=round_length,
             seed=seed,
         )

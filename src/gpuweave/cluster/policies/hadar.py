@@ -25,6 +25,10 @@ on an *idle* cluster (a property test found an LM job left pending for 46 M simu
 DP selects nothing while no job runs, the round instead starts the waiting jobs greedily in Q order on
 their fastest GPU model (fewest nodes). ``work_conserving=False`` keeps the spec's behaviour.
 
+POP (ours, a named option; Narayanan et al., SOSP'21): ``partitions=k`` > 1 splits each round's queue and servers
+into k sub-rounds solved by the DP independently (:mod:`gpuweave.hadar.pop`), each with its own state budget;
+default 1 (the whole round). Its speed and quality loss: ``gpuweave bench pop`` and docs/round-policies.md.
+
 Recorded per round: wall time of the decision (``decision_times``), DP states, fallback rounds, price
 constants. Complexity: see :mod:`gpuweave.hadar.dp`.
 """
@@ -40,6 +44,7 @@ from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision, Plan
 from gpuweave.cluster.policies import register_policy
 from gpuweave.hadar.dp import DEFAULT_MAX_STATES, hadar_round, literal_allocation
+from gpuweave.hadar.pop import partitioned_round, plan_value
 from gpuweave.hadar.problem import QueuedJob, RoundProblem
 from gpuweave.hadar.throughput import RateTable, RateTableCache
 
@@ -106,11 +111,19 @@ class HadarPolicy(ClusterPolicy):
         backfill: bool = False,
         order: str = "fifo",
         solver: str = "dp",
+        partitions: int = 1,
         *,
         round_length: float | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__(round_length=round_length, seed=seed)
+        if isinstance(partitions, bool) or not isinstance(partitions, (int, np.integer)) or partitions < 1:
+            raise ValueError(f"partitions must be an integer >= 1, got {partitions!r}")
+        if partitions > 1 and (solver != "dp" or variant == "literal"):
+            raise ValueError("partitions > 1 (POP) splits the DP's round: it needs solver 'dp' and no 'literal'")
+        self.partitions = int(partitions)
+        self.audit_pop = False  # set by `gpuweave bench pop`: also solve the whole round and score both plans
+        self.pop_values: list[tuple[int, float, float]] = []  # (queue, partitioned plan's value, whole DP's value)
         self._rates = RateTableCache()
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}")
@@ -208,7 +221,7 @@ class HadarPolicy(ClusterPolicy):
 
                 result = exact_round(problem, max_states=self.max_states)
             else:
-                result = hadar_round(problem, max_states=self.max_states, backfill=self.backfill)
+                result = self.solve_round(problem, backfill=self.backfill)
             wanted.update(result.plan)
             self.dp_states.append(result.states)
             self.fallback_rounds += int(result.fallback)
@@ -216,6 +229,18 @@ class HadarPolicy(ClusterPolicy):
             self.last_result = result
         self.rounds += 1
         return wanted
+
+    def solve_round(self, problem: RoundProblem, backfill: bool = False):
+        """The DP on the whole round, or POP over ``partitions`` sub-rounds (:mod:`gpuweave.hadar.pop`)."""
+        if self.partitions == 1:
+            return hadar_round(problem, max_states=self.max_states, backfill=backfill)
+        result = partitioned_round(problem, self.partitions, max_states=self.max_states, backfill=backfill)
+        if self.audit_pop:
+            whole = hadar_round(problem, max_states=self.max_states, backfill=backfill)
+            self.pop_values.append(
+                (len(problem.jobs), plan_value(problem, result.plan), plan_value(problem, whole.plan))
+            )
+        return result
 
     def guard_starvation(self, view, wanted: dict) -> Decision | None:
         """The greedy start of waiting jobs when the DP would leave an idle cluster idle (see module doc)."""

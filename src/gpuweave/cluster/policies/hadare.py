@@ -15,7 +15,10 @@ may share a node when it has room for several (each copy is an independent proce
 one-copy-per-node holds on the single-GPU-node clusters of §6 (see :mod:`gpuweave.hadar.emulation`, which
 also models Eq. 10 estimates, per-round overheads and early finishes exactly as §3.7 describes).
 
-Complexity: as Hadar with |Q| <= #jobs + #GPUs entries.
+``partitions`` (POP) is Hadar's option, applied to the round with the copies.
+
+Complexity: as Hadar with |Q| <= #jobs + #GPUs entries (copies stop being built once the extra copies alone could
+fill the cluster).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import time
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.policies.hadar import HadarPolicy, cluster_arrays, queue_order
-from gpuweave.hadar.dp import DEFAULT_MAX_STATES, hadar_round
+from gpuweave.hadar.dp import DEFAULT_MAX_STATES
 from gpuweave.hadar.forking import copy_count, copy_nodes, merge_copies
 from gpuweave.hadar.problem import QueuedJob
 
@@ -43,6 +46,7 @@ class HadarEPolicy(HadarPolicy):
         max_copies: int | None = None,
         work_conserving: bool = True,
         order: str = "fifo",
+        partitions: int = 1,
         *,
         round_length: float | None = None,
         seed: int = 0,
@@ -54,6 +58,7 @@ class HadarEPolicy(HadarPolicy):
             kappa=kappa,
             work_conserving=work_conserving,
             order=order,
+            partitions=partitions,
             round_length=round_length,
             seed=seed,
         )
@@ -72,17 +77,17 @@ class HadarEPolicy(HadarPolicy):
         extra: list[QueuedJob] = []
         extra_gpus = 0
         total_gpus = int(cap.sum())
-        copies_of: dict[str, int] = {}
         for js in order:
             W = js.job.num_gpus
             k = copy_count(W, largest, n_copies)
             forkable = k > 1
-            copies_of[js.job.job_id] = k
             cons, uncons = table.get(js.job.job_type, W)
             prev_nodes = copy_nodes(js.placement, W)
             rem = view.remaining(js) / k
             tot = float(js.job.work) / k
             for i in range(1, k + 1):
+                if i > 1 and extra_gpus >= total_gpus:
+                    break  # the extra copies alone could fill the cluster: no later copy joins Q
                 if i == 1 and not forkable:
                     prev = js.placement
                 else:
@@ -108,7 +113,7 @@ class HadarEPolicy(HadarPolicy):
         jobs = first + extra
         if jobs:
             problem = self.round_problem(view, jobs, stype, cap, cap.copy(), L)
-            result = hadar_round(problem, max_states=self.max_states)
+            result = self.solve_round(problem)
             wanted.update(merge_copies(result.plan))
             self.dp_states.append(result.states)
             self.fallback_rounds += int(result.fallback)
