@@ -109,6 +109,10 @@ class GavelPolicy(ClusterPolicy):
     ) -> None:
         super().__init__(round_length=round_length, seed=seed)
         policy = OLD_SPELLINGS.get(policy, policy)
+        if policy not in OBJECTIVES:
+            raise ValueError(
+                f"policy must be one of {', '.join(OBJECTIVES)} (old spellings: {', '.join(OLD_SPELLINGS)})"
+            )
         if isinstance(partitions, bool) or not isinstance(partitions, (int, np.integer)) or partitions < 1:
             raise ValueError(f"partitions must be an integer >= 1, got {partitions!r}")
         if partitions > 1 and policy not in POP_OBJECTIVES:
@@ -116,10 +120,6 @@ class GavelPolicy(ClusterPolicy):
         self.partitions = int(partitions)
         self.audit_pop = False  # set by `gpuweave bench pop`: also solve the whole LP and record both objectives
         self.pop_objectives: list[tuple[int, float, float]] = []  # (jobs, partitioned objective, whole objective)
-        if policy not in OBJECTIVES:
-            raise ValueError(
-                f"policy must be one of {', '.join(OBJECTIVES)} (old spellings: {', '.join(OLD_SPELLINGS)})"
-            )
         if recompute not in ("gavel", "on_change"):
             raise ValueError("recompute must be 'gavel' or 'on_change'")
         if deficit not in ("cumulative", "per_round"):
@@ -149,6 +149,8 @@ class GavelPolicy(ClusterPolicy):
         self._source_version = 0  # counts changes of the rates' source (profiles, nodes, placement rule)
         self._rates_key: tuple = ()  # (active set version, source version) the masked rates were built for
         self._masked: tuple = ()
+        self._node_col_key: tuple | None = None  # the nodes and models ``_node_cols`` was built for
+        self._node_cols: list[int] = []
         # finish_time_fairness_perf keeps the cumulative isolated time of each job across recomputes.
         self._isolated_time: dict[str, float] = {}
         self._prev_remaining: dict[str, float] = {}
@@ -306,7 +308,7 @@ class GavelPolicy(ClusterPolicy):
     def _node_col(self, view, models) -> list[int]:
         """Each node's GPU type as an index into ``models`` (cached with the capacity facts)."""
         key = (self._capacity.refresh(view)._key, tuple(models))
-        if getattr(self, "_node_col_key", None) != key:
+        if self._node_col_key != key:
             col = {m: i for i, m in enumerate(models)}
             self._node_col_key, self._node_cols = key, [col[n.gpu_model] for n in view.nodes]
         return self._node_cols
