@@ -42,13 +42,16 @@ def pytest_addoption(parser):
 
 # ------------------------------------------------------------------ the fuzz suite's example counts (tests/fuzz)
 def _folder(config):
-    """Where each process of the session writes its fuzz example counts."""
-    return config.cache.mkdir("fuzz-counts")
+    """Where each process of the session writes its fuzz example counts (None with ``-p no:cacheprovider``: then
+    the counts are not summed)."""
+    cache = getattr(config, "cache", None)
+    return cache.mkdir("fuzz-counts") if cache is not None else None
 
 
 def pytest_sessionstart(session):
-    if not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist) starts afresh
-        for stale in _folder(session.config).glob("*.json"):
+    folder = _folder(session.config)
+    if folder is not None and not hasattr(session.config, "workerinput"):  # the controller starts afresh
+        for stale in folder.glob("*.json"):
             stale.unlink()
 
 
@@ -56,7 +59,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if hasattr(config, "workerinput"):
         return
     counts: dict[str, int] = {}
-    for part in _folder(config).glob("*.json"):
+    folder = _folder(config)
+    for part in folder.glob("*.json") if folder is not None else ():
         for name, n in json.loads(part.read_text()).items():
             counts[name] = counts.get(name, 0) + n
     if counts:

@@ -68,7 +68,10 @@ def _fuzz(cli, target: Target, n: int) -> None:
 
 def _save_counts(config) -> None:
     """This process's example counts, for the session summary (several xdist workers write one file each)."""
-    folder = config.cache.mkdir("fuzz-counts")
+    cache = getattr(config, "cache", None)
+    if cache is None:  # -p no:cacheprovider: nothing to sum the counts in
+        return
+    folder = cache.mkdir("fuzz-counts")
     worker = getattr(config, "workerinput", {}).get("workerid", "main")
     (folder / f"{worker}.json").write_text(json.dumps(COUNTS))
 

@@ -119,8 +119,9 @@ def pop(
     jobs: int = typer.Option(2000, "--jobs", min=1, help="Number of generated Philly-like jobs."),
     gpus: int = typer.Option(1024, "--gpus", min=24, help="Cluster size (V100/P100/K80 nodes of 8 GPUs)."),
     rate: float = typer.Option(30.0, "--rate", help="Arrival rate, jobs/hour."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi),
     option: list[str] = typer.Option([], "--option", help="Policy option key=value (repeatable)."),
+    quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """POP partitioning's speed and quality: jobs/s, JCT, makespan and each round's objective against k = 1."""
@@ -132,21 +133,20 @@ def pop(
     except ValueError:
         msg = f"--partitions wants comma-separated integers, got {partitions!r}"
         raise InputError(msg, field="partitions") from None
-    result = bench_pop(policy, ks, jobs, gpus, rate, seed, _parse_options(option))
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        bar.task(f"bench pop {policy} (k = {partitions})")
+        result = bench_pop(policy, ks, jobs, gpus, rate, seed, _parse_options(option))
     if as_json:
         typer.echo(json.dumps(result))
         return
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=f"bench pop: {policy}, {jobs} jobs, {gpus} GPUs, {rate:g} jobs/h")
     rows = result["rows"]
-    table.add_column("metric")
-    for row in rows:
-        table.add_column(f"k = {row['partitions']}", justify="right")
-    for key in dict.fromkeys(k for row in rows for k in row if k != "partitions"):
-        table.add_row(key, *(str(row.get(key, "")) for row in rows))
-    Console().print(table)
+    headers = ("metric", *(f"k = {row['partitions']}" for row in rows))
+    keys = dict.fromkeys(k for row in rows for k in row if k != "partitions")
+    table = [(key, *(str(row.get(key, "")) for row in rows)) for key in keys]
+    title = f"bench pop: {policy}, {jobs} jobs, {gpus} GPUs, {rate:g} jobs/h"
+    print_table(Console(), title, headers, table, right=headers[1:])
 
 
 @app.command("kernel")
