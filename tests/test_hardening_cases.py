@@ -341,3 +341,21 @@ def test_tables_in_80_columns_never_break_words(cli, tmp_path, args):
     }
     assert not broken, sorted(broken)[:20]
     assert max(len(line) for line in out.stdout.splitlines()) <= 80
+
+
+# ------------------------------------------------------------------ found later by the long fuzz run (--full)
+def test_round_length_of_1e_minus_320(cli, tmp_path):
+    # ran 1e320 round ticks (killed after 60 s of CPU); a round is now at least one second
+    args = ["simulate", "--policy", "fifo", "--jobs", "1", "--round-length", "1e-320", "--out", "r"]
+    assert_user_error(cli.run(args, tmp_path), "field 'round_length'", "greater than or equal to 1")
+    assert_user_error(cli.run(["bench", "sim", "--jobs", "10", "--round", "0.5"], tmp_path), "field 'round'")
+    assert not (tmp_path / "r").exists()
+
+
+def test_trace_header_with_unnamed_and_repeated_columns(cli, tmp_path):
+    # two empty column names (trailing commas) raised AttributeError from pandas
+    (tmp_path / "t.csv").write_text(TRACE_HEAD.rstrip("\n") + ",,\n" + f"a,0,1,{RESNET},600,1,\nb,30,2,{RESNET},900,,\n")
+    out = cli.run(["trace", "validate", "t.csv"], tmp_path)
+    assert out.code == 0 and "2 jobs" in out.stdout, out.describe()
+    (tmp_path / "d.csv").write_text(TRACE_HEAD.rstrip("\n") + ",user,user\n" + f"a,0,1,{RESNET},600,x,y\n")
+    assert_user_error(cli.run(["trace", "validate", "d.csv"], tmp_path), "d.csv, row 0, field 'user'", "twice")

@@ -17,6 +17,7 @@ from gpuweave.cluster.simulator import Simulator
 from gpuweave.errors import InputError
 from gpuweave.hardware.catalog import get_gpu
 from gpuweave.hardware.cluster_spec import make_cluster
+from gpuweave.checks import ROUND_LENGTH, number
 from gpuweave.limits import check_limit
 from gpuweave.workload.profiles import load_profiles
 from gpuweave.workload.traces.generate import generate_philly_like
@@ -72,8 +73,8 @@ def timed_sim(
     are the policy's; ``wrap(policy)`` may adjust the built policy (bench pop's audit)."""
     if not (math.isfinite(rate_per_hour) and rate_per_hour > 0):
         raise InputError(f"--rate must be a number > 0 (jobs/hour), got {rate_per_hour}", field="rate")
-    if round_length is not None and not (math.isfinite(round_length) and round_length > 0):
-        raise InputError(f"--round must be a number > 0 (seconds), got {round_length}", field="round")
+    if round_length is not None:
+        number(round_length, ROUND_LENGTH, field="round")
     if gpus < 24:
         raise InputError(
             f"--gpus must be at least 24 (one 8-GPU node of each of V100, P100, K80), got {gpus}", field="gpus"

@@ -56,6 +56,9 @@ MAX_SECONDS = 1e10  # about 317 years: no trace, schedule or deadline is longer 
 SECONDS = Range("s", 0.0, MAX_SECONDS)
 #: a duration that must be positive (a task's run time, a round length)
 DURATION = Range("s", 0.0, MAX_SECONDS, lo_open=True)
+#: seconds between a cluster policy's scheduling rounds: a round shorter than a second decides nothing real
+#: (schedulers decide every few seconds to minutes; Gavel 360 s, Pollux 60 s) and only multiplies the ticks
+ROUND_LENGTH = Range("s", 1.0, MAX_SECONDS)
 #: kernel-level times (simulated horizons, start offsets, submission times)
 MILLISECONDS = Range("ms", 0.0, MAX_SECONDS * 1000.0)
 #: one kernel's duration or the host time around it: at most about 11.6 days

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gpuweave.checks import MAX_SECONDS, RATE_PER_HOUR, SEED, validation_error
+from gpuweave.checks import MAX_SECONDS, RATE_PER_HOUR, ROUND_LENGTH, SEED, validation_error
 from gpuweave.errors import InputError
 from gpuweave.files import check_path, load_yaml
 from gpuweave.limits import check_limit
@@ -39,7 +39,9 @@ class SimulationConfig(BaseModel):
     start_delay: float = Field(
         0.0, ge=0, le=MAX_SECONDS, description="seconds a job's first start holds GPUs without progress"
     )
-    round_length: float | None = Field(None, gt=0, le=MAX_SECONDS, description="override the policy's round length (s)")
+    round_length: float | None = Field(
+        None, ge=ROUND_LENGTH.lo, le=MAX_SECONDS, description="override the policy's round length (s)"
+    )
     profiles: str | None = Field(
         None, description="profile CSV, or a directory of Pollux application traces; None = bundled Gavel throughputs"
     )

@@ -28,6 +28,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
+from gpuweave.checks import ROUND_LENGTH, number
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.state import ClusterView
 
@@ -46,8 +47,8 @@ class ClusterPolicy(ABC):
         self, *, round_length: float | None = None, seed: int = 0, reacts_to_events: bool | None = None
     ) -> None:
         length = self.default_round_length if round_length is None else float(round_length)
-        if length is not None and not length > 0:
-            raise ValueError(f"round_length must be > 0 seconds, got {round_length}")
+        if length is not None:
+            length = number(length, ROUND_LENGTH, field="round_length")
         self._round_length = length
         self._seed = int(seed)
         self._reacts = self.default_reacts_to_events if reacts_to_events is None else bool(reacts_to_events)
