@@ -354,7 +354,9 @@ def test_round_length_of_1e_minus_320(cli, tmp_path):
 
 def test_trace_header_with_unnamed_and_repeated_columns(cli, tmp_path):
     # two empty column names (trailing commas) raised AttributeError from pandas
-    (tmp_path / "t.csv").write_text(TRACE_HEAD.rstrip("\n") + ",,\n" + f"a,0,1,{RESNET},600,1,\nb,30,2,{RESNET},900,,\n")
+    (tmp_path / "t.csv").write_text(
+        TRACE_HEAD.rstrip("\n") + ",,\n" + f"a,0,1,{RESNET},600,1,\nb,30,2,{RESNET},900,,\n"
+    )
     out = cli.run(["trace", "validate", "t.csv"], tmp_path)
     assert out.code == 0 and "2 jobs" in out.stdout, out.describe()
     (tmp_path / "d.csv").write_text(TRACE_HEAD.rstrip("\n") + ",user,user\n" + f"a,0,1,{RESNET},600,x,y\n")

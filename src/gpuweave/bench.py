@@ -12,12 +12,12 @@ import time
 from collections import deque
 from typing import Callable
 
+from gpuweave.checks import ROUND_LENGTH, number
 from gpuweave.cluster.policies import make_policy
 from gpuweave.cluster.simulator import Simulator
 from gpuweave.errors import InputError
 from gpuweave.hardware.catalog import get_gpu
 from gpuweave.hardware.cluster_spec import make_cluster
-from gpuweave.checks import ROUND_LENGTH, number
 from gpuweave.limits import check_limit
 from gpuweave.workload.profiles import load_profiles
 from gpuweave.workload.traces.generate import generate_philly_like
