@@ -25,13 +25,17 @@ def _state(job: str) -> str:
     return _slurm("squeue", "-h", "--states=all", "-j", job, "-o", "%T").strip()
 
 
-def _wait(what: str, check, timeout: float = 60) -> None:
+def _node_state() -> str:
+    return _slurm("sinfo", "-h", "-N", "-o", "%T").strip().lower()
+
+
+def _wait(what: str, check, timeout: float = 60, why=lambda: "") -> None:
     deadline = time.time() + timeout
     while time.time() < deadline:
         if check():
             return
         time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}: {why()}")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -49,9 +53,21 @@ def test_import_slurm_commands_read_this_slurm(slurm, tmp_path):
     try:
         _wait("the long job to run", lambda: _state(requeued) == "RUNNING")
         _slurm("scontrol", "requeue", requeued)
-        _wait("the requeue", lambda: _state(requeued) == "PENDING")
-        _slurm("scontrol", "update", f"JobId={requeued}", "StartTime=now")  # Slurm holds a requeued job 2 minutes
-        _wait("the second run", lambda: _state(requeued) == "RUNNING")
+        requeued_at = time.time()
+        _wait("the requeue", lambda: _state(requeued) == "PENDING" and "comp" not in _node_state())
+
+        def started_again() -> bool:
+            # Slurm holds a requeued job 2 minutes (a begin time); we lift the hold, but not within 2 s of the kill:
+            # slurmd refuses a launch whose credential is from the same second as the revoked one ("Job N already
+            # killed, do not launch batch job") and the second run then fails at once with exit code 1.
+            if time.time() - requeued_at < 2.5:
+                return False
+            if _state(requeued) == "RUNNING":
+                return True
+            subprocess.run(["scontrol", "update", f"JobId={requeued}", "StartTime=now"], capture_output=True)
+            return False
+
+        _wait("the second run", started_again, why=lambda: _slurm("squeue", "-h", "--states=all", "-o", "%i %T %r"))
         short = [v100, k80, cpu, f"{array}_0", f"{array}_1"]
         _wait("the short jobs", lambda: all(_state(j) == "COMPLETED" for j in short))
         out, raw = tmp_path / "trace.csv", tmp_path / "raw.sacct"
@@ -62,7 +78,8 @@ def test_import_slurm_commands_read_this_slurm(slurm, tmp_path):
             assert proc.returncode == 0, proc.stderr
             with open(out) as fh:
                 rows = {r["job_id"]: r for r in csv.DictReader(fh)}
-            return set(rows) == expected and all(rows[j]["state"] == "COMPLETED" for j in expected - {requeued})
+            done = set(rows) == expected and all(rows[j]["state"] == "COMPLETED" for j in expected - {requeued})
+            return done and rows[requeued]["restarts"] == "1"  # the first run's REQUEUED record is stored too
 
         _wait("sacct to record every job", imported, timeout=30)
         with open(out) as fh:

@@ -49,6 +49,7 @@ ACTIVE = ("RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "RESIZ
 WAITING = ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD")
 KILL_WAIT_S = 15.0
 ORPHAN_WAIT_S = 15.0
+RELAUNCH_GAP_S = 2  # s between an attempt's end and the next launch of the same Slurm job (credential seconds)
 SQUEUE_CHUNK = 400  # job ids per squeue call
 SLURM_CSV = "slurm.csv"
 SLURM_COLUMNS = [
@@ -74,6 +75,7 @@ class _SlurmJob:
     slurm_id: str
     folder: Path
     slurm_type: str  # the GPU type it asks for: a held job is only requeued onto GPUs of this type
+    ended_at: float = 0.0  # wall time its last attempt was seen ending
 
 
 @dataclass(slots=True)
@@ -224,7 +226,9 @@ class SlurmExecutor(Executor):
                 f"JobId={job.slurm_id}",
                 f"TresPerNode=gres:{gres}",
                 f"NodeList={host}",
-                "StartTime=now",
+                # slurmd refuses a launch whose credential dates from the same second as the last attempt's
+                # revoked one ("already killed, do not launch batch job"): a quick restart waits two seconds.
+                "StartTime=now" if time.time() - job.ended_at >= RELAUNCH_GAP_S else f"StartTime=now+{RELAUNCH_GAP_S}",
             ]
         )
         run_slurm(["scontrol", "release", job.slurm_id])
@@ -314,6 +318,7 @@ class SlurmExecutor(Executor):
 
     def _finish(self, handle: _Handle, code: int, note: str) -> None:
         handle.code = code
+        handle.job.ended_at = time.time()
         sid = handle.job.slurm_id
         if note and not handle.stopping:
             with open(handle.spec.channel / LOG_FILE, "a") as log:
