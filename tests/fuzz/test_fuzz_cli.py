@@ -78,10 +78,13 @@ def _save_counts(config) -> None:
 
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
 def test_fuzz_command(cli, target, request):
+    """Every generated input meets the contract (``assert_bounded`` inside ``_fuzz``), and examples did run."""
+    before = COUNTS.get(target.name, 0)
     try:
         _fuzz(cli, target, examples(request.config))
     finally:
         _save_counts(request.config)
+    assert COUNTS.get(target.name, 0) > before, f"no example of {target.name} was run"
 
 
 # ------------------------------------------------------------------ result directories for `report`

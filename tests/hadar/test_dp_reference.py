@@ -82,6 +82,7 @@ def same(a, b):
     max_states=st.sampled_from([1, 4, 64, 10_000]),
 )
 def test_dp_decides_as_the_reference(spec, job_spec, kappa, utility, free_frac, max_states):
+    """Plan, value, states, memo keys and fallback equal the reference's (``same`` asserts each)."""
     problem = build(spec, job_spec, kappa, utility, free_frac)
     same(fast.hadar_round(problem, max_states=max_states), ref.hadar_round(problem, max_states=max_states))
     same(

@@ -463,7 +463,7 @@ def test_shim_compiles_against_the_real_cuda_h(built, tmp_path):
     """The shim declares the driver ABI itself; with -DFIKIT_CHECK_CUDA_H the compiler checks it against cuda.h."""
     from gpuweave.kernel.shim import SOURCE
 
-    subprocess.run(
+    proc = subprocess.run(
         [
             "cc",
             "-shared",
@@ -478,9 +478,12 @@ def test_shim_compiles_against_the_real_cuda_h(built, tmp_path):
             "-ldl",
             "-pthread",
         ],
-        check=True,
+        capture_output=True,
+        text=True,
         timeout=120,
     )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "checked.so").stat().st_size > 0
 
 
 @needs_cuda_h

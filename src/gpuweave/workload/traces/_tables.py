@@ -29,7 +29,8 @@ def read_text(path: str | Path) -> str:
 def read_csv_strings(path: str | Path, *, limit_name: str = "trace_jobs", what: str = "rows") -> "pd.DataFrame":
     """Read a CSV file with a header, every cell as a string ("" = empty).
 
-    Tolerates a BOM, CRLF line ends, blank lines and no final newline; a row whose field count differs
+    Tolerates a BOM, CRLF line ends, blank lines, no final newline and columns without a name (dropped); a
+    column name given twice is an error; a row whose field count differs
     from the header's raises InputError (pandas would silently shift such a row into an index). Adds the
     hidden :data:`ROW` column: the 1-based data row, blank lines not counted. More data rows than limit
     ``limit_name`` (jobs of a trace by default) are refused while reading, before the frame is built.
@@ -56,6 +57,11 @@ def read_csv_strings(path: str | Path, *, limit_name: str = "trace_jobs", what: 
         raise InputError(f"malformed CSV: {exc}{hint}", file=path, row=len(records)) from None
     header = [name.strip() for name in records[0]]
     width = len(header)
+    seen: set[str] = set()
+    for name in header:
+        if name and name in seen:
+            raise InputError(f"column '{name}' appears twice in the header", file=path, row=0, field=name)
+        seen.add(name)
     for row_number, record in enumerate(records[1:], start=1):
         if len(record) != width:
             raise InputError(
@@ -67,6 +73,8 @@ def read_csv_strings(path: str | Path, *, limit_name: str = "trace_jobs", what: 
     frame = (
         pd.DataFrame(records[1:], columns=header, dtype=object) if len(records) > 1 else pd.DataFrame(columns=header)
     )
+    if "" in seen:  # columns without a name (trailing commas of a spreadsheet export) hold nothing we read
+        frame = frame.loc[:, [bool(name) for name in header]]
     frame[ROW] = range(1, len(frame) + 1)
     return frame
 

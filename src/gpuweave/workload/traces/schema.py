@@ -159,15 +159,7 @@ def validate_frame(
 def _checked_header(frame: "pd.DataFrame", file: str | Path) -> "pd.DataFrame":
     """A copy with clean column names and a source-row column; the required columns present; some rows."""
     frame = frame.copy()
-    names = [str(name).lstrip("\ufeff").strip() for name in frame.columns]
-    frame.columns = names
-    # Columns without a name (trailing commas of a spreadsheet export) hold nothing we read: drop them.
-    frame = frame.loc[:, [bool(name) and not name.startswith("Unnamed: ") for name in names]]
-    seen: set[str] = set()
-    for name in frame.columns:
-        if name in seen:
-            raise InputError(f"column '{name}' appears twice in the header", file=file, row=0, field=name)
-        seen.add(name)
+    frame.columns = [str(name).lstrip("\ufeff").strip() for name in frame.columns]
     if ROW not in frame.columns:
         frame[ROW] = range(1, len(frame) + 1)
     expected = ", ".join(REQUIRED_COLUMNS) + " and work and/or duration"
