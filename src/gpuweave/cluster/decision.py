@@ -9,6 +9,7 @@ A :class:`Decision` is a *change*: jobs to start or move (``assign``) and runnin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from gpuweave.cluster.state import ClusterView, JobState, Placement
 
@@ -25,16 +26,22 @@ class Decision:
     def from_allocation(cls, view: ClusterView, wanted: dict[str, Placement]) -> "Decision":
         """Diff a full desired allocation (job -> placement for every job that should run) against now."""
         decision = cls()
-        for job_id, js in view.running.items():
+        running = view.running
+        assign, preempt = decision.assign, decision.preempt
+        for job_id, js in running.items():
             want = wanted.get(job_id)
             if want is None:
-                decision.preempt.append(job_id)
+                preempt.append(job_id)
             elif want is not js.placement and normalize(want) != js.placement:  # a kept placement is normalized
-                decision.assign[job_id] = want
+                assign[job_id] = want
         for job_id, want in wanted.items():
-            if job_id not in view.running:
-                decision.assign[job_id] = want
+            if job_id not in running:
+                assign[job_id] = want
         return decision
+
+
+# The decision that changes nothing, shared: read-only (a policy that wants to add to a decision builds its own).
+NO_CHANGE = Decision(assign=MappingProxyType({}), preempt=())  # type: ignore[arg-type]
 
 
 def normalize(placement) -> Placement:

@@ -71,7 +71,11 @@ def place_on_model(plan: Plan, js, model: str, *, allow_spread: bool = True) -> 
 
 def start_on_fastest(plan: Plan, js) -> bool:
     """Start the job in ``plan`` on the fastest GPU model with room for its gang; False if none has."""
-    for model in fastest_models(plan.view, js):
+    n = js.job.num_gpus
+    free_by_model = plan.free_by_model
+    for model in plan.view.fastest_models(js):
+        if free_by_model[model] < n:  # the common miss, without two calls
+            continue
         placement = place_on_model(plan, js, model)
         if placement is not None:
             plan.start(js, placement)
@@ -102,21 +106,26 @@ class CapacityScratch:
             self.free_by_model[nodes[node].gpu_model] -= k
 
     def fits(self, placement) -> bool:
-        return all(self.free[node] >= k for node, k in placement)
+        free = self.free
+        for node, k in placement:
+            if free[node] < k:
+                return False
+        return True
 
 
 class CapacityCache:
     """Whole-capacity facts of the cluster a round policy looks at, rebuilt only when its nodes change: a
-    :class:`CapacityScratch` template (copied per round, O(nodes) in C instead of a Python scan), GPUs per model
-    and the largest node per model."""
+    :class:`CapacityScratch` template (copied per round, O(nodes) in C instead of a Python scan), GPUs per model,
+    the largest node per model and each node's model."""
 
-    __slots__ = ("_key", "_template", "gpus_by_model", "largest_node")
+    __slots__ = ("_key", "_template", "gpus_by_model", "largest_node", "node_models")
 
     def __init__(self) -> None:
         self._key: tuple = ()
         self._template: CapacityScratch | None = None
         self.gpus_by_model: dict[str, int] = {}
         self.largest_node: dict[str, int] = {}
+        self.node_models: list[str] = []  # each node's GPU model, by node index
 
     def refresh(self, view) -> "CapacityCache":
         key = (id(view), *map(id, view.nodes))
@@ -126,6 +135,7 @@ class CapacityCache:
             self.gpus_by_model = dict(self._template.free_by_model)
             nodes = view.nodes
             self.largest_node = {m: max(nodes[i].num_gpus for i in idx) for m, idx in view.nodes_by_model.items()}
+            self.node_models = [n.gpu_model for n in nodes]
         return self
 
     def scratch(self, view) -> CapacityScratch:

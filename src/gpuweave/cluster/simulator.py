@@ -151,6 +151,7 @@ class Simulator:
         self._last_t = 0.0
         self.events = 0
         self.decisions = 0
+        self._busy_changed = False  # a GPU was taken or freed since the time series' last record
         self.rollback_lost = 0.0  # work lost to snapshot roll-backs (opt-in, Job.attrs["snapshot_every"])
 
     def _index_nodes(self, nodes: list) -> None:
@@ -311,7 +312,8 @@ class Simulator:
         self.now = self._last_t = start_time
         self._record_timeseries()
         self._done = self._arrived = self._idle_rounds = 0
-        self._changed = self._tick = self._tick_scheduled = False
+        self._changed = self._tick = self._tick_scheduled = self._busy_changed = False
+        self._reacts = self.policy.reacts_to_events
         loop.run(until=self.max_time, before_instant=self._advance, after_instant=self._after_instant)
         self.events = loop.events
         n_jobs = len(self.states)
@@ -367,13 +369,15 @@ class Simulator:
         """After every event of one instant: ask the policy (on a tick, or on events if it reacts to them),
         schedule the next tick, record the time series; stop once every job is done."""
         tick = self._tick
-        active = self.pending or self.running
-        if ((self._changed and self.policy.reacts_to_events) or tick) and active:
+        if (tick or (self._changed and self._reacts)) and (self.pending or self.running):
             decision = self.policy.schedule(self.view)
             self.decisions += 1
             if decision:
                 self._apply(decision)
-            self._count_idle_round(tick)
+            if tick:
+                self._count_idle_round()
+            else:
+                self._idle_rounds = 0
         L = self.round_length
         if L is not None and not self._tick_scheduled and (self.pending or self.running):
             # Ticks sit on the grid k*L; after a tick the next one is a full round later.
@@ -381,17 +385,19 @@ class Simulator:
             self._loop.push(max(nxt, t), ROUND, None, ROUND)
             self._tick_scheduled = True
         self._changed = self._tick = False
-        self._record_timeseries()
+        if self._busy_changed:  # the time series only records changes of the busy GPUs
+            self._busy_changed = False
+            self._record_timeseries()
         if self._progress is not None and self._done >= self._progress_next:
             self._progress(self._done)
             self._progress_next = self._done + self._progress_step
         if self._done == len(self.states):
             self._loop.stop()
 
-    def _count_idle_round(self, tick: bool) -> None:
-        """A round-based policy that leaves jobs waiting on an idle cluster after the last arrival for
-        STALL_ROUNDS rounds is stuck: raise instead of ticking for ever."""
-        if not (tick and not self.running and self._arrived == len(self.states)):
+    def _count_idle_round(self) -> None:
+        """After a round: a round-based policy that leaves jobs waiting on an idle cluster after the last arrival
+        for STALL_ROUNDS rounds is stuck: raise instead of ticking for ever."""
+        if self.running or self._arrived != len(self.states):
             self._idle_rounds = 0
             return
         self._idle_rounds += 1
@@ -461,7 +467,11 @@ class Simulator:
 
     def _release(self, js: JobState) -> None:
         models, free, free_by_model, busy, index = (
-            self._node_models, self.free, self.free_by_model, self.busy_by_model, self.node_model_index
+            self._node_models,
+            self.free,
+            self.free_by_model,
+            self.busy_by_model,
+            self.node_model_index,
         )
         now, job_id, record = self.now, js.job.job_id, self.allocations.append
         for node, k in js.placement:
@@ -473,10 +483,15 @@ class Simulator:
             record(AllocationChange(now, job_id, node, 0))
         js.placement = None
         js.version += 1
+        self._busy_changed = True
 
     def _occupy(self, js: JobState, placement: Placement, rate: float) -> None:
         models, free, free_by_model, busy, index = (
-            self._node_models, self.free, self.free_by_model, self.busy_by_model, self.node_model_index
+            self._node_models,
+            self.free,
+            self.free_by_model,
+            self.busy_by_model,
+            self.node_model_index,
         )
         now, job_id, record = self.now, js.job.job_id, self.allocations.append
         for node, k in placement:
@@ -489,30 +504,35 @@ class Simulator:
         js.placement = placement
         js.rate = rate
         js.version += 1
+        self._busy_changed = True
 
     def _apply(self, decision: Decision) -> None:
         """Validate a decision whole (nothing is applied unless all of it is valid), then apply it."""
-        name = self.policy.name or type(self.policy).__name__
-        stops, stopped = self._checked_preemptions(decision, name)
+        stops, stopped = self._checked_preemptions(decision)
         delta: dict[int, int] = {}
         for js in stops:
             for node, k in js.placement:
                 delta[node] = delta.get(node, 0) + k
         starts = []
+        check = self._checked_assignment
         for job_id, raw in decision.assign.items():
-            start = self._checked_assignment(job_id, raw, stopped, delta, name)
+            start = check(job_id, raw, stopped, delta)
             if start is not None:
                 starts.append(start)
         free = self.free
         for node, d in delta.items():
             if free[node] + d < 0:
                 raise InvalidDecisionError(
-                    f"policy '{name}' at t={self.now:g}: capacity: node {self.nodes[node].name} would need "
+                    f"{self._who()}: capacity: node {self.nodes[node].name} would need "
                     f"{free[node] - (free[node] + d)} more GPUs than it has free"
                 )
         self._stop_and_start(stops, starts)
 
-    def _checked_preemptions(self, decision: Decision, name: str) -> tuple[list[JobState], set[str]]:
+    def _who(self) -> str:
+        """The start of an InvalidDecisionError's message: the policy and the time."""
+        return f"policy '{self.policy.name or type(self.policy).__name__}' at t={self.now:g}"
+
+    def _checked_preemptions(self, decision: Decision) -> tuple[list[JobState], set[str]]:
         """The running jobs the decision preempts; preempting a job that is not running is invalid."""
         stops: list[JobState] = []
         stopped: set[str] = set()
@@ -521,47 +541,41 @@ class Simulator:
         for job_id in decision.preempt:
             js = self.running.get(job_id)
             if js is None:
-                raise InvalidDecisionError(
-                    f"policy '{name}' at t={self.now:g}: preempts job '{job_id}', which is not running"
-                )
+                raise InvalidDecisionError(f"{self._who()}: preempts job '{job_id}', which is not running")
             stops.append(js)
             stopped.add(job_id)
         return stops, stopped
 
     def _checked_assignment(
-        self, job_id: str, raw, stopped: set[str], delta: dict[int, int], name: str
+        self, job_id: str, raw, stopped: set[str], delta: dict[int, int]
     ) -> tuple[JobState, tuple, float] | None:
         """Check one assignment (known job, valid nodes, gang rule, positive rate) and add its GPUs to ``delta``.
 
         Returns ``(state, placement, rate)`` to start, or None when a running job keeps its placement.
         """
-        now = self.now
         js = self.by_id.get(job_id)
         if js is None or (job_id not in self.pending and job_id not in self.running):
-            raise InvalidDecisionError(
-                f"policy '{name}' at t={now:g}: assigns job '{job_id}', which is not waiting or running"
-            )
+            raise InvalidDecisionError(f"{self._who()}: assigns job '{job_id}', which is not waiting or running")
         # One (node, k) pair with k > 0 is already normal: most placements, skipped without a dict and a sort.
-        if type(raw) is tuple and len(raw) == 1 and raw[0][1] > 0 and type(raw[0]) is tuple:
+        if type(raw) is tuple and len(raw) == 1 and type(raw[0]) is tuple and raw[0][1] > 0:
             placement = raw
         else:
             placement = normalize(raw)
-        if js.placement == placement and job_id in self.running and job_id not in stopped:
+        old = js.placement  # not None exactly while the job runs
+        if old is not None and old == placement and job_id not in stopped:
             return None
         total = 0
+        n_nodes = len(self.nodes)
         for node, k in placement:
-            if not (0 <= node < len(self.nodes)) or k < 0:
-                raise InvalidDecisionError(
-                    f"policy '{name}' at t={now:g}: job '{job_id}' placed on invalid node {node}"
-                )
+            if not (0 <= node < n_nodes) or k < 0:
+                raise InvalidDecisionError(f"{self._who()}: job '{job_id}' placed on invalid node {node}")
             total += k
             delta[node] = delta.get(node, 0) - k
         job = js.job
         forked = self._forks and is_forked(job.num_gpus, placement, total)
         if total != job.num_gpus and not forked and not _moldable_ok(job, total):
             raise InvalidDecisionError(
-                f"policy '{name}' at t={now:g}: gang rule: job '{job_id}' needs {job.num_gpus} GPUs, placement "
-                f"gives {total}"
+                f"{self._who()}: gang rule: job '{job_id}' needs {job.num_gpus} GPUs, placement gives {total}"
             )
         if forked:
             rate = forked_rate(
@@ -569,14 +583,16 @@ class Simulator:
                 placement,
                 lambda node: self.model_rate(job.job_type, self.nodes[node].gpu_model, job.num_gpus, True),
             )
+        elif len(placement) == 1 and self._rate_by_counts is None:  # one node: the consolidated rate, looked up
+            rate = self._rate_cache.get((job.job_type, self._node_models[placement[0][0]], total, True))
+            if rate is None:
+                rate = self.placement_rate(job.job_type, total, placement)
         else:
             rate = self.placement_rate(job.job_type, total, placement)
         if not rate > 0:
-            raise InvalidDecisionError(
-                f"policy '{name}' at t={now:g}: job '{job_id}' ({job.job_type}) cannot run on {placement}"
-            )
-        if js.placement is not None and job_id not in stopped:
-            for node, k in js.placement:
+            raise InvalidDecisionError(f"{self._who()}: job '{job_id}' ({job.job_type}) cannot run on {placement}")
+        if old is not None and job_id not in stopped:
+            for node, k in old:
                 delta[node] = delta.get(node, 0) + k
         return js, placement, rate
 

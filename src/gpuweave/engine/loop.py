@@ -18,6 +18,8 @@ import itertools
 import math
 from typing import Any, Callable
 
+from gpuweave.engine.gc_pause import old_objects_left_alone
+
 Handler = Callable[[float, Any], None]
 
 _heappush = heapq.heappush  # module globals: one lookup fewer per event than heapq.<name>
@@ -85,7 +87,12 @@ class EventLoop:
     ) -> None:
         """Dispatch events in (time, order, seq) order until the heap is empty, the next event is later than
         ``until``, or a handler calls :meth:`stop`. ``before_instant(t)`` runs before the first event of each
-        instant, ``after_instant(t)`` after its last."""
+        instant, ``after_instant(t)`` after its last. The cyclic collector leaves the run's old objects alone
+        meanwhile (:mod:`gpuweave.engine.gc_pause`)."""
+        with old_objects_left_alone():
+            self._run(until, before_instant, after_instant)
+
+    def _run(self, until: float, before_instant, after_instant) -> None:
         heap = self._heap
         handlers = self._handlers
         pop = heapq.heappop

@@ -89,7 +89,6 @@ class LiveBook(Simulator):
             js.remaining = 0.0
             js.end = self.now
 
-
     def fail(self, js: JobState) -> None:
         """Take a failed job out of the cluster (it keeps ``end = None``)."""
         job_id = js.job.job_id

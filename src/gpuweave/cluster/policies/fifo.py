@@ -8,8 +8,10 @@ started and C start classes, plus O(nodes of a model) per placement; nothing is 
 
 from __future__ import annotations
 
+from functools import partial
+
 from gpuweave.cluster.contract import ClusterPolicy
-from gpuweave.cluster.decision import Decision, Plan
+from gpuweave.cluster.decision import NO_CHANGE, Decision, Plan
 from gpuweave.cluster.placement import start_on_fastest
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.policies.pending_index import PendingIndex, arrival_order
@@ -23,12 +25,13 @@ class FifoPolicy(ClusterPolicy):
         self._queue = PendingIndex(arrival_order, strict=strict)
 
     def schedule(self, view) -> Decision:
-        if not view.pending:
-            return Decision()
-        self._queue.sync(view.pending)
+        pending = view.pending
+        if not pending:
+            return NO_CHANGE
+        self._queue.sync(pending)
         free = sum(view.free_by_model.values())
         if not self._queue.fits_any(free):
-            return Decision()
+            return NO_CHANGE
         plan = Plan(view)
-        self._queue.start_in_order(free, lambda js: start_on_fastest(plan, js))
+        self._queue.start_in_order(free, partial(start_on_fastest, plan))
         return plan.decision

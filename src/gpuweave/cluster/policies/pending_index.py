@@ -22,12 +22,15 @@ not apply a start).
 from __future__ import annotations
 
 import heapq
+from collections import deque
+from functools import partial
 from typing import Any, Callable
 
 from gpuweave.cluster.state import JobState
 
 Key = Any  # the policy's order; must be unique per job and comparable
 StartClass = tuple[int, str]
+_ONE_QUEUE: StartClass = (0, "")  # the class of every job under strict
 
 
 def arrival_order(_js: JobState, seq: int) -> int:
@@ -41,14 +44,16 @@ class PendingIndex:
     ``strict``: head-of-line blocking; one queue, since only its head is ever offered.
     """
 
-    __slots__ = ("_key_of", "_strict", "_known", "_classes", "_heads", "_counts", "_seq")
+    __slots__ = ("_key_of", "_strict", "_fifo", "_known", "_classes", "_heads", "_counts", "_seq")
 
     def __init__(self, key_of: Callable[[JobState, int], Key], *, strict: bool = False) -> None:
         """``key_of(js, seq)`` is the job's order key; ``seq`` counts jobs in the order they became pending."""
         self._key_of = key_of
         self._strict = strict
+        # Keys that only grow (arrival order): each class is a FIFO queue, O(1) per job instead of a heap's O(log P).
+        self._fifo = key_of is arrival_order
         self._known: dict[str, JobState] = {}
-        self._classes: dict[StartClass, list[tuple[Key, JobState]]] = {}
+        self._classes: dict[StartClass, Any] = {}  # class -> heap, or deque under arrival order, of (key, job)
         # GPU count -> heap of (head key, class) of its classes; an entry is stale once its class's head changed.
         self._heads: dict[int, list[tuple[Key, StartClass]]] = {}
         self._counts: list[int] = []  # distinct GPU counts, ascending
@@ -60,6 +65,11 @@ class PendingIndex:
     def sync(self, pending: dict[str, JobState]) -> None:
         """Take in the jobs that became pending since the last call (from the tail of ``pending``)."""
         known = self._known
+        if len(pending) == len(known) + 1:  # the common case, one arrival, without the walk below
+            job_id = next(reversed(pending))
+            if job_id not in known:
+                self._add(pending[job_id])
+                return
         new = []
         for job_id in reversed(pending):
             js = pending[job_id]
@@ -85,14 +95,17 @@ class PendingIndex:
         cls = (count, "" if self._strict else job.job_type)
         heap = self._classes.get(cls)
         if heap is None:
-            heap = self._classes[cls] = []
+            heap = self._classes[cls] = deque() if self._fifo else []
             if count not in self._heads:
                 self._heads[count] = []
                 self._counts.append(count)
                 self._counts.sort()
         entry = (self._key_of(js, self._seq), js)
-        heapq.heappush(heap, entry)
-        if heap[0] is entry:
+        if self._fifo:
+            heap.append(entry)
+        else:
+            heapq.heappush(heap, entry)
+        if heap[0] is entry and not self._strict:  # one queue under strict: its heap is read directly
             heapq.heappush(self._heads[count], (entry[0], cls))
         self._seq += 1
         self._known[job.job_id] = js
@@ -111,14 +124,17 @@ class PendingIndex:
     def fits_any(self, free_gpus: int) -> bool:
         """Whether the next job to offer could fit in ``free_gpus`` GPUs (O(distinct counts) amortised)."""
         if self._strict:
-            cls = self._head_class(0)
-            return cls is not None and self._classes[cls][0][1].job.num_gpus <= free_gpus
+            heap = self._classes.get(_ONE_QUEUE)
+            return bool(heap) and heap[0][1].job.num_gpus <= free_gpus
         return any(self._head_class(count) is not None for count in self._counts if count <= free_gpus)
 
     def start_in_order(self, free_gpus: int, try_start: Callable[[JobState], bool]) -> None:
         """Offer pending jobs to ``try_start`` in key order (it returns True when it started the job; the caller
         keeps its own plan); a class is offered nothing more after its first failure, and under ``strict``
         nothing at all is offered after the first failure. ``free_gpus``: GPUs free now."""
+        if self._strict:
+            self._start_strict(free_gpus, try_start)
+            return
         failed: list[tuple[int, tuple[Key, StartClass]]] = []
         while True:
             best = None
@@ -136,7 +152,7 @@ class PendingIndex:
             js = heap[0][1]
             if js.job.num_gpus <= free_gpus and try_start(js):
                 free_gpus -= js.job.num_gpus
-                heapq.heappop(heap)
+                heap.popleft() if self._fifo else heapq.heappop(heap)
                 del self._known[js.job.job_id]
                 if heap:
                     heapq.heapreplace(heads, (heap[0][0], cls))
@@ -148,3 +164,17 @@ class PendingIndex:
                 failed.append((best, heapq.heappop(heads)))
         for count, entry in failed:  # failed classes keep their jobs for the next call
             heapq.heappush(self._heads[count], entry)
+
+    def _start_strict(self, free_gpus: int, try_start: Callable[[JobState], bool]) -> None:
+        """Head-of-line blocking: offer the one queue's head until one does not start."""
+        heap = self._classes.get(_ONE_QUEUE)
+        known = self._known
+        pop = heap.popleft if self._fifo else partial(heapq.heappop, heap)
+        while heap:
+            js = heap[0][1]
+            n = js.job.num_gpus
+            if n > free_gpus or not try_start(js):
+                return
+            free_gpus -= n
+            pop()
+            del known[js.job.job_id]

@@ -9,8 +9,10 @@ O((S + C) log P) for S jobs started and C start classes that could fit, O(log P)
 
 from __future__ import annotations
 
+from functools import partial
+
 from gpuweave.cluster.contract import ClusterPolicy
-from gpuweave.cluster.decision import Decision, Plan
+from gpuweave.cluster.decision import NO_CHANGE, Decision, Plan
 from gpuweave.cluster.placement import start_on_fastest
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.policies.pending_index import PendingIndex
@@ -33,13 +35,14 @@ class SjfPolicy(ClusterPolicy):
         return js.job.work / best if best > 0 else float("inf")
 
     def schedule(self, view) -> Decision:
-        if not view.pending:
-            return Decision()
+        pending = view.pending
+        if not pending:
+            return NO_CHANGE
         self._view = view
-        self._queue.sync(view.pending)
+        self._queue.sync(pending)
         free = sum(view.free_by_model.values())
         if not self._queue.fits_any(free):
-            return Decision()
+            return NO_CHANGE
         plan = Plan(view)
-        self._queue.start_in_order(free, lambda js: start_on_fastest(plan, js))
+        self._queue.start_in_order(free, partial(start_on_fastest, plan))
         return plan.decision

@@ -143,7 +143,8 @@ class TiresiasPolicy(ClusterPolicy):
         running, pending = view.running, view.pending
         entries = self._entries
         # A job ends (or fails) only while running: it ran at the last round or this policy started it then.
-        for job_id in self._was_running - running.keys() - pending.keys():
+        # (Lookups, not set algebra with the queues' key views: that builds a set of every running job each round.)
+        for job_id in [j for j in self._was_running if j not in running and j not in pending]:
             self._drop(job_id)
         for job_id in self._touched:  # started or moved at the last round: a new segment, a new crossing time
             js = running.get(job_id)
@@ -155,7 +156,7 @@ class TiresiasPolicy(ClusterPolicy):
             js = running.get(job_id)
             if js is not None and js.version == version:
                 self._observe_running(js, view)
-        for job_id in self._was_running & pending.keys():  # stopped since the last round: service now frozen
+        for job_id in [j for j in self._was_running if j in pending]:  # stopped since the last round: service frozen
             js = pending[job_id]
             self._observe(js, self.queue_of(view.attained_service(js)), now)
         missing = len(running) + len(pending) - len(entries)
@@ -254,25 +255,35 @@ class TiresiasPolicy(ClusterPolicy):
     def _full_round(self, view) -> tuple[Decision, bool, int]:
         """The round's decision, whether it changes nothing with every chosen job placed, and the active count."""
         table = self._rates.of(view)
-        models = self._models(view)
         col = {m: i for i, m in enumerate(view.models)}
         order = self._priority_order(view)
-        # Pass 1: choose the set of jobs and their GPU model by counts (priority order).
         scratch = self._capacity.scratch(view)
-        left = dict(scratch.free_by_model)
+        node_models = self._capacity.node_models  # refreshed by scratch()
+        chosen = self._choose(order, dict(scratch.free_by_model), table, col, node_models, self._models(view))
+        wanted = self._place_chosen(view, scratch, chosen, table, col, node_models)
+        decision = Decision.from_allocation(view, wanted)
+        self._was_running = set(view.running)
+        self._was_running.update(wanted)
+        self._touched = set(decision.assign)
+        return decision, not decision and len(wanted) == len(chosen), len(order)
+
+    def _choose(self, order, left: dict[str, int], table, col, node_models, models) -> list[tuple[object, str]]:
+        """Pass 1: the jobs to run and their GPU model, by GPU counts, in priority order (``left``: free GPUs per
+        model, used up here)."""
         room = max(left.values(), default=0)  # most GPUs left on one model: a larger job has no option
-        nodes = view.nodes
-        chosen: list[tuple[object, str | None]] = []
+        chosen: list[tuple[object, str]] = []
         for entry in order:
             if room == 0:  # no GPU left on any model: nothing later can be chosen (and no choice is drawn)
                 break
             js = entry[-1]
             n = js.job.num_gpus
             if js.placement is not None:
-                model = nodes[js.placement[0][0]].gpu_model
-                if left[model] >= n:
-                    left[model] -= n
-                    room = max(left.values())
+                model = node_models[js.placement[0][0]]
+                have = left[model]
+                if have >= n:
+                    left[model] = have - n
+                    if have == room:  # the model that had the most left: the most may have changed
+                        room = max(left.values())
                     chosen.append((js, model))
                     continue
             if n > room:
@@ -283,10 +294,15 @@ class TiresiasPolicy(ClusterPolicy):
             if not options:
                 continue
             model = options[0] if self.type_choice == "fixed" else self._rng.choice(options)
-            left[model] -= n
-            room = max(left.values())
+            have = left[model]
+            left[model] = have - n
+            if have == room:
+                room = max(left.values())
             chosen.append((js, model))
-        # Pass 2: placements; kept jobs first so they do not move.
+        return chosen
+
+    def _place_chosen(self, view, scratch, chosen, table, col, node_models) -> dict[str, tuple]:
+        """Pass 2: placements for the chosen jobs; kept jobs first so they do not move."""
         wanted: dict[str, tuple] = {}
         movers = []
         free, free_by_model = scratch.free, scratch.free_by_model
@@ -294,12 +310,12 @@ class TiresiasPolicy(ClusterPolicy):
             p = js.placement
             if p is not None and len(p) == 1:  # one node (most jobs): fits and take inline
                 node, k = p[0]
-                if nodes[node].gpu_model == model and free[node] >= k:
+                if node_models[node] == model and free[node] >= k:
                     free[node] -= k
                     free_by_model[model] -= k
                     wanted[js.job.job_id] = p
                     continue
-            elif p is not None and nodes[p[0][0]].gpu_model == model and scratch.fits(p):
+            elif p is not None and node_models[p[0][0]] == model and scratch.fits(p):
                 scratch.take(p)
                 wanted[js.job.job_id] = p
                 continue
@@ -313,8 +329,4 @@ class TiresiasPolicy(ClusterPolicy):
                 continue
             scratch.take(placement)
             wanted[js.job.job_id] = placement
-        decision = Decision.from_allocation(view, wanted)
-        self._was_running = set(view.running)
-        self._was_running.update(wanted)
-        self._touched = set(decision.assign)
-        return decision, not decision and len(wanted) == len(chosen), len(order)
+        return wanted

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 
 from gpuweave.cluster.contract import ClusterPolicy
-from gpuweave.cluster.decision import Decision, Plan
+from gpuweave.cluster.decision import NO_CHANGE, Decision, Plan
 from gpuweave.cluster.placement import place_on_model
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.policies.pending_index import PendingIndex, arrival_order
@@ -42,12 +42,13 @@ class YarnCapacityPolicy(ClusterPolicy):
         return size
 
     def schedule(self, view) -> Decision:
-        if not view.pending:
-            return Decision()
-        self._queue.sync(view.pending)
+        pending = view.pending
+        if not pending:
+            return NO_CHANGE
+        self._queue.sync(pending)
         free = sum(view.free_by_model.values())
         if not self._queue.fits_any(free):
-            return Decision()
+            return NO_CHANGE
         plan = Plan(view)
         # Most free GPUs on one node, per model: a job that must sit on one node skips a model without a scan.
         max_free = {m: max(plan.free[i] for i in view.nodes_by_model[m]) for m in view.models}
