@@ -76,7 +76,8 @@ def start_on_fastest(plan: Plan, js) -> bool:
     for model in plan.view.fastest_models(js):
         if free_by_model[model] < n:  # the common miss, without two calls
             continue
-        placement = place_on_model(plan, js, model)
+        # One node first (most jobs), as place_on_model would, without its two calls.
+        placement = single_node(plan, n, model) or place_on_model(plan, js, model)
         if placement is not None:
             plan.start(js, placement)
             return True
@@ -94,6 +95,13 @@ class CapacityScratch:
         self.free = [n.num_gpus for n in view.nodes]
         self.free_by_model = {m: sum(view.nodes[i].num_gpus for i in idx) for m, idx in view.nodes_by_model.items()}
 
+    @classmethod
+    def now_free(cls, view) -> "CapacityScratch":
+        """A scratch over what is free now (the whole capacity minus what runs)."""
+        scratch = cls.__new__(cls)
+        scratch.view, scratch.free, scratch.free_by_model = view, list(view.free), dict(view.free_by_model)
+        return scratch
+
     def copy(self) -> "CapacityScratch":
         other = CapacityScratch.__new__(CapacityScratch)
         other.view, other.free, other.free_by_model = self.view, list(self.free), dict(self.free_by_model)
@@ -104,6 +112,12 @@ class CapacityScratch:
         for node, k in placement:
             self.free[node] -= k
             self.free_by_model[nodes[node].gpu_model] -= k
+
+    def give_back(self, placement) -> None:
+        nodes = self.view.nodes
+        for node, k in placement:
+            self.free[node] += k
+            self.free_by_model[nodes[node].gpu_model] += k
 
     def fits(self, placement) -> bool:
         free = self.free

@@ -48,6 +48,9 @@ from gpuweave.errors import InputError, InvalidDecisionError, MissingProfileErro
 from gpuweave.hadar.forking import forked_rate, is_forked
 from gpuweave.workload.job import Job
 
+_NONE: list = []  # no preemptions (read only)
+_NONE_SET: frozenset = frozenset()
+
 # Event kinds, in the order they are handled at one instant.
 COMPLETION, ARRIVAL, ROUND = 0, 1, 2
 
@@ -508,7 +511,7 @@ class Simulator:
 
     def _apply(self, decision: Decision) -> None:
         """Validate a decision whole (nothing is applied unless all of it is valid), then apply it."""
-        stops, stopped = self._checked_preemptions(decision)
+        stops, stopped = self._checked_preemptions(decision) if decision.preempt else (_NONE, _NONE_SET)
         delta: dict[int, int] = {}
         for js in stops:
             for node, k in js.placement:

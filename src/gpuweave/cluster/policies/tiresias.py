@@ -142,9 +142,8 @@ class TiresiasPolicy(ClusterPolicy):
         now = view.now
         running, pending = view.running, view.pending
         entries = self._entries
-        # A job ends (or fails) only while running: it ran at the last round or this policy started it then.
-        # (Lookups, not set algebra with the queues' key views: that builds a set of every running job each round.)
-        for job_id in [j for j in self._was_running if j not in running and j not in pending]:
+        gone, stopped = self._no_longer_running(running, pending)
+        for job_id in gone:
             self._drop(job_id)
         for job_id in self._touched:  # started or moved at the last round: a new segment, a new crossing time
             js = running.get(job_id)
@@ -156,7 +155,7 @@ class TiresiasPolicy(ClusterPolicy):
             js = running.get(job_id)
             if js is not None and js.version == version:
                 self._observe_running(js, view)
-        for job_id in [j for j in self._was_running if j in pending]:  # stopped since the last round: service frozen
+        for job_id in stopped:  # stopped since the last round: its service is frozen from now on
             js = pending[job_id]
             self._observe(js, self.queue_of(view.attained_service(js)), now)
         missing = len(running) + len(pending) - len(entries)
@@ -175,6 +174,17 @@ class TiresiasPolicy(ClusterPolicy):
         if len(entries) != len(running) + len(pending):  # the driver changed the queues some other way
             self._rebuild(view)
         return self._order
+
+    def _no_longer_running(self, running, pending) -> tuple[list[str], list[str]]:
+        """The jobs that ran at the last round (or were started by it) and have since ended, and those stopped.
+
+        A job ends (or fails) only while running. One pass of lookups: set algebra with the queues' key views
+        built a set of every running job, twice a round."""
+        gone, stopped = [], []
+        for job_id in self._was_running:
+            if job_id not in running:
+                (stopped if job_id in pending else gone).append(job_id)
+        return gone, stopped
 
     def _observe_running(self, js, view) -> None:
         """Read a running job's queue now and remember when its service reaches the next threshold."""
@@ -257,21 +267,22 @@ class TiresiasPolicy(ClusterPolicy):
         table = self._rates.of(view)
         col = {m: i for i, m in enumerate(view.models)}
         order = self._priority_order(view)
-        scratch = self._capacity.scratch(view)
-        node_models = self._capacity.node_models  # refreshed by scratch()
-        chosen = self._choose(order, dict(scratch.free_by_model), table, col, node_models, self._models(view))
-        wanted = self._place_chosen(view, scratch, chosen, table, col, node_models)
-        decision = Decision.from_allocation(view, wanted)
+        capacity = self._capacity.refresh(view)
+        node_models = capacity.node_models
+        kept, others = self._choose(order, dict(capacity.gpus_by_model), table, col, node_models, self._models(view))
+        decision, placed = self._decide(view, kept, others, table, col)
         self._was_running = set(view.running)
-        self._was_running.update(wanted)
+        self._was_running.update(placed)
         self._touched = set(decision.assign)
-        return decision, not decision and len(wanted) == len(chosen), len(order)
+        return decision, not decision and not others, len(order)
 
-    def _choose(self, order, left: dict[str, int], table, col, node_models, models) -> list[tuple[object, str]]:
-        """Pass 1: the jobs to run and their GPU model, by GPU counts, in priority order (``left``: free GPUs per
-        model, used up here)."""
+    def _choose(self, order, left: dict[str, int], table, col, node_models, models) -> tuple[list, list]:
+        """Pass 1: the jobs to run, by GPU counts, in priority order (``left``: GPUs per model, used up here).
+        Returns the running jobs that keep their GPU model (kept) and the others with the model chosen for
+        them, ``(job, model)``, in priority order."""
         room = max(left.values(), default=0)  # most GPUs left on one model: a larger job has no option
-        chosen: list[tuple[object, str]] = []
+        kept: list = []
+        others: list[tuple[object, str]] = []
         for entry in order:
             if room == 0:  # no GPU left on any model: nothing later can be chosen (and no choice is drawn)
                 break
@@ -284,7 +295,7 @@ class TiresiasPolicy(ClusterPolicy):
                     left[model] = have - n
                     if have == room:  # the model that had the most left: the most may have changed
                         room = max(left.values())
-                    chosen.append((js, model))
+                    kept.append(js)
                     continue
             if n > room:
                 continue
@@ -298,29 +309,26 @@ class TiresiasPolicy(ClusterPolicy):
             left[model] = have - n
             if have == room:
                 room = max(left.values())
-            chosen.append((js, model))
-        return chosen
+            others.append((js, model))
+        return kept, others
 
-    def _place_chosen(self, view, scratch, chosen, table, col, node_models) -> dict[str, tuple]:
-        """Pass 2: placements for the chosen jobs; kept jobs first so they do not move."""
-        wanted: dict[str, tuple] = {}
-        movers = []
-        free, free_by_model = scratch.free, scratch.free_by_model
-        for js, model in chosen:
-            p = js.placement
-            if p is not None and len(p) == 1:  # one node (most jobs): fits and take inline
-                node, k = p[0]
-                if node_models[node] == model and free[node] >= k:
-                    free[node] -= k
-                    free_by_model[model] -= k
-                    wanted[js.job.job_id] = p
-                    continue
-            elif p is not None and node_models[p[0][0]] == model and scratch.fits(p):
-                scratch.take(p)
-                wanted[js.job.job_id] = p
-                continue
-            movers.append((js, model))
-        for js, model in movers:
+    def _decide(self, view, kept: list, others: list, table, col) -> tuple[Decision, list[str]]:
+        """Pass 2: kept jobs keep their placement (together they fit: they run now); every other running job
+        gives its GPUs back; the others are placed in priority order. Returns the decision (what
+        ``Decision.from_allocation`` would give, in its order) and the jobs placed in this pass.
+
+        Costs O(jobs that change) when every running job is kept, instead of taking each kept placement from a
+        copy of the whole capacity."""
+        running = view.running
+        scratch = CapacityScratch.now_free(view)
+        leaving = []  # running jobs not kept, in running order
+        if len(kept) != len(running):
+            kept_ids = {js.job.job_id for js in kept}
+            leaving = [js for job_id, js in running.items() if job_id not in kept_ids]
+            for js in leaving:
+                scratch.give_back(js.placement)
+        placements: dict[str, tuple] = {}
+        for js, model in others:
             placement = single_type_placement(scratch, view, js.job.num_gpus, model, self.placement)
             if placement is None:
                 continue
@@ -328,5 +336,15 @@ class TiresiasPolicy(ClusterPolicy):
             if (cons[col[model]] if len(placement) == 1 else uncons[col[model]]) <= 0:
                 continue
             scratch.take(placement)
-            wanted[js.job.job_id] = placement
-        return wanted
+            placements[js.job.job_id] = placement
+        decision = Decision()
+        for js in leaving:
+            job_id = js.job.job_id
+            if job_id in placements:
+                decision.assign[job_id] = placements[job_id]  # moved (another model: never its placement)
+            else:
+                decision.preempt.append(job_id)
+        for job_id, placement in placements.items():
+            if job_id not in running:
+                decision.assign[job_id] = placement
+        return decision, list(placements)
