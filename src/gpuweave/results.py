@@ -126,13 +126,20 @@ def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) 
 
 
 def write_result(
-    out_dir: str | Path, core: ResultCore, write_files: Callable[[Path], None], extra: dict[str, Any] | None = None
+    out_dir: str | Path,
+    core: ResultCore | Callable[[], ResultCore],
+    write_files: Callable[[Path], None],
+    extra: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
 ) -> Path:
     """Write a result directory whole: ``write_files(staging)`` writes the grain's files, then summary.json
-    (``extra`` keys beside the core; the core wins on a clash). Nothing is left behind if anything fails."""
+    (``extra`` keys beside the core; the core wins on a clash). Nothing is left behind if anything fails.
+    ``core`` and ``extra`` may be functions, called after ``write_files`` (a run that writes its files as it
+    goes knows its metrics only at the end)."""
     out_dir = Path(out_dir)
     with staged_directory(out_dir) as staging:
         write_files(staging)
+        core = core() if callable(core) else core
+        extra = extra() if callable(extra) else extra
         write_json(staging / SUMMARY_NAME, {**(extra or {}), **core.as_dict()})
     return out_dir
 

@@ -57,7 +57,7 @@ def test_failed_run_leaves_no_summary(tmp_path, monkeypatch):
         path.write_text("half a file")
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(results, "_write_timeseries", broken)
+    monkeypatch.setattr(results, "_write_jobs", broken)  # after allocations.csv and timeseries.csv streamed in
     out = tmp_path / "run"
     with pytest.raises(RuntimeError, match="disk full"):
         run_simulation(parse_config({"policy": "fifo", "jobs": 10}), out)
@@ -134,3 +134,42 @@ def test_round_based_run_visits_only_active_jobs():
     assert all(js.end is not None for js in rec.jobs)
     assert max(seen) < len(jobs)
     assert rec.decisions == len(seen)
+
+
+def test_streamed_run_writes_the_files_the_in_memory_records_give(tmp_path, monkeypatch):
+    """A run hands its allocation and time-series records to the result files in chunks (small chunks here, so a
+    40-job Gavel run makes many); the files equal those written from a run that kept every record in memory."""
+    from gpuweave.cluster import simulator
+    from gpuweave.cluster.metrics import summarize
+    from gpuweave.cluster.results import write_run
+    from gpuweave.cluster.run import prepare, simulate
+
+    cfg = parse_config({"policy": "gavel", "jobs": 40, "rate_per_hour": 20, "seed": 3})
+    prepared = prepare(cfg)
+    rec = simulate(cfg, prepared)
+    write_run(rec, summarize(rec), cfg.model_dump(mode="json"), tmp_path / "memory", prepared.nodes)
+    assert len(rec.allocations) > 60 and len(rec.timeseries) > 30
+
+    chunks: list[tuple[str, int]] = []
+
+    class Counting:
+        def allocations(self, rows):
+            chunks.append(("allocations", len(rows)))
+
+        def timeseries(self, rows):
+            chunks.append(("timeseries", len(rows)))
+
+    monkeypatch.setattr(simulator, "SINK_ROWS", 7)
+    counted = simulate(cfg, prepare(cfg), sink=Counting())
+    assert counted.allocations == [] and counted.timeseries == []  # everything was handed over
+    assert sum(n for kind, n in chunks if kind == "allocations") == len(rec.allocations)
+    assert sum(n for kind, n in chunks if kind == "timeseries") == len(rec.timeseries)
+    # a chunk holds at most SINK_ROWS - 1 rows plus one instant's changes (each of 40 jobs released and placed)
+    assert len(chunks) > 10 and max(n for kind, n in chunks if kind == "allocations") < 7 + 2 * 40
+
+    run_simulation(cfg, tmp_path / "streamed")
+    streamed, memory = _files(tmp_path / "streamed"), _files(tmp_path / "memory")
+    assert streamed.keys() == memory.keys()
+    for name in ("jobs.csv", "allocations.csv", "timeseries.csv"):
+        assert streamed[name] == memory[name], name
+    assert json.loads(streamed["summary.json"]) == json.loads(memory["summary.json"])

@@ -2,18 +2,21 @@
 
 ``jobs.csv``, ``allocations.csv``, ``timeseries.csv`` and ``summary.json`` are written through the result core
 (:mod:`gpuweave.results`): staged beside the target and renamed into place only when all of them are complete,
-so a run that fails halfway never leaves a result that looks complete. Numbers are formatted with a fixed
-precision, so the same config and seed give byte-identical files. Beside the core keys, summary.json keeps the
-keys it had before the core (``gpuweave_version``, ``gpuweave_code``, ``policy``, ``cluster``, ``definitions``).
+so a run that fails halfway never leaves a result that looks complete. A simulation writes allocations.csv and
+timeseries.csv while it runs (:func:`write_streamed_run`), into the same staging directory. Numbers are formatted
+with a fixed precision, so the same config and seed give byte-identical files. Beside the core keys, summary.json
+keeps the keys it had before the core (``gpuweave_version``, ``gpuweave_code``, ``policy``, ``cluster``,
+``definitions``).
 """
 
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from pathlib import Path
 
 from gpuweave import __version__
-from gpuweave.cluster.simulator import SimulationRecords
+from gpuweave.cluster.simulator import RecordSink, SimulationRecords
 from gpuweave.fingerprint import code_fingerprint
 from gpuweave.results import ResultCore, fmt, write_result
 
@@ -41,19 +44,52 @@ DEFINITIONS = {
 
 
 def write_run(rec: SimulationRecords, summary: dict, config: dict, out_dir: Path, nodes: list) -> Path:
+    """The result directory of a run whose records are all in memory (the live runtime's)."""
+
     def write_files(staging: Path) -> None:
         _write_jobs(rec, staging / "jobs.csv")
-        _write_allocations(rec, staging / "allocations.csv", nodes)
-        _write_timeseries(rec, staging / "timeseries.csv")
+        with CsvRecordSink(staging, nodes, rec.models) as sink:
+            sink.allocations(rec.allocations)
+            sink.timeseries(rec.timeseries)
 
-    extra = {
+    return write_result(
+        out_dir, ResultCore("cluster", config, config.get("seed"), summary), write_files, _extra(rec, config)
+    )
+
+
+def write_streamed_run(
+    run: Callable[[RecordSink], SimulationRecords], config: dict, out_dir: Path, nodes: list
+) -> dict:
+    """Run ``run(sink)`` with allocations.csv and timeseries.csv written as it goes (the simulator hands its records
+    over in chunks, so memory does not grow with them), then jobs.csv and summary.json. Returns the metrics."""
+    from gpuweave.cluster.metrics import summarize
+
+    done: dict = {}
+
+    def write_files(staging: Path) -> None:
+        with CsvRecordSink(staging, nodes, list(dict.fromkeys(n.gpu_model for n in nodes))) as sink:
+            rec = run(sink)
+        _write_jobs(rec, staging / "jobs.csv")
+        done["rec"], done["summary"] = rec, summarize(rec)
+
+    write_result(
+        out_dir,
+        lambda: ResultCore("cluster", config, config.get("seed"), done["summary"]),
+        write_files,
+        lambda: _extra(done["rec"], config),
+    )
+    return done["summary"]
+
+
+def _extra(rec: SimulationRecords, config: dict) -> dict:
+    """summary.json's keys beside the result core."""
+    return {
         "gpuweave_version": __version__,
         "gpuweave_code": code_fingerprint(),
         "policy": config.get("policy"),
         "cluster": {"total_gpus": rec.total_gpus, "gpus_by_model": rec.gpus_by_model},
         "definitions": DEFINITIONS,
     }
-    return write_result(out_dir, ResultCore("cluster", config, config.get("seed"), summary), write_files, extra)
 
 
 def _write_jobs(rec: SimulationRecords, path: Path) -> None:
@@ -84,18 +120,32 @@ def _write_jobs(rec: SimulationRecords, path: Path) -> None:
             w.writerow(row)
 
 
-def _write_allocations(rec: SimulationRecords, path: Path, nodes: list) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["time", "job_id", "node", "gpu_model", "gpus"])
-        for a in rec.allocations:
-            node = nodes[a.node]
-            w.writerow([fmt(a.time), a.job_id, node.name, node.gpu_model, a.gpus])
+class CsvRecordSink:
+    """allocations.csv and timeseries.csv of a result directory, appended chunk by chunk (a
+    :class:`~gpuweave.cluster.simulator.RecordSink`); ``models`` are the cluster's GPU models in node order."""
 
+    def __init__(self, directory: Path, nodes: list, models: list[str]) -> None:
+        self._nodes = nodes
+        self._files = [open(directory / name, "w", newline="") for name in ("allocations.csv", "timeseries.csv")]
+        self._allocations, self._timeseries = (csv.writer(fh) for fh in self._files)
+        self._allocations.writerow(["time", "job_id", "node", "gpu_model", "gpus"])
+        self._timeseries.writerow(["time"] + [f"busy_{m}" for m in models] + ["busy_total", "power_w"])
 
-def _write_timeseries(rec: SimulationRecords, path: Path) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["time"] + [f"busy_{m}" for m in rec.models] + ["busy_total", "power_w"])
-        for t, busy, power in rec.timeseries:
-            w.writerow([fmt(t), *busy, sum(busy), fmt(power)])
+    def allocations(self, rows) -> None:
+        nodes = self._nodes
+        self._allocations.writerows(
+            [fmt(a.time), a.job_id, nodes[a.node].name, nodes[a.node].gpu_model, a.gpus] for a in rows
+        )
+
+    def timeseries(self, rows) -> None:
+        self._timeseries.writerows([fmt(t), *busy, sum(busy), fmt(power)] for t, busy, power in rows)
+
+    def close(self) -> None:
+        for fh in self._files:
+            fh.close()
+
+    def __enter__(self) -> "CsvRecordSink":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -8,10 +8,9 @@ from pathlib import Path
 
 from gpuweave.cluster.config import SimulationConfig
 from gpuweave.cluster.contract import ClusterPolicy
-from gpuweave.cluster.metrics import summarize
 from gpuweave.cluster.policies import make_policy
-from gpuweave.cluster.results import write_run
-from gpuweave.cluster.simulator import SimulationRecords, Simulator
+from gpuweave.cluster.results import write_streamed_run
+from gpuweave.cluster.simulator import RecordSink, SimulationRecords, Simulator
 
 
 @dataclasses.dataclass
@@ -67,9 +66,14 @@ def build_policy(config: SimulationConfig) -> ClusterPolicy:
 
 
 def simulate(
-    config: SimulationConfig, prepared: PreparedRun | None = None, progress: Callable[[int], None] | None = None
+    config: SimulationConfig,
+    prepared: PreparedRun | None = None,
+    progress: Callable[[int], None] | None = None,
+    sink: RecordSink | None = None,
+    record_segments: bool = True,
 ) -> SimulationRecords:
-    """Run the config's trace through the simulator; ``progress(done)`` gets the finished-job count now and then."""
+    """Run the config's trace through the simulator; ``progress(done)`` gets the finished-job count now and then;
+    ``sink`` takes the allocation and time-series records as they come (see :class:`Simulator`)."""
     prepared = prepared or prepare(config)
     policy = build_policy(config)
     sim = Simulator(
@@ -82,6 +86,8 @@ def simulate(
         start_delay=config.start_delay,
         ideal_placement=prepared.ideal_placement,
         progress=progress,
+        sink=sink,
+        record_segments=record_segments,
     )
     return sim.run()
 
@@ -93,7 +99,12 @@ def run_simulation(
     ``progress(done, total)`` is told the finished jobs about every 1% of the trace."""
     prepared = prepare(config)
     total = len(prepared.jobs)
-    rec = simulate(config, prepared, None if progress is None else (lambda done: progress(done, total)))
-    summary = summarize(rec)
-    write_run(rec, summary, config.model_dump(mode="json"), Path(out_dir), prepared.nodes)
-    return summary
+    hook = None if progress is None else (lambda done: progress(done, total))
+    # Records go to the files as the run goes and segments (no file holds them) are not kept: a run's memory is
+    # its jobs', whatever the number of allocation changes (10^6 jobs of Gavel move about 10^8 times).
+    return write_streamed_run(
+        lambda sink: simulate(config, prepared, hook, sink, record_segments=False),
+        config.model_dump(mode="json"),
+        Path(out_dir),
+        prepared.nodes,
+    )

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision, normalize
@@ -79,6 +79,18 @@ class AllocationChange:
     gpus: int  # GPUs the job holds on that node after the change (0 = released)
 
 
+# Rows a list of records holds before the simulator hands them to its sink (if it has one).
+SINK_ROWS = 50_000
+
+
+class RecordSink(Protocol):
+    """Where a run's records go as it runs, chunk by chunk, in order (e.g. CSV files in a result's staging)."""
+
+    def allocations(self, rows: list[AllocationChange]) -> None: ...
+
+    def timeseries(self, rows: list[tuple[float, tuple[int, ...], float]]) -> None: ...
+
+
 @dataclass(slots=True)
 class SimulationRecords:
     """Everything a run produces; metrics and result files are computed from this."""
@@ -114,11 +126,14 @@ class Simulator:
         max_time: float = math.inf,
         ideal_placement: bool = False,
         progress: Callable[[int], None] | None = None,
+        sink: RecordSink | None = None,
     ) -> None:
         """``nodes`` are expanded cluster nodes (index, name, gpu_model, num_gpus, price_per_kwh, pue);
         ``gpu_power`` maps a GPU model to (idle W, max W); ``ideal_placement`` gives every placement the
         consolidated rate (no placement effects, as Gavel's simulator); ``progress(done)`` is called with the
-        number of finished jobs about every 1% of the trace (for a progress bar)."""
+        number of finished jobs about every 1% of the trace (for a progress bar). ``sink`` takes the allocation
+        changes and time-series rows in chunks of :data:`SINK_ROWS` as the run goes (memory stays bounded; see
+        :class:`RecordSink`); the records then hold only what was not yet handed over (nothing, after ``run``)."""
         if not nodes:
             raise InputError("the cluster has no nodes")
         self.nodes = nodes
@@ -133,6 +148,7 @@ class Simulator:
         # Opt-in job forking (HadarE, spec hadar.md §3; rules in gpuweave.hadar.forking).
         self._forks = policy.forks_jobs
         self.record_segments = record_segments
+        self.sink = sink
         self.max_time = max_time
         self.now = 0.0
         self._progress = progress
@@ -319,6 +335,8 @@ class Simulator:
         self._reacts = self.policy.reacts_to_events
         loop.run(until=self.max_time, before_instant=self._advance, after_instant=self._after_instant)
         self.events = loop.events
+        if self.sink is not None:
+            self._hand_over(final=True)
         n_jobs = len(self.states)
         if self._done < n_jobs and self.max_time == math.inf:
             stuck = next(iter(self.pending.values()), None) or next(iter(self.running.values()), None)
@@ -391,11 +409,26 @@ class Simulator:
         if self._busy_changed:  # the time series only records changes of the busy GPUs
             self._busy_changed = False
             self._record_timeseries()
+            if self.sink is not None and len(self.allocations) >= SINK_ROWS:
+                self._hand_over(final=False)
         if self._progress is not None and self._done >= self._progress_next:
             self._progress(self._done)
             self._progress_next = self._done + self._progress_step
         if self._done == len(self.states):
             self._loop.stop()
+
+    def _hand_over(self, final: bool) -> None:
+        """Give the sink the allocation changes and the time-series rows so far. The last time-series row stays
+        until the end: a later change at the same instant replaces it."""
+        self.sink.allocations(self.allocations)
+        self.allocations = []
+        ts = self.timeseries
+        if final:
+            self.sink.timeseries(ts)
+            self.timeseries = []
+        elif len(ts) > 1:
+            self.sink.timeseries(ts[:-1])
+            self.timeseries = ts[-1:]
 
     def _count_idle_round(self) -> None:
         """After a round: a round-based policy that leaves jobs waiting on an idle cluster after the last arrival
