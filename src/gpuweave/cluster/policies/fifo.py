@@ -29,9 +29,10 @@ class FifoPolicy(ClusterPolicy):
         if not pending:
             return NO_CHANGE
         self._queue.sync(pending)
-        free = sum(view.free_by_model.values())
-        if not self._queue.fits_any(free):
+        # A gang runs on one GPU model: no job can start unless it fits in the model with most free GPUs.
+        if not self._queue.fits_any(max(view.free_by_model.values())):
             return NO_CHANGE
+        free = sum(view.free_by_model.values())
         plan = Plan(view)
         self._queue.start_in_order(free, partial(start_on_fastest, plan))
         return plan.decision
