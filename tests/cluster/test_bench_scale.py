@@ -20,7 +20,16 @@ def test_bench_scale_reports_every_size_and_load_against_the_bare_loop():
         ("moderate", 300),
     ]
     assert all(r["bare_jobs_per_s"] > 0 and r["ratio_to_bare"] > 0 and r["decisions"] > 0 for r in rows)
-    assert set(result["loglog_slope"]) == {"backlog", "moderate"}
+    assert set(result["loglog_slope"]) == set(result["bare_loglog_slope"]) == {"backlog", "moderate"}
+    assert all(r["bare_cpu_s"] > 0 for r in rows)
+
+
+def test_records_handed_to_a_sink_leave_the_run_with_none_kept():
+    from gpuweave.bench import DroppedRecords
+
+    run = timed_sim(300, 64, "fifo", 600.0, 0, None, sink=DroppedRecords())
+    rec = run["records"]
+    assert rec.allocations == [] and rec.timeseries == [] and all(js.end is not None for js in rec.jobs)
 
 
 def test_progress_hook_counts_finished_jobs_up_to_the_whole_trace():

@@ -85,7 +85,9 @@ def scale(
     keys = ("load", "jobs", "cpu_s", "jobs_per_s", "bare_jobs_per_s", "ratio_to_bare", "peak_rss_mb")
     headers = ("load", "jobs", "CPU (s)", "jobs/s", "bare loop jobs/s", "ratio to bare", "peak RSS (MB)")
     rows = [[str(row[c]) for c in keys] for row in result["rows"]]
-    title = f"bench scale: {policy} (log-log slope {result['loglog_slope']})"
+    title = (
+        f"bench scale: {policy} (log-log slope {result['loglog_slope']}; the bare loop's {result['bare_loglog_slope']})"
+    )
     print_table(Console(), title, headers, rows, right=headers[1:])
 
 
