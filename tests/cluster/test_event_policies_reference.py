@@ -152,3 +152,25 @@ def test_same_decisions_as_reference_on_random_traces(spec, jobs, case, seed):
     name, options, reference = CASES[case]
     indexed = _history(nodes, trace, make_policy(name, seed=seed, **options), profiles, POWER)
     assert indexed == _history(nodes, trace, reference(seed), profiles, POWER)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_pending_index_follows_a_queue_changed_inside_as_well_as_at_its_tail(strict):
+    """A driver that drops a waiting job and adds another in the same instant (the service cancels one while a new
+    one arrives): one more job than the index knows, yet not one arrival at the tail. The index must offer exactly
+    the queue's jobs, in order."""
+    from gpuweave.cluster.policies.pending_index import PendingIndex, arrival_order
+    from gpuweave.cluster.state import JobState
+
+    def state(name: str) -> JobState:
+        return JobState(job=Job(job_id=name, arrival=0.0, num_gpus=1, work=1.0, job_type="resnet50"), remaining=1.0)
+
+    pending = {name: state(name) for name in "abc"}
+    index = PendingIndex(arrival_order, strict=strict)
+    index.sync(pending)
+    del pending["b"]
+    pending["d"], pending["e"] = state("d"), state("e")
+    index.sync(pending)
+    offered: list[str] = []
+    index.start_in_order(10, lambda js: offered.append(js.job.job_id) or True)
+    assert offered == ["a", "c", "d", "e"] and len(index) == 0

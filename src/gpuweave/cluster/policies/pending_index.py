@@ -65,9 +65,10 @@ class PendingIndex:
     def sync(self, pending: dict[str, JobState]) -> None:
         """Take in the jobs that became pending since the last call (from the tail of ``pending``)."""
         known = self._known
-        if len(pending) == len(known) + 1:  # the common case, one arrival, without the walk below
-            job_id = next(reversed(pending))
-            if job_id not in known:
+        if len(pending) == len(known) + 1:  # the common case, one arrival after known jobs, without the walk below
+            tail = reversed(pending)
+            job_id, before = next(tail), next(tail, None)
+            if job_id not in known and (before is None or known.get(before) is pending[before]):
                 self._add(pending[job_id])
                 return
         new = []
@@ -168,6 +169,8 @@ class PendingIndex:
     def _start_strict(self, free_gpus: int, try_start: Callable[[JobState], bool]) -> None:
         """Head-of-line blocking: offer the one queue's head until one does not start."""
         heap = self._classes.get(_ONE_QUEUE)
+        if not heap:
+            return
         known = self._known
         pop = heap.popleft if self._fifo else partial(heapq.heappop, heap)
         while heap:
