@@ -7,12 +7,16 @@ to walking records that are never garbage (measured: fifo, 10^5 jobs under backl
 default collector, 2.25 s with this guard).
 
 While the guard is held: every object alive when it was entered is frozen (``gc.freeze``: never examined), and
-full (generation-2) collections are suspended. The young generations are still collected, so a reference cycle
-that dies young is still freed; one that survives two young collections waits until the guard is released. Reference
-counting frees everything else as usual. On release the frozen objects go back to the oldest generation and the
-thresholds are restored. Re-entrant and thread-safe: only the outermost holder freezes and restores.
+the collector's own full (generation-2) collections are suspended. The young generations are still collected, so
+a reference cycle that dies young is still freed. A cycle that lives longer (a policy's round that builds a graph
+and leaves it as garbage: Hadar's DP holds its recursive closures) reaches the old generation, so the loop calls
+:func:`tidy` every :data:`TIDY_EVERY` instants or events: a full collection of what is not frozen, then everything
+that survived is frozen too. Each object is thus examined about once by a full collection, not once per full
+collection, and cyclic garbage lives at most one period. Reference counting frees everything else as usual. On
+release the frozen objects go back to the oldest generation and the thresholds are restored. Re-entrant and
+thread-safe: only the outermost holder freezes and restores.
 
-Cost: O(1) to enter and to leave.
+Cost: O(1) to enter and to leave; a tidy is O(objects made since the last one).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 _NEVER = 1 << 30  # a generation-2 threshold that a run never reaches
+TIDY_EVERY = 4096  # instants (or events) of an event loop between two tidies (a power of two)
 _lock = threading.Lock()
 _depth = 0
 _saved: tuple[int, int, int] | None = None
@@ -47,3 +52,11 @@ def old_objects_left_alone() -> Iterator[None]:
                 gc.set_threshold(*_saved)
                 gc.unfreeze()
                 _saved = None
+
+
+def tidy() -> None:
+    """Collect the garbage made since the last tidy (reference cycles included) and freeze what survived; nothing
+    outside the guard."""
+    if _depth:
+        gc.collect()
+        gc.freeze()

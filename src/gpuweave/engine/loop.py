@@ -18,7 +18,7 @@ import itertools
 import math
 from typing import Any, Callable
 
-from gpuweave.engine.gc_pause import old_objects_left_alone
+from gpuweave.engine.gc_pause import TIDY_EVERY, old_objects_left_alone, tidy
 
 Handler = Callable[[float, Any], None]
 
@@ -100,10 +100,14 @@ class EventLoop:
         if before_instant is None and after_instant is None:
             self._run_plain(until)
             return
+        instants = 0
         while heap:
             t = heap[0][0]
             if t > until:
                 return
+            instants += 1
+            if not instants % TIDY_EVERY:
+                tidy()
             self.now = t
             if before_instant is not None:
                 before_instant(t)
@@ -132,6 +136,8 @@ class EventLoop:
         while heap and heap[0][0] <= until:
             t, _, _, kind, payload = pop(heap)
             done += 1
+            if not done % TIDY_EVERY:
+                tidy()
             handlers[kind](t, payload)
             if self._stopped:
                 break

@@ -38,7 +38,7 @@ from typing import Literal
 
 import numpy as np
 
-from gpuweave.engine.gc_pause import old_objects_left_alone
+from gpuweave.engine.gc_pause import TIDY_EVERY, old_objects_left_alone, tidy
 from gpuweave.engine.loop import EventLoop, Handler
 from gpuweave.errors import InputError
 from gpuweave.kernel.ids import parse_priority
@@ -526,6 +526,8 @@ class KernelSim:
             while heap and heap[0][0] <= horizon:
                 t, _, _, kind, payload = pop(heap)
                 n += 1
+                if not n % TIDY_EVERY:
+                    tidy()
                 handlers[kind](t, payload)
                 if self.stopped:
                     break
