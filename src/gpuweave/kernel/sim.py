@@ -38,7 +38,6 @@ from typing import Literal
 
 import numpy as np
 
-from gpuweave.engine.gc_pause import TIDY_EVERY, old_objects_left_alone, tidy
 from gpuweave.engine.loop import EventLoop, Handler
 from gpuweave.errors import InputError
 from gpuweave.kernel.ids import parse_priority
@@ -522,15 +521,12 @@ class KernelSim:
         # sim, share_timeslice, 360k events: 0.19 s against 0.24 s; cause not found). Order and stop() hold.
         heap, handlers, pop = self._heap, loop.handlers(), heappop
         n, t = 0, loop.now
-        with old_objects_left_alone():  # as EventLoop.run: no full collections over the run's records
-            while heap and heap[0][0] <= horizon:
-                t, _, _, kind, payload = pop(heap)
-                n += 1
-                if not n % TIDY_EVERY:
-                    tidy()
-                handlers[kind](t, payload)
-                if self.stopped:
-                    break
+        while heap and heap[0][0] <= horizon:
+            t, _, _, kind, payload = pop(heap)
+            n += 1
+            handlers[kind](t, payload)
+            if self.stopped:
+                break
         loop.advanced(n, t)
         # the run ends at the last event, or at the horizon when events lie beyond it
         t = horizon if loop and not self.stopped else loop.now
