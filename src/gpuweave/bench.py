@@ -153,6 +153,14 @@ def _bare_event_loop(jobs: int, servers: int, load: float, seed: int) -> float:
     return time.process_time() - t0
 
 
+def mean_waiting_jobs(rec) -> float:
+    """Time-average number of jobs waiting for their first start (Little's law: total first waits over the run's
+    span). Tells the load a run was under: at "moderate" load the queue still grows with the trace's length."""
+    span = rec.end_time - rec.start_time
+    waits = sum(js.first_start - js.job.arrival for js in rec.jobs if js.first_start is not None)
+    return waits / span if span > 0 else 0.0
+
+
 def bench_scale(policy: str, sizes: list[int], seed: int, progress: Callable[[str, int], Callable] | None) -> dict:
     """Jobs/s of ``policy`` at each trace size under both :data:`SCALE_LOADS`, the bare loop's jobs/s at the same
     sizes (timed in the same run), their ratio, the log-log slope of seconds vs jobs and the peak RSS. Speeds are
@@ -188,6 +196,7 @@ def bench_scale(policy: str, sizes: list[int], seed: int, progress: Callable[[st
                     "bare_jobs_per_s": round(n / max(bare, 1e-9), 1),
                     "ratio_to_bare": round(bare / max(run["cpu_s"], 1e-9), 3),
                     "decisions": run["records"].decisions,
+                    "mean_waiting_jobs": round(mean_waiting_jobs(run["records"]), 1),
                     "peak_rss_mb": round(peak_kb / 1024, 1),  # high-water mark of the process so far
                 }
             )

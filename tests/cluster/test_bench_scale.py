@@ -22,6 +22,9 @@ def test_bench_scale_reports_every_size_and_load_against_the_bare_loop():
     assert all(r["bare_jobs_per_s"] > 0 and r["ratio_to_bare"] > 0 and r["decisions"] > 0 for r in rows)
     assert set(result["loglog_slope"]) == set(result["bare_loglog_slope"]) == {"backlog", "moderate"}
     assert all(r["bare_cpu_s"] > 0 for r in rows)
+    backlog = [r["mean_waiting_jobs"] for r in rows if r["load"] == "backlog"]
+    moderate = [r["mean_waiting_jobs"] for r in rows if r["load"] == "moderate"]
+    assert backlog[1] > backlog[0] > max(moderate) >= 0  # the backlog's queue grows all run
 
 
 def test_records_handed_to_a_sink_leave_the_run_with_none_kept():

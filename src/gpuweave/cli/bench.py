@@ -82,8 +82,10 @@ def scale(
         return
     from rich.console import Console
 
-    keys = ("load", "jobs", "cpu_s", "jobs_per_s", "bare_jobs_per_s", "ratio_to_bare", "peak_rss_mb")
-    headers = ("load", "jobs", "CPU (s)", "jobs/s", "bare loop jobs/s", "ratio to bare", "peak RSS (MB)")
+    keys = ("load", "jobs", "cpu_s", "jobs_per_s", "bare_jobs_per_s", "ratio_to_bare", "mean_waiting_jobs")
+    keys += ("peak_rss_mb",)
+    headers = ("load", "jobs", "CPU (s)", "jobs/s", "bare loop jobs/s", "ratio to bare", "waiting (mean)")
+    headers += ("peak RSS (MB)",)
     rows = [[str(row[c]) for c in keys] for row in result["rows"]]
     title = (
         f"bench scale: {policy} (log-log slope {result['loglog_slope']}; the bare loop's {result['bare_loglog_slope']})"
