@@ -14,7 +14,8 @@ and leaves it as garbage: Hadar's DP holds its recursive closures) reaches the o
 that survived is frozen too. Each object is thus examined about once by a full collection, not once per full
 collection, and cyclic garbage lives at most one period. Reference counting frees everything else as usual. On
 release the frozen objects go back to the oldest generation and the thresholds are restored. Re-entrant and
-thread-safe: only the outermost holder freezes and restores.
+thread-safe: only the outermost holder freezes and restores. (CPython cannot unfreeze in part: objects a process
+froze itself before the guard, e.g. before forking workers, are unfrozen with the rest on release.)
 
 Cost: O(1) to enter and to leave; a tidy is O(objects made since the last one).
 """
@@ -27,7 +28,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 _NEVER = 1 << 30  # a generation-2 threshold that a run never reaches
-TIDY_EVERY = 4096  # instants (or events) of an event loop between two tidies (a power of two)
+TIDY_EVERY = 4096  # instants (or events) of an event loop between two tidies
 _lock = threading.Lock()
 _depth = 0
 _saved: tuple[int, int, int] | None = None
