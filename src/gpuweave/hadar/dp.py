@@ -487,6 +487,9 @@ class HadarDP:
             sys.setrecursionlimit(limit)
             if collecting:
                 gc.enable()
+            # ``rec`` refers to itself through its closure, a cycle holding the memo and the round's problem:
+            # cut it so reference counting frees them now, not the cyclic collector some time later.
+            rec = bound = None  # noqa: F841
         plan = {}
         while node is not None:  # the chosen path, as a linked list (job index, allocation, rest)
             i, alloc, node = node
