@@ -42,6 +42,31 @@ def make_nodes(spec):
 POWER = {"V100": (50.0, 300.0), "K80": (25.0, 150.0)}
 
 
+def random_trace(spec, jobs):
+    """Nodes from ``spec``, TableProfiles, and the jobs ``(arrival, GPUs, work, type)`` that can run somewhere."""
+    from gpuweave.workload.job import Job
+
+    nodes = make_nodes(spec)
+    profiles = TableProfiles()
+    room: dict[str, int] = {}
+    for nd in nodes:
+        room[nd.gpu_model] = room.get(nd.gpu_model, 0) + nd.num_gpus
+    trace = []
+    for i, (arrival, n, work, jtype) in enumerate(jobs):
+        if any(room[m] >= n and profiles.rate(jtype, m, n, True) > 0 for m in room):
+            trace.append(Job(f"j{i}", arrival, n, work, jtype))
+    return nodes, profiles, trace
+
+
+def decision_history(nodes, trace, policy, profiles, power):
+    """What a run decided: segments, each job's (id, first start, end, restarts), and the number of decisions."""
+    from gpuweave.cluster.simulator import Simulator
+
+    rec = Simulator(nodes, trace, policy, profiles, power).run()
+    segments = [(s.job_id, s.start, s.end, s.placement) for s in rec.segments]
+    return segments, [(js.job.job_id, js.first_start, js.end, js.restarts) for js in rec.jobs], rec.decisions
+
+
 @pytest.fixture
 def profiles():
     return TableProfiles()

@@ -1,41 +1,7 @@
 """Gavel's cluster policy as it was before the per-round arrays (main at 5d4a02c), kept as the oracle that
-tests/cluster/test_round_policies_reference.py compares the optimised policy with. Not registered; not used by the
-package. The original module docstring follows.
-
-Gavel as a cluster policy: Gavel's allocation policies and the round mechanism of its simulator
-(stanford-futuredata/gavel@c4fa400, ``scheduler/scheduler.py``), fed from a ClusterView.
-
-Problem: each round of ``round_length`` (360 s) pick, for every active job, one GPU type to run on (or none) so
-that over time each job receives the time fractions ``x[m, r]`` of an allocation policy
-(:mod:`gpuweave.baselines.gavel` has the LPs and their complexity).
-
-Mechanics, faithful to Gavel's simulator by default (each deliberate departure is an option):
-
-- **When the allocation is recomputed** (``recompute="gavel"``): only at a round where a job arrived or completed
-  since the last recompute *and* ``reset_interval`` (1,920 s) has passed since the last reset, or the last reset
-  was at time 0. The recompute first resets the per-job time counters. Until then the old allocation stays and a
-  job that arrived since gets priority 0: the greedy pass may still pick it (it then takes up room in that round)
-  but, as in Gavel, it gets no GPUs until the next recompute.
-  ``recompute="on_change"`` re-solves whenever the set of active jobs changes and resets the counters at most every
-  ``reset_interval`` (this package's earlier rule).
-- **Time prior**: a job's time on each type starts at ``time_prior`` (default half a round, Gavel's value) when it
-  arrives and at every reset, so ``priority = x / (job time on r / all jobs' time on r)``; ``time_prior=0`` gives
-  ``x * 1e9`` to every type a job has not tried (the earlier rule).
-- **Deficit** (second sort key): accumulated across resets as ``x * elapsed - time received``
-  (``deficit="cumulative"``); ``deficit="per_round"`` recomputes it each round from the current counters.
-- **Type order**: the greedy pass visits V100, P100, K80 (``type_order``); Gavel shuffles that order every round
-  for its heterogeneity-unaware policies (``shuffle_types``, seeded as Gavel's ``seed + 5``).
-
-Allocation policies (``policy``): ``max_min_fairness_perf`` (default; ``max_min_fairness`` and ``las`` are its
-old spellings here), ``min_total_duration_perf`` (old: ``min_total_duration``, ``makespan``),
-``finish_time_fairness_perf``, ``fifo_perf`` and ``heterogeneity_unaware_las`` (Gavel's ``max_min_fairness``).
-The last four are also registered under their own names: ``gavel-min-total-duration``, ``gavel-ftf``,
-``fifo-perf`` and ``gavel-las``.
-
-Placement: all of a job's GPUs on one type, largest scale factor first, consolidated when one node holds them; a
-job that keeps its type keeps its placement. Cost per round: O(M R log M) for the pass plus the LP solve at a
-recompute.
-"""
+tests/cluster/test_round_policies_reference.py compares the optimised policy with: per-job dicts, every type's
+queue sorted every round, O(M R log M) per round plus the LP solve at a recompute. Not registered; not used by
+the package. The mechanics and options are those described in :mod:`gpuweave.cluster.policies.gavel`."""
 
 from __future__ import annotations
 
@@ -46,7 +12,6 @@ import numpy as np
 
 from gpuweave.baselines.gavel import (
     fifo_perf_allocation,
-    finish_time_fairness_lp,
     fraction_priorities,
     gavel_round,
     max_min_fairness_lp,
@@ -55,24 +20,8 @@ from gpuweave.baselines.gavel import (
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.placement import CapacityCache, fewest_nodes
+from gpuweave.cluster.policies.gavel import DEFAULT_TYPE_ORDER, OBJECTIVES, OLD_SPELLINGS, UNAWARE, GavelPolicy
 from gpuweave.hadar.throughput import RateTableCache
-
-DEFAULT_TYPE_ORDER = ("V100", "P100", "K80")
-OBJECTIVES = (
-    "max_min_fairness_perf",
-    "min_total_duration_perf",
-    "finish_time_fairness_perf",
-    "fifo_perf",
-    "heterogeneity_unaware_las",
-)
-OLD_SPELLINGS = {
-    "max_min_fairness": "max_min_fairness_perf",
-    "las": "max_min_fairness_perf",
-    "min_total_duration": "min_total_duration_perf",
-    "makespan": "min_total_duration_perf",
-}
-# Gavel's simulator shuffles the type order each round for policies without "Perf" in their name.
-UNAWARE = ("heterogeneity_unaware_las",)
 
 
 class ReferenceGavel(ClusterPolicy):
@@ -228,21 +177,8 @@ class ReferenceGavel(ClusterPolicy):
             return x
         return self._solve_ftf(view, active, T, scale, workers, steps)
 
-    def _solve_ftf(self, view, active, T, scale, workers, steps) -> np.ndarray:
-        ids = [js.job.job_id for js in active]
-        for job_id, rem in zip(ids, steps):
-            if job_id in self._prev_remaining:
-                done = self._prev_remaining[job_id] - rem
-                self._isolated_time[job_id] = (
-                    self._isolated_time.get(job_id, 0.0) + done / self._prev_isolated_rate[job_id]
-                )
-        since = np.array([view.now - js.job.arrival for js in active])
-        iso = np.array([self._isolated_time.get(j, 0.0) for j in ids])
-        x, iso_rate, solves = finish_time_fairness_lp(T, scale, workers, since, steps, iso)
-        self.lp_solves += solves
-        self._prev_remaining = dict(zip(ids, steps.tolist()))
-        self._prev_isolated_rate = dict(zip(ids, iso_rate.tolist()))
-        return x
+    # Finish-time fairness' bookkeeping across recomputes is the package's: the optimisation did not touch it.
+    _solve_ftf = GavelPolicy._solve_ftf
 
     # ------------------------------------------------------------------ round
     def schedule(self, view) -> Decision:

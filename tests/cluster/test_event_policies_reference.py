@@ -13,13 +13,12 @@ from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Plan
 from gpuweave.cluster.placement import fastest_models, place_on_model
 from gpuweave.cluster.policies import make_policy
-from gpuweave.cluster.simulator import Simulator
 from gpuweave.hardware.cluster_spec import make_cluster
 from gpuweave.workload.job import Job
 from gpuweave.workload.profiles import load_profiles
 from gpuweave.workload.traces.generate import generate_philly_like
 
-from .conftest import POWER, TableProfiles, make_nodes
+from .conftest import POWER, decision_history, random_trace
 
 
 class ReferenceFifo(ClusterPolicy):
@@ -103,10 +102,7 @@ CASES = [
 ]
 
 
-def _history(nodes, trace, policy, profiles, power):
-    rec = Simulator(nodes, trace, policy, profiles, power).run()
-    segments = [(s.job_id, s.start, s.end, s.placement) for s in rec.segments]
-    return segments, [(js.job.job_id, js.first_start, js.end) for js in rec.jobs], rec.decisions
+_history = decision_history  # jobs also compared by restarts (none: no preemption)
 
 
 @pytest.mark.parametrize("name,options,reference", CASES)
@@ -138,15 +134,7 @@ job_specs = st.lists(
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=clusters, jobs=job_specs, case=st.integers(0, len(CASES) - 1), seed=st.integers(0, 9))
 def test_same_decisions_as_reference_on_random_traces(spec, jobs, case, seed):
-    nodes = make_nodes(spec)
-    profiles = TableProfiles()
-    trace = []
-    for i, (arrival, n, work, jtype) in enumerate(jobs):
-        room = {nd.gpu_model: 0 for nd in nodes}
-        for nd in nodes:
-            room[nd.gpu_model] += nd.num_gpus
-        if any(room[m] >= n and profiles.rate(jtype, m, n, True) > 0 for m in room):
-            trace.append(Job(f"j{i}", arrival, n, work, jtype))
+    nodes, profiles, trace = random_trace(spec, jobs)
     if not trace:
         return
     name, options, reference = CASES[case]

@@ -18,14 +18,12 @@ from hypothesis import strategies as st
 from gpuweave.andreas.model import Instance
 from gpuweave.cluster.policies import make_policy
 from gpuweave.cluster.policies.andreas_adapter import RGPolicy, ViewAdapter
-from gpuweave.cluster.simulator import Simulator
 from gpuweave.hardware.cluster_spec import make_cluster
-from gpuweave.workload.job import Job
 from gpuweave.workload.profiles import load_profiles
 from gpuweave.workload.traces.generate import generate_philly_like
 
 from ..andreas import reference_rg
-from .conftest import POWER, TableProfiles, make_nodes
+from .conftest import POWER, decision_history, random_trace
 from .reference_gavel import ReferenceGavel
 from .reference_hadar import ReferenceHadar, ReferenceHadarE
 
@@ -40,10 +38,7 @@ GAVEL_CASES = [
 ]
 
 
-def history(nodes, trace, policy, profiles, power):
-    rec = Simulator(nodes, trace, policy, profiles, power).run()
-    segments = [(s.job_id, s.start, s.end, s.placement) for s in rec.segments]
-    return segments, [(js.job.job_id, js.first_start, js.end, js.restarts) for js in rec.jobs], rec.decisions
+history = decision_history
 
 
 @pytest.mark.parametrize("name,options,reference", GAVEL_CASES)
@@ -71,19 +66,6 @@ job_specs = st.lists(
     min_size=1,
     max_size=30,
 )
-
-
-def random_trace(spec, jobs):
-    nodes = make_nodes(spec)
-    profiles = TableProfiles()
-    trace = []
-    for i, (arrival, n, work, jtype) in enumerate(jobs):
-        room = {nd.gpu_model: 0 for nd in nodes}
-        for nd in nodes:
-            room[nd.gpu_model] += nd.num_gpus
-        if any(room[m] >= n and profiles.rate(jtype, m, n, True) > 0 for m in room):
-            trace.append(Job(f"j{i}", arrival, n, work, jtype))
-    return nodes, profiles, trace
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -40,10 +40,18 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
 
 import numpy as np
 
+# Unchanged by the optimisation, so shared with the package: the reference is what changed
+# (HadarDP and its entry points).
+from gpuweave.hadar.dp import (
+    Candidate,
+    DPResult,
+    _fractional_knapsack,
+    _suffix_min,
+    job_lists,
+)
 from gpuweave.hadar.price import PriceConstants, price, price_constants
 from gpuweave.hadar.problem import RoundProblem
 
@@ -59,39 +67,6 @@ DEFAULT_MAX_STATES = 64
 
 
 _LISTS: dict[tuple[bytes, bytes], tuple[list[int], list[float], list[float]]] = {}
-
-
-def job_lists(cons: np.ndarray, uncons: np.ndarray) -> tuple[list[int], list[float], list[float]]:
-    """(feasible types fastest first, cons as list, uncons as list), cached per rate vector."""
-    key = (cons.tobytes(), uncons.tobytes())
-    hit = _LISTS.get(key)
-    if hit is None:
-        x = np.where(cons > 0, cons, uncons)
-        order = [int(r) for r in np.argsort(-x, kind="stable") if x[r] > 0]
-        hit = (order, [float(v) for v in cons], [float(v) for v in uncons])
-        if len(_LISTS) < 100_000:
-            _LISTS[key] = hit
-    return hit
-
-
-@dataclass(slots=True)
-class Candidate:
-    alloc: tuple  # ((server, gpus), ...)
-    rate: float
-    servers: int
-    cost: float
-    mu: float
-    order: int
-
-
-@dataclass(slots=True)
-class DPResult:
-    value: float
-    plan: dict  # job key -> placement
-    states: int  # FIND_ALLOC calls
-    memo_keys: int
-    fallback: bool  # the state budget was hit
-    constants: PriceConstants
 
 
 class HadarDP:
@@ -429,18 +404,6 @@ class HadarDP:
         return DPResult(value, plan, self.states, result.memo_keys, result.fallback, result.constants)
 
 
-def _suffix_min(gpus: list[int]) -> list[int]:
-    """``min_w[k]`` = the fewest GPUs any job k.. asks for (a huge sentinel past the end)."""
-    n = len(gpus)
-    min_w = [0] * (n + 1)
-    m = 1 << 30
-    for k in range(n - 1, -1, -1):
-        m = min(m, gpus[k])
-        min_w[k] = m
-    min_w[n] = 1 << 30
-    return min_w
-
-
 def _cheapest_free(F: tuple, stypel: list[int], P: list[list[float]], capl: list[int], R: int):
     """The cheapest free GPU's price on F and the types that still have a free GPU."""
     pmin = math.inf
@@ -452,24 +415,6 @@ def _cheapest_free(F: tuple, stypel: list[int], P: list[list[float]], capl: list
             if u < pmin:
                 pmin = u
     return pmin, [r for r in range(R) if has[r]]
-
-
-def _fractional_knapsack(dens: list[int], gpus: list[int], ub: list[float], i: int, capacity: int) -> float:
-    """Fractional-knapsack bound on the value of jobs i.. in ``capacity`` GPUs (``dens``: by ub/W, best first)."""
-    total = 0.0
-    for k in dens:
-        if k < i:
-            continue
-        w = gpus[k]
-        if w <= capacity:
-            total += ub[k]
-            capacity -= w
-            if capacity == 0:
-                break
-        else:
-            total += ub[k] * capacity / w
-            break
-    return total
 
 
 def hadar_round(problem: RoundProblem, *, max_states: int = DEFAULT_MAX_STATES, backfill: bool = False) -> DPResult:

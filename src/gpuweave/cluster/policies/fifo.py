@@ -25,14 +25,9 @@ class FifoPolicy(ClusterPolicy):
         self._queue = PendingIndex(arrival_order, strict=strict)
 
     def schedule(self, view) -> Decision:
-        pending = view.pending
-        if not pending:
+        free = self._queue.ready(view)
+        if free is None:
             return NO_CHANGE
-        self._queue.sync(pending)
-        # A gang runs on one GPU model: no job can start unless it fits in the model with most free GPUs.
-        if not self._queue.fits_any(max(view.free_by_model.values())):
-            return NO_CHANGE
-        free = sum(view.free_by_model.values())
         plan = Plan(view)
         self._queue.start_in_order(free, partial(start_on_fastest, plan))
         return plan.decision

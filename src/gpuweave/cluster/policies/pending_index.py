@@ -122,6 +122,18 @@ class PendingIndex:
             heapq.heappop(heads)
         return None
 
+    def ready(self, view) -> int | None:
+        """Take in ``view``'s new waiting jobs; the GPUs free now if the next job to offer could start, else None
+        (a gang runs on one GPU model: no job can start unless it fits in the model with most free GPUs)."""
+        pending = view.pending
+        if not pending:
+            return None
+        self.sync(pending)
+        free_by_model = view.free_by_model
+        if not self.fits_any(max(free_by_model.values())):
+            return None
+        return sum(free_by_model.values())
+
     def fits_any(self, free_gpus: int) -> bool:
         """Whether the next job to offer could fit in ``free_gpus`` GPUs (O(distinct counts) amortised)."""
         if self._strict:

@@ -35,15 +35,10 @@ class SjfPolicy(ClusterPolicy):
         return js.job.work / best if best > 0 else float("inf")
 
     def schedule(self, view) -> Decision:
-        pending = view.pending
-        if not pending:
+        self._view = view  # the oracle of jobs taken in now reads its rates
+        free = self._queue.ready(view)
+        if free is None:
             return NO_CHANGE
-        self._view = view
-        self._queue.sync(pending)
-        # A gang runs on one GPU model: no job can start unless it fits in the model with most free GPUs.
-        if not self._queue.fits_any(max(view.free_by_model.values())):
-            return NO_CHANGE
-        free = sum(view.free_by_model.values())
         plan = Plan(view)
         self._queue.start_in_order(free, partial(start_on_fastest, plan))
         return plan.decision

@@ -42,14 +42,9 @@ class YarnCapacityPolicy(ClusterPolicy):
         return size
 
     def schedule(self, view) -> Decision:
-        pending = view.pending
-        if not pending:
+        free = self._queue.ready(view)
+        if free is None:
             return NO_CHANGE
-        self._queue.sync(pending)
-        # A gang runs on one GPU model: no job can start unless it fits in the model with most free GPUs.
-        if not self._queue.fits_any(max(view.free_by_model.values())):
-            return NO_CHANGE
-        free = sum(view.free_by_model.values())
         plan = Plan(view)
         # Most free GPUs on one node, per model: a job that must sit on one node skips a model without a scan.
         max_free = {m: max(plan.free[i] for i in view.nodes_by_model[m]) for m in view.models}
