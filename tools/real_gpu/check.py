@@ -328,7 +328,7 @@ def step_torch(work: Path, built: dict) -> dict:
     res["exclusive_train"] = sh([*job, "train", "--seconds", "8"], timeout=300)["out"][-300:]
     # 3. profiles from the shim's measure mode (2 runs each), as a user would make them
     prof_dir = work / "profiles"
-    for key, args in (("svc-hi", ["infer", "--iters", "30", "--warmup", "5"]), ("svc-lo", ["train", "--seconds", "3"])):
+    for key, args in (("svc-hi", ["infer", "--iters", "30", "--warmup", "5"]), ("svc-lo", ["train", "--steps", "60"])):
         runs = []
         for i in range(2):
             tr = work / f"{key}-{i}.json"

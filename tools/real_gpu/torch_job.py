@@ -2,6 +2,7 @@
 
     python torch_job.py infer --iters N   # ResNet-18 inference, batch 8: the latency-critical service
     python torch_job.py train --seconds S # ResNet-50 training, batch 64: the best-effort filler
+    python torch_job.py train --steps N   # the same for exactly N steps (the same kernels every run: profiles)
     python torch_job.py count             # CUDA kernels of set-up + 2 inferences, counted by torch.profiler (CUPTI)
 
 Prints one JSON line: per-iteration latencies (ms) or iterations done. Weights are random (no download).
@@ -37,14 +38,15 @@ def infer(iters: int, warmup: int) -> dict:
     return {"latency_ms": lat}
 
 
-def train(seconds: float) -> dict:
+def train(seconds: float, steps_wanted: int | None = None) -> dict:
+    """Train for ``seconds``, or for exactly ``steps_wanted`` steps (a fixed kernel sequence, for profiling)."""
     model = torchvision.models.resnet50(weights=None).cuda().train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(64, 3, 224, 224, device="cuda")
     y = torch.randint(0, 1000, (64,), device="cuda")
     t_end, steps = time.perf_counter() + seconds, 0
     t0 = time.perf_counter()
-    while time.perf_counter() < t_end:
+    while (steps < steps_wanted) if steps_wanted is not None else (time.perf_counter() < t_end):
         loss = torch.nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
@@ -75,12 +77,13 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--steps", type=int, default=None, help="train exactly this many steps (overrides --seconds)")
     args = parser.parse_args()
     torch.backends.cudnn.benchmark = False
     if args.what == "infer":
         out = infer(args.iters, args.warmup)
     elif args.what == "train":
-        out = train(args.seconds)
+        out = train(args.seconds, args.steps)
     else:
         out = count()
     out["torch"] = torch.__version__

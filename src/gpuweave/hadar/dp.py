@@ -196,21 +196,17 @@ class HadarDP:
         self.stype = np.asarray(problem.server_type, dtype=np.int64)
         self.cap = cap
         H = cap.size
+        self._index_kinds(jobs)
         if constants is None:
-            best = np.empty(len(jobs))
-            worst = np.empty(len(jobs))
-            for i, j in enumerate(jobs):
-                _, consl, unconsl = job_lists(j.cons, j.uncons)
-                rates = [v for v in consl if v > 0] or [v for v in unconsl if v > 0]
-                if not rates:
-                    raise ValueError(f"job {j.key!r} has no GPU type with a positive throughput")
-                best[i] = max(rates)
-                worst[i] = min(rates)
+            kind = self._kind
+            for i, k in enumerate(kind):
+                if self._kind_best[k] is None:
+                    raise ValueError(f"job {jobs[i].key!r} has no GPU type with a positive throughput")
             constants = price_constants(
                 np.array([j.total_work for j in jobs]),
                 np.array([j.num_gpus for j in jobs]),
-                best,
-                worst,
+                np.array([self._kind_best[k] for k in kind], dtype=float),
+                np.array([self._kind_worst[k] for k in kind], dtype=float),
                 np.array([j.arrival_slot for j in jobs]),
                 problem.total_gpus,
                 R,
@@ -232,20 +228,39 @@ class HadarDP:
         self.P = _shared_rows(self.prices, self.capl)
         self.stypel = [int(t) for t in self.stype]
         self.by_type = [[int(h) for h in np.flatnonzero(self.stype == r)] for r in range(R)]
-        # Per job: feasible types, fastest (per-worker consolidated X) first; ties: lower type index.
-        self.types = []
-        self.consl = []
-        self.unconsl = []
-        for j in jobs:
-            order, consl, unconsl = job_lists(j.cons, j.uncons)
-            self.types.append(order)
-            self.consl.append(consl)
-            self.unconsl.append(unconsl)
         self.tminl = [float(v) for v in self.t_min]
         self.states = 0
         self._init_type_views(R)
         self._views: dict[tuple, FreeView] = {}
         self._payoffs: dict[tuple, float] = {}
+
+    def _index_kinds(self, jobs: list) -> None:
+        """Per job: feasible types, fastest (per-worker consolidated X) first (ties: lower type index), and its rates
+        as lists; per distinct rate vector pair (a "kind": the policies hand every job of one (job type, GPU count)
+        the same arrays), the best and worst positive rate. Jobs of a kind share one set of lists, so a queue of
+        thousands of jobs of a few dozen kinds costs a few dozen conversions, not thousands."""
+        kinds: dict[tuple[int, int], int] = {}  # (id(cons), id(uncons)) -> kind; the jobs keep the arrays alive
+        self.types, self.consl, self.unconsl = [], [], []
+        self._kind: list[int] = []
+        self._kind_best: list[float | None] = []
+        self._kind_worst: list[float | None] = []
+        kind_lists: list[tuple] = []
+        for j in jobs:
+            key = (id(j.cons), id(j.uncons))
+            k = kinds.get(key)
+            if k is None:
+                k = kinds[key] = len(kind_lists)
+                hit = job_lists(j.cons, j.uncons)
+                kind_lists.append(hit)
+                rates = [v for v in hit[1] if v > 0] or [v for v in hit[2] if v > 0]
+                self._kind_best.append(max(rates) if rates else None)
+                self._kind_worst.append(min(rates) if rates else None)
+            order, consl, unconsl = kind_lists[k]
+            self.types.append(order)
+            self.consl.append(consl)
+            self.unconsl.append(unconsl)
+            self._kind.append(k)
+        self._kind_lists = kind_lists
 
     def _init_type_views(self, R: int) -> None:
         """Per GPU type: a C-speed getter of its servers' free counts, and whether its servers are uniform.
@@ -434,9 +449,10 @@ class HadarDP:
         cap = self.max_states
         min_w = _suffix_min(gpus)
         ub, u_type = self._payoff_bounds(gpus)
-        self._gpus, self._min_w, self._u_type = gpus, min_w, u_type
+        self._gpus, self._min_w = gpus, min_w
         self._gpus_arr = np.array(gpus, dtype=float)
         self._u_arr = np.array(u_type, dtype=float).reshape(n, self.p.num_types)
+        self._u_best: dict[tuple, tuple] = {}  # types with a free GPU -> each job's best utility there (list, array)
         dens = sorted((k for k in range(n) if ub[k] > 0), key=lambda k: -ub[k] / gpus[k])
 
         def bound(i: int, capacity: int) -> float:
@@ -504,14 +520,14 @@ class HadarDP:
         After a few filtered jobs in a row the rest of Q is filtered in one numpy step (the same comparisons on
         the same floats), so a long queue on a nearly full cluster is not walked job by job at every state."""
         n = len(self.p.jobs)
-        gpus, min_w, u_type = self._gpus, self._min_w, self._u_type
+        gpus, min_w = self._gpus, self._min_w
         pmin, avail = v.pmin, v.avail
+        best = self._best_on(avail) if avail else ()  # no free GPU: the loop below does not run
         filtered = 0
         while i < n and free_total >= min_w[i]:
             W = gpus[i]
             if W <= free_total:
-                ut = u_type[i]
-                if max([ut[r] for r in avail]) - W * pmin > 0:
+                if best[i] - W * pmin > 0:
                     cand = self.find_alloc(i, F, v)
                     if cand is not None:
                         return i, cand
@@ -523,10 +539,22 @@ class HadarDP:
                 i = self._first_passing(i, free_total, pmin, avail)
         return n, None
 
+    def _best_on(self, avail: list[int]) -> list[float]:
+        """Every job's utility on its best type among ``avail`` (-inf where it runs on none of them), computed once
+        per round for each set of types with a free GPU (at most 2^R sets; usually a handful): the filter of
+        :meth:`_next_selectable` then reads one number per job instead of taking a max per job and state."""
+        key = tuple(avail)
+        hit = self._u_best.get(key)
+        if hit is None:
+            U = self._u_arr
+            arr = U[:, avail].max(axis=1) if len(avail) > 1 else U[:, avail[0]]
+            hit = self._u_best[key] = (arr.tolist(), arr)
+        return hit[0]
+
     def _first_passing(self, i: int, free_total: int, pmin: float, avail: list[int]) -> int:
         """The first job from i on that passes :meth:`_next_selectable`'s filter (n if none)."""
-        W, UT = self._gpus_arr[i:], self._u_arr[i:]
-        best = UT[:, avail].max(axis=1) if len(avail) > 1 else UT[:, avail[0]]
+        self._best_on(avail)
+        W, best = self._gpus_arr[i:], self._u_best[tuple(avail)][1][i:]
         ok = (W <= free_total) & (best - W * pmin > 0)
         k = int(ok.argmax())
         return i + k if ok[k] else len(self.p.jobs)
@@ -539,7 +567,11 @@ class HadarDP:
         n, R = len(gpus), self.p.num_types
         if n == 0:
             return [], []
-        rates = np.maximum(np.array(self.consl, dtype=float), np.array(self.unconsl, dtype=float)).reshape(n, R)
+        kind_rates = np.maximum(
+            np.array([c for _, c, _ in self._kind_lists], dtype=float),
+            np.array([u for _, _, u in self._kind_lists], dtype=float),
+        ).reshape(len(self._kind_lists), R)
+        rates = kind_rates[np.array(self._kind, dtype=np.intp)]
         best = rates.max(axis=1)
         u = self._payoffs_no_delay(np.concatenate([best[:, None], rates], axis=1))
         if u is None:  # beyond exact float integers: the scalar form

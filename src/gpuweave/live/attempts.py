@@ -102,6 +102,19 @@ class LiveJob:
         return self.done or bool(self.failed) or self.cancelled
 
 
+def attempt_outcome(job: LiveJob, attempt: Attempt) -> str:
+    """How an attempt ended, for live.csv: ``crash``, ``node-lost``, ``stopped`` (preempted, moved or cancelled)
+    or ``done``. The attempt that finished the job is ``done`` even when a stop reached it as it finished (seen on
+    a real GPU: Hadar's round gave the GPU to the next job just as the running one wrote its last checkpoint)."""
+    if attempt.crash:
+        return "crash"
+    if attempt.node_lost:
+        return "node-lost"
+    if job.done and job.history and attempt is job.history[-1]:
+        return "done"
+    return "stopped" if attempt.stopping else "done"
+
+
 def commit(job: LiveJob, attempt: Attempt) -> int:
     """Add the steps the attempt's checkpoints hold to the job; a fork's copies are consolidated first."""
     for copy in attempt.copies:

@@ -19,6 +19,7 @@ from gpuweave.cluster.metrics import summarize
 from gpuweave.cluster.results import fmt, write_run
 from gpuweave.errors import InputError
 from gpuweave.files import read_input_text
+from gpuweave.live.attempts import attempt_outcome
 
 LIVE_COLUMNS = [
     "job_id",
@@ -86,7 +87,7 @@ def _write_live_csv(runtime, path: Path) -> list[float]:
                 if latency is not None:
                     latencies.append(latency)
                 rate = sum(c.status.steps_per_s for c in a.copies if c.status) / scale
-                outcome = "crash" if a.crash else "node-lost" if a.node_lost else "stopped" if a.stopping else "done"
+                outcome = attempt_outcome(job, a)
                 w.writerow(
                     [
                         job.js.job_id,

@@ -151,25 +151,36 @@ class HadarPolicy(ClusterPolicy):
         self.fallback_rounds = 0
         self.rounds = 0
         self.last_constants = None
+        self._fixed_of: tuple | None = None  # (rate table, round length) the cached fixed parts are for
+        self._fixed: dict = {}
 
     def build_problem(self, view, order) -> RoundProblem:
+        """Q as the DP's input. What does not change while a job waits or runs (its rate vectors, total work and
+        arrival slot) is looked up once per job and kept while the rates and the round length stay the same;
+        a round computes only the remaining work, the current placement and whether the job has started."""
         table = self._rates.of(view)
         stype, cap = cluster_arrays(view)
         L = self.round_length
+        fixed = self._fixed_parts(table, L, len(order))
+        remaining = view.remaining
         jobs = []
         for js in order:
-            cons, uncons = table.get(js.job.job_type, js.job.num_gpus)
+            job = js.job
+            part = fixed.get(job.job_id)
+            if part is None:
+                cons, uncons = table.get(job.job_type, job.num_gpus)
+                part = fixed[job.job_id] = (cons, uncons, float(job.work), int(math.floor(job.arrival / L)))
             jobs.append(
                 QueuedJob(
-                    key=js.job.job_id,
-                    num_gpus=js.job.num_gpus,
-                    cons=cons,
-                    uncons=uncons,
-                    remaining=view.remaining(js),
-                    total_work=float(js.job.work),
-                    arrival_slot=int(math.floor(js.job.arrival / L)),
-                    prev=js.placement,
-                    started=js.first_start is not None,
+                    job.job_id,
+                    job.num_gpus,
+                    part[0],
+                    part[1],
+                    remaining(js),
+                    part[2],
+                    part[3],
+                    js.placement,
+                    js.first_start is not None,
                 )
             )
         free = cap.copy()
@@ -178,6 +189,16 @@ class HadarPolicy(ClusterPolicy):
                 for h, k in js.placement:
                     free[h] -= k
         return self.round_problem(view, jobs, stype, cap, free, L)
+
+    def _fixed_parts(self, table: RateTable, L: float, queued: int) -> dict:
+        """Job id -> (cons, uncons, total work, arrival slot), for ``table`` and round length ``L``; forgotten
+        when either changes, and cleared when it holds far more jobs than the queue (finished jobs' entries), so
+        its size follows the queue's, not the trace's."""
+        if self._fixed_of is None or self._fixed_of[0] is not table or self._fixed_of[1] != L:
+            self._fixed_of, self._fixed = (table, L), {}
+        elif len(self._fixed) > 2 * queued + 1024:
+            self._fixed = {}
+        return self._fixed
 
     def round_problem(self, view, jobs, stype, cap, free, L: float) -> RoundProblem:
         """The DP's input for this round: servers, queued jobs (or copies), prices' settings."""
