@@ -32,7 +32,12 @@ class Decision:
             want = wanted.get(job_id)
             if want is None:
                 preempt.append(job_id)
-            elif want is not js.placement and normalize(want) != js.placement:  # a kept placement is normalized
+            # A kept placement is normalized; one equal to it as it stands needs no normalizing (most are).
+            elif (
+                want is not js.placement
+                and not (type(want) is tuple and want == js.placement)
+                and normalize(want) != js.placement
+            ):
                 assign[job_id] = want
         for job_id, want in wanted.items():
             if job_id not in running:

@@ -87,9 +87,31 @@ class ViewAdapter:
         self.cfg_cost = np.array([self.costs.cost(t, g) for t, g in self.configs], dtype=float)
         self.kindex = {k: i for i, k in enumerate(self.configs)}
         self._rates: dict[tuple, np.ndarray] = {}
+        # Job id -> (job, rate row, spread models): a call reads a known job's facts with one lookup.
+        self._of_job: dict[str, tuple] = {}
         self._ready = True
 
+    def _facts(self, view, js) -> tuple:
+        """(job, rate row, spread models) of ``js``'s job, looked up once per job (both depend only on the job and
+        the cluster); the cache is emptied when it holds far more jobs than the view, so it follows the queue."""
+        job = js.job
+        hit = self._of_job.get(job.job_id)
+        if hit is None or hit[0] is not job:
+            if len(self._of_job) > 4 * (len(view.running) + len(view.pending)) + 1024:
+                self._of_job = {}
+            hit = self._of_job[job.job_id] = (job, self._rate_row(view, js), self._spread_models(view, js))
+        return hit
+
     def rates(self, view, js) -> np.ndarray:
+        """Rate of the job of ``js`` (a JobState) on every configuration (0 = not allowed / not profiled)."""
+        return self._facts(view, js)[1]
+
+    def spread_models(self, view, js) -> list[str]:
+        """GPU models on which a job with no single-node configuration can run across nodes (see
+        :meth:`_spread_models`)."""
+        return self._facts(view, js)[2]
+
+    def _rate_row(self, view, js) -> np.ndarray:
         """Rate of the job of ``js`` (a JobState) on every configuration (0 = not allowed / not profiled).
 
         A fixed-count job (not moldable) has only its ``num_gpus`` configurations, rated by the simulator's
@@ -115,7 +137,7 @@ class ViewAdapter:
             self._rates[key] = r
         return r
 
-    def spread_models(self, view, js) -> list[str]:
+    def _spread_models(self, view, js) -> list[str]:
         """GPU models on which a job with no single-node configuration can run across nodes (unconsolidated
         rate > 0, enough GPUs of the model, at least two nodes); empty for every other job. Cached per
         (job type, GPU count)."""
@@ -124,7 +146,7 @@ class ViewAdapter:
         found = self._rates.get(key)
         if found is None:
             found = []
-            if not self.rates(view, js).any():
+            if not self._rate_row(view, js).any():
                 by_model = view.nodes_by_model
                 for model in view.models:
                     idx = by_model[model]
@@ -213,10 +235,11 @@ def keep_nodes(view, wanted: dict, reserved: np.ndarray) -> dict:
     if not wanted:
         return wanted
     nodes = view.nodes
-    classes: dict[tuple, list[int]] = {}
-    for nd in nodes:
-        classes.setdefault((nd.gpu_model, nd.num_gpus, int(reserved[nd.index])), []).append(nd.index)
     running = view.running
+    classes: dict[tuple, list[int]] = {}
+    held = reserved.tolist()
+    for nd in nodes:
+        classes.setdefault((nd.gpu_model, nd.num_gpus, held[nd.index]), []).append(nd.index)
     bins: dict[int, list[str]] = {}
     for jid, p in wanted.items():
         bins.setdefault(p[0][0], []).append(jid)
@@ -224,6 +247,7 @@ def keep_nodes(view, wanted: dict, reserved: np.ndarray) -> dict:
     for members in classes.values():
         if len(members) < 2:
             continue
+        in_class = set(members)
         pairs = []
         for b in members:
             kept: dict[int, int] = {}
@@ -232,7 +256,7 @@ def keep_nodes(view, wanted: dict, reserved: np.ndarray) -> dict:
                 if js is not None and len(js.placement) == 1 and js.placement[0][1] == wanted[jid][0][1]:
                     node = js.placement[0][0]
                     kept[node] = kept.get(node, 0) + js.placement[0][1]
-            pairs += [(-gpus, b, node) for node, gpus in kept.items() if node in members]
+            pairs += [(-gpus, b, node) for node, gpus in kept.items() if node in in_class]
         pairs.sort()
         used_b: set[int] = set()
         used_n: set[int] = set()
@@ -241,10 +265,10 @@ def keep_nodes(view, wanted: dict, reserved: np.ndarray) -> dict:
                 remap[b] = node
                 used_b.add(b)
                 used_n.add(node)
-        rest_n = [nd for nd in members if nd not in used_n]
+        rest_n = iter([nd for nd in members if nd not in used_n])  # as many as the unmatched bins, in order
         for b in members:
             if b not in used_b:
-                remap[b] = rest_n.pop(0)
+                remap[b] = next(rest_n)
     if all(remap.get(b, b) == b for b in bins):
         return wanted
     return {jid: ((remap.get(p[0][0], p[0][0]), p[0][1]),) for jid, p in wanted.items()}
