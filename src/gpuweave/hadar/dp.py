@@ -339,13 +339,39 @@ class HadarDP:
         seen[alloc] = (mu, rate, -servers, -cost, -len(seen), alloc)
 
     def _add_packed(self, seen: dict[tuple, tuple], i: int, F, v: "FreeView") -> None:
-        """PACKED: the cheapest server per type that holds all W GPUs."""
-        W = self.p.jobs[i].num_gpus
+        """PACKED: the cheapest server per type that holds all W GPUs.
+
+        :meth:`_add_candidate` written out for one server (the most frequent candidate of every FIND_ALLOC; same
+        rate, cost, payoff and order number, without three calls per candidate). On a uniform type the cheapest
+        server is the most-free one (:meth:`FreeView.packed`)."""
+        j = self.p.jobs[i]
+        W = j.num_gpus
         cons = self.consl[i]
+        P, capl, uniform, top = self.P, self.capl, self._uniform, v.top
+        payoffs, prev = self._payoffs, j.prev
+        delay = self.p.restart_delay if j.started else None  # charged for any allocation but ``prev``
+        comm0 = self.comm * 0
         for r in self.types[i]:
-            best_h = v.packed(r, W)
-            if best_h >= 0 and cons[r] > 0:
-                self._add_candidate(seen, i, F, ((best_h, W),), (r,))
+            if uniform[r]:
+                h, f = top[r]
+                if f < W:
+                    continue
+            else:
+                h = v.packed(r, W)
+                if h < 0:
+                    continue
+            rate = cons[r]
+            if not rate > 0:
+                continue
+            alloc = ((h, W),)
+            if alloc in seen:
+                continue
+            cost = 0.0 + P[h][capl[h] - F[h]] * W + comm0
+            d = delay if delay is not None and alloc != prev else 0.0
+            u = payoffs.get((i, rate, d))
+            if u is None:
+                u = payoffs[(i, rate, d)] = self.payoff_at(i, rate, d)
+            seen[alloc] = (u - cost, rate, -1, -cost, -len(seen), alloc)
 
     def _add_spread(self, seen: dict[tuple, tuple], i: int, F, v: "FreeView") -> None:
         """SPREAD: each anchor type first, most-free servers first, then the other types fastest first."""
@@ -460,9 +486,12 @@ class HadarDP:
 
         self.pruned = 0
 
+        stored: set[int] = set()  # the job indices of memo's keys: most calls meet an index not among them
+
         def rec(i: int, F: tuple, free_total: int, v: FreeView, alloc: tuple | None = None):
-            key = (i, F)
-            hit = memo.get(key)
+            first = i
+            # (i, F) can be in memo only if i is in stored: otherwise hashing F (one int per server) is skipped.
+            hit = memo.get((i, F)) if i in stored else None
             if hit is not None:
                 return hit
             res = (0.0, None)
@@ -488,7 +517,8 @@ class HadarDP:
             if len(memo) >= cap:
                 self.capped = True
             else:
-                memo[key] = res
+                memo[(first, F)] = res
+                stored.add(first)
             return res
 
         F0 = tuple(int(v) for v in self.p.free)
@@ -505,7 +535,7 @@ class HadarDP:
                 gc.enable()
             # ``rec`` refers to itself through its closure, a cycle holding the memo and the round's problem:
             # cut it so reference counting frees them now, not the cyclic collector some time later.
-            rec = bound = None  # noqa: F841
+            rec = bound = stored = None  # noqa: F841
         plan = {}
         while node is not None:  # the chosen path, as a linked list (job index, allocation, rest)
             i, alloc, node = node
