@@ -233,6 +233,7 @@ class HadarDP:
         self._init_type_views(R)
         self._views: dict[tuple, FreeView] = {}
         self._payoffs: dict[tuple, float] = {}
+        self._keep_types: dict[int, list[int]] = {}  # job -> the types of its current placement (KEEP)
 
     def _index_kinds(self, jobs: list) -> None:
         """Per job: feasible types, fastest (per-worker consolidated X) first (ties: lower type index), and its rates
@@ -280,6 +281,7 @@ class HadarDP:
             rows = {id(self.P[h]): self.P[h] for h in idx}  # equal rows are one shared list (_shared_rows)
             row = next(iter(rows.values())) if len(rows) == 1 else ()
             self._uniform.append(len(rows) == 1 and all(a < b for a, b in zip(row, row[1:])))
+        self._all_uniform = all(self._uniform)
 
     # ------------------------------------------------------------------ FIND_ALLOC
     def view(self, F: tuple) -> "FreeView":
@@ -307,7 +309,10 @@ class HadarDP:
         # KEEP first so that a tie goes to not moving.
         prev = j.prev
         if prev is not None and all(F[h] >= k for h, k in prev):
-            self._add_candidate(seen, i, F, tuple(prev), sorted({self.stypel[h] for h, _ in prev}))
+            used = self._keep_types.get(i)
+            if used is None:
+                used = self._keep_types[i] = sorted({self.stypel[h] for h, _ in prev})
+            self._add_candidate(seen, i, F, tuple(prev), used)
         self._add_packed(seen, i, F, v)
         if not j.packed_only:
             self._add_spread(seen, i, F, v)
@@ -376,6 +381,10 @@ class HadarDP:
     def _add_spread(self, seen: dict[tuple, tuple], i: int, F, v: "FreeView") -> None:
         """SPREAD: each anchor type first, most-free servers first, then the other types fastest first."""
         W = self.p.jobs[i].num_gpus
+        if W == 1 and self._all_uniform:
+            # One GPU: every spread is one server, a type's most-free one, which PACKED has already priced (the
+            # cheapest server on a uniform type) or found at rate 0: it would add nothing.
+            return
         types = self.types[i]
         cons = self.consl[i]
         tot, top = v.tot, v.top
