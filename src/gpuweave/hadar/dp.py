@@ -482,19 +482,13 @@ class HadarDP:
             sys.setrecursionlimit(4 * n + 1000)
         gpus = [j.num_gpus for j in jobs]
         cap = self.max_states
-        min_w = _suffix_min(gpus)
-        ub, u_type = self._payoff_bounds(gpus)
-        self._gpus, self._min_w = gpus, min_w
-        self._gpus_arr = np.array(gpus, dtype=float)
-        self._u_arr = np.array(u_type, dtype=float).reshape(n, self.p.num_types)
-        self._u_best: dict[tuple, tuple] = {}  # types with a free GPU -> each job's best utility there (list, array)
+        ub = self._prepare_filter(gpus)
         dens = sorted((k for k in range(n) if ub[k] > 0), key=lambda k: -ub[k] / gpus[k])
 
         def bound(i: int, capacity: int) -> float:
             return _fractional_knapsack(dens, gpus, ub, i, capacity)
 
         self.pruned = 0
-
         stored: set[int] = set()  # the job indices of memo's keys: most calls meet an index not among them
 
         def rec(i: int, F: tuple, free_total: int, v: FreeView, alloc: tuple | None = None):
@@ -550,6 +544,16 @@ class HadarDP:
             i, alloc, node = node
             plan[jobs[i].key] = alloc
         return DPResult(value, plan, self.states, len(memo), self.capped, self.constants)
+
+    def _prepare_filter(self, gpus: list[int]) -> list[float]:
+        """The tables :meth:`_next_selectable` reads (GPUs per job, their suffix minimum, each job's utility per
+        type); returns every job's payoff bound for the branch and bound."""
+        ub, u_type = self._payoff_bounds(gpus)
+        self._gpus, self._min_w = gpus, _suffix_min(gpus)
+        self._gpus_arr = np.array(gpus, dtype=float)
+        self._u_arr = np.array(u_type, dtype=float).reshape(len(gpus), self.p.num_types)
+        self._u_best: dict[tuple, tuple] = {}  # types with a free GPU -> each job's best utility there (list, array)
+        return ub
 
     def _next_selectable(self, i: int, F: tuple, free_total: int, v: FreeView) -> tuple[int, Candidate | None]:
         """The first job from i on that FIND_ALLOC places on F, and its candidate ((n, None) if none).
