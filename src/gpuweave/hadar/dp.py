@@ -26,14 +26,17 @@ Restart delay in f(a): the simulator charges it when a job that has run before g
 first start is free), so FIND_ALLOC uses ``delta`` iff the job has started and ``a != prev`` (the spec
 charges first starts too; we follow the simulator so the DP predicts what will happen).
 
-Complexity: the DP visits at most ``max_states`` branching states plus one greedy descent. Each state's free
-vector F is summarised once (:class:`FreeView`: free GPUs, most-free server and cheapest free GPU per type), derived
-from its parent's summary by recomputing only the types the last allocation touched (O(H_r) C steps); FIND_ALLOC
-then works per type in O(R) Python steps plus a sort of a type's servers only for a job no single server holds.
-So O((max_states + |Q|) * (R + H/R)) with the H part in C, against O((max_states + |Q|) * H) Python steps for a
-scan of every server (same plans, values and state counts: tests/hadar/test_dp_reference.py). Paper Theorem 1
-claims O(|Q| (HR)^2) assuming few distinct states per index, which include/exclude recursion does not guarantee
-(spec A3).
+Complexity: the DP visits at most ``max_states`` branching states plus one greedy descent. Each state's free vector
+F is summarised once (:class:`FreeView`: free GPUs, most-free server and cheapest free GPU per type), derived from
+its parent's summary by recomputing only the types the last allocation touched (O(H_r) C steps); FIND_ALLOC then
+works per type in O(R) Python steps plus a sort of a type's servers only for a job no single server holds. So
+O((max_states + |Q|) * (R + H/R)) with the H part in C, against O((max_states + |Q|) * H) Python steps for a scan of
+every server (same plans, values and state counts: tests/hadar/test_dp_reference.py). The round's setup is O(|Q| R)
+with the rate vectors converted once per (job type, GPU count) kind, not per queued job. A queue of hundreds of
+selectable jobs fills the state budget while unwinding its first descent (memo keys are stored on the way back up),
+so such a round is essentially that greedy descent: one FIND_ALLOC per job it meets.
+Paper Theorem 1 claims O(|Q| (HR)^2) assuming few distinct states per index, which include/exclude recursion does
+not guarantee (spec A3).
 """
 
 from __future__ import annotations

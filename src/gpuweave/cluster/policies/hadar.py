@@ -167,18 +167,18 @@ class HadarPolicy(ClusterPolicy):
         for js in order:
             job = js.job
             part = fixed.get(job.job_id)
-            if part is None:
+            if part is None or part[0] is not job:  # a new job, or another job under a known id (live runs)
                 cons, uncons = table.get(job.job_type, job.num_gpus)
-                part = fixed[job.job_id] = (cons, uncons, float(job.work), int(math.floor(job.arrival / L)))
-            jobs.append(
+                part = fixed[job.job_id] = (job, cons, uncons, float(job.work), int(math.floor(job.arrival / L)))
+            jobs.append(  # QueuedJob's fields in order (positional: one call per queued job per round)
                 QueuedJob(
                     job.job_id,
                     job.num_gpus,
-                    part[0],
                     part[1],
-                    remaining(js),
                     part[2],
+                    remaining(js),
                     part[3],
+                    part[4],
                     js.placement,
                     js.first_start is not None,
                 )
@@ -191,7 +191,7 @@ class HadarPolicy(ClusterPolicy):
         return self.round_problem(view, jobs, stype, cap, free, L)
 
     def _fixed_parts(self, table: RateTable, L: float, queued: int) -> dict:
-        """Job id -> (cons, uncons, total work, arrival slot), for ``table`` and round length ``L``; forgotten
+        """Job id -> (job, cons, uncons, total work, arrival slot), for ``table`` and round length ``L``; forgotten
         when either changes, and cleared when it holds far more jobs than the queue (finished jobs' entries), so
         its size follows the queue's, not the trace's."""
         if self._fixed_of is None or self._fixed_of[0] is not table or self._fixed_of[1] != L:
