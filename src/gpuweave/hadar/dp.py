@@ -125,8 +125,14 @@ class FreeView:
                 list(parent.top),
                 list(parent.low),
             )
-            stypel = dp.stypel
-            touched = sorted({stypel[h] for h, _ in alloc})
+            if len(alloc) == 1:  # one server (most allocations): one type, kept top unless it was that server
+                h = alloc[0][0]
+                r = dp.stypel[h]
+                self._summarise(r, h != parent.top[r][0])
+                touched = ()
+            else:
+                stypel = dp.stypel
+                touched = sorted({stypel[h] for h, _ in alloc})
         for r in touched:
             self._summarise(r, parent is not None and all(h != parent.top[r][0] for h, _ in alloc))
         self.avail = [r for r, t in enumerate(self.tot) if t]
