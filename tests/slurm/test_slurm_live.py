@@ -86,9 +86,13 @@ def test_gavel_preempts_and_requeues_slurm_jobs(slurm, slurm_config, tmp_path):
     for row in requeued:  # Slurm's accounting has the job's earlier runs as REQUEUED records of the same job id
         states = [h["State"] for h in _sacct(row["slurm_job_id"], duplicates=True)]
         assert len(states) >= 2 and states[0] == "REQUEUED", states
-    last = {r["job_id"]: r for r in launches}  # rows are in attempt order: each job's last launch ran to the end
-    assert all(r["state"] == "COMPLETED" and r["exit_code"] == "0" for r in last.values()), last
     jobs = _rows(out / "jobs.csv")
+    finished = {r["job_id"]: bool(r["end"]) for r in jobs}
+    ended = {r["job_id"]: r["outcome"] for r in live}  # rows in attempt order: each job's last attempt
+    last = {r["job_id"]: r for r in launches}  # rows are in attempt order: each job's last launch ran to the end,
+    for job_id, r in last.items():  # or a stop caught it at its last step and its checkpoint held every step
+        ran_out = r["state"] == "COMPLETED" and r["exit_code"] == "0"
+        assert ran_out or (finished[job_id] and ended[job_id] == "done"), (job_id, r)
     assert sum(int(r["restarts"]) for r in jobs) >= len(stopped)
 
 
