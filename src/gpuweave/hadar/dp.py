@@ -99,6 +99,19 @@ class DPResult:
     constants: PriceConstants
 
 
+@dataclass(slots=True)
+class ServerTables:
+    """What a :class:`FreeView` reads of its DP: per type a getter of its servers' free counts, its servers and whether
+    they are uniform; per server its type, capacity and price row."""
+
+    _getters: list
+    stypel: list[int]
+    by_type: list[list[int]]
+    P: list[list[float]]
+    capl: list[int]
+    _uniform: list[bool]
+
+
 class FreeView:
     """What FIND_ALLOC and the DP's filter read from one free vector F, computed once per F: free GPUs per type,
     each type's most-free server (first index on ties), the cheapest free GPU and the types with a free GPU.
@@ -107,15 +120,19 @@ class FreeView:
     type's servers, O(H) C steps and O(R) Python steps; the cheapest server that holds W GPUs is the most-free one
     on uniform types, else a scan of that type."""
 
-    __slots__ = ("dp", "F", "frees", "tot", "top", "low", "pmin", "avail", "_packed", "_ordered")
+    __slots__ = ("tables", "F", "frees", "tot", "top", "low", "pmin", "avail", "_packed", "_ordered")
 
     def __init__(self, dp: "HadarDP", F: tuple, parent: "FreeView | None" = None, alloc: tuple = ()) -> None:
         """The summary of F; with ``parent`` (the summary of F + ``alloc``), only the types ``alloc`` touches are
-        recomputed, and a type's most-free server only when ``alloc`` took GPUs from it."""
-        self.dp = dp
+        recomputed, and a type's most-free server only when ``alloc`` took GPUs from it.
+
+        It keeps the DP's server tables (:class:`ServerTables`), not the DP: the DP caches summaries, and a summary
+        pointing back at the DP would make every round's DP a reference cycle, freed only by the cyclic collector.
+        On a long queue that is megabytes per round, piling up between collections."""
+        tables = self.tables = dp.tables
         self.F = F
         if parent is None:
-            R = len(dp._getters)
+            R = len(tables._getters)
             self.frees, self.tot, self.top, self.low = [()] * R, [0] * R, [(-1, 0)] * R, [math.inf] * R
             touched = range(R)
         else:
@@ -127,11 +144,11 @@ class FreeView:
             )
             if len(alloc) == 1:  # one server (most allocations): one type, kept top unless it was that server
                 h = alloc[0][0]
-                r = dp.stypel[h]
+                r = tables.stypel[h]
                 self._summarise(r, h != parent.top[r][0])
                 touched = ()
             else:
-                stypel = dp.stypel
+                stypel = tables.stypel
                 touched = sorted({stypel[h] for h, _ in alloc})
         for r in touched:
             self._summarise(r, parent is not None and all(h != parent.top[r][0] for h, _ in alloc))
@@ -143,9 +160,9 @@ class FreeView:
     def _summarise(self, r: int, keep_top: bool) -> None:
         """Free GPUs, most-free server and cheapest free GPU of type r (``keep_top``: its most-free server lost
         nothing, so it is still the first server holding the most free GPUs)."""
-        dp = self.dp
-        idx = dp.by_type[r]
-        Fr = self.frees[r] = dp._getters[r](self.F)
+        tables = self.tables
+        idx = tables.by_type[r]
+        Fr = self.frees[r] = tables._getters[r](self.F)
         t = self.tot[r] = sum(Fr)
         if not t:
             self.top[r], self.low[r] = (-1, 0), math.inf
@@ -154,8 +171,8 @@ class FreeView:
             mx = max(Fr)
             self.top[r] = (idx[Fr.index(mx)], mx)
         h, mx = self.top[r]
-        P, capl = dp.P, dp.capl
-        if dp._uniform[r]:
+        P, capl = tables.P, tables.capl
+        if tables._uniform[r]:
             self.low[r] = P[h][capl[h] - mx]
         else:
             self.low[r] = min(P[g][capl[g] - f] for g, f in zip(idx, Fr) if f)
@@ -165,14 +182,14 @@ class FreeView:
         key = (r, W)
         h = self._packed.get(key)
         if h is None:
-            dp = self.dp
-            if dp._uniform[r]:
+            tables = self.tables
+            if tables._uniform[r]:
                 top_h, top_f = self.top[r]
                 h = top_h if top_f >= W else -1
             else:
-                P, capl = dp.P, dp.capl
+                P, capl = tables.P, tables.capl
                 h, best_u = -1, math.inf
-                for g, f in zip(dp.by_type[r], self.frees[r]):
+                for g, f in zip(tables.by_type[r], self.frees[r]):
                     if f >= W:
                         u = P[g][capl[g] - f]
                         if u < best_u:
@@ -186,7 +203,8 @@ class FreeView:
         if srv is None:
             F = self.F
             # A stable sort by free GPUs, largest first (reverse=True keeps index order among equals).
-            srv = sorted((h for h, f in zip(self.dp.by_type[r], self.frees[r]) if f), key=F.__getitem__, reverse=True)
+            free_here = (h for h, f in zip(self.tables.by_type[r], self.frees[r]) if f)
+            srv = sorted(free_here, key=F.__getitem__, reverse=True)
             self._ordered[r] = srv
         return srv
 
@@ -291,6 +309,7 @@ class HadarDP:
             row = next(iter(rows.values())) if len(rows) == 1 else ()
             self._uniform.append(len(rows) == 1 and all(a < b for a, b in zip(row, row[1:])))
         self._all_uniform = all(self._uniform)
+        self.tables = ServerTables(self._getters, self.stypel, self.by_type, self.P, self.capl, self._uniform)
 
     # ------------------------------------------------------------------ FIND_ALLOC
     def view(self, F: tuple) -> "FreeView":
