@@ -142,14 +142,8 @@ class FreeView:
                 list(parent.top),
                 list(parent.low),
             )
-            if len(alloc) == 1:  # one server (most allocations): one type, kept top unless it was that server
-                h = alloc[0][0]
-                r = tables.stypel[h]
-                self._summarise(r, h != parent.top[r][0])
-                touched = ()
-            else:
-                stypel = tables.stypel
-                touched = sorted({stypel[h] for h, _ in alloc})
+            stypel = tables.stypel
+            touched = sorted({stypel[h] for h, _ in alloc})
         for r in touched:
             self._summarise(r, parent is not None and all(h != parent.top[r][0] for h, _ in alloc))
         self.avail = [r for r, t in enumerate(self.tot) if t]
@@ -566,7 +560,7 @@ class HadarDP:
                 gc.enable()
             # ``rec`` refers to itself through its closure, a cycle holding the memo and the round's problem:
             # cut it so reference counting frees them now, not the cyclic collector some time later.
-            rec = bound = stored = None  # noqa: F841
+            rec = bound = None  # noqa: F841
         plan = {}
         while node is not None:  # the chosen path, as a linked list (job index, allocation, rest)
             i, alloc, node = node
@@ -593,7 +587,7 @@ class HadarDP:
         n = len(self.p.jobs)
         gpus, min_w = self._gpus, self._min_w
         pmin, avail = v.pmin, v.avail
-        best = self._best_on(avail) if avail else ()  # no free GPU: the loop below does not run
+        best = self._best_on(avail)[0] if avail else ()  # no free GPU: the loop below does not run
         filtered = 0
         while i < n and free_total >= min_w[i]:
             W = gpus[i]
@@ -610,22 +604,22 @@ class HadarDP:
                 i = self._first_passing(i, free_total, pmin, avail)
         return n, None
 
-    def _best_on(self, avail: list[int]) -> list[float]:
-        """Every job's utility on its best type among ``avail`` (-inf where it runs on none of them), computed once
-        per round for each set of types with a free GPU (at most 2^R sets; usually a handful): the filter of
-        :meth:`_next_selectable` then reads one number per job instead of taking a max per job and state."""
+    def _best_on(self, avail: list[int]) -> tuple[list[float], np.ndarray]:
+        """Every job's utility on its best type among ``avail`` (-inf where it runs on none of them), as a list and an
+        array, computed once per round for each set of types with a free GPU (at most 2^R sets; usually a handful):
+        the filter of :meth:`_next_selectable` then reads one number per job instead of taking a max per job and
+        state."""
         key = tuple(avail)
         hit = self._u_best.get(key)
         if hit is None:
             U = self._u_arr
             arr = U[:, avail].max(axis=1) if len(avail) > 1 else U[:, avail[0]]
             hit = self._u_best[key] = (arr.tolist(), arr)
-        return hit[0]
+        return hit
 
     def _first_passing(self, i: int, free_total: int, pmin: float, avail: list[int]) -> int:
         """The first job from i on that passes :meth:`_next_selectable`'s filter (n if none)."""
-        self._best_on(avail)
-        W, best = self._gpus_arr[i:], self._u_best[tuple(avail)][1][i:]
+        W, best = self._gpus_arr[i:], self._best_on(avail)[1][i:]
         ok = (W <= free_total) & (best - W * pmin > 0)
         k = int(ok.argmax())
         return i + k if ok[k] else len(self.p.jobs)
