@@ -160,5 +160,5 @@ def test_pending_index_follows_a_queue_changed_inside_as_well_as_at_its_tail(str
     pending["d"], pending["e"] = state("d"), state("e")
     index.sync(pending)
     offered: list[str] = []
-    index.start_in_order(10, lambda js: offered.append(js.job.job_id) or True)
+    index.start_in_order(lambda: 10, lambda js: offered.append(js.job.job_id) or True)
     assert offered == ["a", "c", "d", "e"] and len(index) == 0

@@ -72,6 +72,10 @@ class Plan:
         self.free_by_model = dict(view.free_by_model)
         self.decision = Decision()
 
+    def most_free(self) -> int:
+        """Free GPUs of the GPU model with the most (no one-model gang wider than this can start)."""
+        return max(self.free_by_model.values())
+
     def start(self, js: JobState, placement: Placement) -> None:
         nodes = self.view.nodes
         for node, n in placement:

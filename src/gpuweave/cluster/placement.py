@@ -70,17 +70,28 @@ def place_on_model(plan: Plan, js, model: str, *, allow_spread: bool = True) -> 
 
 
 def start_on_fastest(plan: Plan, js) -> bool:
-    """Start the job in ``plan`` on the fastest GPU model with room for its gang; False if none has."""
+    """Start the job in ``plan`` on the fastest GPU model with room for its gang; False if none has.
+
+    The placement is :func:`place_on_model`'s, found without its repeated work: one node first (most jobs), then a
+    spread over the model's nodes only if the job can run spread there (a spread is never built for a job whose
+    spread rate is 0: at moderate load such jobs fail here again and again while they wait)."""
     n = js.job.num_gpus
     free_by_model = plan.free_by_model
-    for model in plan.view.fastest_models(js):
+    view = plan.view
+    for model in view.fastest_models(js):
         if free_by_model[model] < n:  # the common miss, without two calls
             continue
-        # One node first (most jobs), as place_on_model would, without its two calls.
-        placement = single_node(plan, n, model) or place_on_model(plan, js, model)
-        if placement is not None:
-            plan.start(js, placement)
-            return True
+        placement = single_node(plan, n, model)
+        if placement is None:
+            known_rate = view.spread_rate(js, model)
+            if known_rate is not None and not known_rate > 0:
+                continue
+            # free_by_model holds n GPUs but no node does: a spread exists, on several nodes.
+            placement = spread(view.nodes_by_model[model], plan.free, n)
+            if known_rate is None and not view.rate(js, placement) > 0:
+                continue
+        plan.start(js, placement)
+        return True
     return False
 
 

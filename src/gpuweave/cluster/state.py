@@ -155,6 +155,15 @@ class ClusterView:
         total = sum(k for _, k in placement)  # num_gpus, except for opt-in moldable jobs
         return self._sim.placement_rate(js.job.job_type, total, placement, strict=False)
 
+    def spread_rate(self, js: JobState, model: str) -> float | None:
+        """Iterations/s of the job spread over several nodes of ``model`` (what :meth:`rate` gives for any such
+        placement), or None when the profile source rates each split of GPUs per node differently (then only
+        :meth:`rate` of the placement knows). A placer reads it before building a spread that could not run."""
+        sim = self._sim
+        if sim._rate_by_counts is not None:
+            return None
+        return sim.model_rate(js.job.job_type, model, js.job.num_gpus, sim.ideal_placement, strict=False)
+
     def model_rate(self, js: JobState, model: str, consolidated: bool = True) -> float:
         """Iterations/s of the job on ``model`` (0 if it cannot run there or the entry is not profiled)."""
         return self._sim.model_rate(js.job.job_type, model, js.job.num_gpus, consolidated, strict=False)

@@ -25,9 +25,8 @@ class FifoPolicy(ClusterPolicy):
         self._queue = PendingIndex(arrival_order, strict=strict)
 
     def schedule(self, view) -> Decision:
-        free = self._queue.ready(view)
-        if free is None:
+        if not self._queue.ready(view):
             return NO_CHANGE
         plan = Plan(view)
-        self._queue.start_in_order(free, partial(start_on_fastest, plan))
+        self._queue.start_in_order(plan.most_free, partial(start_on_fastest, plan))
         return plan.decision

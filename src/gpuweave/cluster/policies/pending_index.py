@@ -8,12 +8,14 @@ Index: jobs are grouped into *start classes* ``(num_gpus, job_type)``; every job
 other does (same gang size, same profiled rates), and capacity only shrinks within one call, so once a class's
 first job fails to start no later job of that class can start in that call. Each class keeps a heap keyed by the
 policy's order (keys are unique); for each GPU count a heap of its classes' head keys (stale entries dropped
-lazily) lets a call look only at counts that fit in the free GPUs, never at a job that cannot fit. A call takes
-the smallest head among those counts, offers it, and sets a failed class aside until the call ends.
+lazily) lets a call look only at counts no wider than the room the caller gives (the free GPUs of one GPU model,
+since a gang runs on one), never at a job that cannot fit. A call takes the smallest head among those counts,
+offers it, and sets a failed class aside until the call ends.
 ``strict`` (head-of-line blocking) keeps one queue: only its head is ever offered.
 
 Complexity: O((S + F) (G + log P)) per call for S jobs started, F classes that failed and G distinct GPU counts
-(F and G are bounded by the trace's distinct (GPU count, job type) pairs, not by P); O(log P) per arrival. The
+(F and G are bounded by the trace's distinct (GPU count, job type) pairs, not by P); O(log P) per arrival. Only
+counts no wider than the caller's ``room`` (the GPUs free on one GPU model) are offered. The
 index learns arrivals from the tail of ``view.pending`` (insertion-ordered: a job that becomes pending goes to its
 end) and rebuilds itself, O(P), only if the queue changed in some other way (a driver that dropped a job or did
 not apply a start).
@@ -122,17 +124,14 @@ class PendingIndex:
             heapq.heappop(heads)
         return None
 
-    def ready(self, view) -> int | None:
-        """Take in ``view``'s new waiting jobs; the GPUs free now if the next job to offer could start, else None
-        (a gang runs on one GPU model: no job can start unless it fits in the model with most free GPUs)."""
+    def ready(self, view) -> bool:
+        """Take in ``view``'s new waiting jobs; whether the next job to offer could start (a gang runs on one GPU
+        model: no job can start unless it fits in the model with the most free GPUs)."""
         pending = view.pending
         if not pending:
-            return None
+            return False
         self.sync(pending)
-        free_by_model = view.free_by_model
-        if not self.fits_any(max(free_by_model.values())):
-            return None
-        return sum(free_by_model.values())
+        return self.fits_any(max(view.free_by_model.values()))
 
     def fits_any(self, free_gpus: int) -> bool:
         """Whether the next job to offer could fit in ``free_gpus`` GPUs (O(distinct counts) amortised)."""
@@ -141,55 +140,64 @@ class PendingIndex:
             return bool(heap) and heap[0][1].job.num_gpus <= free_gpus
         return any(self._head_class(count) is not None for count in self._counts if count <= free_gpus)
 
-    def start_in_order(self, free_gpus: int, try_start: Callable[[JobState], bool]) -> None:
+    def start_in_order(self, room: Callable[[], int], try_start: Callable[[JobState], bool]) -> None:
         """Offer pending jobs to ``try_start`` in key order (it returns True when it started the job; the caller
         keeps its own plan); a class is offered nothing more after its first failure, and under ``strict``
-        nothing at all is offered after the first failure. ``free_gpus``: GPUs free now."""
+        nothing at all is offered after the first failure.
+
+        ``room()`` is the widest gang that could start now (e.g. the free GPUs of the GPU model with the most):
+        ``try_start`` must fail for any wider job, so such jobs are not offered. It is read at the start and after
+        every start. (Bounded by the free GPUs of the whole cluster instead, SJF at bench scale's moderate load offered
+        three jobs wider than any model's free GPUs for every job it started.)"""
         if self._strict:
-            self._start_strict(free_gpus, try_start)
+            self._start_strict(room, try_start)
             return
+        heads_of, classes, known = self._heads, self._classes, self._known
+        counts = self._counts
+        head_class = self._head_class
+        limit = room()
         failed: list[tuple[int, tuple[Key, StartClass]]] = []
         while True:
             best = None
-            for count in self._counts:
-                if count > free_gpus and not self._strict:
+            best_key = None
+            for count in counts:
+                if count > limit:
                     break
-                cls = self._head_class(count)
-                if cls is not None and (best is None or self._heads[count][0][0] < self._heads[best][0][0]):
-                    best = count
+                if head_class(count) is not None:
+                    key = heads_of[count][0][0]
+                    if best is None or key < best_key:
+                        best, best_key = count, key
             if best is None:
                 break
-            heads = self._heads[best]
+            heads = heads_of[best]
             cls = heads[0][1]
-            heap = self._classes[cls]
+            heap = classes[cls]
             js = heap[0][1]
-            if js.job.num_gpus <= free_gpus and try_start(js):
-                free_gpus -= js.job.num_gpus
+            if try_start(js):
                 heap.popleft() if self._fifo else heapq.heappop(heap)
-                del self._known[js.job.job_id]
+                del known[js.job.job_id]
                 if heap:
                     heapq.heapreplace(heads, (heap[0][0], cls))
                 else:
                     heapq.heappop(heads)
-            elif self._strict:
-                break
+                limit = room()
             else:
                 failed.append((best, heapq.heappop(heads)))
         for count, entry in failed:  # failed classes keep their jobs for the next call
-            heapq.heappush(self._heads[count], entry)
+            heapq.heappush(heads_of[count], entry)
 
-    def _start_strict(self, free_gpus: int, try_start: Callable[[JobState], bool]) -> None:
+    def _start_strict(self, room: Callable[[], int], try_start: Callable[[JobState], bool]) -> None:
         """Head-of-line blocking: offer the one queue's head until one does not start."""
         heap = self._classes.get(_ONE_QUEUE)
         if not heap:
             return
         known = self._known
         pop = heap.popleft if self._fifo else partial(heapq.heappop, heap)
+        limit = room()
         while heap:
             js = heap[0][1]
-            n = js.job.num_gpus
-            if n > free_gpus or not try_start(js):
+            if js.job.num_gpus > limit or not try_start(js):
                 return
-            free_gpus -= n
             pop()
             del known[js.job.job_id]
+            limit = room()

@@ -36,9 +36,8 @@ class SjfPolicy(ClusterPolicy):
 
     def schedule(self, view) -> Decision:
         self._view = view  # the oracle of jobs taken in now reads its rates
-        free = self._queue.ready(view)
-        if free is None:
+        if not self._queue.ready(view):
             return NO_CHANGE
         plan = Plan(view)
-        self._queue.start_in_order(free, partial(start_on_fastest, plan))
+        self._queue.start_in_order(plan.most_free, partial(start_on_fastest, plan))
         return plan.decision

@@ -42,32 +42,38 @@ class YarnCapacityPolicy(ClusterPolicy):
         return size
 
     def schedule(self, view) -> Decision:
-        free = self._queue.ready(view)
-        if free is None:
+        if not self._queue.ready(view):
             return NO_CHANGE
         plan = Plan(view)
-        # Most free GPUs on one node, per model: a job that must sit on one node skips a model without a scan.
-        max_free = {m: max(plan.free[i] for i in view.nodes_by_model[m]) for m in view.models}
-        self._queue.start_in_order(free, lambda js: self._try_start(view, plan, max_free, js))
+        # Most free GPUs on one node, per model, read when a job first asks about the model and forgotten when a
+        # start takes GPUs there: a job that must sit on one node skips a model without a scan.
+        max_free: dict[str, int] = {}
+        self._queue.start_in_order(plan.most_free, lambda js: self._try_start(view, plan, max_free, js))
         return plan.decision
 
     def _try_start(self, view, plan: Plan, max_free: dict[str, int], js) -> bool:
         """Start the job on a GPU type with room (seeded choice among them); False if none has."""
         n = js.job.num_gpus
         candidates = []
+        free = plan.free
         for model in view.models:
             if plan.free_by_model[model] < n:
                 continue
-            if n <= self._largest_node(view, model) and max_free[model] < n:
-                continue
+            one_node = n <= self._largest_node(view, model)
+            if one_node:
+                most = max_free.get(model)
+                if most is None:
+                    most = max_free[model] = max(map(free.__getitem__, view.nodes_by_model[model]))
+                if most < n:
+                    continue
             # Consolidated: one node when the job fits in one, else as few nodes as possible.
-            placement = place_on_model(plan, js, model, allow_spread=n > self._largest_node(view, model))
+            placement = place_on_model(plan, js, model, allow_spread=not one_node)
             if placement is not None and view.rate(js, placement) > 0:
                 candidates.append(placement)
         if not candidates:
             return False
         chosen = candidates[0] if self.type_choice == "fixed" else self._rng.choice(candidates)
         plan.start(js, chosen)
-        for model in {view.nodes[i].gpu_model for i, _ in chosen}:
-            max_free[model] = max(plan.free[i] for i in view.nodes_by_model[model])
+        for node, _ in chosen:
+            max_free.pop(view.nodes[node].gpu_model, None)
         return True
