@@ -74,8 +74,8 @@ def start_on_fastest(plan: Plan, js) -> bool:
     """Start the job in ``plan`` on the fastest GPU model with room for its gang; False if none has.
 
     The placement is :func:`place_on_model`'s, found without its repeated work: one node first (most jobs), then a
-    spread over the model's nodes only if the job can run spread there (a spread is never built for a job whose
-    spread rate is 0: at moderate load such jobs fail here again and again while they wait)."""
+    spread over the model's nodes only if the job can run spread there (no spread is built for a job whose spread
+    rate is 0)."""
     n = js.job.num_gpus
     free_by_model = plan.free_by_model
     view = plan.view
@@ -89,7 +89,7 @@ def start_on_fastest(plan: Plan, js) -> bool:
                 continue
             # free_by_model holds n GPUs but no node does: a spread exists, on several nodes.
             placement = spread(view.nodes_by_model[model], plan.free, n)
-            if known_rate is None and not view.rate(js, placement) > 0:
+            if placement is None or (known_rate is None and not view.rate(js, placement) > 0):
                 continue
         plan.start(js, placement)
         return True
