@@ -64,35 +64,41 @@ def fastest_models(view, js) -> list[str]:
 
 def place_on_model(plan: Plan, js, model: str, *, allow_spread: bool = True) -> Placement | None:
     """A placement of the whole gang on ``model`` (one node if possible) on which the job can actually run."""
-    placement = fewest_nodes(plan, js.job.num_gpus, model, allow_spread=allow_spread)
-    if placement is not None and len(placement) > 1 and plan.view.rate(js, placement) <= 0:
+    n = js.job.num_gpus
+    if plan.free_by_model.get(model, 0) < n:
+        return None
+    one = single_node(plan, n, model)
+    if one is not None or not allow_spread:
+        return one
+    return runnable_spread(plan, js, model)
+
+
+def runnable_spread(plan: Plan, js, model: str) -> Placement | None:
+    """The gang spread over ``model``'s nodes (fewest nodes, fullest-free first), or None if the model lacks the
+    GPUs or the job cannot run spread there. The spread rate is read before the spread is built (no spread is built
+    for a job whose spread rate is 0); only a profile source that rates each split needs the placement itself."""
+    view = plan.view
+    known_rate = view.spread_rate(js, model)
+    if known_rate is not None and not known_rate > 0:
+        return None
+    placement = spread(view.nodes_by_model[model], plan.free, js.job.num_gpus)
+    if placement is None or (known_rate is None and len(placement) > 1 and not view.rate(js, placement) > 0):
         return None
     return placement
 
 
 def start_on_fastest(plan: Plan, js) -> bool:
-    """Start the job in ``plan`` on the fastest GPU model with room for its gang; False if none has.
-
-    The placement is :func:`place_on_model`'s, found without its repeated work: one node first (most jobs), then a
-    spread over the model's nodes only if the job can run spread there (no spread is built for a job whose spread
-    rate is 0)."""
+    """Start the job in ``plan`` on the fastest GPU model with room for its gang; False if none has. The placement is
+    :func:`place_on_model`'s, without repeating its checks: one node first (most jobs), then a runnable spread."""
     n = js.job.num_gpus
     free_by_model = plan.free_by_model
-    view = plan.view
-    for model in view.fastest_models(js):
+    for model in plan.view.fastest_models(js):
         if free_by_model[model] < n:  # the common miss, without two calls
             continue
-        placement = single_node(plan, n, model)
-        if placement is None:
-            known_rate = view.spread_rate(js, model)
-            if known_rate is not None and not known_rate > 0:
-                continue
-            # free_by_model holds n GPUs but no node does: a spread exists, on several nodes.
-            placement = spread(view.nodes_by_model[model], plan.free, n)
-            if placement is None or (known_rate is None and not view.rate(js, placement) > 0):
-                continue
-        plan.start(js, placement)
-        return True
+        placement = single_node(plan, n, model) or runnable_spread(plan, js, model)
+        if placement is not None:
+            plan.start(js, placement)
+            return True
     return False
 
 
