@@ -114,6 +114,10 @@ def test_out_of_range_option_values(files):
         gpuweave("bench", "sim", "--jobs", 10, "--gpus", 24, "--rate", 0), "field 'rate'"
     )  # ran with rate 0
     check_one_error(
+        gpuweave("bench", "sim", "--jobs", 10, "--gpus", 24, "--policy", "gavel", "--option", "lp=ecos"),
+        "field 'policy_options'",
+    )
+    check_one_error(
         gpuweave("mig", "generate", files / "g.csv", "--p-sup", "nan"), "field 'p_sup'"
     )  # ValueError traceback
     check_one_error(

@@ -65,6 +65,9 @@ def test_summary_commands_json_parse(tmp_path):
 
     bench = json.loads(cli("bench", "sim", "--jobs", "50", "--gpus", "24", "--json").stdout)
     assert bench["bench"] == "sim" and bench["jobs"] == 50
+    args = ("bench", "sim", "--jobs", "40", "--gpus", "24", "--policy", "gavel", "--option", "lp=warm-simplex")
+    warm = json.loads(cli(*args, "--json").stdout)
+    assert warm["options"] == {"lp": "warm-simplex"} and warm["completed"] == 40
 
 
 def test_plan_json_dash_prints_the_plan_on_stdout(inputs, tmp_path):

@@ -32,15 +32,18 @@ def bench_sim(
     seed: int,
     round_length: float | None,
     progress: Callable[[int], None] | None = None,
+    options: dict | None = None,
 ) -> dict:
     """Simulate ``jobs`` Philly-like jobs on a ``gpus``-GPU V100/P100/K80 cluster; time the simulation alone
-    (``progress(done)`` gets the finished jobs about every 1%; the same hook is timed in every run)."""
-    run = timed_sim(jobs, gpus, policy, rate_per_hour, seed, round_length, progress)
+    (``progress(done)`` gets the finished jobs about every 1%; the same hook is timed in every run). ``options``
+    are the policy's."""
+    run = timed_sim(jobs, gpus, policy, rate_per_hour, seed, round_length, progress, options)
     rec = run["records"]
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "bench": "sim",
         "policy": policy,
+        "options": options or {},
         "jobs": jobs,
         "completed": sum(1 for js in rec.jobs if js.end is not None),
         "gpus": rec.total_gpus,

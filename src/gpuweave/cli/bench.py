@@ -47,15 +47,19 @@ def sim(
     rate: float = typer.Option(30.0, "--rate", help="Arrival rate, jobs/hour."),
     seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi),
     round_length: float = typer.Option(None, "--round", help="Force a round length (s)."),
+    option: list[str] = typer.Option(
+        [], "--option", help="Policy option key=value (repeatable), e.g. lp=warm-simplex for gavel."
+    ),
     quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Time the cluster simulator on a generated trace."""
     from gpuweave.bench import bench_sim
 
+    options = _parse_options(option)
     with ProgressBar(show_progress(quiet or as_json)) as bar:
         hook = bar.task(f"bench sim {policy}: jobs done", jobs)
-        result = bench_sim(jobs, gpus, policy, rate, seed, round_length, hook)
+        result = bench_sim(jobs, gpus, policy, rate, seed, round_length, hook, options)
     _print_result(result, "bench sim", as_json)
 
 

@@ -33,6 +33,12 @@ POP (ours, a named option; Narayanan et al., SOSP'21): ``partitions=k`` > 1 spli
 GPUs (:func:`gpuweave.baselines.gavel.max_min_fairness_pop`); the round mechanism is unchanged. Default 1 (the
 whole LP). Its speed and quality loss: ``gpuweave bench pop`` and docs/round-policies.md.
 
+LP solver (``lp``, for the max-min LPs): ``"interior"`` (default) is HiGHS' interior point without crossover, which
+like Gavel's ECOS ends near the centre of the optimal face. ``"warm-simplex"`` (ours, a named variant) is dual
+simplex started from the previous re-solve's basis (:class:`gpuweave.baselines.gavel.WarmMaxMinLP`): the same
+optimal objective at a fraction of the cost, but a vertex, so the allocations and decisions differ; its figures
+are in docs/round-policies.md. Not combined with ``partitions`` > 1.
+
 Placement: all of a job's GPUs on one type, largest scale factor first, consolidated when one node holds them; a
 job that keeps its type keeps its placement.
 
@@ -53,6 +59,7 @@ import time
 import numpy as np
 
 from gpuweave.baselines.gavel import (
+    WarmMaxMinLP,
     fifo_perf_allocation,
     finish_time_fairness_lp,
     fraction_priorities,
@@ -83,6 +90,7 @@ OLD_SPELLINGS = {
 }
 # The allocation policies whose LP the ``partitions`` option (POP) splits.
 POP_OBJECTIVES = ("max_min_fairness_perf", "heterogeneity_unaware_las")
+LP_SOLVERS = ("interior", "warm-simplex")
 # Gavel's simulator shuffles the type order each round for policies without "Perf" in their name.
 UNAWARE = ("heterogeneity_unaware_las",)
 
@@ -103,6 +111,7 @@ class GavelPolicy(ClusterPolicy):
         deficit: str = "cumulative",
         shuffle_types: bool | None = None,
         partitions: int = 1,
+        lp: str = "interior",
         *,
         round_length: float | None = None,
         seed: int = 0,
@@ -118,6 +127,14 @@ class GavelPolicy(ClusterPolicy):
         if partitions > 1 and policy not in POP_OBJECTIVES:
             raise ValueError(f"partitions > 1 (POP) applies to {' and '.join(POP_OBJECTIVES)}, not {policy}")
         self.partitions = int(partitions)
+        if lp not in LP_SOLVERS:
+            raise ValueError(f"lp must be one of {', '.join(LP_SOLVERS)}, got {lp!r}")
+        if lp != "interior" and (policy not in POP_OBJECTIVES or self.partitions > 1):
+            raise ValueError(
+                f"lp={lp!r} applies to the whole max-min LP of {' and '.join(POP_OBJECTIVES)} (partitions = 1)"
+            )
+        self.lp = lp
+        self._warm_lp = WarmMaxMinLP() if lp == "warm-simplex" else None
         self.audit_pop = False  # set by `gpuweave bench pop`: also solve the whole LP and record both objectives
         self.pop_objectives: list[tuple[int, float, float]] = []  # (jobs, partitioned objective, whole objective)
         if recompute not in ("gavel", "on_change"):
@@ -243,6 +260,9 @@ class GavelPolicy(ClusterPolicy):
             return fifo_perf_allocation(T, scale, workers, by_name)
         if policy in POP_OBJECTIVES:
             rates = np.ones_like(T) if policy == "heterogeneity_unaware_las" else T
+            if self._warm_lp is not None:
+                self.lp_solves += 1
+                return self._warm_lp.solve(rates, scale, workers, self._jobs.ids)
             if self.partitions == 1:
                 self.lp_solves += 1
                 return max_min_fairness_lp(rates, scale, workers, interior=True)
@@ -567,6 +587,7 @@ def _fixed(policy_name: str, objective: str, doc: str) -> type[GavelPolicy]:
         deficit: str = "cumulative",
         shuffle_types: bool | None = None,
         partitions: int = 1,
+        lp: str = "interior",
         *,
         round_length: float | None = None,
         seed: int = 0,
@@ -581,6 +602,7 @@ def _fixed(policy_name: str, objective: str, doc: str) -> type[GavelPolicy]:
             deficit,
             shuffle_types,
             partitions,
+            lp,
             round_length=round_length,
             seed=seed,
         )
