@@ -32,13 +32,13 @@ class Decision:
             want = wanted.get(job_id)
             if want is None:
                 preempt.append(job_id)
-            # A kept placement is normalized; one equal to it as it stands needs no normalizing (most are).
-            elif (
-                want is not js.placement
-                and not (type(want) is tuple and want == js.placement)
-                and normalize(want) != js.placement
-            ):
-                assign[job_id] = want
+            # A kept placement is normalized; one equal to it as it stands needs no normalizing (most are), and
+            # neither does one (node, k > 0) pair that differs from it: it is normal, so it differs normalized too.
+            elif want is not js.placement and not (type(want) is tuple and want == js.placement):
+                if (type(want) is tuple and len(want) == 1 and type(want[0]) is tuple and want[0][1] > 0) or (
+                    normalize(want) != js.placement
+                ):
+                    assign[job_id] = want
         for job_id, want in wanted.items():
             if job_id not in running:
                 assign[job_id] = want

@@ -637,7 +637,8 @@ class Simulator:
         now = self.now
         for js in stops:
             self._close_segment(js)
-            self._rollback(js)
+            if js.job.attrs:  # snapshot roll-back is opt-in through the job's attrs
+                self._rollback(js)
             self._release(js)
             del self.running[js.job.job_id]
             self.pending[js.job.job_id] = js
@@ -645,7 +646,8 @@ class Simulator:
         for js, _placement, _rate in starts:
             if js.placement is not None:
                 self._close_segment(js)
-                self._rollback(js)
+                if js.job.attrs:
+                    self._rollback(js)
                 self._release(js)
             else:
                 self.pending.pop(js.job.job_id, None)

@@ -413,6 +413,7 @@ class GavelPolicy(ClusterPolicy):
         for i in kept:
             scratch.take(placements[i])
         table = self._rates.of(view)
+        spread_checked = not view.ideal_placement
         fit = _BestFit(scratch)
         for i in movers[np.lexsort((movers, -scale[movers]))].tolist():
             js = active[i]
@@ -420,8 +421,9 @@ class GavelPolicy(ClusterPolicy):
             placement = fit.place(js.job.num_gpus, models[r])
             if placement is None:
                 continue
-            cons, uncons = table.get(js.job.job_type, js.job.num_gpus)
-            if (cons[r] if len(placement) == 1 or view.ideal_placement else uncons[r]) <= 0:
+            # The pass chose r only where T[i, r] > 0, and T holds the consolidated rate wherever one node of the
+            # type holds the job (or placement is ideal): only a spread placement needs its own rate checked.
+            if spread_checked and len(placement) > 1 and table.get(js.job.job_type, js.job.num_gpus)[1][r] <= 0:
                 continue
             fit.take(placement)
             wanted[js.job.job_id] = placement
