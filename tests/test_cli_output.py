@@ -126,7 +126,7 @@ def test_progress_bar_only_on_a_terminal(tmp_path):
     assert "results:" in piped.stdout
 
     on_tty = _run_on_a_pty([sys.executable, "-m", "gpuweave.cli", *args, "--out", str(tmp_path / "tty")])
-    assert b"jobs done" in on_tty  # the bar is drawn on a terminal ...
+    assert b"jobs done" in on_tty and b"left" in on_tty  # the bar, with the time left, is drawn on a terminal ...
     quiet = _run_on_a_pty([sys.executable, "-m", "gpuweave.cli", *args, "--out", str(tmp_path / "q"), "--quiet"])
     assert b"jobs done" not in quiet and b"results:" in quiet  # ... and not with --quiet
 

@@ -48,7 +48,8 @@ class ProgressBar:
 
     ``bar.task(label, total)`` returns a ``callback(done, total=None)`` (None when the bar is off); a total of
     None gives a bar that pulses with the elapsed time until a callback names the total (work whose size is not
-    known in advance, e.g. a reproduction)."""
+    known in advance, e.g. a reproduction). After the elapsed time comes the time left, as rich estimates it from
+    the recent pace (a long simulation whose queue grows slows down, so read it as a lower bound)."""
 
     def __init__(self, enabled: bool) -> None:
         self._bar = None
@@ -61,6 +62,7 @@ class ProgressBar:
                 SpinnerColumn,
                 TextColumn,
                 TimeElapsedColumn,
+                TimeRemainingColumn,
             )
 
             self._bar = Progress(
@@ -69,6 +71,8 @@ class ProgressBar:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
+                TextColumn("left"),
+                TimeRemainingColumn(),
                 console=Console(stderr=True),
                 transient=True,
             )
