@@ -29,6 +29,7 @@ HARD_CAP_MB = 3072
 TIME_BOUND_S = 10.0
 MEMORY_BOUND_MB = 500.0
 WALL_KILL_S = 60.0
+OUTPUT_TAIL = 200_000  # characters of stdout and stderr kept per command
 
 
 @dataclass
@@ -196,10 +197,11 @@ def serve() -> None:
         code, wall, cpu, maxrss_kb, timed_out = _wait(pid, request["timeout"])
         with open(rss_path) as fh:
             before = int(fh.read() or 0)
+        # The tails only, so a runaway output cannot flood the reply; long enough for a listing 400 columns wide.
         with open(out_path, errors="replace") as fh:
-            stdout = fh.read()[-20000:]
+            stdout = fh.read()[-OUTPUT_TAIL:]
         with open(err_path, errors="replace") as fh:
-            stderr = fh.read()[-20000:]
+            stderr = fh.read()[-OUTPUT_TAIL:]
         reply = {
             "code": code,
             "stdout": stdout,
