@@ -108,3 +108,24 @@ def test_gavel_with_the_warm_simplex_runs_a_trace_to_completion():
 def test_bad_lp_options_are_refused_up_front(options, message):
     with pytest.raises(ValueError, match=message):
         make_policy("gavel", **options)
+
+
+def test_a_start_that_ends_without_an_optimum_is_solved_again_from_scratch(monkeypatch):
+    import gpuweave.baselines.gavel as gavel_lps
+
+    steps = list(_churn(2, seed=4))
+    warm = WarmMaxMinLP()
+    warm.solve(steps[0][1], steps[0][2], WORKERS, steps[0][0])
+    real = gavel_lps.run_model
+    seen = []
+
+    def first_fails(h, *, strict=True):  # HiGHS stopping short (e.g. a time or iteration limit) on the warm start
+        seen.append(strict)
+        return None if len(seen) == 1 else real(h, strict=strict)
+
+    monkeypatch.setattr(gavel_lps, "run_model", first_fails)
+    ids, T, scale = steps[1]
+    x = warm.solve(T, scale, WORKERS, ids)
+    assert seen == [False, True]  # the warm start, then the cold run that must end optimal
+    best = max_min_objective(T, scale, WORKERS, max_min_fairness_lp(T, scale, WORKERS, interior=True))
+    assert max_min_objective(T, scale, WORKERS, x) == pytest.approx(best, rel=1e-7)

@@ -178,9 +178,9 @@ class WarmMaxMinLP:
         if warm:
             h.setBasis(self._start_basis(keys, R, highspy))
         solved = run_model(h, strict=False)
-        if solved is None:  # no optimum from that start: once more without one
+        if solved is None:  # no optimum that way: once more from scratch the other way (a cold simplex is slow)
             h.clearSolver()
-            for name, value in CROSSOVER.items():
+            for name, value in (CROSSOVER if warm else SIMPLEX).items():
                 h.setOptionValue(name, value)
             solved = run_model(h)
             if solved is None:
