@@ -75,6 +75,9 @@ class ProgressBar:
                 TimeRemainingColumn(),
                 console=Console(stderr=True),
                 transient=True,
+                # rich's pace is over the last 30 s by default; a long run reports every 1% of its jobs, minutes
+                # apart, so the time left stayed unknown. The pace over the last hour instead.
+                speed_estimate_period=3600.0,
             )
 
     @property
