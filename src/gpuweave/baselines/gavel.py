@@ -105,15 +105,7 @@ def max_min_model(T: np.ndarray, scale, workers, weights, options):
     sf = np.asarray(scale, dtype=float)
     n = np.asarray(workers, dtype=float)
     w = np.ones(M) if weights is None else np.asarray(weights, dtype=float)
-    x_prop = np.tile(n / M, (M, 1))
-    x_prop = np.where(T > 0, x_prop, 0.0)
-    rows = x_prop.sum(axis=1)
-    top = rows.max() if rows.size else 0.0
-    if top > 1:
-        x_prop /= top
-    t_equal = (T * x_prop).sum(axis=1)
-    t_equal = np.where(t_equal > 0, t_equal, np.maximum(T.max(axis=1), 1e-12))
-    coef = T * (sf / (w * t_equal))[:, None]
+    coef = T * (sf / (w * _equal_share_throughput(T, n)))[:, None]
     nx = M * R
     m_idx = np.repeat(np.arange(M), R)
     r_idx = np.tile(np.arange(R), M)
@@ -275,15 +267,21 @@ def max_min_objective(throughputs: np.ndarray, scale: np.ndarray, workers: np.nd
     M, _ = T.shape
     if M == 0:
         return 0.0
-    n = np.asarray(workers, dtype=float)
+    t_equal = _equal_share_throughput(T, np.asarray(workers, dtype=float))
     sf = np.asarray(scale, dtype=float)
-    x_prop = np.where(T > 0, np.tile(n / M, (M, 1)), 0.0)
+    return float(np.min((T * np.asarray(x, dtype=float)).sum(axis=1) * sf / t_equal))
+
+
+def _equal_share_throughput(T: np.ndarray, workers: np.ndarray) -> np.ndarray:
+    """``T_equal``, the LAS LP's normalisation (module docstring): each job's throughput under the proportional share
+    ``workers_r / M`` of every type it can run on, rows scaled down to sum to at most 1 (M >= 1)."""
+    M = T.shape[0]
+    x_prop = np.where(T > 0, np.tile(workers / M, (M, 1)), 0.0)
     top = x_prop.sum(axis=1).max()
     if top > 1:
         x_prop /= top
     t_equal = (T * x_prop).sum(axis=1)
-    t_equal = np.where(t_equal > 0, t_equal, np.maximum(T.max(axis=1), 1e-12))
-    return float(np.min((T * np.asarray(x, dtype=float)).sum(axis=1) * sf / t_equal))
+    return np.where(t_equal > 0, t_equal, np.maximum(T.max(axis=1), 1e-12))
 
 
 def _interior_values(h) -> np.ndarray | None:

@@ -413,7 +413,7 @@ class GavelPolicy(ClusterPolicy):
         for i in kept:
             scratch.take(placements[i])
         table = self._rates.of(view)
-        spread_checked = not view.ideal_placement
+        spread_rate_applies = not view.ideal_placement  # ideal: every placement runs consolidated
         fit = _BestFit(scratch)
         for i in movers[np.lexsort((movers, -scale[movers]))].tolist():
             js = active[i]
@@ -423,7 +423,7 @@ class GavelPolicy(ClusterPolicy):
                 continue
             # The pass chose r only where T[i, r] > 0, and T holds the consolidated rate wherever one node of the
             # type holds the job (or placement is ideal): only a spread placement needs its own rate checked.
-            if spread_checked and len(placement) > 1 and table.get(js.job.job_type, js.job.num_gpus)[1][r] <= 0:
+            if spread_rate_applies and len(placement) > 1 and table.get(js.job.job_type, js.job.num_gpus)[1][r] <= 0:
                 continue
             fit.take(placement)
             wanted[js.job.job_id] = placement
