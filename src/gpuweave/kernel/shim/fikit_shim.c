@@ -1309,14 +1309,19 @@ static void open_socket(void) {
     else send_register();
 }
 
-/* At exit: unregister, re-sent until acknowledged (2 timeouts at most), so the server frees the task now; a
- * burst of launch reports just before exit may have filled the server's socket buffer. */
+/* At exit: unregister, re-sent every FIKIT_TIMEOUT_MS until acknowledged, FIKIT_RETRIES times at most (the rule
+ * that declares a silent server gone) and within FK_EXIT_BUDGET_MS, so the server frees the task now. Re-sending
+ * matters: a burst of launch reports just before exit can fill the server's socket buffer on a loaded machine, and
+ * a datagram that finds it full is dropped. The budget stays under the destructor's 2 s join. */
+#define FK_EXIT_BUDGET_MS 1500
 static void unregister(void) {
     char msg[256], buf[FK_MAX_DATAGRAM + 1];
     int n = snprintf(msg, sizeof msg, "{\"v\":1,\"t\":\"unregister\",\"pid\":%d%s}", (int)S.pid, S.tok);
-    for (int attempt = 0; attempt < 2; attempt++) {
+    uint64_t budget_end = mono_ns() + (uint64_t)FK_EXIT_BUDGET_MS * 1000000ull;
+    for (int attempt = 0; attempt < S.retries && mono_ns() < budget_end; attempt++) {
         send_msg(msg, n);
         uint64_t end = mono_ns() + (uint64_t)S.timeout_ms * 1000000ull;
+        if (end > budget_end) end = budget_end;
         for (uint64_t now = mono_ns(); now < end; now = mono_ns()) {
             struct pollfd p = {A.fd, POLLIN, 0};
             if (poll(&p, 1, (int)((end - now) / 1000000ull) + 1) <= 0) continue;
