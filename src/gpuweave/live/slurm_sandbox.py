@@ -36,6 +36,7 @@ from pathlib import Path
 DAEMONS = ("munged", "mariadbd", "mariadb-install-db", "slurmdbd", "slurmctld", "slurmd")
 COMMANDS = ("sbatch", "scontrol", "squeue", "scancel", "sacct", "sacctmgr", "sinfo", "munge", "mariadb")
 START_TIMEOUT_S = 60.0
+START_ATTEMPTS = 3  # a daemon that dies while the sandbox starts (MariaDB once segfaulted under load) gets a fresh try
 DEFAULT_GPUS = {"v100": 4, "k80": 2}
 
 
@@ -50,6 +51,10 @@ def missing_requirements() -> str | None:
             "apt-get install slurm-wlm slurmdbd munge mariadb-server mariadb-client"
         )
     return None
+
+
+class DaemonExited(RuntimeError):
+    """A sandbox daemon ended while the sandbox was starting."""
 
 
 def _free_port() -> int:
@@ -100,7 +105,7 @@ class SlurmSandbox:
         while time.time() < deadline:
             for name, proc in self.procs:
                 if proc.poll() is not None:
-                    raise RuntimeError(
+                    raise DaemonExited(
                         f"{name} exited with status {proc.returncode} while waiting for {what}: see {self.root / 'log'}"
                     )
             try:
@@ -113,6 +118,20 @@ class SlurmSandbox:
 
     # ------------------------------------------------------------------ start
     def start(self) -> SlurmSandbox:
+        """Start every daemon from fresh state. When one dies on the way, its logs are kept in ``log.failed-N``
+        and the whole sandbox starts again, ``START_ATTEMPTS`` times in all; a timeout is not retried."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                return self._start_once()
+            except DaemonExited:
+                if attempt == START_ATTEMPTS:
+                    raise
+                failed = self.root / f"log.failed-{attempt}"
+                shutil.rmtree(failed, ignore_errors=True)
+                (self.root / "log").rename(failed)
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> SlurmSandbox:
         for sub in ("etc", "log", "state", "spool", "munge", "run", "dev", "db"):
             shutil.rmtree(self.root / sub, ignore_errors=True)  # a fresh Slurm every time: no state of a past one
             (self.root / sub).mkdir(parents=True)
