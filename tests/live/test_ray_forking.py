@@ -19,11 +19,14 @@ from gpuweave.live.launch import run_live  # noqa: E402
 
 RESNET = "ResNet-18 (batch size 128)"
 # work in steps; at time_scale 10 a V100 paces ResNet-18 at ~180-240 steps per wall second, a K80 at ~18-36.
+# b, forked over a V100 pair and the K80 pair from the first decision, needs about 45 simulated seconds at that
+# pace: more than two 20 s rounds, so its first fork round ends before it completes however slow the launches are
+# (with 500 steps it could complete in its first round once a loaded machine delayed the rounds).
 TRACE = [
-    f"a,0,2,{RESNET},300",
-    f"b,0,2,{RESNET},500",
-    f"c,0,2,{RESNET},400",  # long enough to still run on the K80 when a V100 pair frees up: a move or resume
-    f"d,30,1,{RESNET},200",
+    f"a,0,2,{RESNET},750",
+    f"b,0,2,{RESNET},1250",
+    f"c,0,2,{RESNET},1000",  # long enough to still run on the K80 when a V100 pair frees up: a move or resume
+    f"d,30,1,{RESNET},500",
 ]
 RUN_LIMIT_S = 150  # wall seconds one run may take before it counts as hung
 
@@ -86,7 +89,8 @@ def test_hadare_forks_a_real_torch_job_and_its_model_is_the_copies_weighted_aver
     # A forked round ends with its copies stopped at a checkpoint; the job then restarts from the consolidated
     # model in the next decision: a "resume" if it waited, a "move" if that decision placed it at once.
     restarts = [r for r in live if r["kind"] in ("resume", "move")]
-    assert restarts, "no job was stopped at a round's end and restarted from its checkpoint"
+    attempts = [(r["job_id"], r["attempt"], r["kind"], r["copies"], r["steps"], r["outcome"]) for r in live]
+    assert restarts, f"no job was stopped at a round's end and restarted from its checkpoint: {attempts}"
     last = {}
     for row in live:
         last[row["job_id"]] = row

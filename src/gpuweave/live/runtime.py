@@ -204,8 +204,9 @@ class LiveRuntime:
         book = self.book
         active = bool(book.pending or book.running)
         length = self.policy.round_length
-        tick = length is not None and active and now >= self.next_tick and not self._launching()
-        if tick:
+        due = length is not None and active and now >= self.next_tick
+        tick = due and not self._launching()
+        if due:  # a forked job's round end waits for its own copies' steps, not for other jobs' launches
             self._end_fork_rounds(wall)
         if active and ((changed and self.policy.reacts_to_events) or tick):
             self._decide(wall, now)
@@ -395,7 +396,10 @@ class LiveRuntime:
         worker spends seconds importing) has nothing to checkpoint, and stopping it would commit nothing. Ending
         rounds on the tick alone livelocked whenever a scaled round was shorter than a worker's start: every round
         restarted the copies from the same checkpoint. So a forked attempt ends its round at the first tick after
-        every copy has stepped for one round length (wall seconds ``L / time_scale``)."""
+        every copy has stepped for one round length (wall seconds ``L / time_scale``). That tick need not be a
+        decision's: while another job's attempt is still launching (:meth:`_launching`) decisions wait, but a fork
+        round ends all the same; on a loaded machine the launches overlapped and forked jobs ran to completion in
+        their first round."""
         round_wall = (self.policy.round_length or 0.0) / self.ex.time_scale
         for job in self.jobs.values():
             attempt = job.attempt
