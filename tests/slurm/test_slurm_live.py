@@ -75,11 +75,12 @@ def test_gavel_preempts_and_requeues_slurm_jobs(slurm, slurm_config, tmp_path):
     ]
     out = tmp_path / "out"
     summary = run_live(slurm_config(rows, policy="gavel", round_length=120), None, None, out)
-    assert summary["completed"] == 5
     live = _rows(out / "live.csv")
+    attempts = [(r["job_id"], r["attempt"], r["kind"], r["steps"], r["outcome"]) for r in live]
+    assert summary["completed"] == 5, (summary.get("failed_jobs"), attempts)
     stopped = [r for r in live if r["outcome"] == "stopped"]
     resumed = [r for r in live if r["kind"] in ("resume", "move")]
-    assert stopped and resumed  # preempted, then started again (a stop may also catch a job at its last step)
+    assert stopped and resumed, attempts  # preempted, then started again (a stop may also catch a job at its last step)
     launches = _rows(out / "slurm.csv")
     requeued = [r for r in launches if r["action"] == "requeue"]
     assert requeued, "no worker was started again by releasing its held Slurm job"
