@@ -20,8 +20,8 @@ from gpuweave.live.launch import run_live  # noqa: E402
 RESNET = "ResNet-18 (batch size 128)"
 # work in steps; at time_scale 10 a V100 paces ResNet-18 at ~180-240 steps per wall second, a K80 at ~18-36.
 # b, forked over a V100 pair and the K80 pair from the first decision, needs about 45 simulated seconds at that
-# pace: more than two 20 s rounds, so its first fork round ends before it completes however slow the launches are
-# (with 500 steps it could complete in its first round once a loaded machine delayed the rounds).
+# pace: more than two 20 s rounds, so its first fork round ends before it completes. With 500 steps it needed less
+# than one round, so whether any job restarted depended on launch times, and on a loaded CI machine none did.
 TRACE = [
     f"a,0,2,{RESNET},750",
     f"b,0,2,{RESNET},1250",

@@ -397,9 +397,8 @@ class LiveRuntime:
         rounds on the tick alone livelocked whenever a scaled round was shorter than a worker's start: every round
         restarted the copies from the same checkpoint. So a forked attempt ends its round at the first tick after
         every copy has stepped for one round length (wall seconds ``L / time_scale``). That tick need not be a
-        decision's: while another job's attempt is still launching (:meth:`_launching`) decisions wait, but a fork
-        round ends all the same; on a loaded machine the launches overlapped and forked jobs ran to completion in
-        their first round."""
+        decision's: decisions wait while another job's attempt is still launching (:meth:`_launching`), but a fork
+        round's end depends only on its own copies' steps, so it does not wait for other jobs' launches."""
         round_wall = (self.policy.round_length or 0.0) / self.ex.time_scale
         for job in self.jobs.values():
             attempt = job.attempt
