@@ -115,8 +115,8 @@ class Recorder:
 
 
 def wait_for(pred, timeout=15.0):
-    # Returns as soon as pred holds; the long bound is for a loaded 2-core machine, where the server thread of this
-    # process can lag behind the program's last datagrams (2 s once failed under the full test run, -n 2).
+    # Returns as soon as pred holds; a generous bound, since a loaded 2-core machine (the full run, -n 2) can delay
+    # the program's last datagrams and this process's server thread by seconds.
     end = time.monotonic() + timeout
     while time.monotonic() < end and not pred():
         time.sleep(0.01)
