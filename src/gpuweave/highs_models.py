@@ -39,9 +39,6 @@ def highs_model(
     """A ``highspy.Highs`` holding the model (not yet run). ``col_lower`` defaults to 0, ``col_upper`` to
     +inf; ``integral`` is a boolean mask of integer columns (None = an LP); ``options`` are HiGHS options
     (output is always off)."""
-    # Imported here, not at module level: highspy costs ~0.1 s to import and most commands never solve.
-    import highspy
-
     if orientation not in ("row", "col"):
         raise ValueError(f"orientation must be 'row' or 'col', got {orientation!r}")
     nc, nr = len(cost), len(row_lower)
@@ -53,29 +50,75 @@ def highs_model(
     head[1:] = (major[1:] != major[:-1]) | (minor[1:] != minor[:-1])
     rv = np.add.reduceat(rv, np.flatnonzero(head)) if rv.size else rv
     major, minor = major[head], minor[head]
-    lp = highspy.HighsLp()
-    lp.num_col_ = nc
-    lp.num_row_ = nr
-    lp.col_cost_ = np.asarray(cost, dtype=float)
-    lp.col_lower_ = np.zeros(nc) if col_lower is None else np.asarray(col_lower, dtype=float)
-    lp.col_upper_ = np.full(nc, highspy.kHighsInf) if col_upper is None else np.asarray(col_upper, dtype=float)
-    lp.row_lower_ = np.asarray(row_lower, dtype=float)
-    lp.row_upper_ = np.asarray(row_upper, dtype=float)
-    lp.offset_ = float(offset)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise if orientation == "row" else highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_ = nc
-    lp.a_matrix_.num_row_ = nr
-    lp.a_matrix_.start_ = np.searchsorted(major, np.arange(count + 1)).astype(np.int32)
-    lp.a_matrix_.index_ = minor.astype(np.int32)
-    lp.a_matrix_.value_ = rv
-    if integral is not None:
-        kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
-        lp.integrality_ = [kinds[bool(flag)] for flag in integral]
+    start = np.searchsorted(major, np.arange(count + 1))
+    return compressed_model(
+        cost,
+        start,
+        minor,
+        rv,
+        row_lower,
+        row_upper,
+        col_lower=col_lower,
+        col_upper=col_upper,
+        integral=integral,
+        offset=offset,
+        orientation=orientation,
+        options=options,
+    )
+
+
+def compressed_model(
+    cost,
+    start,
+    index,
+    value,
+    row_lower,
+    row_upper,
+    *,
+    col_lower=None,
+    col_upper=None,
+    integral=None,
+    offset: float = 0.0,
+    orientation: str = "row",
+    options: dict[str, Any] | None = None,
+):
+    """:func:`highs_model` from a matrix already compressed by rows (``orientation="row"``) or columns: entry k
+    of row (column) i is ``(index[k], value[k])`` for ``start[i] <= k < start[i + 1]``, each row's (column's)
+    indices ascending and distinct. For a caller that knows its matrix's layout (Gavel's LPs, built every
+    round) and so can skip the triplets' sort; the same arrays give the same model."""
+    # Imported here, not at module level: highspy costs ~0.1 s to import and most commands never solve.
+    import highspy
+
+    if orientation not in ("row", "col"):
+        raise ValueError(f"orientation must be 'row' or 'col', got {orientation!r}")
+    nc, nr = len(cost), len(row_lower)
+    start = np.asarray(start, dtype=np.int32)
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    for name, value in (options or {}).items():
-        h.setOptionValue(name, value)
-    h.passModel(lp)
+    for name, setting in (options or {}).items():
+        h.setOptionValue(name, setting)
+    # The pointer form of passModel: the arrays go to HiGHS as they are, where assigning them to a HighsLp converts
+    # them element by element (most of the cost of building a round's LP). Every column gets an integrality
+    # entry (0 continuous, 1 integer); all 0 is an LP, as with none.
+    status = h.passModel(
+        nc,
+        nr,
+        int(start[-1]),
+        int(highspy.MatrixFormat.kRowwise if orientation == "row" else highspy.MatrixFormat.kColwise),
+        int(highspy.ObjSense.kMinimize),
+        float(offset),
+        np.asarray(cost, dtype=float),
+        np.zeros(nc) if col_lower is None else np.asarray(col_lower, dtype=float),
+        np.full(nc, highspy.kHighsInf) if col_upper is None else np.asarray(col_upper, dtype=float),
+        np.asarray(row_lower, dtype=float),
+        np.asarray(row_upper, dtype=float),
+        start[:-1],
+        np.asarray(index, dtype=np.int32),
+        np.asarray(value, dtype=float),
+        np.zeros(nc, dtype=np.int32) if integral is None else np.asarray(integral, dtype=bool).astype(np.int32),
+    )
+    if status == highspy.HighsStatus.kError:
+        raise ValueError(f"HiGHS refused the model ({nc} columns, {nr} rows, {int(start[-1])} entries)")
     return h
 
 

@@ -129,3 +129,70 @@ def test_a_start_that_ends_without_an_optimum_is_solved_again_from_scratch(monke
     assert seen == [False, True]  # the warm start, then the cold run that must end optimal
     best = max_min_objective(T, scale, WORKERS, max_min_fairness_lp(T, scale, WORKERS, interior=True))
     assert max_min_objective(T, scale, WORKERS, x) == pytest.approx(best, rel=1e-7)
+
+
+def _start_basis_loop_form(last, keys, R):
+    """The start basis as first written (one job at a time over lists of statuses), the reference for the array
+    form in WarmMaxMinLP._start_basis."""
+    at, cols, rows, PM = last
+    cols, rows = cols.tolist(), rows.tolist()
+    basic, lower, upper = 1, 0, 2  # HighsBasisStatus values
+    M = len(keys)
+    col, fair, total = [], [], []
+    for key in keys:
+        k = at.get(key)
+        if k is None:
+            col += [lower] * R
+            fair.append(basic)
+            total.append(basic)
+        else:
+            col += cols[k * R : (k + 1) * R]
+            fair.append(rows[k])
+            total.append(rows[PM + k])
+    col.append(cols[-1])
+    row = fair + total + rows[2 * PM :]
+    surplus = col.count(basic) + row.count(basic) - len(row)
+    for i in range(M, 2 * M):
+        if surplus <= 0:
+            break
+        if row[i] == basic:
+            row[i] = upper
+            surplus -= 1
+    for i in range(len(row)):
+        if surplus >= 0:
+            break
+        if row[i] != basic:
+            row[i] = basic
+            surplus += 1
+    return col, row
+
+
+def test_the_start_basis_is_the_one_job_at_a_time_form_on_a_changing_set():
+    import highspy
+
+    warm = WarmMaxMinLP()
+    checked = 0
+    for ids, T, scale in _churn(30, seed=11):
+        if warm._last is not None and len(warm._last[1]) == warm._last[3] * 3 + 1:
+            start = warm._start_basis(ids, 3, highspy)
+            col, row = _start_basis_loop_form(warm._last, ids, 3)
+            assert [int(s.value) for s in start.col_status] == col
+            assert [int(s.value) for s in start.row_status] == row
+            checked += 1
+        warm.solve(T, scale, WORKERS, ids)
+    assert checked == 29
+
+
+def test_the_start_basis_repairs_too_many_and_too_few_basic_statuses():
+    import highspy
+
+    warm = WarmMaxMinLP()
+    ids = ["a", "b", "c"]
+    # A hand-made last basis with 2 jobs (R = 1): columns a, b, z; rows fair a, b; sum a, b; one type row.
+    for cols, rows in (([1, 1, 1], [1, 1, 1, 1, 1]), ([0, 0, 0], [0, 0, 0, 0, 0])):
+        warm._last = ({"a": 0, "b": 1}, np.array(cols, np.int8), np.array(rows, np.int8), 2)
+        start = warm._start_basis(ids, 1, highspy)
+        col, row = _start_basis_loop_form(warm._last, ids, 1)
+        assert [int(s.value) for s in start.col_status] == col
+        assert [int(s.value) for s in start.row_status] == row
+        assert col.count(1) + row.count(1) == len(row)  # as many basic variables as rows

@@ -60,9 +60,11 @@ Gavel solves its LPs with cvxpy; this is our own formulation of the same program
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
-from gpuweave.highs_models import highs_model, run_model
+from gpuweave.highs_models import compressed_model, highs_model, run_model
 
 # HiGHS' interior-point method without crossover: like Gavel's ECOS it ends inside the optimal face (near its
 # analytic centre) instead of at a vertex, which matters because the max-min LPs have many optimal x.
@@ -100,7 +102,10 @@ def max_min_fairness_lp(
 
 def max_min_model(T: np.ndarray, scale, workers, weights, options):
     """The LAS LP as a HiGHS model (not yet run). Columns: x[m, r] at m*R + r, then z. Rows: fair_m (0..M-1),
-    sum_m (M..2M-1), cap_r (2M..2M+R-1): :class:`WarmMaxMinLP` relies on this layout."""
+    sum_m (M..2M-1), cap_r (2M..2M+R-1): :class:`WarmMaxMinLP` relies on this layout.
+
+    Built column-wise straight into compressed form (a round policy builds one per re-solve): column x[m, r] holds
+    rows m, M + m, 2M + r in that order, column z rows 0..M-1; explicit zeros (a type a job cannot use) are kept."""
     M, R = T.shape
     sf = np.asarray(scale, dtype=float)
     n = np.asarray(workers, dtype=float)
@@ -109,24 +114,26 @@ def max_min_model(T: np.ndarray, scale, workers, weights, options):
     nx = M * R
     m_idx = np.repeat(np.arange(M), R)
     r_idx = np.tile(np.arange(R), M)
-    cols = np.arange(nx)
-    ri = np.concatenate([m_idx, M + m_idx, 2 * M + r_idx, np.arange(M)])
-    rc = np.concatenate([cols, cols, cols, np.full(M, nx)])
-    rv = np.concatenate([-coef.ravel(), np.ones(nx), sf[m_idx], np.ones(M)])
+    index = np.concatenate([np.column_stack([m_idx, M + m_idx, 2 * M + r_idx]).ravel(), np.arange(M)])
+    value = np.concatenate([np.column_stack([-coef.ravel(), np.ones(nx), sf[m_idx]]).ravel(), np.ones(M)])
+    start = np.concatenate([np.arange(0, 3 * nx + 1, 3), [3 * nx + M]])
     cost = np.zeros(nx + 1)
     cost[-1] = -1.0
     upper = np.concatenate([np.where(T.ravel() > 0, 1.0, 0.0), [np.inf]])
-    return highs_model(
+    return compressed_model(
         cost,
-        ri,
-        rc,
-        rv,
+        start,
+        index,
+        value,
         np.full(2 * M + R, -np.inf),
         np.concatenate([np.zeros(M), np.ones(M), n]),
         col_upper=upper,
         orientation="col",
         options=options,
     )
+
+
+_VALUE = operator.attrgetter("value")  # a HighsBasisStatus' int: faster than int() on pybind's enums
 
 
 class WarmMaxMinLP:
@@ -151,7 +158,8 @@ class WarmMaxMinLP:
     solve (about 20 per solve on bench sim's 10,000-job trace, against some 1,000 from a cold start)."""
 
     def __init__(self) -> None:
-        self._last: tuple[dict, list, list, int] | None = None  # (key -> row, column statuses, row statuses, M)
+        # (key -> row, column statuses, row statuses, M) of the last solve; statuses as HighsBasisStatus values
+        self._last: tuple[dict, np.ndarray, np.ndarray, int] | None = None
         self.solves = 0
         self.warm_starts = 0  # solves started from the last basis
         self.iterations = 0  # simplex iterations, all solves
@@ -182,50 +190,43 @@ class WarmMaxMinLP:
         self.iterations += h.getInfo().simplex_iteration_count
         basis = h.getBasis()
         self._last = (
-            ({k: i for i, k in enumerate(keys)}, list(basis.col_status), list(basis.row_status), M)
+            (
+                dict(zip(keys, range(M))),
+                np.fromiter(map(_VALUE, basis.col_status), dtype=np.int8),
+                np.fromiter(map(_VALUE, basis.row_status), dtype=np.int8),
+                M,
+            )
             if basis.valid
             else None
         )
         return np.clip(solved[1][: M * R].reshape(M, R), 0.0, 1.0)
 
     def _start_basis(self, keys: list, R: int, highspy):
+        """The start basis for jobs ``keys`` from the last solve's (class docstring), on arrays: O(M R)."""
         at, cols, rows, PM = self._last
-        basic, lower, upper = (
-            highspy.HighsBasisStatus.kBasic,
-            highspy.HighsBasisStatus.kLower,
-            highspy.HighsBasisStatus.kUpper,
-        )
+        status = highspy.HighsBasisStatus
+        basic, lower, upper = int(status.kBasic), int(status.kLower), int(status.kUpper)
         M = len(keys)
-        col, fair, total = [], [], []
-        fresh = [lower] * R
-        for key in keys:
-            k = at.get(key)
-            if k is None:
-                col += fresh
-                fair.append(basic)
-                total.append(basic)
-            else:
-                col += cols[k * R : (k + 1) * R]
-                fair.append(rows[k])
-                total.append(rows[PM + k])
-        col.append(cols[-1])
-        row = fair + total + rows[2 * PM :]
-        surplus = col.count(basic) + row.count(basic) - len(row)
-        for i in range(M, 2 * M):  # too many basic: a job's sum row at its bound (it gets all of its time)
-            if surplus <= 0:
-                break
-            if row[i] == basic:
-                row[i] = upper
-                surplus -= 1
-        for i in range(len(row)):  # too few: row slacks basic
-            if surplus >= 0:
-                break
-            if row[i] != basic:
-                row[i] = basic
-                surplus += 1
+        k = np.fromiter((at.get(key, -1) for key in keys), dtype=np.int64, count=M)
+        known = k >= 0
+        col = np.full((M, R), lower, dtype=np.int8)
+        col[known] = cols[:-1].reshape(PM, R)[k[known]]
+        col = np.append(col.ravel(), cols[-1])
+        fair = np.where(known, rows[np.where(known, k, 0)], basic)
+        total = np.where(known, rows[PM + np.where(known, k, 0)], basic)
+        row = np.concatenate([fair, total, rows[2 * PM :]]).astype(np.int8)
+        surplus = int(np.count_nonzero(col == basic) + np.count_nonzero(row == basic)) - row.size
+        if surplus > 0:  # too many basic: jobs' sum rows at their bound (the job gets all of its time), first first
+            at_bound = M + np.flatnonzero(row[M : 2 * M] == basic)[:surplus]
+            row[at_bound] = upper
+            surplus -= at_bound.size
+        if surplus < 0:  # too few: row slacks basic, first first
+            row[np.flatnonzero(row != basic)[:-surplus]] = basic
+        by_value = {int(v): v for v in status.__members__.values()}
+        enums = [by_value[i] for i in range(max(by_value) + 1)]
         start = highspy.HighsBasis()
-        start.col_status = col
-        start.row_status = row
+        start.col_status = list(map(enums.__getitem__, col.tolist()))
+        start.row_status = list(map(enums.__getitem__, row.tolist()))
         start.valid = True
         return start
 
