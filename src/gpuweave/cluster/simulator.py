@@ -43,7 +43,7 @@ from typing import Callable, Protocol
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision, normalize
 from gpuweave.cluster.state import ClusterView, CountedDict, JobState, Placement
-from gpuweave.engine.loop import EventLoop
+from gpuweave.engine.loop import STALE, EventLoop
 from gpuweave.errors import InputError, InvalidDecisionError, MissingProfileError
 from gpuweave.hadar.forking import forked_rate, is_forked
 from gpuweave.workload.job import Job
@@ -365,10 +365,13 @@ class Simulator:
         )
 
     # ------------------------------------------------------------------ event handlers
-    def _on_completion(self, t: float, payload: tuple[JobState, int]) -> None:
+    def _on_completion(self, t: float, payload: tuple[JobState, int]) -> object:
         js, version = payload
         if js.version != version or js.placement is None:
-            return  # stale: the job was moved or stopped after this completion was scheduled
+            # Stale: the job was moved or stopped after this completion was scheduled. An instant of stale events
+            # only changes nothing that _after_instant looks at (no tick, no arrival or completion, no busy GPU
+            # changed), so the loop skips it; _advance still runs, so energy sums over the same intervals.
+            return STALE
         self._complete(js)
         self._done += 1
         self._changed = True
@@ -465,13 +468,15 @@ class Simulator:
 
     # ------------------------------------------------------------------ state changes
     def _complete(self, js: JobState) -> None:
-        self._close_segment(js)
+        self._vacate(js)
         js.remaining = 0.0
         js.end = self.now
-        self._release(js)
         del self.running[js.job.job_id]
 
-    def _close_segment(self, js: JobState) -> None:
+    def _vacate(self, js: JobState) -> None:
+        """A running job leaves its placement now: close its segment (progress, GPU-seconds, energy and cost of
+        the time it held the GPUs) and give the GPUs back. One pass over the placement: Gavel-like policies move
+        about a hundred jobs a round, so this runs once per move."""
         now = self.now
         held = now - js.seg_start
         progress = max(0.0, now - js.productive_start) * js.rate
@@ -479,16 +484,36 @@ class Simulator:
         placement = js.placement
         n = placement[0][1] if len(placement) == 1 else sum(k for _, k in placement)  # num_gpus unless moldable
         js.attained_gpu_seconds += held * n
-        by_model, models = js.gpu_seconds_by_model, self._node_models
+        if self.record_segments:
+            delay = js.productive_start - js.seg_start
+            self.segments.append(Segment(js.job.job_id, js.seg_start, now, placement, js.rate, delay))
+        models, free, free_by_model, busy, index = (
+            self._node_models,
+            self.free,
+            self.free_by_model,
+            self.busy_by_model,
+            self.node_model_index,
+        )
+        busy_w, price, extra_w, extra_cost = self._busy_w_per_gpu, self._node_price, self._extra_w, self._extra_cost
+        by_model, job_id, record = js.gpu_seconds_by_model, js.job.job_id, self.allocations.append
+        # Each sum is made in the same order as a node-by-node update would (floating point: identical results).
+        energy, cost, power, cost_rate = js.energy_j, js.cost, self.power_w, self.cost_rate
         for node, k in placement:
             model = models[node]
             by_model[model] = by_model.get(model, 0.0) + held * k
-            e = held * k * self._busy_w_per_gpu[node]
-            js.energy_j += e
-            js.cost += e * self._node_price[node] / 3.6e6
-        if self.record_segments:
-            delay = js.productive_start - js.seg_start
-            self.segments.append(Segment(js.job.job_id, js.seg_start, now, js.placement, js.rate, delay))
+            e = held * k * busy_w[node]
+            energy += e
+            cost += e * price[node] / 3.6e6
+            free[node] += k
+            busy[index[node]] -= k
+            free_by_model[model] += k
+            power -= k * extra_w[node]
+            cost_rate -= k * extra_cost[node]
+            record(AllocationChange(now, job_id, node, 0))
+        js.energy_j, js.cost, self.power_w, self.cost_rate = energy, cost, power, cost_rate
+        js.placement = None
+        js.version += 1
+        self._busy_changed = True
 
     def _rollback(self, js: JobState) -> None:
         """Opt-in snapshot roll-back: keep only the progress up to the last multiple of ``snapshot_every``."""
@@ -500,47 +525,6 @@ class Simulator:
         if kept < done:
             self.rollback_lost += done - kept
             js.remaining = js.job.work - kept
-
-    def _release(self, js: JobState) -> None:
-        models, free, free_by_model, busy, index = (
-            self._node_models,
-            self.free,
-            self.free_by_model,
-            self.busy_by_model,
-            self.node_model_index,
-        )
-        now, job_id, record = self.now, js.job.job_id, self.allocations.append
-        for node, k in js.placement:
-            free[node] += k
-            busy[index[node]] -= k
-            free_by_model[models[node]] += k
-            self.power_w -= k * self._extra_w[node]
-            self.cost_rate -= k * self._extra_cost[node]
-            record(AllocationChange(now, job_id, node, 0))
-        js.placement = None
-        js.version += 1
-        self._busy_changed = True
-
-    def _occupy(self, js: JobState, placement: Placement, rate: float) -> None:
-        models, free, free_by_model, busy, index = (
-            self._node_models,
-            self.free,
-            self.free_by_model,
-            self.busy_by_model,
-            self.node_model_index,
-        )
-        now, job_id, record = self.now, js.job.job_id, self.allocations.append
-        for node, k in placement:
-            free[node] -= k
-            busy[index[node]] += k
-            free_by_model[models[node]] -= k
-            self.power_w += k * self._extra_w[node]
-            self.cost_rate += k * self._extra_cost[node]
-            record(AllocationChange(now, job_id, node, k))
-        js.placement = placement
-        js.rate = rate
-        js.version += 1
-        self._busy_changed = True
 
     def _apply(self, decision: Decision) -> None:
         """Validate a decision whole (nothing is applied unless all of it is valid), then apply it."""
@@ -634,37 +618,64 @@ class Simulator:
 
     def _stop_and_start(self, stops: list[JobState], starts: list[tuple[JobState, tuple, float]]) -> None:
         """Apply a validated decision: stops, then moves and starts; schedule each start's completion."""
-        now = self.now
         for js in stops:
-            self._close_segment(js)
+            self._vacate(js)
             if js.job.attrs:  # snapshot roll-back is opt-in through the job's attrs
                 self._rollback(js)
-            self._release(js)
             del self.running[js.job.job_id]
             self.pending[js.job.job_id] = js
         # Release every moving job before occupying anything, so jobs that swap nodes never overfill one.
+        vacate, pending = self._vacate, self.pending
         for js, _placement, _rate in starts:
             if js.placement is not None:
-                self._close_segment(js)
+                vacate(js)
                 if js.job.attrs:
                     self._rollback(js)
-                self._release(js)
             else:
-                self.pending.pop(js.job.job_id, None)
+                pending.pop(js.job.job_id, None)
+        if starts:
+            self._occupy(starts)
+
+    def _occupy(self, starts: list[tuple[JobState, tuple, float]]) -> None:
+        """Start each job on its placement now (GPUs taken, segment opened after its start or restart delay) and
+        schedule its completion. One loop for the whole decision: about a hundred starts a round under Gavel."""
+        now = self.now
+        models, free, free_by_model, busy, index = (
+            self._node_models,
+            self.free,
+            self.free_by_model,
+            self.busy_by_model,
+            self.node_model_index,
+        )
+        extra_w, extra_cost, record, running = self._extra_w, self._extra_cost, self.allocations.append, self.running
+        restart_delay, start_delay = self.restart_delay, self.start_delay
+        push = self._loop.push  # the live runtime's book drops these: its workers say when a job is done
+        power, cost_rate = self.power_w, self.cost_rate  # summed in the order of node-by-node updates
         for js, placement, rate in starts:
             job_id = js.job.job_id
-            resumed = js.first_start is not None
-            if not resumed:
+            if js.first_start is None:
                 js.first_start = now
-            delay = self.restart_delay if resumed else self.start_delay
-            if resumed:
+                delay = start_delay
+            else:
+                delay = restart_delay
                 js.restarts += 1
-            self._occupy(js, placement, rate)
+            for node, k in placement:
+                free[node] -= k
+                busy[index[node]] += k
+                free_by_model[models[node]] -= k
+                power += k * extra_w[node]
+                cost_rate += k * extra_cost[node]
+                record(AllocationChange(now, job_id, node, k))
+            js.placement = placement
+            js.rate = rate
+            js.version += 1
             js.seg_start = now
             js.productive_start = now + delay
-            self.running[job_id] = js
+            running[job_id] = js
             finish = js.productive_start + js.remaining / rate
-            self._loop.push(finish, COMPLETION, (js, js.version), COMPLETION)
+            push(finish, COMPLETION, (js, js.version), COMPLETION)
+        self.power_w, self.cost_rate = power, cost_rate
+        self._busy_changed = True
 
 
 def _moldable_ok(job: Job, total: int) -> bool:

@@ -5,10 +5,12 @@ physical-cluster emulation). Events are ``(time, order, seq, kind, payload)`` tu
 ranks kinds that share a timestamp (e.g. completions before arrivals before round ticks), ``seq`` keeps insertion
 order, so runs are deterministic. ``kind`` is a small int indexing the handler table, so dispatch is one list
 lookup, not an ``if kind ==`` chain. Stale events (a completion whose job was moved) are skipped by their handler
-with a version number in the payload rather than deleted from the heap.
+with a version number in the payload rather than deleted from the heap; such a handler returns :data:`STALE`.
 
 :meth:`EventLoop.run` pops every event of one instant, then calls ``after_instant(t)`` once (the cluster
-simulator asks its policy there). Push and pop are O(log E); a run is O(E log E) plus the handlers' own work.
+simulator asks its policy there), unless every event of the instant was stale: nothing happened then. Under a
+round policy that moves jobs every round most completions go stale (about 95% of a Gavel run's events).
+Push and pop are O(log E); a run is O(E log E) plus the handlers' own work.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from typing import Any, Callable
 
 from gpuweave.engine.gc_pause import TIDY_EVERY, old_objects_left_alone, tidy
 
-Handler = Callable[[float, Any], None]
+Handler = Callable[[float, Any], Any]
+# What a handler returns for an event that changed nothing (e.g. a completion of a job that has moved since).
+STALE = object()
 
 _heappush = heapq.heappush  # module globals: one lookup fewer per event than heapq.<name>
 _heappop = heapq.heappop
@@ -87,8 +91,8 @@ class EventLoop:
     ) -> None:
         """Dispatch events in (time, order, seq) order until the heap is empty, the next event is later than
         ``until``, or a handler calls :meth:`stop`. ``before_instant(t)`` runs before the first event of each
-        instant, ``after_instant(t)`` after its last. The cyclic collector leaves the run's old objects alone
-        meanwhile (:mod:`gpuweave.engine.gc_pause`)."""
+        instant, ``after_instant(t)`` after its last unless all its handlers returned :data:`STALE`. The cyclic
+        collector leaves the run's old objects alone meanwhile (:mod:`gpuweave.engine.gc_pause`)."""
         with old_objects_left_alone():
             self._run(until, before_instant, after_instant)
 
@@ -111,13 +115,15 @@ class EventLoop:
             self.now = t
             if before_instant is not None:
                 before_instant(t)
+            acted = False
             while heap and heap[0][0] == t:
                 _, _, _, kind, payload = pop(heap)
                 self.events += 1
-                handlers[kind](t, payload)
+                if handlers[kind](t, payload) is not STALE:
+                    acted = True
                 if self._stopped:
                     return
-            if after_instant is not None:
+            if acted and after_instant is not None:
                 after_instant(t)
             if self._stopped:
                 return

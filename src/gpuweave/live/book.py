@@ -93,8 +93,7 @@ class LiveBook(Simulator):
         """Take a failed job out of the cluster (it keeps ``end = None``)."""
         job_id = js.job.job_id
         if job_id in self.running:
-            self._close_segment(js)
-            self._release(js)
+            self._vacate(js)
             del self.running[job_id]
         self.pending.pop(job_id, None)
 
@@ -103,9 +102,8 @@ class LiveBook(Simulator):
         GPUs leave the cluster, so policies see a node of 0 GPUs from now on. Returns the jobs sent back."""
         hit = [js for js in self.running.values() if any(node == index for node, _ in js.placement)]
         for js in hit:
-            self._close_segment(js)
+            self._vacate(js)
             self._rollback(js)
-            self._release(js)
             del self.running[js.job.job_id]
             self.pending[js.job.job_id] = js
         node = self.nodes[index]
