@@ -43,11 +43,14 @@ Placement: all of a job's GPUs on one type, largest scale factor first, consolid
 job that keeps its type keeps its placement.
 
 Cost per round, for M active jobs: the per-job state lives in arrays in (arrival, id) order that change only when
-a job arrives or finishes (then O(M), mostly in C); a round charges the time each job ran (numpy), and its greedy
-pass sorts a type's queue only when more jobs are eligible there than it has room for (else every eligible job
-takes it, in any order), so a round where nothing is contested is O(M) numpy plus O(M) Python reads of the jobs'
-placements. Moved jobs find their best-fit nodes in bucketed heaps. Plus the LP solve at a recompute. The
-decisions are those of the straightforward form (tests/cluster/test_round_policies_reference.py).
+a job arrives or finishes (then O(M), mostly in C); whether the active set changed is read from the driver's queue
+write counts in O(1), or one set comparison after a round that moved jobs. A round charges the time each job ran
+(numpy), and its greedy pass sorts a type's queue only when more jobs are eligible there than it has room for (else
+every eligible job takes it, in any order) and fills it with a cumulative sum, so a round where nothing is contested
+is O(M) numpy plus O(M) Python reads of the jobs' placements. Moved jobs find their best-fit nodes in bucketed heaps
+on what is free once the jobs that leave have given theirs back, and the decision lists only the jobs that change.
+Plus the LP solve at a recompute. The decisions are those of the straightforward form
+(tests/cluster/test_round_policies_reference.py).
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ from gpuweave.baselines.gavel import (
 )
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
-from gpuweave.cluster.placement import CapacityCache, spread
+from gpuweave.cluster.placement import CapacityCache, CapacityScratch, spread
 from gpuweave.cluster.policies import register_policy
 from gpuweave.hadar.throughput import RateTableCache
 
@@ -174,12 +177,18 @@ class GavelPolicy(ClusterPolicy):
         self._prev_isolated_rate: dict[str, float] = {}
 
     # ------------------------------------------------------------------ bookkeeping
-    def _charge_last_round(self, now: float, R: int) -> None:
-        """Add the time since the last call to the type each job ran on (to its end, for jobs that finished)."""
+    def _charge_last_round(self, now: float, R: int, same: bool) -> None:
+        """Add the time since the last call to the type each job ran on (to its end, for jobs that finished).
+        ``same``: the active set is the last call's, so no job ended since and every one ran until now."""
         if self._type_time is None:
             self._type_time = np.zeros(R)
         idx, types, states = self._last_running
-        if self._last_call is not None and states:
+        if self._last_call is not None and states and same:
+            dt = now - self._last_call  # the value each entry of the general case below would hold
+            if dt > 0:
+                self._jobs.job_time[idx, types] += dt
+                np.add.at(self._type_time, types, dt)
+        elif self._last_call is not None and states:
             until = np.array([now if js.end is None else js.end for js in states], dtype=float)
             dt = until - self._last_call
             ran = dt > 0
@@ -189,9 +198,9 @@ class GavelPolicy(ClusterPolicy):
             np.add.at(self._type_time, types, dt)  # in job order, as one addition after another
         self._last_call = now
 
-    def _sync_jobs(self, view, models) -> list:
+    def _sync_jobs(self, view, models, same: bool) -> list:
         """Register arrivals (time prior, zero deficit, rates) and forget finished jobs, noting any change; the
-        active jobs' states in (arrival, id) order."""
+        active jobs' states in (arrival, id) order. ``same``: :meth:`_ActiveJobs.unchanged` said so."""
         table = self._rates.of(view)
         capacity = self._capacity.refresh(view)
         source = (table, capacity.largest_node, view.ideal_placement)
@@ -207,7 +216,7 @@ class GavelPolicy(ClusterPolicy):
                 row = rows[kind] = self._rate_row(view, table, capacity.largest_node, kind, models)
             return row
 
-        if self._jobs.sync(view, len(models), self.time_prior, row_of):
+        if not same and self._jobs.sync(view, len(models), self.time_prior, row_of):
             self._changed = True
         elif stale:
             self._jobs.refresh_rows(row_of)
@@ -308,8 +317,9 @@ class GavelPolicy(ClusterPolicy):
         models = list(view.models)
         R = len(models)
         now = view.now
-        self._charge_last_round(now, R)
-        active = self._sync_jobs(view, models)
+        same = self._jobs.unchanged(view, R)
+        self._charge_last_round(now, R, same)
+        active = self._sync_jobs(view, models, same)
         T, scale, workers = self._throughputs(view, models)
         if self._needs_recompute(now):
             if self.recompute == "gavel" or now - self._last_reset >= self.reset_interval:
@@ -318,10 +328,9 @@ class GavelPolicy(ClusterPolicy):
             self._solved_version = self._jobs.version
             self._changed = False
         chosen = self._pass(T, scale, workers, models)
-        wanted, placed = self._place(view, active, chosen, scale, models)
+        decision, placed = self._place(view, active, chosen, scale, models)
         idx = np.flatnonzero(placed)
         self._last_running = (idx, chosen[idx], [active[i] for i in idx.tolist()])
-        decision = Decision.from_allocation(view, wanted)
         self.decision_times.append((now, len(active), time.perf_counter() - t0))
         return decision
 
@@ -369,14 +378,7 @@ class GavelPolicy(ClusterPolicy):
                 keys = self._pass_keys(T)
             prio, deficit, alloc = keys
             queue = cand[np.lexsort((cand, -alloc[cand, r], -deficit[cand, r], -prio[cand, r]))]
-            room = free[r]
-            for m, size in zip(queue.tolist(), sizes[queue].tolist()):
-                if size <= room:
-                    chosen[m] = r
-                    room -= size
-                    if room == 0:
-                        break
-            free[r] = room
+            free[r] = _fill_in_order(queue, sizes[queue], free[r], chosen, r)
         return chosen
 
     def _pass_keys(self, T) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -390,45 +392,94 @@ class GavelPolicy(ClusterPolicy):
             deficit = jobs.alloc - ((jobs.job_time - self.time_prior) / total if total > 0 else 0.0)
         return prio, deficit, jobs.alloc
 
-    def _place(self, view, active, chosen: np.ndarray, scale, models) -> tuple[dict[str, tuple], np.ndarray]:
-        """Job id -> placement (kept placements first, then the movers from the largest scale factor down), and
-        which active jobs got one.
+    def _place(self, view, active, chosen: np.ndarray, scale, models) -> tuple[Decision, np.ndarray]:
+        """The round's decision (kept placements stay, the movers placed from the largest scale factor down, every
+        other running job stopped), and which active jobs run after it.
 
         A running job that keeps its type keeps its placement. The kept placements are part of what runs now, so
-        together they always fit: they are taken (in any order) only when some job moves."""
+        together they always fit. The decision is :meth:`Decision.from_allocation` of the full allocation (same
+        entries in the same order), built from the jobs that change only: a moved job always changes type, so
+        its placement differs from the one it leaves."""
         node_col = self._node_col(view, models)
         placements = [js.placement for js in active]
         current = np.array([-1 if p is None else node_col[p[0][0]] for p in placements], dtype=np.int64)
         # Gavel's pass counts a job without an allocation yet, but gives it no workers.
         go = (chosen >= 0) & self._jobs.in_alloc
         keep = go & (current == chosen)
-        kept = np.flatnonzero(keep).tolist()
-        ids = self._jobs.ids
-        wanted = {ids[i]: placements[i] for i in kept}
+        leaving = np.flatnonzero((current >= 0) & ~keep).tolist()  # running jobs that move or stop
         movers = np.flatnonzero(go & ~keep)
-        if not movers.size:
-            return wanted, keep
+        if not movers.size and not leaving:
+            return Decision(), keep
         placed = keep.copy()
-        scratch = self._capacity.scratch(view)
-        for i in kept:
-            scratch.take(placements[i])
-        table = self._rates.of(view)
-        spread_rate_applies = not view.ideal_placement  # ideal: every placement runs consolidated
-        fit = _BestFit(scratch)
-        for i in movers[np.lexsort((movers, -scale[movers]))].tolist():
-            js = active[i]
-            r = int(chosen[i])
-            placement = fit.place(js.job.num_gpus, models[r])
-            if placement is None:
-                continue
-            # The pass chose r only where T[i, r] > 0, and T holds the consolidated rate wherever one node of the
-            # type holds the job (or placement is ideal): only a spread placement needs its own rate checked.
-            if spread_rate_applies and len(placement) > 1 and table.get(js.job.job_type, js.job.num_gpus)[1][r] <= 0:
-                continue
-            fit.take(placement)
-            wanted[js.job.job_id] = placement
-            placed[i] = True
-        return wanted, placed
+        ids = self._jobs.ids
+        moved: dict[str, tuple] = {}
+        if movers.size:
+            # What the kept placements leave free: what is free now plus the GPUs of the running jobs that leave
+            # theirs (fewer than the kept ones in a busy round; the same counts as the capacity minus the kept).
+            scratch = CapacityScratch.now_free(view)
+            for i in leaving:
+                scratch.give_back(placements[i])
+            table = self._rates.of(view)
+            spread_rate_applies = not view.ideal_placement  # ideal: every placement runs consolidated
+            fit = _BestFit(scratch)
+            for i in movers[np.lexsort((movers, -scale[movers]))].tolist():
+                js = active[i]
+                r = int(chosen[i])
+                placement = fit.place(js.job.num_gpus, models[r])
+                if placement is None:
+                    continue
+                # The pass chose r only where T[i, r] > 0, and T holds the consolidated rate wherever one node of
+                # the type holds the job (or placement is ideal): only a spread placement needs its rate checked.
+                if (
+                    spread_rate_applies
+                    and len(placement) > 1
+                    and table.get(js.job.job_type, js.job.num_gpus)[1][r] <= 0
+                ):
+                    continue
+                fit.take(placement)
+                moved[ids[i]] = placement
+                placed[i] = True
+        decision = Decision()
+        assign, preempt = decision.assign, decision.preempt
+        if leaving:  # in the running jobs' order, as from_allocation lists them
+            left = {ids[i] for i in leaving}
+            for job_id in view.running:
+                if job_id in left:
+                    placement = moved.get(job_id)
+                    if placement is None:
+                        preempt.append(job_id)
+                    else:
+                        assign[job_id] = placement
+        if len(assign) < len(moved):
+            running = view.running
+            for job_id, placement in moved.items():
+                if job_id not in running:
+                    assign[job_id] = placement
+        return decision, placed
+
+
+def _fill_in_order(queue: np.ndarray, sizes: np.ndarray, room: int, chosen: np.ndarray, r: int) -> int:
+    """Gavel's greedy fill of one type: walk ``queue`` in order and give type r to each job whose ``sizes`` entry
+    still fits in ``room``, until it is full; returns the room left.
+
+    Same choices as the walk, in O(len(queue)) C steps plus one step per job taken after the first that does not
+    fit: the leading jobs whose running total fits are taken at once (a cumulative sum), and from then on the room
+    is smaller than one job, so each further job is found by a search for the next one small enough."""
+    total = np.cumsum(sizes)
+    k = int(np.searchsorted(total, room, side="right"))
+    chosen[queue[:k]] = r
+    if k:
+        room -= int(total[k - 1])
+    pos = k
+    while room > 0 and pos < queue.size:
+        fits = np.flatnonzero(sizes[pos:] <= room)
+        if not fits.size:
+            break
+        j = pos + int(fits[0])
+        chosen[queue[j]] = r
+        room -= int(sizes[j])
+        pos = j + 1
+    return room
 
 
 class _BestFit:
@@ -438,13 +489,14 @@ class _BestFit:
     per node) instead of a scan of the model. Same placements as the scan; jobs that need several nodes use the same
     spreading rule."""
 
-    __slots__ = ("scratch", "nodes", "buckets", "where")
+    __slots__ = ("scratch", "nodes", "buckets", "where", "bucket_of")
 
     def __init__(self, scratch) -> None:
         self.scratch = scratch
         self.nodes = scratch.view.nodes
         self.buckets: dict[str, list[list[tuple[int, int]]]] = {}
         self.where: dict[int, int] = {}  # node -> its position in its model's node list
+        self.bucket_of: dict[int, list[list[tuple[int, int]]]] = {}  # node -> its model's buckets
 
     def _model(self, model: str) -> list[list[tuple[int, int]]]:
         b = self.buckets.get(model)
@@ -452,9 +504,11 @@ class _BestFit:
             idx = self.scratch.view.nodes_by_model[model]
             free = self.scratch.free
             b = [[] for _ in range(max(self.nodes[i].num_gpus for i in idx) + 1)]
+            where, bucket_of = self.where, self.bucket_of
             for k, i in enumerate(idx):  # in list order: every bucket starts sorted, i.e. as a heap
                 b[free[i]].append((k, i))
-                self.where[i] = k
+                where[i] = k
+                bucket_of[i] = b
             self.buckets[model] = b
         return b
 
@@ -469,9 +523,10 @@ class _BestFit:
         return spread(scratch.view.nodes_by_model[model], scratch.free, n)
 
     def take(self, placement) -> None:
-        free = self.scratch.free
+        """Take a placement that :meth:`place` returned (so its model's buckets exist)."""
+        free, bucket_of = self.scratch.free, self.bucket_of
         for node, k in placement:
-            b = self._model(self.nodes[node].gpu_model)
+            b = bucket_of[node]
             entry = (self.where[node], node)
             bucket = b[free[node]]
             if bucket[0] == entry:
@@ -489,7 +544,7 @@ class _ActiveJobs:
     arrives or finishes; a round without such a change reads and updates the arrays in place."""
 
     __slots__ = ("ids", "keys", "kinds", "pos", "known", "version", "alloc", "in_alloc", "job_time", "deficit")
-    __slots__ += ("scale", "rows")
+    __slots__ += ("scale", "rows", "stamp", "_states")
 
     def __init__(self) -> None:
         self.ids: list[str] = []
@@ -504,6 +559,24 @@ class _ActiveJobs:
         self.deficit = np.zeros((0, 0))
         self.scale = np.zeros(0)
         self.rows = np.zeros((0, 0))  # each job's whole-job rate on each type
+        self.stamp: tuple | None = None  # the queues' write counts when the active set was last seen equal to known
+        self._states: tuple = (None, None, [])  # (view id, version, the active jobs' states)
+
+    def unchanged(self, view, R: int) -> bool:
+        """Whether the view's active set (running and waiting jobs) and its R GPU types are those of the last
+        :meth:`sync`: O(1) when neither queue was written since the set was last found equal (the drivers' queues
+        count their writes), else O(M) in C. Moves write the running queue without changing its jobs, so a round
+        after a busy one compares the sets once."""
+        if self.alloc.shape[1:] != (R,):
+            return False  # the first call, or the types changed: sync starts over
+        running, pending = view.running, view.pending
+        stamp = (id(view), id(running), getattr(running, "changes", None), getattr(pending, "changes", None))
+        if stamp == self.stamp and stamp[2] is not None and stamp[3] is not None:
+            return True
+        if running.keys() | pending.keys() != self.known:
+            return False
+        self.stamp = stamp
+        return True
 
     def sync(self, view, R: int, prior: float, row_of) -> bool:
         """Follow the view's active set; True when it changed (arrivals or departures). O(M) C steps when nothing
@@ -520,22 +593,30 @@ class _ActiveJobs:
         gone = self.known - current
         new = current - self.known
         pending, running = view.pending, view.running
-        arrivals = sorted(((running.get(j) or pending[j]).job for j in new), key=lambda job: (job.arrival, job.job_id))
+        arriving = sorted((running.get(j) or pending[j] for j in new), key=lambda js: (js.job.arrival, js.job.job_id))
+        arrivals = [js.job for js in arriving]
         M = len(self.ids)
         kept = np.delete(np.arange(M), sorted(self.pos[j] for j in gone)) if gone else np.arange(M)
         fresh = [(job.arrival, job.job_id) for job in arrivals]
         if fresh and kept.size and fresh[0] < self.keys[kept[-1]]:  # an arrival sorts before a known job
             order = sorted([(self.keys[i], i) for i in kept.tolist()] + [(k, -1 - n) for n, k in enumerate(fresh)])
             src = np.array([i for _, i in order], dtype=np.int64)
+            appended = False
         else:
             src = np.concatenate([kept, -1 - np.arange(len(fresh), dtype=np.int64)])
-        self._rebuild(src, arrivals, fresh, prior, row_of)
+            appended = True
+        self._rebuild(src, arrivals, fresh, prior, row_of, appended)
         self.known = set(current)
         self.version += 1
+        states = self._states
+        if appended and states[:2] == (id(view), self.version - 1):  # the kept jobs' states, then the arrivals'
+            self._states = (id(view), self.version, [*map(states[2].__getitem__, kept.tolist()), *arriving])
+        self.stamp = (id(view), id(running), getattr(running, "changes", None), getattr(pending, "changes", None))
         return True
 
-    def _rebuild(self, src: np.ndarray, arrivals: list, fresh: list, prior: float, row_of) -> None:
-        """New arrays in the order ``src``: an old row index, or ``-1 - k`` for the k-th arrival."""
+    def _rebuild(self, src: np.ndarray, arrivals: list, fresh: list, prior: float, row_of, appended: bool) -> None:
+        """New arrays in the order ``src``: an old row index, or ``-1 - k`` for the k-th arrival (``appended``: the
+        kept rows in their order, then the arrivals in theirs)."""
         M = src.size
         was = src >= 0
         old = src[was]
@@ -558,9 +639,16 @@ class _ActiveJobs:
         self.rows = carry(self.rows, 0.0, added)
         self.scale = carry(self.scale, 0.0, np.array([n for _, n in kinds], dtype=float)[new] if kinds else None)
         ids = [job.job_id for job in arrivals]
-        self.ids = [self.ids[i] if i >= 0 else ids[-1 - i] for i in src.tolist()]
-        self.keys = [self.keys[i] if i >= 0 else fresh[-1 - i] for i in src.tolist()]
-        self.kinds = [self.kinds[i] if i >= 0 else kinds[-1 - i] for i in src.tolist()]
+        if appended:  # the common case, in C: the kept entries, then the arrivals'
+            kept = old.tolist()
+            self.ids = [*map(self.ids.__getitem__, kept), *ids]
+            self.keys = [*map(self.keys.__getitem__, kept), *fresh]
+            self.kinds = [*map(self.kinds.__getitem__, kept), *kinds]
+        else:
+            order = src.tolist()
+            self.ids = [self.ids[i] if i >= 0 else ids[-1 - i] for i in order]
+            self.keys = [self.keys[i] if i >= 0 else fresh[-1 - i] for i in order]
+            self.kinds = [self.kinds[i] if i >= 0 else kinds[-1 - i] for i in order]
         self.pos = dict(zip(self.ids, range(M)))
 
     def refresh_rows(self, row_of) -> None:
@@ -569,8 +657,13 @@ class _ActiveJobs:
         self.rows = np.array([row_of(kind) for kind in self.kinds], dtype=float).reshape(len(self.ids), R)
 
     def states(self, view) -> list:
-        running, pending = view.running, view.pending
-        return [running.get(j) or pending[j] for j in self.ids]
+        """The active jobs' states in row order; rebuilt only when the active set changed (a job keeps its state
+        object for its whole life in a driver)."""
+        key = (id(view), self.version)
+        if self._states[:2] != key:
+            running, pending = view.running, view.pending
+            self._states = (*key, [running.get(j) or pending[j] for j in self.ids])
+        return self._states[2]
 
     def set_allocation(self, x: np.ndarray) -> None:
         self.alloc = np.asarray(x, dtype=float).reshape(len(self.ids), -1)
