@@ -36,10 +36,17 @@ def bench_sim(
 ) -> dict:
     """Simulate ``jobs`` Philly-like jobs on a ``gpus``-GPU V100/P100/K80 cluster; time the simulation alone
     (``progress(done)`` gets the finished jobs about every 1%; the same hook is timed in every run). ``options``
-    are the policy's."""
+    are the policy's.
+
+    Where the time went: ``policy_s`` is the wall time inside the policy's decisions for a policy that times them
+    (its ``decision_times``: the round policies and Tiresias; None for the others) and ``policy_share`` its share
+    of ``wall_s``; the rest is the simulator's (validating and applying decisions, events, records). ``restarts``
+    counts the jobs' restarts (a policy that time-shares moves each job many times)."""
     run = timed_sim(jobs, gpus, policy, rate_per_hour, seed, round_length, progress, options)
     rec = run["records"]
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    timed = run["policy"].decision_times
+    policy_s = sum(seconds for _, _, seconds in timed) if timed else None
     return {
         "bench": "sim",
         "policy": policy,
@@ -57,6 +64,9 @@ def bench_sim(
         "events": rec.events,
         "events_per_s": round(rec.events / run["wall_s"], 1),
         "decisions": rec.decisions,
+        "policy_s": None if policy_s is None else round(policy_s, 4),
+        "policy_share": None if policy_s is None else round(policy_s / max(run["wall_s"], 1e-9), 3),
+        "restarts": sum(js.restarts for js in rec.jobs),
         "peak_rss_mb": round(peak_kb / 1024, 1),
         "python": sys.version.split()[0],
     }
@@ -115,6 +125,7 @@ def timed_sim(
     rec = sim.run()
     return {
         "records": rec,
+        "policy": pol,
         "round_length": pol.round_length,
         "wall_s": time.perf_counter() - t1,
         "cpu_s": time.process_time() - c1,

@@ -103,6 +103,17 @@ def test_bench_reports_the_agreed_fields():
     for key in ("jobs", "gpus", "wall_s", "jobs_per_s", "events_per_s", "peak_rss_mb"):
         assert key in result
     assert result["jobs"] == result["completed"] == 500 and result["gpus"] == 64
+    assert result["policy_s"] is None and result["policy_share"] is None  # FIFO does not time its decisions
+    assert result["restarts"] == 0  # FIFO never preempts
+
+
+def test_bench_says_how_much_of_a_round_policy_s_run_went_to_its_decisions():
+    from gpuweave.bench import bench_sim
+
+    result = bench_sim(300, 64, "gavel", 60.0, 0, None)
+    assert 0 < result["policy_s"] <= result["wall_s"]
+    assert result["policy_share"] == round(result["policy_s"] / result["wall_s"], 3)
+    assert result["restarts"] > 0  # Gavel time-shares the GPUs: jobs stop and start again
 
 
 def test_round_based_run_visits_only_active_jobs():
