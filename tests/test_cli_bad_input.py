@@ -117,6 +117,10 @@ def test_out_of_range_option_values(files):
         gpuweave("bench", "sim", "--jobs", 10, "--gpus", 24, "--policy", "gavel", "--option", "lp=ecos"),
         "field 'policy_options'",
     )
+    check_one_error(gpuweave("bench", "sim", "--jobs", 10, "--gpus", 24, "--profile", files), "field 'profile'")
+    check_one_error(
+        gpuweave("bench", "sim", "--jobs", 10, "--gpus", 24, "--profile", files / "no" / "x.prof"), "field 'profile'"
+    )
     check_one_error(
         gpuweave("mig", "generate", files / "g.csv", "--p-sup", "nan"), "field 'p_sup'"
     )  # ValueError traceback

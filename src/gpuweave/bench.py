@@ -5,11 +5,13 @@ from __future__ import annotations
 import gc
 import heapq
 import math
+import os
 import random
 import resource
 import sys
 import time
 from collections import deque
+from pathlib import Path
 from typing import Callable
 
 from gpuweave.checks import ROUND_LENGTH, number
@@ -33,6 +35,7 @@ def bench_sim(
     round_length: float | None,
     progress: Callable[[int], None] | None = None,
     options: dict | None = None,
+    profile: str | Path | None = None,
 ) -> dict:
     """Simulate ``jobs`` Philly-like jobs on a ``gpus``-GPU V100/P100/K80 cluster; time the simulation alone
     (``progress(done)`` gets the finished jobs about every 1%; the same hook is timed in every run). ``options``
@@ -41,8 +44,22 @@ def bench_sim(
     Where the time went: ``policy_s`` is the wall time inside the policy's decisions for a policy that times them
     (its ``decision_times``: the round policies and Tiresias; None for the others) and ``policy_share`` its share
     of ``wall_s``; the rest is the simulator's (validating and applying decisions, events, records). ``restarts``
-    counts the jobs' restarts (a policy that time-shares moves each job many times)."""
-    run = timed_sim(jobs, gpus, policy, rate_per_hour, seed, round_length, progress, options)
+    counts the jobs' restarts (a policy that time-shares moves each job many times).
+
+    ``profile``: run the simulation under cProfile, write its statistics there (pstats format: ``python -m pstats``,
+    snakeviz) and add the functions with the most time of their own as ``profile_top``. The profiler slows Python
+    code several times over and C code not at all, so the timings of such a run are not comparable with others."""
+    profiler = None
+    if profile is not None:
+        target = Path(profile)
+        if target.is_dir() or not target.parent.is_dir():
+            raise InputError(
+                f"cannot write the profile to {target}: a folder, or in a folder that does not exist", field="profile"
+            )
+        import cProfile
+
+        profiler = cProfile.Profile()
+    run = timed_sim(jobs, gpus, policy, rate_per_hour, seed, round_length, progress, options, profiler=profiler)
     rec = run["records"]
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     timed = run["policy"].decision_times
@@ -69,6 +86,30 @@ def bench_sim(
         "restarts": sum(js.restarts for js in rec.jobs),
         "peak_rss_mb": round(peak_kb / 1024, 1),
         "python": sys.version.split()[0],
+        **({} if profiler is None else _profile_summary(profiler, Path(profile))),
+    }
+
+
+def _profile_summary(profiler, path: Path, top: int = 12) -> dict:
+    """Write the profile to ``path`` (whole or not at all) and name the functions with the most time of their own."""
+    import pstats
+
+    part = path.with_name(path.name + ".part")
+    profiler.dump_stats(str(part))
+    os.replace(part, path)
+    stats = pstats.Stats(str(path)).stats
+    rows = sorted(stats.items(), key=lambda item: -item[1][2])[:top]
+    return {
+        "profile": str(path),
+        "profile_top": [
+            {
+                "function": f"{'/'.join(Path(file).parts[-2:])}:{line}({name})" if line else name,
+                "calls": calls,
+                "own_s": round(own, 4),
+                "with_callees_s": round(total, 4),
+            }
+            for (file, line, name), (_, calls, own, total, _) in rows
+        ],
     }
 
 
@@ -94,6 +135,7 @@ def timed_sim(
     options: dict | None = None,
     wrap: Callable | None = None,
     sink=None,
+    profiler=None,
 ) -> dict:
     """Generate the trace and cluster, then run and time the simulation alone (wall and CPU seconds). ``options``
     are the policy's; ``wrap(policy)`` may adjust the built policy (bench pop's audit); ``sink`` takes the records
@@ -122,7 +164,13 @@ def timed_sim(
     gc.collect()  # garbage of an earlier run (the simulator holds reference cycles) is not charged to this one
     t1, c1 = time.perf_counter(), time.process_time()
     sim = Simulator(nodes, trace, pol, profiles, power, progress=progress, sink=sink)
-    rec = sim.run()
+    if profiler is not None:
+        profiler.enable()
+    try:
+        rec = sim.run()
+    finally:
+        if profiler is not None:
+            profiler.disable()
     return {
         "records": rec,
         "policy": pol,

@@ -116,6 +116,22 @@ def test_bench_says_how_much_of_a_round_policy_s_run_went_to_its_decisions():
     assert result["restarts"] > 0  # Gavel time-shares the GPUs: jobs stop and start again
 
 
+def test_bench_under_the_profiler_writes_pstats_and_names_the_costliest_functions(tmp_path):
+    import pstats
+
+    from gpuweave.bench import bench_sim
+
+    path = tmp_path / "sim.prof"
+    result = bench_sim(200, 64, "gavel", 60.0, 0, None, profile=path)
+    assert result["profile"] == str(path) and not path.with_name("sim.prof.part").exists()
+    assert any("simulator.py" in f for (f, _, _) in pstats.Stats(str(path)).stats)
+    top = result["profile_top"]
+    assert 0 < len(top) <= 12
+    own = [row["own_s"] for row in top]
+    assert own == sorted(own, reverse=True) and all(row["calls"] > 0 for row in top)
+    assert any(row["function"].startswith(("cluster/simulator.py", "policies/gavel.py")) for row in top)
+
+
 def test_round_based_run_visits_only_active_jobs():
     """A 360 s round policy on a long trace: each call sees only arrived, unfinished jobs."""
     from gpuweave.cluster.policies import make_policy

@@ -6,6 +6,7 @@ The logic lives in :mod:`gpuweave.bench`.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import typer
 
@@ -50,6 +51,12 @@ def sim(
     option: list[str] = typer.Option(
         [], "--option", help="Policy option key=value (repeatable), e.g. lp=warm-simplex for gavel."
     ),
+    profile: Path = typer.Option(
+        None,
+        "--profile",
+        help="Run under cProfile: write the statistics to this file (pstats) and list the costliest functions. "
+        "Profiled timings are slower and not comparable with unprofiled ones.",
+    ),
     quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -59,8 +66,17 @@ def sim(
     options = _parse_options(option)
     with ProgressBar(show_progress(quiet or as_json)) as bar:
         hook = bar.task(f"bench sim {policy}: jobs done", jobs)
-        result = bench_sim(jobs, gpus, policy, rate, seed, round_length, hook, options)
-    _print_result(result, "bench sim", as_json)
+        result = bench_sim(jobs, gpus, policy, rate, seed, round_length, hook, options, profile)
+    if as_json or "profile_top" not in result:
+        _print_result(result, "bench sim", as_json)
+        return
+    top = result.pop("profile_top")
+    _print_result(result, "bench sim (profiled)", as_json)
+    from rich.console import Console
+
+    headers = ("function", "calls", "own (s)", "with callees (s)")
+    rows = [(row["function"], str(row["calls"]), str(row["own_s"]), str(row["with_callees_s"])) for row in top]
+    print_table(Console(), "most time of their own", headers, rows, right=headers[1:])
 
 
 @app.command("scale")
