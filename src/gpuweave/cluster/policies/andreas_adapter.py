@@ -188,8 +188,18 @@ class ViewAdapter:
         K = len(self.configs)
         run_node = np.full(n, -1, dtype=np.int64)
         run_cfg = np.full(n, -1, dtype=np.int64)
-        rates = np.array([self.rates(view, js) for js in states], dtype=float).reshape(n, K)
-        rem = np.array([view.remaining(js) for js in states], dtype=float)
+        facts = self._facts
+        rates = np.array([facts(view, js)[1] for js in states], dtype=float).reshape(n, K)
+        now = view.now  # view.remaining(js), written out: a call per job was a quarter of this method
+        rem = np.array(
+            [
+                js.remaining
+                if js.placement is None
+                else max(0.0, js.remaining - max(0.0, now - js.productive_start) * js.rate)
+                for js in states
+            ],
+            dtype=float,
+        )
         with np.errstate(divide="ignore"):  # the same division per entry as one job at a time
             times = np.where(rates > 0, rem[:, None] / np.where(rates > 0, rates, 1.0), np.inf)
         due = np.array([math.inf if js.job.deadline is None else float(js.job.deadline) for js in states], dtype=float)
@@ -231,47 +241,66 @@ def keep_nodes(view, wanted: dict, reserved: np.ndarray) -> dict:
     RG re-plans from empty nodes, so a job may be planned on a twin of the node it already holds; the plan's
     f_OBJ is the same under any such relabelling, but a move costs the simulator's restart delay. Applied only
     when that delay is > 0 (ANDREAS' own simulator, A11, has none and keeps RG's labels). Greedy matching of
-    planned node contents to nodes by GPUs kept; O(N^2) per class."""
+    planned node contents to nodes by GPUs kept: the (planned node, current node) pairs of a class, most GPUs
+    kept first (ties: lower planned node, then lower current node), each node matched once; the unmatched
+    planned nodes take the unmatched nodes in order. O(jobs + nodes + pairs log pairs) per call: one pass over the
+    plan collects the pairs of all classes (a pair never crosses classes, so one sort and one matching serve
+    them all), the classes are cached while the nodes and the spread jobs' GPUs stay the same."""
     if not wanted:
         return wanted
-    nodes = view.nodes
     running = view.running
-    classes: dict[tuple, list[int]] = {}
-    held = reserved.tolist()
-    for nd in nodes:
-        classes.setdefault((nd.gpu_model, nd.num_gpus, held[nd.index]), []).append(nd.index)
-    bins: dict[int, list[str]] = {}
+    classes, class_of = _node_classes(view.nodes, reserved)
+    kept: dict[tuple[int, int], int] = {}  # (planned node, node it runs on now) -> GPUs that would stay
     for jid, p in wanted.items():
-        bins.setdefault(p[0][0], []).append(jid)
-    remap: dict[int, int] = {}
-    for members in classes.values():
-        if len(members) < 2:
+        js = running.get(jid)
+        if js is None:
             continue
-        in_class = set(members)
-        pairs = []
+        now = js.placement
+        if len(now) == 1 and now[0][1] == p[0][1]:
+            b, node = p[0][0], now[0][0]
+            c = class_of[b]
+            if c >= 0 and c == class_of[node]:
+                kept[b, node] = kept.get((b, node), 0) + now[0][1]
+    pairs = sorted((-gpus, b, node) for (b, node), gpus in kept.items())
+    remap: dict[int, int] = {}
+    used_n: set[int] = set()
+    for _neg, b, node in pairs:
+        if b not in remap and node not in used_n:
+            remap[b] = node
+            used_n.add(node)
+    for members in classes:
+        rest_n = iter([nd for nd in members if nd not in used_n])  # as many as the unmatched planned nodes
         for b in members:
-            kept: dict[int, int] = {}
-            for jid in bins.get(b, ()):
-                js = running.get(jid)
-                if js is not None and len(js.placement) == 1 and js.placement[0][1] == wanted[jid][0][1]:
-                    node = js.placement[0][0]
-                    kept[node] = kept.get(node, 0) + js.placement[0][1]
-            pairs += [(-gpus, b, node) for node, gpus in kept.items() if node in in_class]
-        pairs.sort()
-        used_b: set[int] = set()
-        used_n: set[int] = set()
-        for _neg, b, node in pairs:
-            if b not in used_b and node not in used_n:
-                remap[b] = node
-                used_b.add(b)
-                used_n.add(node)
-        rest_n = iter([nd for nd in members if nd not in used_n])  # as many as the unmatched bins, in order
-        for b in members:
-            if b not in used_b:
+            if b not in remap:
                 remap[b] = next(rest_n)
-    if all(remap.get(b, b) == b for b in bins):
+    if all(remap.get(p[0][0], p[0][0]) == p[0][0] for p in wanted.values()):
         return wanted
     return {jid: ((remap.get(p[0][0], p[0][0]), p[0][1]),) for jid, p in wanted.items()}
+
+
+_CLASSES: tuple = (None, None)  # (key, value) of the last _node_classes call
+
+
+def _node_classes(nodes, reserved: np.ndarray) -> tuple[list[list[int]], list[int]]:
+    """The classes of interchangeable nodes with at least two members (node indices in order, classes in the order
+    of their first node) and each node's class (-1: a node without a twin). Cached for equal nodes and held GPUs
+    (the key holds the node objects themselves, so a comparison with the same objects is one identity test each;
+    a driver replaces a node object when the node changes)."""
+    global _CLASSES
+    held = reserved.tolist()
+    key = (tuple(nodes), tuple(held))
+    if _CLASSES[0] == key:
+        return _CLASSES[1]
+    groups: dict[tuple, list[int]] = {}
+    for nd in nodes:
+        groups.setdefault((nd.gpu_model, nd.num_gpus, held[nd.index]), []).append(nd.index)
+    classes = [members for members in groups.values() if len(members) >= 2]
+    class_of = [-1] * len(nodes)
+    for c, members in enumerate(classes):
+        for i in members:
+            class_of[i] = c
+    _CLASSES = (key, (classes, class_of))
+    return classes, class_of
 
 
 def _spread_on(view, model: str, n: int, cap: list[int], prefer: list[int] | None = None):
