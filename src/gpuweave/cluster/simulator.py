@@ -368,9 +368,9 @@ class Simulator:
     def _on_completion(self, t: float, payload: tuple[JobState, int]) -> object:
         js, version = payload
         if js.version != version or js.placement is None:
-            # Stale: the job was moved or stopped after this completion was scheduled. An instant of stale events
-            # only changes nothing that _after_instant looks at (no tick, no arrival or completion, no busy GPU
-            # changed), so the loop skips it; _advance still runs, so energy sums over the same intervals.
+            # Stale: the job was moved or stopped after this completion was scheduled. It changes nothing that
+            # _after_instant reads (no tick, arrival or completion, no busy GPU), so the loop skips that hook for an
+            # instant of stale events only; _advance still runs there, so energy is summed over the same intervals.
             return STALE
         self._complete(js)
         self._done += 1

@@ -9,7 +9,7 @@ with a version number in the payload rather than deleted from the heap; such a h
 
 :meth:`EventLoop.run` pops every event of one instant, then calls ``after_instant(t)`` once (the cluster
 simulator asks its policy there), unless every event of the instant was stale: nothing happened then. Under a
-round policy that moves jobs every round most completions go stale (about 95% of a Gavel run's events).
+round policy that moves jobs every round most completions go stale (over 90% of a Gavel run's events).
 Push and pop are O(log E); a run is O(E log E) plus the handlers' own work.
 """
 

@@ -538,6 +538,16 @@ class _BestFit:
         self.scratch.take(placement)
 
 
+def _queue_stamp(view) -> tuple:
+    """The view and its queues' write counts (None for a queue that does not count them). The view itself, not its
+    id: an id can come back for another view once the first is gone, the object cannot."""
+    return (view, getattr(view.running, "changes", None), getattr(view.pending, "changes", None))
+
+
+def _same_stamp(a: tuple, b: tuple | None) -> bool:
+    return b is not None and a[0] is b[0] and a[1:] == b[1:]
+
+
 class _ActiveJobs:
     """Gavel's per-job state as arrays in the order of the active jobs, (arrival, id): allocation row and whether
     the job has one yet, time on each type since the last reset, deficit, GPU count. Rebuilt (O(M)) only when a job
@@ -559,8 +569,8 @@ class _ActiveJobs:
         self.deficit = np.zeros((0, 0))
         self.scale = np.zeros(0)
         self.rows = np.zeros((0, 0))  # each job's whole-job rate on each type
-        self.stamp: tuple | None = None  # the queues' write counts when the active set was last seen equal to known
-        self._states: tuple = (None, None, [])  # (view id, version, the active jobs' states)
+        self.stamp: tuple | None = None  # (view, queues' write counts) when the active set was last seen as known
+        self._states: tuple = (None, None, [])  # (view, version, the active jobs' states)
 
     def unchanged(self, view, R: int) -> bool:
         """Whether the view's active set (running and waiting jobs) and its R GPU types are those of the last
@@ -570,8 +580,8 @@ class _ActiveJobs:
         if self.alloc.shape[1:] != (R,):
             return False  # the first call, or the types changed: sync starts over
         running, pending = view.running, view.pending
-        stamp = (id(view), id(running), getattr(running, "changes", None), getattr(pending, "changes", None))
-        if stamp == self.stamp and stamp[2] is not None and stamp[3] is not None:
+        stamp = _queue_stamp(view)
+        if stamp[1] is not None and stamp[2] is not None and _same_stamp(stamp, self.stamp):
             return True
         if running.keys() | pending.keys() != self.known:
             return False
@@ -609,9 +619,9 @@ class _ActiveJobs:
         self.known = set(current)
         self.version += 1
         states = self._states
-        if appended and states[:2] == (id(view), self.version - 1):  # the kept jobs' states, then the arrivals'
-            self._states = (id(view), self.version, [*map(states[2].__getitem__, kept.tolist()), *arriving])
-        self.stamp = (id(view), id(running), getattr(running, "changes", None), getattr(pending, "changes", None))
+        if appended and states[0] is view and states[1] == self.version - 1:  # the kept jobs' states, then arrivals'
+            self._states = (view, self.version, [*map(states[2].__getitem__, kept.tolist()), *arriving])
+        self.stamp = _queue_stamp(view)
         return True
 
     def _rebuild(self, src: np.ndarray, arrivals: list, fresh: list, prior: float, row_of, appended: bool) -> None:
@@ -659,10 +669,9 @@ class _ActiveJobs:
     def states(self, view) -> list:
         """The active jobs' states in row order; rebuilt only when the active set changed (a job keeps its state
         object for its whole life in a driver)."""
-        key = (id(view), self.version)
-        if self._states[:2] != key:
+        if self._states[0] is not view or self._states[1] != self.version:
             running, pending = view.running, view.pending
-            self._states = (*key, [running.get(j) or pending[j] for j in self.ids])
+            self._states = (view, self.version, [running.get(j) or pending[j] for j in self.ids])
         return self._states[2]
 
     def set_allocation(self, x: np.ndarray) -> None:
