@@ -42,7 +42,7 @@ def bench_sim(
     are the policy's.
 
     Where the time went: ``policy_s`` is the wall time inside the policy's decisions for a policy that times them
-    (its ``decision_times``: the round policies and Tiresias; None for the others) and ``policy_share`` its share
+    (its ``decision_times``: Gavel, Hadar, HadarE and Tiresias; None for the others) and ``policy_share`` its share
     of ``wall_s``; the rest is the simulator's (validating and applying decisions, events, records). ``restarts``
     counts the jobs' restarts (a policy that time-shares moves each job many times).
 

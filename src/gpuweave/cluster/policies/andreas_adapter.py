@@ -190,16 +190,7 @@ class ViewAdapter:
         run_cfg = np.full(n, -1, dtype=np.int64)
         facts = self._facts
         rates = np.array([facts(view, js)[1] for js in states], dtype=float).reshape(n, K)
-        now = view.now  # view.remaining(js), written out: a call per job was a quarter of this method
-        rem = np.array(
-            [
-                js.remaining
-                if js.placement is None
-                else max(0.0, js.remaining - max(0.0, now - js.productive_start) * js.rate)
-                for js in states
-            ],
-            dtype=float,
-        )
+        rem = np.array([view.remaining(js) for js in states], dtype=float)
         with np.errstate(divide="ignore"):  # the same division per entry as one job at a time
             times = np.where(rates > 0, rem[:, None] / np.where(rates > 0, rates, 1.0), np.inf)
         due = np.array([math.inf if js.job.deadline is None else float(js.job.deadline) for js in states], dtype=float)
