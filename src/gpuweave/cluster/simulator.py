@@ -194,6 +194,8 @@ class Simulator:
         self.gpus_by_model = {m: sum(nodes[i].num_gpus for i in idx) for m, idx in self.nodes_by_model.items()}
         self.free_by_model = dict(self.gpus_by_model)
         self.busy_by_model = [0] * len(self.models)
+        # What every GPU taken or given back updates, read together once per move (bound here, never rebound).
+        self._gpu_books = (self._node_models, self.free, self.free_by_model, self.busy_by_model, self.node_model_index)
 
     def _init_power(self, nodes: list, gpu_power: dict[str, tuple[float, float]]) -> None:
         """Idle facility power and cost rate of the whole cluster, and the extra per busy GPU on each node."""
@@ -487,13 +489,7 @@ class Simulator:
         if self.record_segments:
             delay = js.productive_start - js.seg_start
             self.segments.append(Segment(js.job.job_id, js.seg_start, now, placement, js.rate, delay))
-        models, free, free_by_model, busy, index = (
-            self._node_models,
-            self.free,
-            self.free_by_model,
-            self.busy_by_model,
-            self.node_model_index,
-        )
+        models, free, free_by_model, busy, index = self._gpu_books
         busy_w, price, extra_w, extra_cost = self._busy_w_per_gpu, self._node_price, self._extra_w, self._extra_cost
         by_model, job_id, record = js.gpu_seconds_by_model, js.job.job_id, self.allocations.append
         # Each sum is made in the same order as a node-by-node update would (floating point: identical results).
@@ -640,13 +636,7 @@ class Simulator:
         """Start each job on its placement now (GPUs taken, segment opened after its start or restart delay) and
         schedule its completion. One loop for the whole decision: about a hundred starts a round under Gavel."""
         now = self.now
-        models, free, free_by_model, busy, index = (
-            self._node_models,
-            self.free,
-            self.free_by_model,
-            self.busy_by_model,
-            self.node_model_index,
-        )
+        models, free, free_by_model, busy, index = self._gpu_books
         extra_w, extra_cost, record, running = self._extra_w, self._extra_cost, self.allocations.append, self.running
         restart_delay, start_delay = self.restart_delay, self.start_delay
         push = self._loop.push  # the live runtime's book drops these: its workers say when a job is done
