@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuweave import __version__
-from gpuweave.checks import RESULT, number
+from gpuweave.checks import COUNT, RESULT, number, optional_number
 from gpuweave.errors import InputError
 from gpuweave.files import load_json
 from gpuweave.fingerprint import code_fingerprint
@@ -174,6 +174,9 @@ def read_summary(path: Path) -> dict[str, Any]:
     for name in ("config", "cluster"):
         if name in data and not isinstance(data[name], dict):
             raise InputError("expected an object", file=path, field=name)
+    # The cluster's GPU count divides busy GPUs in the report's utilisation plots: a whole number (0 only when a
+    # live run lost every node; the plots then fall back to the busiest moment).
+    optional_number((data.get("cluster") or {}).get("total_gpus"), COUNT, file=path, field="cluster.total_gpus")
     result_kind(data, path)
     return data
 

@@ -180,3 +180,19 @@ def test_sweep_names_a_known_grain_and_checks_names_early(tmp_path):
         parse_sweep({"grain": "mig", "grid": {"policy": ["fifo"]}}, "s.yaml", out=tmp_path / "s")
     with pytest.raises(InputError, match="unknown workload"):
         parse_sweep({"grain": "packs", "base": {"workload": "IV"}}, "s.yaml", out=tmp_path / "s")
+
+
+@pytest.mark.parametrize("total", [1e-308, 2.5, -8, "64", True])
+def test_a_summary_s_gpu_count_is_a_whole_number(tmp_path, total):
+    """Found by the report fuzzer: a total of 1e-308 GPUs made the utilisation plots overflow (a warning on stderr
+    and nonsense percentages); it is refused as the user error it is, naming the file and field."""
+    run = tmp_path / "run"
+    run.mkdir()
+    summary = {"kind": "cluster", "metrics": {"jobs": 8}, "cluster": {"total_gpus": total, "gpus_by_model": {}}}
+    (run / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(InputError, match="cluster.total_gpus") as err:
+        read_result_dir(run)
+    assert "summary.json" in str(err.value)
+    summary["cluster"]["total_gpus"] = 0  # a live run that lost every node: allowed (the plots fall back)
+    (run / "summary.json").write_text(json.dumps(summary))
+    assert read_result_dir(run)["cluster"]["total_gpus"] == 0
