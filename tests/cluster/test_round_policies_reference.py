@@ -150,3 +150,25 @@ def test_hadar_and_andreas_decide_as_the_reference_on_random_traces(spec, jobs, 
     else:
         fast, ref = make_policy("andreas", seed=seed, max_it=20), ReferenceAndreas(seed=seed, max_it=20)
     assert history(nodes, trace, fast, profiles, POWER) == history(nodes, trace, ref, profiles, POWER)
+
+
+def test_gavel_s_fill_of_a_contested_type_is_the_walk_in_queue_order():
+    """Gavel's greedy fill (:func:`gpuweave.cluster.policies.gavel._fill_in_order`, a cumulative sum and then one
+    search per further job) takes exactly the jobs the one-job-at-a-time walk takes, and leaves the same room."""
+    from gpuweave.cluster.policies.gavel import _fill_in_order
+
+    rng = np.random.default_rng(3)
+    for _ in range(4000):
+        n, room = int(rng.integers(0, 40)), int(rng.integers(0, 60))
+        sizes = rng.choice([1, 2, 3, 4, 8, 16], n).astype(np.int64)
+        queue = rng.permutation(100)[:n].astype(np.int64)
+        walked, filled = np.full(100, -1, dtype=np.int64), np.full(100, -1, dtype=np.int64)
+        left = room
+        for m, size in zip(queue.tolist(), sizes.tolist()):
+            if size <= left:
+                walked[m] = 2
+                left -= size
+                if left == 0:
+                    break
+        assert _fill_in_order(queue, sizes, room, filled, 2) == left
+        assert np.array_equal(filled, walked)
