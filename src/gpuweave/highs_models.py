@@ -21,26 +21,9 @@ import numpy as np
 EXACT: dict[str, Any] = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, "threads": 1}
 
 
-def highs_model(
-    cost,
-    ri,
-    rc,
-    rv,
-    row_lower,
-    row_upper,
-    *,
-    col_lower=None,
-    col_upper=None,
-    integral=None,
-    offset: float = 0.0,
-    orientation: str = "row",
-    options: dict[str, Any] | None = None,
-):
-    """A ``highspy.Highs`` holding the model (not yet run). ``col_lower`` defaults to 0, ``col_upper`` to
-    +inf; ``integral`` is a boolean mask of integer columns (None = an LP); ``options`` are HiGHS options
-    (output is always off)."""
-    if orientation not in ("row", "col"):
-        raise ValueError(f"orientation must be 'row' or 'col', got {orientation!r}")
+def highs_model(cost, ri, rc, rv, row_lower, row_upper, *, orientation: str = "row", **model: Any):
+    """A ``highspy.Highs`` holding the model (not yet run), its matrix from triplets ``(ri, rc, rv)`` (duplicates
+    summed). ``model``: :func:`compressed_model`'s other keywords (column bounds, integrality, offset, options)."""
     nc, nr = len(cost), len(row_lower)
     ri, rc, rv = np.asarray(ri, dtype=np.int64), np.asarray(rc, dtype=np.int64), np.asarray(rv, dtype=float)
     major, minor, count = (ri, rc, nr) if orientation == "row" else (rc, ri, nc)
@@ -51,20 +34,7 @@ def highs_model(
     rv = np.add.reduceat(rv, np.flatnonzero(head)) if rv.size else rv
     major, minor = major[head], minor[head]
     start = np.searchsorted(major, np.arange(count + 1))
-    return compressed_model(
-        cost,
-        start,
-        minor,
-        rv,
-        row_lower,
-        row_upper,
-        col_lower=col_lower,
-        col_upper=col_upper,
-        integral=integral,
-        offset=offset,
-        orientation=orientation,
-        options=options,
-    )
+    return compressed_model(cost, start, minor, rv, row_lower, row_upper, orientation=orientation, **model)
 
 
 def compressed_model(
@@ -82,10 +52,12 @@ def compressed_model(
     orientation: str = "row",
     options: dict[str, Any] | None = None,
 ):
-    """:func:`highs_model` from a matrix already compressed by rows (``orientation="row"``) or columns: entry k
-    of row (column) i is ``(index[k], value[k])`` for ``start[i] <= k < start[i + 1]``, each row's (column's)
-    indices ascending and distinct. For a caller that knows its matrix's layout (Gavel's LPs, built every
-    round) and so can skip the triplets' sort; the same arrays give the same model."""
+    """A ``highspy.Highs`` holding the model (not yet run), its matrix already compressed by rows
+    (``orientation="row"``) or columns: entry k of row (column) i is ``(index[k], value[k])`` for
+    ``start[i] <= k < start[i + 1]``, each row's (column's) indices ascending and distinct. ``col_lower``
+    defaults to 0, ``col_upper`` to +inf; ``integral`` is a boolean mask of integer columns (None = an LP);
+    ``options`` are HiGHS options (output is always off). :func:`highs_model` builds these arrays from triplets;
+    a caller that knows its matrix's layout (Gavel's LPs, built every round) skips the sort."""
     # Imported here, not at module level: highspy costs ~0.1 s to import and most commands never solve.
     import highspy
 

@@ -102,7 +102,7 @@ def test_keep_nodes_gives_the_first_form_s_plans(seed):
     assert moved > 0  # the cases do relabel
 
 
-def test_equal_clusters_of_other_node_objects_share_the_cached_classes_only_when_equal():
+def test_a_job_stays_on_its_node_among_twins_and_nothing_is_relabelled_across_models():
     view, wanted, reserved = (
         _View([_Node(0, "V100", 8), _Node(1, "V100", 8)], {"a": _Job(((1, 4),))}),
         {"a": ((0, 4),)},

@@ -236,7 +236,7 @@ def keep_nodes(view, wanted: dict, reserved: np.ndarray) -> dict:
     kept first (ties: lower planned node, then lower current node), each node matched once; the unmatched
     planned nodes take the unmatched nodes in order. O(jobs + nodes + pairs log pairs) per call: one pass over the
     plan collects the pairs of all classes (a pair never crosses classes, so one sort and one matching serve
-    them all), the classes are cached while the nodes and the spread jobs' GPUs stay the same."""
+    them all)."""
     if not wanted:
         return wanted
     running = view.running
@@ -269,19 +269,10 @@ def keep_nodes(view, wanted: dict, reserved: np.ndarray) -> dict:
     return {jid: ((remap.get(p[0][0], p[0][0]), p[0][1]),) for jid, p in wanted.items()}
 
 
-_CLASSES: tuple = (None, None)  # (key, value) of the last _node_classes call
-
-
 def _node_classes(nodes, reserved: np.ndarray) -> tuple[list[list[int]], list[int]]:
     """The classes of interchangeable nodes with at least two members (node indices in order, classes in the order
-    of their first node) and each node's class (-1: a node without a twin). Cached for equal nodes and held GPUs
-    (the key holds the node objects themselves, so a comparison with the same objects is one identity test each;
-    a driver replaces a node object when the node changes)."""
-    global _CLASSES
+    of their first node) and each node's class (-1: a node without a twin). O(nodes)."""
     held = reserved.tolist()
-    key = (tuple(nodes), tuple(held))
-    if _CLASSES[0] == key:
-        return _CLASSES[1]
     groups: dict[tuple, list[int]] = {}
     for nd in nodes:
         groups.setdefault((nd.gpu_model, nd.num_gpus, held[nd.index]), []).append(nd.index)
@@ -290,7 +281,6 @@ def _node_classes(nodes, reserved: np.ndarray) -> tuple[list[list[int]], list[in
     for c, members in enumerate(classes):
         for i in members:
             class_of[i] = c
-    _CLASSES = (key, (classes, class_of))
     return classes, class_of
 
 
