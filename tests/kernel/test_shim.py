@@ -18,6 +18,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -177,10 +178,15 @@ def test_shim_is_thread_safe(built):
             FIKIT_PRIORITY="0",
             FIKIT_TASK_KEY="svc.threads",
             FIKIT_MODE="measure",
+            FIKIT_SHIM_VERBOSE="1",  # the shim's own account of its exit, should the Unregister not arrive
             **SLOW_OK,
         )
         assert p.returncode == 0, p.stderr
-        assert wait_for(lambda: len(rec.of(Unregister)) == 1), (p.stderr, [type(m).__name__ for m in rec.msgs][-12:])
+        assert wait_for(lambda: len(rec.of(Unregister)) == 1), (
+            p.stderr,
+            Counter(type(m).__name__ for m in rec.msgs),
+            [type(m).__name__ for m in rec.msgs][-12:],
+        )
         stats = st.call(st.server.stats)
     regs = rec.of(Register)
     assert len(regs) == 1 and regs[0].task_key == "svc.threads" and regs[0].mode == "measure" and regs[0].priority == 0

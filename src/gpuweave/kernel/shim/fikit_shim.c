@@ -1328,10 +1328,13 @@ static void unregister(void) {
             ssize_t got = recv(A.fd, buf, sizeof buf, MSG_DONTWAIT);
             reply_t m;
             if (got > 0 && got <= FK_MAX_DATAGRAM && parse_reply(buf, (size_t)got, &m) &&
-                !strcmp(m.t, "unregister_ack") && m.has_pid && m.pid == (long long)S.pid)
+                !strcmp(m.t, "unregister_ack") && m.has_pid && m.pid == (long long)S.pid) {
+                if (S.verbose) warn("exit: unregistered after %d send(s)", attempt + 1);
                 return;
+            }
         }
     }
+    if (S.verbose) warn("exit: unregister not acknowledged");
 }
 
 static void *agent_main(void *arg) {
@@ -1351,6 +1354,8 @@ static void *agent_main(void *arg) {
     if (A.on_streams.n) poll_streams(mono_ns());
     if (A.have_prev) add_measured(&A.prev, prev_dur, 0.0);
     if (A.fd >= 0 && A.registered) unregister();
+    else if (S.verbose && S.networked)
+        warn("exit: not registered (socket %s): no unregister sent", A.fd >= 0 ? "open" : "closed");
     return NULL;
 }
 
@@ -1680,7 +1685,10 @@ __attribute__((destructor)) static void shim_fini(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += 2;
-    if (pthread_timedjoin_np(S.agent, NULL, &ts) != 0) return;
+    if (pthread_timedjoin_np(S.agent, NULL, &ts) != 0) {
+        if (S.verbose) warn("exit: the agent did not finish within 2 s (it stops with the process)");
+        return;
+    }
     atomic_store(&S.agent_running, 0);
     futex_wake_all(&S.go_gen);
     if (S.measure && S.measure_out[0]) write_measure();
