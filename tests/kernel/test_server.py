@@ -359,6 +359,22 @@ def test_a_pid_is_bound_to_the_address_that_registered_it():
     assert srv.clients[7].addr == intruder
 
 
+def test_a_resent_unregister_is_acknowledged_again_and_changes_nothing():
+    # The shim re-sends its Unregister until acknowledged, so a late ack brings a second one: it must be answered
+    # (the shim may still be waiting) and must not count as an error or touch a later client with another pid.
+    out = Outbox()
+    srv = FikitServer(out, FakeClock())
+    a, b = ("127.0.0.1", 4000), ("127.0.0.1", 4001)
+    _register(srv, 7, a)
+    _register(srv, 8, b)
+    srv.handle(msg("unregister", pid=7), a)
+    srv.handle(msg("unregister", pid=7), a)
+    acks = [(m["t"], m["pid"], addr) for m, addr in out.sent if m["t"] == "unregister_ack"]
+    assert acks == [("unregister_ack", 7, a)] * 2
+    assert srv.errors == 0 and 7 not in srv.clients and 8 in srv.clients
+    assert not [m for m, _ in out.sent if m["t"] == "error"]
+
+
 def test_token_is_required_when_the_server_has_one():
     out = Outbox()
     srv = FikitServer(out, FakeClock(), token="tok-1")
