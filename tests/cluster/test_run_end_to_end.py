@@ -112,7 +112,9 @@ def test_bench_says_how_much_of_a_round_policy_s_run_went_to_its_decisions():
 
     result = bench_sim(300, 64, "gavel", 60.0, 0, None)
     assert 0 < result["policy_s"] <= result["wall_s"]
-    assert result["policy_share"] == round(result["policy_s"] / result["wall_s"], 3)
+    # The share is taken before the two times are rounded to 4 places, so recomputing it from the rounded times can
+    # land on the neighbouring third decimal (0.754 against 0.753 once): equal within that rounding.
+    assert result["policy_share"] == pytest.approx(result["policy_s"] / result["wall_s"], abs=1e-3)
     assert result["restarts"] > 0  # Gavel time-shares the GPUs: jobs stop and start again
 
 
