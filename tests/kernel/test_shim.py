@@ -246,6 +246,34 @@ def test_shim_fails_open_without_a_server(built):
     assert secs < 5.0  # default: 5 tries x 50 ms once, then every launch passes ungated
 
 
+def test_shim_unregisters_at_exit_even_when_its_register_was_never_answered(built):
+    # A server too busy to answer may still have taken the register: the program tells it at exit that it is gone,
+    # once and without waiting (a server that is gone must not delay the exit), so no ghost task holds the gate.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.settimeout(5.0)
+        p, records, _, secs = run_prog(
+            built,
+            4,
+            FIKIT_SCHEDULER="127.0.0.1:%d" % silent.getsockname()[1],
+            FIKIT_TIMEOUT_MS="30",
+            FIKIT_RETRIES="2",
+            FIKIT_SHIM_VERBOSE="1",
+        )
+        assert p.returncode == 0 and len(records) == 4 and "no answer to register" in p.stderr, p.stderr
+        assert "unregister sent once, not awaited" in p.stderr and secs < 5.0
+        kinds = []
+        silent.setblocking(False)
+        while True:
+            try:
+                kinds.append(json.loads(silent.recv(65536)))
+            except BlockingIOError:
+                break
+    assert {m["t"] for m in kinds} == {"register", "unregister"}, kinds
+    assert kinds[-1]["t"] == "unregister" and [m["t"] for m in kinds].count("unregister") == 1
+    assert kinds[-1]["pid"] == kinds[0]["pid"]
+
+
 def test_shim_off_and_bad_settings_pass_through_untouched(built):
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as listener:
         listener.bind(("127.0.0.1", 0))
@@ -283,8 +311,11 @@ def test_shim_sends_the_token_a_token_server_requires(built):
         assert wait_for(lambda: st.call(st.server.stats)["clients"] == 0)
         stats = st.call(st.server.stats)
         assert stats["gos"] == n and stats["errors"] == 0
-        p, records, _, _ = run_prog(built, n, FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_RETRIES="2", **SLOW_OK)
+        p, records, _, _ = run_prog(
+            built, n, FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_RETRIES="2", FIKIT_SHIM_VERBOSE="1", **SLOW_OK
+        )
         assert p.returncode == 0 and len(records) == n and "registration refused" in p.stderr, p.stderr
+        assert "exit: registration refused: no unregister sent" in p.stderr  # refused: the server holds nothing
         assert st.call(st.server.stats)["gos"] == n  # nothing of the tokenless run was gated
         p, records, _, _ = run_prog(built, 3, FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_TOKEN='bad"token')
         assert p.returncode == 0 and len(records) == 3 and "FIKIT_TOKEN" in p.stderr and "not gated" in p.stderr
@@ -584,6 +615,23 @@ def test_measure_mode_writes_a_profile_whose_ids_match_the_gated_launches(drv, t
         assert wait_for(lambda: rec.unregistered() == 1)
     ids = {m.kernel_id for m in rec.of(Launch)}
     assert ids and ids <= set(prof.sk)  # the server finds every gated kernel in the shim-made profile
+
+
+@needs_cuda_h
+def test_an_agent_stuck_at_exit_still_unregisters_from_the_exit_handler(drv):
+    # The agent polls its launch's end event with a 5 s query (a stuck or starved agent): the exit handler gives up
+    # joining it after 2 s and sends the unregister itself, so the server frees the task at once, not after its
+    # silence timeout.
+    with ServerThread() as st:
+        rec = Recorder(st)
+        host, port = st.address
+        p, launched = run_drv(
+            drv, 1, 1, FIKIT_SCHEDULER=f"{host}:{port}", FIKIT_SHIM_VERBOSE="1", STUB_QUERY_MS="5000", **SLOW_OK
+        )
+        assert p.returncode == 0 and len(launched) == 1, p.stderr
+        assert "did not finish within 2 s" in p.stderr and "unregister sent once from the exit handler" in p.stderr
+        assert wait_for(lambda: rec.unregistered() == 1)
+        assert st.call(st.server.stats)["clients"] == 0
 
 
 @needs_cuda_h

@@ -7,9 +7,10 @@
  * once the host clock passes it, and cuEventElapsedTime subtracts. Every launch is appended to $STUB_LOG
  * (one write(2), O_APPEND) as "<api> <name> g<x>,<y>,<z> b<x>,<y>,<z> t<host ns>"; graphs are named
  * "graph". cuFuncGetName returns the name given to cuModuleGetFunction (mangled), unless
- * STUB_NO_FUNCNAME=1. STUB_LAUNCH_US=n makes every launch call take n microseconds of host time. cuStreamIsCapturing reports "active" for streams made with flags 0x40 (a test
- * convention standing for a stream under capture) and for a stream between cuStreamBeginCapture_v2 and
- * cuStreamEndCapture. cuGetProcAddress(_v2) returns the stub's own entry
+ * STUB_NO_FUNCNAME=1. STUB_LAUNCH_US=n makes every launch call take n microseconds of host time;
+ * STUB_QUERY_MS=n makes every cuEventQuery take n milliseconds (the shim's agent, which polls events, stuck).
+ * cuStreamIsCapturing reports "active" for streams made with flags 0x40 (a test convention standing for a stream
+ * under capture) and for a stream between cuStreamBeginCapture_v2 and cuStreamEndCapture. cuGetProcAddress(_v2) returns the stub's own entry
  * points (the _ptsz one with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), like the real driver.
  */
 #define _GNU_SOURCE
@@ -226,6 +227,12 @@ CUresult cuEventRecord(CUevent e, CUstream s) {
 }
 
 CUresult cuEventQuery(CUevent e) {
+    const char *query_ms = getenv("STUB_QUERY_MS");
+    if (query_ms) {
+        long ms = atol(query_ms);
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     pthread_mutex_lock(&mu);
     int unsafe = capture_stream && capture_global && thread_mode != CU_STREAM_CAPTURE_MODE_RELAXED;
     if (unsafe) capture_invalid = 1;

@@ -1019,6 +1019,7 @@ typedef struct {
 
 static struct {
     int fd, registered, silent;
+    int refused; /* the server answered our register with an error: it does not hold us */
     uint64_t deadline_ns, next_probe_ns;
     fk_vec waiting;     /* requests not released yet: re-sent on silence and after re-registering */
     fk_vec outstanding; /* launches whose end event is not complete yet, in queue order */
@@ -1097,6 +1098,7 @@ static void release(uint64_t seq) {
 
 static void on_registered(void) {
     A.registered = 1;
+    A.refused = 0;
     if (atomic_exchange(&S.fail_open, 0)) warn("FIKIT scheduler %s answers again: launches are gated", S.server);
     else if (S.verbose) warn("registered (pid %d)", (int)S.pid);
     for (size_t i = 0; i < A.waiting.n; i++) send_launch(&A.waiting.v[i]);
@@ -1118,6 +1120,7 @@ static void on_reply(const reply_t *m, uint64_t now) {
         atomic_store(&S.open, 0);
         send_register();
     } else if (!strcmp(m->t, "error") && !A.registered && !m->has_seq) {
+        A.refused = 1;
         fail_open("registration refused", now);
     }
 }
@@ -1304,7 +1307,7 @@ static void open_socket(void) {
         close(fd);
         fd = -1;
     }
-    A.fd = fd;
+    __atomic_store_n(&A.fd, fd, __ATOMIC_RELEASE); /* the exit handler reads it if the agent does not finish */
     if (fd < 0) fail_open("cannot open a UDP socket", mono_ns());
     else send_register();
 }
@@ -1314,9 +1317,13 @@ static void open_socket(void) {
  * matters: a burst of launch reports just before exit can fill the server's socket buffer on a loaded machine, and
  * a datagram that finds it full is dropped. The budget stays under the destructor's 2 s join. */
 #define FK_EXIT_BUDGET_MS 1500
+static int unregister_msg(char *msg, size_t cap) {
+    return snprintf(msg, cap, "{\"v\":1,\"t\":\"unregister\",\"pid\":%d%s}", (int)S.pid, S.tok);
+}
+
 static void unregister(void) {
     char msg[256], buf[FK_MAX_DATAGRAM + 1];
-    int n = snprintf(msg, sizeof msg, "{\"v\":1,\"t\":\"unregister\",\"pid\":%d%s}", (int)S.pid, S.tok);
+    int n = unregister_msg(msg, sizeof msg);
     uint64_t budget_end = mono_ns() + (uint64_t)FK_EXIT_BUDGET_MS * 1000000ull;
     for (int attempt = 0; attempt < S.retries && mono_ns() < budget_end; attempt++) {
         send_msg(msg, n);
@@ -1353,9 +1360,18 @@ static void *agent_main(void *arg) {
     if (A.outstanding.n) poll_events(mono_ns());
     if (A.on_streams.n) poll_streams(mono_ns());
     if (A.have_prev) add_measured(&A.prev, prev_dur, 0.0);
-    if (A.fd >= 0 && A.registered) unregister();
-    else if (S.verbose && S.networked)
-        warn("exit: not registered (socket %s): no unregister sent", A.fd >= 0 ? "open" : "closed");
+    if (A.fd >= 0 && A.registered) {
+        unregister();
+    } else if (A.fd >= 0 && !A.refused) {
+        /* A register was sent (open_socket sends one) but not acknowledged: the server may hold us all the same
+         * (its answer late, or lost). One unregister, not awaited (a server that is gone must not delay the exit);
+         * the server answers an unregister of a pid it does not know without complaint. */
+        char msg[256];
+        send_msg(msg, unregister_msg(msg, sizeof msg));
+        if (S.verbose) warn("exit: not registered (no answer yet): unregister sent once, not awaited");
+    } else if (S.verbose && S.networked) {
+        warn("exit: %s: no unregister sent", A.fd >= 0 ? "registration refused" : "no socket");
+    }
     return NULL;
 }
 
@@ -1654,7 +1670,7 @@ static void atfork_child(void) {
     if (A.fd >= 0) close(A.fd);
     S.wake_fd = -1;
     A.fd = -1;
-    A.registered = A.silent = A.have_prev = 0;
+    A.registered = A.silent = A.have_prev = A.refused = 0;
     A.deadline_ns = A.next_probe_ns = 0;
     A.waiting = A.outstanding = A.on_streams = (fk_vec){0};
     pthread_mutex_init(&streams_mu, NULL);
@@ -1686,7 +1702,17 @@ __attribute__((destructor)) static void shim_fini(void) {
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += 2;
     if (pthread_timedjoin_np(S.agent, NULL, &ts) != 0) {
-        if (S.verbose) warn("exit: the agent did not finish within 2 s (it stops with the process)");
+        /* The agent is stuck or starved (a loaded machine): the process exits without it, so tell the server here,
+         * once, not awaited. Sending on the agent's socket from this thread is safe (one datagram per call); if
+         * the agent unregisters after all, the server answers the second unregister as it did the first. */
+        int fd = __atomic_load_n(&A.fd, __ATOMIC_ACQUIRE);
+        char msg[256];
+        int n = unregister_msg(msg, sizeof msg);
+        if (fd >= 0 && n > 0 && n < (int)sizeof msg && send(fd, msg, (size_t)n, 0) < 0) { /* best effort */
+        }
+        if (S.verbose)
+            warn("exit: the agent did not finish within 2 s (it stops with the process); unregister sent %s",
+                 fd >= 0 ? "once from the exit handler" : "by nobody (no socket)");
         return;
     }
     atomic_store(&S.agent_running, 0);
