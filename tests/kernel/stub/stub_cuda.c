@@ -10,8 +10,9 @@
  * STUB_NO_FUNCNAME=1. STUB_LAUNCH_US=n makes every launch call take n microseconds of host time;
  * STUB_QUERY_MS=n makes every cuEventQuery take n milliseconds (the shim's agent, which polls events, stuck).
  * cuStreamIsCapturing reports "active" for streams made with flags 0x40 (a test convention standing for a stream
- * under capture) and for a stream between cuStreamBeginCapture_v2 and cuStreamEndCapture. cuGetProcAddress(_v2) returns the stub's own entry
- * points (the _ptsz one with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), like the real driver.
+ * under capture) and for a stream between cuStreamBeginCapture_v2 and cuStreamEndCapture. cuGetProcAddress(_v2)
+ * returns the stub's own entry points (the _ptsz one with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), like the
+ * real driver.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
