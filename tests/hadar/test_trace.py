@@ -84,6 +84,18 @@ def test_bundled_pools_are_small():
     assert total < 1_000_000
 
 
+@pytest.mark.parametrize(
+    "cell", ["9" * 400, "-" + "9" * 30, "1e400", "x"], ids=["400 digits", "-30 digits", "1e400", "x"]
+)
+def test_a_pool_cell_out_of_any_range_is_bad_input_naming_its_row(tmp_path, cell):
+    # The fuzzer's find: read_csv keeps a 400-digit integer as a Python int, on which to_numeric raised OverflowError
+    path = tmp_path / "pool.csv"
+    path.write_text(f"row,duration_s,num_gpus,category\n1,3600,1,S\n2,{cell},4,M\n")
+    with pytest.raises(InputError) as exc:
+        load_pool(path)
+    assert exc.value.row == 2 and exc.value.field == "duration_s" and "\n" not in exc.value.one_line()
+
+
 def test_unknown_window_is_bad_input(tmp_path):
     import subprocess
     import sys

@@ -208,7 +208,12 @@ def load_pool(path: str | Path | None = None, window: str = DEFAULT_WINDOW) -> d
         if col not in frame.columns:
             raise InputError(f"missing column '{col}'", file=source, field=col)
     for col, rng in (("row", POSITIVE_COUNT), ("duration_s", DURATION), ("num_gpus", GPUS)):
-        values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
+        column = frame[col]
+        if column.dtype == object:
+            # read_csv keeps an integer wider than 64 bits as a Python int in an object column, which to_numeric
+            # cannot convert (OverflowError); as text it parses to inf, which the range check refuses by row.
+            column = column.astype(str)
+        values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
         check_array(values, rng, file=source, rows=list(range(1, len(values) + 1)), field=col, raw=frame[col].tolist())
         if np.isnan(values).any():
             row = int(np.flatnonzero(np.isnan(values))[0])
