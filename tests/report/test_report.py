@@ -242,3 +242,64 @@ def test_gru_per_round_from_a_run_directory_matches_the_records(tmp_path):
     # the records' GRU counts rounds from t = 0; the run directory's from the first arrival (also 0 here)
     assert np.allclose(gru, hm.gru_per_round(rec, 360.0), atol=1e-9)
     assert np.allclose(w, hm.round_weights(rec, 360.0))
+
+
+# ------------------------------------------------------------------ records far beyond the jobs (found by the fuzzer)
+def _append_timeseries_row(run_dir: Path, time: float) -> None:
+    with open(run_dir / "timeseries.csv", "a") as fh:
+        fh.write(f"{time!r},1,0,1,1250.0\n")
+
+
+def _set_first_end(run_dir: Path, end: float) -> None:
+    import csv
+
+    with open(run_dir / "jobs.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    header = rows[0]
+    rows[1][header.index("end")] = repr(end)
+    rows[1][header.index("jct")] = repr(end - float(rows[1][header.index("arrival")]))
+    with open(run_dir / "jobs.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+
+
+def _mean_rows(figure) -> int:
+    return sum(1 for line in figure.csv.read_text().splitlines() if ",mean per " in line)
+
+
+def test_a_record_far_beyond_the_last_completion_neither_crashes_nor_asks_for_millions_of_rounds(tmp_path):
+    # The time axis stops where the jobs are done; the time series goes on to 2^32 s (136 years). Before: the
+    # clip sentence looked for a completion after the axis and found none (IndexError), and the power plot made
+    # one-hour rounds up to 2^32 s (1 GB).
+    from gpuweave.report.plots import POWER_ROUNDS
+
+    run = write_run_dir(tmp_path / "run")
+    _append_timeseries_row(run, 2.0**32)
+    figures = {f.path.stem: f for f in plot_runs(load_runs([run]), tmp_path / "out")}
+    assert "no completion is later, but the runs' records go on until" in figures["completed_jobs"].caption
+    assert 0 < _mean_rows(figures["power"]) <= POWER_ROUNDS + 1
+    for f in figures.values():
+        assert_png(f.path)
+
+
+def test_a_run_of_more_than_a_million_gru_rounds_is_named_not_drawn(tmp_path):
+    # A job ending at 2^32 s spans 11.9 million 360 s rounds: the GRU CDF names the run instead of building a row per
+    # round (3.8 GB before), and the power plot's rounds stay few on that span.
+    from gpuweave.report.plots import GRU_MAX_ROUNDS, POWER_ROUNDS
+
+    run = write_run_dir(tmp_path / "run")
+    _set_first_end(run, 2.0**32)
+    figures = {f.path.stem: f for f in plot_runs(load_runs([run]), tmp_path / "out")}
+    gru = figures["gru_cdf"]
+    assert f"Not drawn, longer than {GRU_MAX_ROUNDS:,} rounds: fifo (11,930,465 rounds)." in gru.caption
+    assert gru.csv.read_text().count("\n") == 1  # the header only
+    assert 0 < _mean_rows(figures["power"]) <= POWER_ROUNDS + 1
+
+
+def test_power_rounds_stay_few_on_any_span():
+    from gpuweave.report.plots import POWER_ROUND_CHOICES, POWER_ROUNDS, power_round_length
+
+    assert power_round_length(3600.0) == POWER_ROUND_CHOICES[0]
+    assert power_round_length(150 * 86400.0) == 86400  # the longest choice, as before
+    for span in (151 * 86400.0, 4.3e9, 1e15):
+        length = power_round_length(span)
+        assert length % 86400 == 0 and span / length <= POWER_ROUNDS

@@ -44,6 +44,7 @@ POWER_ROUNDS = 150
 #: the time axes stop where this share of every run's jobs is done (times 1.1), unless that cuts off little
 HORIZON_QUANTILE = 0.95
 GRU_ROUND_S = 360.0
+GRU_MAX_ROUNDS = 1_000_000  # 11 years of 360 s rounds; a 10^6-job trace at 30 jobs/h spans about 330,000
 
 
 def _hours(values) -> np.ndarray:
@@ -108,6 +109,11 @@ def _clip_sentence(runs: Sequence[RunData], clip: float, end: float) -> str:
         ends = _hours(_finite_sorted(run.jobs["end"]) - _start(runs))
         if ends.size and ends[-1] > clip:
             late.append((float(ends[-1]), int((ends > clip).sum()), run.label))
+    if not late:  # the axis stops before the end of some run's time series, not before a completion
+        return (
+            f" The time axis stops at {_h(clip)}, where {HORIZON_QUANTILE:.0%} of every run's jobs are done;"
+            f" no completion is later, but the runs' records go on until {_h(end)}."
+        )
     late.sort(reverse=True)
     last = late[0]
     return (
@@ -305,11 +311,14 @@ def _busy_per_model(runs, models, t0, clip, end, rows) -> Any:
 
 
 def power_round_length(span_s: float) -> int:
-    """The shortest of :data:`POWER_ROUND_CHOICES` that splits ``span_s`` into at most :data:`POWER_ROUNDS`."""
+    """The shortest of :data:`POWER_ROUND_CHOICES` that splits ``span_s`` into at most :data:`POWER_ROUNDS`; for a
+    span longer than that many days, a whole number of days that does (so the rounds stay few however long the
+    run: a record at 10^9 s once asked for millions of one-day rounds)."""
     for length in POWER_ROUND_CHOICES:
         if span_s / length <= POWER_ROUNDS:
             return length
-    return POWER_ROUND_CHOICES[-1]
+    day = POWER_ROUND_CHOICES[-1]
+    return day * max(1, math.ceil(span_s / day / POWER_ROUNDS))
 
 
 def power_per_round(run: RunData, t0: float, end_s: float, round_s: float) -> tuple[np.ndarray, np.ndarray]:
@@ -320,7 +329,9 @@ def power_per_round(run: RunData, t0: float, end_s: float, round_s: float) -> tu
     t = ts["time"].to_numpy(dtype=float)
     level = ts["power_w"].to_numpy(dtype=float)
     last = float(t.max()) if t.size else t0
-    edges = np.arange(t0, max(last, t0) + round_s, round_s)
+    # Up to end_s (where the plot's time axis stops) only: the round length was chosen for that span, and a record
+    # far beyond it would otherwise ask for millions of rounds.
+    edges = np.arange(t0, max(min(last, end_s), t0) + round_s, round_s)
     edges = edges[edges <= end_s + round_s]
     if edges.size < 2:
         edges = np.array([t0, t0 + round_s])
@@ -340,7 +351,7 @@ def plot_power(runs: Sequence[RunData], path: Path) -> Figure:
     t0 = _start(runs)
     clip, end = activity_horizon(runs)
     round_s = power_round_length(clip * 3600.0)
-    smoothed = [power_per_round(run, t0, t0 + end * 3600.0, round_s) for run in runs]
+    smoothed = [power_per_round(run, t0, t0 + clip * 3600.0, round_s) for run in runs]
     rows: list[tuple[Any, ...]] = []
     for run, (x, y) in zip(runs, smoothed):
         raw_x, raw_y = _step_series(run, "power_w", t0)
@@ -390,6 +401,15 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
+def gru_rounds(run: RunData, round_length: float = GRU_ROUND_S) -> tuple[float, float, int]:
+    """(first arrival, last completion or record, number of rounds) of :func:`gru_per_round`'s grid."""
+    ts = run.timeseries
+    t0 = float(run.jobs["arrival"].min())
+    ends = run.jobs["end"].to_numpy(dtype=float)
+    end = float(np.nanmax(ends)) if np.isfinite(ends).any() else float(ts["time"].max())
+    return t0, end, max(1, math.ceil((end - t0) / round_length - 1e-9))
+
+
 def gru_per_round(run: RunData, round_length: float = GRU_ROUND_S) -> tuple[np.ndarray, np.ndarray]:
     """(GPU utilisation per round of ``round_length`` s, round lengths) from first arrival to the last
     completion: busy GPU-seconds / (cluster GPUs x round length), the last round partial (Hadar's GRU,
@@ -398,10 +418,7 @@ def gru_per_round(run: RunData, round_length: float = GRU_ROUND_S) -> tuple[np.n
 
     ts = run.timeseries
     total = float((run.summary.get("cluster") or {}).get("total_gpus") or 0) or float(ts["busy_total"].max() or 1)
-    t0 = float(run.jobs["arrival"].min())
-    ends = run.jobs["end"].to_numpy(dtype=float)
-    end = float(np.nanmax(ends)) if np.isfinite(ends).any() else float(ts["time"].max())
-    n = max(1, math.ceil((end - t0) / round_length - 1e-9))
+    t0, end, n = gru_rounds(run, round_length)
     edges = np.minimum(t0 + np.arange(n + 1) * round_length, end)
     busy = step_mean_per_interval(ts["time"].to_numpy(dtype=float), ts["busy_total"].to_numpy(dtype=float), edges)
     return busy / total, np.diff(edges)
@@ -411,8 +428,13 @@ def plot_gru_cdf(runs: Sequence[RunData], path: Path, round_length: float = GRU_
     """CDF over time of the GPU utilisation per round (Hadar's Fig. 3 style), one line per run."""
     fig, axes = figure(height=4.6)
     ax = axes[0, 0]
-    rows, medians = [], []
+    rows, medians, too_long = [], [], []
     for i, run in enumerate(runs):
+        rounds = gru_rounds(run, round_length)[2]
+        if rounds > GRU_MAX_ROUNDS:  # arrays and CSV rows per round: a run of centuries would not fit in memory
+            too_long.append(f"{run.label} ({rounds:,} rounds)")
+            ax.plot([], [], label=plot_text(f"{run.label} (not drawn: {rounds:,} rounds)"), **series_style(i))
+            continue
         gru, w = gru_per_round(run, round_length)
         order = np.argsort(gru, kind="stable")
         if w.sum() <= 0:
@@ -436,6 +458,8 @@ def plot_gru_cdf(runs: Sequence[RunData], path: Path, round_length: float = GRU_
             f" Further right is better: in half of its rounds {best[1]} keeps at least {best[0]:.0f}% of the GPUs "
             f"busy, {worst[1]} at least {worst[0]:.0f}%."
         )
+    if too_long:
+        caption += f" Not drawn, longer than {GRU_MAX_ROUNDS:,} rounds: {'; '.join(too_long)}."
     return Figure(save(fig, path), caption + _merged_sentence(runs), csv)
 
 
