@@ -312,8 +312,8 @@ def _busy_per_model(runs, models, t0, clip, end, rows) -> Any:
 
 def power_round_length(span_s: float) -> int:
     """The shortest of :data:`POWER_ROUND_CHOICES` that splits ``span_s`` into at most :data:`POWER_ROUNDS`; for a
-    span longer than that many days, a whole number of days that does (so the rounds stay few however long the
-    run: a record at 10^9 s once asked for millions of one-day rounds)."""
+    span longer than that many days, a whole number of days that does, so the rounds stay few however long the run
+    (a span of 10^15 s would otherwise be 10^10 one-day rounds)."""
     for length in POWER_ROUND_CHOICES:
         if span_s / length <= POWER_ROUNDS:
             return length
