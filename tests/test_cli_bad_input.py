@@ -119,7 +119,7 @@ def test_out_of_range_option_values(files):
     )
     check_one_error(gpuweave("bench", "sim", "--jobs", 10, "--gpus", 24, "--profile", files), "field 'profile'")
     check_one_error(
-        gpuweave("bench", "sim", "--jobs", 10, "--gpus", 24, "--profile", files / "no" / "x.prof"), "field 'profile'"
+        gpuweave("bench", "sim", "--jobs", 10, "--gpus", 24, "--profile", files / "afile" / "x.prof"), "field 'profile'"
     )
     check_one_error(
         gpuweave("mig", "generate", files / "g.csv", "--p-sup", "nan"), "field 'p_sup'"

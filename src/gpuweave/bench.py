@@ -19,6 +19,7 @@ from gpuweave.cluster.policies import make_policy
 from gpuweave.cluster.simulator import Simulator
 from gpuweave.engine.gc_pause import old_objects_left_alone
 from gpuweave.errors import InputError
+from gpuweave.files import prepare_output_file
 from gpuweave.hardware.catalog import get_gpu
 from gpuweave.hardware.cluster_spec import make_cluster
 from gpuweave.limits import check_limit
@@ -51,11 +52,7 @@ def bench_sim(
     code several times over and C code not at all, so the timings of such a run are not comparable with others."""
     profiler = None
     if profile is not None:
-        target = Path(profile)
-        if target.is_dir() or not target.parent.is_dir():
-            raise InputError(
-                f"cannot write the profile to {target}: a folder, or in a folder that does not exist", field="profile"
-            )
+        prepare_output_file(profile, field="profile")  # before the run: not a folder, its folders made
         import cProfile
 
         profiler = cProfile.Profile()

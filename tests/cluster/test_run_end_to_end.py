@@ -123,7 +123,7 @@ def test_bench_under_the_profiler_writes_pstats_and_names_the_costliest_function
 
     from gpuweave.bench import bench_sim
 
-    path = tmp_path / "sim.prof"
+    path = tmp_path / "new" / "sim.prof"  # its folder is made, as for every output file
     result = bench_sim(200, 64, "gavel", 60.0, 0, None, profile=path)
     assert result["profile"] == str(path) and not path.with_name("sim.prof.part").exists()
     assert any("simulator.py" in f for (f, _, _) in pstats.Stats(str(path)).stats)
