@@ -174,3 +174,48 @@ def test_kernel_and_fikit_commands(files):
     )
     check_one_error(gpuweave("fikit", "serve", "--profiles", "nope", cwd=files), "field 'profiles'")
     check_one_error(gpuweave("fikit", "serve", "--client-timeout", "-1", cwd=files), "field 'client_timeout'")
+
+
+def _header_only_cases():
+    from tests.fuzz.targets import (
+        MIG_TASKS,
+        OPENB_NODES,
+        PACKS,
+        PHILLY,
+        PODS,
+        SACCT_LINES,
+        SPOT_JOBS,
+        SPOT_NODES,
+        TIRESIAS,
+        TRACE_HEADER,
+    )
+
+    return [
+        ("schema", "t.csv", TRACE_HEADER, ",", ["trace", "validate", "t.csv"]),
+        ("philly", "t.csv", PHILLY[0], ",", ["trace", "info", "t.csv", "--format", "philly"]),
+        ("tiresias", "t.csv", TIRESIAS[0], ",", ["trace", "convert", "t.csv", "o.csv", "--from", "tiresias"]),
+        ("alibaba pods", "t.csv", PODS[0], ",", ["trace", "info", "t.csv", "--format", "alibaba-pods"]),
+        ("alibaba jobs", "t.csv", SPOT_JOBS[0], ",", ["trace", "validate", "t.csv", "--format", "alibaba-jobs"]),
+        ("sacct", "t.sacct", SACCT_LINES[0], "|", ["trace", "import-slurm", "t.sacct", "--out", "o.csv"]),
+        ("openb nodes", "t.csv", OPENB_NODES[0], ",", ["trace", "cluster", "t.csv"]),
+        ("spot nodes", "node_info_df.csv", SPOT_NODES[0], ",", ["trace", "cluster", "node_info_df.csv"]),
+        (
+            "simulate trace",
+            "t.csv",
+            TRACE_HEADER,
+            ",",
+            ["cluster", "simulate", "--policy", "sjf", "--trace", "t.csv", "--out", "r"],
+        ),
+        ("mig tasks", "t.csv", MIG_TASKS[0], ",", ["mig", "plan", "t.csv", "--json", "s.json"]),
+        ("packs profile", "t.csv", PACKS[0], ",", ["packs", "plan", "t.csv", "--json", "p.json"]),
+    ]
+
+
+@pytest.mark.parametrize("blank_lines", [0, 3], ids=["header", "header and blank lines"])
+def test_a_table_with_its_header_alone_is_one_line_error(tmp_path, blank_lines):
+    # before: `trace info --format philly` raised ValueError (NaT has no strftime) and `trace import-slurm` an
+    # AttributeError (.str on an empty column), each with a traceback; found by the fuzzer and this sweep
+    for name, file, header, sep, argv in _header_only_cases():
+        (tmp_path / file).write_text(sep.join(header) + "\n" * (1 + blank_lines))
+        line = check_one_error(gpuweave(*argv, cwd=tmp_path), file)
+        assert not (tmp_path / "o.csv").exists() and not (tmp_path / "r").exists(), (name, line)

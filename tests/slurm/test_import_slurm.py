@@ -174,6 +174,11 @@ def test_parsable_with_trailing_bar_and_typed_only_tres():
             "row 1, field 'ElapsedRaw': expected whole seconds, got '6s'",
         ),
         (["1|1|x|u|a|p|COMPLETED|2024-01-01T00:00:00|Unknown|Unknown|0|||n"], "no job with GPUs that ran"),
+        ([], "t.sacct: no job with GPUs that ran (no job line after the header)"),  # found by the fuzzer
+        (
+            ["1.0|1.0|x|u|a|p|COMPLETED|2024-01-01T00:00:00|Unknown|Unknown|0|||n"],
+            "no job with GPUs that ran (only 1 job step line(s) after the header)",
+        ),
     ],
 )
 def test_bad_sacct_lines_name_the_row_and_field(lines, message):

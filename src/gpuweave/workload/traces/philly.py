@@ -50,6 +50,8 @@ def read_philly_jobs(
     file = Path(path)
     raw = read_csv_strings(file)
     require_columns(raw, PHILLY_COLUMNS, file=file, what="a Philly job list")
+    if raw.empty:  # a header alone: no trace start to count arrivals from
+        raise InputError("the trace has no jobs", file=file)
     stamps = pd.to_datetime(raw["timestamp"].str.strip(), format="%Y-%m-%d %H:%M:%S", errors="coerce")
     bad = stamps.isna().to_numpy()
     if bad.any():

@@ -132,6 +132,9 @@ def sacct_frame(
     import pandas as pd
 
     raw, skipped_steps = _split_lines(text, source)
+    if not raw[ROW]:  # sacct found no job in its window: an empty frame would have no text columns to check
+        what = f"only {skipped_steps} job step line(s)" if skipped_steps else "no job line"
+        raise InputError(f"no job with GPUs that ran ({what} after the header)", file=source)
     rows = _job_rows(raw, source)
     jobs, notes = _merge_runs(rows, source)
     if skipped_steps:
