@@ -120,6 +120,28 @@ def test_ac8_invariants_over_a_scenario_run(policy):
             assert all(nodes[n].gpu_model in ("V100", "T4") for n, _ in held.values())
 
 
+def test_calls_are_recorded_only_when_asked():
+    """A policy made by name for a simulation keeps no call records (one plan per call would grow with the run);
+    the reproduction's run_policy turns them on, and an instance made with record=True keeps them."""
+    from gpuweave.andreas.catalog import load_profile_table
+    from gpuweave.cluster.policies import make_policy
+    from gpuweave.cluster.run import gpu_power
+
+    nodes = [Node(0, "v", "V100", 2, 0.17168313, 1.33), Node(1, "t", "T4", 1, 0.17168313, 1.33)]
+    jobs = [
+        andreas_job("x", "convolutionNet", 20, 0.0, 2000.0, 1e-3),
+        andreas_job("y", "LSTMbig", 10, 450.0, 3000.0, 1e-3),
+    ]
+    store = load_profile_table().profile_store()
+    quiet = make_policy("andreas")
+    rec = Simulator(nodes, jobs, quiet, store, gpu_power(nodes)).run()
+    assert all(js.end is not None for js in rec.jobs) and quiet.calls == []
+    asked = make_policy("andreas", record=True)
+    Simulator(nodes, jobs, asked, store, gpu_power(nodes)).run()
+    assert [c.time for c in asked.calls][:2] == [0.0, 450.0]
+    assert [c.time for c in run_policy(nodes, jobs, "andreas").calls][:2] == [0.0, 450.0]
+
+
 def test_triggers_event_periodic_and_both():
     nodes = [Node(0, "v", "V100", 2, 0.17168313, 1.33), Node(1, "t", "T4", 1, 0.17168313, 1.33)]
     jobs = [

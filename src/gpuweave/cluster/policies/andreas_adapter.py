@@ -19,8 +19,11 @@ that they are judged by the same physics as every other policy and can run on ot
   ``period=H`` adds ticks every H seconds (H_wc = H in f_OBJ); ``periodic_only=True`` calls the optimizer
   on ticks only (the ARMIDA prototype: every 300 s).
 
-Every call is recorded in ``self.calls`` (time, queue size, plan, proxy terms, optimizer wall time), which
-the reproduction uses for the optimizer time per call and the ARMIDA trace. Cost per call: O(|Q|·K) to
+With ``record=True`` every call is recorded in ``self.calls`` (time, queue size, plan, proxy terms, optimizer wall
+time), which the reproduction uses for the optimizer time per call and the ARMIDA trace
+(:func:`gpuweave.repro.andreas.simulate.run_policy` turns it on). It is off by default: a record holds the whole
+plan, so a long run (or the service) would keep one plan per call, O(calls x queue) memory (1.1 GB at 10,000
+generated jobs, 20,000 calls). Cost per call: O(|Q|·K) to
 build the instance plus the optimizer's own cost.
 """
 
@@ -396,7 +399,7 @@ class AndreasPolicyBase(ClusterPolicy):
         cost_model: str = "auto",
         rho: float = RHO,
         proxy_variant: str = "code",
-        record: bool = True,
+        record: bool = False,
         *,
         round_length: float | None = None,
         seed: int = 0,

@@ -130,8 +130,16 @@ def run_policy(
     restart_delay: float = 0.0,
     **options,
 ) -> RunResult:
-    """Simulate ``jobs`` on ``nodes`` under ``policy`` (a registered name with ``options``, or an instance)."""
-    pol = make_policy(policy, **options) if isinstance(policy, str) else policy
+    """Simulate ``jobs`` on ``nodes`` under ``policy`` (a registered name with ``options``, or an instance).
+
+    An ANDREAS policy built here from its name records every call (``RunResult.calls``: the optimizer time per
+    call, the ARMIDA trace); an instance passed in records only if it was made with ``record=True``."""
+    if isinstance(policy, str):
+        pol = make_policy(policy, **options)
+        if isinstance(pol, AndreasPolicyBase):
+            pol.record = True
+    else:
+        pol = policy
     profiles = profiles if profiles is not None else load_profile_table().profile_store()
     sim = Simulator(nodes, jobs, pol, profiles, gpu_power(nodes), restart_delay=restart_delay, record_segments=False)
     rec = sim.run()
