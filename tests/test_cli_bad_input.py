@@ -219,3 +219,41 @@ def test_a_table_with_its_header_alone_is_one_line_error(tmp_path, blank_lines):
         (tmp_path / file).write_text(sep.join(header) + "\n" * (1 + blank_lines))
         line = check_one_error(gpuweave(*argv, cwd=tmp_path), file)
         assert not (tmp_path / "o.csv").exists() and not (tmp_path / "r").exists(), (name, line)
+
+
+def _csv_readers():
+    from gpuweave.andreas.catalog import load_costs, load_profile_table
+    from gpuweave.hadar.trace import load_pool
+    from gpuweave.kernel.timeline import read_kernels_csv
+    from gpuweave.mig.problem import read_tasks_csv
+    from gpuweave.packs.workloads import load_profile_csv
+    from gpuweave.report.rundir import read_jobs
+    from gpuweave.workload.pollux import _rows as pollux_rows
+    from gpuweave.workload.profiles import load_profiles
+    from gpuweave.workload.traces._tables import read_csv_strings
+
+    return {
+        "trace tables": read_csv_strings,
+        "MIG tasks": read_tasks_csv,
+        "packs profile": load_profile_csv,
+        "ANDREAS costs": load_costs,
+        "ANDREAS epoch times": load_profile_table,
+        "kernel timeline": read_kernels_csv,
+        "throughput profiles": load_profiles,
+        "Pollux measurements": lambda path: pollux_rows(path, ("task",)),
+        "Hadar pool": load_pool,
+        "report jobs.csv": read_jobs,
+    }
+
+
+@pytest.mark.parametrize("reader", list(_csv_readers()))
+def test_every_csv_reader_refuses_a_column_named_twice(tmp_path, reader):
+    # before: all but the trace tables took one of the two silently (DictReader the last, an index lookup the
+    # first, pandas renamed the second 'task.1'), so `mig plan` with two '3' columns planned from the second
+    from gpuweave.errors import InputError
+
+    path = tmp_path / "t.csv"
+    path.write_text("# a comment\ntask,x,task\n1,2,3\n" if reader == "Hadar pool" else "task,x,task\n1,2,3\n")
+    with pytest.raises(InputError) as exc:
+        _csv_readers()[reader](path)
+    assert str(exc.value) == f"{path}, row 0, field 'task': column 'task' appears twice in the header"

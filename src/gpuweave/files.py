@@ -81,6 +81,30 @@ def read_input_text(path: str | Path, *, what: str = "file", limit_name: str = "
 
 
 # --------------------------------------------------------------------------- JSON and YAML documents
+def check_unique_columns(header: list[str], *, file: str | Path | None) -> None:
+    """A CSV header that names a column twice is refused (row 0, the name as field): a reader would take one of
+    the two silently (``csv.DictReader`` the last, a lookup by index the first, pandas renames the second
+    ``name.1``), so which value a row holds would depend on the reader. Empty names are not checked. O(columns)."""
+    seen: set[str] = set()
+    for name in header:
+        if name and name in seen:
+            raise InputError(f"column '{name}' appears twice in the header", file=file, row=0, field=name)
+        seen.add(name)
+
+
+def first_csv_row(text: str, comment: str | None = "#") -> list[str]:
+    """The first record of CSV ``text`` (its header) with blank lines and, with ``comment``, the text after a
+    comment character skipped, names stripped; [] when there is none. For the readers that parse with pandas."""
+    import csv
+
+    for line in text.lstrip("\ufeff").splitlines():
+        if comment is not None:
+            line = line.split(comment, 1)[0]
+        if line.strip():
+            return [name.strip() for name in next(csv.reader([line]))]
+    return []
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number in JSON")
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from gpuweave.errors import InputError
-from gpuweave.files import check_path, read_input_text
+from gpuweave.files import check_path, check_unique_columns, read_input_text
 
 COST_FILE = "costs.csv"
 PROFILE_FILE = "profiles.csv"
@@ -54,6 +54,7 @@ def _read_rows(text: str, source: str, columns: tuple[str, ...]) -> list[dict[st
     lines = [ln for ln in text.lstrip("\ufeff").splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     reader = csv.DictReader(io.StringIO("\n".join(lines)), restval="")  # a short row has empty cells, not None
     try:
+        check_unique_columns([name.strip() for name in reader.fieldnames or []], file=source)
         missing = [c for c in columns if c not in (reader.fieldnames or [])]
         if missing:
             raise InputError(f"missing column(s) {', '.join(missing)} (expected {', '.join(columns)})", file=source)

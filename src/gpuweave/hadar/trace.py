@@ -59,7 +59,7 @@ import numpy as np
 
 from gpuweave.checks import DURATION, GPUS, POSITIVE_COUNT, check_array
 from gpuweave.errors import InputError
-from gpuweave.files import load_json, read_input_text
+from gpuweave.files import check_unique_columns, first_csv_row, load_json, read_input_text
 from gpuweave.workload.job import Job
 
 POOL_FILE = "philly_window_pool.csv"
@@ -200,6 +200,7 @@ def load_pool(path: str | Path | None = None, window: str = DEFAULT_WINDOW) -> d
         source = str(p)
     import io
 
+    check_unique_columns(first_csv_row(text), file=source)
     try:
         frame = pd.read_csv(io.StringIO(text), comment="#")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:

@@ -48,9 +48,11 @@ def write_kernels_csv(panels: list[tuple[str, list[KernelRecord]]], window: tupl
 
 def read_kernels_csv(path: str | Path) -> list[dict[str, str]]:
     from gpuweave.errors import InputError
+    from gpuweave.files import check_unique_columns
 
     with open(path, newline="") as fh:
         reader = csv.DictReader(fh)
+        check_unique_columns([name.strip() for name in reader.fieldnames or []], file=path)
         missing = [c for c in KERNEL_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
             raise InputError("missing column", file=path, field=missing[0])

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from gpuweave.checks import DURATION
 from gpuweave.errors import InputError
-from gpuweave.files import read_input_text
+from gpuweave.files import check_unique_columns, read_input_text
 from gpuweave.hardware.catalog import get_mig_geometry
 from gpuweave.hardware.mig import MigGeometry
 from gpuweave.limits import check_limit
@@ -207,6 +207,7 @@ def read_tasks_csv(path: str | Path, gpu: str = "A100", gpus: int = 1, *, text: 
         raise InputError("empty tasks file (expected a header: task," + ",".join(map(str, sizes)) + ")", file=path)
     reader = csv.reader(lines)
     header = [h.strip() for h in next(reader)]
+    check_unique_columns(header, file=path)
     if "task" not in header:
         raise InputError(f"missing column 'task' (header: {','.join(header)})", file=path, field="task")
     size_cols = _size_columns(header, geometry.name, sizes, path)

@@ -27,7 +27,7 @@ import numpy as np
 
 from gpuweave.checks import DURATION
 from gpuweave.errors import InputError
-from gpuweave.files import read_input_text
+from gpuweave.files import check_unique_columns, read_input_text
 from gpuweave.limits import check_limit
 from gpuweave.packs.data import paper_numbers, synref_params
 from gpuweave.packs.model import Profile, repair
@@ -162,6 +162,7 @@ def load_profile_csv(path: str | Path, procs: int | None = None) -> Profile:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
         raise InputError("the profile is empty (expected a header 'task,1,2,...,P')", file=path) from None
+    check_unique_columns(header, file=path)
     if "task" not in header:
         raise InputError("no 'task' column in the header (expected 'task,1,2,...,P')", file=path, row=0)
     proc_cols = _processor_columns(header, path)

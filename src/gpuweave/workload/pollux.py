@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from gpuweave.errors import InputError, MissingProfileError
+from gpuweave.files import check_unique_columns
 from gpuweave.workload.traces._tables import read_text
 
 APP_CONSTANTS = "pollux_apps.csv"
@@ -300,6 +301,7 @@ def _rows(path: Path, columns: tuple[str, ...]) -> list[list[float]]:
     """Numeric rows of a CSV with the named columns, in that order; InputError naming file, row and column."""
     reader = csv.reader(io.StringIO(read_text(path)))
     header = [name.strip() for name in next(reader, [])]
+    check_unique_columns(header, file=path)
     missing = [c for c in columns if c not in header]
     if missing:
         raise InputError(

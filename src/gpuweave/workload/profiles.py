@@ -34,7 +34,7 @@ from pathlib import Path
 
 from gpuweave.checks import GPUS, THROUGHPUT, parse
 from gpuweave.errors import InputError, MissingProfileError
-from gpuweave.files import check_path, read_input_text
+from gpuweave.files import check_path, check_unique_columns, read_input_text
 from gpuweave.workload.pollux import PolluxJobModel, load_pollux_job_model
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model, is_known_gpu_model
 
@@ -211,6 +211,7 @@ def _parse_rows(text: str, source: str) -> list[ProfileRow]:
     if header is None:
         raise InputError("empty profile file; expected a header " + ",".join(PROFILE_COLUMNS), file=source)
     header = [name.strip() for name in header]
+    check_unique_columns(header, file=source)
     for name in PROFILE_COLUMNS:
         if name not in header:
             raise InputError(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from gpuweave.checks import MAGNITUDE
 from gpuweave.errors import InputError
-from gpuweave.files import read_input_text
+from gpuweave.files import check_unique_columns, read_input_text
 from gpuweave.limits import check_limit, limit
 
 if TYPE_CHECKING:
@@ -57,11 +57,7 @@ def read_csv_strings(path: str | Path, *, limit_name: str = "trace_jobs", what: 
         raise InputError(f"malformed CSV: {exc}{hint}", file=path, row=len(records)) from None
     header = [name.strip() for name in records[0]]
     width = len(header)
-    seen: set[str] = set()
-    for name in header:
-        if name and name in seen:
-            raise InputError(f"column '{name}' appears twice in the header", file=path, row=0, field=name)
-        seen.add(name)
+    check_unique_columns(header, file=path)
     for row_number, record in enumerate(records[1:], start=1):
         if len(record) != width:
             raise InputError(
@@ -73,7 +69,7 @@ def read_csv_strings(path: str | Path, *, limit_name: str = "trace_jobs", what: 
     frame = (
         pd.DataFrame(records[1:], columns=header, dtype=object) if len(records) > 1 else pd.DataFrame(columns=header)
     )
-    if "" in seen:  # columns without a name (trailing commas of a spreadsheet export) hold nothing we read
+    if "" in header:  # columns without a name (trailing commas of a spreadsheet export) hold nothing we read
         frame = frame.loc[:, [bool(name) for name in header]]
     frame[ROW] = range(1, len(frame) + 1)
     return frame
