@@ -257,3 +257,16 @@ def test_every_csv_reader_refuses_a_column_named_twice(tmp_path, reader):
     with pytest.raises(InputError) as exc:
         _csv_readers()[reader](path)
     assert str(exc.value) == f"{path}, row 0, field 'task': column 'task' appears twice in the header"
+
+
+def test_a_kernels_csv_with_a_bom_or_a_huge_field_is_read_or_refused_in_one_line(tmp_path):
+    # before: a BOM hid the first column ("missing column 'panel'") and a 200,000-character header was a csv.Error
+    from gpuweave.errors import InputError
+    from gpuweave.kernel.timeline import KERNEL_COLUMNS, read_kernels_csv
+
+    path = tmp_path / "kernels.csv"
+    path.write_text("\ufeff" + ",".join(KERNEL_COLUMNS) + "\r\n" + ",".join("1" for _ in KERNEL_COLUMNS) + "\r\n")
+    assert read_kernels_csv(path)[0]["panel"] == "1"
+    path.write_text("panel," + "a" * 200_000 + "\n")
+    with pytest.raises(InputError, match="malformed CSV: field larger than field limit"):
+        read_kernels_csv(path)

@@ -101,7 +101,10 @@ def first_csv_row(text: str, comment: str | None = "#") -> list[str]:
         if comment is not None:
             line = line.split(comment, 1)[0]
         if line.strip():
-            return [name.strip() for name in next(csv.reader([line]))]
+            try:
+                return [name.strip() for name in next(csv.reader([line]))]
+            except csv.Error:  # e.g. a name past the csv module's field limit: the caller's own parser decides
+                return []
     return []
 
 

@@ -47,16 +47,23 @@ def write_kernels_csv(panels: list[tuple[str, list[KernelRecord]]], window: tupl
 
 
 def read_kernels_csv(path: str | Path) -> list[dict[str, str]]:
-    from gpuweave.errors import InputError
-    from gpuweave.files import check_unique_columns
+    """The rows of a run's ``kernels.csv`` (a BOM and CRLF line ends are accepted); InputError on a missing or
+    repeated column, or a file that is not readable text."""
+    import io
 
-    with open(path, newline="") as fh:
-        reader = csv.DictReader(fh)
+    from gpuweave.errors import InputError
+    from gpuweave.files import check_unique_columns, read_input_text
+
+    text = read_input_text(path, what="kernels.csv of a run").lstrip("\ufeff")
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
         check_unique_columns([name.strip() for name in reader.fieldnames or []], file=path)
         missing = [c for c in KERNEL_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
             raise InputError("missing column", file=path, field=missing[0])
         return list(reader)
+    except csv.Error as exc:
+        raise InputError(f"malformed CSV: {exc}", file=path) from None
 
 
 def plot_timeline_rows(
