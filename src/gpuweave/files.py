@@ -80,7 +80,7 @@ def read_input_text(path: str | Path, *, what: str = "file", limit_name: str = "
         raise InputError(f"not UTF-8 text (byte {exc.start})", file=path) from None
 
 
-# --------------------------------------------------------------------------- JSON and YAML documents
+# --------------------------------------------------------------------------- CSV headers
 def check_unique_columns(header: list[str], *, file: str | Path | None) -> None:
     """A CSV header that names a column twice is refused (row 0, the name as field): a reader would take one of
     the two silently (``csv.DictReader`` the last, a lookup by index the first, pandas renames the second
@@ -108,6 +108,7 @@ def first_csv_row(text: str, comment: str | None = "#") -> list[str]:
     return []
 
 
+# --------------------------------------------------------------------------- JSON and YAML documents
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number in JSON")
 

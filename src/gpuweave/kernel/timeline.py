@@ -54,7 +54,7 @@ def read_kernels_csv(path: str | Path) -> list[dict[str, str]]:
     from gpuweave.errors import InputError
     from gpuweave.files import check_unique_columns, read_input_text
 
-    text = read_input_text(path, what="kernels.csv of a run").lstrip("\ufeff")
+    text = read_input_text(path, what="kernels.csv of a run")  # decoded as utf-8-sig: a BOM is dropped
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
         check_unique_columns([name.strip() for name in reader.fieldnames or []], file=path)
