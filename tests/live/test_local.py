@@ -149,6 +149,56 @@ def _text(path: Path) -> str:
     return path.read_text() if path.exists() else ""
 
 
+ONE_GPU = "name: one\ndescription: one V100\nprice_per_kwh: 0.1\npue: 1.2\nnodes:\n" + (
+    "  - {gpu: V100, gpus_per_node: 1, count: 1, name_prefix: gpu-}\n"
+)
+
+
+def _most_attempts_open_at_once(out: Path) -> int:
+    """The journal's largest number of attempts launched and not yet ended, over the whole run."""
+    open_now, most = set(), 0
+    for r in map(json.loads, _text(out / "journal.jsonl").splitlines()):
+        if r["ev"] == "launch":
+            open_now.add((r["job"], r["attempt"]))
+        elif r["ev"] == "end":
+            open_now.discard((r["job"], r["attempt"]))
+        most = max(most, len(open_now))
+    return most
+
+
+def test_a_job_given_a_stopped_jobs_gpu_waits_until_that_worker_has_exited(live_config, tmp_path):
+    """Tiresias on one GPU: j4's arrival preempts j1, and j4 starts only once j1's worker has checkpointed and exited.
+    Before, j4 was launched at once; the local executor had no GPU left for it, and on an H200 it trained on the
+    CPU at half speed (tools/real_gpu/check.py, 2026-11-27)."""
+    rows = [f"j1,0,1,{RESNET},2000", f"j4,120,1,{RESNET},300"]
+    config = live_config(rows, policy="tiresias", round_length=60, policy_options={"thresholds": [100]})
+    (tmp_path / "cluster.yaml").write_text(ONE_GPU)
+    out = tmp_path / "out"
+    assert run_live(config, "local", None, out)["completed"] == 2
+    live = _rows(out / "live.csv")
+    assert [r["outcome"] for r in live if r["job_id"] == "j1"][0] == "stopped"  # the preemption happened
+    assert _most_attempts_open_at_once(out) == 1
+
+
+def test_a_stopped_worker_that_ignores_sigterm_is_killed_after_stop_timeout(live_config, tmp_path):
+    """A program that swallows SIGTERM would hold its GPU for good: past ``stop_timeout`` it is killed, its job
+    keeps what its last checkpoint holds, and the job waiting for the GPU starts."""
+    rows = [f"j1,0,1,{RESNET},2000,synthetic --ignore-sigterm", f"j4,120,1,{RESNET},300"]
+    options = {"thresholds": [100]}
+    config = live_config(
+        rows, policy="tiresias", round_length=60, policy_options=options, executor={"stop_timeout": 0.5}
+    )
+    (tmp_path / "cluster.yaml").write_text(ONE_GPU)
+    out = tmp_path / "out"
+    assert run_live(config, "local", None, out)["completed"] == 2
+    live = _rows(out / "live.csv")
+    outcomes = [r["outcome"] for r in live if r["job_id"] == "j1"]
+    assert outcomes[0] == "stopped" and outcomes[-1] == "done"  # killed, then resumed
+    waited = next(r for r in live if r["job_id"] == "j4")  # for the GPU: stop_timeout, then the kill
+    assert float(waited["launch_latency_wall_s"]) >= 0.5
+    assert _most_attempts_open_at_once(out) == 1
+
+
 def test_simulate_reads_a_live_config_so_the_readme_comparison_runs_as_written(tmp_path, monkeypatch):
     """README: `cluster simulate` on the live example (executor section ignored, files found beside it) then
     `cluster compare` against a live run; here the simulated run is compared with itself."""

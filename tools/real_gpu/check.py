@@ -3,6 +3,9 @@ with real CUDA programs and a real PyTorch job, and the live runtime on a real G
 
     python3 tools/real_gpu/check.py OUT_DIR [--only nvml,shim,bench,torch,live]
 
+Environment: CHECK_WORK_SCALE (the live jobs' steps times this; default 1), CHECK_LIVE_POLICIES (default
+fifo,hadar).
+
 Needs: an NVIDIA GPU and driver, nvcc, a C compiler, PyTorch with CUDA and torchvision, gpuweave importable
 (PYTHONPATH=src plus its dependencies). It never changes MIG mode, creates MIG instances or resets the GPU:
 `mig run` is called with --check and --dry-run only. Each step runs on its own, so one failing step does not hide
@@ -424,7 +427,7 @@ def step_live(work: Path, model: str) -> dict:
         + "\n"
     )
     res = {}
-    for policy in ("fifo", "hadar"):
+    for policy in os.environ.get("CHECK_LIVE_POLICIES", "fifo,hadar").split(","):
         base = {
             "policy": policy,
             "cluster": str(live / "cluster.yaml"),

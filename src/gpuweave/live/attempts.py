@@ -60,6 +60,7 @@ class Attempt:
     first_step_wall: float | None = None
     seen_steps: int = 0
     stopping: bool = False
+    stop_wall: float | None = None  # when the runtime asked the workers to stop (SIGTERM)
     crash: str = ""
     node_lost: bool = False  # a node of the placement disappeared: the job went back to the queue
 

@@ -52,6 +52,9 @@ class ExecutorSection(BaseModel):
     )
     max_retries: int = Field(2, ge=0, le=1000, description="restarts of a crashed worker before its job fails")
     report_timeout: float = Field(30.0, gt=0, le=86400, description="wall seconds a worker may go without reporting")
+    stop_timeout: float = Field(
+        30.0, gt=0, le=86400, description="wall seconds a stopped worker may take to exit before it is killed"
+    )
     measured_rates: bool = Field(True, description="policies see measured steps/s per GPU type once known")
     poll_interval: float = Field(0.05, ge=0.001, le=3600, description="wall seconds between polls of the workers")
     slurm: SlurmSection = Field(default_factory=SlurmSection, description="settings of the slurm executor")

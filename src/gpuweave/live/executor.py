@@ -59,6 +59,12 @@ class Executor(ABC):
     def kill(self, handle: object) -> None:
         """End the worker now (no checkpoint)."""
 
+    def can_launch(self, node: int, gpus: int) -> bool:
+        """Whether ``gpus`` GPUs of ``node`` are free now. An executor that hands out GPUs itself answers False while
+        a stopped worker still holds them (it checkpoints before it exits); Ray and Slurm queue a worker until its
+        resources are free, so by default every launch may go ahead."""
+        return True
+
     def pid(self, handle: object) -> int | None:
         """The worker's process id where it runs on this machine (journalled for a restarted runtime)."""
         return None

@@ -2,7 +2,9 @@
 
 Every declared node lives here. ``CUDA_VISIBLE_DEVICES`` is set from the placement: the node's GPU slots
 ``0..num_gpus-1`` are handed out to its workers; when NVML sees at least that many GPUs the ids are real and the
-workers are not paced, otherwise the GPUs are emulated (``CUDA_VISIBLE_DEVICES`` empty, steps paced).
+workers are not paced, otherwise the GPUs are emulated (``CUDA_VISIBLE_DEVICES`` empty, steps paced). A slot
+comes back when its worker has exited, not when it is asked to stop: :meth:`LocalExecutor.can_launch` says whether
+a node has the slots a launch needs, and :meth:`LocalExecutor.launch` refuses to start a worker short of them.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class LocalExecutor(Executor):
 
     def __init__(self) -> None:
         self._free: dict[int, list[int]] = {}
+        self._held: list[_Proc] = []  # workers whose GPU slots are not yet back in _free
         self._real_gpus = nvml_gpu_count()
         self.emulated = True
 
@@ -51,6 +54,8 @@ class LocalExecutor(Executor):
 
     def launch(self, spec: LaunchSpec) -> _Proc:
         free = self._free[spec.node]
+        if len(free) < spec.gpus:  # the runtime asks can_launch first: a worker short of GPUs would run on the CPU
+            raise RuntimeError(f"{spec.label}: node {spec.node_name} has {len(free)} free GPU(s), asked {spec.gpus}")
         slots, self._free[spec.node] = free[: spec.gpus], free[spec.gpus :]
         env = dict(os.environ, **spec.env)
         env["CUDA_VISIBLE_DEVICES"] = "" if self.emulated else ",".join(map(str, slots))
@@ -64,13 +69,22 @@ class LocalExecutor(Executor):
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        return _Proc(popen, spec.node, slots)
+        handle = _Proc(popen, spec.node, slots)
+        self._held.append(handle)
+        return handle
+
+    def can_launch(self, node: int, gpus: int) -> bool:
+        if len(self._free[node]) < gpus:
+            for handle in list(self._held):  # a worker that has exited since the last poll gives its slots back
+                self.exit_code(handle)
+        return len(self._free[node]) >= gpus
 
     def exit_code(self, handle: _Proc) -> int | None:
         code = handle.popen.poll()
         if code is not None and not handle.released:
             handle.released = True
             self._free[handle.node] = sorted(self._free[handle.node] + handle.slots)
+            self._held.remove(handle)
         return code
 
     def terminate(self, handle: _Proc) -> None:

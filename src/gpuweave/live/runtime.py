@@ -231,8 +231,11 @@ class LiveRuntime:
         stops a job and starts it again one round later (Hadar drops an aged job whose utility fell under the
         GPU price, and its starvation guard restarts it on the idle cluster) livelocks whenever a launch takes
         longer than a scaled round: each stop lands before the worker's first step, so nothing is ever saved.
-        The wait is bounded by ``report_timeout`` (a silent worker is then a crash)."""
+        The wait is bounded by ``report_timeout`` (a silent worker is then a crash). A decided attempt still waiting
+        for its GPUs counts too (bounded by ``stop_timeout``, after which the worker holding them is killed)."""
         for job in self.jobs.values():
+            if job.next_start is not None and job.attempt is None and not job.finished:
+                return True
             attempt = job.attempt
             if attempt is not None and not attempt.stopping and not attempt.crash:
                 if any(c.status is None or c.status.first_step_wall is None for c in attempt.copies):
@@ -325,7 +328,18 @@ class LiveRuntime:
                     self.measured_changed = True
 
     def _watch_faults(self, job: LiveJob, attempt: Attempt, wall: float) -> None:
-        if attempt.stopping or attempt.crash:
+        if attempt.stopping and not attempt.crash:
+            # A worker that ignores SIGTERM would hold its GPUs for good: past stop_timeout it is killed, and what
+            # its last checkpoint holds is kept.
+            if attempt.stop_wall is None:  # stopped before a restart of the runtime: the clock starts now
+                attempt.stop_wall = wall
+            elif wall - attempt.stop_wall > self.ex.stop_timeout:
+                for w in attempt.workers:
+                    if w.code is None:
+                        self.executor.kill(w.handle)
+                        w.code = self.executor.exit_code(w.handle)
+            return
+        if attempt.crash:
             return
         for copy in attempt.copies:
             lead = copy.workers[0]
@@ -413,6 +427,7 @@ class LiveRuntime:
     def _stop(self, job: LiveJob, attempt: Attempt) -> None:
         self.journal.stopping(job, attempt)
         attempt.stopping = True
+        attempt.stop_wall = time.time()
         for w in attempt.workers:
             if w.code is None:
                 self.executor.terminate(w.handle)
@@ -429,11 +444,17 @@ class LiveRuntime:
         job.next_start = (action.placement, kind, wall, now)
 
     def _launch_ready(self, wall: float) -> None:
+        """Start the decided attempts whose GPUs are free. A job given GPUs that a stopped job's worker still holds
+        (it is writing its checkpoint) waits for that worker to exit: started at once it would share the GPU, or,
+        on the local executor, find no GPU left to it and train on the CPU (seen on an H200, where the job that
+        preempted another ran at half speed). The wait counts in the job's launch latency."""
         for job in self.jobs.values():
             if job.next_start is not None and job.attempt is None and not job.finished:
                 placement, kind, decided_wall, decided_sim = job.next_start
-                job.next_start = None
-                if job.js.job.job_id in self.book.running and job.js.placement == placement:
+                if job.js.job.job_id not in self.book.running or job.js.placement != placement:
+                    job.next_start = None
+                elif all(self.executor.can_launch(node, k) for node, k in placement):
+                    job.next_start = None
                     self._launch(job, placement, kind, decided_wall, decided_sim)
 
     def _launch(self, job: LiveJob, placement, kind: str, decided_wall: float, decided_sim: float) -> None:
