@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -225,12 +226,21 @@ def _csv_readers():
     from gpuweave.andreas.catalog import load_costs, load_profile_table
     from gpuweave.hadar.trace import load_pool
     from gpuweave.kernel.timeline import read_kernels_csv
+    from gpuweave.live.results import read_jct
     from gpuweave.mig.problem import read_tasks_csv
     from gpuweave.packs.workloads import load_profile_csv
+    from gpuweave.report.grains import GrainRun
+    from gpuweave.report.repro import read_comparison
     from gpuweave.report.rundir import read_jobs
     from gpuweave.workload.pollux import _rows as pollux_rows
     from gpuweave.workload.profiles import load_profiles
     from gpuweave.workload.traces._tables import read_csv_strings
+
+    def in_run_dir(path: Path, name: str) -> Path:  # readers that take a run directory and a fixed file name
+        folder = path.parent / "run"
+        folder.mkdir(exist_ok=True)
+        (folder / name).write_bytes(path.read_bytes())
+        return folder
 
     return {
         "trace tables": read_csv_strings,
@@ -243,6 +253,9 @@ def _csv_readers():
         "Pollux measurements": lambda path: pollux_rows(path, ("task",)),
         "Hadar pool": load_pool,
         "report jobs.csv": read_jobs,
+        "report comparison.csv": read_comparison,
+        "report grain table": lambda path: GrainRun(path.parent, {}).table(path.name, ("task",)),
+        "cluster compare jobs.csv": lambda path: read_jct(in_run_dir(path, "jobs.csv")),
     }
 
 
@@ -256,7 +269,26 @@ def test_every_csv_reader_refuses_a_column_named_twice(tmp_path, reader):
     path.write_text("# a comment\ntask,x,task\n1,2,3\n" if reader == "Hadar pool" else "task,x,task\n1,2,3\n")
     with pytest.raises(InputError) as exc:
         _csv_readers()[reader](path)
-    assert str(exc.value) == f"{path}, row 0, field 'task': column 'task' appears twice in the header"
+    message = str(exc.value)  # the file named is t.csv, or its copy in a run directory
+    assert message.startswith(str(tmp_path)) and message.endswith(
+        ", row 0, field 'task': column 'task' appears twice in the header"
+    )
+
+
+@pytest.mark.parametrize("reader", list(_csv_readers()))
+@pytest.mark.parametrize("where", ["header", "data row"])
+def test_every_csv_reader_refuses_a_field_past_the_csv_modules_limit_in_one_line(tmp_path, reader, where):
+    # before: csv.Error (field larger than field limit (131072)) escaped as a traceback from mig plan's TASKS.csv,
+    # the packs profile, --profiles, Pollux measurements, report's comparison.csv and grain tables, cluster compare
+    from gpuweave.errors import InputError
+
+    huge = "a" * 200_000
+    path = tmp_path / "t.csv"
+    path.write_text(f"task,{huge}\n1,2\n" if where == "header" else f"task,x\n1,{huge}\n")
+    try:
+        _csv_readers()[reader](path)
+    except InputError as exc:  # the one-line error; a reader that never reads the cell may also accept the file
+        assert "\n" not in str(exc) and str(exc).startswith(str(tmp_path))
 
 
 def test_a_kernels_csv_with_a_bom_or_a_huge_field_is_read_or_refused_in_one_line(tmp_path):
@@ -270,3 +302,17 @@ def test_a_kernels_csv_with_a_bom_or_a_huge_field_is_read_or_refused_in_one_line
     path.write_text("panel," + "a" * 200_000 + "\n")
     with pytest.raises(InputError, match="malformed CSV: field larger than field limit"):
         read_kernels_csv(path)
+
+
+def test_compare_and_report_read_bad_result_tables_in_one_line(tmp_path):
+    # before: a jct that is not a number was a ValueError traceback in `cluster compare`, and a comparison.csv that
+    # is not UTF-8 a UnicodeDecodeError traceback in `report`
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "jobs.csv").write_text("job_id,jct\na,12.5\nb,soon\n")
+    check_one_error(gpuweave("cluster", "compare", str(run), str(run)), "jobs.csv, row 2, field 'jct'", "'soon'")
+    repro = tmp_path / "repro"
+    repro.mkdir()
+    (repro / "comparison.csv").write_bytes(b"experiment,metric,paper,ours\nx,y,\xff,1\n")
+    check_one_error(gpuweave("report", str(repro), "--out", str(tmp_path / "o")), "comparison.csv: not UTF-8")
+    assert not (tmp_path / "o").exists()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,26 @@ def read_input_text(path: str | Path, *, what: str = "file", limit_name: str = "
         raise InputError(f"not UTF-8 text (byte {exc.start})", file=path) from None
 
 
-# --------------------------------------------------------------------------- CSV headers
+# --------------------------------------------------------------------------- CSV tables
+def csv_rows(lines: Iterable[str], *, file: str | Path | None) -> Iterator[list[str]]:
+    """``csv.reader`` over ``lines``, its ``csv.Error`` an InputError naming the file and the record (the header is
+    row 0, every record after it counts, blank ones too): a field past the csv module's 131,072-character limit, a
+    NUL byte or a stray quote is one line, not a traceback. O(size of the text)."""
+    import csv
+
+    reader = csv.reader(lines)
+    row = 0
+    while True:
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise InputError(f"malformed CSV: {exc}", file=file, row=row) from None
+        yield record
+        row += 1
+
+
 def check_unique_columns(header: list[str], *, file: str | Path | None) -> None:
     """A CSV header that names a column twice is refused (row 0, the name as field): a reader would take one of
     the two silently (``csv.DictReader`` the last, a lookup by index the first, pandas renames the second

@@ -15,10 +15,11 @@ import shutil
 import statistics
 from pathlib import Path
 
+from gpuweave.checks import RESULT, parse
 from gpuweave.cluster.metrics import summarize
 from gpuweave.cluster.results import fmt, write_run
 from gpuweave.errors import InputError
-from gpuweave.files import read_input_text
+from gpuweave.files import check_unique_columns, csv_rows, read_input_text
 from gpuweave.live.attempts import attempt_outcome
 
 LIVE_COLUMNS = [
@@ -128,10 +129,19 @@ def _timings(runtime, latencies: list[float]) -> dict:
 def read_jct(run_dir: Path) -> dict[str, float]:
     """job_id -> JCT of a result directory's jobs.csv (completed jobs only)."""
     path = Path(run_dir) / "jobs.csv"
-    rows = csv.DictReader(read_input_text(path, what="jobs.csv of a run").splitlines())
-    if rows.fieldnames is None or "jct" not in rows.fieldnames:
-        raise InputError("not a gpuweave result (no jct column)", file=path)
-    return {r["job_id"]: float(r["jct"]) for r in rows if r["jct"]}
+    records = csv_rows(read_input_text(path, what="jobs.csv of a run").splitlines(), file=path)
+    header = next(records, [])
+    check_unique_columns(header, file=path)
+    if "jct" not in header or "job_id" not in header:
+        raise InputError("not a gpuweave result (no job_id and jct columns)", file=path)
+    job_col, jct_col = header.index("job_id"), header.index("jct")
+    jct = {}
+    for row, record in enumerate(records, 1):
+        if len(record) != len(header):
+            raise InputError(f"{len(record)} fields, the header has {len(header)}", file=path, row=row)
+        if record[jct_col]:
+            jct[record[job_col]] = parse(record[jct_col], RESULT, file=path, row=row, field="jct")
+    return jct
 
 
 def compare_jct(sim_dir: Path, live_dir: Path) -> list[tuple[str, float | None, float | None, float | None]]:

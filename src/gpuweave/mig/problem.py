@@ -14,7 +14,6 @@ Complexity: O(n * |sizes|) for reading and for the bound.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass, field
 from importlib import resources
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from gpuweave.checks import DURATION
 from gpuweave.errors import InputError
-from gpuweave.files import check_unique_columns, read_input_text
+from gpuweave.files import check_unique_columns, csv_rows, read_input_text
 from gpuweave.hardware.catalog import get_mig_geometry
 from gpuweave.hardware.mig import MigGeometry
 from gpuweave.limits import check_limit
@@ -205,7 +204,7 @@ def read_tasks_csv(path: str | Path, gpu: str = "A100", gpus: int = 1, *, text: 
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if not lines:
         raise InputError("empty tasks file (expected a header: task," + ",".join(map(str, sizes)) + ")", file=path)
-    reader = csv.reader(lines)
+    reader = csv_rows(lines, file=path)
     header = [h.strip() for h in next(reader)]
     check_unique_columns(header, file=path)
     if "task" not in header:

@@ -27,7 +27,7 @@ import numpy as np
 
 from gpuweave.checks import DURATION
 from gpuweave.errors import InputError
-from gpuweave.files import check_unique_columns, read_input_text
+from gpuweave.files import check_unique_columns, csv_rows, read_input_text
 from gpuweave.limits import check_limit
 from gpuweave.packs.data import paper_numbers, synref_params
 from gpuweave.packs.model import Profile, repair
@@ -157,7 +157,7 @@ def load_profile_csv(path: str | Path, procs: int | None = None) -> Profile:
     text = read_input_text(path, what="profile file")
     lines = text.splitlines()
     check_limit("packs_tasks", sum(1 for line in lines[1:] if line.strip()), "tasks in the profile", file=path)
-    reader = csv.reader(lines)
+    reader = csv_rows(lines, file=path)
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:

@@ -9,13 +9,13 @@ experiment; the table lists every row with its verdict. Complexity: O(rows).
 
 from __future__ import annotations
 
-import csv
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpuweave.errors import InputError
-from gpuweave.files import prepare_output_dir
+from gpuweave.files import check_unique_columns, csv_rows, prepare_output_dir, read_input_text
 from gpuweave.plotting import PALETTE, figure, legend_below, plot_text, save, write_csv
 from gpuweave.report.html import esc, write_report_file
 from gpuweave.report.page import Page, appendix_html
@@ -58,22 +58,29 @@ def _number(text: str, path: Path, row: int, field: str) -> float | None:
 
 def read_comparison(path: Path) -> list[Row]:
     """The rows of a ``comparison.csv`` (InputError naming file, row and field on a bad one)."""
-    with open(path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        for column in ("experiment", "metric", "paper", "ours"):
-            if column not in (reader.fieldnames or []):
-                raise InputError("missing column", file=path, field=column)
-        return [
+    text = read_input_text(path, what="comparison table")  # not UTF-8, a directory, too large: one line
+    records = csv_rows(io.StringIO(text, newline=""), file=path)
+    header = next(records, [])
+    check_unique_columns(header, file=path)
+    for column in ("experiment", "metric", "paper", "ours"):
+        if column not in header:
+            raise InputError("missing column", file=path, row=0, field=column)
+    rows = []
+    for i, record in enumerate(records, 1):
+        if not record:
+            continue
+        r = dict(zip(header, record))
+        rows.append(
             Row(
-                r["experiment"],
-                r["metric"],
-                _number(r["paper"], path, i, "paper"),
-                _number(r["ours"], path, i, "ours"),
+                r.get("experiment") or "",
+                r.get("metric") or "",
+                _number(r.get("paper") or "", path, i, "paper"),
+                _number(r.get("ours") or "", path, i, "ours"),
                 r.get("unit") or "",
                 r.get("note") or "",
             )
-            for i, r in enumerate(reader, 1)
-        ]
+        )
+    return rows
 
 
 def plot_comparison(rows: list[Row], tolerance: float, path: Path, title: str) -> Figure:
@@ -147,8 +154,8 @@ def render_repro_report(dirs: list[Path], out_dir: Path, title: str, tolerance: 
     tolerance = TOLERANCE if tolerance is None else tolerance
     if not tolerance > 0:
         raise InputError(f"--tolerance must be positive, got {tolerance}", field="tolerance")
+    tables = {d: read_comparison(d / COMPARISON) for d in dirs}  # before the folder exists: a bad table leaves none
     prepare_output_dir(out_dir, field="out")
-    tables = {d: read_comparison(d / COMPARISON) for d in dirs}
     verdicts = [r.within(tolerance) for rows in tables.values() for r in rows]
     n_in, n_out = verdicts.count(True), verdicts.count(False)
     summary = (

@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from gpuweave.errors import InputError, MissingProfileError
-from gpuweave.files import check_unique_columns
+from gpuweave.files import check_unique_columns, csv_rows
 from gpuweave.workload.traces._tables import read_text
 
 APP_CONSTANTS = "pollux_apps.csv"
@@ -299,7 +299,7 @@ def is_pollux_traces(path: str | Path) -> bool:
 
 def _rows(path: Path, columns: tuple[str, ...]) -> list[list[float]]:
     """Numeric rows of a CSV with the named columns, in that order; InputError naming file, row and column."""
-    reader = csv.reader(io.StringIO(read_text(path)))
+    reader = csv_rows(io.StringIO(read_text(path)), file=path)
     header = [name.strip() for name in next(reader, [])]
     check_unique_columns(header, file=path)
     missing = [c for c in columns if c not in header]

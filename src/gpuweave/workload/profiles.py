@@ -25,7 +25,6 @@ Semantics of :meth:`ProfileStore.rate`:
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from pathlib import Path
 
 from gpuweave.checks import GPUS, THROUGHPUT, parse
 from gpuweave.errors import InputError, MissingProfileError
-from gpuweave.files import check_path, check_unique_columns, read_input_text
+from gpuweave.files import check_path, check_unique_columns, csv_rows, read_input_text
 from gpuweave.workload.pollux import PolluxJobModel, load_pollux_job_model
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model, is_known_gpu_model
 
@@ -206,7 +205,7 @@ class ProfileStore:
 def _parse_rows(text: str, source: str) -> list[ProfileRow]:
     """The rows of a profile CSV (``#`` lines are comments); InputError on a missing column, bad cell or duplicate."""
     lines = [line for line in text.lstrip("\ufeff").splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    reader = csv.reader(io.StringIO("\n".join(lines)))
+    reader = csv_rows(io.StringIO("\n".join(lines)), file=source)
     header = next(reader, None)
     if header is None:
         raise InputError("empty profile file; expected a header " + ",".join(PROFILE_COLUMNS), file=source)

@@ -13,7 +13,9 @@ Mechanics, faithful to Gavel's simulator by default (each deliberate departure i
   job that arrived since gets priority 0: the greedy pass may still pick it (it then takes up room in that round)
   but, as in Gavel, it gets no GPUs until the next recompute.
   ``recompute="on_change"`` re-solves whenever the set of active jobs changes and resets the counters at most every
-  ``reset_interval`` (this package's earlier rule).
+  ``reset_interval`` (this package's earlier rule). A live run's first round is one poll after time 0, so under
+  Gavel's rule its first change after that round waits ``reset_interval`` where a simulation starting at 0 would
+  re-solve at once (docs/live.md).
 - **Time prior**: a job's time on each type starts at ``time_prior`` (default half a round, Gavel's value) when it
   arrives and at every reset, so ``priority = x / (job time on r / all jobs' time on r)``; ``time_prior=0`` gives
   ``x * 1e9`` to every type a job has not tried (the earlier rule).
