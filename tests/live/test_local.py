@@ -213,3 +213,29 @@ def test_simulate_reads_a_live_config_so_the_readme_comparison_runs_as_written(t
     assert {r["job_id"] for r in _rows(tmp_path / "sim-run" / "jobs.csv")} == {f"j{i}" for i in range(1, 9)}
     res = CliRunner().invoke(app, ["cluster", "compare", "sim-run", "sim-run"])
     assert res.exit_code == 0 and "j8" in res.output
+
+
+def test_a_run_writes_the_rates_it_measured_as_a_profile_table_the_simulator_reads(live_config, tmp_path):
+    from gpuweave.cluster.config import load_config
+    from gpuweave.cluster.run import prepare
+    from gpuweave.live.rates import MEASURED_PROFILES
+    from gpuweave.workload.profiles import load_profiles
+
+    out = tmp_path / "out"
+    config = live_config(SMALL[:2], executor={"time_scale": 1000})
+    run_live(config, "local", None, out)
+    meta = json.loads((out / "summary.json").read_text())
+    assert meta["measured_profiles"] == {"file": MEASURED_PROFILES, "measured_entries": 2}  # 1 and 2 GPUs
+    base = {(r.job_type, r.gpu_model, r.num_gpus, r.consolidated): r.throughput for r in load_profiles().rows()}
+    measured = {
+        (r.job_type, r.gpu_model, r.num_gpus, r.consolidated): r.throughput
+        for r in load_profiles(out / MEASURED_PROFILES).rows()
+    }
+    assert measured.keys() == base.keys()
+    changed = {key for key in base if measured[key] != base[key]}
+    assert {key[0] for key in changed} == {RESNET} and len(changed) == 2
+    for key in changed:  # the paced workers ran at about the profile's rate
+        assert measured[key] == pytest.approx(base[key], rel=0.2)
+    sim = config.parent / "replay.yaml"  # the same run simulated at the measured rates
+    sim.write_text(config.read_text() + f"profiles: {out / MEASURED_PROFILES}\n")
+    assert prepare(load_config(sim)).profiles.rate(*sorted(changed)[0]) == measured[sorted(changed)[0]]

@@ -464,7 +464,12 @@ def step_live(work: Path, model: str) -> dict:
         for name in ("live.csv", "jobs.csv", "summary.json"):
             if (out / name).exists():
                 entry[name] = (out / name).read_text()[:6000]
-        # The same config simulated with the rates the live run measured, then compared job by job.
+        # The same config simulated with the rates the live run measured (its measured_profiles.csv; the first
+        # guess where it wrote none), then compared job by job.
+        if (out / "measured_profiles.csv").exists():
+            (live / f"sim-{policy}.yaml").write_text(
+                yaml.safe_dump({**base, "profiles": str(out / "measured_profiles.csv")})
+            )
         sim_out = live / f"sim-{policy}-out"
         sim = sh([*GW, "cluster", "simulate", str(live / f"sim-{policy}.yaml"), "--out", str(sim_out)], timeout=120)
         entry["sim_rc"] = sim["rc"]

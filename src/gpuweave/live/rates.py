@@ -8,7 +8,11 @@ store for what has not run yet. O(1) per look-up.
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 from gpuweave.cluster.state import Placement
+from gpuweave.workload.profiles import PROFILE_COLUMNS
 
 RateKey = tuple[str, str, int, bool]  # (job type, GPU model, GPUs, consolidated)
 
@@ -40,3 +44,28 @@ class MeasuredProfiles:
 
     def __getattr__(self, name: str):
         return getattr(self._base, name)
+
+
+MEASURED_PROFILES = "measured_profiles.csv"
+MEASURED_NOTE = "a live run's last measured rate per entry (simulated steps/s), else the profile store's rate"
+
+
+def write_measured_profiles(base, measured: dict[RateKey, float], path: Path) -> int:
+    """A profile table (the profile store's columns) holding the rates a live run measured, in simulated steps/s,
+    in place of the store's for the same entries, and the store's own rates for the rest, so that
+    ``cluster simulate`` with ``profiles: <run>/measured_profiles.csv`` replays the run at the speeds the GPUs
+    showed. Each entry holds the last rate measured for it. A store that is not a table (a Pollux job model) gives
+    only the measured rows. Returns the number of measured entries. O(entries)."""
+    rows: dict[RateKey, float] = {}
+    if hasattr(base, "rows"):
+        rows = {(r.job_type, r.gpu_model, r.num_gpus, r.consolidated): r.throughput for r in base.rows()}
+    for (job_type, model, gpus, consolidated), rate in measured.items():
+        # one GPU is one entry, however the placement is described
+        rows[(job_type, model, gpus, True if gpus == 1 else consolidated)] = rate
+    with open(path, "w", newline="") as fh:
+        fh.write(f"# {MEASURED_NOTE}\n")
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(PROFILE_COLUMNS)
+        for (job_type, model, gpus, consolidated), rate in sorted(rows.items()):
+            writer.writerow([job_type, model, gpus, int(consolidated), repr(float(rate))])
+    return len(measured)

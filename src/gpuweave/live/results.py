@@ -4,7 +4,8 @@
 :func:`gpuweave.cluster.results.write_run`, so ``gpuweave report SIMRUN LIVERUN`` reads both; ``summary.json``
 gains ``executor``, ``live: true``, the emulation note and the runtime's timings. ``live.csv`` has one row per
 attempt: when the policy decided it and when its first step was reported (simulated seconds), the restart delay
-between the two, the wall-clock launch latency, and the measured steps/s.
+between the two, the wall-clock launch latency, and the measured steps/s. ``measured_profiles.csv`` is the
+profile table with the run's measured rates in it (:func:`gpuweave.live.rates.write_measured_profiles`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from gpuweave.cluster.results import fmt, write_run
 from gpuweave.errors import InputError
 from gpuweave.files import check_unique_columns, csv_rows, read_input_text
 from gpuweave.live.attempts import attempt_outcome
+from gpuweave.live.rates import MEASURED_PROFILES, write_measured_profiles
 
 LIVE_COLUMNS = [
     "job_id",
@@ -71,6 +73,9 @@ def write_live_run(runtime, out: Path) -> dict:
     stats = runtime.executor.stats()
     if stats:
         payload["executor_stats"] = stats
+    if runtime.measured:
+        entries = write_measured_profiles(runtime.base_profiles, runtime.measured, out / MEASURED_PROFILES)
+        payload["measured_profiles"] = {"file": MEASURED_PROFILES, "measured_entries": entries}
     (out / "summary.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return summary
 
