@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from gpuweave.cli import app, main
 from gpuweave.errors import InputError
-from tests.service.helpers import CLUSTER, ENV, RESNET, free_port, start_service_process, wait_for
+from tests.service.helpers import CLUSTER, ENV, RESNET, free_port, service_config, start_service_process, wait_for
 
 
 def gpuweave(*args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
@@ -47,6 +47,7 @@ def _one_line_exit_2(proc: subprocess.CompletedProcess, *words: str) -> None:
         (["--executor", "slurm"], ["scontrol"]),  # no Slurm to ask for its nodes (SLURM_CONF points nowhere)
         (["--executor", "kubernetes"], ["executor"]),
         (["--time-scale", "0"], ["time-scale"]),
+        (["--stop-timeout", "0"], ["stop-timeout", "greater than 0"]),
     ],
 )
 def test_serve_bad_input_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys, args, words):
@@ -123,3 +124,9 @@ def test_token_create_prints_once_and_clients_work(tmp_path):
         api.close()
         service.proc.send_signal(signal.SIGTERM)
         assert service.proc.wait(timeout=60) == 0
+
+
+def test_the_service_passes_its_worker_timeouts_to_the_live_runtime(tmp_path):
+    config = service_config("sqlite:///" + str(tmp_path / "db.sqlite"), tmp_path, report_timeout=12, stop_timeout=7)
+    section = config.live_config("fifo", {}).executor
+    assert (section.report_timeout, section.stop_timeout) == (12, 7)

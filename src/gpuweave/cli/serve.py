@@ -59,6 +59,9 @@ def serve(
     checkpoint_every: float = typer.Option(5.0, "--checkpoint-every", help="Wall seconds between checkpoints."),
     max_retries: int = typer.Option(2, "--max-retries", help="Restarts of a crashed job before it fails."),
     report_timeout: float = typer.Option(30.0, "--report-timeout", help="Wall seconds a worker may stay silent."),
+    stop_timeout: float = typer.Option(
+        30.0, "--stop-timeout", help="Wall seconds a stopped worker may take to exit before it is killed."
+    ),
     restart_delay: float = typer.Option(10.0, "--restart-delay", help="Seconds a resumed job is charged."),
     seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of randomised policies."),
     max_running_gpus: Optional[int] = typer.Option(None, "--max-running-gpus", help="Default per-user GPU quota."),
@@ -96,6 +99,7 @@ def serve(
             checkpoint_every=checkpoint_every,
             max_retries=max_retries,
             report_timeout=report_timeout,
+            stop_timeout=stop_timeout,
             default_max_running_gpus=max_running_gpus,
             default_max_queued_jobs=max_queued_jobs,
             allow_commands=allow_commands,

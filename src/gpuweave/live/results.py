@@ -142,6 +142,8 @@ def read_jct(run_dir: Path) -> dict[str, float]:
     job_col, jct_col = header.index("job_id"), header.index("jct")
     jct = {}
     for row, record in enumerate(records, 1):
+        if not record:  # a blank line
+            continue
         if len(record) != len(header):
             raise InputError(f"{len(record)} fields, the header has {len(header)}", file=path, row=row)
         if record[jct_col]:

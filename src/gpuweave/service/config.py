@@ -31,6 +31,7 @@ class ServiceConfig(BaseModel):
     checkpoint_every: float = Field(5.0, gt=0)
     max_retries: int = Field(2, ge=0)
     report_timeout: float = Field(30.0, gt=0)
+    stop_timeout: float = Field(30.0, gt=0, description="wall seconds a stopped worker may take to exit")
     poll_interval: float = Field(0.05, gt=0)
     sync_interval: float = Field(0.2, gt=0, description="wall seconds between reads of new submissions")
     sample_interval: float = Field(1.0, gt=0, description="wall seconds between utilisation samples")
@@ -48,6 +49,7 @@ class ServiceConfig(BaseModel):
             checkpoint_every=self.checkpoint_every,
             max_retries=self.max_retries,
             report_timeout=self.report_timeout,
+            stop_timeout=self.stop_timeout,
             poll_interval=self.poll_interval,
         )
         return LiveConfig(
