@@ -465,11 +465,16 @@ def step_live(work: Path, model: str) -> dict:
             if (out / name).exists():
                 entry[name] = (out / name).read_text()[:6000]
         # The same config simulated with the rates the live run measured (its measured_profiles.csv; the first
-        # guess where it wrote none), then compared job by job.
-        if (out / "measured_profiles.csv").exists():
-            (live / f"sim-{policy}.yaml").write_text(
-                yaml.safe_dump({**base, "profiles": str(out / "measured_profiles.csv")})
-            )
+        # guess where it wrote none) and its median launch latency charged at every start, then compared job by
+        # job: what differs is then the runtime's own (polling, redone steps, the spread of launch latencies).
+        if (out / "summary.json").exists():
+            replay = dict(base)
+            if (out / "measured_profiles.csv").exists():
+                replay["profiles"] = str(out / "measured_profiles.csv")
+            latency = json.loads((out / "summary.json").read_text())["runtime"].get("launch_latency_p50_s")
+            if latency:  # wall seconds; the check runs at time scale 1
+                replay["start_delay"] = replay["restart_delay"] = round(float(latency), 3)
+            (live / f"sim-{policy}.yaml").write_text(yaml.safe_dump(replay))
         sim_out = live / f"sim-{policy}-out"
         sim = sh([*GW, "cluster", "simulate", str(live / f"sim-{policy}.yaml"), "--out", str(sim_out)], timeout=120)
         entry["sim_rc"] = sim["rc"]
