@@ -45,3 +45,23 @@ def test_measured_rates_can_be_switched_off(live_config, tmp_path):
     runtime, seen = _run_recording_view_rates(live_config, tmp_path, measured_rates=False)
     profiled = runtime.base_profiles.rate(RESNET, "V100", 1, True)
     assert seen and all(rate == profiled for rate in seen)
+
+
+def test_measured_profiles_of_a_pollux_job_model_hold_the_measured_rows_only(tmp_path):
+    """A Pollux job model is no table: its rates depend on the placement's shape, so only what was measured is
+    written (a replay from such a table covers the measured entries alone, as the docstring says)."""
+    import pytest
+
+    from gpuweave.live.rates import write_measured_profiles
+    from gpuweave.workload.profiles import load_profiles
+    from tests.workload.conftest import shared_dir
+
+    pollux = shared_dir() / "data" / "pollux" / "traces"
+    if not pollux.is_dir():
+        pytest.skip(f"shared Pollux data not found at {pollux}")
+    model = load_profiles(pollux)
+    path = tmp_path / "measured.csv"
+    measured = {("bert", "V100", 2, True): 1.5, ("bert", "V100", 1, False): 0.75}  # one GPU: one entry
+    assert write_measured_profiles(model, measured, path) == 2
+    rows = {(r.job_type, r.gpu_model, r.num_gpus, r.consolidated): r.throughput for r in load_profiles(path).rows()}
+    assert rows == {("bert", "V100", 2, True): 1.5, ("bert", "V100", 1, True): 0.75}

@@ -12,7 +12,7 @@ import csv
 from pathlib import Path
 
 from gpuweave.cluster.state import Placement
-from gpuweave.workload.profiles import PROFILE_COLUMNS
+from gpuweave.workload.profiles import PROFILE_COLUMNS, ProfileStore
 
 RateKey = tuple[str, str, int, bool]  # (job type, GPU model, GPUs, consolidated)
 
@@ -57,7 +57,7 @@ def write_measured_profiles(base, measured: dict[RateKey, float], path: Path) ->
     showed. Each entry holds the last rate measured for it. A store that is not a table (a Pollux job model) gives
     only the measured rows. Returns the number of measured entries. O(entries)."""
     rows: dict[RateKey, float] = {}
-    if hasattr(base, "rows"):
+    if isinstance(base, ProfileStore):
         rows = {(r.job_type, r.gpu_model, r.num_gpus, r.consolidated): r.throughput for r in base.rows()}
     for (job_type, model, gpus, consolidated), rate in measured.items():
         # one GPU is one entry, however the placement is described
