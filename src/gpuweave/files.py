@@ -101,6 +101,29 @@ def csv_rows(lines: Iterable[str], *, file: str | Path | None) -> Iterator[list[
         row += 1
 
 
+def csv_dicts(
+    lines: Iterable[str], *, file: str | Path | None, restval: str | None = None
+) -> tuple[list[str], Iterator[dict[str, str | None]]]:
+    """The header of a CSV table (its names checked by :func:`check_unique_columns`) and its data records as
+    dicts keyed by the header's names, read through :func:`csv_rows` (so what the csv module cannot parse is an
+    InputError): blank records are skipped, a short record's missing cells are ``restval`` and cells past the
+    header are dropped. The header is read at once, the records as they are iterated. O(size of the text)."""
+    records = csv_rows(lines, file=file)
+    header = next(records, [])
+    check_unique_columns([name.strip() for name in header], file=file)
+    width = len(header)
+
+    def rows() -> Iterator[dict[str, str | None]]:
+        for record in records:
+            if record:
+                row: dict[str, str | None] = dict(zip(header, record))
+                for name in header[len(record) : width]:
+                    row[name] = restval
+                yield row
+
+    return header, rows()
+
+
 def check_unique_columns(header: list[str], *, file: str | Path | None) -> None:
     """A CSV header that names a column twice is refused (row 0, the name as field): a reader would take one of
     the two silently (``csv.DictReader`` the last, a lookup by index the first, pandas renames the second

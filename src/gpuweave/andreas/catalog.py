@@ -15,8 +15,6 @@ remaining-time table (§2.3). Complexity: loading is O(rows); a lookup is one di
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import dataclass, field
 from importlib import resources
@@ -25,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from gpuweave.errors import InputError
-from gpuweave.files import check_path, check_unique_columns, read_input_text
+from gpuweave.files import check_path, csv_dicts, read_input_text
 
 COST_FILE = "costs.csv"
 PROFILE_FILE = "profiles.csv"
@@ -52,15 +50,11 @@ def config_label(gpu: str, g: int) -> str:
 
 def _read_rows(text: str, source: str, columns: tuple[str, ...]) -> list[dict[str, str]]:
     lines = [ln for ln in text.lstrip("\ufeff").splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    reader = csv.DictReader(io.StringIO("\n".join(lines)), restval="")  # a short row has empty cells, not None
-    try:
-        check_unique_columns([name.strip() for name in reader.fieldnames or []], file=source)
-        missing = [c for c in columns if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"missing column(s) {', '.join(missing)} (expected {', '.join(columns)})", file=source)
-        return [{k: v for k, v in row.items() if isinstance(k, str)} for row in reader]
-    except csv.Error as exc:
-        raise InputError(f"malformed CSV: {exc}", file=source) from None
+    header, rows = csv_dicts(lines, file=source, restval="")  # a short row has empty cells, not None
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise InputError(f"missing column(s) {', '.join(missing)} (expected {', '.join(columns)})", file=source)
+    return list(rows)
 
 
 def _number(

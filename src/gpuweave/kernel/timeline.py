@@ -52,18 +52,14 @@ def read_kernels_csv(path: str | Path) -> list[dict[str, str]]:
     import io
 
     from gpuweave.errors import InputError
-    from gpuweave.files import check_unique_columns, read_input_text
+    from gpuweave.files import csv_dicts, read_input_text
 
     text = read_input_text(path, what="kernels.csv of a run")  # decoded as utf-8-sig: a BOM is dropped
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    try:
-        check_unique_columns([name.strip() for name in reader.fieldnames or []], file=path)
-        missing = [c for c in KERNEL_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError("missing column", file=path, field=missing[0])
-        return list(reader)
-    except csv.Error as exc:
-        raise InputError(f"malformed CSV: {exc}", file=path) from None
+    header, rows = csv_dicts(io.StringIO(text, newline=""), file=path)
+    missing = [c for c in KERNEL_COLUMNS if c not in header]
+    if missing:
+        raise InputError("missing column", file=path, field=missing[0])
+    return list(rows)
 
 
 def plot_timeline_rows(

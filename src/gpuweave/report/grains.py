@@ -18,7 +18,6 @@ Complexity: O(total size of the result files) plus matplotlib's drawing.
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ import numpy as np
 
 from gpuweave.checks import RESULT, parse
 from gpuweave.errors import InputError
-from gpuweave.files import check_unique_columns, prepare_output_dir, read_input_text
+from gpuweave.files import csv_dicts, prepare_output_dir, read_input_text
 from gpuweave.plotting import figure, legend_outside, plot_text, save, series_style, write_csv
 from gpuweave.report.html import (
     comparison_table,
@@ -77,19 +76,15 @@ class GrainRun:
         if not path.is_file():
             raise InputError("missing file in result directory", file=path)
         text = read_input_text(path, what="result table")
-        reader = csv.DictReader(io.StringIO(text, newline=""))
+        header, records = csv_dicts(io.StringIO(text, newline=""), file=path)
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise InputError("missing column", file=path, field=missing[0])
         rows: list[dict[str, Any]] = []
-        try:
-            check_unique_columns([name.strip() for name in reader.fieldnames or []], file=path)  # reads the header
-            missing = [c for c in columns if c not in (reader.fieldnames or [])]
-            if missing:
-                raise InputError("missing column", file=path, field=missing[0])
-            for number, row in enumerate(reader, start=1):
-                for column in numeric:
-                    row[column] = parse(row.get(column) or "", RESULT, file=path, row=number, field=column)
-                rows.append(row)
-        except csv.Error as exc:
-            raise InputError(f"malformed CSV: {exc}", file=path, row=len(rows) + 1) from None
+        for number, row in enumerate(records, start=1):
+            for column in numeric:
+                row[column] = parse(row.get(column) or "", RESULT, file=path, row=number, field=column)
+            rows.append(row)
         return rows
 
 

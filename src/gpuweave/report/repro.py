@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuweave.errors import InputError
-from gpuweave.files import check_unique_columns, csv_rows, prepare_output_dir, read_input_text
+from gpuweave.files import csv_dicts, prepare_output_dir, read_input_text
 from gpuweave.plotting import PALETTE, figure, legend_below, plot_text, save, write_csv
 from gpuweave.report.html import esc, write_report_file
 from gpuweave.report.page import Page, appendix_html
@@ -59,17 +59,12 @@ def _number(text: str, path: Path, row: int, field: str) -> float | None:
 def read_comparison(path: Path) -> list[Row]:
     """The rows of a ``comparison.csv`` (InputError naming file, row and field on a bad one)."""
     text = read_input_text(path, what="comparison table")  # not UTF-8, a directory, too large: one line
-    records = csv_rows(io.StringIO(text, newline=""), file=path)
-    header = next(records, [])
-    check_unique_columns(header, file=path)
+    header, records = csv_dicts(io.StringIO(text, newline=""), file=path)
     for column in ("experiment", "metric", "paper", "ours"):
         if column not in header:
             raise InputError("missing column", file=path, row=0, field=column)
     rows = []
-    for i, record in enumerate(records, 1):
-        if not record:
-            continue
-        r = dict(zip(header, record))
+    for i, r in enumerate(records, 1):
         rows.append(
             Row(
                 r.get("experiment") or "",
