@@ -45,6 +45,9 @@ LEGACY_FINGERPRINT_KEY = "gpuweave_code"
 
 def fmt(x: Any) -> str:
     """Fixed, platform-independent number formatting (at most 9 significant decimals)."""
+    if type(x) is float and x - x == 0.0:  # a finite float, the common case (inf - inf and nan - nan are nan)
+        s = f"{x:.9f}".rstrip("0").rstrip(".")
+        return "0" if s == "-0" else s
     if x is None:
         return ""
     if isinstance(x, bool):

@@ -118,6 +118,23 @@ def test_job_that_can_never_fit_is_bad_input(profiles):
         run(nodes, [Job("j", 0.0, 4, 10.0, "big")], make_policy("fifo"), profiles)
 
 
+def test_the_first_job_that_can_never_fit_is_named_with_its_row(profiles):
+    """Feasibility is checked once per (job type, GPU count): the error still names the first such job in arrival
+    order, with its row, however many jobs of its kind come before or after it."""
+    from gpuweave.cluster.policies import make_policy
+
+    nodes = make_nodes([("V100", 2), ("K80", 4)])
+    jobs = [
+        Job("fits", 0.0, 2, 10.0, "big"),
+        Job("fits-too", 1.0, 2, 10.0, "big"),
+        Job("first-bad", 2.0, 4, 10.0, "big"),
+        Job("second-bad", 3.0, 4, 10.0, "big"),
+    ]
+    with pytest.raises(InputError, match="job 'first-bad'") as err:
+        run(nodes, jobs, make_policy("fifo"), profiles)
+    assert err.value.row == 3 and err.value.field == "num_gpus"
+
+
 class RoundCounter(ClusterPolicy):
     name = "rounds"
     default_round_length = 360.0
