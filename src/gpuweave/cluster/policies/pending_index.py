@@ -55,9 +55,11 @@ class PendingIndex:
         # Keys that only grow (arrival order): each class is a FIFO queue, O(1) per job instead of a heap's O(log P).
         self._fifo = key_of is arrival_order
         self._known: dict[str, JobState] = {}
-        self._classes: dict[StartClass, Any] = {}  # class -> heap, or deque under arrival order, of (key, job)
-        # GPU count -> heap of (head key, class) of its classes; an entry is stale once its class's head changed.
-        self._heads: dict[int, list[tuple[Key, StartClass]]] = {}
+        # class -> heap, or deque under arrival order, of entries: (key, job), or (*key, job) for a tuple key (one
+        # level of tuple fewer to compare per heap step: SJF's keys are tuples and its heaps hold the backlog).
+        self._classes: dict[StartClass, Any] = {}
+        # GPU count -> heap of (head entry, class) of its classes; stale once its class's head is another entry.
+        self._heads: dict[int, list[tuple[tuple, StartClass]]] = {}
         self._counts: list[int] = []  # distinct GPU counts, ascending
         self._seq = 0
 
@@ -103,13 +105,14 @@ class PendingIndex:
                 self._heads[count] = []
                 self._counts.append(count)
                 self._counts.sort()
-        entry = (self._key_of(js, self._seq), js)
+        key = self._key_of(js, self._seq)
+        entry = (*key, js) if type(key) is tuple else (key, js)
         if self._fifo:
             heap.append(entry)
         else:
             heapq.heappush(heap, entry)
         if heap[0] is entry and not self._strict:  # one queue under strict: its heap is read directly
-            heapq.heappush(self._heads[count], (entry[0], cls))
+            heapq.heappush(self._heads[count], (entry, cls))
         self._seq += 1
         self._known[job.job_id] = js
 
@@ -117,9 +120,9 @@ class PendingIndex:
         """The class holding the smallest key among those of ``count`` GPUs (dropping stale head entries)."""
         heads = self._heads[count]
         while heads:
-            key, cls = heads[0]
+            entry, cls = heads[0]
             heap = self._classes[cls]
-            if heap and heap[0][0] == key:
+            if heap and heap[0] is entry:
                 return cls
             heapq.heappop(heads)
         return None
@@ -137,7 +140,7 @@ class PendingIndex:
         """Whether the next job to offer could fit in ``free_gpus`` GPUs (O(distinct counts) amortised)."""
         if self._strict:
             heap = self._classes.get(_ONE_QUEUE)
-            return bool(heap) and heap[0][1].job.num_gpus <= free_gpus
+            return bool(heap) and heap[0][-1].job.num_gpus <= free_gpus
         return any(self._head_class(count) is not None for count in self._counts if count <= free_gpus)
 
     def start_in_order(self, room: Callable[[], int], try_start: Callable[[JobState], bool]) -> None:
@@ -172,12 +175,12 @@ class PendingIndex:
             heads = heads_of[best]
             cls = heads[0][1]
             heap = classes[cls]
-            js = heap[0][1]
+            js = heap[0][-1]
             if try_start(js):
                 heap.popleft() if self._fifo else heapq.heappop(heap)
                 del known[js.job.job_id]
                 if heap:
-                    heapq.heapreplace(heads, (heap[0][0], cls))
+                    heapq.heapreplace(heads, (heap[0], cls))
                 else:
                     heapq.heappop(heads)
                 limit = room()
@@ -195,7 +198,7 @@ class PendingIndex:
         pop = heap.popleft if self._fifo else partial(heapq.heappop, heap)
         limit = room()
         while heap:
-            js = heap[0][1]
+            js = heap[0][-1]
             if js.job.num_gpus > limit or not try_start(js):
                 return
             pop()

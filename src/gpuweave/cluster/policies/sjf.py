@@ -24,15 +24,26 @@ class SjfPolicy(ClusterPolicy):
         super().__init__(round_length=round_length, seed=seed)
         self._view = None  # the view whose rates the oracle reads (the same object for a policy's whole run)
         self._queue = PendingIndex(self._order)
+        # Best consolidated rate per (job type, GPU count), for the profiles it was read from (a live run may swap
+        # them): a job's oracle is one lookup, not one rate per GPU model.
+        self._best: dict[tuple[str, int], float] = {}
+        self._best_of = None
 
     def _order(self, js, _seq: int) -> tuple[float, float, str]:
         return (self._oracle(js), js.job.arrival, js.job.job_id)
 
     def _oracle(self, js) -> float:
-        if js.job.duration is not None:
-            return float(js.job.duration)
-        best = max((self._view.model_rate(js, m, True) for m in self._view.models), default=0.0)
-        return js.job.work / best if best > 0 else float("inf")
+        job = js.job
+        if job.duration is not None:
+            return float(job.duration)
+        view = self._view
+        if view.profiles is not self._best_of:
+            self._best, self._best_of = {}, view.profiles
+        kind = (job.job_type, job.num_gpus)
+        best = self._best.get(kind)
+        if best is None:
+            best = self._best[kind] = max((view.model_rate(js, m, True) for m in view.models), default=0.0)
+        return job.work / best if best > 0 else float("inf")
 
     def schedule(self, view) -> Decision:
         self._view = view  # the oracle of jobs taken in now reads its rates
