@@ -11,11 +11,13 @@ from __future__ import annotations
 import csv
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from tests.cli_harness import CliServer, assert_user_error
 
+ROOT = Path(__file__).resolve().parent.parent
 RESNET = "ResNet-18 (batch size 32)"
 TRACE_HEAD = "job_id,arrival,num_gpus,job_type,duration\n"
 
@@ -361,3 +363,63 @@ def test_trace_header_with_unnamed_and_repeated_columns(cli, tmp_path):
     assert out.code == 0 and "2 jobs" in out.stdout, out.describe()
     (tmp_path / "d.csv").write_text(TRACE_HEAD.rstrip("\n") + ",user,user\n" + f"a,0,1,{RESNET},600,x,y\n")
     assert_user_error(cli.run(["trace", "validate", "d.csv"], tmp_path), "d.csv, row 0, field 'user'", "twice")
+
+
+# ------------------------------------------------------------------ 9. user text in plots
+MATHTEXT = r"$x\frac$"  # matplotlib reads $...$ as a formula; this one does not parse
+
+
+@pytest.fixture(scope="module")
+def kernel_run(cli, tmp_path_factory):
+    base = tmp_path_factory.mktemp("kernel-run")
+    example = ROOT / "examples" / "kernel" / "two-services.yaml"
+    assert cli.run(["kernel", "simulate", str(example), "--out", "kernel"], base).code == 0
+    return base / "kernel"
+
+
+def _renamed_service(run, tmp_path, file: str, name: str):
+    """A copy of the kernel run with the first data row's service in ``file`` renamed."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    lines = (copy / file).read_text().splitlines()
+    column = lines[0].split(",").index("service")
+    cells = lines[1].split(",")
+    cells[column] = name
+    lines[1] = ",".join(cells)
+    (copy / file).write_text("\n".join(lines) + "\n")
+    return copy
+
+
+def test_report_draws_a_service_name_of_400_characters(cli, kernel_run, tmp_path):
+    # found by the fuzz campaign: exit 0, but matplotlib's "constrained_layout not applied" UserWarning on stderr (the
+    # legend entry was wider than the figure); long names are now cut at 80 characters in every plot
+    _renamed_service(kernel_run, tmp_path, "tasks.csv", "x" * 400)
+    out = cli.run(["report", "run", "--out", "rep"], tmp_path)
+    assert out.code == 0 and "Warning" not in out.stderr, out.describe()
+    assert (tmp_path / "rep" / "report.html").exists()
+
+
+def test_report_draws_a_service_named_like_a_broken_formula(cli, kernel_run, tmp_path):
+    # ParseSyntaxException traceback, exit 1, half a report folder: the kernel timeline put service names on its
+    # axis as they were
+    _renamed_service(kernel_run, tmp_path, "kernels.csv", MATHTEXT)
+    out = cli.run(["report", "run", "--out", "rep"], tmp_path)
+    assert out.code == 0 and "Traceback" not in out.stderr, out.describe()
+
+
+@pytest.mark.parametrize(
+    ("table", "args"),
+    [
+        (f"task,1,2,3,4,7\n{MATHTEXT},0.4,0.6,0.6,0.6,0.6\nBFS,0.3,0.2,0.07,0.1,0.05\n", ["mig", "--gpu", "A100"]),
+        (f"task,1,2,3,4\n{MATHTEXT},4,5,6,7\nt2,4,5,6,7\n", ["packs"]),
+    ],
+    ids=["mig", "packs"],
+)
+def test_gantt_charts_draw_a_task_named_like_a_broken_formula(cli, tmp_path, table, args):
+    # ParseSyntaxException traceback, exit 1: the charts wrote task names into their boxes as they were
+    (tmp_path / "tasks.csv").write_text(table)
+    out = cli.run(["plan", args[0], "tasks.csv", *args[1:], "--gantt", "g.png"], tmp_path)
+    assert out.code == 0 and "Traceback" not in out.stderr, out.describe()
+    assert (tmp_path / "g.png").stat().st_size > 0

@@ -37,6 +37,10 @@ WIDTH_IN = 11.0
 DPI = 130
 GRID_ALPHA = 0.3
 CONTEXT_GREY = "0.82"
+#: the longest user text (a series, a tick label, a panel title) a plot shows whole: a legend entry of a few hundred
+#: characters (a fuzzed service name) squeezed the plot area to nothing, and matplotlib warned on stderr. Our own
+#: longest label, a reproduction's metric, has 69.
+TEXT_CHARS = 80
 
 
 def series_style(i: int) -> dict[str, Any]:
@@ -66,8 +70,12 @@ def text_colour(i: int) -> str:
 
 
 def plot_text(text: Any) -> str:
-    """User text made safe for matplotlib: no mathtext (``$``) and no legend-hiding leading ``_``."""
-    text = str(text).replace("$", r"\$")
+    """User text made safe for matplotlib: no mathtext (``$``), no legend-hiding leading ``_``, and at most
+    :data:`TEXT_CHARS` characters (longer text is cut with an ellipsis)."""
+    text = str(text)
+    if len(text) > TEXT_CHARS:
+        text = text[: TEXT_CHARS - 1] + "\u2026"
+    text = text.replace("$", r"\$")
     return " " + text if text.startswith("_") else text
 
 

@@ -68,7 +68,7 @@ def plot_timeline_rows(
     """Draw ``kernels.csv`` rows over ``window`` (ms): one panel per ``panel`` value, in order of appearance."""
     from matplotlib.patches import Patch
 
-    from gpuweave.plotting import figure, legend_below, save
+    from gpuweave.plotting import figure, legend_below, plot_text, save
 
     t0, t1 = window
     titles = list(dict.fromkeys(r["panel"] for r in rows)) or [""]
@@ -91,9 +91,9 @@ def plot_timeline_rows(
                 hatch="//" if r["filler"] in ("1", "True", "true") else None,
             )
         ax.set_xlim(t0, t1)
-        ax.set_yticks(range(len(names)), names)
+        ax.set_yticks(range(len(names)), [plot_text(n) for n in names])
         ax.set_ylim(-0.6, len(names) - 0.4)
-        ax.set_title(title, fontsize="small")
+        ax.set_title(plot_text(title), fontsize="small")
     axes[-1, 0].set_xlabel("time (ms)")
     handles = [Patch(facecolor=_colour(p), label=f"priority {p}") for p in sorted(prios)]
     handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="gap filler"))

@@ -22,7 +22,7 @@ def plot_gantt(schedule: Schedule, path: str | Path, title: str | None = None, l
     from matplotlib.patches import Patch, Rectangle
 
     from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
-    from gpuweave.plotting import figure, fill_style, legend_below, save, text_colour
+    from gpuweave.plotting import figure, fill_style, legend_below, plot_text, save, text_colour
 
     path = prepare_output_file(path, field="gantt", suffixes=IMAGE_SUFFIXES)
     geom = get_mig_geometry(schedule.gpu)
@@ -66,7 +66,7 @@ def plot_gantt(schedule: Schedule, path: str | Path, title: str | None = None, l
             ax.text(
                 (t.start + t.end) / 2,
                 (lo + hi) / 2,
-                t.task,
+                plot_text(t.task),
                 ha="center",
                 va="center",
                 fontsize=7,
@@ -79,7 +79,9 @@ def plot_gantt(schedule: Schedule, path: str | Path, title: str | None = None, l
     ax.set_yticks(range(rows))
     ax.set_yticklabels([f"GPU{r // per} S{r % per}" if schedule.gpus > 1 else f"S{r % per}" for r in range(rows)])
     ax.set_xlabel("time (s)")
-    ax.set_title(title or f"{schedule.algo or 'schedule'} on {schedule.gpu}: makespan {schedule.makespan:.4g} s")
+    ax.set_title(
+        plot_text(title or f"{schedule.algo or 'schedule'} on {schedule.gpu}: makespan {schedule.makespan:.4g} s")
+    )
     handles = [
         Patch(color=CREATE_COLOUR, alpha=0.5, label="create instance"),
         Patch(color=DESTROY_COLOUR, alpha=0.5, label="destroy instance"),

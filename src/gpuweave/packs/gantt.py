@@ -22,7 +22,7 @@ def plot_pack_rows(rows: Sequence[dict[str, str]], procs: int, path: str | Path,
     """Draw ``packs.csv`` rows (pack, pack_start, pack_cost, task, procs, time) over ``procs`` processors."""
     from matplotlib.patches import Rectangle
 
-    from gpuweave.plotting import figure, fill_style, save, text_colour
+    from gpuweave.plotting import figure, fill_style, plot_text, save, text_colour
 
     fig, axes = figure(height=4.4)
     ax = axes[0, 0]
@@ -47,7 +47,7 @@ def plot_pack_rows(rows: Sequence[dict[str, str]], procs: int, path: str | Path,
             ax.text(
                 start + time / 2,
                 offset + used / 2,
-                row["task"],
+                plot_text(row["task"]),
                 ha="center",
                 va="center",
                 fontsize=6,

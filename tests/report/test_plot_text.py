@@ -1,0 +1,19 @@
+"""User text reaches every plot through ``plotting.plot_text``: safe for matplotlib and never wider than a plot."""
+
+from __future__ import annotations
+
+from gpuweave.plotting import TEXT_CHARS, plot_text
+
+
+def test_dollar_signs_are_text_and_a_leading_underscore_keeps_the_legend_entry():
+    assert plot_text(r"$x\frac$") == r"\$x\frac\$"
+    assert plot_text("_hidden") == " _hidden"
+    assert plot_text(3) == "3"
+
+
+def test_long_text_is_cut_with_an_ellipsis_before_escaping():
+    assert plot_text("x" * TEXT_CHARS) == "x" * TEXT_CHARS
+    cut = plot_text("x" * 400)
+    assert len(cut) == TEXT_CHARS and cut.endswith("\u2026")
+    # a dollar sign at the cut is escaped whole, not split from its backslash
+    assert plot_text("y" * (TEXT_CHARS - 2) + "$$$") == "y" * (TEXT_CHARS - 2) + "\\$\u2026"
