@@ -45,22 +45,17 @@ LEGACY_FINGERPRINT_KEY = "gpuweave_code"
 
 def fmt(x: Any) -> str:
     """Fixed, platform-independent number formatting (at most 9 significant decimals)."""
-    if type(x) is float and x - x == 0.0:  # a finite float, the common case (inf - inf and nan - nan are nan)
-        s = f"{x:.9f}".rstrip("0").rstrip(".")
-        return "0" if s == "-0" else s
+    if isinstance(x, float):  # first: most of a result's cells (bool is not a float)
+        if math.isfinite(x):
+            s = f"{x:.9f}".rstrip("0").rstrip(".")
+            return "0" if s == "-0" else s
+        if math.isnan(x):
+            return "nan"
+        return "inf" if x > 0 else "-inf"
     if x is None:
         return ""
     if isinstance(x, bool):
         return str(int(x))
-    if isinstance(x, int):
-        return str(x)
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "nan"
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-        s = f"{x:.9f}".rstrip("0").rstrip(".")
-        return "0" if s in ("-0", "") else s
     return str(x)
 
 
