@@ -3,8 +3,9 @@
 Each strategy starts from a *valid* seed (so most examples get past the first check and reach the deeper ones)
 and applies one to three mutations drawn from what a hostile or careless user produces: a hostile value at a
 random place (NaN and infinities spelled every way, 1e308, 1e21, negative and huge integers, 4300-digit
-numbers, empty strings, wrong types), deleted or extra keys and columns, duplicated rows and list items,
-nesting 30 to 300 levels deep, and byte-level damage (truncation, a stray quote, NUL, a BOM, invalid UTF-8).
+numbers, empty strings, wrong types, names that other parsers read: matplotlib's mathtext, rich's markup,
+HTML), deleted or extra keys and columns, duplicated rows and list items, nesting 30 to 300 levels deep, and
+byte-level damage (truncation, a stray quote, NUL, a BOM, invalid UTF-8).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
+# Names that other parsers read: matplotlib's mathtext, rich's markup, HTML, format strings, a lone backslash.
+TEXT_FOR_PARSERS = [r"$x\frac$", "$", "[/]", "[bold]x", "_x", "<script>x</script>", "{0}", "%s", "\\"]
 HOSTILE_VALUES: list[Any] = [
     None,
     True,
@@ -51,6 +54,7 @@ HOSTILE_VALUES: list[Any] = [
     {"": None},
     [1, 2, 3],
     {"a": {"b": {"c": 1}}},
+    *TEXT_FOR_PARSERS,
 ]
 HOSTILE_CELLS = [
     "",
@@ -82,6 +86,7 @@ HOSTILE_CELLS = [
     "1_000",
     "x" * 300,
     "9" * 5000,
+    *TEXT_FOR_PARSERS,
 ]
 INSERTED_BYTES = [b"\x00", b"\xff", b'"', b"\n", b",", b"\t", b"{", b"[", b"}", b"]", b"\r", b"\xef\xbb\xbf", b"#"]
 

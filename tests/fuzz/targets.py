@@ -410,10 +410,18 @@ TARGETS: list[Target] = [
         {"s.yaml": document_bytes(SWEEP, as_yaml=True)},
         ["sweep", "s.yaml", "--no-progress", "--workers", "1"],
     ),
-    Target("mig plan (TASKS.csv)", {"tasks.csv": _csv(*MIG_TASKS)}, ["mig", "plan", "tasks.csv", "--json", "s.json"]),
+    Target(
+        "mig plan (TASKS.csv)",
+        {"tasks.csv": _csv(*MIG_TASKS)},
+        ["mig", "plan", "tasks.csv", "--json", "s.json", "--gantt", "g.png"],  # task names drawn in the chart
+    ),
     Target("mig validate (schedule)", {"s.json": document_bytes(SCHEDULE)}, ["mig", "validate", "s.json"]),
     Target("mig run --dry-run (schedule)", {"s.json": document_bytes(SCHEDULE)}, ["mig", "run", "s.json", "--dry-run"]),
-    Target("packs plan (profile)", {"p.csv": _csv(*PACKS)}, ["packs", "plan", "p.csv", "--json", "plan.json"]),
+    Target(
+        "packs plan (profile)",
+        {"p.csv": _csv(*PACKS)},
+        ["packs", "plan", "p.csv", "--json", "plan.json", "--gantt", "g.png"],  # task names drawn in the chart
+    ),
     Target(
         "packs run --dry-run (plan)",
         {"plan.json": document_bytes(PLAN)},

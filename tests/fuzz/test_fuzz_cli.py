@@ -102,7 +102,7 @@ def run_dirs(cli, tmp_path_factory):
     ("kind", "files"),
     [
         ("cluster", ["jobs.csv", "timeseries.csv", "summary.json"]),
-        ("kernel", ["tasks.csv", "services.csv", "summary.json"]),
+        ("kernel", ["tasks.csv", "services.csv", "summary.json", "kernels.csv"]),
     ],
 )
 def test_fuzz_report(cli, run_dirs, kind, files, request):
