@@ -21,11 +21,18 @@ module is cheap. Complexity: O(points drawn).
 from __future__ import annotations
 
 import csv
+import re
+import warnings
 from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+# A character the font lacks (a CJK or emoji task name) is drawn as an empty box; matplotlib also warned on stderr,
+# once per character, in the middle of a command's output. The box is the message; the warning is dropped.
+warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 #: Okabe & Ito (2008), "Color Universal Design", ordered so that neighbours differ most
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
@@ -70,9 +77,10 @@ def text_colour(i: int) -> str:
 
 
 def plot_text(text: Any) -> str:
-    """User text made safe for matplotlib: no mathtext (``$``), no legend-hiding leading ``_``, and at most
-    :data:`TEXT_CHARS` characters (longer text is cut with an ellipsis)."""
-    text = str(text)
+    """User text made safe for matplotlib: no mathtext (``$``), no legend-hiding leading ``_``, control characters
+    (a NUL, a newline) shown as U+FFFD, and at most :data:`TEXT_CHARS` characters (longer text is cut with an
+    ellipsis)."""
+    text = _CONTROL.sub("\ufffd", str(text))
     if len(text) > TEXT_CHARS:
         text = text[: TEXT_CHARS - 1] + "\u2026"
     text = text.replace("$", r"\$")

@@ -17,3 +17,8 @@ def test_long_text_is_cut_with_an_ellipsis_before_escaping():
     assert len(cut) == TEXT_CHARS and cut.endswith("\u2026")
     # a dollar sign at the cut is escaped whole, not split from its backslash
     assert plot_text("y" * (TEXT_CHARS - 2) + "$$$") == "y" * (TEXT_CHARS - 2) + "\\$\u2026"
+
+
+def test_control_characters_are_shown_as_replacement_characters():
+    # a NUL in a fuzzed task name: matplotlib warned "Glyph 0 missing from font(s)" on stderr
+    assert plot_text("\x00big\nname\x7f") == "\ufffdbig\ufffdname\ufffd"
