@@ -433,3 +433,21 @@ def test_gantt_chart_draws_names_the_font_cannot_without_warnings(cli, tmp_path,
     (tmp_path / "p.csv").write_text(f"task,1,2,3,4\n{name},40,22,16,13\nmid,20,11,8,7\n")
     out = cli.run(["plan", "packs", "p.csv", "--gantt", "g.png"], tmp_path)
     assert out.code == 0 and "Warning" not in out.stderr, out.describe()
+
+
+@pytest.mark.parametrize(("column", "value"), [("priority", ""), ("priority", "12"), ("start_ms", "nan")])
+def test_report_refuses_a_bad_number_in_kernels_csv_in_one_line(cli, kernel_run, tmp_path, column, value):
+    # ValueError traceback, exit 1 (found by the fuzz campaign once it damaged kernels.csv): the timeline parsed
+    # the numbers as it drew them
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(kernel_run, run)
+    lines = (run / "kernels.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    cells = lines[2].split(",")
+    cells[header.index(column)] = value
+    lines[2] = ",".join(cells)
+    (run / "kernels.csv").write_text("\n".join(lines) + "\n")
+    line = assert_user_error(cli.run(["report", "run", "--out", "rep"], tmp_path), "kernels.csv", "row 2", column)
+    assert "Traceback" not in line

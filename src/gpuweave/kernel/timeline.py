@@ -11,7 +11,9 @@ from __future__ import annotations
 import csv
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from gpuweave.kernel.ids import parse_priority
 from gpuweave.kernel.sim import KernelRecord
 
 #: palette index per priority: the highest priority (0) vermillion, then blue, green, orange, ...
@@ -46,24 +48,35 @@ def write_kernels_csv(panels: list[tuple[str, list[KernelRecord]]], window: tupl
     return Path(path)
 
 
-def read_kernels_csv(path: str | Path) -> list[dict[str, str]]:
-    """The rows of a run's ``kernels.csv`` (a BOM and CRLF line ends are accepted); InputError on a missing or
-    repeated column, or a file that is not readable text."""
+def read_kernels_csv(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a run's ``kernels.csv`` (a BOM and CRLF line ends are accepted), ``start_ms`` and ``end_ms`` as
+    checked finite numbers and ``priority`` as 0-9; InputError naming the row and field on a missing or repeated
+    column, a bad number or priority, or a file that is not readable text."""
     import io
 
+    from gpuweave.checks import RESULT, parse
     from gpuweave.errors import InputError
     from gpuweave.files import csv_dicts, read_input_text
 
     text = read_input_text(path, what="kernels.csv of a run")  # decoded as utf-8-sig: a BOM is dropped
-    header, rows = csv_dicts(io.StringIO(text, newline=""), file=path)
+    header, records = csv_dicts(io.StringIO(text, newline=""), file=path)
     missing = [c for c in KERNEL_COLUMNS if c not in header]
     if missing:
         raise InputError("missing column", file=path, field=missing[0])
-    return list(rows)
+    rows = []
+    for number, row in enumerate(records, start=1):
+        for column in ("start_ms", "end_ms"):
+            row[column] = parse(row.get(column) or "", RESULT, file=path, row=number, field=column)
+        try:
+            row["priority"] = parse_priority(row.get("priority") or "")
+        except InputError as exc:
+            raise InputError(exc.message, file=path, row=number, field="priority") from None
+        rows.append(row)
+    return rows
 
 
 def plot_timeline_rows(
-    rows: Sequence[dict[str, str]], window: tuple[float, float], path: str | Path, services: list[str] | None = None
+    rows: Sequence[dict[str, Any]], window: tuple[float, float], path: str | Path, services: list[str] | None = None
 ) -> Path:
     """Draw ``kernels.csv`` rows over ``window`` (ms): one panel per ``panel`` value, in order of appearance."""
     from matplotlib.patches import Patch
