@@ -451,3 +451,21 @@ def test_report_refuses_a_bad_number_in_kernels_csv_in_one_line(cli, kernel_run,
     (run / "kernels.csv").write_text("\n".join(lines) + "\n")
     line = assert_user_error(cli.run(["report", "run", "--out", "rep"], tmp_path), "kernels.csv", "row 2", column)
     assert "Traceback" not in line
+
+
+def test_a_report_that_fails_halfway_leaves_its_folder_as_it_was(cli, kernel_run, tmp_path):
+    # the JCT plots were written before the damaged kernels.csv was met: half a report folder was left behind
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(kernel_run, run)
+    lines = (run / "kernels.csv").read_text().splitlines()
+    lines[2] = "fikit,B,,0,0.05,0.1,1"  # no priority
+    (run / "kernels.csv").write_text("\n".join(lines) + "\n")
+    assert_user_error(cli.run(["report", "run", "--out", "rep"], tmp_path), "kernels.csv", "priority")
+    assert not (tmp_path / "rep").exists()
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "keep.txt").write_text("mine")
+    assert_user_error(cli.run(["report", "run", "--out", "old"], tmp_path), "kernels.csv")
+    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == ["keep.txt"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no scratch left

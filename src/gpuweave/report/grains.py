@@ -28,10 +28,12 @@ import numpy as np
 
 from gpuweave.checks import RESULT, parse
 from gpuweave.errors import InputError
-from gpuweave.files import csv_dicts, prepare_output_dir, read_input_text
+from gpuweave.files import csv_dicts, read_input_text
 from gpuweave.plotting import figure, legend_outside, plot_text, save, series_style, write_csv
 from gpuweave.report.html import (
+    REPORT_NAME,
     comparison_table,
+    drawn_aside,
     html_table,
     metric_names,
     render_report,
@@ -329,18 +331,19 @@ def render_grain_report(
     """report.html and the PNGs and CSVs of MIG, packs or kernel runs of one kind."""
     spec = GRAIN_REPORTS[kind]
     label_runs(runs)
-    prepare_output_dir(out_dir, field="out")
-    metrics = metric_names(runs)
-    page = Page(title, out_dir, summary=runs_summary(runs, spec.compared, spec.what))
-    page.add(f"Runs ({kind})", [_runs_table(runs)])
-    page.add("Metrics", [summary_table(runs, metrics)])
-    if len(runs) > 1:
-        page.add("Comparison", [comparison_table(runs, metrics, spec.compared)])
-    page.add("Plots", figures=spec.plots(runs, out_dir))
-    for section in sections:
-        page.add_section(section)
-    page.appendix.append(appendix_html("Runs", [run.path for run in runs]))
-    return write_report_file(out_dir, page.render())
+    with drawn_aside(out_dir) as scratch:  # a table damaged is met while drawing: nothing reaches out_dir then
+        metrics = metric_names(runs)
+        page = Page(title, scratch, summary=runs_summary(runs, spec.compared, spec.what))
+        page.add(f"Runs ({kind})", [_runs_table(runs)])
+        page.add("Metrics", [summary_table(runs, metrics)])
+        if len(runs) > 1:
+            page.add("Comparison", [comparison_table(runs, metrics, spec.compared)])
+        page.add("Plots", figures=spec.plots(runs, scratch))
+        for section in sections:
+            page.add_section(section)
+        page.appendix.append(appendix_html("Runs", [run.path for run in runs]))
+        write_report_file(scratch, page.render())
+    return Path(out_dir) / REPORT_NAME
 
 
 def report_runs(

@@ -15,8 +15,11 @@ import html
 import json
 import math
 import os
+import shutil
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from gpuweave.errors import InputError
 from gpuweave.report.section import DemoSection
@@ -177,6 +180,26 @@ def _paragraphs(text: str) -> str:
     return "".join(f"<p>{'<br>'.join(esc(line) for line in p.splitlines())}</p>" for p in parts if p)
 
 
+@contextmanager
+def drawn_aside(out_dir: str | Path) -> Iterator[Path]:
+    """A scratch directory beside ``out_dir`` to draw a report's files into; they move into ``out_dir`` (made then),
+    ``report.html`` last, only when the block finishes. A report that fails halfway (a damaged table met while
+    drawing) leaves ``out_dir`` as it was, not half a folder of plots. The files are flat (PNGs, CSVs and the page),
+    and a CSV linked instead of inlined keeps its path relative to the page."""
+    from gpuweave.files import prepare_output_dir
+
+    out_dir = Path(out_dir)
+    prepare_output_dir(out_dir, field="out", create=False)  # checked, and its parent made, before any drawing
+    scratch = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.report.", dir=out_dir.parent))
+    try:
+        yield scratch
+        out_dir.mkdir(exist_ok=True)
+        for item in sorted(scratch.iterdir(), key=lambda p: p.name == REPORT_NAME):
+            os.replace(item, out_dir / item.name)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def write_report_file(out_dir: Path, text: str) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / REPORT_NAME
@@ -315,28 +338,28 @@ def render_report(
     Returns the report path. A run directory without a readable ``summary.json``, ``jobs.csv`` or
     ``timeseries.csv`` raises :class:`InputError` naming the file.
     """
-    from gpuweave.files import prepare_output_dir
     from gpuweave.report.page import Page, appendix_html
     from gpuweave.report.plots import plot_runs
     from gpuweave.report.rundir import load_runs
 
     out_dir = Path(out_dir)
     runs = load_runs(list(run_dirs))
-    prepare_output_dir(out_dir, field="out")
-    metrics = metric_names(runs)
-    page = Page(title, out_dir, summary=runs_summary(runs, COMPARED, _cluster_what(runs)))
-    page.add("Runs", [_runs_table(runs)])
-    page.add("Metrics", [summary_table(runs, metrics)])
-    if len(runs) > 1:
-        page.add("Comparison", [comparison_table(runs, metrics)])
-    page.add("Plots", figures=plot_runs(runs, out_dir))
-    for section in sections:
-        page.add_section(section)
-    definitions = definitions_html(runs)
-    if definitions:
-        page.add("Definitions", [definitions])
-    page.appendix.append(appendix_html("Runs", [run.path for run in runs]))
-    return write_report_file(out_dir, page.render())
+    with drawn_aside(out_dir) as scratch:
+        metrics = metric_names(runs)
+        page = Page(title, scratch, summary=runs_summary(runs, COMPARED, _cluster_what(runs)))
+        page.add("Runs", [_runs_table(runs)])
+        page.add("Metrics", [summary_table(runs, metrics)])
+        if len(runs) > 1:
+            page.add("Comparison", [comparison_table(runs, metrics)])
+        page.add("Plots", figures=plot_runs(runs, scratch))
+        for section in sections:
+            page.add_section(section)
+        definitions = definitions_html(runs)
+        if definitions:
+            page.add("Definitions", [definitions])
+        page.appendix.append(appendix_html("Runs", [run.path for run in runs]))
+        write_report_file(scratch, page.render())
+    return out_dir / REPORT_NAME
 
 
 def render_sections_report(
