@@ -469,3 +469,22 @@ def test_a_report_that_fails_halfway_leaves_its_folder_as_it_was(cli, kernel_run
     assert_user_error(cli.run(["report", "run", "--out", "old"], tmp_path), "kernels.csv")
     assert sorted(p.name for p in (tmp_path / "old").iterdir()) == ["keep.txt"]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no scratch left
+
+
+@pytest.mark.parametrize("name", [".nan", ".inf", "yes", "null", "[a]"])
+def test_kernel_service_named_by_a_yaml_non_text_value_is_refused(cli, tmp_path, name):
+    # found by the fuzz campaign: `name: .nan` is YAML's NaN, and the service ran under the name "nan" (exit 0, "nan"
+    # printed as a name); yes / null became "True" / "None"
+    config = (
+        "mode: fikit\nservices:\n- {name: A, trace: 'canonical:HI', priority: 0}\n"
+        f"- {{name: {name}, trace: 'canonical:LO', priority: 1}}\n"
+    )
+    (tmp_path / "k.yaml").write_text(config)
+    assert_user_error(cli.run(["kernel", "simulate", "k.yaml"], tmp_path), "row 2", "name", "quote it")
+
+
+def test_kernel_service_named_by_a_number_keeps_working(cli, tmp_path):
+    config = "mode: fikit\nservices:\n- {name: 7, trace: 'canonical:HI', priority: 0, workload: {n: 2}}\n"
+    (tmp_path / "k.yaml").write_text(config)
+    out = cli.run(["kernel", "simulate", "k.yaml"], tmp_path)
+    assert out.code == 0 and " 7 " in out.stdout, out.describe()

@@ -20,6 +20,7 @@ Simulation config (YAML or JSON)::
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 def load_config(path: Path) -> dict:
@@ -74,13 +75,41 @@ def _name(data: dict, key: str, default: str) -> str:
     return value
 
 
+def _service(s: Any, row: int, base: Path | None, file: str | None):
+    """One entry of ``services`` (its 1-based ``row``) as a Service; InputError naming the row and field."""
+    from gpuweave.errors import InputError
+    from gpuweave.kernel.sim import Service
+    from gpuweave.kernel.traces import resolve_trace
+
+    if not isinstance(s, dict):
+        raise InputError("service must be a mapping", file=file, row=row)
+    for req in ("name", "trace", "priority"):
+        if req not in s:
+            raise InputError(f"service needs '{req}'", file=file, row=row, field=req)
+    name = s["name"]
+    if isinstance(name, bool) or not isinstance(name, (str, int)):  # YAML reads .nan, yes, null as not text
+        raise InputError(
+            f"service name must be text, got {name!r}; quote it in YAML"[:160], file=file, row=row, field="name"
+        )
+    wl = s.get("workload", {"kind": "back_to_back", "n": 1})
+    if not isinstance(wl, dict):
+        raise InputError("workload must be a mapping", file=file, row=row, field="workload")
+    try:
+        return Service(str(name), resolve_trace(str(s["trace"]), base=base), s["priority"], _workload(wl))
+    except InputError as exc:
+        if exc.file:
+            raise
+        raise InputError(exc.message, file=file, row=row, field=exc.field) from None
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"bad workload ({exc})", file=file, row=row, field="workload") from None
+
+
 def build_simulation(data: dict, base: Path | None = None, file: str | None = None):
     """(services, SimConfig) from a parsed config mapping; InputError naming the field on bad input."""
     from gpuweave.checks import FRACTION, KERNEL_MS, POSITIVE_COUNT, number, seed
     from gpuweave.errors import InputError
     from gpuweave.kernel.sched import preset
-    from gpuweave.kernel.sim import Service, SimConfig
-    from gpuweave.kernel.traces import resolve_trace
+    from gpuweave.kernel.sim import SimConfig
     from gpuweave.limits import check_limit
 
     known = {
@@ -104,25 +133,7 @@ def build_simulation(data: dict, base: Path | None = None, file: str | None = No
     svcs = data.get("services")
     if not isinstance(svcs, list) or not svcs:
         raise InputError("config needs a non-empty list 'services'", file=file, field="services")
-    services = []
-    for row, s in enumerate(svcs, 1):
-        if not isinstance(s, dict):
-            raise InputError("service must be a mapping", file=file, row=row)
-        for req in ("name", "trace", "priority"):
-            if req not in s:
-                raise InputError(f"service needs '{req}'", file=file, row=row, field=req)
-        wl = s.get("workload", {"kind": "back_to_back", "n": 1})
-        if not isinstance(wl, dict):
-            raise InputError("workload must be a mapping", file=file, row=row, field="workload")
-        try:
-            workload = _workload(wl)
-            services.append(Service(str(s["name"]), resolve_trace(str(s["trace"]), base=base), s["priority"], workload))
-        except InputError as exc:
-            if exc.file:
-                raise
-            raise InputError(exc.message, file=file, row=row, field=exc.field) from None
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"bad workload ({exc})", file=file, row=row, field="workload") from None
+    services = [_service(s, row, base, file) for row, s in enumerate(svcs, 1)]
     try:
         over = {}
         if "holder_grace_ms" in data:
