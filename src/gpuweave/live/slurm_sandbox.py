@@ -178,11 +178,16 @@ class SlurmSandbox:
 
     def _start_mariadb(self) -> int:
         datadir, sock = self.root / "db", self.root / "run" / "db.sock"
+        # MariaDB's temporary tables go to its own folder, not the machine's /tmp: a test run once failed with
+        # "Error on delete of '/tmp/#sql-temptable-...MAI' (Errcode: 2)" while other tests ran beside it.
+        tmpdir = self.root / "dbtmp"
+        tmpdir.mkdir(parents=True, exist_ok=True)
         self._run(
             [
                 "mariadb-install-db",
                 "--no-defaults",
                 f"--datadir={datadir}",
+                f"--tmpdir={tmpdir}",
                 "--user=root",
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
@@ -195,6 +200,7 @@ class SlurmSandbox:
                 "mariadbd",
                 "--no-defaults",
                 f"--datadir={datadir}",
+                f"--tmpdir={tmpdir}",
                 "--user=root",
                 "--bind-address=127.0.0.1",
                 f"--port={port}",
