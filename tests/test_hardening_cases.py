@@ -377,17 +377,16 @@ def kernel_run(cli, tmp_path_factory):
     return base / "kernel"
 
 
-def _renamed_service(run, tmp_path, file: str, name: str):
-    """A copy of the kernel run with the first data row's service in ``file`` renamed."""
+def _edited_cell(run, tmp_path, file: str, column: str, value: str, row: int = 1):
+    """A copy of the kernel run (as ``tmp_path/run``) with one cell of ``file`` (data row ``row``) replaced."""
     import shutil
 
     copy = tmp_path / "run"
     shutil.copytree(run, copy)
     lines = (copy / file).read_text().splitlines()
-    column = lines[0].split(",").index("service")
-    cells = lines[1].split(",")
-    cells[column] = name
-    lines[1] = ",".join(cells)
+    cells = lines[row].split(",")
+    cells[lines[0].split(",").index(column)] = value
+    lines[row] = ",".join(cells)
     (copy / file).write_text("\n".join(lines) + "\n")
     return copy
 
@@ -395,7 +394,7 @@ def _renamed_service(run, tmp_path, file: str, name: str):
 def test_report_draws_a_service_name_of_400_characters(cli, kernel_run, tmp_path):
     # found by the fuzz campaign: exit 0, but matplotlib's "constrained_layout not applied" UserWarning on stderr (the
     # legend entry was wider than the figure); long names are now cut at 80 characters in every plot
-    _renamed_service(kernel_run, tmp_path, "tasks.csv", "x" * 400)
+    _edited_cell(kernel_run, tmp_path, "tasks.csv", "service", "x" * 400)
     out = cli.run(["report", "run", "--out", "rep"], tmp_path)
     assert out.code == 0 and "Warning" not in out.stderr, out.describe()
     assert (tmp_path / "rep" / "report.html").exists()
@@ -404,7 +403,7 @@ def test_report_draws_a_service_name_of_400_characters(cli, kernel_run, tmp_path
 def test_report_draws_a_service_named_like_a_broken_formula(cli, kernel_run, tmp_path):
     # ParseSyntaxException traceback, exit 1, half a report folder: the kernel timeline put service names on its
     # axis as they were
-    _renamed_service(kernel_run, tmp_path, "kernels.csv", MATHTEXT)
+    _edited_cell(kernel_run, tmp_path, "kernels.csv", "service", MATHTEXT)
     out = cli.run(["report", "run", "--out", "rep"], tmp_path)
     assert out.code == 0 and "Traceback" not in out.stderr, out.describe()
 
@@ -439,29 +438,14 @@ def test_gantt_chart_draws_names_the_font_cannot_without_warnings(cli, tmp_path,
 def test_report_refuses_a_bad_number_in_kernels_csv_in_one_line(cli, kernel_run, tmp_path, column, value):
     # ValueError traceback, exit 1 (found by the fuzz campaign once it damaged kernels.csv): the timeline parsed
     # the numbers as it drew them
-    import shutil
-
-    run = tmp_path / "run"
-    shutil.copytree(kernel_run, run)
-    lines = (run / "kernels.csv").read_text().splitlines()
-    header = lines[0].split(",")
-    cells = lines[2].split(",")
-    cells[header.index(column)] = value
-    lines[2] = ",".join(cells)
-    (run / "kernels.csv").write_text("\n".join(lines) + "\n")
+    _edited_cell(kernel_run, tmp_path, "kernels.csv", column, value, row=2)
     line = assert_user_error(cli.run(["report", "run", "--out", "rep"], tmp_path), "kernels.csv", "row 2", column)
     assert "Traceback" not in line
 
 
 def test_a_report_that_fails_halfway_leaves_its_folder_as_it_was(cli, kernel_run, tmp_path):
     # the JCT plots were written before the damaged kernels.csv was met: half a report folder was left behind
-    import shutil
-
-    run = tmp_path / "run"
-    shutil.copytree(kernel_run, run)
-    lines = (run / "kernels.csv").read_text().splitlines()
-    lines[2] = "fikit,B,,0,0.05,0.1,1"  # no priority
-    (run / "kernels.csv").write_text("\n".join(lines) + "\n")
+    _edited_cell(kernel_run, tmp_path, "kernels.csv", "priority", "", row=2)
     assert_user_error(cli.run(["report", "run", "--out", "rep"], tmp_path), "kernels.csv", "priority")
     assert not (tmp_path / "rep").exists()
     (tmp_path / "old").mkdir()

@@ -185,7 +185,8 @@ def drawn_aside(out_dir: str | Path) -> Iterator[Path]:
     """A scratch directory beside ``out_dir`` to draw a report's files into; they move into ``out_dir`` (made then),
     ``report.html`` last, only when the block finishes. A report that fails halfway (a damaged table met while
     drawing) leaves ``out_dir`` as it was, not half a folder of plots. The files are flat (PNGs, CSVs and the page),
-    and a CSV linked instead of inlined keeps its path relative to the page."""
+    and a CSV linked instead of inlined keeps its path relative to the page. Not :mod:`gpuweave.staging`: that
+    replaces a whole result directory, and a report's ``--out`` may hold other files (``--out .``) that must stay."""
     from gpuweave.files import prepare_output_dir
 
     out_dir = Path(out_dir)
