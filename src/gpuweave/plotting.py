@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
-# A character the font lacks (a CJK or emoji task name) is drawn as an empty box; matplotlib also warned on stderr,
-# once per character, in the middle of a command's output. The box is the message; the warning is dropped.
+# A character no installed font has (an emoji task name; a CJK one where no fallback font below is installed) is drawn
+# as an empty box; matplotlib also warned on stderr, once per character, in the middle of a command's output. The box
+# is the message; the warning is dropped.
 warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -48,6 +49,13 @@ CONTEXT_GREY = "0.82"
 #: characters (a fuzzed service name) squeezed the plot area to nothing, and matplotlib warned on stderr. Our own
 #: longest label, a reproduction's metric, has 69.
 TEXT_CHARS = 80
+#: fonts a label falls back to, glyph by glyph, for what DejaVu Sans lacks (CJK job, task and service names), the
+#: first installed one used: Debian's fonts-droid-fallback (1.8 MB; .ci/run installs it), fonts-wqy-zenhei,
+#: fonts-noto-cjk. None installed: such characters stay empty boxes, as above.
+FALLBACK_FONTS = ("Droid Sans Fallback", "WenQuanYi Zen Hei", "Noto Sans CJK JP")
+#: their files, for a font installed after matplotlib cached its font list (the cache is not rebuilt on its own)
+FALLBACK_FILES = ("DroidSansFallbackFull.ttf", "wqy-zenhei.ttc", "NotoSansCJK-Regular.ttc")
+_fonts_chosen = False
 
 
 def series_style(i: int) -> dict[str, Any]:
@@ -109,11 +117,40 @@ def figure(nrows: int = 1, ncols: int = 1, *, width: float = WIDTH_IN, height: f
     """A constrained-layout figure and a 2-D array of axes in the house style (grid, no top/right spines)."""
     from matplotlib.figure import Figure
 
+    use_fallback_font()
     fig = Figure(figsize=(width, height), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, **subplots)
     for ax in axes.flat:
         style_axes(ax)
     return fig, axes
+
+
+def use_fallback_font() -> str | None:
+    """Add the first installed font of :data:`FALLBACK_FONTS` after the sans-serif family (matplotlib >= 3.6 takes
+    each glyph from the first font of the list that has it) and return its name, or None. Done once per process,
+    on the first figure, and only while ``font.family`` is matplotlib's default: a family the user set is theirs.
+    Global because a label's font is read from rcParams when its text is created, after :func:`figure` returns."""
+    global _fonts_chosen
+    import matplotlib
+    from matplotlib import font_manager
+
+    if _fonts_chosen:
+        family = matplotlib.rcParams["font.family"]
+        return family[1] if len(family) == 2 and family[1] in FALLBACK_FONTS else None
+    _fonts_chosen = True
+    if list(matplotlib.rcParams["font.family"]) != ["sans-serif"]:
+        return None
+    manager = font_manager.fontManager
+    installed = {entry.name for entry in manager.ttflist}
+    if not installed.intersection(FALLBACK_FONTS):
+        for path in font_manager.findSystemFonts():
+            if Path(path).name in FALLBACK_FILES:
+                manager.addfont(path)
+        installed = {entry.name for entry in manager.ttflist}
+    chosen = next((name for name in FALLBACK_FONTS if name in installed), None)
+    if chosen is not None:
+        matplotlib.rcParams["font.family"] = ["sans-serif", chosen]
+    return chosen
 
 
 def style_axes(ax) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gpuweave.plotting import TEXT_CHARS, plot_text
 
 
@@ -22,3 +24,21 @@ def test_long_text_is_cut_with_an_ellipsis_before_escaping():
 def test_control_characters_are_shown_as_replacement_characters():
     # a NUL in a fuzzed task name: matplotlib warned "Glyph 0 missing from font(s)" on stderr
     assert plot_text("\x00big\nname\x7f") == "\ufffdbig\ufffdname\ufffd"
+
+
+def test_a_cjk_name_is_drawn_from_the_fallback_font(tmp_path):
+    """With a fallback font installed (.ci/run installs Debian's fonts-droid-fallback), every glyph of a CJK task
+    name is found: matplotlib warns once per glyph it cannot draw, so no warning means no empty box."""
+    import warnings
+
+    from gpuweave.plotting import figure, save, use_fallback_font
+
+    fig, axes = figure()
+    if use_fallback_font() is None:
+        pytest.skip("no CJK fallback font installed (apt-get install fonts-droid-fallback)")
+    axes[0, 0].set_title(plot_text("训练任务 job-中"))
+    axes[0, 0].legend(handles=axes[0, 0].plot([0, 1], [0, 1], label=plot_text("推理服务")))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        save(fig, tmp_path / "cjk.png")
+    assert [str(w.message) for w in caught if "missing from" in str(w.message)] == []
