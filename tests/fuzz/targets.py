@@ -54,6 +54,18 @@ PHILLY = (
         ["2017-10-09 08:13:03", "300.0", "4", "1200", "6214e9"],
     ],
 )
+HELIOS = (
+    ["job_id", "user", "vc", "gpu_num", "cpu_num", "node_num", "state", "submit_time", "start_time", "end_time"]
+    + ["duration", "queue"],
+    [
+        ["2001", "uA", "vcX", "1", "4", "1", "COMPLETED", "2020-07-01 10:00:00", "2020-07-01 10:00:05"]
+        + ["2020-07-01 11:00:05", "3600", "5"],
+        ["2002", "uB", "vcX", "0", "8", "1", "FAILED", "2020-07-01 09:00:00", "2020-07-01 09:00:00"]
+        + ["2020-07-01 09:05:00", "300", "0"],
+        ["2003", "uA", "vcY", "4", "16", "1", "CANCELLED", "2020-07-01 10:02:00", "2020-07-01 10:12:00"]
+        + ["2020-07-01 14:12:00", "14400", "600"],
+    ],
+)
 TIRESIAS = (
     ["job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval"],
     [
@@ -359,6 +371,9 @@ def _table_text(header, rows) -> bytes:
 TARGETS: list[Target] = [
     Target("trace validate (schema)", {"t.csv": _csv(TRACE_HEADER, TRACE_ROWS)}, ["trace", "validate", "t.csv"]),
     Target("trace info (philly)", {"p.csv": _csv(*PHILLY)}, ["trace", "info", "p.csv", "--format", "philly"]),
+    Target(
+        "trace convert (helios)", {"cluster_log.csv": _csv(*HELIOS)}, ["trace", "convert", "cluster_log.csv", "o.csv"]
+    ),
     Target(
         "trace convert (tiresias)",
         {"t.csv": _csv(*TIRESIAS)},

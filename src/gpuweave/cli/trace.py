@@ -12,7 +12,7 @@ from gpuweave.cli.kernel import import_torch
 from gpuweave.cli.output import ProgressBar, print_json, print_table, quiet_option, show_progress
 
 FORMAT_HELP = (
-    "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias, philly, pollux or slurm "
+    "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias, philly, helios, pollux or slurm "
     "(auto = detect from name and header)."
 )
 PROFILES_HELP = (

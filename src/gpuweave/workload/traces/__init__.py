@@ -25,6 +25,7 @@ _EXPORTS = {
     "read_spot_jobs": "alibaba",
     "read_tiresias_trace": "tiresias",
     "read_philly_jobs": "philly",
+    "read_helios_jobs": "helios",
     "generate_philly_like": "generate",
     "load_trace_frame": "formats",
     "detect_format": "formats",

@@ -64,6 +64,12 @@ def _philly(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFra
     return read_philly_jobs(path, seed=seed, profiles=profiles)
 
 
+def _helios(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
+    from gpuweave.workload.traces.helios import read_helios_jobs
+
+    return read_helios_jobs(path, seed=seed, profiles=profiles)
+
+
 def _slurm(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
     from gpuweave.workload.traces.slurm import read_sacct
 
@@ -85,6 +91,7 @@ FORMATS: dict[str, TraceFormat] = {
         TraceFormat("alibaba-jobs", "Alibaba 2026 spot-GPU job table (job_info_df.csv)", _alibaba_jobs),
         TraceFormat("tiresias", "Tiresias simulator job CSV (e.g. 60_job.csv)", _tiresias),
         TraceFormat("philly", "flattened Philly job list (timestamp,duration,num_gpus,gpu_time,cluster)", _philly),
+        TraceFormat("helios", "SenseTime Helios job log (cluster_log.csv of HeliosData, SC'21)", _helios),
         TraceFormat("pollux", "Pollux simulator workload (name,time,application,num_replicas,batch_size)", _pollux),
         TraceFormat("slurm", "Slurm job history: sacct --parsable2 with AllocTRES/ReqTRES (docs/slurm.md)", _slurm),
     )
@@ -94,6 +101,7 @@ FORMATS: dict[str, TraceFormat] = {
 _SIGNATURES: tuple[tuple[str, frozenset[str]], ...] = (
     ("alibaba-pods", frozenset({"name", "num_gpu", "gpu_milli"})),
     ("alibaba-jobs", frozenset({"job_name", "gpu_request", "worker_num"})),
+    ("helios", frozenset({"gpu_num", "submit_time", "start_time", "end_time"})),
     ("tiresias", frozenset({"job_id", "num_gpu", "submit_time"})),
     ("philly", frozenset({"timestamp", "duration", "num_gpus", "cluster"})),
     ("pollux", frozenset({"name", "time", "application", "num_replicas", "batch_size"})),

@@ -1,0 +1,133 @@
+"""Converter for SenseTime's Helios job logs (``cluster_log.csv`` of Venus, Earth, Saturn and Uranus).
+
+Source format: the ``cluster_log.csv`` of each cluster in S-Lab-System-Group/HeliosData (Hu et al., SC'21,
+"Characterization and Prediction of Deep Learning Workloads in Large-Scale GPU Datacenters"; CC BY 4.0, "for
+academic purposes"), as its README describes it: ``job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,
+start_time,end_time,duration,queue``, one row per Slurm job, times ``YYYY-MM-DD HH:MM:SS``, ``duration`` = end -
+start and ``queue`` = start - submit in seconds, ``state`` one of COMPLETED, CANCELLED, FAILED, TIMEOUT,
+NODE_FAIL (SUSPENDED once in Uranus). 3,362,981 jobs over six months, 1,580,464 of them on GPUs.
+
+Mapping to the schema (complexity O(rows), vectorised):
+
+* ``job_id`` as is (Slurm's id, unique per cluster; it follows the submission order);
+* ``arrival`` = seconds since the earliest kept ``submit_time``; ``start``/``end`` the same for ``start_time`` and
+  ``end_time`` (empty where the log has none), so a replay can be set beside what Helios' own Slurm did;
+* ``num_gpus`` = ``gpu_num``; ``duration`` = the log's ``duration``, taken as the run time on the reference GPU (the
+  log records no GPU model);
+* ``user``, ``vc``, ``state`` kept as they are, ``cpu_num`` and ``node_num`` as extra columns (``Job.attrs``);
+* ``job_type``: Helios has no model, so the seeded uniform rule of :mod:`~gpuweave.workload.traces.job_types`
+  assigns one, as for Philly, recorded in ``note``.
+
+Left out, and counted in the frame's notes: jobs without GPUs (``gpu_num`` 0: over half of Helios' jobs) and jobs
+that ran for 0 s (a job cancelled before it started, or one that failed at once). Jobs of every final state are kept
+(a cancelled or failed job held its GPUs for its ``duration`` as much as a completed one); filter on ``state`` to
+replay only some.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpuweave.checks import GPUS, MAX_SECONDS
+from gpuweave.errors import InputError
+from gpuweave.workload.profiles import ProfileStore
+from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, read_csv_strings, require_columns
+from gpuweave.workload.traces.job_types import assign_job_types
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+HELIOS_COLUMNS = ("job_id", "gpu_num", "state", "submit_time", "start_time", "end_time", "duration")
+HELIOS_OPTIONAL = ("user", "vc", "cpu_num", "node_num")
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def read_helios_jobs(
+    path: str | Path,
+    *,
+    seed: int = 0,
+    profiles: ProfileStore | None = None,
+    reference_gpu: str = "V100",
+) -> "pd.DataFrame":
+    """Convert a Helios ``cluster_log.csv`` to a schema frame (rows in file order; ``read_trace`` sorts)."""
+    import numpy as np
+    import pandas as pd
+
+    file = Path(path)
+    raw = read_csv_strings(file)
+    require_columns(raw, HELIOS_COLUMNS, file=file, what="a Helios job log")
+    for name in ("job_id", "state"):
+        empty = missing_mask(raw[name]).to_numpy()
+        if empty.any():
+            position = int(np.flatnonzero(empty)[0])
+            raise InputError("empty value", file=file, row=int(raw[ROW].iloc[position]), field=name)
+    gpus = numeric_column(raw, "gpu_num", file=file, unit="GPUs", maximum=GPUS.hi, integer=True, minimum=0.0)
+    duration = numeric_column(raw, "duration", file=file, unit="seconds", maximum=MAX_SECONDS, minimum=0.0)
+    submit = _times(raw, "submit_time", file, required=True)
+    start = _times(raw, "start_time", file, required=False)
+    end = _times(raw, "end_time", file, required=False)
+    extras = {
+        name: numeric_column(raw, name, file=file, unit=unit, integer=True, minimum=0.0)
+        for name, unit in (("cpu_num", "CPUs"), ("node_num", "nodes"))
+        if name in raw.columns
+    }
+    on_gpus = (gpus > 0).to_numpy()
+    ran = (duration > 0).to_numpy()
+    keep = on_gpus & ran
+    notes: list[str] = []
+    if not on_gpus.all():
+        notes.append(f"left out {_jobs(int((~on_gpus).sum()))} without GPUs (gpu_num 0)")
+    if not (ran | ~on_gpus).all():
+        notes.append(f"left out {_jobs(int((on_gpus & ~ran).sum()))} on GPUs that ran for 0 s")
+    if not keep.any():
+        raise InputError("no GPU job that ran for more than 0 s in the log", file=file, field="gpu_num")
+    origin = submit[keep].min()
+    frame = pd.DataFrame(
+        {
+            "job_id": raw["job_id"].str.strip().to_numpy(),
+            "arrival": (submit - origin).dt.total_seconds().to_numpy(dtype="float64"),
+            "num_gpus": gpus.to_numpy().astype("int64"),
+            "duration": duration.to_numpy(),
+        }
+    )
+    for name in HELIOS_OPTIONAL[:2]:
+        if name in raw.columns:
+            frame[name] = raw[name].str.strip().to_numpy()
+    frame["state"] = raw["state"].str.strip().str.upper().to_numpy()
+    for name, times in (("start", start), ("end", end)):
+        seconds = (times - origin).dt.total_seconds()
+        frame[name] = seconds.astype(object).where(seconds.notna(), None).to_numpy()
+    for name, values in extras.items():
+        frame[name] = values.to_numpy().astype("int64")
+    frame[ROW] = raw[ROW].to_numpy()
+    frame = frame[keep].reset_index(drop=True)
+    job_types, type_notes = assign_job_types(frame["num_gpus"].to_numpy(), seed, profiles, reference_gpu)
+    frame.insert(3, "job_type", job_types)
+    frame["note"] = [f"Helios job ({file.name}); {note}" for note in type_notes]
+    notes.append(f"trace start {origin:%Y-%m-%d %H:%M:%S} = arrival 0 s")
+    frame.attrs["notes"] = notes
+    return frame
+
+
+def _jobs(count: int) -> str:
+    return f"{count:,} job" if count == 1 else f"{count:,} jobs"
+
+
+def _times(raw: "pd.DataFrame", name: str, file: Path, *, required: bool) -> "pd.Series":
+    """The column parsed as times; an empty cell is NaT unless ``required``, text that is not a time an error."""
+    import numpy as np
+    import pandas as pd
+
+    text = raw[name].str.strip()
+    parsed = pd.to_datetime(text, format=TIME_FORMAT, errors="coerce")
+    bad = (parsed.isna() & ((text != "") | required)).to_numpy()
+    if bad.any():
+        position = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"expected a time 'YYYY-MM-DD HH:MM:SS', got {text.iloc[position]!r}",
+            file=file,
+            row=int(raw[ROW].iloc[position]),
+            field=name,
+        )
+    return parsed

@@ -1,0 +1,113 @@
+"""Helios job-log converter on logs written in the layout of HeliosData's README (the job logs themselves are not in
+the shared data: their blobs are absent from the snapshot), through the reader and as a user runs it."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuweave.errors import InputError
+from gpuweave.workload.profiles import load_profiles
+from gpuweave.workload.traces import detect_format, load_trace_frame, read_helios_jobs, read_trace
+from gpuweave.workload.traces.schema import fill_work, frame_to_jobs
+
+from .conftest import assert_names
+from .test_trace_cli import run
+
+HEADER = "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue"
+LOG = [
+    "2001,uAbc1,vcX1,1,4,1,COMPLETED,2020-07-01 10:00:00,2020-07-01 10:00:05,2020-07-01 11:00:05,3600,5",
+    # a CPU job, submitted first: left out, and it does not move the trace's start
+    "2002,uAbc2,vcX1,0,8,1,COMPLETED,2020-07-01 09:00:00,2020-07-01 09:00:00,2020-07-01 09:05:00,300,0",
+    # a GPU job that failed at once: left out
+    "2003,uAbc1,vcX2,8,32,1,FAILED,2020-07-01 10:01:00,2020-07-01 10:03:00,2020-07-01 10:03:00,0,120",
+    "2004,uAbc3,vcX2,16,64,2,CANCELLED,2020-07-01 10:02:00,2020-07-01 10:12:00,2020-07-01 14:12:00,14400,600",
+    "2005,uAbc3,vcX1,2,8,1,TIMEOUT,2020-07-01 09:59:30,2020-07-01 09:59:30,2020-07-02 09:59:30,86400,0",
+]
+
+
+def write_log(tmp_path, rows=LOG, header=HEADER, name="cluster_log.csv"):
+    path = tmp_path / name
+    path.write_text(header + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_gpu_jobs_that_ran_are_kept_with_their_slurm_facts(tmp_path):
+    path = write_log(tmp_path)
+    assert detect_format(path) == "helios"
+    frame = load_trace_frame(path, profiles=load_profiles())
+    assert frame["job_id"].tolist() == ["2005", "2001", "2004"]  # sorted by arrival
+    assert frame["arrival"].tolist() == [0.0, 30.0, 150.0]  # from job 2005's submission, not the CPU job's
+    assert frame["num_gpus"].tolist() == [2, 1, 16]
+    assert frame["duration"].tolist() == [86_400.0, 3_600.0, 14_400.0]
+    assert frame["state"].tolist() == ["TIMEOUT", "COMPLETED", "CANCELLED"]
+    assert frame["user"].tolist() == ["uAbc3", "uAbc1", "uAbc3"] and frame["vc"].tolist() == ["vcX1", "vcX1", "vcX2"]
+    assert frame["start"].tolist() == [0.0, 35.0, 750.0] and frame["end"].tolist() == [86_400.0, 3_635.0, 15_150.0]
+    assert frame.attrs["notes"] == [
+        "left out 1 job without GPUs (gpu_num 0)",
+        "left out 1 job on GPUs that ran for 0 s",
+        "trace start 2020-07-01 09:59:30 = arrival 0 s",
+    ]
+    store = load_profiles()
+    assert all(store.rate(t, "V100", min(n, 8), True) > 0 for t, n in zip(frame["job_type"], frame["num_gpus"]))
+    jobs = frame_to_jobs(fill_work(frame, load_profiles(extrapolate=True), file=path))
+    assert jobs[0].attrs["cpu_num"] == 8 and jobs[2].attrs["node_num"] == 2
+    assert all(job.work > 0 for job in jobs)
+
+
+def test_job_types_follow_the_seed(tmp_path):
+    rows = [
+        f"{3000 + i},u{i % 3},vc{i % 2},{[1, 2, 4, 8][i % 4]},4,1,COMPLETED,"
+        f"2020-08-0{1 + i % 5} 12:00:{i:02d},2020-08-0{1 + i % 5} 12:00:{i:02d},2020-08-09 00:00:00,{60 + i},0"
+        for i in range(40)
+    ]
+    path = write_log(tmp_path, rows)
+    assert read_helios_jobs(path, seed=1)["job_type"].tolist() == read_helios_jobs(path, seed=1)["job_type"].tolist()
+    assert read_helios_jobs(path, seed=1)["job_type"].tolist() != read_helios_jobs(path, seed=2)["job_type"].tolist()
+
+
+@pytest.mark.parametrize(
+    ("row", "field", "words"),
+    [
+        ("2009,u,vc,1,4,1,COMPLETED,2020-07-01 25:00:00,,,60,0", "submit_time", "YYYY-MM-DD HH:MM:SS"),
+        ("2009,u,vc,1,4,1,COMPLETED,2020-07-01 10:00:00,yesterday,,60,0", "start_time", "'yesterday'"),
+        ("2009,u,vc,1,4,1,COMPLETED,2020-07-01 10:00:00,,2020/07/01,60,0", "end_time", "'2020/07/01'"),
+        ("2009,u,vc,1,4,1,COMPLETED,2020-07-01 10:00:00,,,-60,0", "duration", ">= 0"),
+        ("2009,u,vc,two,4,1,COMPLETED,2020-07-01 10:00:00,,,60,0", "gpu_num", "expected an integer"),
+        ("2009,u,vc,1,4.5,1,COMPLETED,2020-07-01 10:00:00,,,60,0", "cpu_num", "expected an integer"),
+        (",u,vc,1,4,1,COMPLETED,2020-07-01 10:00:00,,,60,0", "job_id", "empty"),
+        ("2009,u,vc,1,4,1, ,2020-07-01 10:00:00,,,60,0", "state", "empty"),
+    ],
+)
+def test_bad_rows_are_named(tmp_path, row, field, words):
+    path = write_log(tmp_path, [LOG[0], row])
+    with pytest.raises(InputError) as exc:
+        read_helios_jobs(path)
+    assert_names(exc, path, 2, field)
+    assert words in str(exc.value)
+
+
+def test_a_log_without_a_gpu_job_that_ran_is_refused(tmp_path):
+    path = write_log(tmp_path, [LOG[1], LOG[2]])
+    with pytest.raises(InputError, match="no GPU job that ran"):
+        read_helios_jobs(path)
+    path = write_log(tmp_path, [LOG[0]], header=HEADER.replace("end_time", "finish"), name="renamed.csv")
+    with pytest.raises(InputError) as exc:
+        read_helios_jobs(path)
+    assert_names(exc, path, 0, "end_time")
+
+
+def test_convert_then_simulate_as_a_user_does(monkeypatch, capsys, tmp_path):
+    small = [row for row in LOG if ",16," not in row]  # gavel-60 places at most 4 GPUs on one node
+    source = write_log(tmp_path, small)
+    target = tmp_path / "venus.csv"
+    code, out, err = run(monkeypatch, capsys, "trace", "convert", str(source), str(target))
+    assert code == 0, err
+    assert "(helios)" in out and "note: left out 1 job without GPUs" in out
+    assert [job.job_id for job in read_trace(target)] == ["2005", "2001"]
+    code, _, err = run(
+        monkeypatch, capsys, "cluster", "simulate", "--policy", "fifo", "--trace", str(target), "--cluster",
+        "gavel-60", "--out", str(tmp_path / "run"), "--quiet",
+    )  # fmt: skip
+    assert code == 0, err
+    jobs = (tmp_path / "run" / "jobs.csv").read_text().splitlines()
+    assert len(jobs) == 3 and jobs[1].startswith("2005,")
