@@ -111,3 +111,17 @@ def test_convert_then_simulate_as_a_user_does(monkeypatch, capsys, tmp_path):
     assert code == 0, err
     jobs = (tmp_path / "run" / "jobs.csv").read_text().splitlines()
     assert len(jobs) == 3 and jobs[1].startswith("2005,")
+
+
+def test_jobs_larger_than_the_profiles_run_with_extrapolate(monkeypatch, capsys, tmp_path):
+    """Helios' 16-GPU job: the bundled profiles stop at 8 GPUs; the error names the flag cluster simulate has."""
+    source = write_log(tmp_path)
+    target = tmp_path / "venus.csv"
+    assert run(monkeypatch, capsys, "trace", "convert", str(source), str(target))[0] == 0
+    args = ["cluster", "simulate", "--policy", "fifo", "--trace", str(target), "--cluster", "mixed-1024", "--quiet"]
+    code, _, err = run(monkeypatch, capsys, *args, "--out", str(tmp_path / "a"))
+    assert code == 2 and "row 3, field 'num_gpus'" in err and "--extrapolate" in err
+    code, _, err = run(monkeypatch, capsys, *args, "--out", str(tmp_path / "b"), "--extrapolate")
+    assert code == 0, err
+    jobs = (tmp_path / "b" / "jobs.csv").read_text().splitlines()
+    assert [line.split(",")[0] for line in jobs[1:]] == ["2005", "2001", "2004"]

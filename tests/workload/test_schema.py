@@ -166,3 +166,27 @@ def test_file_problems(tmp_path):
     ragged = write(tmp_path, f"{HEADER}\nx,0,1,A3C,5,,,,,,,,\n", "ragged.csv")
     with pytest.raises(InputError, match="malformed CSV"):
         read_trace(ragged)
+
+
+def test_equal_text_cells_share_one_string_and_mixed_cells_stay_apart():
+    """A million-job trace's users, job types and notes take a few values: one str each, not one per row (the
+    jobs' memory); a converter's frame with cells of mixed types is made text first, so 1 and True do not merge."""
+    import pandas as pd
+
+    from gpuweave.workload.traces.schema import frame_to_jobs, validate_frame
+
+    frame = pd.DataFrame(
+        {
+            "job_id": pd.Series([1, True, 2], dtype=object),
+            "arrival": [0.0, 1.0, 2.0],
+            "num_gpus": [1, 1, 1],
+            "job_type": ["A3C"] * 3,
+            "work": [10.0, 20.0, 30.0],
+            "note": ["made by hand " + "x" * 40] * 3,
+            "team": ["red", "blue", "red"],
+        }
+    )
+    jobs = frame_to_jobs(validate_frame(frame, file="frame"))
+    assert [j.job_id for j in jobs] == ["1", "True", "2"]
+    assert jobs[0].job_type is jobs[2].job_type and jobs[0].attrs["note"] is jobs[2].attrs["note"]
+    assert jobs[0].attrs["team"] is jobs[2].attrs["team"] == "red" and jobs[1].attrs["team"] == "blue"

@@ -43,6 +43,12 @@ def simulate(
     placement: Optional[str] = typer.Option(
         None, "--placement", help="Override the cluster's placement: physical or ideal (always consolidated)."
     ),
+    extrapolate: Optional[bool] = typer.Option(
+        None,
+        "--extrapolate/--no-extrapolate",
+        help="Scale a job type's largest profiled GPU count linearly to larger jobs (e.g. a trace's 16-GPU jobs).",
+        show_default=False,
+    ),
     policy_option: list[str] = typer.Option(
         [], "--policy-option", "-O", help="Policy option KEY=VALUE (repeatable; VALUE read as YAML)."
     ),
@@ -52,7 +58,7 @@ def simulate(
     """Simulate a trace on a cluster under one policy; write jobs.csv, allocations.csv, timeseries.csv, summary.json.
 
     Every run setting of a YAML config is also a flag (--restart-delay, --round-length, --profiles, --placement,
-    -O policy options), so a variant needs no YAML."""
+    --extrapolate, -O policy options), so a variant needs no YAML."""
     from rich.console import Console
 
     from gpuweave.cluster.config import load_config, parse_config
@@ -72,6 +78,7 @@ def simulate(
         "round_length": round_length,
         "profiles": profiles,
         "placement": placement,
+        "extrapolate_profiles": extrapolate,
     }
     data.update({key: value for key, value in overrides.items() if value is not None})
     if policy_option:

@@ -147,7 +147,8 @@ class ProfileStore:
             detail = f"profiled counts for it: {counts or 'none'}"
             if not self.extrapolate and counts and num_gpus > counts[-1] >= 2:
                 detail += (
-                    "; load the profiles with extrapolate=True (CLI: --extrapolate) to scale the largest one linearly"
+                    "; scale the largest one linearly with extrapolate=True (CLI: --extrapolate; run config or sweep: "
+                    "extrapolate_profiles: true)"
                 )
         raise MissingProfileError(
             f"no throughput profile for job type {job_type!r} on {num_gpus} x {gpu_model} ({where}): {detail}",

@@ -93,7 +93,10 @@ def require_columns(
 def row_numbers(frame: "pd.DataFrame") -> list[int]:
     """The source row number of each record (the :data:`ROW` column, else 1..n)."""
     if ROW in frame.columns:
-        return [int(value) for value in frame[ROW]]
+        column = frame[ROW]
+        if column.dtype.kind in "iu":  # the usual case: one C loop, not an int() per row
+            return column.tolist()
+        return [int(value) for value in column]
     return list(range(1, len(frame) + 1))
 
 
@@ -134,11 +137,10 @@ def numeric_column(
     else:
         text = raw.astype(str).str.strip().where(~empty, None)
         values = pd.to_numeric(text, errors="coerce").astype("float64")
-    rows = row_numbers(frame)
     expected = "an integer" if integer else "a number"
 
     def fail(position: int, message: str) -> None:
-        raise InputError(message, file=file, row=rows[position], field=column)
+        raise InputError(message, file=file, row=row_numbers(frame)[position], field=column)
 
     bad = (~empty) & values.isna()
     if bad.any():
