@@ -116,7 +116,8 @@ def _write_jobs(rec: SimulationRecords, path: Path) -> None:
                 fmt(js.energy_j),
                 fmt(js.cost),
             ]
-            row += [fmt(js.gpu_seconds_by_model.get(m, 0.0)) for m in models]
+            by_model = js.gpu_seconds_by_model  # most jobs ran on one model: the others are fmt(0.0), "0"
+            row += [fmt(by_model[m]) if m in by_model else "0" for m in models]
             w.writerow(row)
 
 
@@ -125,17 +126,16 @@ class CsvRecordSink:
     :class:`~gpuweave.cluster.simulator.RecordSink`); ``models`` are the cluster's GPU models in node order."""
 
     def __init__(self, directory: Path, nodes: list, models: list[str]) -> None:
-        self._nodes = nodes
+        self._node_names = [node.name for node in nodes]
+        self._node_models = [node.gpu_model for node in nodes]
         self._files = [open(directory / name, "w", newline="") for name in ("allocations.csv", "timeseries.csv")]
         self._allocations, self._timeseries = (csv.writer(fh) for fh in self._files)
         self._allocations.writerow(["time", "job_id", "node", "gpu_model", "gpus"])
         self._timeseries.writerow(["time"] + [f"busy_{m}" for m in models] + ["busy_total", "power_w"])
 
     def allocations(self, rows) -> None:
-        nodes = self._nodes
-        self._allocations.writerows(
-            [fmt(a.time), a.job_id, nodes[a.node].name, nodes[a.node].gpu_model, a.gpus] for a in rows
-        )
+        names, models = self._node_names, self._node_models
+        self._allocations.writerows([fmt(a.time), a.job_id, names[a.node], models[a.node], a.gpus] for a in rows)
 
     def timeseries(self, rows) -> None:
         self._timeseries.writerows([fmt(t), *busy, sum(busy), fmt(power)] for t, busy, power in rows)
