@@ -125,3 +125,16 @@ def test_jobs_larger_than_the_profiles_run_with_extrapolate(monkeypatch, capsys,
     assert code == 0, err
     jobs = (tmp_path / "b" / "jobs.csv").read_text().splitlines()
     assert [line.split(",")[0] for line in jobs[1:]] == ["2005", "2001", "2004"]
+
+
+def test_a_raw_log_given_as_a_trace_says_how_to_convert_it(monkeypatch, capsys, tmp_path):
+    source = write_log(tmp_path)
+    args = ["cluster", "simulate", "--policy", "fifo", "--trace", str(source), "--cluster", "mixed-1024"]
+    code, _, err = run(monkeypatch, capsys, *args, "--out", str(tmp_path / "a"), "--quiet")
+    assert code == 2 and "this is a helios trace" in err
+    assert "gpuweave trace convert cluster_log.csv cluster_log-schema.csv --from helios" in err
+    # the hint of an undetectable header ("pass --format") works on convert too
+    code, _, err = run(
+        monkeypatch, capsys, "trace", "convert", str(source), str(tmp_path / "o.csv"), "--format", "helios"
+    )
+    assert code == 0, err

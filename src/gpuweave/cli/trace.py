@@ -92,7 +92,7 @@ def validate(
 def convert(
     source: Path = typer.Argument(..., metavar="IN", help="Input trace (any readable format)."),
     out: Path = typer.Argument(..., metavar="OUT", help="Output trace in gpuweave's schema: a .csv or .parquet path."),
-    from_format: str = typer.Option("auto", "--from", help=FORMAT_HELP),
+    from_format: str = typer.Option("auto", "--from", "--format", "-f", help=FORMAT_HELP),
     profiles: Optional[Path] = typer.Option(None, "--profiles", help=PROFILES_HELP),
     max_gpus: Optional[int] = typer.Option(
         None, "--max-gpus", help="Largest placement of the target cluster; bigger jobs are errors."

@@ -108,6 +108,12 @@ _SIGNATURES: tuple[tuple[str, frozenset[str]], ...] = (
 )
 
 
+def format_of_columns(columns) -> str | None:
+    """The readable format other than the schema whose signature columns are all among ``columns``, or None."""
+    names = {str(name).strip() for name in columns}
+    return next((name for name, signature in _SIGNATURES if signature <= names), None)
+
+
 _SCHEMA_REQUIRED = frozenset({"job_id", "arrival", "num_gpus", "job_type"})
 
 
@@ -126,9 +132,9 @@ def detect_format(path: str | Path) -> str:
         if looks_like_sacct(first):
             return "slurm"
     header = {name.strip() for name in first.split(",")}
-    for name, columns in _SIGNATURES:
-        if columns <= header:
-            return name
+    known = format_of_columns(header)
+    if known is not None:
+        return known
     # A schema file with a column missing is still a schema file: let the validator name the column.
     if len(header & _SCHEMA_REQUIRED) >= 2:
         return "schema"
