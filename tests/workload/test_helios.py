@@ -138,3 +138,16 @@ def test_a_raw_log_given_as_a_trace_says_how_to_convert_it(monkeypatch, capsys, 
         monkeypatch, capsys, "trace", "convert", str(source), str(tmp_path / "o.csv"), "--format", "helios"
     )
     assert code == 0, err
+
+
+def test_trace_info_tells_states_gpu_hours_and_vcs(monkeypatch, capsys, tmp_path):
+    import json
+
+    code, out, err = run(monkeypatch, capsys, "trace", "info", str(write_log(tmp_path)), "--json")
+    assert code == 0, err
+    info = json.loads(out)
+    assert info["format"] == "helios" and info["jobs"] == 3 and info["vcs"] == 2
+    assert info["states"] == {"TIMEOUT": 1, "COMPLETED": 1, "CANCELLED": 1}
+    assert info["gpu_hours_on_reference_gpu"] == (86_400 * 2 + 3_600 + 14_400 * 16) / 3_600
+    code, out, _ = run(monkeypatch, capsys, "trace", "info", str(tmp_path / "cluster_log.csv"))
+    assert code == 0 and "final state" in out and "GPU-hours" in out

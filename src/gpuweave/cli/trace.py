@@ -159,6 +159,10 @@ def info(
     with ProgressBar(show_progress(quiet or as_json)) as bar:
         bar.task(f"trace info: reading {file.name}")
         frame = load_trace_frame(file, fmt, seed=seed)
+    # what a converted log tells beside the schema: GPU-hours on the reference GPU, final states (Helios, Slurm), VCs
+    gpu_hours = float((frame["duration"] * frame["num_gpus"]).sum()) / 3600 if frame["duration"].notna().any() else None
+    states = frame["state"].value_counts() if "state" in frame.columns else None
+    vcs = int(frame["vc"].nunique()) if "vc" in frame.columns and frame["vc"].notna().any() else None
     if as_json:
         print_json(
             {
@@ -171,6 +175,9 @@ def info(
                 "median_duration_s": float(frame["duration"].median()) if frame["duration"].notna().any() else None,
                 "gpus_per_job": {str(k): int(v) for k, v in frame["num_gpus"].value_counts().sort_index().items()},
                 "job_types": {str(k): int(v) for k, v in frame["job_type"].value_counts().head(top).items()},
+                "gpu_hours_on_reference_gpu": gpu_hours,
+                "states": None if states is None else {str(k): int(v) for k, v in states.items()},
+                "vcs": vcs,
                 "notes": list(frame.attrs.get("notes", [])),
             }
         )
@@ -184,8 +191,11 @@ def info(
         ("rows with work", f"{int(frame['work'].notna().sum()):,}"),
         ("rows with duration", f"{int(frame['duration'].notna().sum()):,}"),
     ]
-    if frame["duration"].notna().any():
+    if gpu_hours is not None:
         summary.append(("median duration", f"{float(frame['duration'].median()):,.0f} s"))
+        summary.append(("GPU-hours (duration x GPUs)", f"{gpu_hours:,.0f}"))
+    if vcs is not None:
+        summary.append(("virtual clusters (vc)", f"{vcs:,}"))
     print_table(console, f"{file.name} ({frame.attrs['format']})", ("what", "value"), summary, right=("value",))
     counts = frame["num_gpus"].value_counts().sort_index().items()
     gpus = [(str(count), f"{jobs:,}", f"{jobs / len(frame):.1%}") for count, jobs in counts]
@@ -193,6 +203,9 @@ def info(
     types = [(str(job_type), f"{jobs:,}") for job_type, jobs in frame["job_type"].value_counts().head(top).items()]
     title = f"job types ({frame['job_type'].nunique()} distinct)"
     print_table(console, title, ("job type", "jobs"), types, right=("jobs",))
+    if states is not None:
+        rows = [(str(state), f"{jobs:,}", f"{jobs / len(frame):.1%}") for state, jobs in states.items()]
+        print_table(console, "final state", ("state", "jobs", "share"), rows, right=("jobs", "share"))
     for note in frame.attrs.get("notes", []):
         console.print(f"note: {note}")
 
