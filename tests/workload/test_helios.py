@@ -151,3 +151,24 @@ def test_trace_info_tells_states_gpu_hours_and_vcs(monkeypatch, capsys, tmp_path
     assert info["gpu_hours_on_reference_gpu"] == (86_400 * 2 + 3_600 + 14_400 * 16) / 3_600
     code, out, _ = run(monkeypatch, capsys, "trace", "info", str(tmp_path / "cluster_log.csv"))
     assert code == 0 and "final state" in out and "GPU-hours" in out
+
+
+def test_trace_info_gives_the_recorded_schedule(monkeypatch, capsys, tmp_path):
+    """The schedule the source's own Slurm ran, from start/end: docs/slurm.md's figures for the captured history,
+    and the Helios sample's by hand (arrivals 0, 30, 150 s; ends 86,400, 3,635, 15,150 s; starts 0, 35, 750 s)."""
+    import json
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "slurm" / "trace.csv"
+    code, out, err = run(monkeypatch, capsys, "trace", "info", str(example), "--json")
+    assert code == 0, err
+    recorded = json.loads(out)["recorded_schedule"]
+    assert recorded["finished"] == 34 and recorded["unfinished"] == 1
+    assert round(recorded["avg_jct_s"]) == 66 and round(recorded["p99_jct_s"]) == 159
+    assert recorded["makespan_s"] == 199 and round(recorded["mean_queueing_delay_s"]) == 43
+    code, out, _ = run(monkeypatch, capsys, "trace", "info", str(write_log(tmp_path)), "--json")
+    recorded = json.loads(out)["recorded_schedule"]
+    assert recorded["avg_jct_s"] == (86_400 + 3_605 + 15_000) / 3 and recorded["makespan_s"] == 86_400
+    assert recorded["mean_queueing_delay_s"] == (0 + 5 + 600) / 3
+    code, out, _ = run(monkeypatch, capsys, "trace", "info", str(example))
+    assert "as the source's scheduler ran it" in out

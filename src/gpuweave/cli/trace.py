@@ -153,6 +153,7 @@ def info(
 
     from gpuweave.errors import InputError
     from gpuweave.workload.traces.formats import load_trace_frame
+    from gpuweave.workload.traces.recorded import recorded_schedule
 
     if top < 0:
         raise InputError(f"--top must be >= 0, got {top}", field="top")
@@ -163,6 +164,7 @@ def info(
     gpu_hours = float((frame["duration"] * frame["num_gpus"]).sum()) / 3600 if frame["duration"].notna().any() else None
     states = frame["state"].value_counts() if "state" in frame.columns else None
     vcs = int(frame["vc"].nunique()) if "vc" in frame.columns and frame["vc"].notna().any() else None
+    recorded = recorded_schedule(frame)
     if as_json:
         print_json(
             {
@@ -178,6 +180,7 @@ def info(
                 "gpu_hours_on_reference_gpu": gpu_hours,
                 "states": None if states is None else {str(k): int(v) for k, v in states.items()},
                 "vcs": vcs,
+                "recorded_schedule": recorded,
                 "notes": list(frame.attrs.get("notes", [])),
             }
         )
@@ -206,6 +209,17 @@ def info(
     if states is not None:
         rows = [(str(state), f"{jobs:,}", f"{jobs / len(frame):.1%}") for state, jobs in states.items()]
         print_table(console, "final state", ("state", "jobs", "share"), rows, right=("jobs", "share"))
+    if recorded is not None:
+        rows = [
+            ("finished jobs (with an end)", f"{recorded['finished']:,}"),
+            ("not finished", f"{recorded['unfinished']:,}"),
+            ("mean JCT (end - arrival)", f"{recorded['avg_jct_s']:,.0f} s"),
+            ("median / p99 JCT", f"{recorded['p50_jct_s']:,.0f} s / {recorded['p99_jct_s']:,.0f} s"),
+            ("makespan", f"{recorded['makespan_s']:,.0f} s"),
+        ]
+        if recorded["mean_queueing_delay_s"] is not None:
+            rows.append(("mean wait (start - arrival)", f"{recorded['mean_queueing_delay_s']:,.0f} s"))
+        print_table(console, "as the source's scheduler ran it (start, end)", ("what", "value"), rows, right=("value",))
     for note in frame.attrs.get("notes", []):
         console.print(f"note: {note}")
 
