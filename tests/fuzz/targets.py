@@ -66,6 +66,7 @@ HELIOS = (
         + ["2020-07-01 14:12:00", "14400", "600"],
     ],
 )
+HELIOS_VCS = (["date", "vcA", "vcB", "total"], [["2020-05-01", "16", "8", "24"], ["2020-05-02", "24", "0", "24"]])
 TIRESIAS = (
     ["job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval"],
     [
@@ -371,6 +372,7 @@ def _table_text(header, rows) -> bytes:
 TARGETS: list[Target] = [
     Target("trace validate (schema)", {"t.csv": _csv(TRACE_HEADER, TRACE_ROWS)}, ["trace", "validate", "t.csv"]),
     Target("trace info (philly)", {"p.csv": _csv(*PHILLY)}, ["trace", "info", "p.csv", "--format", "philly"]),
+    Target("trace cluster (helios vcs)", {"v.csv": _csv(*HELIOS_VCS)}, ["trace", "cluster", "v.csv", "--gpu", "V100"]),
     Target(
         "trace convert (helios)", {"cluster_log.csv": _csv(*HELIOS)}, ["trace", "convert", "cluster_log.csv", "o.csv"]
     ),

@@ -172,3 +172,40 @@ def test_trace_info_gives_the_recorded_schedule(monkeypatch, capsys, tmp_path):
     assert recorded["mean_queueing_delay_s"] == (0 + 5 + 600) / 3
     code, out, _ = run(monkeypatch, capsys, "trace", "info", str(example))
     assert "as the source's scheduler ran it" in out
+
+
+def test_the_venus_vc_file_becomes_a_cluster(monkeypatch, capsys, tmp_path, shared_data):
+    """The real Venus VC file (HeliosData): 1,080 GPUs on its last day (135 nodes, as Lucid's vc_config.csv says),
+    968 on its first; the GPU model must be given, the day must be in the file."""
+    import yaml
+
+    from gpuweave.hardware.cluster_spec import load_cluster
+
+    source = shared_data / "HeliosData" / "Venus" / "cluster_gpu_number.csv"
+    out = tmp_path / "venus.yaml"
+    code, text, err = run(monkeypatch, capsys, "trace", "cluster", str(source), str(out), "--gpu", "V100")
+    assert code == 0 and "1,080 GPUs" in text, err
+    spec = load_cluster(str(out))
+    assert len(spec.expand()) == 135 and spec.gpus_by_model() == {"V100": 1_080}
+    assert yaml.safe_load(out.read_text())["name"] == "helios-venus-2020-09-28"
+    code, text, _ = run(monkeypatch, capsys, "trace", "cluster", str(source), "--gpu", "V100", "--date", "2020-04-01")
+    assert code == 0 and sum(n["count"] * n["gpus_per_node"] for n in yaml.safe_load(text)["nodes"]) == 968
+    code, _, err = run(monkeypatch, capsys, "trace", "cluster", str(source))
+    assert code == 2 and "pass --gpu MODEL" in err
+    code, _, err = run(monkeypatch, capsys, "trace", "cluster", str(source), "--gpu", "V100", "--date", "2021-01-01")
+    assert code == 2 and "2020-04-01 .. 2020-09-28" in err
+
+
+def test_a_vc_count_off_the_node_size_gets_a_smaller_node_and_the_total_is_checked(tmp_path):
+    from gpuweave.workload.traces.helios import read_helios_vcs
+
+    path = tmp_path / "cluster_gpu_number.csv"
+    path.write_text("date,vcA,vcB,total\n2020-05-01,20,0,20\n2020-05-02,16,4,21\n", encoding="utf-8")
+    cluster = read_helios_vcs(path, gpu="A100-80GB", date="2020-05-01")
+    assert [(n["count"], n["gpus_per_node"], n["name_prefix"]) for n in cluster["nodes"]] == [
+        (2, 8, "vcA-"),
+        (1, 4, "vcA-part-"),
+    ]
+    with pytest.raises(InputError) as exc:
+        read_helios_vcs(path, gpu="A100-80GB")
+    assert_names(exc, path, 2, "total")

@@ -249,9 +249,20 @@ def generate(
 
 @app.command("cluster")
 def cluster(
-    source: Path = typer.Argument(..., metavar="IN", help="Node list: openb_node_list_*.csv or node_info_df.csv."),
+    source: Path = typer.Argument(
+        ...,
+        metavar="IN",
+        help="Node list: openb_node_list_*.csv or node_info_df.csv; or Helios' cluster_gpu_number.csv (with --gpu).",
+    ),
     out: Optional[Path] = typer.Argument(None, metavar="OUT", help="Output YAML (default: print)."),
-    from_format: str = typer.Option("auto", "--from", help="openb-nodes, spot-nodes or auto (from the header)."),
+    from_format: str = typer.Option(
+        "auto", "--from", help="openb-nodes, spot-nodes, helios-vcs or auto (from the header)."
+    ),
+    gpu: Optional[str] = typer.Option(
+        None, "--gpu", help="helios-vcs: the GPU model of every node (the file gives counts only), e.g. V100."
+    ),
+    date: Optional[str] = typer.Option(None, "--date", help="helios-vcs: the day YYYY-MM-DD (default: the last)."),
+    gpus_per_node: int = typer.Option(8, "--gpus-per-node", help="helios-vcs: GPUs per node (Helios' servers: 8)."),
     name: Optional[str] = typer.Option(None, "--name", help="Cluster name (default: from the source)."),
     price_per_kwh: Optional[float] = typer.Option(
         None, "--price-per-kwh", help="Energy price for every node (the traces have none)."
@@ -265,7 +276,8 @@ def cluster(
         help="Leave out nodes whose GPU model the hardware catalog does not know (e.g. the undisclosed G2).",
     ),
 ) -> None:
-    """Turn an Alibaba node list IN into a cluster spec (YAML: name, description, source, nodes)."""
+    """Turn an Alibaba node list, or a Helios VC file on one day, into a cluster spec (YAML: name, description,
+    source, nodes)."""
     import math
 
     from gpuweave.errors import InputError
@@ -276,6 +288,7 @@ def cluster(
         read_openb_nodes,
         read_spot_nodes,
     )
+    from gpuweave.workload.traces.helios import read_helios_vcs
 
     if price_per_kwh is not None and not (math.isfinite(price_per_kwh) and price_per_kwh >= 0):
         raise InputError(f"--price-per-kwh must be a number >= 0, got {price_per_kwh}", field="price_per_kwh")
@@ -286,12 +299,19 @@ def cluster(
         header = read_text(source).splitlines()[0] if read_text(source).strip() else ""
         columns = {c.strip() for c in header.split(",")}
         kind = "spot-nodes" if "gpu_capacity_num" in columns else "openb-nodes" if "sn" in columns else ""
+        kind = kind or ("helios-vcs" if {"date", "total"} <= columns else "")
         if not kind:
             raise InputError("cannot tell the node-list format from the header; pass --from", file=source, row=0)
-    readers = {"openb-nodes": read_openb_nodes, "spot-nodes": read_spot_nodes}
+    readers = {"openb-nodes": read_openb_nodes, "spot-nodes": read_spot_nodes, "helios-vcs": read_helios_vcs}
     if kind not in readers:
-        raise InputError(f"unknown node-list format {kind!r}; expected openb-nodes or spot-nodes", field="from")
-    kwargs = {"price_per_kwh": price_per_kwh, "pue": pue, "catalog_only": catalog_only}
+        raise InputError(
+            f"unknown node-list format {kind!r}; expected openb-nodes, spot-nodes or helios-vcs", field="from"
+        )
+    kwargs = {"price_per_kwh": price_per_kwh, "pue": pue}
+    if kind == "helios-vcs":
+        kwargs.update(gpu=gpu, date=date, gpus_per_node=gpus_per_node)
+    else:
+        kwargs["catalog_only"] = catalog_only
     if name:
         kwargs["name"] = name
     cluster = readers[kind](source, **kwargs)

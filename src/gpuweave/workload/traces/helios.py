@@ -131,3 +131,90 @@ def _times(raw: "pd.DataFrame", name: str, file: Path, *, required: bool) -> "pd
             field=name,
         )
     return parsed
+
+
+# --------------------------------------------------------------------------- the VC file: a cluster description
+def read_helios_vcs(
+    path: str | Path,
+    *,
+    gpu: str | None,
+    date: str | None = None,
+    gpus_per_node: int = 8,
+    name: str | None = None,
+    price_per_kwh: float | None = None,
+    pue: float | None = None,
+) -> dict:
+    """Cluster description of a Helios ``cluster_gpu_number.csv`` (``date``, one column of GPUs per VC, ``total``)
+    on one day (default: the last row): one node group per VC with GPUs, its nodes named after the VC.
+
+    The file gives counts, not hardware: ``gpu`` (a catalog model) must be given, and nodes have ``gpus_per_node``
+    GPUs (8 in Helios' servers; a VC whose count is not a multiple gets one smaller node). O(days x VCs).
+    """
+    from gpuweave.workload.traces.gpu_names import canonical_gpu_model
+
+    file = Path(path)
+    if gpu is None:
+        raise InputError(
+            "a Helios VC file does not say which GPU its nodes have; pass --gpu MODEL (a catalog name, e.g. V100)",
+            file=file,
+            field="gpu",
+        )
+    model = canonical_gpu_model(gpu, field="gpu")
+    if not (isinstance(gpus_per_node, int) and 1 <= gpus_per_node <= GPUS.hi):
+        raise InputError(
+            f"--gpus-per-node must be an integer in 1..{GPUS.hi}, got {gpus_per_node}", field="gpus_per_node"
+        )
+    raw = read_csv_strings(file, limit_name="cluster_gpus", what="days")
+    require_columns(raw, ("date",), file=file, what="a Helios VC file")
+    vcs = [column for column in raw.columns if column not in ("date", "total", ROW)]
+    if not vcs:
+        raise InputError("no VC column beside date and total", file=file, row=0)
+    dates = raw["date"].str.strip()
+    if raw.empty:
+        raise InputError("the file has no day", file=file)
+    position = len(raw) - 1 if date is None else _day(dates, date, file)
+    row = raw.iloc[[position]]
+    groups = []
+    for vc in vcs:
+        count = int(numeric_column(row, vc, file=file, unit="GPUs", maximum=GPUS.hi, integer=True, minimum=0.0).iloc[0])
+        whole, rest = divmod(count, gpus_per_node)
+        if whole:
+            groups.append({"count": whole, "gpu": model, "gpus_per_node": gpus_per_node, "name_prefix": f"{vc}-"})
+        if rest:
+            groups.append({"count": 1, "gpu": model, "gpus_per_node": rest, "name_prefix": f"{vc}-part-"})
+    if not groups:
+        raise InputError(f"no VC has a GPU on {dates.iloc[position]}", file=file, row=int(row[ROW].iloc[0]))
+    total = sum(g["count"] * g["gpus_per_node"] for g in groups)
+    if "total" in raw.columns:
+        stated = numeric_column(row, "total", file=file, unit="GPUs", maximum=GPUS.hi, integer=True, minimum=0.0)
+        if int(stated.iloc[0]) != total:
+            raise InputError(
+                f"the VC columns add up to {total} GPUs but total says {int(stated.iloc[0])}",
+                file=file,
+                row=int(row[ROW].iloc[0]),
+                field="total",
+            )
+    for group in groups:
+        for key, value in (("price_per_kwh", price_per_kwh), ("pue", pue)):
+            if value is not None:
+                group[key] = value
+    day = dates.iloc[position]
+    return {
+        "name": name or f"helios-{file.parent.name.lower() or 'cluster'}-{day}",
+        "description": (
+            f"{total} {model} GPUs (the model given with --gpu: the file has none) in "
+            f"{sum(g['count'] for g in groups)} nodes of up to {gpus_per_node}, "
+            f"{len({g['name_prefix'].split('-')[0] for g in groups})} VCs, as on {day}, from {file.name}"
+        ),
+        "source": "S-Lab-System-Group/HeliosData cluster_gpu_number.csv (Hu et al., SC'21; CC BY 4.0, academic use)",
+        "nodes": groups,
+    }
+
+
+def _day(dates: "pd.Series", date: str, file: Path) -> int:
+    matches = (dates == date.strip()).to_numpy().nonzero()[0]
+    if not len(matches):
+        raise InputError(
+            f"no row for the day {date!r}: the file covers {dates.iloc[0]} .. {dates.iloc[-1]}", file=file, field="date"
+        )
+    return int(matches[0])
