@@ -158,6 +158,39 @@ def require_columns(
             )
 
 
+def require_values(frame: "pd.DataFrame", columns: tuple[str, ...], *, file: str | Path, message: str) -> None:
+    """InputError ``message`` at the first empty cell of ``columns`` (in that order of columns)."""
+    import numpy as np
+
+    for name in columns:
+        empty = missing_mask(frame[name]).to_numpy()
+        if empty.any():
+            position = int(np.flatnonzero(empty)[0])
+            raise InputError(message, file=file, row=int(frame[ROW].iloc[position]), field=name)
+
+
+def time_column(
+    frame: "pd.DataFrame", column: str, *, file: str | Path, time_format: str, shown: str, blanks: tuple[str, ...] = ()
+) -> "pd.Series":
+    """The column's stripped cells parsed with ``time_format``; a cell in ``blanks`` is NaT, any other cell that is
+    not such a time an InputError ("expected a time <shown>, got ...") naming its row."""
+    import numpy as np
+    import pandas as pd
+
+    text = frame[column].str.strip()
+    parsed = pd.to_datetime(text, format=time_format, errors="coerce")
+    bad = (parsed.isna() & ~text.isin(blanks)).to_numpy()
+    if bad.any():
+        position = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"expected a time {shown}, got {text.iloc[position]!r}",
+            file=file,
+            row=int(frame[ROW].iloc[position]),
+            field=column,
+        )
+    return parsed
+
+
 def row_numbers(frame: "pd.DataFrame") -> list[int]:
     """The source row number of each record (the :data:`ROW` column, else 1..n)."""
     if ROW in frame.columns:

@@ -35,7 +35,7 @@ from gpuweave.errors import InputError
 from gpuweave.workload.profiles import ProfileStore
 from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, read_csv_strings, require_columns
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model
-from gpuweave.workload.traces.job_types import assign_job_types
+from gpuweave.workload.traces.job_types import assign_job_types, insert_job_types
 
 if TYPE_CHECKING:
     import numpy as np
@@ -378,9 +378,7 @@ def read_spot_jobs(
     )[keep].reset_index(drop=True)
     if (frame["gpu_request"] == np.floor(frame["gpu_request"])).all():
         frame = frame.drop(columns=["gpu_request"])
-    job_types, type_notes = assign_job_types(frame["num_gpus"].to_numpy(), seed, profiles, reference_gpu)
-    frame.insert(3, "job_type", job_types)
-    frame["note"] = [f"Alibaba spot-GPU job {file.name}; {note}" for note in type_notes]
+    insert_job_types(frame, seed, profiles, reference_gpu, f"Alibaba spot-GPU job {file.name}")
     frame.attrs["notes"] = notes
     return frame
 

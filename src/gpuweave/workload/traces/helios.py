@@ -32,8 +32,15 @@ from typing import TYPE_CHECKING
 from gpuweave.checks import GPUS, MAX_SECONDS
 from gpuweave.errors import InputError
 from gpuweave.workload.profiles import ProfileStore
-from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, read_csv_strings, require_columns
-from gpuweave.workload.traces.job_types import assign_job_types
+from gpuweave.workload.traces._tables import (
+    ROW,
+    numeric_column,
+    read_csv_strings,
+    require_columns,
+    require_values,
+    time_column,
+)
+from gpuweave.workload.traces.job_types import insert_job_types
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,6 +48,7 @@ if TYPE_CHECKING:
 HELIOS_COLUMNS = ("job_id", "gpu_num", "state", "submit_time", "start_time", "end_time", "duration")
 HELIOS_OPTIONAL = ("user", "vc", "cpu_num", "node_num")
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+SHOWN = "'YYYY-MM-DD HH:MM:SS'"
 
 
 def read_helios_jobs(
@@ -51,22 +59,19 @@ def read_helios_jobs(
     reference_gpu: str = "V100",
 ) -> "pd.DataFrame":
     """Convert a Helios ``cluster_log.csv`` to a schema frame (rows in file order; ``read_trace`` sorts)."""
-    import numpy as np
     import pandas as pd
 
     file = Path(path)
     raw = read_csv_strings(file)
     require_columns(raw, HELIOS_COLUMNS, file=file, what="a Helios job log")
-    for name in ("job_id", "state"):
-        empty = missing_mask(raw[name]).to_numpy()
-        if empty.any():
-            position = int(np.flatnonzero(empty)[0])
-            raise InputError("empty value", file=file, row=int(raw[ROW].iloc[position]), field=name)
+    require_values(raw, ("job_id", "state"), file=file, message="empty value")
     gpus = numeric_column(raw, "gpu_num", file=file, unit="GPUs", maximum=GPUS.hi, integer=True, minimum=0.0)
     duration = numeric_column(raw, "duration", file=file, unit="seconds", maximum=MAX_SECONDS, minimum=0.0)
-    submit = _times(raw, "submit_time", file, required=True)
-    start = _times(raw, "start_time", file, required=False)
-    end = _times(raw, "end_time", file, required=False)
+    submit = time_column(raw, "submit_time", file=file, time_format=TIME_FORMAT, shown=SHOWN)
+    start, end = (
+        time_column(raw, name, file=file, time_format=TIME_FORMAT, shown=SHOWN, blanks=("",))
+        for name in ("start_time", "end_time")
+    )
     extras = {
         name: numeric_column(raw, name, file=file, unit=unit, integer=True, minimum=0.0)
         for name, unit in (("cpu_num", "CPUs"), ("node_num", "nodes"))
@@ -102,9 +107,7 @@ def read_helios_jobs(
         frame[name] = values.to_numpy().astype("int64")
     frame[ROW] = raw[ROW].to_numpy()
     frame = frame[keep].reset_index(drop=True)
-    job_types, type_notes = assign_job_types(frame["num_gpus"].to_numpy(), seed, profiles, reference_gpu)
-    frame.insert(3, "job_type", job_types)
-    frame["note"] = [f"Helios job ({file.name}); {note}" for note in type_notes]
+    insert_job_types(frame, seed, profiles, reference_gpu, f"Helios job ({file.name})")
     notes.append(f"trace start {origin:%Y-%m-%d %H:%M:%S} = arrival 0 s")
     frame.attrs["notes"] = notes
     return frame
@@ -112,25 +115,6 @@ def read_helios_jobs(
 
 def _jobs(count: int) -> str:
     return f"{count:,} job" if count == 1 else f"{count:,} jobs"
-
-
-def _times(raw: "pd.DataFrame", name: str, file: Path, *, required: bool) -> "pd.Series":
-    """The column parsed as times; an empty cell is NaT unless ``required``, text that is not a time an error."""
-    import numpy as np
-    import pandas as pd
-
-    text = raw[name].str.strip()
-    parsed = pd.to_datetime(text, format=TIME_FORMAT, errors="coerce")
-    bad = (parsed.isna() & ((text != "") | required)).to_numpy()
-    if bad.any():
-        position = int(np.flatnonzero(bad)[0])
-        raise InputError(
-            f"expected a time 'YYYY-MM-DD HH:MM:SS', got {text.iloc[position]!r}",
-            file=file,
-            row=int(raw[ROW].iloc[position]),
-            field=name,
-        )
-    return parsed
 
 
 # --------------------------------------------------------------------------- the VC file: a cluster description

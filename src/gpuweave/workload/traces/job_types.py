@@ -17,11 +17,15 @@ Every assigned job gets a note saying so; see :data:`ASSIGNED_NOTE`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gpuweave.errors import InputError
 from gpuweave.workload.profiles import ProfileStore, load_profiles
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ASSIGNED_NOTE = (
     "job_type drawn uniformly at random (seed {seed}) from the profiled job types runnable at scale {scale}; "
@@ -76,3 +80,14 @@ def assign_job_types(
         job_types.append(names[int(draw * len(names))])
         notes.append(note)
     return job_types, notes
+
+
+def insert_job_types(
+    frame: "pd.DataFrame", seed: int, profiles: ProfileStore | None, reference_gpu: str, source: str
+) -> list[str]:
+    """:func:`assign_job_types` for a converter's frame: ``job_type`` inserted as its fourth column and a ``note``
+    per row, ``"<source>; <how the type was drawn>"``. Returns the drawing notes (for converters that add more)."""
+    job_types, notes = assign_job_types(frame["num_gpus"].to_numpy(), seed, profiles, reference_gpu)
+    frame.insert(3, "job_type", job_types)
+    frame["note"] = [f"{source}; {note}" for note in notes]
+    return notes

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 from gpuweave.checks import GPUS, MAX_SECONDS
 from gpuweave.errors import InputError
 from gpuweave.workload.profiles import ProfileStore
-from gpuweave.workload.traces._tables import ROW, numeric_column, read_csv_strings, require_columns
-from gpuweave.workload.traces.job_types import assign_job_types
+from gpuweave.workload.traces._tables import ROW, numeric_column, read_csv_strings, require_columns, time_column
+from gpuweave.workload.traces.job_types import insert_job_types
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,16 +52,7 @@ def read_philly_jobs(
     require_columns(raw, PHILLY_COLUMNS, file=file, what="a Philly job list")
     if raw.empty:  # a header alone: no trace start to count arrivals from
         raise InputError("the trace has no jobs", file=file)
-    stamps = pd.to_datetime(raw["timestamp"].str.strip(), format="%Y-%m-%d %H:%M:%S", errors="coerce")
-    bad = stamps.isna().to_numpy()
-    if bad.any():
-        position = int(np.flatnonzero(bad)[0])
-        raise InputError(
-            f"expected a time 'YYYY-MM-DD HH:MM:SS', got {raw['timestamp'].iloc[position]!r}",
-            file=file,
-            row=int(raw[ROW].iloc[position]),
-            field="timestamp",
-        )
+    stamps = time_column(raw, "timestamp", file=file, time_format="%Y-%m-%d %H:%M:%S", shown="'YYYY-MM-DD HH:MM:SS'")
     duration = numeric_column(raw, "duration", file=file, unit="seconds", maximum=MAX_SECONDS, minimum=0.0)
     num_gpus = numeric_column(
         raw, "num_gpus", file=file, unit="GPUs", maximum=GPUS.hi, integer=True, minimum=1.0
@@ -93,9 +84,7 @@ def read_philly_jobs(
         }
     )
     frame = frame[keep].reset_index(drop=True)
-    job_types, type_notes = assign_job_types(frame["num_gpus"].to_numpy(), seed, profiles, reference_gpu)
-    frame.insert(3, "job_type", job_types)
-    frame["note"] = [f"Philly job (adaptdl philly.csv); {note}" for note in type_notes]
+    insert_job_types(frame, seed, profiles, reference_gpu, "Philly job (adaptdl philly.csv)")
     notes.append(f"trace start {origin:%Y-%m-%d %H:%M:%S} = arrival 0 s")
     frame.attrs["notes"] = notes
     return frame

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 from gpuweave.errors import InputError
 from gpuweave.limits import check_limit
 from gpuweave.workload.profiles import ProfileStore, load_profiles
-from gpuweave.workload.traces._tables import ROW, read_text
+from gpuweave.workload.traces._tables import ROW, read_text, time_column
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model
 from gpuweave.workload.traces.job_types import assign_job_types
 
@@ -289,7 +289,14 @@ def _job_rows(raw: dict[str, list], source: str) -> "pd.DataFrame":
         if empty.any():
             raise InputError("empty value", file=source, row=int(frame[ROW][empty].iloc[0]), field=name)
     for name in ("Submit", "Start", "End"):
-        frame[name.lower()] = _times(frame, name, source)
+        frame[name.lower()] = time_column(
+            frame,
+            name,
+            file=source,
+            time_format=TIME_FORMAT,
+            shown="YYYY-MM-DDTHH:MM:SS (or Unknown/None)",
+            blanks=NO_TIME,
+        )
     bad_submit = frame["submit"].isna()
     if bad_submit.any():
         row = int(frame[ROW][bad_submit].iloc[0])
@@ -303,23 +310,6 @@ def _job_rows(raw: dict[str, list], source: str) -> "pd.DataFrame":
     frame["elapsed"] = _elapsed(frame, source)
     frame["state"] = frame["State"].str.split().str[0].str.upper()
     return frame
-
-
-def _times(frame: "pd.DataFrame", name: str, source: str) -> "pd.Series":
-    import pandas as pd
-
-    text = frame[name].str.strip()
-    parsed = pd.to_datetime(text, format=TIME_FORMAT, errors="coerce")
-    bad = parsed.isna() & ~text.isin(NO_TIME)
-    if bad.any():
-        position = int(bad.to_numpy().nonzero()[0][0])
-        raise InputError(
-            f"expected a time YYYY-MM-DDTHH:MM:SS (or Unknown/None), got {text.iloc[position]!r}",
-            file=source,
-            row=int(frame[ROW].iloc[position]),
-            field=name,
-        )
-    return parsed
 
 
 def _gpu_tres(text: str, source: str, row: int, field: str, seen: dict[str, tuple[int, str]]) -> tuple[int, str]:

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuweave.checks import GPUS, ITERATIONS, MAX_SECONDS
-from gpuweave.errors import InputError
 from gpuweave.workload.profiles import ProfileStore
-from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, read_csv_strings, require_columns
+from gpuweave.workload.traces._tables import ROW, numeric_column, read_csv_strings, require_columns, require_values
 from gpuweave.workload.traces.job_types import assign_job_types
 
 if TYPE_CHECKING:
@@ -37,16 +36,12 @@ def read_tiresias_trace(
     reference_gpu: str = "V100",
 ) -> "pd.DataFrame":
     """Convert a Tiresias job CSV to a schema frame."""
-    import numpy as np
     import pandas as pd
 
     file = Path(path)
     raw = read_csv_strings(file)
     require_columns(raw, TIRESIAS_COLUMNS, file=file, what="a Tiresias job trace")
-    empty_ids = missing_mask(raw["job_id"]).to_numpy()
-    if empty_ids.any():
-        position = int(np.flatnonzero(empty_ids)[0])
-        raise InputError("empty job id", file=file, row=int(raw[ROW].iloc[position]), field="job_id")
+    require_values(raw, ("job_id",), file=file, message="empty job id")
     arrival = numeric_column(raw, "submit_time", file=file, unit="seconds", maximum=MAX_SECONDS, minimum=0.0)
     num_gpus = numeric_column(
         raw, "num_gpu", file=file, unit="GPUs", maximum=GPUS.hi, integer=True, minimum=1.0
