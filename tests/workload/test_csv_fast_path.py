@@ -38,7 +38,7 @@ def plain_tables(draw) -> bytes:
         else:
             n = width + {"row": 0, "short": -1, "long": 1}[kind]
             lines.append(",".join(draw(st.lists(CELL, min_size=n, max_size=n))))
-    text = "\n".join(lines) + draw(st.sampled_from(["", "\n", "\n\n"]))
+    text = draw(st.sampled_from(["", "", "\n"])) + "\n".join(lines) + draw(st.sampled_from(["", "\n", "\n\n"]))
     if draw(st.integers(0, 3)) == 0:
         text = "\ufeff" + text
     return text.encode("utf-8")
