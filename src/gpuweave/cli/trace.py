@@ -148,67 +148,79 @@ def info(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     quiet: bool = quiet_option(),
 ) -> None:
-    """Summarise FILE: jobs, arrival span, GPU-count histogram and job types."""
-    from rich.console import Console
-
+    """Summarise FILE: jobs, arrival span, GPU-count histogram and job types; with the source's facts, its final
+    states and the schedule its own scheduler ran."""
     from gpuweave.errors import InputError
     from gpuweave.workload.traces.formats import load_trace_frame
-    from gpuweave.workload.traces.recorded import recorded_schedule
 
     if top < 0:
         raise InputError(f"--top must be >= 0, got {top}", field="top")
     with ProgressBar(show_progress(quiet or as_json)) as bar:
         bar.task(f"trace info: reading {file.name}")
         frame = load_trace_frame(file, fmt, seed=seed)
-    # what a converted log tells beside the schema: GPU-hours on the reference GPU, final states (Helios, Slurm), VCs
-    gpu_hours = float((frame["duration"] * frame["num_gpus"]).sum()) / 3600 if frame["duration"].notna().any() else None
-    states = frame["state"].value_counts() if "state" in frame.columns else None
-    vcs = int(frame["vc"].nunique()) if "vc" in frame.columns and frame["vc"].notna().any() else None
-    recorded = recorded_schedule(frame)
+    summary = _trace_summary(file, frame, top)
     if as_json:
-        print_json(
-            {
-                "file": str(file),
-                "format": frame.attrs["format"],
-                "jobs": len(frame),
-                "first_arrival_s": float(frame["arrival"].min()),
-                "last_arrival_s": float(frame["arrival"].max()),
-                "gpus_requested": int(frame["num_gpus"].sum()),
-                "median_duration_s": float(frame["duration"].median()) if frame["duration"].notna().any() else None,
-                "gpus_per_job": {str(k): int(v) for k, v in frame["num_gpus"].value_counts().sort_index().items()},
-                "job_types": {str(k): int(v) for k, v in frame["job_type"].value_counts().head(top).items()},
-                "gpu_hours_on_reference_gpu": gpu_hours,
-                "states": None if states is None else {str(k): int(v) for k, v in states.items()},
-                "vcs": vcs,
-                "recorded_schedule": recorded,
-                "notes": list(frame.attrs.get("notes", [])),
-            }
-        )
-        return
+        print_json(summary)
+    else:
+        _print_trace_summary(summary, file.name)
+
+
+def _trace_summary(file: Path, frame, top: int) -> dict:
+    """What ``trace info`` says of a trace frame, as one JSON-ready dict."""
+    from gpuweave.workload.traces.recorded import recorded_schedule
+
+    durations = frame["duration"].notna().any()
+    return {
+        "file": str(file),
+        "format": frame.attrs["format"],
+        "jobs": len(frame),
+        "first_arrival_s": float(frame["arrival"].min()),
+        "last_arrival_s": float(frame["arrival"].max()),
+        "gpus_requested": int(frame["num_gpus"].sum()),
+        "rows_with_work": int(frame["work"].notna().sum()),
+        "rows_with_duration": int(frame["duration"].notna().sum()),
+        "median_duration_s": float(frame["duration"].median()) if durations else None,
+        "gpus_per_job": {str(k): int(v) for k, v in frame["num_gpus"].value_counts().sort_index().items()},
+        "job_types_distinct": int(frame["job_type"].nunique()),
+        "job_types": {str(k): int(v) for k, v in frame["job_type"].value_counts().head(top).items()},
+        # what a converted log tells beside the schema: GPU-hours on the reference GPU, states and VCs (Helios, Slurm)
+        "gpu_hours_on_reference_gpu": float((frame["duration"] * frame["num_gpus"]).sum()) / 3600
+        if durations
+        else None,
+        "states": {str(k): int(v) for k, v in frame["state"].value_counts().items()} if "state" in frame else None,
+        "vcs": int(frame["vc"].nunique()) if "vc" in frame and frame["vc"].notna().any() else None,
+        "recorded_schedule": recorded_schedule(frame),
+        "notes": list(frame.attrs.get("notes", [])),
+    }
+
+
+def _print_trace_summary(info: dict, name: str) -> None:
+    from rich.console import Console
+
     console = Console()
-    first, last = float(frame["arrival"].min()), float(frame["arrival"].max())
-    summary = [
-        ("jobs", f"{len(frame):,}"),
+    first, last, jobs = info["first_arrival_s"], info["last_arrival_s"], info["jobs"]
+    rows = [
+        ("jobs", f"{jobs:,}"),
         ("arrivals", f"{first:,.0f} s ... {last:,.0f} s ({(last - first) / 3600:,.1f} h)"),
-        ("GPUs requested", f"{int(frame['num_gpus'].sum()):,}"),
-        ("rows with work", f"{int(frame['work'].notna().sum()):,}"),
-        ("rows with duration", f"{int(frame['duration'].notna().sum()):,}"),
+        ("GPUs requested", f"{info['gpus_requested']:,}"),
+        ("rows with work", f"{info['rows_with_work']:,}"),
+        ("rows with duration", f"{info['rows_with_duration']:,}"),
     ]
-    if gpu_hours is not None:
-        summary.append(("median duration", f"{float(frame['duration'].median()):,.0f} s"))
-        summary.append(("GPU-hours (duration x GPUs)", f"{gpu_hours:,.0f}"))
-    if vcs is not None:
-        summary.append(("virtual clusters (vc)", f"{vcs:,}"))
-    print_table(console, f"{file.name} ({frame.attrs['format']})", ("what", "value"), summary, right=("value",))
-    counts = frame["num_gpus"].value_counts().sort_index().items()
-    gpus = [(str(count), f"{jobs:,}", f"{jobs / len(frame):.1%}") for count, jobs in counts]
+    if info["median_duration_s"] is not None:
+        rows.append(("median duration", f"{info['median_duration_s']:,.0f} s"))
+        rows.append(("GPU-hours (duration x GPUs)", f"{info['gpu_hours_on_reference_gpu']:,.0f}"))
+    if info["vcs"] is not None:
+        rows.append(("virtual clusters (vc)", f"{info['vcs']:,}"))
+    print_table(console, f"{name} ({info['format']})", ("what", "value"), rows, right=("value",))
+    gpus = [(count, f"{n:,}", f"{n / jobs:.1%}") for count, n in info["gpus_per_job"].items()]
     print_table(console, "GPUs per job", ("GPUs", "jobs", "share"), gpus, right=("GPUs", "jobs", "share"))
-    types = [(str(job_type), f"{jobs:,}") for job_type, jobs in frame["job_type"].value_counts().head(top).items()]
-    title = f"job types ({frame['job_type'].nunique()} distinct)"
+    types = [(job_type, f"{n:,}") for job_type, n in info["job_types"].items()]
+    title = f"job types ({info['job_types_distinct']} distinct)"
     print_table(console, title, ("job type", "jobs"), types, right=("jobs",))
-    if states is not None:
-        rows = [(str(state), f"{jobs:,}", f"{jobs / len(frame):.1%}") for state, jobs in states.items()]
-        print_table(console, "final state", ("state", "jobs", "share"), rows, right=("jobs", "share"))
+    if info["states"] is not None:
+        states = [(state, f"{n:,}", f"{n / jobs:.1%}") for state, n in info["states"].items()]
+        print_table(console, "final state", ("state", "jobs", "share"), states, right=("jobs", "share"))
+    recorded = info["recorded_schedule"]
     if recorded is not None:
         rows = [
             ("finished jobs (with an end)", f"{recorded['finished']:,}"),
@@ -220,7 +232,7 @@ def info(
         if recorded["mean_queueing_delay_s"] is not None:
             rows.append(("mean wait (start - arrival)", f"{recorded['mean_queueing_delay_s']:,.0f} s"))
         print_table(console, "as the source's scheduler ran it (start, end)", ("what", "value"), rows, right=("value",))
-    for note in frame.attrs.get("notes", []):
+    for note in info["notes"]:
         console.print(f"note: {note}")
 
 
