@@ -66,6 +66,24 @@ HELIOS = (
         + ["2020-07-01 14:12:00", "14400", "600"],
     ],
 )
+PAI_TASKS = (
+    ["job_name", "task_name", "inst_num", "status", "start_time", "end_time", "plan_cpu", "plan_mem", "plan_gpu"]
+    + ["gpu_type"],
+    [
+        ["jobA", "worker", "2.0", "Terminated", "1000.0", "4600.0", "600.0", "29.3", "100.0", "V100M32"],
+        ["jobA", "ps", "1.0", "Terminated", "1000.0", "4600.0", "400.0", "10.0", "", ""],
+        ["jobB", "tensorflow", "1.0", "Failed", "2000.0", "2600.0", "400.0", "8.0", "50.0", "T4"],
+        ["jobC", "worker", "1.0", "Waiting", "", "", "600.0", "8.0", "100.0", ""],
+    ],
+)
+PAI_JOBS = (
+    ["job_name", "inst_id", "user", "status", "start_time", "end_time"],
+    [["jobA", "i1", "u1", "Terminated", "900.0", "4600.0"], ["jobB", "i2", "u2", "Failed", "1500.0", "2600.0"]],
+)
+PAI_MACHINES = (
+    ["machine", "gpu_type", "cap_cpu", "cap_mem", "cap_gpu"],
+    [["m1", "T4", "96", "512", "2"], ["m2", "V100M32", "96", "384", "8"], ["m3", "CPU", "96", "512", "0"]],
+)
 HELIOS_VCS = (["date", "vcA", "vcB", "total"], [["2020-05-01", "16", "8", "24"], ["2020-05-02", "24", "0", "24"]])
 TIRESIAS = (
     ["job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval"],
@@ -316,6 +334,10 @@ def _csv(header, rows):
     return table_bytes(header, rows)
 
 
+def _without_first_line(data: bytes) -> bytes:
+    return data.split(b"\n", 1)[-1]
+
+
 def _hostile_number() -> st.SearchStrategy[str]:
     return st.one_of(st.sampled_from(HOSTILE_CELLS), st.integers(-5, 50).map(str), st.floats().map(repr))
 
@@ -373,6 +395,21 @@ TARGETS: list[Target] = [
     Target("trace validate (schema)", {"t.csv": _csv(TRACE_HEADER, TRACE_ROWS)}, ["trace", "validate", "t.csv"]),
     Target("trace info (philly)", {"p.csv": _csv(*PHILLY)}, ["trace", "info", "p.csv", "--format", "philly"]),
     Target("trace cluster (helios vcs)", {"v.csv": _csv(*HELIOS_VCS)}, ["trace", "cluster", "v.csv", "--gpu", "V100"]),
+    Target(
+        "trace convert (pai)",
+        {"pai_task_table.csv": _csv(*PAI_TASKS), "pai_job_table.csv": _csv(*PAI_JOBS)},
+        ["trace", "convert", "pai_task_table.csv", "o.csv"],
+    ),
+    Target(
+        "trace convert (pai, headerless as published)",
+        {"pai_task_table.csv": _csv(*PAI_TASKS).map(_without_first_line)},
+        ["trace", "convert", "pai_task_table.csv", "o.csv"],
+    ),
+    Target(
+        "trace cluster (pai machines)",
+        {"pai_machine_spec.csv": _csv(*PAI_MACHINES)},
+        ["trace", "cluster", "pai_machine_spec.csv"],
+    ),
     Target(
         "trace convert (helios)", {"cluster_log.csv": _csv(*HELIOS)}, ["trace", "convert", "cluster_log.csv", "o.csv"]
     ),

@@ -51,12 +51,18 @@ def _outcome(read, path):
         return exc.one_line()
 
 
+def _slow(path):
+    data = path.read_bytes()
+    bom = data.startswith(b"\xef\xbb\xbf")
+    return _read_csv_module(path, data[3:] if bom else data, 3 if bom else 0, "trace_jobs", "rows")
+
+
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=plain_tables())
 def test_the_fast_path_reads_what_the_csv_module_reads(tmp_path, data):
     path = tmp_path / "t.csv"
     path.write_bytes(data)
-    fast, slow = _outcome(read_csv_strings, path), _outcome(lambda p: _read_csv_module(p, "trace_jobs", "rows"), path)
+    fast, slow = _outcome(read_csv_strings, path), _outcome(_slow, path)
     if isinstance(slow, str) or isinstance(fast, str):
         assert fast == slow
     else:

@@ -12,7 +12,8 @@ from gpuweave.cli.kernel import import_torch
 from gpuweave.cli.output import ProgressBar, print_json, print_table, quiet_option, show_progress
 
 FORMAT_HELP = (
-    "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias, philly, helios, pollux or slurm "
+    "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias, philly, helios, pai, pollux or "
+    "slurm "
     "(auto = detect from name and header)."
 )
 PROFILES_HELP = (
@@ -264,11 +265,14 @@ def cluster(
     source: Path = typer.Argument(
         ...,
         metavar="IN",
-        help="Node list: openb_node_list_*.csv or node_info_df.csv; or Helios' cluster_gpu_number.csv (with --gpu).",
+        help=(
+            "Node list: openb_node_list_*.csv, node_info_df.csv or pai_machine_spec.csv; or Helios' "
+            "cluster_gpu_number.csv (with --gpu)."
+        ),
     ),
     out: Optional[Path] = typer.Argument(None, metavar="OUT", help="Output YAML (default: print)."),
     from_format: str = typer.Option(
-        "auto", "--from", help="openb-nodes, spot-nodes, helios-vcs or auto (from the header)."
+        "auto", "--from", help="openb-nodes, spot-nodes, pai-machines, helios-vcs or auto (from the name and header)."
     ),
     gpu: Optional[str] = typer.Option(
         None, "--gpu", help="helios-vcs: the GPU model of every node (the file gives counts only), e.g. V100."
@@ -288,12 +292,11 @@ def cluster(
         help="Leave out nodes whose GPU model the hardware catalog does not know (e.g. the undisclosed G2).",
     ),
 ) -> None:
-    """Turn an Alibaba node list, or a Helios VC file on one day, into a cluster spec (YAML: name, description,
-    source, nodes)."""
+    """Turn an Alibaba node list (openb 2023, spot 2026, PAI 2020 machines), or a Helios VC file on one day, into a
+    cluster spec (YAML: name, description, source, nodes)."""
     import math
 
     from gpuweave.errors import InputError
-    from gpuweave.workload.traces._tables import read_text
     from gpuweave.workload.traces.alibaba import (
         cluster_gpu_count,
         cluster_to_yaml,
@@ -301,24 +304,21 @@ def cluster(
         read_spot_nodes,
     )
     from gpuweave.workload.traces.helios import read_helios_vcs
+    from gpuweave.workload.traces.pai import read_pai_machines
 
     if price_per_kwh is not None and not (math.isfinite(price_per_kwh) and price_per_kwh >= 0):
         raise InputError(f"--price-per-kwh must be a number >= 0, got {price_per_kwh}", field="price_per_kwh")
     if pue is not None and not (math.isfinite(pue) and pue >= 1):
         raise InputError(f"--pue must be a number >= 1 (power usage effectiveness), got {pue}", field="pue")
-    kind = from_format
-    if kind == "auto":
-        header = read_text(source).splitlines()[0] if read_text(source).strip() else ""
-        columns = {c.strip() for c in header.split(",")}
-        kind = "spot-nodes" if "gpu_capacity_num" in columns else "openb-nodes" if "sn" in columns else ""
-        kind = kind or ("helios-vcs" if {"date", "total"} <= columns else "")
-        if not kind:
-            raise InputError("cannot tell the node-list format from the header; pass --from", file=source, row=0)
-    readers = {"openb-nodes": read_openb_nodes, "spot-nodes": read_spot_nodes, "helios-vcs": read_helios_vcs}
+    kind = from_format if from_format != "auto" else _node_list_kind(source)
+    readers = {
+        "openb-nodes": read_openb_nodes,
+        "spot-nodes": read_spot_nodes,
+        "pai-machines": read_pai_machines,
+        "helios-vcs": read_helios_vcs,
+    }
     if kind not in readers:
-        raise InputError(
-            f"unknown node-list format {kind!r}; expected openb-nodes, spot-nodes or helios-vcs", field="from"
-        )
+        raise InputError(f"unknown node-list format {kind!r}; expected {', '.join(readers)}", field="from")
     kwargs = {"price_per_kwh": price_per_kwh, "pue": pue}
     if kind == "helios-vcs":
         kwargs.update(gpu=gpu, date=date, gpus_per_node=gpus_per_node)
@@ -335,6 +335,26 @@ def cluster(
 
         prepare_output_file(out, field="out", suffixes=(".yaml", ".yml")).write_text(text, encoding="utf-8")
         typer.echo(f"wrote {out}: {len(cluster['nodes'])} node groups, {cluster_gpu_count(cluster):,} GPUs")
+
+
+def _node_list_kind(source: Path) -> str:
+    """The node-list format of ``source``, from its published name (PAI's headerless machine list) or its header."""
+    from gpuweave.errors import InputError
+    from gpuweave.workload.traces._tables import read_text
+
+    if source.name.lower().startswith("pai_machine_spec"):
+        return "pai-machines"
+    text = read_text(source)
+    columns = {c.strip() for c in (text.splitlines()[0] if text.strip() else "").split(",")}
+    for kind, signature in (
+        ("spot-nodes", {"gpu_capacity_num"}),
+        ("openb-nodes", {"sn"}),
+        ("helios-vcs", {"date", "total"}),
+        ("pai-machines", {"machine", "gpu_type", "cap_gpu"}),
+    ):
+        if signature <= columns:
+            return kind
+    raise InputError("cannot tell the node-list format from the name or header; pass --from", file=source, row=0)
 
 
 app.command("import-torch")(import_torch)  # the same command as `gpuweave kernel import-torch`

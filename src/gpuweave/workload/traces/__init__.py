@@ -26,6 +26,8 @@ _EXPORTS = {
     "read_tiresias_trace": "tiresias",
     "read_philly_jobs": "philly",
     "read_helios_jobs": "helios",
+    "read_pai_tasks": "pai",
+    "read_pai_machines": "pai",
     "generate_philly_like": "generate",
     "load_trace_frame": "formats",
     "detect_format": "formats",

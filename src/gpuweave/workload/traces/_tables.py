@@ -29,7 +29,9 @@ def read_text(path: str | Path) -> str:
     return read_input_text(path)
 
 
-def read_csv_strings(path: str | Path, *, limit_name: str = "trace_jobs", what: str = "rows") -> "pd.DataFrame":
+def read_csv_strings(
+    path: str | Path, *, limit_name: str = "trace_jobs", what: str = "rows", header: tuple[str, ...] | None = None
+) -> "pd.DataFrame":
     """Read a CSV file with a header, every cell as a string ("" = empty).
 
     Tolerates a BOM, CRLF line ends, blank lines, no final newline and columns without a name (dropped); a
@@ -37,18 +39,49 @@ def read_csv_strings(path: str | Path, *, limit_name: str = "trace_jobs", what: 
     from the header's raises InputError (pandas would silently shift such a row into an index). Adds the
     hidden :data:`ROW` column: the 1-based data row, blank lines not counted. More data rows than limit
     ``limit_name`` (jobs of a trace by default) are refused while reading, before the frame is built.
+
+    ``header``: the column names of a table published without a header line (Alibaba's PAI 2020 tables give
+    theirs in separate ``.header`` files); a file whose first line is these names is read as usual, any other
+    file as if that line were on top, so its data row N is its line N.
     """
-    plain = _read_plain_csv(read_input_bytes(path), limit_name)
-    return plain if plain is not None else _read_csv_module(path, limit_name, what)
+    data = read_input_bytes(path)
+    offset = 0  # what to add to a byte's position in ``data`` to give its position in the file
+    if data.startswith(b"\xef\xbb\xbf"):
+        data, offset = data[3:], 3
+    if header is not None and not data.strip():
+        raise InputError("empty file", file=path)
+    if header is not None and first_line_fields(data) != list(header):
+        line = (",".join(header) + "\n").encode("utf-8")
+        data, offset = line + data, offset - len(line)
+    plain = _read_plain_csv(data, limit_name)
+    return plain if plain is not None else _read_csv_module(path, data, offset, limit_name, what)
 
 
-def _read_csv_module(path: str | Path, limit_name: str, what: str) -> "pd.DataFrame":
-    """:func:`read_csv_strings` by the csv module, record by record: every file the fast path declines."""
+def first_line_fields(data: bytes) -> list[str]:
+    """The stripped comma-separated fields of the first line that is not blank ([] for an empty file)."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        line = data[start:end]
+        if line.strip():
+            return [field.strip() for field in line.decode("utf-8", "replace").split(",")]
+        start = end + 1
+    return []
+
+
+def _read_csv_module(path: str | Path, data: bytes, offset: int, limit_name: str, what: str) -> "pd.DataFrame":
+    """:func:`read_csv_strings` by the csv module, record by record: every file the fast path declines (``data``:
+    the file's bytes without a BOM and with the header it lacked; byte i of ``data`` is byte i + ``offset`` of the
+    file)."""
     import csv
 
     import pandas as pd
 
-    text = read_text(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start + offset})", file=path) from None
     if not text.strip():
         raise InputError("empty file", file=path)
     records: list[list[str]] = []

@@ -199,7 +199,7 @@ def _catalog_knows(gpu: str) -> bool:
     return True
 
 
-def _cluster(
+def cluster_description(
     name: str,
     groups: dict[tuple[str, int], int],
     *,
@@ -209,6 +209,8 @@ def _cluster(
     pue: float | None,
     catalog_only: bool,
 ) -> dict[str, Any]:
+    """The cluster description (module docstring) of node ``groups`` ``{(model, GPUs per node): nodes}``; with
+    ``catalog_only``, groups whose model the hardware catalog does not know are left out and named."""
     nodes = []
     dropped: list[str] = []
     for (gpu, per_node), count in sorted(groups.items()):
@@ -230,9 +232,9 @@ def _cluster(
     return {"name": name, "description": description, "source": source, "nodes": nodes}
 
 
-def _group_nodes(
-    raw: "pd.DataFrame", model_column: str, count_column: str, *, file: Path
-) -> dict[tuple[str, int], int]:
+def group_nodes(raw: "pd.DataFrame", model_column: str, count_column: str, *, file: Path) -> dict[tuple[str, int], int]:
+    """``{(canonical model, GPUs per node): nodes}`` of a node list; nodes without GPUs are skipped (their model
+    cell is not read); a node with GPUs and no model, or an unknown model, is an error naming its row."""
     gpus = numeric_column(
         raw, count_column, file=file, unit="GPUs per node", maximum=GPUS.hi, integer=True, minimum=0.0
     )
@@ -244,10 +246,10 @@ def _group_nodes(
         raise InputError(
             "node has GPUs but no GPU model", file=file, row=int(raw[ROW].iloc[position]), field=model_column
         )
-    models = _canonical_column(raw, model_column, file=file)
+    models = _canonical_column(raw[has_gpu], model_column, file=file)  # a CPU node's model ("CPU" in PAI) is not read
     groups: dict[tuple[str, int], int] = {}
-    for model, count, keep in zip(models, gpus.tolist(), has_gpu.tolist()):
-        if keep and model is not None:
+    for model, count in zip(models, gpus[has_gpu].tolist()):
+        if model is not None:
             key = (model, int(count))
             groups[key] = groups.get(key, 0) + 1
     if not groups:
@@ -272,9 +274,9 @@ def read_openb_nodes(
     file = Path(path)
     raw = read_csv_strings(file, limit_name="cluster_gpus", what="nodes")
     require_columns(raw, OPENB_NODE_COLUMNS, file=file, what="an openb node list")
-    return _cluster(
+    return cluster_description(
         name,
-        _group_nodes(raw, "model", "gpu", file=file),
+        group_nodes(raw, "model", "gpu", file=file),
         file=file,
         source=f"alibaba/clusterdata@7a6c496 cluster-trace-gpu-v2023/csv/{file.name} (FGD, ATC'23; research/study use)",
         price_per_kwh=price_per_kwh,
@@ -299,9 +301,9 @@ def read_spot_nodes(
     file = Path(path)
     raw = read_csv_strings(file, limit_name="cluster_gpus", what="nodes")
     require_columns(raw, SPOT_NODE_COLUMNS, file=file, what="a spot-GPU node list")
-    return _cluster(
+    return cluster_description(
         name,
-        _group_nodes(raw, "gpu_model", "gpu_capacity_num", file=file),
+        group_nodes(raw, "gpu_model", "gpu_capacity_num", file=file),
         file=file,
         source=(
             f"alibaba/clusterdata@7a6c496 cluster-trace-v2026-spot-gpu/{file.name} (GFS, ASPLOS'26; research/study use)"

@@ -70,6 +70,12 @@ def _helios(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFra
     return read_helios_jobs(path, seed=seed, profiles=profiles)
 
 
+def _pai(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
+    from gpuweave.workload.traces.pai import read_pai_tasks
+
+    return read_pai_tasks(path, seed=seed, profiles=profiles)
+
+
 def _slurm(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
     from gpuweave.workload.traces.slurm import read_sacct
 
@@ -92,6 +98,9 @@ FORMATS: dict[str, TraceFormat] = {
         TraceFormat("tiresias", "Tiresias simulator job CSV (e.g. 60_job.csv)", _tiresias),
         TraceFormat("philly", "flattened Philly job list (timestamp,duration,num_gpus,gpu_time,cluster)", _philly),
         TraceFormat("helios", "SenseTime Helios job log (cluster_log.csv of HeliosData, SC'21)", _helios),
+        TraceFormat(
+            "pai", "Alibaba PAI 2020 task table (pai_task_table.csv; the pai_job_table.csv beside it is read too)", _pai
+        ),
         TraceFormat("pollux", "Pollux simulator workload (name,time,application,num_replicas,batch_size)", _pollux),
         TraceFormat("slurm", "Slurm job history: sacct --parsable2 with AllocTRES/ReqTRES (docs/slurm.md)", _slurm),
     )
@@ -105,7 +114,16 @@ _SIGNATURES: tuple[tuple[str, frozenset[str]], ...] = (
     ("tiresias", frozenset({"job_id", "num_gpu", "submit_time"})),
     ("philly", frozenset({"timestamp", "duration", "num_gpus", "cluster"})),
     ("pollux", frozenset({"name", "time", "application", "num_replicas", "batch_size"})),
+    ("pai", frozenset({"job_name", "task_name", "inst_num", "plan_gpu"})),
 )
+
+# PAI 2020's tables have no header line: they are known by their published file names
+_PAI_TASKS, _PAI_JOBS = "pai_task_table", "pai_job_table"
+
+
+def format_of_name(path: str | Path) -> str | None:
+    """The format a file's published name gives away (PAI's headerless task table), or None."""
+    return "pai" if Path(path).name.lower().startswith(_PAI_TASKS) else None
 
 
 def format_of_columns(columns) -> str | None:
@@ -122,6 +140,15 @@ def detect_format(path: str | Path) -> str:
     file = Path(path)
     if file.suffix.lower() == ".parquet":
         return "schema"
+    by_name = format_of_name(file)
+    if by_name is not None:
+        return by_name
+    if file.name.lower().startswith(_PAI_JOBS):
+        raise InputError(
+            "a PAI job table has no GPU counts: convert the task table (pai_task_table.csv); the job table beside it "
+            "gives the submission times",
+            file=file,
+        )
     text = read_text(file)
     first = next((line for line in text.splitlines() if line.strip()), "")
     if file.suffix.lower() == ".trace" or first.count("\t") >= 6:

@@ -91,3 +91,39 @@ def insert_job_types(
     frame.insert(3, "job_type", job_types)
     frame["note"] = [f"{source}; {note}" for note in notes]
     return notes
+
+
+def run_time_work(
+    types: list[str],
+    counts: list[int],
+    models: Sequence[str | None],
+    elapsed: list[float],
+    store: ProfileStore,
+    reference: str,
+) -> tuple[list, list[float], int]:
+    """Iterations done on the GPUs each job got, and the run time they take on the reference GPU.
+
+    A job that ran ``t`` s on ``n`` GPUs of a profiled model did ``t x rate(model, n)`` iterations (the
+    simulator's work); its duration on the reference GPU is that over ``rate(reference, n)``, so a job that ran on
+    a K80 is not replayed as if that time had been spent on a V100. Jobs without a profiled model (``""`` or None:
+    unknown or several) keep their run time as the reference duration and no work (the reader derives it).
+    Returns ``(work, duration, converted)``: per job, and how many were converted. O(jobs), rates cached."""
+    work: list = []
+    duration: list[float] = []
+    converted = 0
+    cache: dict[tuple[str, int, str], list[float]] = {}
+    for job_type, n, model, seconds in zip(types, counts, models, elapsed):
+        rates = cache.get((job_type, n, model))
+        if rates is None:
+            rates = cache[(job_type, n, model)] = [
+                store.rate(job_type, gpu, n, True) if gpu and store.has(job_type, gpu, n, True) else 0.0
+                for gpu in (model, reference)
+            ]
+        if rates[0] > 0 and rates[1] > 0:
+            work.append(round(seconds * rates[0], 3))
+            duration.append(round(seconds * rates[0] / rates[1], 3))
+            converted += 1
+        else:
+            work.append(None)
+            duration.append(float(seconds))
+    return work, duration, converted

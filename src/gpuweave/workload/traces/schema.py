@@ -527,18 +527,20 @@ def read_trace(
     ``None``, job types are not checked and duration-only rows are sized with the bundled Gavel table.
     ``max_gpus``: the cluster's largest possible placement; larger jobs are rejected.
     """
-    table = read_table(path)
-    if not set(REQUIRED_COLUMNS) <= {str(name).strip() for name in table.columns}:
-        from gpuweave.workload.traces.formats import format_of_columns
+    from gpuweave.workload.traces.formats import format_of_columns, format_of_name
 
-        other = format_of_columns(table.columns)
-        if other is not None:  # a public trace given as it was downloaded: say how to convert it
-            raise InputError(
-                f"this is a {other} trace, not gpuweave's trace schema; convert it first: "
-                f"gpuweave trace convert {Path(path).name} {Path(path).stem}-schema.csv --from {other}",
-                file=path,
-                row=0,
-            )
+    other = format_of_name(path)  # a headerless table known by its published name, before its data row is a header
+    if other is None:
+        table = read_table(path)
+        if not set(REQUIRED_COLUMNS) <= {str(name).strip() for name in table.columns}:
+            other = format_of_columns(table.columns)
+    if other is not None:  # a public trace given as it was downloaded: say how to convert it
+        raise InputError(
+            f"this is a {other} trace, not gpuweave's trace schema; convert it first: "
+            f"gpuweave trace convert {Path(path).name} {Path(path).stem}-schema.csv --from {other}",
+            file=path,
+            row=0,
+        )
     frame = validate_frame(table, file=path, profiles=profiles, max_gpus=max_gpus)
     if frame["work"].isna().any():
         from gpuweave.workload.profiles import load_profiles

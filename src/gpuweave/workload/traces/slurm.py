@@ -48,7 +48,7 @@ from gpuweave.limits import check_limit
 from gpuweave.workload.profiles import ProfileStore, load_profiles
 from gpuweave.workload.traces._tables import ROW, read_text, time_column
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model
-from gpuweave.workload.traces.job_types import assign_job_types
+from gpuweave.workload.traces.job_types import assign_job_types, run_time_work
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -145,7 +145,7 @@ def sacct_frame(
     types, type_notes = assign_job_types(jobs["num_gpus"].to_numpy(), seed, store, reference_gpu)
     models, model_notes = _gpu_models(jobs["slurm_gpu_type"], gpu_map)
     notes.extend(model_notes)
-    work, duration, converted = _work(
+    work, duration, converted = run_time_work(
         types, jobs["num_gpus"].tolist(), models, jobs["elapsed"].tolist(), store, reference_gpu
     )
     if converted < len(jobs):
@@ -189,35 +189,6 @@ def sacct_frame(
     notes.append(f"trace start {origin:%Y-%m-%dT%H:%M:%S} (the earliest submission) = arrival 0 s")
     frame.attrs["notes"] = notes
     return frame
-
-
-def _work(
-    types: list[str], counts: list[int], models: list[str], elapsed: list[float], store: ProfileStore, reference: str
-) -> tuple[list, list[float], int]:
-    """Iterations done on the GPUs each job got, and the run time they take on the reference GPU.
-
-    A job that ran ``t`` s on ``n`` GPUs of a profiled model did ``t x rate(model, n)`` iterations (the
-    simulator's work); its duration on the reference GPU is that over ``rate(reference, n)``. Jobs without a
-    profiled model keep their run time as the reference duration and no work (the reader derives it)."""
-    work: list = []
-    duration: list[float] = []
-    converted = 0
-    cache: dict[tuple[str, int, str], list[float]] = {}
-    for job_type, n, model, seconds in zip(types, counts, models, elapsed):
-        rates = cache.get((job_type, n, model))
-        if rates is None:
-            rates = cache[(job_type, n, model)] = [
-                store.rate(job_type, gpu, n, True) if gpu and store.has(job_type, gpu, n, True) else 0.0
-                for gpu in (model, reference)
-            ]
-        if rates[0] > 0 and rates[1] > 0:
-            work.append(round(seconds * rates[0], 3))
-            duration.append(round(seconds * rates[0] / rates[1], 3))
-            converted += 1
-        else:
-            work.append(None)
-            duration.append(float(seconds))
-    return work, duration, converted
 
 
 def _seconds(times: "pd.Series", origin) -> "pd.Series":
