@@ -193,6 +193,28 @@ def test_the_real_machine_list_becomes_a_cluster(monkeypatch, capsys, tmp_path, 
     assert "83 machines without GPUs left out" in description and "135 V100M32 machines" in description
 
 
+def test_gpu_map_takes_the_older_gpus_as_a_catalog_model(monkeypatch, capsys, tmp_path, shared_data):
+    """MISC (K40m, K80, M60 mixed) as K80, by the user's choice: the whole 6,742 GPUs; typos are named."""
+    from gpuweave.hardware.cluster_spec import load_cluster
+
+    source = shared_data / "alibaba-clusterdata" / "cluster-trace-gpu-v2020" / "pai_machine_spec.csv"
+    out = tmp_path / "pai.yaml"
+    code, text, err = run(monkeypatch, capsys, "trace", "cluster", str(source), str(out), "--gpu-map", "MISC=K80")
+    assert code == 0 and "4 node groups, 6,742 GPUs" in text, err
+    assert load_cluster(str(out)).gpus_by_model() == {"K80": 2_240, "P100": 1_596, "T4": 994, "V100": 1_912}
+    for pair, words in (
+        ("G2=K80", "no node has GPU type 'G2' (types: MISC, P100, T4, V100)"),
+        ("MISC=K81", "'K81' is not a model of the hardware catalog"),
+        ("MISC", "expected TYPE=MODEL"),
+    ):
+        code, _, err = run(monkeypatch, capsys, "trace", "cluster", str(source), "--gpu-map", pair)
+        assert code == 2 and words in err, err
+    vcs = tmp_path / "cluster_gpu_number.csv"
+    vcs.write_text("date,vcA,total\n2020-05-01,8,8\n", encoding="utf-8")
+    code, _, err = run(monkeypatch, capsys, "trace", "cluster", str(vcs), "--gpu", "V100", "--gpu-map", "A=B")
+    assert code == 2 and "a Helios VC file takes --gpu MODEL" in err
+
+
 def test_a_machine_list_of_the_wrong_width_is_named(tmp_path):
     from gpuweave.workload.traces.pai import read_pai_machines
 

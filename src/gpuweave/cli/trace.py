@@ -291,6 +291,12 @@ def cluster(
         "--catalog-only",
         help="Leave out nodes whose GPU model the hardware catalog does not know (e.g. the undisclosed G2).",
     ),
+    gpu_map: list[str] = typer.Option(
+        [],
+        "--gpu-map",
+        help="Node lists: take an undisclosed or mixed GPU type as a catalog model, TYPE=MODEL (repeat), e.g. "
+        "MISC=K80 for PAI's older GPUs.",
+    ),
 ) -> None:
     """Turn an Alibaba node list (openb 2023, spot 2026, PAI 2020 machines), or a Helios VC file on one day, into a
     cluster spec (YAML: name, description, source, nodes)."""
@@ -321,9 +327,13 @@ def cluster(
         raise InputError(f"unknown node-list format {kind!r}; expected {', '.join(readers)}", field="from")
     kwargs = {"price_per_kwh": price_per_kwh, "pue": pue}
     if kind == "helios-vcs":
+        if gpu_map:
+            raise InputError("--gpu-map is for node lists; a Helios VC file takes --gpu MODEL", field="gpu-map")
         kwargs.update(gpu=gpu, date=date, gpus_per_node=gpus_per_node)
     else:
-        kwargs["catalog_only"] = catalog_only
+        from gpuweave.workload.traces.slurm_nodes import parse_gpu_map
+
+        kwargs.update(catalog_only=catalog_only, gpu_map=parse_gpu_map(gpu_map))
     if name:
         kwargs["name"] = name
     cluster = readers[kind](source, **kwargs)

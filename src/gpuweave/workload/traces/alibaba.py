@@ -208,9 +208,12 @@ def cluster_description(
     price_per_kwh: float | None,
     pue: float | None,
     catalog_only: bool,
+    gpu_map: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The cluster description (module docstring) of node ``groups`` ``{(model, GPUs per node): nodes}``; with
-    ``catalog_only``, groups whose model the hardware catalog does not know are left out and named."""
+    ``catalog_only``, groups whose model the hardware catalog does not know are left out and named. ``gpu_map``
+    (``{type: catalog model}``, e.g. ``{"MISC": "K80"}``) first renames the types the trace does not disclose."""
+    groups, mapped = _mapped_groups(groups, gpu_map or {}, file)
     nodes = []
     dropped: list[str] = []
     for (gpu, per_node), count in sorted(groups.items()):
@@ -229,7 +232,38 @@ def cluster_description(
     description = f"{sum(n['count'] for n in nodes)} GPU nodes, {gpus} GPUs, from {file.name}"
     if dropped:
         description += f"; left out (GPU model not in the hardware catalog): {', '.join(dropped)}"
+    if mapped:
+        description += f"; taken as (--gpu-map): {', '.join(mapped)}"
     return {"name": name, "description": description, "source": source, "nodes": nodes}
+
+
+def _mapped_groups(
+    groups: dict[tuple[str, int], int], gpu_map: dict[str, str], file: Path
+) -> tuple[dict[tuple[str, int], int], list[str]]:
+    """``groups`` with the GPU types named in ``gpu_map`` (case-insensitive) renamed to their catalog model, groups
+    that become equal merged; and what was renamed. A type no node has, or a model the catalog lacks, is an error."""
+    if not gpu_map:
+        return groups, []
+    present = {gpu.lower(): gpu for gpu, _ in groups}
+    renames: dict[str, str] = {}
+    for kind, model in gpu_map.items():
+        if kind.strip().lower() not in present:
+            types = ", ".join(sorted(present.values()))
+            raise InputError(
+                f"--gpu-map {kind}={model}: no node has GPU type {kind!r} (types: {types})",
+                file=file,
+                field="gpu-map",
+            )
+        if not _catalog_knows(model):
+            raise InputError(
+                f"--gpu-map {kind}={model}: {model!r} is not a model of the hardware catalog", field="gpu-map"
+            )
+        renames[present[kind.strip().lower()]] = canonical_gpu_model(model, field="gpu-map")
+    merged: dict[tuple[str, int], int] = {}
+    for (gpu, per_node), count in groups.items():
+        key = (renames.get(gpu, gpu), per_node)
+        merged[key] = merged.get(key, 0) + count
+    return merged, [f"{kind} as {model}" for kind, model in sorted(renames.items())]
 
 
 def group_nodes(raw: "pd.DataFrame", model_column: str, count_column: str, *, file: Path) -> dict[tuple[str, int], int]:
@@ -264,6 +298,7 @@ def read_openb_nodes(
     price_per_kwh: float | None = None,
     pue: float | None = None,
     catalog_only: bool = False,
+    gpu_map: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Cluster description of an openb node list; CPU-only nodes (``gpu == 0``) are left out.
 
@@ -282,6 +317,7 @@ def read_openb_nodes(
         price_per_kwh=price_per_kwh,
         pue=pue,
         catalog_only=catalog_only,
+        gpu_map=gpu_map,
     )
 
 
@@ -292,6 +328,7 @@ def read_spot_nodes(
     price_per_kwh: float | None = None,
     pue: float | None = None,
     catalog_only: bool = False,
+    gpu_map: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Cluster description of the 2026 spot-GPU ``node_info_df.csv`` (columns read by name, not order).
 
@@ -311,6 +348,7 @@ def read_spot_nodes(
         price_per_kwh=price_per_kwh,
         pue=pue,
         catalog_only=catalog_only,
+        gpu_map=gpu_map,
     )
 
 

@@ -351,10 +351,12 @@ def read_pai_machines(
     price_per_kwh: float | None = None,
     pue: float | None = None,
     catalog_only: bool = False,
+    gpu_map: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Cluster description of ``pai_machine_spec.csv``: one node group per (GPU type, GPUs per machine); CPU
     machines (``cap_gpu`` 0) are left out and counted in ``description``. ``V100M32`` joins ``V100`` (one catalog
-    model); ``MISC`` (K40m, K80, M60 mixed) is kept as is, or left out with ``catalog_only``. O(machines)."""
+    model); ``MISC`` (K40m, K80, M60 mixed) is kept as is, left out with ``catalog_only``, or taken as a catalog
+    model of the caller's choice with ``gpu_map={"MISC": "K80"}``. O(machines)."""
     from gpuweave.workload.traces.alibaba import cluster_description, group_nodes
 
     file = Path(path)
@@ -371,6 +373,7 @@ def read_pai_machines(
         price_per_kwh=price_per_kwh,
         pue=pue,
         catalog_only=catalog_only,
+        gpu_map=gpu_map,
     )
     gpus = numeric_column(raw, "cap_gpu", file=file, unit="GPUs per node")
     types = raw["gpu_type"].str.strip()
