@@ -202,3 +202,23 @@ def test_streamed_run_writes_the_files_the_in_memory_records_give(tmp_path, monk
     for name in ("jobs.csv", "allocations.csv", "timeseries.csv"):
         assert streamed[name] == memory[name], name
     assert json.loads(streamed["summary.json"]) == json.loads(memory["summary.json"])
+
+
+def test_gpus_without_a_profile_are_named_before_the_run(tmp_path):
+    """T4s (in PAI's cluster, not in Gavel's table) can run no job: the run says so up front, and they stay idle."""
+    cluster = tmp_path / "two.yaml"
+    cluster.write_text(
+        "name: two\nnodes:\n- {count: 2, gpu: V100, gpus_per_node: 4}\n- {count: 2, gpu: T4, gpus_per_node: 2}\n",
+        encoding="utf-8",
+    )
+    notes: list[str] = []
+    cfg = parse_config({"policy": "fifo", "jobs": 30, "rate_per_hour": 60, "seed": 1, "cluster": str(cluster)})
+    summary = run_simulation(cfg, tmp_path / "run", notify=notes.append)
+    assert notes == [
+        "T4: 4 GPUs, and the bundled Gavel table (K80, P100, V100) has no throughput for T4: no job can run on them "
+        "(give --profiles with T4 rows, or leave them out of the cluster)"
+    ]
+    assert summary["completed"] == 30 and summary["utilization_T4"] == 0 and summary["utilization_V100"] > 0
+    quiet: list[str] = []
+    run_simulation(parse_config({"policy": "fifo", "jobs": 5, "seed": 1}), tmp_path / "other", notify=quiet.append)
+    assert quiet == []

@@ -89,7 +89,7 @@ def simulate(
     out_dir = out or Path("gpuweave-out") / "runs" / f"{cfg.policy}-{cfg.key()}"
     check_replaceable(out_dir)  # fail before simulating, not after (a file, or a directory of other files)
     with ProgressBar(show_progress(quiet or as_json)) as bar:
-        summary = run_simulation(cfg, out_dir, bar.task(f"simulate {cfg.policy}: jobs done"))
+        summary = run_simulation(cfg, out_dir, bar.task(f"simulate {cfg.policy}: jobs done"), _note_to_stderr)
     path = None
     if report:
         from gpuweave.report.html import render_report
@@ -103,6 +103,10 @@ def simulate(
     if path is not None:
         console.print(f"report: {path}")
     console.print(f"results: {out_dir}")
+
+
+def _note_to_stderr(note: str) -> None:
+    typer.echo(f"note: {note}", err=True)
 
 
 def _policy_options(pairs: list[str]) -> dict[str, object]:

@@ -22,6 +22,7 @@ class PreparedRun:
     profiles: object
     gpu_power: dict[str, tuple[float, float]]
     ideal_placement: bool = False  # the cluster's ``placement: ideal``
+    notes: list[str] = dataclasses.field(default_factory=list)  # what the user should know before reading results
 
 
 def prepare(config: SimulationConfig, jobs: list | None = None) -> PreparedRun:
@@ -47,7 +48,21 @@ def prepare(config: SimulationConfig, jobs: list | None = None) -> PreparedRun:
 
             jobs = generate_philly_like(config.jobs, config.rate_per_hour, config.seed, profiles=profiles)
     ideal = (config.placement or spec.placement) == "ideal"
-    return PreparedRun(config, nodes, jobs, profiles, gpu_power(nodes), ideal)
+    notes = unprofiled_gpus(spec.gpus_by_model(), profiles, config.profiles)
+    return PreparedRun(config, nodes, jobs, profiles, gpu_power(nodes), ideal, notes)
+
+
+def unprofiled_gpus(gpus_by_model: dict[str, int], profiles, source: str | None) -> list[str]:
+    """A note per GPU model of the cluster that the profiles have no rate for: no job can run there, so its GPUs
+    stay idle (a PAI replay on PAI's machines has 994 T4s that Gavel's table does not cover). O(models)."""
+    known = set(profiles.gpu_models())
+    table = source or "the bundled Gavel table (K80, P100, V100)"
+    return [
+        f"{model}: {count:,} GPUs, and {table} has no throughput for {model}: no job can run on them (give "
+        f"--profiles with {model} rows, or leave them out of the cluster)"
+        for model, count in sorted(gpus_by_model.items())
+        if model not in known
+    ]
 
 
 def gpu_power(nodes: list) -> dict[str, tuple[float, float]]:
@@ -97,11 +112,17 @@ def simulate(
 
 
 def run_simulation(
-    config: SimulationConfig, out_dir: str | Path, progress: Callable[[int, int], None] | None = None
+    config: SimulationConfig,
+    out_dir: str | Path,
+    progress: Callable[[int, int], None] | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> dict:
     """Simulate and write jobs.csv, allocations.csv, timeseries.csv and summary.json into ``out_dir``;
-    ``progress(done, total)`` is told the finished jobs about every 1% of the trace."""
+    ``progress(done, total)`` is told the finished jobs about every 1% of the trace, ``notify`` the run's notes
+    (:attr:`PreparedRun.notes`) before it starts."""
     prepared = prepare(config)
+    for note in prepared.notes if notify is not None else ():
+        notify(note)
     total = len(prepared.jobs)
     hook = None if progress is None else (lambda done: progress(done, total))
     # Records go to the files as the run goes and segments (no file holds them) are not kept: a run's memory is
