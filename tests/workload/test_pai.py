@@ -173,6 +173,23 @@ def test_convert_info_and_simulate_as_a_user_does(monkeypatch, capsys, tmp_path)
     assert len((tmp_path / "run" / "jobs.csv").read_text().splitlines()) == 6
 
 
+def test_schema_only_leaves_the_source_facts_out(monkeypatch, capsys, tmp_path):
+    import pandas as pd
+
+    source = write_tables(tmp_path)
+    slim, full = tmp_path / "slim.csv", tmp_path / "full.csv"
+    code, _, err = run(monkeypatch, capsys, "trace", "convert", str(source), str(slim), "--schema-only")
+    assert code == 0, err
+    assert run(monkeypatch, capsys, "trace", "convert", str(source), str(full))[0] == 0
+    columns = pd.read_csv(slim).columns.tolist()
+    assert columns == ["job_id", "arrival", "num_gpus", "job_type", "work", "duration", "priority", "user", "note"]
+    slim_jobs, full_jobs = read_trace(slim), read_trace(full)
+    assert [(j.job_id, j.arrival, j.num_gpus, j.work) for j in slim_jobs] == [
+        (j.job_id, j.arrival, j.num_gpus, j.work) for j in full_jobs
+    ]
+    assert full_jobs[0].attrs["state"] == "Failed" and "state" not in slim_jobs[0].attrs
+
+
 def test_the_real_machine_list_becomes_a_cluster(monkeypatch, capsys, tmp_path, shared_data):
     """pai_machine_spec.csv (1,897 machines, headerless): 1,814 GPU machines with 6,742 GPUs (the README: "over
     6,500 GPUs on about 1,800 machines"), 83 CPU machines left out; MISC is not a catalog model."""

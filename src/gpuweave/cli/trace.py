@@ -117,11 +117,18 @@ def convert(
     seed: int = typer.Option(
         0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of the job-type assignment for sources without a model."
     ),
+    schema_only: bool = typer.Option(
+        False,
+        "--schema-only",
+        help="Write only the schema's columns (docs/trace-schema.md), not the source's own facts (state, start, end, "
+        "...): a 10^6-job replay then reads in about half the time and memory, but trace info has no recorded "
+        "schedule.",
+    ),
     quiet: bool = quiet_option(),
 ) -> None:
     """Convert IN (any readable format) to gpuweave's trace schema at OUT (.csv or .parquet)."""
     from gpuweave.workload.traces.formats import load_trace_frame
-    from gpuweave.workload.traces.schema import fill_work, write_frame
+    from gpuweave.workload.traces.schema import COLUMN_NAMES, fill_work, write_frame
 
     with ProgressBar(show_progress(quiet)) as bar:
         bar.task(f"trace convert: {source.name}")
@@ -131,6 +138,8 @@ def convert(
         )
         if fill:
             frame = fill_work(frame, store, reference_gpu, file=source)
+        if schema_only:
+            frame = frame[[name for name in frame.columns if name in COLUMN_NAMES or name.startswith("_")]]
         frame = frame.dropna(axis=1, how="all")
         write_frame(frame, out)
     for note in frame.attrs.get("notes", []):
@@ -303,28 +312,14 @@ def cluster(
     import math
 
     from gpuweave.errors import InputError
-    from gpuweave.workload.traces.alibaba import (
-        cluster_gpu_count,
-        cluster_to_yaml,
-        read_openb_nodes,
-        read_spot_nodes,
-    )
-    from gpuweave.workload.traces.helios import read_helios_vcs
-    from gpuweave.workload.traces.pai import read_pai_machines
+    from gpuweave.workload.traces.alibaba import cluster_gpu_count, cluster_to_yaml
 
     if price_per_kwh is not None and not (math.isfinite(price_per_kwh) and price_per_kwh >= 0):
         raise InputError(f"--price-per-kwh must be a number >= 0, got {price_per_kwh}", field="price_per_kwh")
     if pue is not None and not (math.isfinite(pue) and pue >= 1):
         raise InputError(f"--pue must be a number >= 1 (power usage effectiveness), got {pue}", field="pue")
     kind = from_format if from_format != "auto" else _node_list_kind(source)
-    readers = {
-        "openb-nodes": read_openb_nodes,
-        "spot-nodes": read_spot_nodes,
-        "pai-machines": read_pai_machines,
-        "helios-vcs": read_helios_vcs,
-    }
-    if kind not in readers:
-        raise InputError(f"unknown node-list format {kind!r}; expected {', '.join(readers)}", field="from")
+    reader = _node_list_reader(kind)
     kwargs = {"price_per_kwh": price_per_kwh, "pue": pue}
     if kind == "helios-vcs":
         if gpu_map:
@@ -336,7 +331,7 @@ def cluster(
         kwargs.update(catalog_only=catalog_only, gpu_map=parse_gpu_map(gpu_map))
     if name:
         kwargs["name"] = name
-    cluster = readers[kind](source, **kwargs)
+    cluster = reader(source, **kwargs)
     text = cluster_to_yaml(cluster)
     if out is None:
         typer.echo(text, nl=False)
@@ -345,6 +340,24 @@ def cluster(
 
         prepare_output_file(out, field="out", suffixes=(".yaml", ".yml")).write_text(text, encoding="utf-8")
         typer.echo(f"wrote {out}: {len(cluster['nodes'])} node groups, {cluster_gpu_count(cluster):,} GPUs")
+
+
+def _node_list_reader(kind: str):
+    """The reader of node-list format ``kind``; InputError naming the formats for any other."""
+    from gpuweave.errors import InputError
+    from gpuweave.workload.traces.alibaba import read_openb_nodes, read_spot_nodes
+    from gpuweave.workload.traces.helios import read_helios_vcs
+    from gpuweave.workload.traces.pai import read_pai_machines
+
+    readers = {
+        "openb-nodes": read_openb_nodes,
+        "spot-nodes": read_spot_nodes,
+        "pai-machines": read_pai_machines,
+        "helios-vcs": read_helios_vcs,
+    }
+    if kind not in readers:
+        raise InputError(f"unknown node-list format {kind!r}; expected {', '.join(readers)}", field="from")
+    return readers[kind]
 
 
 def _node_list_kind(source: Path) -> str:
