@@ -30,7 +30,12 @@ def read_text(path: str | Path) -> str:
 
 
 def read_csv_strings(
-    path: str | Path, *, limit_name: str = "trace_jobs", what: str = "rows", header: tuple[str, ...] | None = None
+    path: str | Path,
+    *,
+    limit_name: str = "trace_jobs",
+    what: str = "rows",
+    header: tuple[str, ...] | None = None,
+    table: str = "a table",
 ) -> "pd.DataFrame":
     """Read a CSV file with a header, every cell as a string ("" = empty).
 
@@ -42,17 +47,27 @@ def read_csv_strings(
 
     ``header``: the column names of a table published without a header line (Alibaba's PAI 2020 tables give
     theirs in separate ``.header`` files); a file whose first line is these names is read as usual, any other
-    file as if that line were on top, so its data row N is its line N.
+    file as if that line were on top, so its data row N is its line N; a first line of another width is one error
+    naming ``table`` (what the file should be), not a malformed row.
     """
     data = read_input_bytes(path)
     offset = 0  # what to add to a byte's position in ``data`` to give its position in the file
     if data.startswith(b"\xef\xbb\xbf"):
         data, offset = data[3:], 3
-    if header is not None and not data.strip():
-        raise InputError("empty file", file=path)
-    if header is not None and first_line_fields(data) != list(header):
-        line = (",".join(header) + "\n").encode("utf-8")
-        data, offset = line + data, offset - len(line)
+    if header is not None:
+        if not data.strip():
+            raise InputError("empty file", file=path)
+        fields = first_line_fields(data)
+        if len(fields) != len(header):
+            raise InputError(
+                f"expected {table}: lines of {len(header)} fields ({','.join(header)}), with or without that "
+                f"header line; the first line has {len(fields)}",
+                file=path,
+                row=1,
+            )
+        if fields != list(header):
+            line = (",".join(header) + "\n").encode("utf-8")
+            data, offset = line + data, offset - len(line)
     plain = _read_plain_csv(data, limit_name)
     return plain if plain is not None else _read_csv_module(path, data, offset, limit_name, what)
 
@@ -309,3 +324,8 @@ def numeric_column(
         position = int(np.flatnonzero(high)[0])
         fail(position, f"expected a value <= {maximum:g} ({unit}), got {array[position]:g}")
     return pd.Series(array, index=frame.index, name=column)
+
+
+def counted(n: int, what: str) -> str:
+    """``"1 job"``, ``"2,500 jobs"``: a count for a converter's notes."""
+    return f"{n:,} {what}" if n == 1 else f"{n:,} {what}s"

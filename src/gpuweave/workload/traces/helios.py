@@ -34,6 +34,7 @@ from gpuweave.errors import InputError
 from gpuweave.workload.profiles import ProfileStore
 from gpuweave.workload.traces._tables import (
     ROW,
+    counted,
     numeric_column,
     read_csv_strings,
     require_columns,
@@ -82,9 +83,9 @@ def read_helios_jobs(
     keep = on_gpus & ran
     notes: list[str] = []
     if not on_gpus.all():
-        notes.append(f"left out {_jobs(int((~on_gpus).sum()))} without GPUs (gpu_num 0)")
+        notes.append(f"left out {counted(int((~on_gpus).sum()), 'job')} without GPUs (gpu_num 0)")
     if not (ran | ~on_gpus).all():
-        notes.append(f"left out {_jobs(int((on_gpus & ~ran).sum()))} on GPUs that ran for 0 s")
+        notes.append(f"left out {counted(int((on_gpus & ~ran).sum()), 'job')} on GPUs that ran for 0 s")
     if not keep.any():
         raise InputError("no GPU job that ran for more than 0 s in the log", file=file, field="gpu_num")
     origin = submit[keep].min()
@@ -111,10 +112,6 @@ def read_helios_jobs(
     notes.append(f"trace start {origin:%Y-%m-%d %H:%M:%S} = arrival 0 s")
     frame.attrs["notes"] = notes
     return frame
-
-
-def _jobs(count: int) -> str:
-    return f"{count:,} job" if count == 1 else f"{count:,} jobs"
 
 
 # --------------------------------------------------------------------------- the VC file: a cluster description

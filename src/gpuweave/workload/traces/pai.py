@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from gpuweave.checks import GPUS, MAGNITUDE, MAX_SECONDS
 from gpuweave.errors import InputError
 from gpuweave.workload.profiles import ProfileStore, load_profiles
-from gpuweave.workload.traces._tables import ROW, first_line_fields, numeric_column, read_csv_strings, require_values
+from gpuweave.workload.traces._tables import ROW, counted, numeric_column, read_csv_strings, require_values
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model
 from gpuweave.workload.traces.job_types import assign_job_types, run_time_work
 
@@ -98,7 +98,7 @@ def read_pai_tasks(
     arrival = np.where(np.isnan(submitted), launch, np.minimum(submitted, launch))
     late = int((submitted > launch).sum())
     if late:
-        notes.append(f"{_count(late, 'job')} submitted after the first task launched: arrival = the launch")
+        notes.append(f"{counted(late, 'job')} submitted after the first task launched: arrival = the launch")
     origin = float(arrival.min())
     store = profiles if profiles is not None else load_profiles()
     counts = jobs["gpus"].to_numpy().astype("int64")
@@ -112,7 +112,7 @@ def read_pai_tasks(
     )
     if converted < len(jobs):
         notes.append(
-            f"{_count(len(jobs) - converted, 'job')} on a GPU type without a profile (or several types): their run "
+            f"{counted(len(jobs) - converted, 'job')} on a GPU type without a profile (or several types): their run "
             f"time is taken as {reference_gpu} time"
         )
     frame = pd.DataFrame(
@@ -185,31 +185,12 @@ def _task_rows(file: Path) -> "pd.DataFrame":
     )
 
 
-def _read_table(file: Path, columns: tuple[str, ...], expected: str, **options) -> "pd.DataFrame":
-    """One PAI table, with or without its header line; a first line with another number of fields is one error
-    naming the table expected (the tables differ in width: 10 task fields, 6 job fields, 5 machine fields)."""
-    fields = first_line_fields(_head(file))
-    if fields and len(fields) != len(columns):
-        raise InputError(
-            f"expected {expected}: lines of {len(columns)} fields ({','.join(columns)}), with or without that header "
-            f"line; the first line has {len(fields)}",
-            file=file,
-            row=1 if fields != list(columns) else 0,
-        )
-    raw = read_csv_strings(file, header=columns, **options)
+def _read_table(file: Path, columns: tuple[str, ...], table: str, **options) -> "pd.DataFrame":
+    """One PAI table, with or without its header line (a first line of another width names ``table``: the tables
+    differ in width, 10 task fields, 6 job fields, 5 machine fields)."""
+    raw = read_csv_strings(file, header=columns, table=table, **options)
     require_values(raw, (columns[0],), file=file, message="empty value")
     return raw
-
-
-def _head(file: Path) -> bytes:
-    """The file's first line or lines (b"" when they cannot be read: :func:`read_csv_strings` then says why)."""
-    try:
-        with open(file, "rb") as stream:
-            head = stream.read(1 << 16)
-    except OSError:
-        return b""
-    head = head.removeprefix(b"\xef\xbb\xbf")
-    return head[: head.rfind(b"\n") + 1]  # whole lines only: a cut line would have fewer fields
 
 
 def _check_gpu_types(tasks: "pd.DataFrame", gpu_type: "pd.Series", file: Path) -> None:
@@ -285,7 +266,7 @@ def _kept(jobs: "pd.DataFrame", notes: list[str], file: Path):
         (on_gpu & ended & ~ran, "on GPUs that ran for 0 s"),
     ):
         if mask.any():
-            notes.append(f"left out {_count(int(mask.sum()), 'job')} {why}")
+            notes.append(f"left out {counted(int(mask.sum()), 'job')} {why}")
     keep = on_gpu & ran
     if not keep.any():
         raise InputError("no GPU job that launched and ended in the task table", file=file, field="plan_gpu")
@@ -324,7 +305,7 @@ def _job_table_facts(jobs: "pd.DataFrame", tasks_file: Path, job_table: str | Pa
     missing = int(np.isnan(submitted).sum())
     if missing:
         notes.append(
-            f"{_count(missing, 'job')} without a submission time in {table.name}: arrival = the first task's launch"
+            f"{counted(missing, 'job')} without a submission time in {table.name}: arrival = the first task's launch"
         )
     user_text = np.append(raw["user"].str.strip().to_numpy(dtype=object), "")[pick]
     users = [user or None for user in user_text.tolist()]
@@ -337,10 +318,6 @@ def _canonical_or_none(types: str) -> str | None:
     if not types or "|" in types:
         return None
     return canonical_gpu_model(types)
-
-
-def _count(n: int, what: str) -> str:
-    return f"{n:,} {what}" if n == 1 else f"{n:,} {what}s"
 
 
 # --------------------------------------------------------------------------- the machine list: a cluster description
@@ -379,7 +356,7 @@ def read_pai_machines(
     types = raw["gpu_type"].str.strip()
     cpu_only, merged = int((gpus == 0).sum()), int(((types == "V100M32") & (gpus > 0)).sum())
     if cpu_only:
-        cluster["description"] += f"; {_count(cpu_only, 'machine')} without GPUs left out"
+        cluster["description"] += f"; {counted(cpu_only, 'machine')} without GPUs left out"
     if merged:
-        cluster["description"] += f"; {_count(merged, 'V100M32 machine')} (32 GB V100s) counted as V100"
+        cluster["description"] += f"; {counted(merged, 'V100M32 machine')} (32 GB V100s) counted as V100"
     return cluster
