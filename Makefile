@@ -21,6 +21,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check src tests tools
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 # The documentation site into site/: reference pages generated from the commands and recordings, then mkdocs
@@ -37,4 +38,4 @@ bench: $(STAMP)
 	$(VENV)/bin/gpuweave bench sim --jobs 20000 --gpus 1024 --policy fifo --json
 
 clean:
-	rm -rf $(VENV) gpuweave-out .pytest_cache site
+	rm -rf $(VENV) gpuweave-out .pytest_cache .mypy_cache site

@@ -85,7 +85,7 @@ def bench_sim(
         "restarts": sum(js.restarts for js in rec.jobs),
         "peak_rss_mb": round(peak_kb / 1024, 1),
         "python": sys.version.split()[0],
-        **({} if profiler is None else _profile_summary(profiler, Path(profile))),
+        **({} if profiler is None or profile is None else _profile_summary(profiler, Path(profile))),
     }
 
 
@@ -117,7 +117,7 @@ def _profile_summary(profiler, path: Path, top: int = 12) -> dict:
     part = path.with_name(path.name + ".part")
     profiler.dump_stats(str(part))
     os.replace(part, path)
-    stats = pstats.Stats(str(path)).stats
+    stats = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]  # undocumented, not in typeshed
     rows = sorted(stats.items(), key=lambda item: -item[1][2])[:top]
     return {
         "profile": str(path),
@@ -243,7 +243,9 @@ def mean_waiting_jobs(rec) -> float:
     return waits / span if span > 0 else 0.0
 
 
-def bench_scale(policy: str, sizes: list[int], seed: int, progress: Callable[[str, int], Callable] | None) -> dict:
+def bench_scale(
+    policy: str, sizes: list[int], seed: int, progress: Callable[[str, int], Callable[[int], None] | None] | None
+) -> dict:
     """Jobs/s of ``policy`` at each trace size under both :data:`SCALE_LOADS`, the bare loop's jobs/s at the same
     sizes (timed in the same run), their ratio, the log-log slope of seconds vs jobs and the peak RSS. Speeds are
     in CPU seconds of this process (the machine may be shared); wall seconds are reported beside them.
@@ -330,14 +332,14 @@ def bench_round(jobs: int, policy: str, reps: int, seed: int, options: dict) -> 
         "bench": "round",
         "policy": policy,
         "jobs": jobs,
-        "gpus": sum(n.num_gpus for n in sim.nodes),
+        "gpus": sim.book.total_gpus,
         "seconds": statistics.median(wall),
         "min_s": min(wall),
         "max_s": max(wall),
         "cpu_s": statistics.median(cpu),
         "cpu_min_s": min(cpu),
         "reps": reps,
-        "started": len(decision.assign),
+        "started": len(decision.assign),  # type: ignore[union-attr]  # reps >= 1: a decision was made
         "fallback": int(pol.fallback_rounds) if isinstance(pol, HadarPolicy) else 0,
         "options": options,
         "cpu": cpu_model(),
@@ -356,7 +358,7 @@ def _round_view(jobs: int, seed: int, prepared_view):
     if jobs <= size:
         return prepared_view(jobs, seed)
     sim = prepared_view(size, seed)  # the simulator shell; its jobs are replaced below
-    profiles = sim.profiles
+    profiles = sim.book.profiles
     picked = []
     for k, start in enumerate(range(0, jobs, size)):
         for job in build_jobs(pool, min(size, jobs - start), seed + k, profiles):
@@ -364,8 +366,8 @@ def _round_view(jobs: int, seed: int, prepared_view):
             picked.append(job)
     power = {m: (0.0, 0.0) for m in ("V100", "P100", "K80")}
     sim = Simulator(scaled_cluster(jobs), picked, sim.policy, profiles, power)
-    for js in sim.states:
-        sim.pending[js.job.job_id] = js
+    for js in sim.book.states:
+        sim.book.arrive(js)
     return sim
 
 
@@ -463,7 +465,8 @@ def generate_sacct(lines: int, seed: int) -> str:
     rng = random.Random(seed)
     origin = datetime(2024, 3, 1)
     out = ["|".join(SACCT_FIELDS)]
-    kinds, weights = zip(*SACCT_TYPES)
+    kinds = [kind for kind, _ in SACCT_TYPES]
+    weights = [weight for _, weight in SACCT_TYPES]
     job, clock = 1000, 0.0
 
     def stamp(seconds: float) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuweave.errors import InputError
@@ -80,8 +81,6 @@ RATE_PER_HOUR = Range("jobs/hour", 1e-3, 1e7)
 #: electricity price and power
 PRICE_PER_KWH = Range("per kWh", 0.0, 1e4)
 PUE = Range("", 1.0, 10.0)
-WATTS = Range("W", 0.0, 1e6)
-EUR_PER_HOUR = Range("EUR/h", 0.0, 1e6)
 #: training epochs of an ANDREAS job (may be fractional when remaining)
 EPOCHS = Range("epochs", 0.0, 1e9)
 #: seeds of every random generator (numpy needs non-negative, 32 bits is what every seed API takes)
@@ -96,7 +95,7 @@ def number(
     value: Any,
     rng: Range,
     *,
-    file: object | None = None,
+    file: str | Path | None = None,
     row: int | None = None,
     field: str | None = None,
     what: str | None = None,
@@ -108,17 +107,17 @@ def number(
     value at the start of the message, e.g. ``jobs[3]``; file, row and field go in the usual prefix.
     """
     label = f"{what}: expected" if what else "expected"
-    where = {"file": file, "row": row, "field": field}
+    where: dict[str, Any] = {"file": file, "row": row, "field": field}
     as_float = _as_float(value)
     if as_float is None:
-        raise InputError(f"{label} {rng.describe()}, got {_show(value)}", **where)  # type: ignore[arg-type]
+        raise InputError(f"{label} {rng.describe()}, got {_show(value)}", **where)
     if not math.isfinite(as_float):
-        raise InputError(f"{label} a finite number ({rng.describe()}), got {_show(value)}", **where)  # type: ignore[arg-type]
+        raise InputError(f"{label} a finite number ({rng.describe()}), got {_show(value)}", **where)
     if rng.integer and not as_float.is_integer():
-        raise InputError(f"{label} {rng.describe()}, got {_show(value)}", **where)  # type: ignore[arg-type]
+        raise InputError(f"{label} {rng.describe()}, got {_show(value)}", **where)
     low_bad = as_float <= rng.lo if rng.lo_open else as_float < rng.lo
     if low_bad or as_float > rng.hi:
-        raise InputError(f"{label} {rng.describe()}, got {_show(value)}", **where)  # type: ignore[arg-type]
+        raise InputError(f"{label} {rng.describe()}, got {_show(value)}", **where)
     return int(as_float) if rng.integer else as_float
 
 
@@ -127,7 +126,7 @@ def optional_number(value: Any, rng: Range, **kwargs: Any) -> Any:
     return None if value is None else number(value, rng, **kwargs)
 
 
-def seed(value: Any, *, file: object | None = None, field: str | None = "seed") -> int:
+def seed(value: Any, *, file: str | Path | None = None, field: str | None = "seed") -> int:
     """A seed: an integer in [0, 2**32 - 1] (numpy refuses negative seeds with a traceback)."""
     return number(value, SEED, file=file, field=field)
 
@@ -136,7 +135,7 @@ def check_array(
     values: np.ndarray,
     rng: Range,
     *,
-    file: object | None = None,
+    file: str | Path | None = None,
     rows: list[int] | None = None,
     field: str | None = None,
     raw: Any = None,
@@ -159,15 +158,7 @@ def check_array(
         position = int(np.flatnonzero(bad)[0])
         shown = raw[position] if raw is not None else values[position]
         row = rows[position] if rows is not None else position + 1
-        raise InputError(f"expected {rng.describe()}, got {_show(shown)}", file=file, row=row, field=field)  # type: ignore[arg-type]
-
-
-def finite_or_none(value: Any) -> float | None:
-    """``value`` as a float when it is a finite number of sane magnitude, else None (for printing results)."""
-    x = _as_float(value)
-    if x is None:
-        return None
-    return x if math.isfinite(x) and abs(x) <= MAGNITUDE * 1e3 else None
+        raise InputError(f"expected {rng.describe()}, got {_show(shown)}", file=file, row=row, field=field)
 
 
 def _show(value: Any) -> str:
@@ -201,7 +192,7 @@ def _is_numpy_number(value: Any) -> bool:
     return type(value).__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "") in "iuf"
 
 
-def validation_error(exc: Any, source: object | None = None) -> InputError:
+def validation_error(exc: Any, source: str | Path | None = None) -> InputError:
     """One InputError from a pydantic ``ValidationError``: its first problem, naming the field and the value.
 
     A validator that raised an :class:`InputError` itself (an unknown name, a limit) keeps its own message.
@@ -211,23 +202,23 @@ def validation_error(exc: Any, source: object | None = None) -> InputError:
     field = ".".join(str(p) for p in err["loc"])
     if isinstance(cause, InputError):
         where = source if cause.file is None else cause.file
-        return InputError(cause.message, file=where, field=cause.field or field or None)  # type: ignore[arg-type]
+        return InputError(cause.message, file=where, field=cause.field or field or None)
     value = err.get("input")
     shown = "" if isinstance(value, (dict, list)) or value is None else f", got {_show(value)}"
-    return InputError(f"{err['msg']}{shown}", file=source, field=field or None)  # type: ignore[arg-type]
+    return InputError(f"{err['msg']}{shown}", file=source, field=field or None)
 
 
 #: any number in a result file gpuweave wrote (metrics, tables): finite and not absurd
 RESULT = Range("", -1e18, 1e18)
 
 
-def parse(text: Any, rng: Range, *, file: object | None = None, row: int | None = None, field: str | None = None):
+def parse(text: Any, rng: Range, *, file: str | Path | None = None, row: int | None = None, field: str | None = None):
     """A number written as text (a CSV cell), checked like :func:`number`; ``nan``/``inf`` spellings refused."""
     if isinstance(text, str):
         stripped = text.strip()
         try:
             value: Any = int(stripped) if stripped.lstrip("+-").isdigit() and len(stripped) < 19 else float(stripped)
         except ValueError:
-            raise InputError(f"expected {rng.describe()}, got {_show(text)}", file=file, row=row, field=field) from None  # type: ignore[arg-type]
+            raise InputError(f"expected {rng.describe()}, got {_show(text)}", file=file, row=row, field=field) from None
         return number(value, rng, file=file, row=row, field=field)
     return number(text, rng, file=file, row=row, field=field)

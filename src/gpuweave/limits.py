@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from gpuweave.errors import InputError
 
@@ -109,7 +110,7 @@ def check_limit(
     value: float,
     what: str,
     *,
-    file: object | None = None,
+    file: str | Path | None = None,
     row: int | None = None,
     field: str | None = None,
 ) -> None:
@@ -120,7 +121,7 @@ def check_limit(
         raise LimitError(
             f"{what}: {shown} is over the limit {name} = {bound:,} {LIMITS[name].unit}; "
             f"if you mean it, raise it with `gpuweave --limit {name}=N ...`",
-            file=file,  # type: ignore[arg-type]
+            file=file,
             row=row,
             field=field,
         )

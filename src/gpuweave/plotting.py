@@ -69,13 +69,13 @@ def fill_style(i: int) -> dict[str, Any]:
     rgb = _rgb(i)
     passes = i // len(PALETTE)
     if passes:
-        rgb = tuple(0.5 + 0.5 * c for c in rgb)
+        rgb = (0.5 + 0.5 * rgb[0], 0.5 + 0.5 * rgb[1], 0.5 + 0.5 * rgb[2])
     return {"facecolor": rgb, "hatch": HATCHES[(passes - 2) % len(HATCHES)] if passes >= 2 else None}
 
 
 def _rgb(i: int) -> tuple[float, float, float]:
     colour = PALETTE[i % len(PALETTE)]
-    return tuple(int(colour[k : k + 2], 16) / 255 for k in (1, 3, 5))
+    return int(colour[1:3], 16) / 255, int(colour[3:5], 16) / 255, int(colour[5:7], 16) / 255
 
 
 def text_colour(i: int) -> str:

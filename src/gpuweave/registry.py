@@ -101,6 +101,10 @@ class Registry(Generic[T]):
 
         return deco
 
+    def unregister(self, name: str) -> None:
+        """Remove an entry (one a plugin or a test registered); an unknown name is ignored."""
+        self._entries.pop(name, None)
+
     def _load(self) -> None:
         if not self._loaded:
             self._loaded = True

@@ -25,7 +25,7 @@ import csv
 import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,7 +85,7 @@ class ResultCore:
     kind: str
     config: dict[str, Any]
     seed: int | None
-    metrics: dict[str, float | int | None]
+    metrics: Mapping[str, float | int | None]
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

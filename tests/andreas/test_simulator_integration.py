@@ -68,7 +68,7 @@ def test_snapshot_rollback_loses_progress_since_the_last_epoch():
     sim = _sim(job, plan)
     rec = sim.run()
     assert rec.jobs[0].end == pytest.approx(20.0 + 22.0)
-    assert sim.rollback_lost == pytest.approx(2.0)
+    assert sim.book.rollback_lost == pytest.approx(2.0)
     # without the opt-in, progress is continuous
     job2 = Job("s", 0.0, 1, 30.0, "app", attrs={"moldable": True})
     assert _sim(job2, plan).run().jobs[0].end == pytest.approx(20.0 + 20.0)

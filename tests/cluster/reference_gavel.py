@@ -21,7 +21,7 @@ from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.placement import CapacityCache, fewest_nodes
 from gpuweave.cluster.policies.gavel import DEFAULT_TYPE_ORDER, OBJECTIVES, OLD_SPELLINGS, UNAWARE, GavelPolicy
-from gpuweave.hadar.throughput import RateTableCache
+from gpuweave.cluster.rate_table import RateTableCache
 
 
 class ReferenceGavel(ClusterPolicy):

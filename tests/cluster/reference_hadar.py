@@ -10,9 +10,10 @@ import math
 import time
 
 from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.forking import copy_nodes, merge_copies
 from gpuweave.cluster.policies.hadar import HadarPolicy, cluster_arrays, queue_order
 from gpuweave.hadar.dp import DEFAULT_MAX_STATES
-from gpuweave.hadar.forking import copy_count, copy_nodes, merge_copies
+from gpuweave.hadar.forking import copy_count
 from gpuweave.hadar.problem import QueuedJob, RoundProblem
 
 from ..hadar.reference_dp import hadar_round

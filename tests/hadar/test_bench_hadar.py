@@ -17,6 +17,6 @@ def sim2048():
 @pytest.mark.parametrize("name", ["hadar", "gavel"])
 def test_bench_round_2048_jobs(benchmark, sim2048, name):
     decision = benchmark(lambda: make_policy(name).schedule(sim2048.view))
-    gpus = sum(n.num_gpus for n in sim2048.nodes)
+    gpus = sim2048.book.total_gpus
     used = sum(k for p in decision.assign.values() for _, k in p)
     assert 0 < used <= gpus and len(decision.assign) > 1000

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuweave.cluster.book import ClusterBook
 from gpuweave.cluster.policies import make_policy
 from gpuweave.cluster.simulator import Simulator
 from gpuweave.hadar.dp import HadarDP, hadar_round, literal_allocation
@@ -40,13 +41,13 @@ def qjob(key, W, remaining, **kw):
 @pytest.fixture
 def a4_sim(gavel_profiles, monkeypatch):
     """Two servers (3 V100, 3 K80), one 4-GPU ResNet-18 job: only a mixed placement can hold it."""
-    monkeypatch.setattr(Simulator, "_check_feasible", lambda self: None)
+    monkeypatch.setattr(ClusterBook, "check_feasible", lambda self: None)
 
     def make(policy):
         nodes = nodes_of([("V100", 3), ("K80", 3)])
         job = Job("j", 0.0, 4, 100_000.0, "ResNet-18 (batch size 32)")
         sim = Simulator(nodes, [job], policy, gavel_profiles, POWER)
-        sim.pending["j"] = sim.states[0]
+        sim.book.arrive(sim.book.states[0])
         return sim
 
     return make
@@ -62,7 +63,7 @@ def test_a4_hadar_schedules_mixed_types(a4_sim):
         or {n for n, _ in placement} == {0, 1}
     )
     assert sum(k for _, k in placement) == 4
-    assert sim.view.rate(sim.states[0], placement) == pytest.approx(25.510, abs=1e-3)
+    assert sim.view.rate(sim.book.states[0], placement) == pytest.approx(25.510, abs=1e-3)
 
 
 @pytest.mark.parametrize("name", ["gavel", "tiresias", "yarn-cs"])

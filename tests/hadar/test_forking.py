@@ -8,10 +8,11 @@ from hypothesis import strategies as st
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.forking import copy_nodes, is_forked, merge_copies
 from gpuweave.cluster.simulator import Simulator
 from gpuweave.errors import InvalidDecisionError
 from gpuweave.hadar.emulation import emulate
-from gpuweave.hadar.forking import copy_id, copy_nodes, is_forked, merge_copies, parent_of, split_steps
+from gpuweave.hadar.forking import copy_id, parent_of, split_steps
 from gpuweave.workload.job import Job
 
 from .conftest import POWER, nodes_of

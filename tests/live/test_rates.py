@@ -19,7 +19,7 @@ def _run_recording_view_rates(live_config, tmp_path, **executor) -> tuple[LiveRu
     seen: list[float] = []
     schedule = runtime.policy.schedule
 
-    x = runtime.book.by_id["x"]
+    x = runtime.book.cluster.by_id["x"]
 
     def recording(view):
         seen.append(view.model_rate(x, "V100"))
@@ -37,7 +37,7 @@ def test_policy_sees_measured_steps_per_second_instead_of_the_profile(live_confi
     assert abs(profiled - measured) > 0.5 * measured  # the program really is far from its profile
     assert seen[0] == profiled  # before any report: the profile store
     assert abs(seen[-1] - measured) < 0.25 * measured, seen  # after: the measurement
-    assert isinstance(runtime.book.profiles, MeasuredProfiles)
+    assert isinstance(runtime.book.cluster.profiles, MeasuredProfiles)
     assert all(j.done for j in runtime.jobs.values())
 
 

@@ -83,6 +83,8 @@ def test_local_ray_listens_on_loopback_only(live_config, tmp_path):
     assert any("gcs_server" in owner for owner in seen.values()), seen  # the sampling saw Ray up
     exposed = {address: owner for address, owner in seen.items() if not is_loopback(address)}
     assert not exposed
+    meta = json.loads((tmp_path / "out" / "summary.json").read_text())  # the file says local, --executor ray ran:
+    assert meta["executor"] == "ray" and meta["config"]["executor"]["kind"] == "ray"  # the config records it
 
 
 def test_lost_ray_node_sends_its_jobs_back_from_their_checkpoints(ray_cluster, live_config, tmp_path):

@@ -12,7 +12,7 @@ from fake_runs import write_run_dir
 
 from gpuweave.errors import InputError
 from gpuweave.report import load_runs, render_report, render_sections_report
-from gpuweave.report.html import format_value
+from gpuweave.report.markup import format_value
 from gpuweave.report.plots import plot_busy_gpus, plot_runs
 from gpuweave.report.section import DemoSection
 

@@ -32,6 +32,7 @@ JOB_CATALOG_FILE = "jobs.csv"
 
 def gpu_type(name: str, *, file: str | None = None, field_name: str = "gpu_type") -> str:
     """Canonical GPU model for an ANDREAS type name (TESLA -> V100, TURING -> T4); InputError if unknown."""
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.hardware.catalog import all_gpus, canonical_gpu_name
 
     try:
@@ -54,7 +55,7 @@ def _read_rows(text: str, source: str, columns: tuple[str, ...]) -> list[dict[st
     missing = [c for c in columns if c not in header]
     if missing:
         raise InputError(f"missing column(s) {', '.join(missing)} (expected {', '.join(columns)})", file=source)
-    return list(rows)
+    return list(rows)  # type: ignore[arg-type]  # restval="": no cell is None
 
 
 def _number(
@@ -69,6 +70,10 @@ def _number(
         what = "a positive integer" if integer else "a positive number"
         raise InputError(f"expected {what} (at most 1e10), got {raw!r}"[:200], file=source, row=rownum, field=key)
     return int(value) if integer else value
+
+
+def _integer(row: dict[str, str], key: str, source: str, rownum: int) -> int:
+    return int(_number(row, key, source, rownum, integer=True))
 
 
 def _bundled_text(name: str) -> str:
@@ -117,6 +122,7 @@ class CostCatalog:
         (c(model, 0) = 0, A12), with the catalog's maximum board power, and the node's price and PUE (the
         first node of each model sets them). This departs from the ANDREAS table, which measures whole nodes.
         """
+        # imported when called: `gpuweave --help` imports this module
         from gpuweave.hardware.catalog import get_gpu
 
         costs: dict[tuple[str, int], float] = {}
@@ -168,6 +174,7 @@ class ProfileTable:
         ANDREAS runs a job on one node only, so only consolidated entries exist; the store answers
         single-GPU entries for both placements and raises MissingProfileError for spread multi-GPU ones.
         """
+        # imported when called: `gpuweave --help` imports this module
         from gpuweave.workload.profiles import ProfileRow, ProfileStore
 
         rows = [ProfileRow(app, t, g, True, 1.0 / s) for (app, t, g), s in sorted(self.per_epoch.items())]
@@ -179,7 +186,7 @@ def parse_costs(text: str, source: str) -> CostCatalog:
     costs: dict[tuple[str, int], float] = {}
     for i, row in enumerate(rows, start=1):
         t = gpu_type(row["gpu_type"].strip(), file=source)
-        g = _number(row, "num_gpus", source, i, integer=True)
+        g = _integer(row, "num_gpus", source, i)
         c = _number(row, "cost_eur_per_h", source, i)
         if (t, g) in costs:
             raise InputError(f"duplicate cost row for {config_label(t, g)}", file=source, row=i)
@@ -193,7 +200,7 @@ def parse_profiles(text: str, source: str) -> ProfileTable:
     for i, row in enumerate(rows, start=1):
         app = row["application"].strip()
         t = gpu_type(row["gpu_type"].strip(), file=source)
-        g = _number(row, "num_gpus", source, i, integer=True)
+        g = _integer(row, "num_gpus", source, i)
         s = _number(row, "time_per_epoch_s", source, i)
         if (app, t, g) in table:
             raise InputError(f"duplicate profile row for {app} on {config_label(t, g)}", file=source, row=i)
@@ -225,8 +232,8 @@ def load_job_catalog() -> list[tuple[str, str, int, int]]:
         (
             r["job"],
             r["application"],
-            _number(r, "epochs", source, i, integer=True),
-            _number(r, "batch", source, i, integer=True),
+            _integer(r, "epochs", source, i),
+            _integer(r, "batch", source, i),
         )
         for i, r in enumerate(rows, start=1)
     ]

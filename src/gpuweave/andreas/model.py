@@ -170,21 +170,21 @@ def build_instance(
     for j, job in enumerate(jobs):
         _check_job(job, seen)
         for k, t in job.times.items():
-            i = kindex.get(k)
-            if i is None:
+            col = kindex.get(k)
+            if col is None:
                 continue  # a profiled configuration no node offers (e.g. TESLA x2 on 1-GPU nodes only)
             if not (t >= 0):
                 raise InputError(
                     f"job {job.job_id}: remaining time on {config_label(*k)} must be >= 0, got {t}", field="times"
                 )
-            times[j, i] = t
+            times[j, col] = t
         if job.running is not None:
-            node, k = job.running
-            if not (0 <= node < len(nodes)) or k not in kindex or nodes[node].gpu_type != k[0]:
+            node_index, k = job.running
+            if not (0 <= node_index < len(nodes)) or k not in kindex or nodes[node_index].gpu_type != k[0]:
                 raise InputError(
                     f"job {job.job_id}: runs on an invalid node/configuration {job.running}", field="running"
                 )
-            run_node[j] = node
+            run_node[j] = node_index
             run_cfg[j] = kindex[k]
     return Instance(
         now=float(now),

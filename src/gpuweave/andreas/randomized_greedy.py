@@ -113,18 +113,9 @@ class Schedule:
 # ------------------------------------------------------------------------------------------ orderings
 def pressure_order(inst: Instance) -> np.ndarray:
     """L0: jobs by pressure descending; ties by submission, then id (stable sorts)."""
-    base = sorted(range(inst.n), key=lambda j: (inst.submission[j], inst.job_ids[j]))
-    base = np.array(base, dtype=np.int64)
+    base = np.array(sorted(range(inst.n), key=lambda j: (inst.submission[j], inst.job_ids[j])), dtype=np.int64)
     delta = inst.pressure()
     return base[np.argsort(-delta[base], kind="stable")]
-
-
-def swap_probability(w_left: np.ndarray, w_right: np.ndarray, pi: float, rule: str = "code") -> np.ndarray:
-    """Probability of swapping the adjacent pair (left, right) (spec §6.3 line 9, A5)."""
-    heavier = w_left > w_right
-    if rule == "inverse":
-        heavier = ~heavier
-    return np.where(heavier, 0.5 + pi, 0.5 - pi)
 
 
 def swap_pass_batch(L0: np.ndarray, weight: np.ndarray, U: np.ndarray, pi: float, rule: str = "code") -> np.ndarray:
@@ -267,7 +258,7 @@ def construct(
             if kc:
                 kc.pop(pos)
             t, g = cfg_type[k], cfg_g[k]
-            best = _random_beta_node(fr, node_type, t, g, cfg.beta_node, rng) if beta else fits.best(t, g)
+            best = _random_beta_node(fr, node_type, t, g, cfg.beta_node, rng) if beta else fits.best(t, g)  # type: ignore[union-attr]  # fits unless beta
             if best >= 0:
                 if fits is not None:
                     fits.move(best, fr[best], fr[best] - g)

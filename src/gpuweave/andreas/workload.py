@@ -87,6 +87,7 @@ def andreas_job(
 
 def scenario_nodes(n_nodes: int, scenario: int):
     """N nodes, TESLA (V100) when the index is even, TURING (T4) otherwise, at the scenario's GPU counts."""
+    # imported here: importing gpuweave.andreas.workload does without pydantic
     from gpuweave.hardware.cluster_spec import Node
 
     if scenario not in SCENARIOS:

@@ -61,6 +61,7 @@ Gavel solves its LPs with cvxpy; this is our own formulation of the same program
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
@@ -203,6 +204,7 @@ class WarmMaxMinLP:
 
     def _start_basis(self, keys: list, R: int, highspy):
         """The start basis for jobs ``keys`` from the last solve's (class docstring), on arrays: O(M R)."""
+        assert self._last is not None, "a warm start needs a last solve"
         at, cols, rows, PM = self._last
         status = highspy.HighsBasisStatus
         basic, lower, upper = int(status.kBasic), int(status.kLower), int(status.kUpper)
@@ -225,8 +227,10 @@ class WarmMaxMinLP:
         by_value = {int(v): v for v in status.__members__.values()}
         enums = [by_value[i] for i in range(max(by_value) + 1)]
         start = highspy.HighsBasis()
-        start.col_status = list(map(enums.__getitem__, col.tolist()))
-        start.row_status = list(map(enums.__getitem__, row.tolist()))
+        col_codes: list[Any] = col.tolist()
+        row_codes: list[Any] = row.tolist()
+        start.col_status = [enums[i] for i in col_codes]
+        start.row_status = [enums[i] for i in row_codes]
         start.valid = True
         return start
 

@@ -23,6 +23,9 @@ from typing import Optional
 import typer
 
 from gpuweave import __version__
+
+# Every command module is imported to build the app, so `gpuweave --help` pays for whatever they import at the top:
+# they import the library inside their command bodies instead, on purpose (keep it so).
 from gpuweave.cli import (
     aliases,
     bench,
@@ -47,7 +50,7 @@ from gpuweave.limits import limits_help
 try:  # typer >= 0.20 carries its own copy of click; older versions use click itself
     from typer._click import exceptions as click_errors
 except ImportError:  # pragma: no cover
-    from click import exceptions as click_errors  # type: ignore[no-redef]
+    from click import exceptions as click_errors  # type: ignore[no-redef]  # the same module, from click
 
 app = typer.Typer(
     name="gpuweave",

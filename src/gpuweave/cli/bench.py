@@ -12,13 +12,13 @@ import typer
 
 from gpuweave.checks import SEED
 from gpuweave.cli.output import ProgressBar, print_table, quiet_option, show_progress
+from gpuweave.errors import InputError
 
 NAME = "bench"
 app = typer.Typer(help="Measure speed (jobs/s, events/s, memory).", no_args_is_help=True)
 
 
 def _parse_options(items: list[str]) -> dict:
-    from gpuweave.errors import InputError
     from gpuweave.files import parse_yaml
 
     out = {}
@@ -102,9 +102,13 @@ def scale(
         return
     from rich.console import Console
 
-    keys = ("load", "jobs", "cpu_s", "jobs_per_s", "bare_jobs_per_s", "ratio_to_bare", "mean_waiting_jobs")
+    keys: tuple[str, ...] = (
+        "load", "jobs", "cpu_s", "jobs_per_s", "bare_jobs_per_s", "ratio_to_bare", "mean_waiting_jobs"
+    )
     keys += ("peak_rss_mb",)
-    headers = ("load", "jobs", "CPU (s)", "jobs/s", "bare loop jobs/s", "ratio to bare", "waiting (mean)")
+    headers: tuple[str, ...] = (
+        "load", "jobs", "CPU (s)", "jobs/s", "bare loop jobs/s", "ratio to bare", "waiting (mean)"
+    )
     headers += ("peak RSS (MB)",)
     rows = [[str(row[c]) for c in keys] for row in result["rows"]]
     title = (
@@ -150,7 +154,6 @@ def pop(
 ) -> None:
     """POP partitioning's speed and quality: jobs/s, JCT, makespan and each round's objective against k = 1."""
     from gpuweave.bench import bench_pop
-    from gpuweave.errors import InputError
 
     try:
         ks = [int(v) for v in partitions.split(",") if v.strip()]

@@ -7,7 +7,7 @@ API's answer as it came. A refused request is one line on stderr and exit 2, nam
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import Callable, Optional
 
 import typer
 
@@ -129,4 +129,4 @@ def nodes(
     print_table(Console(), "nodes", ("node", "gpu type", "busy", "jobs"), table_rows)
 
 
-COMMANDS = {"submit": submit, "jobs": jobs, "cancel": cancel, "nodes": nodes}
+COMMANDS: dict[str, Callable[..., None]] = {"submit": submit, "jobs": jobs, "cancel": cancel, "nodes": nodes}

@@ -15,6 +15,7 @@ import typer
 from gpuweave.checks import SEED
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
 from gpuweave.cli.output import JSON_HELP, ProgressBar, cell, print_json, print_table, quiet_option, show_progress
+from gpuweave.executors import executor_names, spoken
 
 NAME = "cluster"
 app = typer.Typer(help="Cluster grain: simulate, plan and run policies; cluster specs.", no_args_is_help=True)
@@ -43,6 +44,9 @@ def simulate(
     placement: Optional[str] = typer.Option(
         None, "--placement", help="Override the cluster's placement: physical or ideal (always consolidated)."
     ),
+    placement_rule: Optional[str] = typer.Option(
+        None, "--placement-rule", help="Where a gang goes on a GPU model (gpuweave cluster placements; default packed)."
+    ),
     extrapolate: Optional[bool] = typer.Option(
         None,
         "--extrapolate/--no-extrapolate",
@@ -58,15 +62,12 @@ def simulate(
     """Simulate a trace on a cluster under one policy; write jobs.csv, allocations.csv, timeseries.csv, summary.json.
 
     Every run setting of a YAML config is also a flag (--restart-delay, --round-length, --profiles, --placement,
-    --extrapolate, -O policy options), so a variant needs no YAML."""
+    --placement-rule, --extrapolate, -O policy options), so a variant needs no YAML."""
     from rich.console import Console
 
-    from gpuweave.cluster.config import load_config, parse_config
     from gpuweave.cluster.run import run_simulation
-    from gpuweave.errors import InputError
     from gpuweave.staging import check_replaceable
 
-    data = load_config(config).model_dump() if config else {}
     overrides = {
         "policy": policy,
         "cluster": cluster,
@@ -78,14 +79,10 @@ def simulate(
         "round_length": round_length,
         "profiles": profiles,
         "placement": placement,
+        "placement_rule": placement_rule,
         "extrapolate_profiles": extrapolate,
     }
-    data.update({key: value for key, value in overrides.items() if value is not None})
-    if policy_option:
-        data["policy_options"] = {**data.get("policy_options", {}), **_policy_options(policy_option)}
-    if "policy" not in data:
-        raise InputError("no policy given: pass --policy NAME or a config with 'policy:'", field="policy")
-    cfg = parse_config(data, config or "<command line>")
+    cfg = _config_with_flags(config, overrides, policy_option)
     out_dir = out or Path("gpuweave-out") / "runs" / f"{cfg.policy}-{cfg.key()}"
     check_replaceable(out_dir)  # fail before simulating, not after (a file, or a directory of other files)
     with ProgressBar(show_progress(quiet or as_json)) as bar:
@@ -123,6 +120,20 @@ def _policy_options(pairs: list[str]) -> dict[str, object]:
     return options
 
 
+def _config_with_flags(config: Path | None, overrides: dict, policy_option: list[str]):
+    """The run config file's settings (none without a file), with the flags that were given in their place."""
+    from gpuweave.cluster.config import load_config, parse_config
+    from gpuweave.errors import InputError
+
+    data = load_config(config).model_dump() if config else {}
+    data.update({key: value for key, value in overrides.items() if value is not None})
+    if policy_option:
+        data["policy_options"] = {**data.get("policy_options", {}), **_policy_options(policy_option)}
+    if "policy" not in data:
+        raise InputError("no policy given: pass --policy NAME or a config with 'policy:'", field="policy")
+    return parse_config(data, config or "<command line>")
+
+
 def _print_summary(console, policy: str, summary: dict) -> None:
     rows = [(k, cell(v) if isinstance(v, float) or v is None else str(v)) for k, v in summary.items()]
     print_table(console, f"summary: {policy}", ("metric", "value"), rows, right=("value",))
@@ -135,6 +146,14 @@ def policies(as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP
 
     title = "cluster policies (options go in the run config's policy_options)"
     print_listing(POLICIES, title, as_json, meta_columns=("trigger",))
+
+
+@app.command("placements")
+def placements(as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP)) -> None:
+    """List the registered placement rules (a run config's placement_rule, --placement-rule)."""
+    from gpuweave.cluster.placements import PLACEMENTS
+
+    print_listing(PLACEMENTS, "placement rules (where a gang goes on a GPU model)", as_json)
 
 
 @plan_app.command("hadar")
@@ -246,7 +265,7 @@ def _print_andreas_plan(out: dict, method: str, variant: str) -> None:
 def run(
     config: Path = typer.Argument(..., help="Run config YAML (the simulate config plus an executor section)."),
     executor: Optional[str] = typer.Option(
-        None, "--executor", "-e", help="local, ray or slurm (default: the config's; docs/slurm.md)."
+        None, "--executor", "-e", help=f"{spoken(executor_names())} (default: the config's; docs/slurm.md)."
     ),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray)."),
     out: Path = typer.Option(..., "--out", "-o", help="Result directory (also holds the journal and checkpoints)."),

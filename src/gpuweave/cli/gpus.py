@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from gpuweave.cli.output import print_json, print_table
+from gpuweave.errors import InputError
 
 NAME = "gpus"
 
@@ -20,7 +21,6 @@ def command(
     """Print the GPU catalog, or one model with its MIG partitions / repartitioning tree."""
     from rich.console import Console
 
-    from gpuweave.errors import InputError
     from gpuweave.hardware.catalog import get_gpu
 
     console = Console()

@@ -13,6 +13,7 @@ import typer
 
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
 from gpuweave.cli.output import ProgressBar, cell, print_json, print_table, quiet_option, show_progress
+from gpuweave.errors import InputError
 
 NAME = "kernel"
 app = typer.Typer(
@@ -51,7 +52,7 @@ def simulate(
     data = load_config(config)
     # Check the output paths before simulating, so a bad path costs nothing.
     out_csv = out is not None and out.suffix.lower() == ".csv"
-    if out_csv:
+    if out is not None and out_csv:
         prepare_output_file(out, field="out", suffixes=(".csv",))
     elif out:
         check_replaceable(out)
@@ -125,7 +126,6 @@ def profile(
     The runs must launch the same kernel IDs in the same order (runs of one task); a run that differs is named
     and refused, unless --allow-different.
     """
-    from gpuweave.errors import InputError
     from gpuweave.files import prepare_output_dir, read_input_text
     from gpuweave.kernel.ids import validate_task_key
     from gpuweave.kernel.profile import ProfileBuilder
@@ -259,7 +259,6 @@ def serve(
     import asyncio
     import logging
 
-    from gpuweave.errors import InputError
     from gpuweave.kernel.protocol import check_token
     from gpuweave.kernel.sched import preset
 

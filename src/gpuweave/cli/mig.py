@@ -10,6 +10,7 @@ import typer
 from gpuweave.checks import SEED
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
 from gpuweave.cli.output import ProgressBar, is_stdout, print_json, print_table, quiet_option, show_progress
+from gpuweave.errors import InputError
 
 NAME = "mig"
 app = typer.Typer(
@@ -77,7 +78,6 @@ def plan(
 
 
 def _check_plan_outputs(gpus: int, json_out: Optional[Path], gantt: Optional[Path], out: Optional[Path]) -> None:
-    from gpuweave.errors import InputError
     from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
     from gpuweave.limits import check_limit
     from gpuweave.staging import check_replaceable
@@ -95,7 +95,6 @@ def _check_plan_outputs(gpus: int, json_out: Optional[Path], gantt: Optional[Pat
 
 def _plan_batches(batches: Path, tasks: Optional[Path], gpu: str, gpus: int, algo: str):
     """FAR on each batch CSV of the directory, concatenated."""
-    from gpuweave.errors import InputError
     from gpuweave.mig.concat import chain_schedule
     from gpuweave.mig.far import far
     from gpuweave.mig.problem import read_batches_dir
@@ -113,7 +112,6 @@ def _plan_batches(batches: Path, tasks: Optional[Path], gpu: str, gpus: int, alg
 
 
 def _plan_tasks(tasks: Optional[Path], gpu: str, gpus: int, algo: str):
-    from gpuweave.errors import InputError
     from gpuweave.mig.problem import read_tasks_csv
     from gpuweave.mig.registry import plan as plan_problem
     from gpuweave.mig.validate import check_schedule

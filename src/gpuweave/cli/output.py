@@ -22,7 +22,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import typer
 
@@ -87,8 +87,9 @@ class ProgressBar:
     def task(self, label: str, total: int | None = None) -> Callable[..., None] | None:
         if self._bar is None:
             return None
-        task = self._bar.add_task(label, total=total)
-        return lambda done, total=None: self._bar.update(task, completed=done, total=total)
+        bar = self._bar
+        task = bar.add_task(label, total=total)
+        return lambda done, total=None: bar.update(task, completed=done, total=total)
 
     def __enter__(self) -> ProgressBar:
         if self._bar is not None:
@@ -183,7 +184,7 @@ def fit_tables(
         for j in shown:
             # fixed widths (rich's own shrinking narrows the widest column first, breaking its words); cells are
             # Text so "[...]" in a name is never read as markup
-            justify = "right" if columns[j] in right else "left"
+            justify: Literal["right", "left"] = "right" if columns[j] in right else "left"
             table.add_column(Text(columns[j]), width=widths[j], overflow="fold", justify=justify)
         for row in text:
             table.add_row(*(Text(row[j]) for j in shown))

@@ -11,6 +11,7 @@ import typer
 from gpuweave.checks import SEED
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
 from gpuweave.cli.output import ProgressBar, is_stdout, print_json, print_table, quiet_option, show_progress
+from gpuweave.errors import InputError
 
 NAME = "packs"
 app = typer.Typer(
@@ -143,7 +144,6 @@ def run(
     """
     from rich.console import Console
 
-    from gpuweave.errors import InputError
     from gpuweave.files import prepare_output_file
     from gpuweave.packs.plan_io import read_plan
     from gpuweave.packs.runner import planned_commands, run_plan

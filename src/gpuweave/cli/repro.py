@@ -52,7 +52,7 @@ def run_named(
     as_json: bool = typer.Option(False, "--json", help="Print the comparison rows as JSON."),
 ) -> None:
     """`gpuweave repro NAME ...`, the reproduction named by the command itself, with its extra options."""
-    _run(ctx.info_name, out, reps, seed, full, list(ctx.args), quiet, as_json)
+    _run(ctx.info_name, out, reps, seed, full, list(ctx.args), quiet, as_json)  # type: ignore[arg-type]  # invoked: named
 
 
 def print_comparison(rows, title: str, out_dir: Path) -> None:

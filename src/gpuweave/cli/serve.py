@@ -13,6 +13,7 @@ import typer
 
 from gpuweave.checks import SEED
 from gpuweave.errors import InputError
+from gpuweave.executors import executor_names, known_executor, spoken
 
 NAME = "serve"
 DB_HELP = "Database URL: sqlite:///PATH or postgresql://USER[:PASSWORD]@HOST[:PORT]/DB (default: DATA_DIR/gpuweave.db)."
@@ -48,7 +49,7 @@ def serve(
     ),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback unless you say otherwise)."),
     port: int = typer.Option(8765, "--port", help="TCP port (0 = any free port)."),
-    executor: str = typer.Option("local", "--executor", help="Where workers run: local, ray or slurm."),
+    executor: str = typer.Option("local", "--executor", help=f"Where workers run: {spoken(executor_names())}."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (ray executor)."),
     cluster: str = typer.Option("gavel-60", "--cluster", "-c", help="Bundled cluster name or cluster YAML."),
     policy: Optional[str] = typer.Option(
@@ -80,8 +81,7 @@ def serve(
     from gpuweave.service.config import ServiceConfig
     from gpuweave.service.server import serve as run_service
 
-    if executor not in ("local", "ray", "slurm"):
-        raise InputError(f"unknown executor {executor!r} (local, ray or slurm)", field="executor")
+    known_executor(executor)
     try:
         config = ServiceConfig(
             db=_db_url(db, data_dir),

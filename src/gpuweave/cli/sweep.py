@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from gpuweave.cli.output import print_json, quiet_option, show_progress
+from gpuweave.executors import executor_names, spoken
 
 NAME = "sweep"
 
@@ -32,7 +33,7 @@ def _print_aggregate(spec, rows: list[dict]) -> None:
     from rich.console import Console
 
     from gpuweave.cli.output import print_table
-    from gpuweave.report.html import format_value
+    from gpuweave.report.markup import format_value
     from gpuweave.sweep.spec import GRAINS
 
     cluster = spec.grain == "cluster"
@@ -47,7 +48,9 @@ def _print_aggregate(spec, rows: list[dict]) -> None:
 
 def command(
     spec_path: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep file: grain, base, grid, out."),
-    executor: str = typer.Option("local", "--executor", help="Where cells run: local or ray."),
+    executor: str = typer.Option(
+        "local", "--executor", help=f"Where cells run: {spoken(executor_names(sweeps=True))}."
+    ),
     address: Optional[str] = typer.Option(
         None, "--address", help="Ray cluster address to join (e.g. auto, ray://host:10001); default: local Ray."
     ),

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 from gpuweave.checks import SEED
 from gpuweave.cli.kernel import import_torch
 from gpuweave.cli.output import ProgressBar, print_json, print_table, quiet_option, show_progress
+from gpuweave.errors import InputError
 
 FORMAT_HELP = (
     "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias, philly, helios, pai, pollux or "
@@ -160,7 +161,6 @@ def info(
 ) -> None:
     """Summarise FILE: jobs, arrival span, GPU-count histogram and job types; with the source's facts, its final
     states and the schedule its own scheduler ran."""
-    from gpuweave.errors import InputError
     from gpuweave.workload.traces.formats import load_trace_frame
 
     if top < 0:
@@ -311,7 +311,6 @@ def cluster(
     cluster spec (YAML: name, description, source, nodes)."""
     import math
 
-    from gpuweave.errors import InputError
     from gpuweave.workload.traces.alibaba import cluster_gpu_count, cluster_to_yaml
 
     if price_per_kwh is not None and not (math.isfinite(price_per_kwh) and price_per_kwh >= 0):
@@ -320,7 +319,7 @@ def cluster(
         raise InputError(f"--pue must be a number >= 1 (power usage effectiveness), got {pue}", field="pue")
     kind = from_format if from_format != "auto" else _node_list_kind(source)
     reader = _node_list_reader(kind)
-    kwargs = {"price_per_kwh": price_per_kwh, "pue": pue}
+    kwargs: dict[str, Any] = {"price_per_kwh": price_per_kwh, "pue": pue}
     if kind == "helios-vcs":
         if gpu_map:
             raise InputError("--gpu-map is for node lists; a Helios VC file takes --gpu MODEL", field="gpu-map")
@@ -344,7 +343,6 @@ def cluster(
 
 def _node_list_reader(kind: str):
     """The reader of node-list format ``kind``; InputError naming the formats for any other."""
-    from gpuweave.errors import InputError
     from gpuweave.workload.traces.alibaba import read_openb_nodes, read_spot_nodes
     from gpuweave.workload.traces.helios import read_helios_vcs
     from gpuweave.workload.traces.pai import read_pai_machines
@@ -362,7 +360,6 @@ def _node_list_reader(kind: str):
 
 def _node_list_kind(source: Path) -> str:
     """The node-list format of ``source``, from its published name (PAI's headerless machine list) or its header."""
-    from gpuweave.errors import InputError
     from gpuweave.workload.traces._tables import read_text
 
     if source.name.lower().startswith("pai_machine_spec"):

@@ -6,11 +6,12 @@ Every field has a default except the policy, so a config can be as short as ``po
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpuweave.checks import MAX_SECONDS, RATE_PER_HOUR, ROUND_LENGTH, SEED, validation_error
+from gpuweave.cluster.placements import PLACEMENTS
 from gpuweave.errors import InputError
 from gpuweave.files import check_path, load_yaml
 from gpuweave.limits import check_limit
@@ -49,11 +50,21 @@ class SimulationConfig(BaseModel):
     placement: Literal["physical", "ideal"] | None = Field(
         None, description="override the cluster's placement: ideal = every placement runs consolidated"
     )
+    placement_rule: str | None = Field(
+        None, description="where a gang goes on a GPU model (gpuweave cluster placements); None = packed"
+    )
 
     @field_validator("cluster", "trace", "profiles")
     @classmethod
     def _path(cls, value: str | None) -> str | None:
         return None if value is None else check_path(value)
+
+    @field_validator("placement_rule")
+    @classmethod
+    def _known_rule(cls, value: str | None) -> str | None:
+        if value is not None and value not in PLACEMENTS:
+            raise ValueError(f"unknown placement rule {value!r} (known: {', '.join(PLACEMENTS.names())})")
+        return value
 
     @model_validator(mode="after")
     def _within_limits(self) -> SimulationConfig:
@@ -62,8 +73,10 @@ class SimulationConfig(BaseModel):
         return self
 
     def key(self) -> str:
-        """Stable hash of the config (sweep cache key); an unset placement leaves the key as it was before."""
-        return config_key(self.model_dump(mode="json", exclude={"placement"} if self.placement is None else None))
+        """Stable hash of the config (sweep cache key); an unset placement or placement rule leaves the key as it
+        was before they existed."""
+        unset = {name for name in ("placement", "placement_rule") if getattr(self, name) is None}
+        return config_key(self.model_dump(mode="json", exclude=unset or None))
 
 
 def load_config(path: str | Path) -> SimulationConfig:
@@ -76,7 +89,10 @@ def load_config(path: str | Path) -> SimulationConfig:
     return beside_config(parse_config(data, path), path)
 
 
-def beside_config(config: SimulationConfig, path: Path) -> SimulationConfig:
+C = TypeVar("C", bound="SimulationConfig")
+
+
+def beside_config(config: C, path: Path) -> C:
     """Trace and cluster files named relative to the config file are found beside it (examples run from
     anywhere); a name that is not a file there (a bundled cluster, a path relative to the working directory)
     is left as it is."""
@@ -87,7 +103,7 @@ def beside_config(config: SimulationConfig, path: Path) -> SimulationConfig:
     return config
 
 
-def parse_config(data: dict, source: str | Path = "<config>") -> SimulationConfig:
+def parse_config(data: dict[str, Any], source: str | Path = "<config>") -> SimulationConfig:
     """The checked config; InputError naming the field (and, for ``jobs``, the limit ``trace_jobs``)."""
     if not isinstance(data, dict):
         raise InputError("a run config must be a mapping of settings (policy: NAME, ...)", file=source)

@@ -8,9 +8,11 @@ A :class:`Decision` is a *change*: jobs to start or move (``assign``) and runnin
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from gpuweave.cluster.free_index import FreeIndex
 from gpuweave.cluster.state import ClusterView, JobState, Placement
 
 
@@ -46,10 +48,10 @@ class Decision:
 
 
 # The decision that changes nothing, shared: read-only (a policy that wants to add to a decision builds its own).
-NO_CHANGE = Decision(assign=MappingProxyType({}), preempt=())  # type: ignore[arg-type]
+NO_CHANGE = Decision(assign=MappingProxyType({}), preempt=())  # type: ignore[arg-type]  # read-only on purpose
 
 
-def normalize(placement) -> Placement:
+def normalize(placement: Iterable[tuple[int, int]]) -> Placement:
     """Merge duplicate nodes, drop zero counts and sort by node."""
     counts: dict[int, int] = {}
     for node, n in placement:
@@ -64,13 +66,17 @@ class Plan:
     repeatedly within one scheduling step.
     """
 
-    __slots__ = ("view", "free", "free_by_model", "decision")
+    __slots__ = ("view", "free", "free_by_model", "decision", "free_index", "touched")
 
     def __init__(self, view: ClusterView) -> None:
         self.view = view
         self.free = list(view.free)
         self.free_by_model = dict(view.free_by_model)
         self.decision = Decision()
+        # The book's index holds the free counts this plan started from; the nodes the plan changed are read from
+        # ``free`` (see gpuweave.cluster.free_index).
+        self.free_index: FreeIndex | None = view.free_index
+        self.touched: set[int] = set()
 
     def most_free(self) -> int:
         """Free GPUs of the GPU model with the most (no one-model gang wider than this can start)."""
@@ -78,16 +84,20 @@ class Plan:
 
     def start(self, js: JobState, placement: Placement) -> None:
         nodes = self.view.nodes
+        touched = self.touched
         for node, n in placement:
             self.free[node] -= n
             self.free_by_model[nodes[node].gpu_model] -= n
+            touched.add(node)
         self.decision.assign[js.job.job_id] = placement
 
     def stop(self, js: JobState) -> None:
         if js.placement is None:
             return
         nodes = self.view.nodes
+        touched = self.touched
         for node, n in js.placement:
             self.free[node] += n
             self.free_by_model[nodes[node].gpu_model] += n
+            touched.add(node)
         self.decision.preempt.append(js.job.job_id)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from gpuweave.cluster.hadar_snapshot import load_snapshot
 from gpuweave.cluster.policies import make_policy
-from gpuweave.hadar.throughput import RateTable
+from gpuweave.cluster.policies.hadar import HadarPolicy
+from gpuweave.cluster.rate_table import RateTable
 from gpuweave.limits import check_limit
 
 
@@ -20,9 +21,10 @@ def plan_snapshot(path: Path, **options) -> dict:
     """The plan of one Hadar round on the snapshot at ``path`` under the policy ``options``."""
     view = load_snapshot(path)
     if options.get("solver") == "exact":  # the round's MILP grows with jobs x GPUs
-        jobs = len(view.running) + len(view.pending)
-        check_limit("hadar_exact_jobs", jobs, "jobs for --solver exact", file=path, field="jobs")
+        n_jobs = len(view.running) + len(view.pending)
+        check_limit("hadar_exact_jobs", n_jobs, "jobs for --solver exact", file=path, field="jobs")
     policy = make_policy("hadar", round_length=view.round_length, work_conserving=False, **options)
+    assert isinstance(policy, HadarPolicy)
     t0 = time.perf_counter()
     wanted = policy.plan_round(view)
     seconds = time.perf_counter() - t0
@@ -35,7 +37,7 @@ def plan_snapshot(path: Path, **options) -> dict:
         if placement is None:
             row.update(decision="stop" if js.placement else "wait", placement=[], rate=0.0)
         else:
-            cons, uncons = table.get(js.job.job_type, js.job.num_gpus)
+            cons, uncons = table.of_job(js.job)
             rates = uncons if len(placement) > 1 else cons
             rate = min(float(rates[col[view.nodes[h].gpu_model]]) for h, _ in placement)
             decision = (

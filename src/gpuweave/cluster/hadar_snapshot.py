@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuweave.checks import GPUS, ITERATIONS, SECONDS, Range, number
+from gpuweave.cluster.rate_table import RateTable
 from gpuweave.cluster.state import JobState
 from gpuweave.errors import InputError
 from gpuweave.files import load_json
-from gpuweave.hadar.throughput import RateTable
 from gpuweave.limits import check_limit
 from gpuweave.workload.job import Job
+from gpuweave.workload.profiles import load_profiles
 
 
 @dataclass
@@ -74,8 +75,8 @@ def _number(
 
 def parse_snapshot(data: object, file: str = "<snapshot>") -> SnapshotView:
     """A Hadar round's state from its JSON form (cluster, profiles, now, jobs waiting or running)."""
+    # imported here: importing gpuweave.cluster.hadar_snapshot does without pydantic
     from gpuweave.hardware.cluster_spec import load_cluster
-    from gpuweave.workload.profiles import load_profiles
 
     if not isinstance(data, dict):
         raise InputError("a snapshot must be a JSON object with cluster and jobs", file=file)
@@ -169,7 +170,7 @@ def _parse_placement(running: object, where: str, row: int, index: dict[str, int
     """A running job's ``[[node name, gpus], ...]`` as {node index: GPUs}, holding exactly the job's W GPUs."""
     if not isinstance(running, list) or not running:
         raise InputError(f"{where}: 'running' must be a list of [node, gpus]", file=file, row=row, field="running")
-    placement = {}
+    placement: dict[int, int] = {}
     for item in running:
         if (
             not isinstance(item, list)

@@ -23,16 +23,16 @@ from gpuweave.cluster.simulator import SimulationRecords
 
 def summarize(rec: SimulationRecords) -> dict[str, float | int]:
     done = [js for js in rec.jobs if js.end is not None]
-    jct = np.array([js.end - js.job.arrival for js in done], dtype=float)
+    jct = np.array([js.end - js.job.arrival for js in done], dtype=float)  # type: ignore[operator,type-var]  # ended
     started = [js for js in rec.jobs if js.first_start is not None]
-    waits = np.array([js.first_start - js.job.arrival for js in started], dtype=float)
+    waits = np.array([js.first_start - js.job.arrival for js in started], dtype=float)  # type: ignore[operator,type-var]  # started
     makespan = rec.end_time - rec.start_time
     ends = np.sort(np.array([js.end for js in done], dtype=float))
     half = math.ceil(len(rec.jobs) / 2)
     t50 = float(ends[half - 1] - rec.start_time) if len(ends) >= half and half > 0 else math.nan
     gpu_seconds = sum(js.attained_gpu_seconds for js in rec.jobs)
     util = gpu_seconds / (rec.total_gpus * makespan) if makespan > 0 else 0.0
-    by_model = {}
+    by_model: dict[str, float] = {}
     for m in rec.models:
         s = sum(js.gpu_seconds_by_model.get(m, 0.0) for js in rec.jobs)
         denom = rec.gpus_by_model[m] * makespan
@@ -58,7 +58,7 @@ def summarize(rec: SimulationRecords) -> dict[str, float | int]:
         "events": rec.events,
         "decisions": rec.decisions,
     }
-    late = [(max(0.0, js.end - js.job.deadline), js.job.priority) for js in done if js.job.deadline is not None]
+    late = [(max(0.0, js.end - js.job.deadline), js.job.priority) for js in done if js.job.deadline is not None]  # type: ignore[operator]  # ended
     out["jobs_with_deadline"] = len(late)
     out["deadline_misses"] = sum(1 for t, _ in late if t > 0)
     out["total_tardiness_s"] = float(sum(t for t, _ in late))

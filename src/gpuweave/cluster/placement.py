@@ -1,18 +1,32 @@
-"""Placement helpers shared by policies: where on one GPU model a gang of n GPUs goes.
+"""Placement helpers shared by policies and placement rules: where on one GPU model a gang of n GPUs goes.
 
-All helpers read the scratch free counts of a :class:`~gpuweave.cluster.decision.Plan` and cost
-O(nodes of that model). Consolidated means one node; spreading takes the fullest-free nodes first, so
-a job lands on as few nodes as possible.
+The run's rule (:mod:`gpuweave.cluster.placements`) is what :func:`place_on_model` and :func:`start_on_fastest`
+apply; the helpers below are its building blocks and those of the policies that place by their own rule.
+
+All helpers read the scratch free counts of a :class:`~gpuweave.cluster.decision.Plan` (or a capacity scratch). Best
+fit on one node reads a plan's free index (:mod:`gpuweave.cluster.free_index`): O(GPUs per node + nodes the plan
+changed); a capacity scratch has none and is scanned, O(nodes of that model), as is a spread. Consolidated means
+one node; spreading takes the fullest-free nodes first, so a job lands on as few nodes as possible.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gpuweave.cluster.decision import Plan
 from gpuweave.cluster.state import Placement
 
+if TYPE_CHECKING:
+    from gpuweave.cluster.free_index import FreeIndex
+    from gpuweave.cluster.placements import FreeCapacity
 
-def single_node(plan: Plan, n: int, model: str) -> Placement | None:
+
+def single_node(plan: FreeCapacity, n: int, model: str) -> Placement | None:
     """Best fit: the node of ``model`` with the fewest free GPUs that still holds all n (lowest index on ties)."""
+    index = plan.free_index
+    if index is not None:
+        node = index.best_fit(n, model, plan.free, plan.touched)
+        return ((node, n),) if node >= 0 else None
     free = plan.free
     best = -1
     best_free = 1 << 30
@@ -25,7 +39,7 @@ def single_node(plan: Plan, n: int, model: str) -> Placement | None:
     return ((best, n),) if best >= 0 else None
 
 
-def fewest_nodes(plan: Plan, n: int, model: str, *, allow_spread: bool = True) -> Placement | None:
+def fewest_nodes(plan: FreeCapacity, n: int, model: str, *, allow_spread: bool = True) -> Placement | None:
     """One node if possible, else (if ``allow_spread``) the fewest nodes of ``model``, fullest-free first."""
     if plan.free_by_model.get(model, 0) < n:
         return None
@@ -40,6 +54,7 @@ def spread(nodes: list[int], cap: list[int], n: int, prefer: list[int] | None = 
     first, then (when given) most ``prefer`` GPUs, then lowest index. None if they hold fewer than n."""
     # Only nodes with usable GPUs, sorted as tuples: at moderate load many multi-GPU jobs start spread over a
     # fragmented model, and a key function called once per node of the model was most of this function's time.
+    order: list[tuple[int, ...]]
     if prefer is None:
         order = sorted([(-cap[i], i) for i in nodes if cap[i] > 0])
     else:
@@ -63,17 +78,12 @@ def fastest_models(view, js) -> list[str]:
 
 
 def place_on_model(plan: Plan, js, model: str, *, allow_spread: bool = True) -> Placement | None:
-    """A placement of the whole gang on ``model`` (one node if possible) on which the job can actually run."""
-    n = js.job.num_gpus
-    if plan.free_by_model.get(model, 0) < n:
-        return None
-    one = single_node(plan, n, model)
-    if one is not None or not allow_spread:
-        return one
-    return runnable_spread(plan, js, model)
+    """A placement of the whole gang on ``model`` by the run's placement rule (``plan.view.placement``; the
+    default: one node if possible) on which the job can actually run."""
+    return plan.view.placement.place(plan, js, model, allow_spread=allow_spread)
 
 
-def runnable_spread(plan: Plan, js, model: str) -> Placement | None:
+def runnable_spread(plan: FreeCapacity, js, model: str) -> Placement | None:
     """The gang spread over ``model``'s nodes (fewest nodes, fullest-free first), or None if the model lacks the
     GPUs or the job cannot run spread there. The spread rate is read before the spread is built (no spread is built
     for a job whose spread rate is 0); only a profile source that rates each split needs the placement itself."""
@@ -88,14 +98,15 @@ def runnable_spread(plan: Plan, js, model: str) -> Placement | None:
 
 
 def start_on_fastest(plan: Plan, js) -> bool:
-    """Start the job in ``plan`` on the fastest GPU model with room for its gang; False if none has. The placement is
-    :func:`place_on_model`'s, without repeating its checks: one node first (most jobs), then a runnable spread."""
+    """Start the job in ``plan`` on the fastest GPU model where the run's placement rule finds room for its gang;
+    False if none has."""
     n = js.job.num_gpus
     free_by_model = plan.free_by_model
+    place = plan.view.placement.place
     for model in plan.view.fastest_models(js):
-        if free_by_model[model] < n:  # the common miss, without two calls
+        if free_by_model[model] < n:  # the common miss, without a call
             continue
-        placement = single_node(plan, n, model) or runnable_spread(plan, js, model)
+        placement = place(plan, js, model)
         if placement is not None:
             plan.start(js, placement)
             return True
@@ -107,6 +118,9 @@ class CapacityScratch:
     re-place every active job each round (Tiresias, Gavel) and so ignore what currently runs."""
 
     __slots__ = ("view", "free", "free_by_model")
+    # No free index: a scratch over the whole capacity is not the book's free counts (best fit scans).
+    free_index: FreeIndex | None = None
+    touched: frozenset[int] = frozenset()
 
     def __init__(self, view) -> None:
         self.view = view
@@ -172,4 +186,4 @@ class CapacityCache:
 
     def scratch(self, view) -> CapacityScratch:
         """A fresh scratch over the whole capacity of ``view``'s nodes."""
-        return self.refresh(view)._template.copy()
+        return self.refresh(view)._template.copy()  # type: ignore[union-attr]  # refresh() sets it

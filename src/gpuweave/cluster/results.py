@@ -18,7 +18,8 @@ from pathlib import Path
 from gpuweave import __version__
 from gpuweave.cluster.simulator import RecordSink, SimulationRecords
 from gpuweave.fingerprint import code_fingerprint
-from gpuweave.results import ResultCore, fmt, write_result
+from gpuweave.results import ResultCore, write_result
+from gpuweave.results import fmt as fmt  # re-exported: live/results.py and the CLI format with it
 
 JOB_COLUMNS = [
     "job_id",
@@ -62,6 +63,7 @@ def write_streamed_run(
 ) -> dict:
     """Run ``run(sink)`` with allocations.csv and timeseries.csv written as it goes (the simulator hands its records
     over in chunks, so memory does not grow with them), then jobs.csv and summary.json. Returns the metrics."""
+    # imported here: importing gpuweave.cluster.results does without numpy
     from gpuweave.cluster.metrics import summarize
 
     done: dict = {}

@@ -8,10 +8,12 @@ from pathlib import Path
 
 from gpuweave.cluster.config import SimulationConfig
 from gpuweave.cluster.contract import ClusterPolicy
+from gpuweave.cluster.placements import make_placement
 from gpuweave.cluster.policies import make_policy
 from gpuweave.cluster.results import write_streamed_run
 from gpuweave.cluster.simulator import RecordSink, SimulationRecords, Simulator
 from gpuweave.engine.gc_pause import old_objects_left_alone
+from gpuweave.workload.profile_source import ProfileSource
 
 
 @dataclasses.dataclass
@@ -19,7 +21,7 @@ class PreparedRun:
     config: SimulationConfig
     nodes: list
     jobs: list
-    profiles: object
+    profiles: ProfileSource
     gpu_power: dict[str, tuple[float, float]]
     ideal_placement: bool = False  # the cluster's ``placement: ideal``
     notes: list[str] = dataclasses.field(default_factory=list)  # what the user should know before reading results
@@ -27,6 +29,7 @@ class PreparedRun:
 
 def prepare(config: SimulationConfig, jobs: list | None = None) -> PreparedRun:
     """Cluster nodes, profiles and jobs of a run; ``jobs`` given (the service's, possibly none) replace the trace."""
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.hardware.cluster_spec import load_cluster
     from gpuweave.workload.profiles import load_profiles
 
@@ -67,6 +70,7 @@ def unprofiled_gpus(gpus_by_model: dict[str, int], profiles, source: str | None)
 
 def gpu_power(nodes: list) -> dict[str, tuple[float, float]]:
     """(idle W, max W) of every GPU model of ``nodes``, from the GPU catalog."""
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.hardware.catalog import get_gpu
 
     power = {}
@@ -104,6 +108,7 @@ def simulate(
         restart_delay=config.restart_delay,
         start_delay=config.start_delay,
         ideal_placement=prepared.ideal_placement,
+        placement=make_placement(config.placement_rule),
         progress=progress,
         sink=sink,
         record_segments=record_segments,
@@ -121,8 +126,9 @@ def run_simulation(
     ``progress(done, total)`` is told the finished jobs about every 1% of the trace, ``notify`` the run's notes
     (:attr:`PreparedRun.notes`) before it starts."""
     prepared = prepare(config)
-    for note in prepared.notes if notify is not None else ():
-        notify(note)
+    if notify is not None:
+        for note in prepared.notes:
+            notify(note)
     total = len(prepared.jobs)
     hook = None if progress is None else (lambda done: progress(done, total))
     # Records go to the files as the run goes and segments (no file holds them) are not kept: a run's memory is

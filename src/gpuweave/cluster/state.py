@@ -1,9 +1,9 @@
-"""What the simulator knows about jobs and what it shows policies.
+"""What the cluster's book knows about jobs and what it shows policies.
 
 A :class:`Placement` is a tuple of ``(node_index, gpu_count)`` pairs with distinct nodes, sorted by node.
 GPUs inside one node are interchangeable (one model per node), so counts per node are the whole story.
 
-:class:`ClusterView` is handed to a policy when its trigger fires. It exposes the simulator's live
+:class:`ClusterView` is handed to a policy when its trigger fires. It exposes the cluster's book's live
 structures (no copies: a decision costs O(what the policy reads), not O(cluster)); policies must treat
 everything in it as read-only and express what they want as a :class:`~gpuweave.cluster.decision.Decision`.
 """
@@ -11,28 +11,24 @@ everything in it as read-only and express what they want as a :class:`~gpuweave.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from gpuweave.cluster.placements import PlacementRule, make_placement
 from gpuweave.workload.job import Job
 
 if TYPE_CHECKING:
-    from gpuweave.workload.profiles import ProfileStore
+    from gpuweave.cluster.free_index import FreeIndex
+    from gpuweave.hardware.cluster_spec import Node
+    from gpuweave.workload.profile_source import ProfileSource
 
 Placement = tuple[tuple[int, int], ...]
-
-
-class NodeLike(Protocol):
-    index: int
-    name: str
-    gpu_model: str
-    num_gpus: int
-    price_per_kwh: float
-    pue: float
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass(slots=True, eq=False)
 class JobState:
-    """Mutable per-job bookkeeping owned by the simulator."""
+    """Mutable per-job bookkeeping owned by the cluster's book."""
 
     job: Job
     remaining: float  # iterations left as of `settled_at`
@@ -58,7 +54,7 @@ class JobState:
         return self.job.num_gpus
 
 
-class CountedDict(dict):
+class CountedDict(dict[K, V]):
     """A dict that counts its changes, so a policy can tell in O(1) that a queue is as it last saw it.
 
     Reads are the plain dict's; only writes go through Python (``changes`` += 1 per write call)."""
@@ -98,87 +94,124 @@ class CountedDict(dict):
         dict.clear(self)
 
 
+class ClusterState(Protocol):
+    """What a :class:`ClusterView` reads of the cluster's book (:class:`~gpuweave.cluster.book.ClusterBook`).
+
+    The containers are the book's own live objects, changed in place and never rebound."""
+
+    nodes: list[Node]
+    free: list[int]
+    free_index: FreeIndex
+    free_by_model: dict[str, int]
+    models: list[str]
+    nodes_by_model: dict[str, list[int]]
+    pending: CountedDict[str, JobState]
+    running: CountedDict[str, JobState]
+    now: float
+    profiles: ProfileSource
+    restart_delay: float
+    ideal_placement: bool
+    fastest_cache: dict[tuple[str, int, tuple[str, ...] | None], list[str]]
+
+    def placement_rate(self, job: Job, num_gpus: int, placement: Placement, strict: bool = True) -> float: ...
+
+    def spread_rate(self, job: Job, model: str) -> float | None: ...
+
+    def job_model_rate(self, job: Job, model: str, consolidated: bool, strict: bool = False) -> float: ...
+
+    def fastest_models(self, job: Job) -> list[str]: ...
+
+
 class ClusterView:
-    """Read-only window on the simulator for policies (see module docstring).
+    """Read-only window on the cluster's book for policies (see module docstring).
 
     The containers (``nodes``, ``free``, ``free_by_model``, ``models``, ``nodes_by_model``, ``pending``,
-    ``running``) are the driver's own live objects, bound once: a policy reads them as plain attributes (a policy
-    call reads them several times per job; a property each time was a tenth of FIFO's cost). The driver changes
-    them in place and never rebinds them."""
+    ``running``) are the book's own live objects, bound once: a policy reads them as plain attributes (a policy
+    call reads them several times per job; a property each time was a tenth of FIFO's cost). The book changes
+    them in place and never rebinds them. ``round_length`` is the driving policy's (its driver sets it);
+    ``placement`` is the run's placement rule."""
 
-    __slots__ = ("_sim", "nodes", "free", "free_by_model", "models", "nodes_by_model", "pending", "running")
+    __slots__ = (
+        "_book",
+        "nodes",
+        "free",
+        "free_index",
+        "free_by_model",
+        "models",
+        "nodes_by_model",
+        "pending",
+        "running",
+        "round_length",
+        "placement",
+    )
 
-    def __init__(self, sim) -> None:
-        self._sim = sim
-        self.nodes: list = sim.nodes
-        self.free: list[int] = sim.free  # free GPUs per node index
-        self.free_by_model: dict[str, int] = sim.free_by_model
-        self.models: list[str] = sim.models  # GPU models present in the cluster, in first-appearance order
-        self.nodes_by_model: dict[str, list[int]] = sim.nodes_by_model
-        self.pending: dict[str, JobState] = sim.pending  # arrived, unfinished jobs without GPUs, in arrival order
-        self.running: dict[str, JobState] = sim.running
+    def __init__(
+        self, book: ClusterState, round_length: float | None = None, placement: PlacementRule | None = None
+    ) -> None:
+        self._book = book
+        self.nodes: list[Node] = book.nodes
+        self.free: list[int] = book.free  # free GPUs per node index
+        self.free_index: FreeIndex = book.free_index  # nodes by (model, free GPUs), kept with ``free``
+        self.free_by_model: dict[str, int] = book.free_by_model
+        self.models: list[str] = book.models  # GPU models present in the cluster, in first-appearance order
+        self.nodes_by_model: dict[str, list[int]] = book.nodes_by_model
+        self.pending: dict[str, JobState] = book.pending  # arrived, unfinished jobs without GPUs, in arrival order
+        self.running: dict[str, JobState] = book.running
+        self.round_length = round_length  # seconds between the policy's rounds (None: event-driven)
+        # where on a GPU model a gang goes (cluster.placements; the run config's placement_rule)
+        self.placement: PlacementRule = placement if placement is not None else make_placement()
 
     @property
     def now(self) -> float:
-        return self._sim.now
+        return self._book.now
 
     @property
-    def version(self) -> tuple | None:
+    def version(self) -> tuple[int, int, int, int]:
         """Equal between two calls only if no job arrived, started, moved, stopped or finished in between and the
-        profiles are the same object (None when the driver's queues do not count their changes)."""
-        sim = self._sim
-        pending, running = sim.pending, sim.running
-        if not (isinstance(pending, CountedDict) and isinstance(running, CountedDict)):
-            return None
-        return (pending.changes, running.changes, id(sim.profiles), id(sim.nodes))
+        profiles are the same object."""
+        book = self._book
+        return (book.pending.changes, book.running.changes, id(book.profiles), id(book.nodes))
 
     @property
-    def profiles(self) -> "ProfileStore":
-        return self._sim.profiles
+    def profiles(self) -> ProfileSource:
+        return self._book.profiles
 
     @property
     def restart_delay(self) -> float:
-        return self._sim.restart_delay
-
-    @property
-    def round_length(self) -> float | None:
-        return self._sim.round_length
+        return self._book.restart_delay
 
     @property
     def ideal_placement(self) -> bool:
         """Every placement runs at the consolidated rate (the cluster's ``placement: ideal``)."""
-        return self._sim.ideal_placement
+        return self._book.ideal_placement
 
     def rate(self, js: JobState, placement: Placement) -> float:
         """Iterations/s of a job on a placement (slowest model, unconsolidated across nodes); 0 if it
         cannot run there or the profile has no entry for it."""
         total = sum(k for _, k in placement)  # num_gpus, except for opt-in moldable jobs
-        return self._sim.placement_rate(js.job.job_type, total, placement, strict=False)
+        return self._book.placement_rate(js.job, total, placement, strict=False)
 
     def spread_rate(self, js: JobState, model: str) -> float | None:
         """Iterations/s of the job spread over several nodes of ``model`` (what :meth:`rate` gives for any such
         placement), or None when the profile source rates each split of GPUs per node differently (then only
         :meth:`rate` of the placement knows). A placer reads it before building a spread that could not run."""
-        sim = self._sim
-        if sim._rate_by_counts is not None:
-            return None
-        return sim.model_rate(js.job.job_type, model, js.job.num_gpus, sim.ideal_placement, strict=False)
+        return self._book.spread_rate(js.job, model)
 
     def model_rate(self, js: JobState, model: str, consolidated: bool = True) -> float:
         """Iterations/s of the job on ``model`` (0 if it cannot run there or the entry is not profiled)."""
-        return self._sim.model_rate(js.job.job_type, model, js.job.num_gpus, consolidated, strict=False)
+        return self._book.job_model_rate(js.job, model, consolidated)
 
     def fastest_models(self, js: JobState) -> list[str]:
         """GPU models the job can run on, fastest consolidated rate first (cached; do not mutate)."""
         job = js.job
-        found = self._sim._fastest_cache.get((job.job_type, job.num_gpus))  # the driver's cache, read here first
-        return found if found is not None else self._sim.fastest_models(job.job_type, job.num_gpus)
+        found = self._book.fastest_cache.get((job.job_type, job.num_gpus, job.allowed_models))  # read here first
+        return found if found is not None else self._book.fastest_models(job)
 
     def remaining(self, js: JobState) -> float:
         """Iterations left now (running jobs progress continuously)."""
         if js.placement is None:
             return js.remaining
-        done = max(0.0, self._sim.now - js.productive_start) * js.rate
+        done = max(0.0, self._book.now - js.productive_start) * js.rate
         return max(0.0, js.remaining - done)
 
     def attained_service(self, js: JobState) -> float:
@@ -187,4 +220,4 @@ class ClusterView:
         if placement is None:
             return js.attained_gpu_seconds
         held = placement[0][1] if len(placement) == 1 else sum(k for _, k in placement)
-        return js.attained_gpu_seconds + (self._sim.now - js.seg_start) * held
+        return js.attained_gpu_seconds + (self._book.now - js.seg_start) * held

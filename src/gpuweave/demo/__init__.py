@@ -11,6 +11,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from gpuweave.errors import InputError
+from gpuweave.files import prepare_output_dir
+
 SUMMARY = (
     "Every scheduler family of gpuweave on bundled data only, each judged by its own simulator or planner under "
     "the same rules for all its contenders."
@@ -28,9 +31,8 @@ def run_demo(
 ) -> Path:
     """Run the sections into ``out_dir`` and write ``report.html``; ``progress(name)`` is called before each
     section and ``on_section(name, section, seconds)`` after it (the CLI prints tables there)."""
+    # imported here, not at the top: gpuweave.demo.sections imports this module (and numpy stays out of importing it)
     from gpuweave.demo.sections import DemoContext, demo_sections
-    from gpuweave.errors import InputError
-    from gpuweave.files import prepare_output_dir
     from gpuweave.report.html import render_sections_report
 
     known = [name for name, _ in demo_sections()]

@@ -9,23 +9,28 @@ on its nominal 1 GPU; ANDREAS and its baselines choose 1 or 2 GPUs per job.
 
 from __future__ import annotations
 
+from typing import Any
+
+from gpuweave.andreas.workload import scenario_jobs, scenario_nodes
 from gpuweave.demo.sections import DemoContext, DemoSection, register_demo_section
+from gpuweave.plotting import figure, group_identical, legend_outside, plot_text, save, series_style, write_csv
+from gpuweave.report.section import Figure
 
 POLICIES = ("andreas", "andreas-fifo", "edf", "priority", "fifo", "sjf", "yarn-cs")
 
 
 @register_demo_section("andreas", order=15)
 def andreas_section(ctx: DemoContext) -> DemoSection:
-    from gpuweave.andreas.workload import scenario_jobs, scenario_nodes
+    # imported here: importing gpuweave.demo.andreas does without pydantic
     from gpuweave.repro.andreas.simulate import run_policy
 
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     N = 4 if ctx.quick else 8
     nodes = scenario_nodes(N, 1)
     jobs = scenario_jobs(N, 1, 1000 + ctx.seed)
-    table = []
+    table: list[dict[str, Any]] = []
     for policy in POLICIES:
-        opts = {"seed": ctx.seed} if policy == "andreas" else {}
+        opts: dict[str, Any] = {"seed": ctx.seed} if policy == "andreas" else {}
         res = run_policy(nodes, jobs, policy, restart_delay=10.0, **opts)
         done = [js for js in res.records.jobs if js.end is not None]
         table.append(
@@ -35,7 +40,7 @@ def andreas_section(ctx: DemoContext) -> DemoSection:
                 "tardiness €": round(res.real.tardiness, 3),
                 "total €": round(res.real.total, 3),
                 "late jobs": res.real.late_jobs,
-                "avg JCT h": round(sum(js.end - js.job.arrival for js in done) / len(done) / 3600, 2),
+                "avg JCT h": round(sum(js.end - js.job.arrival for js in done) / len(done) / 3600, 2),  # type: ignore[operator,misc]  # done: ended
                 "makespan h": round(res.real.makespan / 3600, 1),
                 "restarts": sum(js.restarts for js in res.records.jobs),
             }
@@ -66,9 +71,6 @@ def cost_figure(table_csv, path):
     """Energy and tardiness cost per policy as stacked bars, read back from the section's CSV; policies with
     identical costs share one bar labelled ``a = b``."""
     import csv
-
-    from gpuweave.plotting import figure, group_identical, legend_outside, plot_text, save, series_style, write_csv
-    from gpuweave.report.section import Figure
 
     with open(table_csv, newline="") as fh:
         rows = list(csv.DictReader(fh))

@@ -11,8 +11,14 @@ throughputs, 4 jobs/hour, seed 0; see workload/data/SOURCES.md), run on the bund
 from __future__ import annotations
 
 import time
+from typing import Any
 
+from gpuweave.cluster.policies import policy_names
 from gpuweave.demo.sections import DemoContext, DemoSection, register_demo_section
+from gpuweave.report.html import COMPARED
+from gpuweave.report.page import winners_sentence
+from gpuweave.report.plots import merge_identical, plot_runs
+from gpuweave.report.rundir import load_runs
 
 DEMO_CLUSTER = "gavel-60"
 DEMO_TRACE = "philly-like-200.csv"
@@ -39,14 +45,11 @@ COLUMNS = [
 def cluster_demo(ctx: DemoContext) -> DemoSection:
     from importlib.resources import files
 
+    # imported here: importing gpuweave.demo.cluster does without pydantic
     from gpuweave.cluster.config import SimulationConfig
-    from gpuweave.cluster.policies import policy_names
     from gpuweave.cluster.run import run_simulation
-    from gpuweave.report.html import COMPARED
-    from gpuweave.report.page import winners_sentence
-    from gpuweave.report.plots import merge_identical, plot_runs
-    from gpuweave.report.rundir import load_runs
 
+    source: dict[str, Any]
     if ctx.quick:
         source = {"jobs": DEMO_QUICK_JOBS, "rate_per_hour": DEMO_QUICK_RATE_PER_HOUR}
         what = f"{DEMO_QUICK_JOBS} generated Philly-like jobs ({DEMO_QUICK_RATE_PER_HOUR:g}/hour, seed {ctx.seed})"
@@ -54,9 +57,10 @@ def cluster_demo(ctx: DemoContext) -> DemoSection:
         trace = files("gpuweave.workload") / "data" / "traces" / DEMO_TRACE
         source = {"trace": str(trace)}
         what = f"the bundled {DEMO_TRACE}"
-    rows = []
+    rows: list[dict[str, Any]] = []
     run_dirs = []
-    runs = [(name, name, {}) for name in policy_names()] + [(label, p, o) for label, (p, o) in DEMO_VARIANTS.items()]
+    runs: list[tuple[str, str, dict[str, Any]]] = [(name, name, {}) for name in policy_names()]
+    runs += [(label, p, o) for label, (p, o) in DEMO_VARIANTS.items()]
     for name, policy, options in runs:
         cfg = SimulationConfig(policy=policy, policy_options=options, cluster=DEMO_CLUSTER, seed=ctx.seed, **source)
         t0 = time.perf_counter()
@@ -64,7 +68,7 @@ def cluster_demo(ctx: DemoContext) -> DemoSection:
         summary = run_simulation(cfg, run_dir)
         wall = time.perf_counter() - t0
         run_dirs.append(run_dir)
-        row: dict[str, object] = {"policy": name}
+        row: dict[str, Any] = {"policy": name}
         for key, label, scale in COLUMNS:
             value = summary.get(key)
             row[label] = value * scale if isinstance(value, (int, float)) else value

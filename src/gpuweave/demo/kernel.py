@@ -5,16 +5,15 @@ PNG. Runs in about a second on the canonical traces (spec §6.3)."""
 from __future__ import annotations
 
 from gpuweave.demo.sections import DemoContext, DemoSection, register_demo_section
+from gpuweave.kernel.sim import Service, SimConfig, Workload, simulate
+from gpuweave.kernel.timeline import plot_timeline_rows, read_kernels_csv, write_kernels_csv
+from gpuweave.kernel.traces import hi_trace, lo_trace
+from gpuweave.report.section import Figure
 
 
 @register_demo_section("fikit", order=40)
 def fikit_demo(ctx: DemoContext) -> DemoSection:
     from dataclasses import replace
-
-    from gpuweave.kernel.sim import Service, SimConfig, Workload, simulate
-    from gpuweave.kernel.timeline import plot_timeline_rows, read_kernels_csv, write_kernels_csv
-    from gpuweave.kernel.traces import hi_trace, lo_trace
-    from gpuweave.report.section import Figure
 
     n_a, n_b = (4, 12) if ctx.quick else (10, 40)
     svcs = [

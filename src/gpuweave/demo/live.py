@@ -9,7 +9,12 @@ leave such columns out).
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpuweave.demo.sections import DemoContext, DemoSection, register_demo_section
+from gpuweave.live.local import LocalExecutor
+from gpuweave.plotting import figure, legend_outside, plot_text, save, series_style, write_csv
+from gpuweave.report.section import Figure
 
 CLUSTER_YAML = """name: live-demo
 nodes:
@@ -31,10 +36,10 @@ EXECUTOR = {"kind": "local", "program": "synthetic", "time_scale": 400, "checkpo
 
 @register_demo_section("live", order=60)
 def live_demo(ctx: DemoContext) -> DemoSection:
+    # imported here: importing gpuweave.demo.live does without pydantic
     from gpuweave.cluster.config import SimulationConfig
     from gpuweave.cluster.run import run_simulation
     from gpuweave.live.config import LiveConfig
-    from gpuweave.live.local import LocalExecutor
     from gpuweave.live.results import compare_jct, write_live_run
     from gpuweave.live.runtime import LiveRuntime
 
@@ -50,7 +55,7 @@ def live_demo(ctx: DemoContext) -> DemoSection:
     runtime = LiveRuntime(config, LocalExecutor(), live_dir)
     runtime.run()
     summary = write_live_run(runtime, live_dir)
-    table = [
+    table: list[dict[str, Any]] = [
         {"job": job, "sim JCT (s)": sim, "live JCT (wall-clock, s)": live, "live/sim (wall-clock)": ratio}
         for job, sim, live, ratio in compare_jct(sim_dir, live_dir)
     ]
@@ -80,9 +85,8 @@ def jct_figure(sim_dir, live_dir, path):
     the PNG first, and the plot reads that CSV; a job one run did not finish has no bar (and no ratio)."""
     import csv
 
+    # imported here: importing gpuweave.demo.live does without pydantic
     from gpuweave.live.results import compare_jct
-    from gpuweave.plotting import figure, legend_outside, plot_text, save, series_style, write_csv
-    from gpuweave.report.section import Figure
 
     data = write_csv(
         path.with_suffix(".csv"),
@@ -131,7 +135,7 @@ def _caption(rows) -> str:
     )
     if not ratios:
         return text + " No job finished in both runs, so there is no ratio to read."
-    worst = max(ratios, key=ratios.get)
+    worst = max(ratios, key=lambda job: ratios[job])
     return text + (
         f" Every live JCT is longer, by {min(ratios.values()):.2f}-{max(ratios.values()):.2f}×: mostly each launch's "
         f"wall-clock latency, scaled up by the time scale; the gap is largest for {worst} "

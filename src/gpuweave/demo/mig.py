@@ -6,19 +6,22 @@ Runs FAR, MISO-opt, FixPart(1,...,1), FixPart(7) and FixPartBest on the bundled 
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpuweave.demo.sections import DemoContext, DemoSection, register_demo_section
+from gpuweave.mig.far import far
+from gpuweave.mig.fixpart import fixpart, fixpart_best, ones_partition, whole_partition
+from gpuweave.mig.miso import miso_opt
+from gpuweave.mig.problem import bundled_dataset
+from gpuweave.mig.validate import validate_schedule
+from gpuweave.report.grains import GrainRun, mig_gantt_figure, mig_makespan_figure
+from gpuweave.results import read_result_dir
 
 
 @register_demo_section("mig", order=20)
 def mig_section(ctx: DemoContext) -> DemoSection:
-    from gpuweave.mig.far import far
-    from gpuweave.mig.fixpart import fixpart, fixpart_best, ones_partition, whole_partition
-    from gpuweave.mig.miso import miso_opt
-    from gpuweave.mig.problem import bundled_dataset
+    # imported here: importing gpuweave.demo.mig does without pydantic
     from gpuweave.mig.results import write_mig_result
-    from gpuweave.mig.validate import validate_schedule
-    from gpuweave.report.grains import GrainRun, mig_gantt_figure, mig_makespan_figure
-    from gpuweave.results import read_result_dir
 
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     p = bundled_dataset("rodinia-a100")
@@ -30,7 +33,7 @@ def mig_section(ctx: DemoContext) -> DemoSection:
         ("FixPart(7)", fixpart(p, whole_partition(p))),
         ("FixPartBest", fixpart_best(p)),
     ]
-    table = []
+    table: list[dict[str, Any]] = []
     for name, s in scheds:
         table.append(
             {

@@ -7,7 +7,17 @@ written as ``packs_gantt.png``. Runs on the bundled SYN-REF generator in well un
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpuweave.demo.sections import DemoContext, DemoSection, register_demo_section
+from gpuweave.packs.experiments import SEVEN
+from gpuweave.packs.metrics import evaluate
+from gpuweave.packs.registry import solve
+from gpuweave.packs.workloads import workload
+from gpuweave.plotting import figure, legend_outside, plot_text, save, series_style, write_csv
+from gpuweave.report.grains import GrainRun, packs_chart_figure
+from gpuweave.report.section import Figure
+from gpuweave.results import read_result_dir
 
 DEMO_KS = (4, 16)
 CHART_ALGO = "pack-by-pack-9"
@@ -15,16 +25,11 @@ CHART_ALGO = "pack-by-pack-9"
 
 @register_demo_section("packs", order=30)
 def packs_demo(ctx: DemoContext) -> DemoSection:
-    from gpuweave.packs.experiments import SEVEN
-    from gpuweave.packs.metrics import evaluate
-    from gpuweave.packs.registry import solve
+    # imported here: importing gpuweave.demo.packs does without pydantic
     from gpuweave.packs.results import write_packs_result
-    from gpuweave.packs.workloads import workload
-    from gpuweave.report.grains import GrainRun, packs_chart_figure
-    from gpuweave.results import read_result_dir
 
     prof = workload("II", seed=ctx.seed)
-    table: list[dict[str, object]] = []
+    table: list[dict[str, Any]] = []
     best = None
     for k in DEMO_KS:
         for algo in SEVEN:
@@ -81,9 +86,6 @@ def packs_demo(ctx: DemoContext) -> DemoSection:
 def heuristics_figure(table, path):
     """Relative cost per heuristic at each k, grouped bars; the table goes to CSV first and the plot reads it."""
     import csv
-
-    from gpuweave.plotting import figure, legend_outside, plot_text, save, series_style, write_csv
-    from gpuweave.report.section import Figure
 
     data = write_csv(
         path.with_suffix(".csv"),

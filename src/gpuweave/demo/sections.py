@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gpuweave.registry import Registry
-from gpuweave.report.section import DemoSection
+from gpuweave.report.section import DemoSection as DemoSection  # re-exported: the contract's result
 
 DEMO_MODULES = [
     "gpuweave.demo.cluster",

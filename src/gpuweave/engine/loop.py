@@ -69,9 +69,6 @@ class EventLoop:
         time, _order, _seq, kind, payload = heapq.heappop(self._heap)
         return time, kind, payload
 
-    def peek_time(self) -> float:
-        return self._heap[0][0] if self._heap else math.inf
-
     def stop(self) -> None:
         """Called from a handler: :meth:`run` returns after the current event."""
         self._stopped = True

@@ -45,7 +45,9 @@ import gc
 import math
 import operator
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +106,7 @@ class ServerTables:
     """What a :class:`FreeView` reads of its DP: per type a getter of its servers' free counts, its servers and whether
     they are uniform; per server its type, capacity and price row."""
 
-    _getters: list
+    _getters: list[Callable[[Sequence[int]], tuple[int, ...]]]
     stypel: list[int]
     by_type: list[list[int]]
     P: list[list[float]]
@@ -121,6 +123,7 @@ class FreeView:
     on uniform types, else a scan of that type."""
 
     __slots__ = ("tables", "F", "frees", "tot", "top", "low", "pmin", "avail", "_packed", "_ordered")
+    frees: list[tuple[int, ...]]  # per type: its servers' free GPUs
 
     def __init__(self, dp: "HadarDP", F: tuple, parent: "FreeView | None" = None, alloc: tuple = ()) -> None:
         """The summary of F; with ``parent`` (the summary of F + ``alloc``), only the types ``alloc`` touches are
@@ -134,7 +137,7 @@ class FreeView:
         if parent is None:
             R = len(tables._getters)
             self.frees, self.tot, self.top, self.low = [()] * R, [0] * R, [(-1, 0)] * R, [math.inf] * R
-            touched = range(R)
+            touched: Sequence[int] = range(R)
         else:
             self.frees, self.tot, self.top, self.low = (
                 list(parent.frees),
@@ -290,15 +293,17 @@ class HadarDP:
         Uniform (same capacity, identical price rows, prices strictly rising with use, checked on the floats
         themselves): then a server's price falls strictly as its free GPUs rise, so the cheapest server that
         holds W GPUs is the most-free one (first index on ties), found with ``max`` instead of a scan."""
-        self._getters = []
+        self._getters: list[Callable[[Sequence[int]], tuple[int, ...]]] = []
         self._uniform = []
         for r in range(R):
             idx = self.by_type[r]
             if len(idx) == 1:
                 h0 = idx[0]
-                self._getters.append(lambda F, h0=h0: (F[h0],))
+                self._getters.append(lambda F, h0=h0: (F[h0],))  # type: ignore[misc]  # mypy can't type a default
+            elif idx:
+                self._getters.append(operator.itemgetter(*idx))
             else:
-                self._getters.append(operator.itemgetter(*idx) if idx else (lambda F: ()))
+                self._getters.append(lambda F: ())
             rows = {id(self.P[h]): self.P[h] for h in idx}  # equal rows are one shared list (_shared_rows)
             row = next(iter(rows.values())) if len(rows) == 1 else ()
             self._uniform.append(len(rows) == 1 and all(a < b for a, b in zip(row, row[1:])))
@@ -519,7 +524,7 @@ class HadarDP:
             hit = memo.get((i, F)) if i in stored else None
             if hit is not None:
                 return hit
-            res = (0.0, None)
+            res: tuple[float, Any] = (0.0, None)  # (value, chosen path as a linked list)
             if alloc is not None:  # v summarises F + alloc: derive F's summary from it
                 v = FreeView(self, F, v, alloc)
             while True:
@@ -560,7 +565,7 @@ class HadarDP:
                 gc.enable()
             # ``rec`` refers to itself through its closure, a cycle holding the memo and the round's problem:
             # cut it so reference counting frees them now, not the cyclic collector some time later.
-            rec = bound = None  # noqa: F841
+            rec = bound = None  # type: ignore[assignment]  # dropped to cut the cycle  # noqa: F841
         plan = {}
         while node is not None:  # the chosen path, as a linked list (job index, allocation, rest)
             i, alloc, node = node

@@ -320,6 +320,7 @@ def _execute_round(run: _Run, forks: bool, assign: dict[int, int], t: float, slo
 def _gavel_assign(r: RoundInputs) -> dict[int, int]:
     """Gavel: the LAS LP over (job, node), re-solved when the active set changes, and its priority pass."""
     active, Xhat, n, slot, st = r.active, r.Xhat, r.n, r.slot, r.gavel_state
+    assert st is not None, "a Gavel round needs the Gavel state"
     # Account the previous round's time.
     for i, j in enumerate(r.last_job):
         if j >= 0:
@@ -470,17 +471,25 @@ def fluid_makespan(rates: np.ndarray, work: np.ndarray, forked: bool) -> float:
     row = 0
     for j in range(J):  # work
         for i in range(n):
-            ri.append(row), rc.append(j * n + i), rv.append(float(rates[j, i]))
-        lo.append(float(work[j])), hi.append(float(work[j]))
+            ri.append(row)
+            rc.append(j * n + i)
+            rv.append(float(rates[j, i]))
+        lo.append(float(work[j]))
+        hi.append(float(work[j]))
         row += 1
     groups = [[j * n + i for j in range(J)] for i in range(n)]
     if not forked:
         groups += [[j * n + i for i in range(n)] for j in range(J)]
     for cols in groups:  # node time (and job time) <= C
         for c in cols:
-            ri.append(row), rc.append(c), rv.append(1.0)
-        ri.append(row), rc.append(C), rv.append(-1.0)
-        lo.append(-np.inf), hi.append(0.0)
+            ri.append(row)
+            rc.append(c)
+            rv.append(1.0)
+        ri.append(row)
+        rc.append(C)
+        rv.append(-1.0)
+        lo.append(-np.inf)
+        hi.append(0.0)
         row += 1
     cost = np.zeros(C + 1)
     cost[C] = 1.0

@@ -24,6 +24,9 @@ from importlib import resources
 
 import numpy as np
 
+from gpuweave.hadar.dp import hadar_round
+from gpuweave.hadar.problem import QueuedJob, RoundProblem
+
 TYPES = ("V100", "P100", "K80")
 
 
@@ -139,9 +142,6 @@ def gavel_mechanism(inst: dict | None = None, max_rounds: int = 50) -> tuple[int
 
 def hadar_rounds(inst: dict | None = None, max_rounds: int = 50) -> tuple[int, list[float]]:
     """Round count and per-round utilisation of the §2.8 DP on the instance (one server per type)."""
-    from gpuweave.hadar.dp import hadar_round
-    from gpuweave.hadar.problem import QueuedJob, RoundProblem
-
     inst = inst or instance()
     X = inst["X"]
     J, R = X.shape

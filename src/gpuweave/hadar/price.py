@@ -32,7 +32,7 @@ import numpy as np
 U_MIN_FLOOR = 1e-12
 
 
-def price(gamma, capacity, u_min: float, u_max: float):
+def price(gamma, capacity, u_min: float | np.ndarray, u_max: float | np.ndarray):
     """Eq. 5: unit price at ``gamma`` GPUs already allocated out of ``capacity``."""
     return u_min * (u_max / u_min) ** (np.asarray(gamma, dtype=float) / np.asarray(capacity, dtype=float))
 

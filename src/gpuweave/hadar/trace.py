@@ -54,6 +54,7 @@ import math
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -61,6 +62,7 @@ from gpuweave.checks import DURATION, GPUS, POSITIVE_COUNT, check_array
 from gpuweave.errors import InputError
 from gpuweave.files import check_unique_columns, first_csv_row, load_json, read_input_text
 from gpuweave.workload.job import Job
+from gpuweave.workload.profiles import load_profiles
 
 POOL_FILE = "philly_window_pool.csv"
 WINDOW_HOURS = 7
@@ -78,7 +80,6 @@ WINDOW_RULES = {
         "not counting the window's single most active virtual cluster; all its eligible jobs"
     ),
 }
-CATEGORIES = {"S": (0.0, 1.0), "M": (1.0, 10.0), "L": (10.0, 50.0), "XL": (60.0, 100.0)}
 MODELS = {"S": ("ResNet-18",), "M": ("CycleGAN",), "L": ("LM", "Transformer"), "XL": ("ResNet-50",)}
 BATCH_SIZES = {
     "ResNet-18": (16, 32, 64, 128, 256),
@@ -283,8 +284,6 @@ def hadar_workload(
     types; Gavel measured ResNet-18 at small batches faster on P100)."""
     check_reference_gpu(reference_gpu)
     if profiles is None:
-        from gpuweave.workload.profiles import load_profiles
-
         profiles = load_profiles()
     return build_jobs(load_pool(pool_path, window), n, seed, profiles, reference_gpu=reference_gpu)
 
@@ -292,7 +291,10 @@ def hadar_workload(
 def fallback_jobs(n: int, seed: int, profiles) -> list[Job]:
     """Spec §5.2 fallback: Gavel's Philly-like scale factors and durations, category-filtered until n jobs."""
     rng = np.random.default_rng(seed)
-    rows, durs, ws, cats = [], [], [], []
+    rows: list[Any] = []
+    durs: list[float] = []
+    ws: list[Any] = []
+    cats: list[Any] = []
     while len(rows) < n:
         W = int(rng.choice([1, 2, 4, 8], p=[0.7, 0.1, 0.15, 0.05]))
         if rng.random() < 0.8:
@@ -321,7 +323,7 @@ def read_philly_job_log(path: str | Path, *, skip_malformed: bool = False) -> tu
     if not isinstance(data, list):
         raise InputError("expected a JSON list of jobs (Philly cluster_job_log)", file=p)
     fmt = "%Y-%m-%d %H:%M:%S"
-    out = {"timestamp": [], "duration": [], "num_gpus": []}
+    out: dict[str, list[Any]] = {"timestamp": [], "duration": [], "num_gpus": []}
     skipped = 0
     for k, job in enumerate(data, start=1):
         try:

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gpuweave.checks import PRICE_PER_KWH, PUE
 from gpuweave.errors import InputError
 from gpuweave.files import check_path, load_yaml
+from gpuweave.hardware.catalog import all_gpus, canonical_gpu_name
 from gpuweave.limits import check_limit
 
 CLUSTERS_DIR = Path(__file__).with_name("clusters")
@@ -57,8 +58,6 @@ class Node:
 
 
 def _canonical_gpu(value: Any) -> str:
-    from gpuweave.hardware.catalog import all_gpus, canonical_gpu_name
-
     if not isinstance(value, str):
         raise ValueError(f"expected a GPU model name, got {value!r}")
     try:
@@ -258,7 +257,6 @@ def make_cluster(
         raise InputError(f"gpus must be a positive multiple of gpus_per_node={gpus_per_node}, got {gpus}", field="gpus")
     if not models:
         raise InputError("give at least one GPU model", field="models")
-    from gpuweave.hardware.catalog import canonical_gpu_name
 
     for i, model in enumerate(models):
         try:

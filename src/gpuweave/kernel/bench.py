@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import time
 
+from gpuweave.kernel.client import FikitClient
+from gpuweave.kernel.profile import Profile
+from gpuweave.kernel.server import ServerThread
+from gpuweave.limits import check_limit
+
 
 def sim_speed(n_a: int = 60, mode: str = "fikit", seed: int = 0) -> dict:
+    # imported here: importing gpuweave.kernel.bench does without numpy
     from gpuweave.kernel.sim import Service, SimConfig, Workload, simulate
     from gpuweave.kernel.traces import hi_trace, lo_trace
-    from gpuweave.limits import check_limit
 
     launches = n_a * hi_trace().n + (10 * n_a // 3) * lo_trace().n
     check_limit("kernel_launches", launches, f"kernel launches of {n_a:,} tasks of A and their B load", field="tasks")
@@ -39,7 +44,6 @@ def sim_speed(n_a: int = 60, mode: str = "fikit", seed: int = 0) -> dict:
 
 
 def _client_proc(addr, key, prio, pid, n, q) -> None:  # runs in a child process
-    from gpuweave.kernel.client import FikitClient
 
     c = FikitClient(tuple(addr), key, prio, pid=pid, timeout_s=0.5, retries=10)
     ok = c.register()
@@ -52,9 +56,6 @@ def server_load(n_clients: int = 20, n_req: int = 1000, profile_dir=None) -> dic
     import multiprocessing as mp
     import tempfile
     from pathlib import Path
-
-    from gpuweave.kernel.profile import Profile
-    from gpuweave.kernel.server import ServerThread
 
     tmp = Path(profile_dir or tempfile.mkdtemp(prefix="fikit-bench-"))
     for i in range(n_clients):
@@ -73,6 +74,7 @@ def server_load(n_clients: int = 20, n_req: int = 1000, profile_dir=None) -> dic
         for p in procs:
             p.join(30)
         elapsed = time.perf_counter() - t0
+        assert st.server is not None  # set once the thread has started
         stats = st.call(st.server.stats)
     rtts = sorted(x for r in results for x in r[4])
     return {

@@ -20,7 +20,7 @@ Complexity: O(total waiting requests in the scanned levels) per call.
 from __future__ import annotations
 
 from collections import deque
-from typing import Protocol, Sequence
+from typing import Protocol, Sequence, TypeVar
 
 
 class Fillable(Protocol):
@@ -28,7 +28,10 @@ class Fillable(Protocol):
     fill_d: float  # predicted duration as a filler (SK, or +inf when the ID is unknown)
 
 
-def best_prio_fit(queues: Sequence[deque], g: float, hp: int) -> tuple[Fillable | None, float]:
+F = TypeVar("F", bound=Fillable)
+
+
+def best_prio_fit(queues: Sequence[deque[F]], g: float, hp: int) -> tuple[F | None, float]:
     """Return ``(request, d)`` dequeued from the first level below ``hp`` with a fit, or ``(None, 0.0)``."""
     for p in range(hp + 1, len(queues)):
         q = queues[p]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpuweave.errors import InputError
@@ -78,13 +79,13 @@ class KernelId:
             if not parts[3].startswith("x"):
                 raise InputError(f"malformed kernel id {text!r}: extension must start with 'x'", field="kernel_id")
             ext = parts[3][1:]
-        dims = []
+        dims: list[tuple[int, int, int]] = []
         for p in (parts[1][1:], parts[2][1:]):
             m = _DIMS.match(p)
             if not m:
                 raise InputError(f"malformed kernel id {text!r}: bad dims {p!r}", field="kernel_id")
-            dims.append(tuple(int(x) for x in m.groups()))
-        return cls(parts[0], dims[0], dims[1], ext)  # type: ignore[arg-type]
+            dims.append((int(m.group(1)), int(m.group(2)), int(m.group(3))))
+        return cls(parts[0], dims[0], dims[1], ext)
 
 
 MAX_NAME_BYTES = 900
@@ -112,15 +113,9 @@ def clean_kernel_name(raw: str) -> str:
     return text
 
 
-def unknown_kernel_name(func_ptr: int) -> str:
-    """Name used when the function name cannot be recovered (R-1, R-2): ``?0x…``."""
-    return f"?{func_ptr:#x}"
-
-
-def task_key(exe: str, argv: list[str] | tuple[str, ...], env: dict[str, str] | None = None) -> str:
+def task_key(exe: str, argv: list[str] | tuple[str, ...], env: Mapping[str, str] | None = None) -> str:
     """Task key of a process (R-3): sha256 of exe basename + NUL + NUL-joined argv; env FIKIT_TASK_KEY wins."""
-    env = os.environ if env is None else env
-    override = env.get("FIKIT_TASK_KEY")
+    override = (os.environ if env is None else env).get("FIKIT_TASK_KEY")
     if override:
         return validate_task_key(override)
     data = os.path.basename(exe) + "\0" + "\0".join(argv)

@@ -23,12 +23,13 @@ import heapq
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import Any
 
-from gpuweave.kernel.sched import CoreStats, Go, SchedulerCore
+from gpuweave.kernel.sched import Action, CoreStats, Go, SchedulerCore
 from gpuweave.kernel.sim_state import GO, LAUNCH, REQ, TIMER, ServiceState, SimHost
 from gpuweave.registry import Registry
 
-EventHandler = Callable[[float, object], None]
+EventHandler = Callable[[float, Any], None]  # the payload's type depends on the event kind
 
 
 class Arbiter(ABC):
@@ -113,7 +114,7 @@ class KernelMode(ABC):
 
     def __init__(self, host: SimHost, device: str) -> None:
         self.host = host
-        self.core_inputs: list[tuple] = []  # the scheduler inputs of the run (replayable, spec §4.5)
+        self.core_inputs: list[tuple[Any, ...]] = []  # the scheduler inputs of the run (replayable, spec §4.5)
 
     def arbiter(self, quantum: float) -> Arbiter:
         return ARBITERS.get(self.arbitration).impl(self.host.svcs, quantum)
@@ -252,7 +253,7 @@ class FikitMode(SharedMode):
         self.core_inputs.append(("request", t, v.name, kid, seq))
         self._apply(self.core.request(v.name, kid, seq, t), t)
 
-    def _apply(self, actions: list, t: float) -> None:
+    def _apply(self, actions: list[Action], t: float) -> None:
         host = self.host
         half_rtt = self._half_rtt
         for a in actions:

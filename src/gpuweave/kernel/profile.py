@@ -66,12 +66,6 @@ class Profile:
         weights = {k: (self.counts.get(k, 0) or 1) for k in self.sk}  # missing/zero count → weight 1
         return sum(v * weights[k] for k, v in self.sk.items()) / sum(weights.values())
 
-    def scaled_gaps(self, factor: float) -> "Profile":
-        """A copy with every SG multiplied by ``factor`` (R-15 correction or measurement-inflation studies)."""
-        return Profile(
-            self.task_key, self.runs, dict(self.sk), {k: v * factor for k, v in self.sg.items()}, dict(self.counts)
-        )
-
     def to_dict(self) -> dict:
         return {
             "format": PROFILE_FORMAT,
@@ -93,9 +87,8 @@ class Profile:
             raise InputError(f"not a FIKIT profile (expected format {PROFILE_FORMAT!r})", file=file, field="format")
         if data.get("version") != PROFILE_VERSION:
             raise InputError(f"unsupported profile version {data.get('version')!r}", file=file, field="version")
-        key = data.get("task_key")
         try:
-            validate_task_key(key)
+            key = validate_task_key(data.get("task_key"))
         except InputError as exc:
             raise InputError(exc.message, file=file, field="task_key") from None
         runs = data.get("runs")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuweave.kernel.sim import Service, SimResult
+from gpuweave.kernel.timeline import write_kernels_csv
 from gpuweave.results import ResultCore, write_csv, write_result
 
 TASK_COLUMNS = ("service", "task", "submit_ms", "start_ms", "end_ms", "jct_ms")
@@ -63,8 +64,6 @@ def write_kernel_result(
     def write_files(staging: Path) -> None:
         write_tasks_csv(res, services, staging / "tasks.csv")
         if res.kernels and res.config.record_window is not None:
-            from gpuweave.kernel.timeline import write_kernels_csv
-
             write_kernels_csv([(res.config.mode, res.kernels)], res.config.record_window, staging / "kernels.csv")
         busy = max(res.end_time, 1e-12)
         rows = (

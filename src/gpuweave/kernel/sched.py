@@ -43,7 +43,7 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 from gpuweave.errors import InputError
 from gpuweave.kernel import PRIORITY_LEVELS
@@ -91,7 +91,7 @@ PRESETS: dict[str, SchedulerConfig] = {
 }
 
 
-def preset(name: str, **overrides: object) -> SchedulerConfig:
+def preset(name: str, **overrides: Any) -> SchedulerConfig:
     """A named preset (``recommended``, ``paper_literal``, ``no_feedback``) with optional field overrides."""
     if name not in PRESETS:
         raise InputError(f"unknown scheduler preset {name!r} (known: {', '.join(PRESETS)})", field="preset")
@@ -406,9 +406,9 @@ class SchedulerCore:
             r, d = best_prio_fit(self.queues, g_eff, hp)
             if r is None:
                 return
-            owner = self.tasks[r.task]  # type: ignore[union-attr]
+            owner = self.tasks[r.task]
             owner.pending -= 1
-            self._go(r, now, True, out)  # type: ignore[arg-type]
+            self._go(r, now, True, out)
             g -= d
             for t in holders:
                 t.g -= d

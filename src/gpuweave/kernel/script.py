@@ -17,6 +17,7 @@ Complexity: O((S + T) log(S + T)) for S script entries and T timers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpuweave.engine import EventLoop
@@ -41,7 +42,7 @@ _SCRIPT_KINDS = {"register": _REGISTER, "request": _REQUEST, "unregister": _UNRE
 
 def replay(
     script: list[tuple],
-    profiles: dict[str, Profile | None],
+    profiles: Mapping[str, Profile | None],
     config: SchedulerConfig | None = None,
     core: SchedulerCore | None = None,
 ) -> list[GoRecord]:

@@ -28,7 +28,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 from gpuweave.errors import InputError
 from gpuweave.kernel.profile import Profile
@@ -364,10 +364,10 @@ class _UdpProtocol(asyncio.DatagramProtocol):
         self.factory = server_factory
         self.server: FikitServer | None = None
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:
         self.server = self.factory(transport)
 
-    def datagram_received(self, data: bytes, addr) -> None:  # type: ignore[override]
+    def datagram_received(self, data: bytes, addr) -> None:
         assert self.server is not None
         self.server.handle(data, addr)
 
@@ -392,6 +392,9 @@ async def start_server(
     return holder["s"], transport
 
 
+_T = TypeVar("_T")
+
+
 class ServerThread:
     """Run a server on its own event loop in a daemon thread (tests, demos, notebooks)."""
 
@@ -401,29 +404,31 @@ class ServerThread:
         self._ready = threading.Event()
         self.loop = asyncio.new_event_loop()
         self.server: FikitServer | None = None
-        self.transport = None
+        self.transport: asyncio.DatagramTransport | None = None
         self._args = (host, port, kwargs)
         self._thread = threading.Thread(target=self._run, name="fikit-server", daemon=True)
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
         host, port, kwargs = self._args
-        self.server, self.transport = self.loop.run_until_complete(start_server(host, port, **kwargs))
+        self.server, transport = self.loop.run_until_complete(start_server(host, port, **kwargs))
+        self.transport = transport
         self._ready.set()
         self.loop.run_forever()
-        self.transport.close()
+        transport.close()
         self.loop.run_until_complete(asyncio.sleep(0))
         self.loop.close()
 
     @property
     def address(self) -> tuple[str, int]:
-        return self.transport.get_extra_info("sockname")[:2]  # type: ignore[union-attr]
+        assert self.transport is not None, "the server has not started"
+        return self.transport.get_extra_info("sockname")[:2]
 
-    def call(self, fn: Callable[[], object]) -> object:
+    def call(self, fn: Callable[[], _T]) -> _T:
         """Run ``fn`` on the server loop and return its result (thread-safe)."""
         import concurrent.futures
 
-        fut: concurrent.futures.Future = concurrent.futures.Future()
+        fut: concurrent.futures.Future[_T] = concurrent.futures.Future()
 
         def run() -> None:
             try:

@@ -34,7 +34,7 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field, replace
 from heapq import heappop, heappush
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -319,7 +319,7 @@ class KernelSim:
         v.cur_submit = v.cur_start = 0.0
         v.op = 0
         v.task_no = -1
-        v.durs = v.cpus = None
+        v.durs, v.cpus = [], []  # drawn per task (_sample)
         v.stream = deque()
         v.outstanding = 0
         v.waiting_sync = False
@@ -385,8 +385,9 @@ class KernelSim:
         v.running = False
         v.records.append(TaskRecord(v.name, v.task_no, v.cur_submit, v.cur_start, v.last_end))
         v.done += 1
-        if v.finite and v.done >= v.total and v.idx in self.stop_set:
-            if all(self.svcs[i].done >= self.svcs[i].total for i in self.stop_set):
+        if v.total is not None and v.done >= v.total and v.idx in self.stop_set:
+            svcs = self.svcs
+            if all(svcs[i].done >= svcs[i].total for i in self.stop_set):  # type: ignore[operator]  # all finite (_stop_set)
                 self.stopped = True
                 self.loop.stop()
                 return
@@ -487,8 +488,8 @@ class KernelSim:
         """``handler`` preceded by one log line per event (the format the event logs have always had)."""
         log, name = self.log, KIND_NAMES[kind]
 
-        def logged(t: float, payload: object) -> None:
-            a, b = payload if kind == REQ else (payload, payload.kdur if kind == KEND else None)  # type: ignore
+        def logged(t: float, payload: Any) -> None:
+            a, b = payload if kind == REQ else (payload, payload.kdur if kind == KEND else None)
             log.append(f"{t!r} {name} {a.name if a is not None else '-'} {b!r}")
             handler(t, payload)
 
@@ -501,10 +502,10 @@ class KernelSim:
             if wl.kind == "back_to_back":
                 push(wl.start, SUBMIT, v)
             elif wl.kind == "periodic":
-                for k in range(wl.n):  # type: ignore[arg-type]
+                for k in range(wl.n):  # type: ignore[arg-type]  # n is None only for back_to_back (Workload)
                     push(wl.start + k * wl.period, SUBMIT, v)
             elif wl.kind == "at_t0":
-                for _ in range(wl.n):  # type: ignore[arg-type]
+                for _ in range(wl.n):  # type: ignore[arg-type]  # n is None only for back_to_back (Workload)
                     push(wl.start, SUBMIT, v)
             else:
                 for x in wl.times:

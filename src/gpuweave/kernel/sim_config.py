@@ -22,12 +22,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gpuweave.checks import FRACTION, KERNEL_MS, MILLISECONDS, POSITIVE_COUNT, number, seed
+from gpuweave.errors import InputError
+from gpuweave.files import load_json, load_yaml
+from gpuweave.kernel.sched import preset
+from gpuweave.limits import check_limit
+
 
 def load_config(path: Path) -> dict:
     """The config file at ``path`` as a mapping (YAML, or JSON by suffix); InputError if it does not parse."""
-    from gpuweave.errors import InputError
-    from gpuweave.files import load_json, load_yaml
-
     path = Path(path)
     data = (
         load_json(path, what="config file") if path.suffix.lower() == ".json" else load_yaml(path, what="config file")
@@ -39,17 +42,13 @@ def load_config(path: Path) -> dict:
 
 def _ms(data: dict, key: str, default: float, rng=None) -> float:
     """``data[key]`` (or the default) as milliseconds in ``rng`` (:data:`gpuweave.checks.MILLISECONDS`)."""
-    from gpuweave.checks import MILLISECONDS, number
-
     return default if key not in data else number(data[key], rng or MILLISECONDS, field=key)
 
 
 def _workload(wl: dict):
     """A service's ``workload`` mapping as a :class:`~gpuweave.kernel.sim.Workload`, every number checked."""
-    from gpuweave.checks import MILLISECONDS, POSITIVE_COUNT, number
-    from gpuweave.errors import InputError
+    # imported here: importing gpuweave.kernel.sim_config does without numpy
     from gpuweave.kernel.sim import Workload
-    from gpuweave.limits import check_limit
 
     kind = wl.get("kind", "back_to_back")
     if kind == "times":
@@ -67,8 +66,6 @@ def _workload(wl: dict):
 
 
 def _name(data: dict, key: str, default: str) -> str:
-    from gpuweave.errors import InputError
-
     value = data.get(key, default)
     if not isinstance(value, str):
         raise InputError(f"{key} must be a name, got {value!r}"[:120], field=key)
@@ -77,7 +74,7 @@ def _name(data: dict, key: str, default: str) -> str:
 
 def _service(s: Any, row: int, base: Path | None, file: str | None):
     """One entry of ``services`` (its 1-based ``row``) as a Service; InputError naming the row and field."""
-    from gpuweave.errors import InputError
+    # imported here: importing gpuweave.kernel.sim_config does without numpy
     from gpuweave.kernel.sim import Service
     from gpuweave.kernel.traces import resolve_trace
 
@@ -106,11 +103,8 @@ def _service(s: Any, row: int, base: Path | None, file: str | None):
 
 def build_simulation(data: dict, base: Path | None = None, file: str | None = None):
     """(services, SimConfig) from a parsed config mapping; InputError naming the field on bad input."""
-    from gpuweave.checks import FRACTION, KERNEL_MS, POSITIVE_COUNT, number, seed
-    from gpuweave.errors import InputError
-    from gpuweave.kernel.sched import preset
+    # imported here: importing gpuweave.kernel.sim_config does without numpy
     from gpuweave.kernel.sim import SimConfig
-    from gpuweave.limits import check_limit
 
     known = {
         "mode",

@@ -9,12 +9,15 @@ are the handler indices of the simulator's :class:`~gpuweave.engine.loop.EventLo
 from __future__ import annotations
 
 from collections import deque
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from gpuweave.kernel.profile import Profile
 from gpuweave.kernel.sched import SchedulerConfig
+
+if TYPE_CHECKING:
+    from gpuweave.kernel.sim import TaskRecord, Workload
 
 # Event kinds, in the order of the handler table. REQ carries a (service, seq) pair; TIMER carries nothing; the
 # others carry the service (a KEND's duration is the service's ``kdur``: the device runs one kernel at a time,
@@ -67,8 +70,32 @@ class ServiceState:
     kids: list[str]
     base_dur: np.ndarray
     base_cpu: np.ndarray
-    queue: deque
-    stream: deque
+    syncs: list[bool]
+    n_ops: int
+    rng: np.random.Generator
+    total: int | None  # tasks to serve; None: runs continuously
+    workload: Workload
+    submitted: int
+    queue: deque[float]  # submission times of the tasks not started yet
+    running: bool
+    cur_submit: float
+    cur_start: float
+    op: int
+    task_no: int
+    durs: list[float]  # the current task's kernel durations and CPU gaps (noise drawn per task)
+    cpus: list[float]
+    stream: deque[tuple[float, float, int, bool]]  # (enqueued at, duration, op, filler)
+    outstanding: int
+    waiting_sync: bool
+    blocked: bool
+    seq: int
+    done: int
+    records: list[TaskRecord]
+    last_end: float
+    go_filler: bool
+    finite: bool
+    busy: float
+    kdur: float
 
 
 class SimHost(Protocol):

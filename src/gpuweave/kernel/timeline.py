@@ -13,8 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gpuweave.checks import RESULT, parse
+from gpuweave.errors import InputError
+from gpuweave.files import csv_dicts, read_input_text
 from gpuweave.kernel.ids import parse_priority
 from gpuweave.kernel.sim import KernelRecord
+from gpuweave.plotting import PALETTE, figure, legend_below, plot_text, save
 
 #: palette index per priority: the highest priority (0) vermillion, then blue, green, orange, ...
 PRIORITY_ORDER = (3, 0, 2, 1, 4, 5, 6, 7)
@@ -54,17 +58,14 @@ def read_kernels_csv(path: str | Path) -> list[dict[str, Any]]:
     column, a bad number or priority, or a file that is not readable text."""
     import io
 
-    from gpuweave.checks import RESULT, parse
-    from gpuweave.errors import InputError
-    from gpuweave.files import csv_dicts, read_input_text
-
     text = read_input_text(path, what="kernels.csv of a run")  # decoded as utf-8-sig: a BOM is dropped
     header, records = csv_dicts(io.StringIO(text, newline=""), file=path)
     missing = [c for c in KERNEL_COLUMNS if c not in header]
     if missing:
         raise InputError("missing column", file=path, field=missing[0])
-    rows = []
-    for number, row in enumerate(records, start=1):
+    rows: list[dict[str, Any]] = []
+    for number, record in enumerate(records, start=1):
+        row: dict[str, Any] = dict(record)
         for column in ("start_ms", "end_ms"):
             row[column] = parse(row.get(column) or "", RESULT, file=path, row=number, field=column)
         try:
@@ -80,8 +81,6 @@ def plot_timeline_rows(
 ) -> Path:
     """Draw ``kernels.csv`` rows over ``window`` (ms): one panel per ``panel`` value, in order of appearance."""
     from matplotlib.patches import Patch
-
-    from gpuweave.plotting import figure, legend_below, plot_text, save
 
     t0, t1 = window
     titles = list(dict.fromkeys(r["panel"] for r in rows)) or [""]
@@ -126,6 +125,4 @@ def plot_timelines(
 
 
 def _colour(priority: int) -> str:
-    from gpuweave.plotting import PALETTE
-
     return PALETTE[PRIORITY_ORDER[priority % len(PRIORITY_ORDER)]]

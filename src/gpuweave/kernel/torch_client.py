@@ -44,7 +44,7 @@ def _describe(x) -> str | None:
 
 def op_kernel_id(func, args, kwargs) -> str:
     """Op-level kernel ID: overload name + input shapes/dtypes as the ``ext`` field (hashed if long)."""
-    parts = []
+    parts: list[str] = []
     for a in list(args) + list((kwargs or {}).values()):
         if isinstance(a, (list, tuple)):
             parts.extend(d for d in (_describe(y) for y in a) if d)
@@ -132,7 +132,7 @@ class _DispatchGate:
             t_start = time.perf_counter() * 1000.0
             out = func(*args, **kwargs)
             t_end = time.perf_counter() * 1000.0
-        ids, starts, ends = self._cur  # type: ignore[misc]
+        ids, starts, ends = self._cur
         ids.append(kid)
         starts.append(t_start)
         ends.append(t_end)

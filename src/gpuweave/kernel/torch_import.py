@@ -65,7 +65,7 @@ def _dims(v: object, what: str, file: str | None, row: int) -> tuple[int, int, i
             row=row,
             field=what,
         )
-    return tuple(list(v) + [1] * (3 - len(v)))  # type: ignore[return-value]
+    return tuple(list(v) + [1] * (3 - len(v)))
 
 
 def _time(e: dict, name: str, file: str | None, row: int) -> float:
@@ -157,14 +157,18 @@ def _kernel_rows(kernels: list[tuple[int, dict]], launches: dict, file: str | No
         if not isinstance(kname, str) or not kname:
             raise InputError("kernel event needs a 'name'", file=file, row=row, field="name")
         ts, dur = _time(e, "ts", file, row), _time(e, "dur", file, row)
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        raw_args = e.get("args")
+        args = raw_args if isinstance(raw_args, dict) else {}
         grid, block = _dims(args.get("grid"), "grid", file, row), _dims(args.get("block"), "block", file, row)
         if grid is None or block is None:
             missing += 1
         kid = KernelId(clean_kernel_name(kname), block or (1, 1, 1), grid or (1, 1, 1)).canonical()
         launch = launches.get(_correlation(args))
-        lts = _time(launch, "ts", file, row) if launch else None
-        lend = lts + _time(launch, "dur", file, row) if launch else None
+        lts: float | None = None
+        lend: float | None = None
+        if launch:
+            lts = _time(launch, "ts", file, row)
+            lend = lts + _time(launch, "dur", file, row)
         rows.append((lts if lts is not None else ts, ts, dur, kid, lts, lend))
     return rows, missing
 

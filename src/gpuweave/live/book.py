@@ -1,30 +1,28 @@
-"""The live runtime's cluster state, kept by the simulator's own bookkeeping so policies see the same view.
+"""The live runtime's side of the cluster's book: decisions become executor actions, worker reports become progress.
 
-Problem: a policy must not know whether it is simulated. :class:`LiveBook` is a
-:class:`~gpuweave.cluster.simulator.Simulator` whose clock is the wall clock (scaled) and whose progress comes
-from worker reports instead of predicted finish times: a decision is validated and applied by the simulator's
-``_apply`` (same gang, capacity and feasibility rules, same restart accounting), and the change it made to the
-running set becomes the executor's actions. Complexity: O(jobs the decision names) per decision.
+Problem: a policy must not know whether it is simulated. The live runtime keeps the cluster's state in the same
+:class:`~gpuweave.cluster.book.ClusterBook` the simulator uses (same gang, capacity and feasibility rules, same
+restart and energy accounting) and shows policies the same :class:`~gpuweave.cluster.state.ClusterView`; what
+differs is the clock (the wall clock, scaled, moved by the runtime) and progress, which comes from the workers'
+reports instead of predicted finish times. :class:`LiveBook` holds that book and turns the change a decision made
+to the running set into :class:`Action` s for the executor. Complexity: O(running jobs) per decision (the set of
+placements before and after is compared).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
+from gpuweave.cluster.book import ClusterBook
+from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
-from gpuweave.cluster.simulator import Simulator
-from gpuweave.cluster.state import JobState, Placement
-from gpuweave.errors import InputError
+from gpuweave.cluster.placements import PlacementRule
+from gpuweave.cluster.simulator import SimulationRecords, book_records
+from gpuweave.cluster.state import ClusterView, CountedDict, JobState, Placement
+from gpuweave.hardware.cluster_spec import Node
 from gpuweave.workload.job import Job
-
-
-class _NoQueue:
-    """Completion predictions are dropped: in a live run the workers say when a job is done."""
-
-    def push(self, *_args) -> None:
-        return None
+from gpuweave.workload.profile_source import ProfileSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,47 +32,92 @@ class Action:
     placement: Placement | None
 
 
-class LiveBook(Simulator):
-    """Cluster state for the live runtime (see module docstring)."""
+class LiveBook:
+    """The cluster's book of a live run and the runtime's counters (see module docstring)."""
+
+    def __init__(
+        self,
+        nodes: list[Node],
+        jobs: list[Job],
+        policy: ClusterPolicy,
+        profiles: ProfileSource,
+        gpu_power: dict[str, tuple[float, float]],
+        *,
+        restart_delay: float = 10.0,
+        record_segments: bool = True,
+        placement: PlacementRule | None = None,
+    ) -> None:
+        self.cluster = ClusterBook(
+            nodes,
+            jobs,
+            profiles,
+            gpu_power,
+            restart_delay=restart_delay,
+            record_segments=record_segments,
+            forks_jobs=policy.forks_jobs,
+        )
+        self.cluster.check_feasible()
+        self.policy = policy
+        self.view = ClusterView(self.cluster, policy.round_length, placement)
+        self.events = 0  # arrivals admitted (a simulation's events; the runtime counts them)
+        self.decisions = 0  # policy calls (the runtime counts them)
+
+    # The book's live containers and clock, read by the runtime on every poll.
+    @property
+    def now(self) -> float:
+        return self.cluster.now
+
+    @property
+    def states(self) -> list[JobState]:
+        return self.cluster.states
+
+    @property
+    def pending(self) -> CountedDict[str, JobState]:
+        return self.cluster.pending
+
+    @property
+    def running(self) -> CountedDict[str, JobState]:
+        return self.cluster.running
 
     def add(self, job: Job) -> JobState:
         """A job handed over while the run goes on (the service); InputError on a duplicate id."""
-        if job.job_id in self.by_id:
-            raise InputError(f"duplicate job id '{job.job_id}'", field="job_id")
-        js = JobState(job=job, remaining=float(job.work))
-        self.states.append(js)
-        self.by_id[job.job_id] = js
-        return js
+        return self.cluster.add(job)
 
     def arrive(self, js: JobState) -> None:
-        self.pending[js.job.job_id] = js
+        self.cluster.arrive(js)
 
-    def use_policy(self, policy) -> None:
+    def use_policy(self, policy: ClusterPolicy) -> None:
         """Decisions come from ``policy`` from now on (its round length and forking rule with it)."""
         self.policy = policy
-        self.round_length = policy.round_length
-        self._forks = policy.forks_jobs
+        self.view.round_length = policy.round_length
+        self.cluster.forks_jobs = policy.forks_jobs
+
+    def use_profiles(self, profiles: ProfileSource) -> None:
+        self.cluster.use_profiles(profiles)
 
     def apply_decision(self, decision: Decision) -> list[Action]:
-        before = {job_id: js.placement for job_id, js in self.running.items()}
-        self._loop = _NoQueue()  # the simulator's _apply predicts completions on its loop; live, workers report
-        self._apply(decision)
+        cluster = self.cluster
+        before = {job_id: js.placement for job_id, js in cluster.running.items()}
+        cluster.apply(decision, self._who)
         actions = []
         for job_id in decision.preempt:
-            if job_id not in self.running:
+            if job_id not in cluster.running:
                 actions.append(Action("stop", job_id, None))
-        for job_id, js in self.running.items():
+        for job_id, js in cluster.running.items():
             old = before.get(job_id)
             if js.placement != old:
                 actions.append(Action("start" if old is None else "move", job_id, js.placement))
                 js.productive_start = math.inf  # no progress until the new workers report
         return actions
 
+    def _who(self) -> str:
+        return f"policy '{self.policy.name or type(self.policy).__name__}' at t={self.cluster.now:g}"
+
     def observe(self, js: JobState, remaining: float, rate: float) -> None:
         """A worker report: ``remaining`` steps left as of now, at ``rate`` steps per (simulated) second."""
         js.remaining = remaining
         js.rate = rate
-        js.productive_start = self.now
+        js.productive_start = self.cluster.now
 
     def set_remaining(self, js: JobState, remaining: float) -> None:
         """After a stop: the job resumes from its checkpoint, whatever the extrapolation said."""
@@ -82,44 +125,27 @@ class LiveBook(Simulator):
 
     def complete(self, js: JobState) -> None:
         """The job's work is done (it may have been preempted in the instant its last checkpoint landed)."""
-        if js.job.job_id in self.running:
-            self._complete(js)
-        else:
-            self.pending.pop(js.job.job_id, None)
-            js.remaining = 0.0
-            js.end = self.now
+        self.cluster.complete(js)
 
     def fail(self, js: JobState) -> None:
         """Take a failed job out of the cluster (it keeps ``end = None``)."""
-        job_id = js.job.job_id
-        if job_id in self.running:
-            self._vacate(js)
-            del self.running[job_id]
-        self.pending.pop(job_id, None)
+        self.cluster.fail(js)
 
     def lose_node(self, index: int) -> list[str]:
-        """A node that disappeared: the jobs on it go back to the queue (as a preemption would send them) and its
-        GPUs leave the cluster, so policies see a node of 0 GPUs from now on. Returns the jobs sent back."""
-        hit = [js for js in self.running.values() if any(node == index for node, _ in js.placement)]
-        for js in hit:
-            self._vacate(js)
-            self._rollback(js)
-            del self.running[js.job.job_id]
-            self.pending[js.job.job_id] = js
-        node = self.nodes[index]
-        self.free[index] = 0
-        self.free_by_model[node.gpu_model] -= node.num_gpus
-        self.gpus_by_model[node.gpu_model] -= node.num_gpus
-        self.nodes[index] = dataclasses.replace(node, num_gpus=0)
-        return [js.job.job_id for js in hit]
+        """A node that disappeared: its jobs go back to the queue; see :meth:`ClusterBook.lose_node`."""
+        return self.cluster.lose_node(index)
 
     def start_clock(self, now: float, energy_j: float = 0.0, cost: float = 0.0) -> None:
         """Begin at simulated time ``now`` with the energy and cost already spent (a restarted service)."""
-        self.now = self._last_t = float(now)
-        self.energy_j, self.cost = float(energy_j), float(cost)
+        self.cluster.start_clock(now, energy_j, cost)
 
     def advance(self, now: float) -> None:
-        self._advance(max(now, self.now))
+        """The wall clock says it is ``now`` (never backwards)."""
+        self.cluster.advance(max(now, self.cluster.now))
 
     def record(self) -> None:
-        self._record_timeseries()
+        self.cluster.record_timeseries()
+
+    def records(self, start_time: float) -> SimulationRecords:
+        """What the run produced from ``start_time`` to now."""
+        return book_records(self.cluster, start_time, self.events, self.decisions)

@@ -13,11 +13,12 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gpuweave.checks import validation_error
 from gpuweave.cluster.config import SimulationConfig, beside_config
 from gpuweave.errors import InputError
+from gpuweave.executors import known_executor
 from gpuweave.files import load_yaml
 
 BUILTIN_PROGRAMS = {
@@ -44,7 +45,9 @@ class ExecutorSection(BaseModel):
     # finite, physical numbers (gpuweave.checks): a day is the longest sensible wall-clock interval here
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    kind: Literal["local", "ray", "slurm"] = Field("local", description="executor (the CLI's --executor overrides it)")
+    kind: str = Field(
+        "local", description="executor: a name in gpuweave.executors.EXECUTORS (the CLI's --executor overrides it)"
+    )
     program: str = Field("synthetic", description="what every job runs unless its trace row names a program")
     time_scale: float = Field(1.0, gt=0, le=1e9, description="simulated seconds per wall-clock second")
     checkpoint_every: float = Field(
@@ -58,6 +61,11 @@ class ExecutorSection(BaseModel):
     measured_rates: bool = Field(True, description="policies see measured steps/s per GPU type once known")
     poll_interval: float = Field(0.05, ge=0.001, le=3600, description="wall seconds between polls of the workers")
     slurm: SlurmSection = Field(default_factory=SlurmSection, description="settings of the slurm executor")
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        return known_executor(value, field="executor.kind")
 
 
 class LiveConfig(SimulationConfig):

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
-def weighted_state_dict(states: list[dict], weights: list[float]) -> dict:
+def weighted_state_dict(states: list[dict[str, Any]], weights: list[float]) -> dict[str, Any]:
     """The step-weighted average of ``state_dict``s with the same keys (weights need not sum to 1)."""
     import torch  # torch is optional for the package; only torch jobs consolidate tensors
 
@@ -32,7 +34,7 @@ def weighted_state_dict(states: list[dict], weights: list[float]) -> dict:
     return merged
 
 
-def consolidate_checkpoints(paths: list[Path], weights: list[float], out: Path) -> None:
+def consolidate_checkpoints(paths: list[Path], weights: Sequence[float], out: Path) -> None:
     """Merge the copies' checkpoint files into ``out`` (torch ``{"model": ...}`` files or synthetic JSON)."""
     pairs = [(p, w) for p, w in zip(paths, weights) if w > 0 and p.exists()]
     if not pairs:

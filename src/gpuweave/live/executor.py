@@ -11,6 +11,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from gpuweave.hardware.cluster_spec import Node
 
 LOG_FILE = "worker.log"
 
@@ -28,35 +32,39 @@ class LaunchSpec:
     argv: tuple[str, ...]
     channel: Path
     env: dict[str, str] = field(default_factory=dict)
-    attrs: dict = field(default_factory=dict)  # the job's trace attributes (the slurm executor reads sbatch_args)
+    # the job's trace attributes (the slurm executor reads sbatch_args)
+    attrs: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
         return f"{self.job_id}/a{self.attempt}/c{self.copy}/r{self.rank}"
 
 
-class Executor(ABC):
+H = TypeVar("H")  # an executor's handle of a launched worker
+
+
+class Executor(ABC, Generic[H]):
     name: str = ""
     emulated: bool = True  # no real GPUs: workers pace their steps to the emulated GPU type
 
     @abstractmethod
-    def check_cluster(self, nodes: list) -> None:
+    def check_cluster(self, nodes: list[Node]) -> None:
         """Raise InputError, before anything starts, when the cluster config asks for what is not there."""
 
     @abstractmethod
-    def launch(self, spec: LaunchSpec) -> object:
+    def launch(self, spec: LaunchSpec) -> H:
         """Start the worker; returns a handle for the calls below."""
 
     @abstractmethod
-    def exit_code(self, handle: object) -> int | None:
+    def exit_code(self, handle: H) -> int | None:
         """The worker's exit status, or None while it runs."""
 
     @abstractmethod
-    def terminate(self, handle: object) -> None:
+    def terminate(self, handle: H) -> None:
         """SIGTERM: the worker checkpoints and exits."""
 
     @abstractmethod
-    def kill(self, handle: object) -> None:
+    def kill(self, handle: H) -> None:
         """End the worker now (no checkpoint)."""
 
     def can_launch(self, node: int, gpus: int) -> bool:
@@ -65,7 +73,7 @@ class Executor(ABC):
         resources are free, so by default every launch may go ahead."""
         return True
 
-    def pid(self, handle: object) -> int | None:
+    def pid(self, handle: H) -> int | None:
         """The worker's process id where it runs on this machine (journalled for a restarted runtime)."""
         return None
 
@@ -76,7 +84,7 @@ class Executor(ABC):
     def close(self) -> None:
         """Release the executor's own resources (every worker has ended)."""
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """Executor figures for summary.json's ``executor_stats`` (none unless the executor has its own)."""
         return {}
 

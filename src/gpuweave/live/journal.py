@@ -8,8 +8,9 @@ before anything is launched again. The simulated clock keeps its origin, so arri
 Worker process ids are journalled by the ``local`` executor only; a Ray run restarts its orphans' jobs from
 their last committed checkpoint. O(journal lines) to resume.
 
-The runtime calls every method below; ``launching``, ``stopping`` and ``decided`` matter to the service's
-database journal (:mod:`gpuweave.service.ledger`), which commits each transition before the runtime acts on it.
+The runtime calls every method of :class:`~gpuweave.live.journal_contract.RunJournal` (each says when);
+``launching``, ``stopping`` and ``decided`` matter to the service's database journal
+(:mod:`gpuweave.service.ledger`), which commits each transition before the runtime acts on it.
 """
 
 from __future__ import annotations
@@ -19,17 +20,27 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
+from gpuweave.cluster.state import Placement
 from gpuweave.live.attempts import Attempt, LiveJob, commit_saved
 from gpuweave.live.channel import read_status
+from gpuweave.live.executor import Executor
+from gpuweave.live.journal_contract import RunJournal
+
+if TYPE_CHECKING:
+    from gpuweave.live.book import Action
+    from gpuweave.live.runtime import LiveRuntime
 
 ORPHAN_WAIT_S = 15.0
 
 
-class Journal:
+class Journal(RunJournal):
+    """The file journal: ``journal.jsonl`` (see module docstring)."""
+
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._fh = None
+        self._fh: TextIO | None = None
 
     def _write(self, record: dict) -> None:
         if self._fh is None:
@@ -39,7 +50,9 @@ class Journal:
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
-    def launching(self, job: LiveJob, number: int, kind: str, placement, forked: bool, copies: list[dict]) -> bool:
+    def launching(
+        self, job: LiveJob, number: int, kind: str, placement: Placement, forked: bool, copies: list[dict]
+    ) -> bool:
         """Before attempt ``number`` is launched (``copies``: checkpoint and channels of each copy, no pids yet);
         False stops the launch (the file journal never does)."""
         return True
@@ -47,13 +60,13 @@ class Journal:
     def stopping(self, job: LiveJob, attempt: Attempt) -> None:
         """Before the attempt's workers are asked to checkpoint and exit."""
 
-    def decided(self, now: float, seconds: float, actions: list) -> None:
+    def decided(self, now: float, seconds: float, actions: list[Action]) -> None:
         """After a policy decision was applied (``actions``: the book's starts, moves and stops)."""
 
     def job_cancelled(self, job: LiveJob) -> None:
         self._write({"ev": "cancelled", "job": job.js.job_id})
 
-    def attempt_started(self, job: LiveJob, attempt: Attempt, executor) -> None:
+    def attempt_started(self, job: LiveJob, attempt: Attempt, executor: Executor) -> None:
         copies = attempt_copies(attempt, executor)
         self._write(
             {
@@ -88,7 +101,7 @@ class Journal:
     def job_failed(self, job: LiveJob) -> None:
         self._write({"ev": "failed", "job": job.js.job_id, "reason": job.failed})
 
-    def resume(self, runtime, wall_now: float) -> float:
+    def resume(self, runtime: LiveRuntime, wall_now: float) -> float:
         """Restore the runtime from an earlier journal; returns the wall-clock origin of simulated time."""
         records = _read(self.path)
         origin = next((r["wall0"] for r in records if r["ev"] == "run"), None)
@@ -117,7 +130,7 @@ class Journal:
             job = runtime.jobs[job_id]
             self._adopt_orphans(job, launch)
             if job.done:
-                job.js.end = runtime.start_time + (wall_now - origin) * runtime.ex.time_scale
+                job.js.end = runtime.start_time + (wall_now - origin) * runtime.time_scale
                 self.job_done(job)
         for job in runtime.jobs.values():
             job.js.remaining = float(job.remaining)
@@ -144,7 +157,7 @@ class Journal:
             job.done = True
 
 
-def attempt_copies(attempt: Attempt, executor) -> list[dict]:
+def attempt_copies(attempt: Attempt, executor: Executor) -> list[dict]:
     """What a restarted runtime needs of an attempt's copies: checkpoint, channel and worker pids."""
     return [
         {

@@ -14,6 +14,7 @@ import signal
 import subprocess
 from dataclasses import dataclass
 
+from gpuweave.hardware.cluster_spec import Node
 from gpuweave.live.executor import LOG_FILE, Executor, LaunchSpec
 
 
@@ -33,13 +34,13 @@ def nvml_gpu_count() -> int:
 
 @dataclass(slots=True)
 class _Proc:
-    popen: subprocess.Popen
+    popen: subprocess.Popen[bytes]
     node: int
     slots: list[int]
     released: bool = False
 
 
-class LocalExecutor(Executor):
+class LocalExecutor(Executor["_Proc"]):
     name = "local"
 
     def __init__(self) -> None:
@@ -48,7 +49,7 @@ class LocalExecutor(Executor):
         self._real_gpus = nvml_gpu_count()
         self.emulated = True
 
-    def check_cluster(self, nodes: list) -> None:
+    def check_cluster(self, nodes: list[Node]) -> None:
         self._free = {n.index: list(range(n.num_gpus)) for n in nodes}
         self.emulated = not (len(nodes) == 1 and self._real_gpus >= nodes[0].num_gpus)
 

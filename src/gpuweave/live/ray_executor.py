@@ -119,7 +119,7 @@ class _RayWorker:
     code: int | None = None
 
 
-class RayExecutor(Executor):
+class RayExecutor(Executor["_RayWorker"]):
     name = "ray"
 
     def __init__(self, address: str | None) -> None:
@@ -138,7 +138,7 @@ class RayExecutor(Executor):
             return
         _check_reachable(self.address)
         try:
-            ray.init(address=self.address, logging_level="ERROR", log_to_driver=False)
+            ray.init(address=self.address, logging_level="ERROR", log_to_driver=False)  # type: ignore[arg-type]  # a level name works
         except Exception as exc:  # Ray raises several types for an address it cannot reach
             raise InputError(
                 f"cannot reach the Ray cluster at {self.address}: {exc}".splitlines()[0], field="address"

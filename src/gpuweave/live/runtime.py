@@ -14,27 +14,48 @@ started again from the consolidated checkpoint. Simulated time is
 Open-ended use (the service, :mod:`gpuweave.service`): the runtime starts with no jobs (or those it is given),
 :meth:`LiveRuntime.add_job` hands it jobs while it runs, :meth:`LiveRuntime.cancel` ends one, and
 :meth:`LiveRuntime.set_policy` swaps the policy between steps. Every transition goes through ``journal`` before it
-is acted on: the file :class:`~gpuweave.live.journal.Journal` by default, the service's database otherwise.
+is acted on (:class:`~gpuweave.live.journal_contract.RunJournal`): the file :class:`~gpuweave.live.journal.Journal`
+by default, the service's database otherwise, which reads the runtime only through its public API (``now``,
+``time_scale``, ``is_running``, ``resume_clock``, ``mark_done``, ``usage``, ``add_job``, ``cancel``, ...).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from gpuweave.cluster.contract import ClusterPolicy
+from gpuweave.cluster.forking import copy_nodes, is_forked
+from gpuweave.cluster.placements import make_placement
 from gpuweave.cluster.run import build_policy, prepare
 from gpuweave.errors import InvalidDecisionError
-from gpuweave.hadar.forking import copy_nodes, is_forked
 from gpuweave.live.attempts import Attempt, Copy, LiveJob, Worker, commit, split_steps
 from gpuweave.live.book import Action, LiveBook
 from gpuweave.live.config import LiveConfig, program_argv
 from gpuweave.live.executor import Executor, LaunchSpec, log_tail
 from gpuweave.live.journal import Journal
+from gpuweave.live.journal_contract import RunJournal
 from gpuweave.live.rates import MeasuredProfiles, emulated_rate, measured_key
 from gpuweave.workload.job import Job
+from gpuweave.workload.profile_source import ProfileSource
 
 MIN_MEASURE_STEPS = 5  # a rate is measured once a copy has done this many steps
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterUsage:
+    """The cluster as the runtime's book sees it at simulated time ``now`` (:meth:`LiveRuntime.usage`)."""
+
+    now: float
+    waiting: int  # jobs in the policy's queue
+    running: int  # jobs holding GPUs
+    busy: dict[str, int]  # GPUs in use per GPU model
+    total: dict[str, int]  # GPUs per GPU model
+    power_w: float
+    energy_j: float  # since the start (a restarted service's included)
+    cost: float
 
 
 class LiveRuntime:
@@ -46,9 +67,11 @@ class LiveRuntime:
         *,
         config_dir: Path | None = None,
         jobs: list[Job] | None = None,
-        journal=None,
+        journal: RunJournal | None = None,
+        record_segments: bool = True,
     ) -> None:
-        """``jobs`` (the service's) replace the config's trace; ``journal`` replaces ``out/journal.jsonl``."""
+        """``jobs`` (the service's) replace the config's trace; ``journal`` replaces ``out/journal.jsonl``;
+        ``record_segments=False`` keeps no per-segment records (a service runs for months)."""
         self.config = config
         self.ex = config.executor
         self.executor = executor
@@ -65,6 +88,8 @@ class LiveRuntime:
             self.base_profiles,
             prepared.gpu_power,
             restart_delay=config.restart_delay,
+            record_segments=record_segments,
+            placement=make_placement(config.placement_rule),
         )
         self.config_dir = config_dir
         self.default_argv = program_argv(self.ex.program, config_dir)
@@ -80,7 +105,7 @@ class LiveRuntime:
         self.arrival_index = 0
         self.decision_s: list[float] = []
         self.overhead_s: list[float] = []
-        self.journal = journal if journal is not None else Journal(self.out / "journal.jsonl")
+        self.journal: RunJournal = journal if journal is not None else Journal(self.out / "journal.jsonl")
         self.progress = None  # progress(done, total) after each step, for a progress bar
         self.open_ended = jobs is not None  # more jobs may come: an idle queue is not a stuck policy
         self._nudged = False  # a cancellation freed GPUs: event-driven policies decide at the next step
@@ -132,16 +157,60 @@ class LiveRuntime:
         if job is not None and job.finished and job.attempt is None:
             del self.jobs[job_id]
 
-    def set_policy(self, policy) -> None:
+    def set_policy(self, policy: ClusterPolicy) -> None:
         """Drive the cluster with another policy from the next step on (running jobs keep their placements)."""
         self.policy = policy
         self.book.use_policy(policy)
         self.next_tick = math.inf
 
-    def use_base_profiles(self, profiles) -> None:
+    def use_base_profiles(self, profiles: ProfileSource) -> None:
         """Rates for emulation and for the policies from ``profiles`` (measured rates still replace them)."""
         self.base_profiles = profiles
         self.book.use_profiles(MeasuredProfiles(profiles, self.measured) if self.measured else profiles)
+
+    # ------------------------------------------------------------------ what a driver around it reads (the service)
+    @property
+    def now(self) -> float:
+        """Simulated time the book last advanced to."""
+        return self.book.now
+
+    @property
+    def time_scale(self) -> float:
+        """Simulated seconds per wall second."""
+        return self.ex.time_scale
+
+    @property
+    def ideal_placement(self) -> bool:
+        """Whether the book runs every placement at the consolidated rate (a live cluster does not: False)."""
+        return self.book.cluster.ideal_placement
+
+    def is_running(self, job_id: str) -> bool:
+        """True while the job holds GPUs in the book (the policy placed it), launched or not."""
+        return job_id in self.book.running
+
+    def resume_clock(self, now: float, energy_j: float = 0.0, cost: float = 0.0) -> None:
+        """A restarted service: simulated time goes on from ``now``, with the energy and cost counted so far."""
+        self.book.start_clock(now, energy_j, cost)
+
+    def mark_done(self, job: LiveJob) -> None:
+        """A job whose checkpoints hold all its steps (found on a restart or a shutdown): done, off the cluster.
+        The caller journals it."""
+        job.done = True
+        self.book.complete(job.js)
+
+    def usage(self) -> ClusterUsage:
+        """Jobs and GPUs in use, power, energy and cost now. O(GPU models)."""
+        book = self.book.cluster
+        return ClusterUsage(
+            now=book.now,
+            waiting=len(book.pending),
+            running=len(book.running),
+            busy={m: book.busy_by_model[i] for i, m in enumerate(book.models)},
+            total=book.gpus_by_model,
+            power_w=book.power_w,
+            energy_j=book.energy_j,
+            cost=book.cost,
+        )
 
     # ------------------------------------------------------------------ clock
     def sim_time(self, wall: float) -> float:
@@ -167,17 +236,16 @@ class LiveRuntime:
     def checkpoint_all(self, timeout: float) -> None:
         """Ask every live attempt to checkpoint and exit, wait up to ``timeout`` wall seconds, kill what is left,
         and commit what the checkpoints hold (a service shutting down; its jobs resume at the next start)."""
-        live = [j for j in self.jobs.values() if j.attempt is not None]
-        for job in live:
-            if not job.attempt.stopping:
-                self._stop(job, job.attempt)
+        live = [(j, j.attempt) for j in self.jobs.values() if j.attempt is not None]
+        for job, attempt in live:
+            if not attempt.stopping:
+                self._stop(job, attempt)
         deadline = time.time() + timeout
-        while time.time() < deadline and not all(j.attempt.ended for j in live):
-            for w in (w for j in live for w in j.attempt.workers if w.code is None):
+        while time.time() < deadline and not all(a.ended for _, a in live):
+            for w in (w for _, a in live for w in a.workers if w.code is None):
                 w.code = self.executor.exit_code(w.handle)
             time.sleep(self.ex.poll_interval)
-        for job in live:
-            attempt = job.attempt
+        for job, attempt in live:
             for w in attempt.workers:
                 if w.code is None:
                     self.executor.kill(w.handle)
@@ -268,7 +336,7 @@ class LiveRuntime:
         if self.policy.round_length is None:
             stuck = next(iter(book.pending.values()))
             raise InvalidDecisionError(
-                f"policy '{getattr(self.policy, 'name', self.policy)}' left {len(book.pending)} job(s) waiting on an "
+                f"policy '{self.policy.name}' left {len(book.pending)} job(s) waiting on an "
                 f"idle cluster with nothing left to happen (e.g. job '{stuck.job.job_id}')"
             )
 
@@ -292,6 +360,7 @@ class LiveRuntime:
         changed = False
         for job in [j for j in self.jobs.values() if j.attempt is not None]:
             attempt = job.attempt
+            assert attempt is not None, "no other job's poll ends this one's attempt"
             for copy in attempt.copies:
                 copy.refresh()
                 for w in copy.workers:
@@ -398,7 +467,7 @@ class LiveRuntime:
                 self.journal.job_failed(job)
                 return True
             if js.job.job_id in book.running:
-                job.next_start = (js.placement, "retry", wall, self.sim_time(wall))
+                job.next_start = (js.placement, "retry", wall, self.sim_time(wall))  # type: ignore[assignment]  # running
         book.set_remaining(js, job.remaining)
         return False
 
@@ -419,7 +488,7 @@ class LiveRuntime:
             if attempt is None or not attempt.forked or attempt.stopping or attempt.crash:
                 continue
             firsts = [c.status.first_step_wall if c.status else None for c in attempt.copies]
-            if any(f is None for f in firsts) or wall - max(firsts) < round_wall:
+            if any(f is None for f in firsts) or wall - max(firsts) < round_wall:  # type: ignore[operator,type-var]  # no None
                 continue
             self._stop(job, attempt)
             job.next_start = (attempt.placement, "fork-round", wall, self.sim_time(wall))
@@ -441,7 +510,7 @@ class LiveRuntime:
             job.next_start = None
             return
         kind = "start" if job.attempts == 0 else ("move" if action.kind == "move" else "resume")
-        job.next_start = (action.placement, kind, wall, now)
+        job.next_start = (action.placement, kind, wall, now)  # type: ignore[assignment]  # not a stop: a placement
 
     def _launch_ready(self, wall: float) -> None:
         """Start the decided attempts whose GPUs are free. A job given GPUs that a stopped job's worker still holds

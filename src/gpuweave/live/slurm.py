@@ -39,9 +39,12 @@ import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gpuweave.errors import InputError
+from gpuweave.hardware.cluster_spec import Node
 from gpuweave.live.executor import LOG_FILE, Executor, LaunchSpec
+from gpuweave.live.local import nvml_gpu_count
 from gpuweave.live.slurm_commands import TIMINGS, SlurmCommandError, first_line, run_slurm, try_slurm
 from gpuweave.workload.traces.slurm_nodes import GpuSlot, SlurmNode, gpu_slots, parse_scontrol_text
 
@@ -92,6 +95,12 @@ class _Handle:
     held: bool = False  # stopped before it ran: held in Slurm's queue
     state: str = ""
 
+    @property
+    def submitted(self) -> _SlurmJob:
+        """The Slurm job of a submission Slurm took (a rejected one has its exit code and is not asked)."""
+        assert self.job is not None, "a rejected submission has no Slurm job"
+        return self.job
+
 
 @dataclass(slots=True)
 class SlurmOptions:
@@ -102,7 +111,7 @@ class SlurmOptions:
     poll_interval: float = 0.2
 
 
-class SlurmExecutor(Executor):
+class SlurmExecutor(Executor["_Handle"]):
     name = "slurm"
 
     def __init__(self, out: Path, options: SlurmOptions | None = None) -> None:
@@ -119,7 +128,7 @@ class SlurmExecutor(Executor):
         self._ended: list[_Handle] = []
 
     # ------------------------------------------------------------------ cluster
-    def check_cluster(self, nodes: list) -> None:
+    def check_cluster(self, nodes: list[Node]) -> None:
         text = run_slurm(["scontrol", "show", "node", "--oneliner"])
         slurm_nodes = parse_scontrol_text(text, source="scontrol show node")
         if self.options.partition:
@@ -129,8 +138,6 @@ class SlurmExecutor(Executor):
         slots, _ = gpu_slots(slurm_nodes, skip_unknown=True, source="scontrol show node")
         self._slots = match_nodes(nodes, slots, {n.name: n for n in slurm_nodes})
         if self.options.gpus == "auto":
-            from gpuweave.live.local import nvml_gpu_count
-
             self.emulated = nvml_gpu_count() == 0
         else:
             self.emulated = self.options.gpus == "emulated"
@@ -140,8 +147,8 @@ class SlurmExecutor(Executor):
     def _end_earlier_runs(self) -> None:
         """Jobs of an earlier runtime on this ``--out`` (killed with -9): checkpoint and exit, then cancel."""
         text = run_slurm(["squeue", "--noheader", "--format=%i|%T|%k"])
-        mine = [line.split("|", 2) for line in text.splitlines() if line.count("|") >= 2]
-        mine = [(i, s) for i, s, comment in mine if comment.strip() == self.tag]
+        fields = [line.split("|", 2) for line in text.splitlines() if line.count("|") >= 2]
+        mine = [(i, s) for i, s, comment in fields if comment.strip() == self.tag]
         running = [i for i, s in mine if s in ACTIVE]
         if running:
             try_slurm(["scancel", "--batch", "--signal=TERM", *running])
@@ -284,7 +291,7 @@ class SlurmExecutor(Executor):
         if handle.code is not None:
             return handle.code
         self._refresh()
-        sid = handle.job.slurm_id
+        sid = handle.submitted.slurm_id
         state, reason = self._states.get(sid, ("PENDING", ""))
         handle.state = state
         if state in ACTIVE:
@@ -318,8 +325,8 @@ class SlurmExecutor(Executor):
 
     def _finish(self, handle: _Handle, code: int, note: str) -> None:
         handle.code = code
-        handle.job.ended_at = time.time()
-        sid = handle.job.slurm_id
+        handle.submitted.ended_at = time.time()
+        sid = handle.submitted.slurm_id
         if note and not handle.stopping:
             with open(handle.spec.channel / LOG_FILE, "a") as log:
                 log.write(note + "\n")
@@ -331,7 +338,7 @@ class SlurmExecutor(Executor):
         if handle.code is not None or handle.stopping:
             return
         handle.stopping = True
-        sid = handle.job.slurm_id
+        sid = handle.submitted.slurm_id
         if self._state(sid)[0] in WAITING:
             try_slurm(["scontrol", "hold", sid])
             if self._state(sid)[0] in WAITING:
@@ -343,7 +350,7 @@ class SlurmExecutor(Executor):
     def kill(self, handle: _Handle) -> None:
         if handle.code is not None:
             return
-        sid = handle.job.slurm_id
+        sid = handle.submitted.slurm_id
         state, reason = self._state(sid)
         note = f"slurm: job {sid} was still {state} (Reason={reason}) when gpuweave cancelled it"
         note = note if state in WAITING else ""  # a worker that never started: Slurm's reason is the story
@@ -400,7 +407,7 @@ class SlurmExecutor(Executor):
                     ]
                 )
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """Launch-to-RUNNING latency and the time spent in Slurm's commands, for summary.json."""
         latencies = sorted(h.running_at - h.launched for h in self._ended if h.running_at is not None)
         calls = {name: (len(v), sum(v)) for name, v in TIMINGS.items()}
@@ -414,7 +421,7 @@ class SlurmExecutor(Executor):
         }
 
 
-def match_nodes(nodes: list, slots: list[GpuSlot], hosts: dict[str, SlurmNode]) -> dict[int, GpuSlot]:
+def match_nodes(nodes: list[Node], slots: list[GpuSlot], hosts: dict[str, SlurmNode]) -> dict[int, GpuSlot]:
     """Cluster-config node index -> the Slurm slot it runs on; InputError before anything starts.
 
     A node named like a slot (``gw0-v100``, or ``gw0`` for a node with one GPU type) takes that slot; the others

@@ -206,12 +206,12 @@ def chain_schedule(
             counter += 1
     plan.sort(key=lambda x: (x[0], x[1]))
     rows, ops = replay([inc for _, _, inc in plan], geometry, gpus, reuse=True)
-    tasks = [ScheduledTask(names[i], g, p.size, p.start, s, e, commands[i]) for i, g, p, s, e in rows]
+    scheduled = [ScheduledTask(names[i], g, p.size, p.start, s, e, commands[i]) for i, g, p, s, e in rows]
     lb = sum(r.lower_bound for r in results)
-    ms = max(t.end for t in tasks)
+    ms = max(t.end for t in scheduled)
     info = {
         "batches": labels,
         "chain_makespan_model": est,
         "orientation": ["reversed" if p.reversed else "forward" for p in placements],
     }
-    return Schedule(problems[0].gpu, gpus, ms, lb, tasks, ops, "table", [], "far-chain", info)
+    return Schedule(problems[0].gpu, gpus, ms, lb, scheduled, ops, "table", [], "far-chain", info)

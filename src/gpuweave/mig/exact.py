@@ -56,9 +56,11 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from gpuweave.errors import InputError
 from gpuweave.hardware.mig import Placement, TreeNode, repartition_tree
+from gpuweave.mig.far import far
 from gpuweave.mig.problem import MigProblem, lower_bound
 from gpuweave.mig.registry import register_planner
 from gpuweave.mig.schedule import Operation, Schedule, ScheduledTask
@@ -244,7 +246,7 @@ class _Grid:
     op_horizon: int
 
     def task_units(self, i: int, pi: int) -> int:
-        return self.dur[i][self.kidx[self.places[pi][1].size]]
+        return self.dur[i][self.kidx[self.places[pi][1].size]]  # type: ignore[return-value]  # pi in elig[i]
 
     def size(self, pi: int) -> int:
         return self.places[pi][1].size
@@ -280,11 +282,12 @@ def _grid(problem: MigProblem, resolution: float | None, hint: Schedule) -> _Gri
 class _LifetimeModel:
     """The CP-SAT model and the variables read back (names as in the module docstring)."""
 
-    m: object  # cp_model.CpModel
-    makespan: object
-    z: dict[tuple[int, int], object] = field(default_factory=dict)  # task i on placement pi
-    y: dict[tuple[int, int], object] = field(default_factory=dict)  # task j in the lifetime opened by r
-    w: dict[tuple[int, int], object] = field(default_factory=dict)  # lifetime r on placement pi
+    # cp_model.CpModel and its variables: typed Any, as ortools' stubs lack the CamelCase API used here
+    m: Any
+    makespan: Any
+    z: dict[tuple[int, int], Any] = field(default_factory=dict)  # task i on placement pi
+    y: dict[tuple[int, int], Any] = field(default_factory=dict)  # task j in the lifetime opened by r
+    w: dict[tuple[int, int], Any] = field(default_factory=dict)  # lifetime r on placement pi
     start: list = field(default_factory=list)
     dvar: list = field(default_factory=list)
     a_var: list = field(default_factory=list)  # create starts
@@ -352,7 +355,9 @@ def _add_lifetime(mdl: _LifetimeModel, grid: _Grid, problem: MigProblem, r: int)
     ce = m.NewIntVar(0, grid.horizon + max_cu, f"ce_{r}")
     m.Add(ce == a + cs)
     lsz = m.NewIntVar(0, grid.op_horizon + max_du, f"lsz_{r}")
-    mdl.a_var.append(a), mdl.b_var.append(b), mdl.ce_var.append(ce)
+    mdl.a_var.append(a)
+    mdl.b_var.append(b)
+    mdl.ce_var.append(ce)
     for g in range(problem.gpus):
         on_g = [w[r, pi] for pi in elig if places[pi][0] == g]
         if not on_g:
@@ -429,16 +434,16 @@ def _add_symmetry_breaking(mdl: _LifetimeModel, grid: _Grid, problem: MigProblem
                 [pi for pi, (gg, _) in enumerate(places) if gg == g + 1],
             )
         )
-    for left, right, _ in _swap_pairs(problem.geometry):
+    for left_set, right_set, _ in _swap_pairs(problem.geometry):
         for g in range(problem.gpus):
             groups.append(
                 (
-                    [pi for pi, (gg, p) in enumerate(places) if gg == g and p in left],
-                    [pi for pi, (gg, p) in enumerate(places) if gg == g and p in right],
+                    [pi for pi, (gg, p) in enumerate(places) if gg == g and p in left_set],
+                    [pi for pi, (gg, p) in enumerate(places) if gg == g and p in right_set],
                 )
             )
     for left, right in groups:
-        u_left = []
+        u_left: list[Any] = []
         for i in range(problem.n):
             ls = [mdl.z[i, pi] for pi in left if (i, pi) in mdl.z]
             rs = [mdl.z[i, pi] for pi in right if (i, pi) in mdl.z]
@@ -484,11 +489,9 @@ def _solve(
     from ortools.sat.python import cp_model
 
     if hint is None:
-        from gpuweave.mig.far import far
-
         hint = far(problem).schedule
     grid = _grid(problem, resolution, hint)
-    m = cp_model.CpModel()
+    m: Any = cp_model.CpModel()  # its CamelCase API is not in ortools' stubs
     mdl = _LifetimeModel(m, m.NewIntVar(0, grid.horizon, "makespan"))
     _add_tasks(mdl, grid, problem)
     _add_lifetimes(mdl, grid, problem)
@@ -544,7 +547,7 @@ def _add_hint(
         k = max(0, sum(1 for c0 in creates.get(pi, []) if c0 <= t.start + 1e-9) - 1)
         life_of[i] = (pi, k)
         m.AddHint(start[i], _units(t.start, res))
-    rep_of = {}
+    rep_of: dict[tuple[int, int], int] = {}
     for i in sorted(life_of):
         rep_of.setdefault(life_of[i], i)
     for (i, pi), var in z.items():

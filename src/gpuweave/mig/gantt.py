@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
 from gpuweave.hardware.catalog import get_mig_geometry
 from gpuweave.mig.schedule import Schedule
 
@@ -21,7 +22,7 @@ def plot_gantt(schedule: Schedule, path: str | Path, title: str | None = None, l
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch, Rectangle
 
-    from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
+    # imported here: importing gpuweave.mig.gantt does without numpy
     from gpuweave.plotting import figure, fill_style, legend_below, plot_text, save, text_colour
 
     path = prepare_output_file(path, field="gantt", suffixes=IMAGE_SUFFIXES)

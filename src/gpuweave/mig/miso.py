@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from gpuweave.errors import InputError
-from gpuweave.hardware.mig import partition_label, partitions
+from gpuweave.hardware.mig import Placement, partition_label, partitions
 from gpuweave.mig.problem import MigProblem, lower_bound
 from gpuweave.mig.registry import register_planner
 from gpuweave.mig.replay import Incarnation, replay
@@ -40,7 +40,7 @@ def miso_opt(problem: MigProblem, *, charge_reconfig: bool = False) -> Schedule:
     n = problem.n
     k = 0
     window = 0
-    placed: list[tuple[int, int, object, float, float]] = []
+    placed: list[tuple[int, int, Placement, float, float]] = []
     plan: list[Incarnation] = []
     chosen: list[str] = []
     while k < n:
@@ -82,14 +82,17 @@ def miso_opt(problem: MigProblem, *, charge_reconfig: bool = False) -> Schedule:
         ]
         ms = max(t.end for t in tasks)
         return Schedule(problem.gpu, problem.gpus, ms, lower_bound(problem), tasks, ops, "table", [], "miso-opt", info)
-    tasks = []
-    ops: list[Operation] = []
-    for i, g, pl, s, e in placed:
-        tasks.append(ScheduledTask(problem.names[i], g, pl.size, pl.start, s, e, cmd[i] if cmd else None))
-        ops.append(Operation("create", g, pl.size, pl.start, s, s))
-        ops.append(Operation("destroy", g, pl.size, pl.start, e, e))
-    ms = max(t.end for t in tasks)
-    return Schedule(problem.gpu, problem.gpus, ms, lower_bound(problem), tasks, ops, "free", [], "miso-opt", info)
+    free_tasks: list[ScheduledTask] = []
+    free_ops: list[Operation] = []
+    for j, gpu, place, begin, end in placed:
+        command = cmd[j] if cmd else None
+        free_tasks.append(ScheduledTask(problem.names[j], gpu, place.size, place.start, begin, end, command))
+        free_ops.append(Operation("create", gpu, place.size, place.start, begin, begin))
+        free_ops.append(Operation("destroy", gpu, place.size, place.start, end, end))
+    ms = max(t.end for t in free_tasks)
+    return Schedule(
+        problem.gpu, problem.gpus, ms, lower_bound(problem), free_tasks, free_ops, "free", [], "miso-opt", info
+    )
 
 
 @register_planner(

@@ -156,8 +156,8 @@ def _lifetimes(schedule: Schedule) -> list[_Lifetime]:
         host = [life for life in cands if life.create_at <= t.start + 1e-9][-1]
         host.tasks.append(t)
     lives.sort(key=lambda life: life.create_at)
-    for i, life in enumerate(lives):
-        life.deps = [e for e in lives[:i] if e.placement.overlaps(life.placement)]
+    for n, life in enumerate(lives):
+        life.deps = [e for e in lives[:n] if e.placement.overlaps(life.placement)]
     return lives
 
 
@@ -414,7 +414,7 @@ class _Execution:
     def mig_uuid(self, inst: _Instance) -> str:
         """The UUID of the MIG device of ``inst`` (what CUDA_VISIBLE_DEVICES takes)."""
         for _ in range(LOOKUP_ATTEMPTS):
-            uuid = self._scan_mig_uuid(inst.gi_id)
+            uuid = self._scan_mig_uuid(inst.gi_id)  # type: ignore[arg-type]  # set once created
             if uuid is not None:
                 return uuid
             time.sleep(LOOKUP_RETRY_S)

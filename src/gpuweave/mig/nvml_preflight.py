@@ -55,7 +55,7 @@ class NvmlUnavailable(InputError):
 def load_nvml() -> Any:
     """Import pynvml (nvidia-ml-py) lazily; refuse clearly when it is not installed."""
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
     except ImportError:
         raise NvmlUnavailable(
             "nvidia-ml-py is not installed, so no MIG GPU can be driven (pip install 'gpuweave[gpu]'); "

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from gpuweave.mig.phase1 import family_steps, min_work_allocation
 from gpuweave.mig.problem import MigProblem
 from gpuweave.mig.schedule import Operation
-from gpuweave.mig.tree import Forest, build_forest
+from gpuweave.mig.tree import Forest, Node, build_forest
 
 
 def schedule_allocation(problem: MigProblem, alloc: list[int]) -> Forest:
@@ -41,15 +41,15 @@ def schedule_allocation(problem: MigProblem, alloc: list[int]) -> Forest:
     groups: list[list[int]] = [[] for _ in sizes]
     for i, k in enumerate(alloc):
         groups[k].append(i)
-    for k, g in enumerate(groups):
-        g.sort(key=lambda i: (times[i][k], -i))
+    for k, grp in enumerate(groups):
+        grp.sort(key=lambda i: (times[i][k], -i))
     left = problem.n
     rec = [0.0] * problem.gpus
     ops: list[Operation] = []
-    heap: list[tuple[float, int, object]] = []
+    heap: list[tuple[float, int, Node]] = []
     counter = 0
-    for r in forest.roots:
-        heap.append((0.0, counter, r))
+    for root in forest.roots:
+        heap.append((0.0, counter, root))
         counter += 1
     pop, push = heapq.heappop, heapq.heappush
     while heap and left:

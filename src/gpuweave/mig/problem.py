@@ -80,9 +80,6 @@ class MigProblem:
         """Slices of all GPUs together."""
         return self.geometry.num_slices * self.gpus
 
-    def size_index(self, size: int) -> int:
-        return self.sizes.index(size)
-
     def time(self, task: int, size: int) -> float:
         return self.times[task][self.sizes.index(size)]
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from gpuweave.checks import COUNT, SECONDS, number
 from gpuweave.errors import InputError
+from gpuweave.files import load_json, prepare_output_file
 from gpuweave.limits import check_limit
 
 RECONFIG_MODELS = ("table", "free")
@@ -78,9 +79,6 @@ class Schedule:
         """makespan / lower bound (the paper's rho for FAR)."""
         return self.makespan / self.lower_bound if self.lower_bound > 0 else math.inf
 
-    def task_map(self) -> dict[str, ScheduledTask]:
-        return {t.task: t for t in self.tasks}
-
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "gpu": self.gpu,
@@ -108,8 +106,6 @@ class Schedule:
         return json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n"
 
     def write_json(self, path: str | Path) -> Path:
-        from gpuweave.files import prepare_output_file
-
         path = prepare_output_file(path, field="json")
         tmp = path.with_name(path.name + ".tmp")
         try:
@@ -220,7 +216,5 @@ def schedule_from_dict(data: Any, file: str | None = None) -> Schedule:
 
 
 def read_schedule_json(path: str | Path) -> Schedule:
-    from gpuweave.files import load_json
-
     path = Path(path)
     return schedule_from_dict(load_json(path, what="schedule file"), file=str(path))

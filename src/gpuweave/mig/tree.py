@@ -204,14 +204,3 @@ def forest_to_schedule(
         algo=algo,
         info=dict(info or {}),
     )
-
-
-def render_forest(forest: Forest, problem: MigProblem) -> list[str]:
-    """Text lines: each node with tasks, ``(start,size)`` then ``name start -> end``."""
-    lines = []
-    for n in forest.nodes:
-        if not n.tasks:
-            continue
-        body = ", ".join(f"{problem.names[t]} {s:.4f}->{s + d:.4f}" for t, s, d in zip(n.tasks, n.starts, n.times))
-        lines.append(f"GPU{n.gpu} {n.size}@S{n.start_slice}: {body}")
-    return lines

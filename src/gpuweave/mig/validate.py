@@ -78,6 +78,13 @@ class _Life:
     until: float  # destroy end (inf if never destroyed)
 
 
+def _allowed_placement(geometry: MigGeometry, size: int, start: int) -> Placement:
+    """The placement of an instance that rule 2 (checked first) has allowed."""
+    p = _find_placement(geometry, size, start)
+    assert p is not None, "rule 2 is checked before the lifetimes"
+    return p
+
+
 def _find_placement(geometry: MigGeometry, size: int, start: int) -> Placement | None:
     for p in geometry.placements:
         if p.size == size and p.start == start:
@@ -228,7 +235,7 @@ def _instance_lifetimes(schedule: Schedule, geometry: MigGeometry, out: _Finding
         if key in open_life:
             out.add("op-order", f"initial instance {i.size}@S{i.start_slice} on GPU {i.gpu_index} listed twice")
             continue
-        life = _Life(i.gpu_index, _find_placement(geometry, i.size, i.start_slice), 0.0, 0.0, math.inf, math.inf)
+        life = _Life(i.gpu_index, _allowed_placement(geometry, i.size, i.start_slice), 0.0, 0.0, math.inf, math.inf)
         open_life[key] = life
         lives.setdefault(key, []).append(life)
     for o in sorted(schedule.operations, key=lambda o: (o.start, o.end, o.op != "destroy")):
@@ -239,16 +246,16 @@ def _instance_lifetimes(schedule: Schedule, geometry: MigGeometry, out: _Finding
                 out.add("op-order", f"create of {where} while that instance already exists")
                 continue
             life = _Life(
-                o.gpu_index, _find_placement(geometry, o.size, o.start_slice), o.start, o.end, math.inf, math.inf
+                o.gpu_index, _allowed_placement(geometry, o.size, o.start_slice), o.start, o.end, math.inf, math.inf
             )
             open_life[key] = life
             lives.setdefault(key, []).append(life)
         else:
-            life = open_life.pop(key, None)
-            if life is None:
+            ended = open_life.pop(key, None)
+            if ended is None:
                 out.add("op-order", f"destroy of {where} without a live instance")
                 continue
-            life.release, life.until = o.start, o.end
+            ended.release, ended.until = o.start, o.end
     return lives
 
 
@@ -338,6 +345,6 @@ def validate_schedule(
 def check_schedule(schedule: Schedule, problem: MigProblem | None = None, file: str | None = None) -> ValidationReport:
     """Validate and raise one InputError naming the first violated rule and the tasks involved."""
     report = validate_schedule(schedule, problem, stop_at_first=True)
-    if not report.ok:
+    if report.first is not None:  # not ok
         raise InputError(report.first.one_line(), file=file)
     return report

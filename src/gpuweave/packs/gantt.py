@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuweave.packs.model import PackSchedule, Profile
+from gpuweave.plotting import figure, fill_style, plot_text, save, text_colour
 
 #: task names are written inside their boxes up to this many tasks
 LABEL_MAX_TASKS = 40
@@ -21,8 +22,6 @@ LABEL_MAX_TASKS = 40
 def plot_pack_rows(rows: Sequence[dict[str, str]], procs: int, path: str | Path, *, title: str | None = None) -> Path:
     """Draw ``packs.csv`` rows (pack, pack_start, pack_cost, task, procs, time) over ``procs`` processors."""
     from matplotlib.patches import Rectangle
-
-    from gpuweave.plotting import figure, fill_style, plot_text, save, text_colour
 
     fig, axes = figure(height=4.4)
     ax = axes[0, 0]

@@ -72,12 +72,6 @@ class Profile:
         """``t_{i,j}``: time of task ``i`` (0-based) on ``j`` processors (1-based), ``+inf`` for ``j = 0``."""
         return math.inf if j == 0 else float(self.times[i, j - 1])
 
-    def restrict(self, p: int) -> "Profile":
-        """The same tasks on the first ``p`` processor counts."""
-        if not 1 <= p <= self.p:
-            raise InputError(f"--procs {p} is outside 1..{self.p}, the processor counts the profile has")
-        return Profile(self.times[:, :p], self.names, self.repaired, self.commands)
-
     def baseline_cost(self) -> float:
         """``C_1 = sum_i t_{i,p}``: every task alone on all ``p`` processors (the paper's 1-pack schedule, R9)."""
         return float(self.times[:, -1].sum())
@@ -235,8 +229,3 @@ def build_schedule(
         out.append(Pack(members, procs, times, clock))
         clock += max(times)
     return PackSchedule(tuple(out), profile.n, profile.p, algo, dict(info or {}))
-
-
-def packs_cost(times: np.ndarray, packs: Sequence[Sequence[int]], sigma: Sequence[int] | np.ndarray) -> float:
-    """Sum over packs of ``max_{i in B} t_{i, sigma(i)}`` without building a schedule."""
-    return float(sum(max(times[i, sigma[i] - 1] for i in b) for b in packs))

@@ -38,11 +38,6 @@ def optimal_one_pack(rows: Sequence[Sequence[float]], tasks: Sequence[int], p: i
     return sigma, -heap[0][0]
 
 
-def optimal_pack_cost(rows: Sequence[Sequence[float]], tasks: Sequence[int], p: int) -> float:
-    """Cost of the optimal 1-pack schedule of ``tasks``."""
-    return optimal_one_pack(rows, tasks, p)[1]
-
-
 def reassign(rows: Sequence[Sequence[float]], packs: Sequence[Sequence[int]], sigma: list[int], p: int) -> float:
     """Apply Algorithm 1 to every pack, overwriting ``sigma`` in place; return the new co-schedule cost."""
     total = 0.0

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuweave import __version__
 from gpuweave.checks import DURATION, POSITIVE_COUNT, number
 from gpuweave.errors import InputError
 from gpuweave.files import load_json
@@ -30,8 +31,6 @@ def plan_to_dict(
     profile: Profile, schedule: PackSchedule, k: int, metrics: Metrics, *, seed: int | None = None
 ) -> dict[str, Any]:
     """The plan as JSON-ready data; ``seed`` and the package ``version`` are recorded beside the format's keys."""
-    from gpuweave import __version__
-
     packs = []
     for pk in schedule.packs:
         tasks = []

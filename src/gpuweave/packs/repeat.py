@@ -19,9 +19,10 @@ Run = Callable[[list[list[float]], int, int, int, np.random.Generator], tuple[li
 def best_of_runs(run: Run, profile: Profile, k: int, rng: np.random.Generator, runs: int) -> Solution:
     if runs < 1:
         raise ValueError("runs must be >= 1")
-    best = None
+    best: tuple[list[list[int]], list[int], float] | None = None
     for _ in range(runs):
         packs, sigma, cost = run(profile.rows, profile.n, profile.p, k, rng)
         if best is None or cost < best[2]:
             best = (packs, sigma, cost)
+    assert best is not None  # runs >= 1
     return Solution(best[0], np.asarray(best[1], dtype=np.int64), {"runs": float(runs)})

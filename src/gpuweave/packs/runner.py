@@ -207,7 +207,7 @@ def run_plan(
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                     text=True,
-                    preexec_fn=lambda s=cpuset: os.sched_setaffinity(0, s),
+                    preexec_fn=lambda s=cpuset: os.sched_setaffinity(0, s),  # type: ignore[misc]  # default-bound
                 )
             except OSError as exc:
                 for other in procs:

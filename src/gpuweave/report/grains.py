@@ -29,19 +29,24 @@ import numpy as np
 from gpuweave.checks import RESULT, parse
 from gpuweave.errors import InputError
 from gpuweave.files import csv_dicts, read_input_text
+from gpuweave.kernel.timeline import plot_timeline_rows, read_kernels_csv
+from gpuweave.mig.gantt import plot_gantt
+from gpuweave.mig.schedule import read_schedule_json
+from gpuweave.packs.gantt import plot_pack_rows
 from gpuweave.plotting import figure, legend_outside, plot_text, save, series_style, write_csv
 from gpuweave.report.html import (
     REPORT_NAME,
     comparison_table,
     drawn_aside,
-    html_table,
     metric_names,
     render_report,
     runs_summary,
     summary_table,
     write_report_file,
 )
+from gpuweave.report.markup import html_table
 from gpuweave.report.page import Page, appendix_html
+from gpuweave.report.repro import is_repro_dir, render_repro_report
 from gpuweave.report.rundir import label_runs
 from gpuweave.report.section import DemoSection, Figure
 from gpuweave.results import SUMMARY_NAME, read_result_dir, result_kind
@@ -144,9 +149,6 @@ def mig_makespan_figure(runs: Sequence[GrainRun], out_dir: Path) -> Figure:
 
 def mig_gantt_figure(run: GrainRun, path: Path, title: str | None = None) -> Figure:
     """The Gantt chart of one MIG result directory (from its schedule.json; tasks.csv is the data link)."""
-    from gpuweave.mig.gantt import plot_gantt
-    from gpuweave.mig.schedule import read_schedule_json
-
     schedule = read_schedule_json(run.path / "schedule.json")
     gantt = plot_gantt(schedule, path, title=title or f"{run.label}: Gantt chart")
     return Figure(
@@ -165,10 +167,20 @@ def mig_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[Figure]:
     return figures
 
 
+def _metric(name: str) -> Callable[[GrainRun], Any]:
+    """The bar height of a run: its metric ``name`` (None when it has none)."""
+    return lambda r: r.metrics.get(name)
+
+
+def _service_jct(services: dict[str, dict[str, Any]], service: str) -> Callable[[GrainRun], Any]:
+    """The bar height of a run: the mean JCT of ``service`` (None when the run has no such service)."""
+    return lambda r: services[r.label].get(service)
+
+
 def packs_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[Figure]:
     names = ("relative_cost", "packing_ratio", "relative_response_time")
     png, data = _bars(
-        runs, {n: (lambda r, n=n: r.metrics.get(n)) for n in names}, out_dir / "packs_comparison.png", "ratio"
+        runs, {n: _metric(n) for n in names}, out_dir / "packs_comparison.png", "ratio"
     )
     best = _best(runs, "relative_cost")
     figures = [
@@ -188,8 +200,6 @@ def packs_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[Figure]:
 
 def packs_chart_figure(run: GrainRun, path: Path, title: str | None = None) -> Figure:
     """The pack chart of one packs result directory, drawn from its packs.csv."""
-    from gpuweave.packs.gantt import plot_pack_rows
-
     rows = run.table(
         "packs.csv",
         ("pack", "pack_start", "pack_cost", "task", "procs", "time"),
@@ -241,8 +251,6 @@ def _jct_cdf(runs: Sequence[GrainRun], path: Path) -> Figure:
 
 
 def kernel_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[Figure]:
-    from gpuweave.kernel.timeline import read_kernels_csv
-
     services = {
         run.label: {
             row["service"]: row["mean_jct_ms"]
@@ -251,7 +259,7 @@ def kernel_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[Figure]:
         for run in runs
     }
     names = list(dict.fromkeys(s for per_run in services.values() for s in per_run))
-    series = {s: (lambda r, s=s: services[r.label].get(s)) for s in names}
+    series = {s: _service_jct(services, s) for s in names}
     png, data = _bars(runs, series, out_dir / "kernel_jct.png", "mean JCT (ms)")
     figures = [
         Figure(
@@ -269,8 +277,6 @@ def kernel_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[Figure]:
 
 
 def _timeline(run: GrainRun, rows, out_dir: Path, i: int) -> Figure:
-    from gpuweave.kernel.timeline import plot_timeline_rows
-
     window = (
         min((float(r["start_ms"]) for r in rows), default=0.0),
         max((float(r["end_ms"]) for r in rows), default=1.0),
@@ -360,11 +366,11 @@ def report_runs(
     with the paper's numbers within ``tolerance`` (relative; default :data:`gpuweave.report.repro.TOLERANCE`)."""
     if not run_dirs:
         raise InputError("no run directories given")
-    from gpuweave.report.repro import is_repro_dir, render_repro_report
 
     kinds = ["repro" if is_repro_dir(Path(d)) else None for d in run_dirs]
     summaries = [None if k else read_result_dir(d) for k, d in zip(kinds, run_dirs)]
-    kinds = [k or result_kind(s, Path(d) / SUMMARY_NAME) for k, s, d in zip(kinds, summaries, run_dirs)]
+    # a summary is read (not None) for every run that is not a reproduction (k is None)
+    kinds = [k or result_kind(s, Path(d) / SUMMARY_NAME) for k, s, d in zip(kinds, summaries, run_dirs)]  # type: ignore[arg-type]  # see above
     if len(set(kinds)) > 1:
         seen = ", ".join(f"{k} ({d})" for k, d in dict(zip(kinds, run_dirs)).items())
         raise InputError(f"runs of different kinds cannot share a report: {seen}; report one kind at a time")
@@ -372,5 +378,5 @@ def report_runs(
         return render_repro_report([Path(d) for d in run_dirs], Path(out_dir), title, tolerance)
     if kinds[0] == "cluster":
         return render_report(run_dirs, out_dir, title=title, sections=sections)
-    runs = [GrainRun(Path(d), s) for d, s in zip(run_dirs, summaries)]
-    return render_grain_report(kinds[0], runs, Path(out_dir), title, sections)
+    runs = [GrainRun(Path(d), s) for d, s in zip(run_dirs, summaries)]  # type: ignore[arg-type]  # no repro here
+    return render_grain_report(kinds[0], runs, Path(out_dir), title, sections)  # type: ignore[arg-type]  # a kind

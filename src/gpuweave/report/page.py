@@ -19,8 +19,9 @@ from typing import Any, Sequence
 from gpuweave import __version__
 from gpuweave.errors import InputError
 from gpuweave.files import load_json
-from gpuweave.report.html import _CSS, _paragraphs, csv_href, esc, format_value, html_table, image_data_uri
+from gpuweave.report.markup import _CSS, _paragraphs, csv_href, esc, format_value, html_table, image_data_uri
 from gpuweave.report.section import DemoSection, Figure
+from gpuweave.results import LEGACY_FINGERPRINT_KEY
 
 #: how a metric reads in a sentence: (name, unit conversion, unit)
 METRIC_WORDS = {
@@ -154,8 +155,6 @@ class Page:
         parts = [_paragraphs(section.text)] if section.text else []
         if section.table:
             if not all(isinstance(row, dict) for row in section.table):
-                from gpuweave.errors import InputError
-
                 raise InputError("section table must be a list of dicts", field=f"{section.title}.table")
             parts.append(html_table(section.table))
         sid = self.add(section.title, parts, [*section.figures, *section.images])
@@ -197,8 +196,6 @@ class Page:
 
 def appendix_html(title: str, runs: Sequence[Path], config: dict[str, Any] | None = None) -> str:
     """One appendix block: a table of the result directories (seed, version, fingerprint) and their configs."""
-    from gpuweave.results import LEGACY_FINGERPRINT_KEY
-
     out = [f"<h3>{esc(title)}</h3>"]
     if config:
         text = json.dumps(config, indent=2, sort_keys=True, default=str)

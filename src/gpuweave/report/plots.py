@@ -323,6 +323,7 @@ def power_round_length(span_s: float) -> int:
 
 def power_per_round(run: RunData, t0: float, end_s: float, round_s: float) -> tuple[np.ndarray, np.ndarray]:
     """(round starts in s since ``t0``, mean power in W over each round) of the run's step series."""
+    # imported here: importing gpuweave.report.plots does without pydantic
     from gpuweave.cluster.metrics import step_mean_per_interval
 
     ts = run.timeseries
@@ -414,6 +415,7 @@ def gru_per_round(run: RunData, round_length: float = GRU_ROUND_S) -> tuple[np.n
     """(GPU utilisation per round of ``round_length`` s, round lengths) from first arrival to the last
     completion: busy GPU-seconds / (cluster GPUs x round length), the last round partial (Hadar's GRU,
     spec hadar.md §5.6, from a run directory's timeseries)."""
+    # imported here: importing gpuweave.report.plots does without pydantic
     from gpuweave.cluster.metrics import step_mean_per_interval
 
     ts = run.timeseries
@@ -499,8 +501,11 @@ def plot_sweep_aggregate(
         scale, ylabel = 3600.0, f"mean {y[:-2]} (h)"
     # a grid value of null (the field's default) reads "null", as in SWEEP.yaml; str() of a missing value would be
     # a float NaN under pandas' string dtype, which " ".join refuses
-    labels = data[groups].astype(object).where(data[groups].notna(), "null").map(str) if groups else None
-    keyed = data.assign(_group=labels.agg(" ".join, axis=1) if groups else "all")
+    if groups:
+        labels = data[groups].astype(object).where(data[groups].notna(), "null").map(str)
+        keyed = data.assign(_group=labels.agg(" ".join, axis=1))
+    else:
+        keyed = data.assign(_group="all")
     names = list(dict.fromkeys(keyed["_group"]))
     rows = []
     if x is None:

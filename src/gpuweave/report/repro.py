@@ -17,7 +17,8 @@ from pathlib import Path
 from gpuweave.errors import InputError
 from gpuweave.files import csv_dicts, prepare_output_dir, read_input_text
 from gpuweave.plotting import PALETTE, figure, legend_below, plot_text, save, write_csv
-from gpuweave.report.html import esc, write_report_file
+from gpuweave.report.html import write_report_file
+from gpuweave.report.markup import esc
 from gpuweave.report.page import Page, appendix_html
 from gpuweave.report.section import Figure
 
@@ -78,6 +79,12 @@ def read_comparison(path: Path) -> list[Row]:
     return rows
 
 
+def _ours_over_paper(r: Row) -> float:
+    """ours / paper of a plotted row (one with both numbers, nonzero)."""
+    assert r.ours is not None and r.paper is not None, "only rows with both numbers are plotted"
+    return r.ours / r.paper
+
+
 def plot_comparison(rows: list[Row], tolerance: float, path: Path, title: str) -> Figure:
     """Ours / paper per row with a paper number, one panel per experiment, coloured in/out of tolerance."""
     from matplotlib.patches import Patch
@@ -98,7 +105,7 @@ def plot_comparison(rows: list[Row], tolerance: float, path: Path, title: str) -
         ax.axvline(1.0, color="0.4", lw=0.8)
         for y, r in enumerate(mine):
             colour = IN_COLOUR if r.within(tolerance) else OUT_COLOUR
-            ax.plot([r.ours / r.paper], [y], marker="o" if r.within(tolerance) else "X", color=colour, ms=6)
+            ax.plot([_ours_over_paper(r)], [y], marker="o" if r.within(tolerance) else "X", color=colour, ms=6)
         ax.set_yticks(range(len(mine)), [plot_text(r.metric) for r in mine], fontsize="x-small")
         ax.set_ylim(len(mine) - 0.5, -0.5)
         ax.set_title(plot_text(experiment), fontsize="small", loc="left")
@@ -115,7 +122,7 @@ def plot_comparison(rows: list[Row], tolerance: float, path: Path, title: str) -
     data = write_csv(
         path.with_suffix(".csv"),
         ("experiment", "metric", "paper", "ours", "ours_over_paper", "within_tolerance"),
-        [(r.experiment, r.metric, r.paper, r.ours, r.ours / r.paper, int(bool(r.within(tolerance)))) for r in shown],
+        [(r.experiment, r.metric, r.paper, r.ours, _ours_over_paper(r), int(bool(r.within(tolerance)))) for r in shown],
     )
     n_in = sum(bool(r.within(tolerance)) for r in shown)
     caption = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,7 +178,7 @@ def label_runs(runs: list) -> None:
             run.label = f"{run.label} ({run.path.name})"
 
 
-def load_runs(run_dirs: list[str | Path]) -> list[RunData]:
+def load_runs(run_dirs: Sequence[str | Path]) -> list[RunData]:
     """Load and label several run directories."""
     if not run_dirs:
         raise InputError("no run directories given")

@@ -68,6 +68,7 @@ def _write_table(out: Path, name: str, title: str, rows: list[ComparisonRow]) ->
 
 
 def _rodinia(ctx: ReproContext, paper: dict) -> list[ComparisonRow]:
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.mig.far import far
     from gpuweave.mig.fixpart import fixpart, fixpart_best, ones_partition, whole_partition
     from gpuweave.mig.gantt import plot_gantt
@@ -135,6 +136,7 @@ def _rodinia(ctx: ReproContext, paper: dict) -> list[ComparisonRow]:
 
 
 def _table3(ctx: ReproContext, paper: dict) -> list[ComparisonRow]:
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.mig.far import far
     from gpuweave.mig.problem import bundled_dataset
 
@@ -172,6 +174,7 @@ def _table3(ctx: ReproContext, paper: dict) -> list[ComparisonRow]:
 
 
 def _table4(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.mig.far import far
     from gpuweave.mig.generator import workload
 
@@ -199,6 +202,7 @@ def _table4(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
 
 
 def _table5(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.hardware.mig import get_partition, partitions
     from gpuweave.mig.far import far
     from gpuweave.mig.fixpart import fixpart_makespan
@@ -209,7 +213,7 @@ def _table5(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
     rows = []
     for cfg, times in WORKLOADS:
         rng = _rng(ctx, "t5", cfg, times)
-        acc = {c: [] for c in t5["columns"]}
+        acc: dict[str, list[float]] = {c: [] for c in t5["columns"]}
         for _ in range(reps):
             p = workload("A100", cfg, times, 15, p_sup=0.5, seed=rng)
             w = far(p).makespan
@@ -229,6 +233,7 @@ def _table5(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
 
 
 def _table6(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.mig.far import FarOptions, far
     from gpuweave.mig.generator import workload
 
@@ -272,6 +277,7 @@ def _table6(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
 
 
 def _pairs(ctx: ReproContext, cfg: str, times: str, n: int, reps: int, key: str):
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.mig.concat import concat_pair
     from gpuweave.mig.far import far
     from gpuweave.mig.generator import workload
@@ -320,6 +326,7 @@ def _table78(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
 
 
 def _table9(ctx: ReproContext, paper: dict, reps: int) -> list[ComparisonRow]:
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.mig.concat import chain_makespan, p_multi_batch_paper
 
     t9 = paper["table9"]

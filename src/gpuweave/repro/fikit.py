@@ -23,7 +23,8 @@ from gpuweave.kernel.paper import paper_numbers, speedup_statement, table2_check
 from gpuweave.kernel.profile import Profile, amortized_jct
 from gpuweave.kernel.sched import preset
 from gpuweave.kernel.script import replay
-from gpuweave.kernel.traces import light_trace
+from gpuweave.kernel.sim import Service, SimConfig, Workload, simulate
+from gpuweave.kernel.traces import hi_trace, light_trace, lo_trace
 from gpuweave.repro.registry import ComparisonRow, ReproContext, register_reproduction
 
 
@@ -34,7 +35,7 @@ class _Run:
     P: dict  # paper numbers
     full: bool
     smoke: bool  # tiny sizes for tests of the plumbing, not of the numbers
-    cfg: object  # kernel.experiments config
+    cfg: SimConfig  # kernel.experiments config
     model: str  # label of the default-sharing model compared with
 
     @property
@@ -409,9 +410,8 @@ def _figures(out, cfg, sweep, ivb, ivd) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from gpuweave.kernel.sim import Service, Workload, simulate
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.kernel.timeline import plot_timelines
-    from gpuweave.kernel.traces import hi_trace, lo_trace
 
     svcs = [
         Service("A (HI, p0)", hi_trace(), 0, Workload.back_to_back(2)),

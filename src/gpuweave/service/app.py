@@ -25,6 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gpuweave import __version__
+from gpuweave.cluster.policies import POLICIES, make_policy
 from gpuweave.errors import InputError
 from gpuweave.service import schemas
 from gpuweave.service.auth import User, user_for_token
@@ -78,13 +79,12 @@ def _document_choices(app: FastAPI, store: Store) -> None:
             models = sorted({n.gpu_model for n in store.nodes})
             items = fields["gpu_types"]["anyOf"][0]["items"]
             items["enum"] = models
-            from gpuweave.cluster.policies import POLICIES
 
             schema["components"]["schemas"]["PolicyIn"]["properties"]["name"]["enum"] = list(POLICIES.names())
             app.openapi_schema = schema
         return app.openapi_schema
 
-    app.openapi = openapi
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's way to customise the schema
 
 
 # ---------------------------------------------------------------------------------------------------- errors
@@ -202,7 +202,7 @@ def _admin(user: User = Depends(_user)) -> User:
 # ---------------------------------------------------------------------------------------------------- routes
 def _api(state: ServiceState) -> APIRouter:
     store = state.store
-    errors = {401: {"model": schemas.Problem}, 422: {"model": schemas.Problem}}
+    errors: dict[int | str, dict[str, Any]] = {401: {"model": schemas.Problem}, 422: {"model": schemas.Problem}}
     router = APIRouter(prefix="/api/v1", responses=errors)
 
     @router.post("/jobs", status_code=201, response_model=schemas.Job, responses={403: {}, 429: {}}, tags=["jobs"])
@@ -271,8 +271,6 @@ def _api(state: ServiceState) -> APIRouter:
 
 
 def _policy_routes(router: APIRouter, state: ServiceState) -> None:
-    from gpuweave.cluster.policies import POLICIES, make_policy
-
     store = state.store
 
     def shown(value: dict) -> dict:

@@ -11,6 +11,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Engine
@@ -65,7 +66,7 @@ def create_token(
             ).inserted_primary_key[0]
         else:
             user_id = row.id
-            changes = {"admin": True} if admin else {}
+            changes: dict[str, bool | int] = {"admin": True} if admin else {}
             if max_running_gpus is not None:
                 changes["max_running_gpus"] = max_running_gpus
             if max_queued_jobs is not None:
@@ -87,10 +88,10 @@ def revoke_tokens(engine: Engine, name: str) -> int:
         result = conn.execute(
             update(tokens).where(tokens.c.user_id == row.id, tokens.c.revoked.is_(False)).values(revoked=True)
         )
-        return result.rowcount
+        return int(result.rowcount)
 
 
-def list_users(engine: Engine) -> list[dict]:
+def list_users(engine: Engine) -> list[dict[str, Any]]:
     live = func.sum(func.cast(tokens.c.revoked.is_(False), users.c.id.type))
     query = (
         select(users, func.coalesce(live, 0).label("tokens"))

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gpuweave.executors import known_executor
 from gpuweave.live.config import ExecutorSection, LiveConfig
 
-EXECUTORS = ("local", "ray", "slurm")
 DEFAULT_PORT = 8765
 
 
@@ -20,7 +20,7 @@ class ServiceConfig(BaseModel):
     data_dir: Path = Field(description="checkpoints, worker channels and logs")
     host: str = "127.0.0.1"
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
-    executor: Literal["local", "ray", "slurm"] = "local"
+    executor: str = "local"  # a name in gpuweave.executors.EXECUTORS
     address: str | None = None  # Ray cluster address (ray executor)
     cluster: str = "gavel-60"
     policy: str | None = None  # None: the policy stored in the database, else fifo
@@ -40,10 +40,15 @@ class ServiceConfig(BaseModel):
     allow_commands: bool = False  # users (not only admins) may submit their own commands
     max_body_bytes: int = Field(64 * 1024, ge=1024)
 
+    @field_validator("executor")
+    @classmethod
+    def _known_executor(cls, value: str) -> str:
+        return known_executor(value)
+
     def live_config(self, policy: str, options: dict[str, Any]) -> LiveConfig:
         """The live runtime's config for this service (no trace: jobs come from the database)."""
         section = ExecutorSection(
-            kind="ray" if self.executor == "ray" else "local",  # informational: the service builds the executor
+            kind=self.executor,  # informational: the service builds the executor (server.open_executor)
             program="synthetic",
             time_scale=self.time_scale,
             checkpoint_every=self.checkpoint_every,

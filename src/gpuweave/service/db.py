@@ -155,7 +155,6 @@ settings = Table(
 
 ACTIVE_STATES = ("queued", "running", "checkpointing", "preempted")
 TERMINAL_STATES = ("done", "failed", "cancelled")
-STATES = ACTIVE_STATES + TERMINAL_STATES
 
 
 def sqlite_url(data_dir: Path) -> str:
@@ -192,7 +191,7 @@ def make_engine(url: str) -> Engine:
         raise InputError(f"no driver for {backend}: {exc}", field="db") from None
     if backend == "sqlite":
         _sqlite_pragmas(engine)
-        engine.gw_write_lock = threading.Lock()
+        engine.gw_write_lock = threading.Lock()  # type: ignore[attr-defined]  # ours: SQLite's one writer
     return engine
 
 

@@ -25,14 +25,22 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Engine
 
+from gpuweave.cluster.state import Placement
 from gpuweave.live.attempts import Attempt, LiveJob
+from gpuweave.live.executor import Executor
 from gpuweave.live.journal import attempt_copies, end_orphans
+from gpuweave.live.journal_contract import RunJournal
 from gpuweave.service.db import ACTIVE_STATES, attempts, events, jobs, reading, samples, settings, writing
 from gpuweave.service.jobs import check_program, runtime_job
+
+if TYPE_CHECKING:
+    from gpuweave.live.book import Action
+    from gpuweave.live.runtime import LiveRuntime
 
 log = logging.getLogger("gpuweave.service.ledger")
 
@@ -60,29 +68,31 @@ def placement_json(placement) -> str:
     return json.dumps([[int(n), int(k)] for n, k in placement])
 
 
-class Ledger:
+class Ledger(RunJournal):
     """The runtime's journal on the database (see module docstring)."""
 
     def __init__(self, engine: Engine, metrics=None) -> None:
         self.engine = engine
         self.metrics = metrics
-        self.runtime = None
+        self.runtime: LiveRuntime | None = None
         self.finished: list[str] = []  # job ids that reached a terminal state since the last drain
         self.origin = 0.0
 
     # ------------------------------------------------------------------ helpers
     def _ids(self, job: LiveJob) -> tuple[int, int | None]:
-        return int(job.js.job_id), job.js.job.attrs.get("user")
+        return int(job.js.job_id), job.js.job.attrs.get("user")  # type: ignore[return-value]  # the user's id
 
     def _sim(self) -> float | None:
-        return self.runtime.book.now if self.runtime is not None else None
+        return self.runtime.now if self.runtime is not None else None
 
     def _count(self, state: str) -> None:
         if self.metrics is not None:
             self.metrics.transitions.labels(state).inc()
 
     # ------------------------------------------------------------------ transitions
-    def launching(self, job: LiveJob, number: int, kind: str, placement, forked: bool, copies: list[dict]) -> bool:
+    def launching(
+        self, job: LiveJob, number: int, kind: str, placement: Placement, forked: bool, copies: list[dict]
+    ) -> bool:
         job_id, user_id = self._ids(job)
         now = time.time()
         with writing(self.engine) as conn:
@@ -115,7 +125,7 @@ class Ledger:
         self._count("running")
         return True
 
-    def attempt_started(self, job: LiveJob, attempt: Attempt, executor) -> None:
+    def attempt_started(self, job: LiveJob, attempt: Attempt, executor: Executor) -> None:
         job_id, _ = self._ids(job)
         with writing(self.engine) as conn:
             conn.execute(
@@ -136,9 +146,11 @@ class Ledger:
     def attempt_ended(self, job: LiveJob, attempt: Attempt, saved: int) -> None:
         job_id, user_id = self._ids(job)
         outcome = _outcome(job, attempt)
-        waiting = not job.finished and job.committed < job.target and job.js.job_id not in self.runtime.book.running
+        runtime = self.runtime
+        assert runtime is not None, "resume() comes first"
+        waiting = not job.finished and job.committed < job.target and not runtime.is_running(job.js.job_id)
         js = job.js
-        values = {
+        values: dict[str, Any] = {
             "committed": job.committed,
             "crashes": job.crashes,
             "first_start": js.first_start,
@@ -201,7 +213,7 @@ class Ledger:
         # The API may have committed "cancelled" already (a waiting job); then this changes nothing.
         self._terminal(job, "cancelled", "cancelled by its user")
 
-    def decided(self, now: float, seconds: float, actions: list) -> None:
+    def decided(self, now: float, seconds: float, actions: list[Action]) -> None:
         if self.metrics is not None:
             self.metrics.decision_seconds.observe(seconds)
         if not actions:
@@ -213,10 +225,10 @@ class Ledger:
             add_event(conn, "decision", sim=now, seconds=round(seconds, 6), **counts)
 
     # ------------------------------------------------------------------ restart
-    def resume(self, runtime, wall_now: float) -> float:
+    def resume(self, runtime: LiveRuntime, wall_now: float) -> float:
         """Restore the runtime from the database (see module docstring); returns the clock's origin."""
         self.runtime = runtime
-        scale = runtime.ex.time_scale
+        scale = runtime.time_scale
         with writing(self.engine) as conn:
             clock = get_setting(conn, "clock")
             if clock is None:
@@ -227,9 +239,7 @@ class Ledger:
             put_setting(conn, "clock", clock)
             last = conn.execute(select(samples).order_by(samples.c.id.desc()).limit(1)).first()
         self.origin = origin = clock["origin"]
-        runtime.book.start_clock(
-            (wall_now - origin) * scale, last.energy_j if last else 0.0, last.cost if last else 0.0
-        )
+        runtime.resume_clock((wall_now - origin) * scale, last.energy_j if last else 0.0, last.cost if last else 0.0)
         with reading(self.engine) as conn:
             rows = conn.execute(
                 select(jobs)
@@ -242,19 +252,19 @@ class Ledger:
         adopted = sum(self._end_orphan_attempt(runtime, a) for a in open_attempts)
         requeued = self._requeue_interrupted(runtime)
         with writing(self.engine) as conn:
-            add_event(conn, "service-resumed", sim=runtime.book.now, jobs=len(rows), orphans=adopted, requeued=requeued)
+            add_event(conn, "service-resumed", sim=runtime.now, jobs=len(rows), orphans=adopted, requeued=requeued)
         log.info("resumed", extra={"fields": {"jobs": len(rows), "orphan_attempts": adopted, "requeued": requeued}})
         return origin
 
-    def restore(self, runtime, row) -> LiveJob:
+    def restore(self, runtime: LiveRuntime, row) -> LiveJob:
         """Hand a database job to the runtime with what it has committed."""
-        job = runtime.add_job(runtime_job(row, self.origin, runtime.ex.time_scale), check_program(row.program))
+        job = runtime.add_job(runtime_job(row, self.origin, runtime.time_scale), check_program(row.program))
         job.committed, job.attempts, job.crashes = row.committed, row.attempts, row.crashes
         job.js.first_start, job.js.restarts = row.first_start, row.restarts
         job.js.remaining = float(job.remaining)
         return job
 
-    def _end_orphan_attempt(self, runtime, row) -> int:
+    def _end_orphan_attempt(self, runtime: LiveRuntime, row) -> int:
         """End one attempt the killed service left open: stop its workers (checkpoint first), commit what they
         saved. Returns 1."""
         copies = json.loads(row.copies or "[]")
@@ -280,13 +290,12 @@ class Ledger:
             add_event(conn, "orphan-ended", job_id=row.job_id, attempt=row.number, saved=sum(saved))
         return 1
 
-    def _requeue_interrupted(self, runtime) -> int:
+    def _requeue_interrupted(self, runtime: LiveRuntime) -> int:
         """Jobs that held GPUs when the service died wait again (or are done, if their checkpoints say so)."""
         count = 0
         for job in list(runtime.jobs.values()):
             if job.committed >= job.target:
-                job.done = True
-                runtime.book.complete(job.js)
+                runtime.mark_done(job)
                 self.job_done(job)
                 continue
             with writing(self.engine) as conn:
@@ -315,7 +324,7 @@ def find_worker_pids(channels: list[str]) -> list[int]:
     """Processes on this machine whose ``GPUWEAVE_CHANNEL`` is one of ``channels`` (workers whose launch was
     journalled but whose ids were not). Reads ``/proc``; an empty list where there is none."""
     wanted = {f"GPUWEAVE_CHANNEL={c}".encode() for c in channels}
-    found = []
+    found: list[int] = []
     proc = Path("/proc")
     if not proc.is_dir():
         return found

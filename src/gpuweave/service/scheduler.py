@@ -15,6 +15,7 @@ import json
 import logging
 import threading
 import time
+from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.engine import Engine
@@ -25,7 +26,7 @@ from gpuweave.live.executor import Executor
 from gpuweave.live.runtime import LiveRuntime
 from gpuweave.service.config import ServiceConfig
 from gpuweave.service.db import events, jobs, reading, samples, users, writing
-from gpuweave.service.jobs import RestrictedProfiles, check_program, runtime_job
+from gpuweave.service.jobs import check_program, runtime_job
 from gpuweave.service.ledger import Ledger, add_event, get_setting
 
 log = logging.getLogger("gpuweave.service.scheduler")
@@ -45,9 +46,10 @@ class Scheduler:
         live = config.live_config(policy["name"], policy["options"])
         live = live.model_copy(update={"round_length": policy.get("round_length")})
         self.ledger = Ledger(engine, metrics)
-        self.runtime = LiveRuntime(live, executor, config.data_dir / "runtime", jobs=[], journal=self.ledger)
-        self.runtime.use_base_profiles(RestrictedProfiles(self.runtime.base_profiles))
-        self.runtime.book.record_segments = False  # a service runs for months: keep no per-segment records
+        # A service runs for months: keep no per-segment records.
+        self.runtime = LiveRuntime(
+            live, executor, config.data_dir / "runtime", jobs=[], journal=self.ledger, record_segments=False
+        )
         self.user_gpus: dict[int, int] = {}  # GPUs of admitted, unfinished jobs per user
         self.held = 0
         self.live_steps: dict[int, int] = {}
@@ -68,7 +70,7 @@ class Scheduler:
         self.runtime.start()
         for job in self.runtime.jobs.values():
             if not job.finished:
-                user = job.js.job.attrs.get("user")
+                user: Any = job.js.job.attrs.get("user")  # the user's id (an int)
                 self.user_gpus[user] = self.user_gpus.get(user, 0) + job.js.num_gpus
         self._drain_finished()
         self.thread = threading.Thread(target=self._loop, name="gpuweave-scheduler", daemon=True)
@@ -110,7 +112,7 @@ class Scheduler:
                 self._last_error = (message, time.time())
                 log.error("policy decision rejected", extra={"fields": {"error": message}})
                 with writing(self.engine) as conn:
-                    add_event(conn, "policy-error", sim=self.runtime.book.now, error=message[:1000])
+                    add_event(conn, "policy-error", sim=self.runtime.now, error=message[:1000])
 
     def _shutdown(self) -> None:
         """Ask every worker to checkpoint, commit what they saved; their jobs wait for the next start."""
@@ -118,7 +120,7 @@ class Scheduler:
             self.runtime.checkpoint_all(SHUTDOWN_CHECKPOINT_S)
             self.ledger._requeue_interrupted(self.runtime)
             with writing(self.engine) as conn:
-                add_event(conn, "service-stopped", sim=self.runtime.book.now)
+                add_event(conn, "service-stopped", sim=self.runtime.now)
         except Exception:
             log.exception("shutdown: could not checkpoint every job")
             self.runtime.kill_all()
@@ -249,18 +251,17 @@ class Scheduler:
         self.live_steps = {
             int(j.js.job_id): j.committed + j.attempt.steps for j in self.runtime.jobs.values() if j.attempt is not None
         }
-        book = self.runtime.book
-        busy = {m: book.busy_by_model[i] for i, m in enumerate(book.models)}
-        queued = len(book.pending) + self.held
+        usage = self.runtime.usage()
+        queued = usage.waiting + self.held
         if self.metrics is not None:
             self.metrics.update_cluster(
                 queued=queued,
-                running=len(book.running),
-                busy=busy,
-                total=book.gpus_by_model,
-                power_w=book.power_w,
-                energy_j=book.energy_j,
-                cost=book.cost,
+                running=usage.running,
+                busy=usage.busy,
+                total=usage.total,
+                power_w=usage.power_w,
+                energy_j=usage.energy_j,
+                cost=usage.cost,
             )
         if wall < self.next_sample:
             return
@@ -269,13 +270,13 @@ class Scheduler:
             conn.execute(
                 insert(samples).values(
                     at=wall,
-                    sim=book.now,
-                    busy=json.dumps(busy),
-                    power_w=book.power_w,
-                    energy_j=book.energy_j,
-                    cost=book.cost,
+                    sim=usage.now,
+                    busy=json.dumps(usage.busy),
+                    power_w=usage.power_w,
+                    energy_j=usage.energy_j,
+                    cost=usage.cost,
                     queued=queued,
-                    running=len(book.running),
+                    running=usage.running,
                 )
             )
 

@@ -16,10 +16,22 @@ import signal
 import socket
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from gpuweave.cluster.policies import make_policy
 from gpuweave.errors import InputError
+from gpuweave.hardware.cluster_spec import load_cluster
 from gpuweave.service.config import ServiceConfig
-from gpuweave.service.db import check_reachable, make_engine, migrate, sqlite_url, writing
+from gpuweave.service.db import check_reachable, make_engine, migrate, redact, sqlite_url, writing
+from gpuweave.service.ledger import add_event, get_setting, put_setting
+from gpuweave.service.metrics import ServiceMetrics
+from gpuweave.service.store import Limits, Store
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from sqlalchemy.engine import Engine
+
+    from gpuweave.service.scheduler import Scheduler
 
 log = logging.getLogger("gpuweave.service.server")
 
@@ -27,16 +39,14 @@ log = logging.getLogger("gpuweave.service.server")
 @dataclass
 class Service:
     config: ServiceConfig
-    engine: object
-    scheduler: object
-    app: object
-    metrics: object
+    engine: Engine
+    scheduler: Scheduler
+    app: FastAPI
+    metrics: ServiceMetrics
 
 
 def resolve_policy(config: ServiceConfig):
     """The policy to start with (flag, else the database's, else fifo); InputError naming the option if bad."""
-    from gpuweave.cluster.policies import make_policy
-
     if config.policy is None:
         return None
     options = dict(config.policy_options)
@@ -49,13 +59,12 @@ def resolve_policy(config: ServiceConfig):
 
 
 def check_cluster(config: ServiceConfig) -> None:
-    from gpuweave.hardware.cluster_spec import load_cluster
-
     load_cluster(config.cluster)
 
 
 def open_executor(kind: str, address: str | None, work_dir):
     """The executor the service drives (``work_dir`` holds what the executor writes, e.g. Slurm's batch scripts)."""
+    # imported here: importing gpuweave.service.server does without numpy
     from gpuweave.live.launch import make_executor
 
     return make_executor(kind, address, out=work_dir)
@@ -78,10 +87,9 @@ def bind(host: str, port: int) -> socket.socket:
 
 def build_service(config: ServiceConfig) -> Service:
     """Check, open the database, build the loop and the app (nothing runs yet)."""
+    # imported here: importing gpuweave.service.server does without fastapi and numpy and starlette
     from gpuweave.service.app import ServiceState, create_app
-    from gpuweave.service.metrics import ServiceMetrics
     from gpuweave.service.scheduler import Scheduler
-    from gpuweave.service.store import Limits, Store
 
     check_cluster(config)
     wanted = resolve_policy(config)
@@ -102,14 +110,20 @@ def build_service(config: ServiceConfig) -> Service:
             shutil.rmtree(config.data_dir, ignore_errors=True)
         raise
     limits = Limits(config.default_max_running_gpus, config.default_max_queued_jobs, config.allow_commands)
-    store = Store(engine, scheduler.nodes, scheduler.runtime.base_profiles, limits, lambda: scheduler.live_steps)
+    runtime = scheduler.runtime
+    store = Store(
+        engine,
+        scheduler.nodes,
+        runtime.base_profiles,
+        limits,
+        lambda: scheduler.live_steps,
+        ideal_placement=runtime.ideal_placement,
+    )
     state = ServiceState(store, metrics, scheduler, seed=config.seed, max_body_bytes=config.max_body_bytes)
     return Service(config, engine, scheduler, create_app(state), metrics)
 
 
 def store_policy(engine, wanted: dict | None) -> None:
-    from gpuweave.service.ledger import add_event, get_setting, put_setting
-
     with writing(engine) as conn:
         current = get_setting(conn, "policy")
         if current is None and wanted is None:
@@ -128,6 +142,7 @@ def serve(config: ServiceConfig) -> int:
     """Run until SIGINT/SIGTERM; returns the exit status."""
     import uvicorn
 
+    # looked up when called: tests replace gpuweave.service.logs.configure
     from gpuweave.service.logs import configure
 
     configure()
@@ -175,10 +190,4 @@ def _watch(scheduler, uv) -> None:
 
 
 def _redacted(url: str) -> str:
-    from gpuweave.service.db import redact
-
     return redact(url)
-
-
-def default_db(data_dir) -> str:
-    return sqlite_url(data_dir)

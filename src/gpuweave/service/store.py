@@ -20,6 +20,7 @@ from gpuweave.service.auth import User
 from gpuweave.service.db import ACTIVE_STATES, attempts, events, jobs, reading, samples, users, writing
 from gpuweave.service.ledger import add_event, get_setting, put_setting
 from gpuweave.service.schemas import JobSubmit
+from gpuweave.workload.profile_source import ProfileSource
 
 WAITING = ("queued", "preempted")
 
@@ -40,13 +41,23 @@ class Limits:
 
 
 class Store:
-    def __init__(self, engine: Engine, nodes: list, profiles, limits: Limits, live_steps=None) -> None:
-        """``live_steps()``: steps done per running job as the scheduling loop last saw them (optional)."""
+    def __init__(
+        self,
+        engine: Engine,
+        nodes: list,
+        profiles: ProfileSource,
+        limits: Limits,
+        live_steps=None,
+        ideal_placement: bool = False,
+    ) -> None:
+        """``live_steps()``: steps done per running job as the scheduling loop last saw them (optional);
+        ``ideal_placement``: the cluster's (a job too wide for one node may still run, as the book judges it)."""
         self.live_steps = live_steps or dict
         self.engine = engine
         self.nodes = nodes
         self.profiles = profiles
         self.limits = limits
+        self.ideal_placement = ideal_placement
 
     # ------------------------------------------------------------------ jobs
     def submit(self, user: User, spec: JobSubmit) -> dict:
@@ -61,7 +72,7 @@ class Store:
         except InputError as exc:
             raise ApiError(422, exc.message, "program") from None
         gpu_types = sorted(set(spec.gpu_types)) if spec.gpu_types else None
-        problem = never_fits(self.nodes, self.profiles, spec.job_type, spec.gpus, gpu_types)
+        problem = never_fits(self.nodes, self.profiles, spec.job_type, spec.gpus, gpu_types, self.ideal_placement)
         if problem is not None:
             raise ApiError(422, problem.message, problem.field)
         max_gpus = user.max_running_gpus or self.limits.default_max_running_gpus

@@ -1,5 +1,8 @@
 """Where sweep cells run: a small :class:`Executor` interface with a local process pool and Ray.
 
+:func:`make_executor` builds the one an executor kind of :data:`gpuweave.executors.EXECUTORS` names (its
+``sweep`` factory; ``gpuweave.executor_kinds`` registers ``local`` and ``ray`` with the two classes below).
+
 ``executor.map(fn, items, on_done)`` calls ``fn(item)`` for every item, calls ``on_done(index, result)``
 in the calling process as each finishes (in completion order), and returns the results in input order.
 An item whose call raised (or whose worker died) gets a :class:`TaskFailed` in place of its result, so
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from gpuweave.errors import InputError
+from gpuweave.executors import EXECUTORS, executor_kind, executor_names, spoken
 from gpuweave.local_ray import start_local_ray
 
 OnDone = Callable[[int, Any], None]
@@ -107,12 +111,12 @@ class LocalExecutor(Executor):
             futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
             for future in as_completed(futures):
                 i = futures[future]
-                exc = future.exception()
-                if exc is None:
+                error = future.exception()
+                if error is None:
                     finish(i, future.result())
                 else:
-                    tb = "".join(traceback.format_exception(exc))
-                    finish(i, TaskFailed(i, describe_exception(exc), tb))
+                    tb = "".join(traceback.format_exception(error))
+                    finish(i, TaskFailed(i, describe_exception(error), tb))
         return results
 
 
@@ -213,11 +217,15 @@ class RayExecutor(Executor):
 
 
 def make_executor(kind: str, *, workers: int | None = None, address: str | None = None) -> Executor:
-    """``local`` or ``ray`` (``workers`` = processes, or the CPUs of a local Ray)."""
-    if kind == "local":
-        if address:
-            raise InputError("--address needs --executor ray", field="address")
-        return LocalExecutor(workers)
-    if kind == "ray":
-        return RayExecutor(address=address, num_cpus=workers)
-    raise InputError(f"unknown executor {kind!r} (expected local or ray)", field="executor")
+    """The sweep executor registered as ``kind`` (:data:`gpuweave.executors.EXECUTORS`; ``local`` or ``ray``
+    built in). ``workers`` = processes, or the CPUs of a local Ray."""
+    sweeping = executor_names(sweeps=True)
+    if kind not in EXECUTORS:
+        raise InputError(f"unknown executor {kind!r} (expected {spoken(sweeping)})", field="executor")
+    entry = executor_kind(kind)
+    if entry.sweep is None:
+        raise InputError(f"the {kind} executor cannot run sweep cells (expected {spoken(sweeping)})", field="executor")
+    if address and not entry.takes_address:
+        joining = [name for name in sweeping if executor_kind(name).takes_address]
+        raise InputError(f"--address needs --executor {spoken(joining)}", field="address")
+    return entry.sweep(workers, address)

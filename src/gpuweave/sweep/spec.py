@@ -31,12 +31,16 @@ from pydantic import BaseModel, ValidationError
 
 from gpuweave.checks import validation_error
 from gpuweave.cluster.config import SimulationConfig
+from gpuweave.cluster.policies import make_policy
 from gpuweave.cluster.run import run_simulation
 from gpuweave.errors import InputError
-from gpuweave.files import check_path
+from gpuweave.files import check_path, load_yaml
+from gpuweave.hardware.cluster_spec import load_cluster
 from gpuweave.limits import check_limit
 from gpuweave.mig.results import MigBatchConfig, run_generated_batch
 from gpuweave.packs.results import PacksWorkloadConfig, run_workload
+from gpuweave.workload.profiles import load_profiles
+from gpuweave.workload.traces.schema import read_trace
 
 TOP_LEVEL_KEYS = ("grain", "base", "grid", "out")
 
@@ -187,8 +191,6 @@ def parse_sweep(data: Any, source: str | Path = "<sweep>", *, out: str | Path | 
 
 def load_sweep(path: str | Path, *, out: str | Path | None = None) -> SweepSpec:
     """Read and check SWEEP.yaml."""
-    from gpuweave.files import load_yaml
-
     path = Path(path)
     data = load_yaml(path, what="sweep file")
     return parse_sweep(data, path, out=out)
@@ -229,11 +231,6 @@ def check_inputs(spec: SweepSpec) -> None:
     so a typo in the grid is one error line (exit 2) instead of a sweep of failed cells. MIG and packs configs
     check their names when they are validated (:func:`expand`).
     """
-    from gpuweave.cluster.policies import make_policy
-    from gpuweave.hardware.cluster_spec import load_cluster
-    from gpuweave.workload.profiles import load_profiles
-    from gpuweave.workload.traces.schema import read_trace
-
     if spec.grain != "cluster":
         expand(spec)
         return

@@ -25,6 +25,10 @@ from typing import Any, Callable, Sequence
 from gpuweave import __version__
 from gpuweave.errors import InputError
 from gpuweave.files import prepare_output_dir
+from gpuweave.report.grains import report_runs
+from gpuweave.report.html import METRIC_ORDER, render_sections_report
+from gpuweave.report.plots import plot_sweep_aggregate
+from gpuweave.report.section import DemoSection
 from gpuweave.results import SUMMARY_NAME, is_current, read_summary
 from gpuweave.sweep.executors import Executor, LocalExecutor, TaskFailed, describe_exception
 from gpuweave.sweep.spec import GRAINS, Cell, SweepSpec, expand
@@ -189,8 +193,6 @@ def _results_frame(spec: SweepSpec, cells: list, metrics: dict, outcomes: dict, 
     """One row per cell: grid values, key, status, cached, metrics (report order), error, seconds, run_dir."""
     import pandas as pd
 
-    from gpuweave.report.html import METRIC_ORDER
-
     rows = []
     for cell in cells:
         row: dict[str, Any] = {name: _cell_value(value) for name, value in cell.params.items()}
@@ -318,11 +320,6 @@ def _x_field(df, grid_fields: list[str]) -> str | None:
 
 
 def _write_report(spec: SweepSpec, cells: list[Cell], metrics: dict, df, agg, out: Path) -> Path:
-    from gpuweave.report.grains import report_runs
-    from gpuweave.report.html import render_sections_report
-    from gpuweave.report.plots import plot_sweep_aggregate
-    from gpuweave.report.section import DemoSection
-
     report_dir = out / "report"
     grid = list(spec.grid)
     ok = df[df["status"] == "ok"]

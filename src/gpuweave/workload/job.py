@@ -13,7 +13,9 @@ class Job:
     ``work`` is the total amount of work in iterations (steps); a job's speed on a resource comes
     from the profile store in iterations per second, so its run time there is ``work / rate``.
     ``duration`` is an optional oracle run time (seconds on the reference GPU) used by SJF-style
-    policies and trace generators; the simulator never uses it for progress.
+    policies and trace generators; the simulator never uses it for progress. ``allowed_models`` (None: any) is a
+    GPU-type constraint, sorted: the job runs only on these GPU models (the service's ``gpu_types``); every driver
+    reads the others as "cannot run there".
     """
 
     job_id: str
@@ -25,6 +27,7 @@ class Job:
     deadline: float | None = None
     duration: float | None = None
     attrs: dict[str, object] = field(default_factory=dict)
+    allowed_models: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.num_gpus < 1:

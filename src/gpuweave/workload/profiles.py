@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from gpuweave.checks import GPUS, THROUGHPUT, parse
 from gpuweave.errors import InputError, MissingProfileError
@@ -109,6 +110,7 @@ class ProfileStore:
             if isinstance(item, ProfileRow):
                 built.append(item)
                 continue
+            values: tuple[Any, ...]
             if isinstance(item, Mapping):
                 values = tuple(item[name] for name in PROFILE_COLUMNS)
             else:

@@ -18,7 +18,8 @@ head-of-line blocking), so ANDREAS' FIFO is registered separately. EDF and PS ar
 from __future__ import annotations
 
 from gpuweave.cluster.policies import register_policy
-from gpuweave.cluster.policies.andreas_adapter import FpmPolicy, RGPolicy
+from gpuweave.cluster.policies.andreas_adapter import RGPolicy
+from gpuweave.cluster.policies.fixed_priority import FpmPolicy
 
 
 @register_policy("andreas")

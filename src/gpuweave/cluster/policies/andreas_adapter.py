@@ -1,7 +1,8 @@
 """ANDREAS optimizers as cluster-simulator policies: the bridge from a ClusterView to an Instance and back.
 
 Problem: run RG and the first-principle baselines inside :class:`gpuweave.cluster.simulator.Simulator`, so
-that they are judged by the same physics as every other policy and can run on other papers' workloads.
+that they are judged by the same physics as every other policy and can run on other papers' workloads. RG's
+policy class is here; the baselines' (FIFO, EDF, PS) is :mod:`gpuweave.cluster.policies.fixed_priority`.
 
 * Work is in the job's own units (ANDREAS jobs: epochs); the remaining time of job j on configuration
   k = (GPU model, g) is ``remaining_j / rate(job_type, model, g)`` from the run's profile store (a missing
@@ -33,11 +34,11 @@ import math
 import time
 from abc import abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from gpuweave.andreas.catalog import cost_catalog_for
-from gpuweave.andreas.fpm import fpm_key, fpm_schedule
 from gpuweave.andreas.milp import exact_optimum
 from gpuweave.andreas.model import RHO, Instance, NodeSpec, catalogue_configs
 from gpuweave.andreas.randomized_greedy import RGConfig, Schedule, randomized_greedy
@@ -89,7 +90,7 @@ class ViewAdapter:
         self.cfg_g = np.array([g for _, g in self.configs], dtype=np.int64)
         self.cfg_cost = np.array([self.costs.cost(t, g) for t, g in self.configs], dtype=float)
         self.kindex = {k: i for i, k in enumerate(self.configs)}
-        self._rates: dict[tuple, np.ndarray] = {}
+        self._rates: dict[tuple, Any] = {}  # rate rows (arrays) and, under ("spread", ...), lists of models
         # Job id -> (job, rate row, spread models): a call reads a known job's facts with one lookup.
         self._of_job: dict[str, tuple] = {}
         self._ready = True
@@ -122,13 +123,15 @@ class ViewAdapter:
         job = js.job
         moldable = job.attrs.get("moldable") if job.attrs else None
         allowed = None if moldable is True else (tuple(sorted(moldable)) if moldable else (job.num_gpus,))
-        key = (job.job_type, allowed)
+        key = (job.job_type, allowed, job.allowed_models)
         r = self._rates.get(key)
         if r is None:
             r = np.zeros(len(self.configs))
             fixed = allowed == (job.num_gpus,)
             for i, (model, g) in enumerate(self.configs):
-                if allowed is not None and g not in allowed:
+                if (allowed is not None and g not in allowed) or (
+                    job.allowed_models is not None and model not in job.allowed_models
+                ):
                     continue
                 if fixed:  # the simulator's own (cached, non-strict) lookup: 0 = not profiled
                     r[i] = float(view.model_rate(js, model, True))
@@ -143,12 +146,14 @@ class ViewAdapter:
     def _spread_models(self, view, js) -> list[str]:
         """GPU models on which a job with no single-node configuration can run across nodes (unconsolidated
         rate > 0, enough GPUs of the model, at least two nodes); empty for every other job. Cached per
-        (job type, GPU count)."""
+        (job type, GPU count, allowed models)."""
         job = js.job
-        key = ("spread", job.job_type, job.num_gpus)
-        found = self._rates.get(key)
-        if found is None:
-            found = []
+        key = ("spread", job.job_type, job.num_gpus, job.allowed_models)
+        cached = self._rates.get(key)
+        if cached is not None:
+            return cached
+        if True:
+            found: list[str] = []
             if not self._rate_row(view, js).any():
                 by_model = view.nodes_by_model
                 for model in view.models:
@@ -390,7 +395,6 @@ class AndreasPolicyBase(ClusterPolicy):
     spell it); with one, the policy is also called on events unless ``periodic_only``."""
 
     preemptive = True
-    method = "fifo"  # the fixed-priority order of the non-preemptive baselines
 
     def __init__(
         self,
@@ -429,48 +433,15 @@ class AndreasPolicyBase(ClusterPolicy):
         """The plan for one rescheduling point: RG (preemptive) or a fixed-priority baseline."""
 
     def _plan_spread(self, view, planner: SpreadPlanner):
-        """Place the waiting spread jobs (see :class:`SpreadPlanner`). RG (preemptive): before the optimizer,
-        in (due date, arrival, id) order, on free GPUs, or forced when no waiting job comes first. The
-        baselines: returns (key, place) pairs that :func:`~gpuweave.andreas.fpm.fpm_schedule` merges into
-        its order."""
+        """Place the waiting spread jobs (see :class:`SpreadPlanner`) the policy's way (:meth:`_place_spread`);
+        None when none waits."""
         if not planner.waiting:
             return None
-        if not self.preemptive:
-            method = self.method
+        return self._place_spread(view, planner)
 
-            def placer(js):
-                def place(free) -> None:
-                    if planner.fit(js, free) or planner.forced:
-                        return
-                    p = planner.target(js, free)
-                    if p is not None:  # reserve the target nodes' free GPUs: nothing else starts there
-                        planner.forced = True
-                        for i, k in p:
-                            free[i] = max(0, int(free[i]) - k)
-
-                return place
-
-            others = []
-            for js in planner.waiting:
-                job = js.job
-                due = math.inf if job.deadline is None else float(job.deadline)
-                others.append((fpm_key(method, job.arrival, due, float(job.priority), job.job_id), placer(js)))
-            return others
-
-        def key(js):
-            job = js.job
-            return (math.inf if job.deadline is None else float(job.deadline), job.arrival, job.job_id)
-
-        head = min((key(js) for jid, js in view.pending.items() if jid not in planner.ids), default=None)
-        free = list(view.free)
-        for js in sorted(planner.waiting, key=key):
-            if planner.fit(js, free) or planner.forced or (head is not None and head < key(js)):
-                continue
-            p = planner.target(js, free)
-            if p is not None:
-                planner.forced = True
-                planner._hold(js, p, free)
-        return None
+    @abstractmethod
+    def _place_spread(self, view, planner: SpreadPlanner):
+        """Place the waiting spread jobs (at least one waits); returns what :meth:`optimize` takes as ``others``."""
 
     def schedule(self, view) -> Decision:
         if not view.pending and not (self.preemptive and view.running):
@@ -551,6 +522,25 @@ class RGPolicy(AndreasPolicyBase):
         )
         self.rng = np.random.default_rng(self.seed)
 
+    def _place_spread(self, view, planner: SpreadPlanner):
+        """RG (preemptive) places the waiting spread jobs before the optimizer, in (due date, arrival, id) order, on
+        free GPUs, or forced when no waiting job comes first."""
+
+        def key(js):
+            job = js.job
+            return (math.inf if job.deadline is None else float(job.deadline), job.arrival, job.job_id)
+
+        head = min((key(js) for jid, js in view.pending.items() if jid not in planner.ids), default=None)
+        free = list(view.free)
+        for js in sorted(planner.waiting, key=key):
+            if planner.fit(js, free) or planner.forced or (head is not None and head < key(js)):
+                continue
+            p = planner.target(js, free)
+            if p is not None:
+                planner.forced = True
+                planner._hold(js, p, free)
+        return None
+
     def optimize(self, inst: Instance, others=None) -> Schedule:
         t0 = time.perf_counter()
         sched = randomized_greedy(inst, self.rng, self.config)
@@ -558,13 +548,3 @@ class RGPolicy(AndreasPolicyBase):
         if 0 < inst.n <= self.exact_gap_max_queue:
             sched.extra["f_opt"] = exact_optimum(inst, variant=self.proxy_variant).f
         return sched
-
-
-class FpmPolicy(AndreasPolicyBase):
-    """FIFO / EDF / PS of spec §8: non-preemptive, ANDREAS configuration and best-fit placement rules."""
-
-    method = "fifo"
-    preemptive = False
-
-    def optimize(self, inst: Instance, others=None) -> Schedule:
-        return fpm_schedule(inst, self.method, self.proxy_variant, others)

@@ -9,7 +9,7 @@ See :mod:`gpuweave.andreas.fpm`. O(W log W + W·K·N) per call for W waiting job
 from __future__ import annotations
 
 from gpuweave.cluster.policies import register_policy
-from gpuweave.cluster.policies.andreas_adapter import FpmPolicy
+from gpuweave.cluster.policies.fixed_priority import FpmPolicy
 
 
 @register_policy("edf")

@@ -15,6 +15,7 @@ from gpuweave.cluster.decision import NO_CHANGE, Decision, Plan
 from gpuweave.cluster.placement import start_on_fastest
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.policies.pending_index import PendingIndex, arrival_order
+from gpuweave.cluster.state import ClusterView
 
 
 @register_policy("fifo")
@@ -24,7 +25,7 @@ class FifoPolicy(ClusterPolicy):
         self.strict = strict
         self._queue = PendingIndex(arrival_order, strict=strict)
 
-    def schedule(self, view) -> Decision:
+    def schedule(self, view: ClusterView) -> Decision:
         if not self._queue.ready(view):
             return NO_CHANGE
         plan = Plan(view)

@@ -77,7 +77,7 @@ from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.placement import CapacityCache, CapacityScratch, spread
 from gpuweave.cluster.policies import register_policy
-from gpuweave.hadar.throughput import RateTableCache
+from gpuweave.cluster.rate_table import RateTableCache
 
 DEFAULT_TYPE_ORDER = ("V100", "P100", "K80")
 OBJECTIVES = (
@@ -192,12 +192,12 @@ class GavelPolicy(ClusterPolicy):
                 np.add.at(self._type_time, types, dt)
         elif self._last_call is not None and states:
             until = np.array([now if js.end is None else js.end for js in states], dtype=float)
-            dt = until - self._last_call
-            ran = dt > 0
+            dts = until - self._last_call
+            ran = dts > 0
             if not ran.all():
-                idx, types, dt = idx[ran], types[ran], dt[ran]
-            self._jobs.job_time[idx, types] += dt  # one entry per job
-            np.add.at(self._type_time, types, dt)  # in job order, as one addition after another
+                idx, types, dts = idx[ran], types[ran], dts[ran]
+            self._jobs.job_time[idx, types] += dts  # one entry per job
+            np.add.at(self._type_time, types, dts)  # in job order, as one addition after another
         self._last_call = now
 
     def _sync_jobs(self, view, models, same: bool) -> list:
@@ -212,7 +212,7 @@ class GavelPolicy(ClusterPolicy):
             self._source_version += 1
         rows = self._rows
 
-        def row_of(kind: tuple[str, int]) -> list[float]:
+        def row_of(kind: tuple) -> list[float]:
             row = rows.get(kind)
             if row is None:
                 row = rows[kind] = self._rate_row(view, table, capacity.largest_node, kind, models)
@@ -234,7 +234,8 @@ class GavelPolicy(ClusterPolicy):
         total = 0.0
         for _ in range(len(jobs.ids)):  # the prior added once per job, one addition after another
             total += self.time_prior
-        self._type_time = np.full(self._type_time.size, total) if jobs.ids else np.zeros(self._type_time.size)
+        size = self._type_time.size  # type: ignore[union-attr]  # set by the first round
+        self._type_time = np.full(size, total) if jobs.ids else np.zeros(size)
         self._last_reset = now
 
     def _needs_recompute(self, now: float) -> bool:
@@ -257,11 +258,11 @@ class GavelPolicy(ClusterPolicy):
         return self._masked
 
     @staticmethod
-    def _rate_row(view, table, largest: dict[str, int], key: tuple[str, int], models: list[str]) -> list[float]:
-        """Whole-job rate of one (job type, GPU count) on each type: consolidated where one node holds the job (or
-        placement is ideal), else spread."""
-        job_type, n = key
-        cons, uncons = table.get(job_type, n)
+    def _rate_row(view, table, largest: dict[str, int], key: tuple, models: list[str]) -> list[float]:
+        """Whole-job rate of one (job type, GPU count, allowed models) on each type: consolidated where one node
+        holds the job (or placement is ideal), else spread."""
+        job_type, n, allowed = key
+        cons, uncons = table.get(job_type, n, allowed)
         return [cons[r] if view.ideal_placement or n <= largest[m] else uncons[r] for r, m in enumerate(models)]
 
     def _solve(self, view, active, T, scale, workers) -> np.ndarray:
@@ -367,7 +368,7 @@ class GavelPolicy(ClusterPolicy):
         fifo = self.policy == "fifo_perf"
         keys = self._pass_keys(T) if fifo else None
         for r in self._type_visits(models):
-            eligible = keys[0][:, r] > 0.0 if fifo else T[:, r] > 0
+            eligible = keys[0][:, r] > 0.0 if fifo else T[:, r] > 0  # type: ignore[index]  # keys when fifo
             cand = np.flatnonzero(eligible & (chosen < 0))
             if not cand.size:
                 continue
@@ -386,11 +387,13 @@ class GavelPolicy(ClusterPolicy):
     def _pass_keys(self, T) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(priority, deficit, allocation) of every active job on every type, this round."""
         jobs = self._jobs
-        prio = fraction_priorities(jobs.alloc, jobs.in_alloc, jobs.job_time, self._type_time, T > 0)
+        type_time = self._type_time
+        assert type_time is not None, "set by the first round"
+        prio = fraction_priorities(jobs.alloc, jobs.in_alloc, jobs.job_time, type_time, T > 0)
         if self.deficit_rule == "cumulative":
             deficit = jobs.deficit
         else:
-            total = self._type_time.sum()
+            total = type_time.sum()
             deficit = jobs.alloc - ((jobs.job_time - self.time_prior) / total if total > 0 else 0.0)
         return prio, deficit, jobs.alloc
 
@@ -435,7 +438,7 @@ class GavelPolicy(ClusterPolicy):
                 if (
                     spread_rate_applies
                     and len(placement) > 1
-                    and table.get(js.job.job_type, js.job.num_gpus)[1][r] <= 0
+                    and table.of_job(js.job)[1][r] <= 0
                 ):
                     continue
                 fit.take(placement)
@@ -555,13 +558,15 @@ class _ActiveJobs:
     the job has one yet, time on each type since the last reset, deficit, GPU count. Rebuilt (O(M)) only when a job
     arrives or finishes; a round without such a change reads and updates the arrays in place."""
 
-    __slots__ = ("ids", "keys", "kinds", "pos", "known", "version", "alloc", "in_alloc", "job_time", "deficit")
-    __slots__ += ("scale", "rows", "stamp", "_states")
+    __slots__ = (
+        "ids", "keys", "kinds", "pos", "known", "version", "alloc", "in_alloc", "job_time", "deficit",
+        "scale", "rows", "stamp", "_states",
+    )
 
     def __init__(self) -> None:
         self.ids: list[str] = []
         self.keys: list[tuple[float, str]] = []  # (arrival, id): the order of the rows
-        self.kinds: list[tuple[str, int]] = []
+        self.kinds: list[tuple[str, int, tuple[str, ...] | None]] = []  # (job type, GPUs, allowed models)
         self.pos: dict[str, int] = {}
         self.known: set[str] = set()
         self.version = 0
@@ -599,7 +604,7 @@ class _ActiveJobs:
             return False
         if self.alloc.shape[1:] != (R,):  # first call, or the cluster's types changed: start over
             version = self.version
-            self.__init__()
+            self.__init__()  # type: ignore[misc]  # resets every slot; this class has no subclass
             self.version = version
             self.alloc, self.job_time, self.deficit, self.rows = (np.zeros((0, R)) for _ in range(4))
         gone = self.known - current
@@ -642,14 +647,14 @@ class _ActiveJobs:
             return out
 
         R = self.alloc.shape[1]
-        kinds = [(job.job_type, job.num_gpus) for job in arrivals]
+        kinds = [(job.job_type, job.num_gpus, job.allowed_models) for job in arrivals]
         added = np.array([row_of(kind) for kind in kinds], dtype=float).reshape(len(kinds), R)[new] if kinds else None
         self.alloc = carry(self.alloc, 0.0)
         self.in_alloc = carry(self.in_alloc, False)
         self.job_time = carry(self.job_time, prior)
         self.deficit = carry(self.deficit, 0.0)
         self.rows = carry(self.rows, 0.0, added)
-        self.scale = carry(self.scale, 0.0, np.array([n for _, n in kinds], dtype=float)[new] if kinds else None)
+        self.scale = carry(self.scale, 0.0, np.array([n for _, n, _ in kinds], dtype=float)[new] if kinds else None)
         ids = [job.job_id for job in arrivals]
         if appended:  # the common case, in C: the kept entries, then the arrivals'
             kept = old.tolist()

@@ -42,11 +42,13 @@ import numpy as np
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision, Plan
+from gpuweave.cluster.placement import fastest_models, place_on_model
 from gpuweave.cluster.policies import register_policy
+from gpuweave.cluster.rate_table import RateTable, RateTableCache
 from gpuweave.hadar.dp import DEFAULT_MAX_STATES, hadar_round, literal_allocation
 from gpuweave.hadar.pop import partitioned_round, plan_value
+from gpuweave.hadar.price import PriceConstants
 from gpuweave.hadar.problem import QueuedJob, RoundProblem
-from gpuweave.hadar.throughput import RateTable, RateTableCache
 
 VARIANTS = ("replan", "sticky", "literal")
 SOLVERS = ("dp", "exact")
@@ -85,7 +87,7 @@ def queue_order(view, order: str = "fifo", table: RateTable | None = None, round
     jobs = [*view.running.values(), *view.pending.values()]
     left = {}
     for js in jobs:
-        cons, uncons = table.get(js.job.job_type, js.job.num_gpus)
+        cons, uncons = table.of_job(js.job)
         best = max(float(np.max(cons)), float(np.max(uncons)))  # a job wider than any server has only spread rates
         left[js.job.job_id] = view.remaining(js) / best if best > 0 else math.inf
     shortest = sorted(jobs, key=lambda js: (left[js.job.job_id], js.job.arrival, js.job.job_id))
@@ -150,9 +152,16 @@ class HadarPolicy(ClusterPolicy):
         self.dp_states: list[int] = []
         self.fallback_rounds = 0
         self.rounds = 0
-        self.last_constants = None
+        self.last_constants: PriceConstants | None = None
         self._fixed_of: tuple | None = None  # (rate table, round length) the cached fixed parts are for
         self._fixed: dict = {}
+
+    @property
+    def round_s(self) -> float:
+        """The round length: a Hadar policy always has one (default 360 s)."""
+        length = self.round_length
+        assert length is not None, "Hadar is round-based"
+        return length
 
     def build_problem(self, view, order) -> RoundProblem:
         """Q as the DP's input. What does not change while a job waits or runs (its rate vectors, total work and
@@ -160,7 +169,7 @@ class HadarPolicy(ClusterPolicy):
         a round computes only the remaining work, the current placement and whether the job has started."""
         table = self._rates.of(view)
         stype, cap = cluster_arrays(view)
-        L = self.round_length
+        L = self.round_s
         fixed = self._fixed_parts(table, L, len(order))
         remaining = view.remaining
         jobs = []
@@ -168,7 +177,7 @@ class HadarPolicy(ClusterPolicy):
             job = js.job
             part = fixed.get(job.job_id)
             if part is None or part[0] is not job:  # a new job, or another job under a known id (live runs)
-                cons, uncons = table.get(job.job_type, job.num_gpus)
+                cons, uncons = table.of_job(job)
                 part = fixed[job.job_id] = (job, cons, uncons, float(job.work), int(math.floor(job.arrival / L)))
             jobs.append(  # QueuedJob's fields in order (positional: one call per queued job per round)
                 QueuedJob(
@@ -226,7 +235,7 @@ class HadarPolicy(ClusterPolicy):
     def plan_round(self, view) -> dict[str, tuple]:
         """The round's wanted placements {job id: placement} (jobs absent from it wait or are preempted);
         also what ``gpuweave plan hadar`` prints. Records DP states, fallbacks and the price constants."""
-        order = queue_order(view, self.order, self._rates.of(view), self.round_length)
+        order = queue_order(view, self.order, self._rates.of(view), self.round_s)
         if self.variant == "sticky":
             order = [js for js in order if js.placement is None]
         wanted: dict[str, tuple] = {}
@@ -238,6 +247,7 @@ class HadarPolicy(ClusterPolicy):
             if self.variant == "literal":
                 result = literal_allocation(problem, max_states=self.max_states)
             elif self.solver == "exact":
+                # imported when called: `gpuweave --help` imports this module
                 from gpuweave.hadar.exact_round import exact_round
 
                 result = exact_round(problem, max_states=self.max_states)
@@ -267,7 +277,6 @@ class HadarPolicy(ClusterPolicy):
         """The greedy start of waiting jobs when the DP would leave an idle cluster idle (see module doc)."""
         if not (self.work_conserving and not wanted and not view.running and view.pending):
             return None
-        from gpuweave.cluster.placement import fastest_models, place_on_model
 
         plan = Plan(view)
         for js in queue_order(view):

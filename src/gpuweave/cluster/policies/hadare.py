@@ -27,10 +27,12 @@ import math
 import time
 
 from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.forking import copy_nodes, merge_copies
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.policies.hadar import HadarPolicy, cluster_arrays, queue_order
+from gpuweave.cluster.state import ClusterView, Placement
 from gpuweave.hadar.dp import DEFAULT_MAX_STATES
-from gpuweave.hadar.forking import copy_count, copy_nodes, merge_copies
+from gpuweave.hadar.forking import copy_count
 from gpuweave.hadar.problem import QueuedJob
 
 
@@ -64,11 +66,11 @@ class HadarEPolicy(HadarPolicy):
         )
         self.max_copies = max_copies
 
-    def schedule(self, view) -> Decision:
+    def schedule(self, view: ClusterView) -> Decision:
         t0 = time.perf_counter()
         table = self._rates.of(view)
         stype, cap = cluster_arrays(view)
-        L = self.round_length
+        L = self.round_s
         largest = int(cap.max())
         n_nodes = len(view.nodes)
         n_copies = n_nodes if self.max_copies is None else max(1, min(n_nodes, int(self.max_copies)))
@@ -81,7 +83,7 @@ class HadarEPolicy(HadarPolicy):
             W = js.job.num_gpus
             k = copy_count(W, largest, n_copies)
             forkable = k > 1
-            cons, uncons = table.get(js.job.job_type, W)
+            cons, uncons = table.get(js.job.job_type, W, js.job.allowed_models)
             prev_nodes = copy_nodes(js.placement, W)
             rem = view.remaining(js) / k
             tot = float(js.job.work) / k
@@ -109,12 +111,12 @@ class HadarEPolicy(HadarPolicy):
                 elif extra_gpus < total_gpus:
                     extra.append(q)
                     extra_gpus += W
-        wanted: dict[str, tuple] = {}
+        wanted: dict[str, Placement] = {}
         jobs = first + extra
         if jobs:
             problem = self.round_problem(view, jobs, stype, cap, cap.copy(), L)
             result = self.solve_round(problem)
-            wanted.update(merge_copies(result.plan))
+            wanted.update(merge_copies(result.plan))  # type: ignore[arg-type]  # keyed by job id
             self.dp_states.append(result.states)
             self.fallback_rounds += int(result.fallback)
             self.last_constants = result.constants

@@ -28,7 +28,7 @@ from collections import deque
 from functools import partial
 from typing import Any, Callable
 
-from gpuweave.cluster.state import JobState
+from gpuweave.cluster.state import ClusterView, JobState
 
 Key = Any  # the policy's order; must be unique per job and comparable
 StartClass = tuple[int, str]
@@ -59,7 +59,7 @@ class PendingIndex:
         # level of tuple fewer to compare per heap step: SJF's keys are tuples and its heaps hold the backlog).
         self._classes: dict[StartClass, Any] = {}
         # GPU count -> heap of (head entry, class) of its classes; stale once its class's head is another entry.
-        self._heads: dict[int, list[tuple[tuple, StartClass]]] = {}
+        self._heads: dict[int, list[tuple[Key, StartClass]]] = {}
         self._counts: list[int] = []  # distinct GPU counts, ascending
         self._seq = 0
 
@@ -110,7 +110,7 @@ class PendingIndex:
         if self._fifo:
             heap.append(entry)
         else:
-            heapq.heappush(heap, entry)
+            heapq.heappush(heap, entry)  # type: ignore[arg-type]  # a list unless FIFO
         if heap[0] is entry and not self._strict:  # one queue under strict: its heap is read directly
             heapq.heappush(self._heads[count], (entry, cls))
         self._seq += 1
@@ -127,7 +127,7 @@ class PendingIndex:
             heapq.heappop(heads)
         return None
 
-    def ready(self, view) -> bool:
+    def ready(self, view: ClusterView) -> bool:
         """Take in ``view``'s new waiting jobs; whether the next job to offer could start (a gang runs on one GPU
         model: no job can start unless it fits in the model with the most free GPUs)."""
         pending = view.pending
@@ -140,7 +140,9 @@ class PendingIndex:
         """Whether the next job to offer could fit in ``free_gpus`` GPUs (O(distinct counts) amortised)."""
         if self._strict:
             heap = self._classes.get(_ONE_QUEUE)
-            return bool(heap) and heap[0][-1].job.num_gpus <= free_gpus
+            if not heap:
+                return False
+            return bool(heap[0][-1].job.num_gpus <= free_gpus)
         return any(self._head_class(count) is not None for count in self._counts if count <= free_gpus)
 
     def start_in_order(self, room: Callable[[], int], try_start: Callable[[JobState], bool]) -> None:
@@ -162,7 +164,7 @@ class PendingIndex:
         failed: list[tuple[int, tuple[Key, StartClass]]] = []
         while True:
             best = None
-            best_key = None
+            best_key: Any = None
             for count in counts:
                 if count > limit:
                     break

@@ -8,7 +8,7 @@ EDF. Started jobs keep their node and GPUs. See :mod:`gpuweave.andreas.fpm`.
 from __future__ import annotations
 
 from gpuweave.cluster.policies import register_policy
-from gpuweave.cluster.policies.andreas_adapter import FpmPolicy
+from gpuweave.cluster.policies.fixed_priority import FpmPolicy
 
 
 @register_policy("priority")

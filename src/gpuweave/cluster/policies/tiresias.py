@@ -44,7 +44,7 @@ from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.placement import CapacityCache, CapacityScratch, fewest_nodes, spread
 from gpuweave.cluster.policies import register_policy
-from gpuweave.hadar.throughput import RateTableCache
+from gpuweave.cluster.rate_table import RateTableCache
 
 PLACEMENTS = ("fewest-nodes", "most-free")
 QUEUE_ORDERS = ("arrival", "entry")
@@ -180,7 +180,8 @@ class TiresiasPolicy(ClusterPolicy):
 
         A job ends (or fails) only while running. One pass of lookups: set algebra with the queues' key views
         built a set of every running job, twice a round."""
-        gone, stopped = [], []
+        gone: list[str] = []
+        stopped: list[str] = []
         for job_id in self._was_running:
             if job_id not in running:
                 (stopped if job_id in pending else gone).append(job_id)
@@ -229,7 +230,7 @@ class TiresiasPolicy(ClusterPolicy):
             queue = self.queue_of(view.attained_service(js))
             old = previous.get(js.job.job_id)
             keep = old is not None and old[0] == queue  # still in the queue it entered earlier
-            self._entries[js.job.job_id] = old if keep else self._key(js, queue, view.now)
+            self._entries[js.job.job_id] = old if old is not None and keep else self._key(js, queue, view.now)
         self._order = sorted(self._entries.values())
         self._cross = []
         for js in view.running.values():
@@ -299,8 +300,8 @@ class TiresiasPolicy(ClusterPolicy):
                     continue
             if n > room:
                 continue
-            cons = table.cons(js.job.job_type, n)
-            uncons = table.uncons(js.job.job_type, n)
+            cons = table.cons(js.job.job_type, n, js.job.allowed_models)
+            uncons = table.uncons(js.job.job_type, n, js.job.allowed_models)
             options = [m for m in models if left[m] >= n and (cons[col[m]] > 0 or uncons[col[m]] > 0)]
             if not options:
                 continue
@@ -332,7 +333,7 @@ class TiresiasPolicy(ClusterPolicy):
             placement = single_type_placement(scratch, view, js.job.num_gpus, model, self.placement)
             if placement is None:
                 continue
-            cons, uncons = table.get(js.job.job_type, js.job.num_gpus)
+            cons, uncons = table.of_job(js.job)
             if (cons[col[model]] if len(placement) == 1 else uncons[col[model]]) <= 0:
                 continue
             scratch.take(placement)

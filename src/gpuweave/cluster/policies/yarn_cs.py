@@ -19,6 +19,7 @@ from gpuweave.cluster.decision import NO_CHANGE, Decision, Plan
 from gpuweave.cluster.placement import place_on_model
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.policies.pending_index import PendingIndex, arrival_order
+from gpuweave.cluster.state import ClusterView, JobState
 
 
 @register_policy("yarn-cs")
@@ -35,13 +36,13 @@ class YarnCapacityPolicy(ClusterPolicy):
         self._largest: dict[str, int] = {}
         self._queue = PendingIndex(arrival_order, strict=strict)
 
-    def _largest_node(self, view, model: str) -> int:
+    def _largest_node(self, view: ClusterView, model: str) -> int:
         size = self._largest.get(model)
         if size is None:
             size = self._largest[model] = max(view.nodes[i].num_gpus for i in view.nodes_by_model[model])
         return size
 
-    def schedule(self, view) -> Decision:
+    def schedule(self, view: ClusterView) -> Decision:
         if not self._queue.ready(view):
             return NO_CHANGE
         plan = Plan(view)
@@ -51,7 +52,7 @@ class YarnCapacityPolicy(ClusterPolicy):
         self._queue.start_in_order(plan.most_free, lambda js: self._try_start(view, plan, max_free, js))
         return plan.decision
 
-    def _try_start(self, view, plan: Plan, max_free: dict[str, int], js) -> bool:
+    def _try_start(self, view: ClusterView, plan: Plan, max_free: dict[str, int], js: JobState) -> bool:
         """Start the job on a GPU type with room (seeded choice among them); False if none has."""
         n = js.job.num_gpus
         candidates = []

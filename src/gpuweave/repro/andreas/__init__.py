@@ -40,6 +40,7 @@ from gpuweave.errors import InputError
 from gpuweave.limits import check_limit
 from gpuweave.repro.andreas.armida import armida_setup, plot_trace, replay
 from gpuweave.repro.andreas.experiments import BASELINE_LABEL, BASELINES, means, reductions, scenario_runs
+from gpuweave.repro.andreas.simulate import RunResult
 from gpuweave.repro.registry import ComparisonRow, ReproContext, register_reproduction
 
 
@@ -296,7 +297,7 @@ class _ArmidaReplays:
     shared_2400: int = 0
     preempt_7200: int = 0
     gaps: list[float] = field(default_factory=list)
-    first: object = None
+    first: RunResult | None = None  # seed 0's run
     fpm_energy: dict = field(default_factory=dict)
 
 
@@ -409,10 +410,11 @@ def _armida_rows(arm: dict, rep: _ArmidaReplays, armida_n: int) -> list[Comparis
 def _figure4_rows(rep: _ArmidaReplays, armida_n: int) -> list[ComparisonRow]:
     """Figure 4 checks (AC10: sharing at T=2400, preemption at T=7200, J9 late) and RG's gap to the MILP."""
     gaps, first, fpm_e = rep.gaps, rep.first, rep.fpm_energy
+    assert first is not None, "seed 0 always runs"
     j9_late_all = (
         all(rr.late_jobs >= 1 for rr in fpm_e.values())
         and first.real.late_jobs >= 1
-        and any(js.job.job_id == "J9" and js.end > js.job.deadline for js in first.records.jobs)
+        and any(js.job.job_id == "J9" and js.end > js.job.deadline for js in first.records.jobs)  # type: ignore[operator]  # J9 ends, with a deadline
     )
     return [
         ComparisonRow(

@@ -32,6 +32,7 @@ class ArmidaSetup:
 
 def armida_setup(snapshot_every: float | None = None) -> ArmidaSetup:
     """Nodes and jobs of the replay from the bundled ``data/armida.toml`` (Tables II and V)."""
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.hardware.cluster_spec import Node
 
     data = tomllib.loads(
@@ -102,7 +103,7 @@ def plot_trace(result: RunResult, node_names: list[str], path, title: str = "") 
     ids = sorted({r[0] for r in rows}, key=lambda s: (len(s), s))
     color = {j: cmap(i % 10) for i, j in enumerate(ids)}
     # Stack concurrent jobs of one node on lanes so that shared nodes show both jobs.
-    lanes: dict[int, list[tuple[float, float]]] = {}
+    lanes: dict[int, list[tuple[float, float, int]]] = {}
     for job, node, g, s, e in sorted(rows, key=lambda r: (r[1], r[3])):
         used = lanes.setdefault(node, [])
         lane = 0

@@ -7,6 +7,8 @@ and RG seeds of (C_B − C_RG)/C_B, for total cost and for energy (spec §9.3 "A
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from gpuweave.andreas.workload import WORKLOAD_SEEDS, rg_seeds, scenario_jobs, scenario_nodes
@@ -41,11 +43,11 @@ def scenario_runs(
     for N in ns:
         nodes = scenario_nodes(N, scenario)
         for ws in workload_seeds(n_workload_seeds):
-            extra = {"m_high": OVERLOAD_M[0], "m_low": OVERLOAD_M[1]} if overload else {}
+            extra: dict[str, Any] = {"m_high": OVERLOAD_M[0], "m_low": OVERLOAD_M[1]} if overload else {}
             jobs = scenario_jobs(N, scenario, ws, load_scale=load_scale, **extra)
             runs = [(b, None) for b in baselines] + [("andreas", s) for s in rg_seeds(ws, n_rg_seeds)]
             for policy, rs in runs:
-                opts = {"seed": rs, "max_it": max_it} if policy == "andreas" else {}
+                opts: dict[str, Any] = {"seed": rs, "max_it": max_it} if policy == "andreas" else {}
                 res = run_policy(nodes, jobs, policy, **opts)
                 t = res.opt_times
                 rows.append(

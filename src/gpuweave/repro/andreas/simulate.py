@@ -20,7 +20,7 @@ from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.policies import make_policy
 from gpuweave.cluster.policies.andreas_adapter import AndreasPolicyBase
 from gpuweave.cluster.run import gpu_power
-from gpuweave.cluster.simulator import Simulator
+from gpuweave.cluster.simulator import SimulationRecords, Simulator
 
 
 # ----------------------------------------------------------------------------------------------- real cost
@@ -98,7 +98,7 @@ def real_cost(records, nodes, costs: CostCatalog) -> RealCost:
 class RunResult:
     policy: str
     real: RealCost
-    records: object
+    records: SimulationRecords
     calls: list = field(default_factory=list)
     policy_obj: object = None
 

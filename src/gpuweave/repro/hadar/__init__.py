@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuweave.errors import InputError
+from gpuweave.limits import check_limit
 from gpuweave.repro.hadar.common import MIXES, SIZES, SLACK, SLOTS, TRACE_POLICIES, in_range, paper_numbers
 from gpuweave.repro.hadar.fig5 import fig5_rows
 from gpuweave.repro.hadar.physical import (
@@ -73,6 +75,7 @@ __all__ = [
 
 
 def fig1_rows() -> list[ComparisonRow]:
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.hadar import fig1
 
     P = paper_numbers()["fig1"]
@@ -154,15 +157,13 @@ def reproduce(ctx: ReproContext) -> list[ComparisonRow]:
     picks the Philly window rule of the trace workload (busiest, daily-03-10, busiest-diverse; default busiest
     by the spec's §5.2 step 1, see :mod:`gpuweave.hadar.trace`). ``--reference-gpu V100|P100|K80``: the GPU whose
     rate turns a Philly duration into work (default V100, spec §5.2 step 9)."""
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.hadar.trace import DEFAULT_WINDOW, check_reference_gpu, check_window
 
     seeds = list(range(ctx.reps if ctx.reps is not None else (3 if ctx.full else 1)))
-    n_jobs = int(ctx.options.get("jobs", 480))
+    n_jobs = int(ctx.options.get("jobs", 480))  # type: ignore[call-overload]  # a CLI option: int or str
     if n_jobs < 1:
-        from gpuweave.errors import InputError
-
         raise InputError(f"--jobs must be at least 1, got {n_jobs}", field="jobs")
-    from gpuweave.limits import check_limit
 
     check_limit("trace_jobs", n_jobs, "--jobs", field="jobs")  # a trace simulated per policy and seed
     window = check_window(str(ctx.options.get("window", DEFAULT_WINDOW)))

@@ -14,6 +14,7 @@ def fig5_rows(ctx: ReproContext, reps: int) -> list[ComparisonRow]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # imported here, not at the top: gpuweave.repro.hadar.scalability imports this module
     from gpuweave.repro.hadar.scalability import cpu_model, curve, loglog_slope
 
     data = curve(("hadar", "gavel"), SIZES, reps)

@@ -14,6 +14,7 @@ from gpuweave.repro.registry import ComparisonRow, ReproContext
 
 def emulate_grid(seeds: list[int], base_seed: int, slots=SLOTS, **options) -> dict:
     """Mean CRU/TTD/JCT per (cluster, mix, slot, scheduler) over ``seeds`` (physical-cluster emulation)."""
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.hadar.emulation import emulate
 
     res = {}
@@ -121,6 +122,7 @@ def c1_c4_rows(res: dict, cluster: str) -> list[ComparisonRow]:
 def c2_speedup_row(res: dict, cluster: str, seeds: list[int], base_seed: int) -> ComparisonRow:
     """Spec §8 C2: HadarE's TTD speed-up over Hadar on M-1 within +-25 % of the aggregate-rate bound
     sum_i X(i) (T_S - 17) / (X(best) (T_S - 5)), true rates, slot 360 s, mean over seeds."""
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.hadar.emulation import load_physical, rate_tables
 
     data = load_physical()
@@ -148,6 +150,7 @@ def c2_speedup_row(res: dict, cluster: str, seeds: list[int], base_seed: int) ->
 def forking_bound_row(cluster: str, seeds: list[int], base_seed: int) -> ComparisonRow:
     """How much TTD any forking scheduler can gain over the best unforked one on these inputs (LP bound,
     :func:`gpuweave.hadar.emulation.forking_speedup_bound`), mean over the 7 mixes and the seeds."""
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.hadar.emulation import forking_speedup_bound
 
     per_mix = {m: float(np.mean([forking_speedup_bound(cluster, m, base_seed + k) for k in seeds])) for m in MIXES}
@@ -271,7 +274,7 @@ def _plot_physical(res: dict, path: Path) -> None:
 
 
 # Best CRU slot per mix as the paper's text states it (§VII-D, Figs. 11-12); None where it says "90 or 180".
-C5_PAPER_BEST = {
+C5_PAPER_BEST: dict[tuple[str, str], dict[str, int | None]] = {
     ("hadare", "aws"): {"M-1": 90, "M-3": 90, "M-4": 90, "M-5": 90, "M-8": 360, "M-10": 360, "M-12": 360},
     ("hadare", "lab"): {"M-1": 90, "M-3": 90, "M-4": 90, "M-5": 360, "M-8": 360, "M-10": 360, "M-12": 360},
     ("hadar", "aws"): {"M-1": None, "M-3": 360, "M-4": None, "M-5": None, "M-8": None, "M-10": None, "M-12": None},

@@ -28,7 +28,7 @@ from gpuweave.workload.profiles import load_profiles
 def scaled_cluster(num_jobs: int) -> list[Node]:
     gpus = 12 * math.ceil(num_jobs / 12)
     per_type = gpus // 3
-    nodes = []
+    nodes: list[Node] = []
     for model in ("V100", "P100", "K80"):
         for k in range(math.ceil(per_type / 4)):
             nodes.append(Node(len(nodes), f"{model.lower()}-{k}", model, min(4, per_type - 4 * k), 0.0, 1.0))
@@ -50,8 +50,8 @@ def prepared_view(num_jobs: int, seed: int = 0):
             raise AssertionError
 
     sim = Simulator(nodes, jobs, _Idle(), profiles, power)
-    for js in sim.states:
-        sim.pending[js.job.job_id] = js
+    for js in sim.book.states:
+        sim.book.arrive(js)
     return sim
 
 
@@ -69,7 +69,7 @@ def time_policy(name: str, num_jobs: int, reps: int = 3, seed: int = 0, **option
     return {
         "policy": name,
         "jobs": num_jobs,
-        "gpus": sum(n.num_gpus for n in sim.nodes),
+        "gpus": sim.book.total_gpus,
         "seconds": statistics.median(times),
         "min_s": min(times),
         "max_s": max(times),

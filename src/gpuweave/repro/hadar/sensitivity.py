@@ -62,6 +62,7 @@ def sensitivity_rows(ctx: ReproContext, seeds: list[int], n_jobs: int, window: s
 
 def _run_cases(ctx: ReproContext, seeds: list[int], n_jobs: int, window: str) -> dict[str, dict[str, list[dict]]]:
     """Every case of :data:`CASES` on the same workload per seed: case -> policy -> one result per seed."""
+    # imported when called: `gpuweave --help` imports this module
     from gpuweave.hadar.trace import hadar_workload
 
     env = _trace_env()

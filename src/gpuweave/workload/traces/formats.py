@@ -1,7 +1,8 @@
 """Registry of the trace formats gpuweave reads, and format detection from a file's name and header.
 
 Each format maps to one reader module; every reader returns a frame in the schema of
-:mod:`gpuweave.workload.traces.schema`, which :func:`load_trace_frame` then validates.
+:mod:`gpuweave.workload.traces.schema`, which :func:`load_trace_frame` then validates. The header columns and file
+names that give a format away are :mod:`gpuweave.workload.traces.signatures`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,16 @@ from typing import TYPE_CHECKING
 from gpuweave.errors import InputError
 from gpuweave.workload.profiles import ProfileStore
 from gpuweave.workload.traces._tables import read_text
+from gpuweave.workload.traces.alibaba import read_openb_pods, read_spot_jobs
+from gpuweave.workload.traces.gavel import read_gavel_trace
+from gpuweave.workload.traces.helios import read_helios_jobs
+from gpuweave.workload.traces.pai import read_pai_tasks
+from gpuweave.workload.traces.philly import read_philly_jobs
+from gpuweave.workload.traces.pollux import read_pollux_workload
+from gpuweave.workload.traces.schema import read_table, validate_frame
+from gpuweave.workload.traces.signatures import _PAI_JOBS, format_of_columns, format_of_name
+from gpuweave.workload.traces.slurm import looks_like_sacct, read_sacct
+from gpuweave.workload.traces.tiresias import read_tiresias_trace
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,62 +40,42 @@ class TraceFormat:
 
 
 def _schema(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
-    from gpuweave.workload.traces.schema import read_table
-
     return read_table(path)
 
 
 def _gavel(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
-    from gpuweave.workload.traces.gavel import read_gavel_trace
-
     return read_gavel_trace(path)
 
 
 def _alibaba_pods(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
-    from gpuweave.workload.traces.alibaba import read_openb_pods
-
     return read_openb_pods(path, seed=seed, profiles=profiles)
 
 
 def _alibaba_jobs(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
-    from gpuweave.workload.traces.alibaba import read_spot_jobs
-
     return read_spot_jobs(path, seed=seed, profiles=profiles)
 
 
 def _tiresias(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
-    from gpuweave.workload.traces.tiresias import read_tiresias_trace
-
     return read_tiresias_trace(path, seed=seed, profiles=profiles)
 
 
 def _philly(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
-    from gpuweave.workload.traces.philly import read_philly_jobs
-
     return read_philly_jobs(path, seed=seed, profiles=profiles)
 
 
 def _helios(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
-    from gpuweave.workload.traces.helios import read_helios_jobs
-
     return read_helios_jobs(path, seed=seed, profiles=profiles)
 
 
 def _pai(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
-    from gpuweave.workload.traces.pai import read_pai_tasks
-
     return read_pai_tasks(path, seed=seed, profiles=profiles)
 
 
 def _slurm(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
-    from gpuweave.workload.traces.slurm import read_sacct
-
     return read_sacct(path, seed=seed, profiles=profiles)
 
 
 def _pollux(path: Path, seed: int, profiles: ProfileStore | None) -> "pd.DataFrame":
-    from gpuweave.workload.traces.pollux import read_pollux_workload
-
     return read_pollux_workload(path, profiles)
 
 
@@ -105,32 +96,6 @@ FORMATS: dict[str, TraceFormat] = {
         TraceFormat("slurm", "Slurm job history: sacct --parsable2 with AllocTRES/ReqTRES (docs/slurm.md)", _slurm),
     )
 }
-
-# header columns that identify each CSV format (all must be present)
-_SIGNATURES: tuple[tuple[str, frozenset[str]], ...] = (
-    ("alibaba-pods", frozenset({"name", "num_gpu", "gpu_milli"})),
-    ("alibaba-jobs", frozenset({"job_name", "gpu_request", "worker_num"})),
-    ("helios", frozenset({"gpu_num", "submit_time", "start_time", "end_time"})),
-    ("tiresias", frozenset({"job_id", "num_gpu", "submit_time"})),
-    ("philly", frozenset({"timestamp", "duration", "num_gpus", "cluster"})),
-    ("pollux", frozenset({"name", "time", "application", "num_replicas", "batch_size"})),
-    ("pai", frozenset({"job_name", "task_name", "inst_num", "plan_gpu"})),
-)
-
-# PAI 2020's tables have no header line: they are known by their published file names
-_PAI_TASKS, _PAI_JOBS = "pai_task_table", "pai_job_table"
-
-
-def format_of_name(path: str | Path) -> str | None:
-    """The format a file's published name gives away (PAI's headerless task table), or None."""
-    return "pai" if Path(path).name.lower().startswith(_PAI_TASKS) else None
-
-
-def format_of_columns(columns) -> str | None:
-    """The readable format other than the schema whose signature columns are all among ``columns``, or None."""
-    names = {str(name).strip() for name in columns}
-    return next((name for name, signature in _SIGNATURES if signature <= names), None)
-
 
 _SCHEMA_REQUIRED = frozenset({"job_id", "arrival", "num_gpus", "job_type"})
 
@@ -154,8 +119,6 @@ def detect_format(path: str | Path) -> str:
     if file.suffix.lower() == ".trace" or first.count("\t") >= 6:
         return "gavel"
     if "|" in first:
-        from gpuweave.workload.traces.slurm import looks_like_sacct
-
         if looks_like_sacct(first):
             return "slurm"
     header = {name.strip() for name in first.split(",")}
@@ -185,8 +148,6 @@ def load_trace_frame(
     Job types are checked against ``profiles`` when given. ``work`` is left as the source gives it (see
     :func:`gpuweave.workload.traces.schema.fill_work`).
     """
-    from gpuweave.workload.traces.schema import validate_frame
-
     file = Path(path)
     name = detect_format(file) if fmt == "auto" else fmt
     if name not in FORMATS:

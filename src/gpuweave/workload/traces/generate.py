@@ -32,6 +32,7 @@ from gpuweave.checks import RATE_PER_HOUR, number
 from gpuweave.errors import InputError
 from gpuweave.limits import check_limit
 from gpuweave.workload.job import Job
+from gpuweave.workload.pollux import PolluxJobModel
 from gpuweave.workload.profiles import ProfileStore, load_profiles
 
 
@@ -57,7 +58,7 @@ def generate_philly_like(
     num_jobs: int,
     rate_per_hour: float,
     seed: int,
-    profiles: ProfileStore | None = None,
+    profiles: ProfileStore | PolluxJobModel | None = None,
     *,
     reference_gpu: str = "V100",
     with_priority: bool = False,
@@ -124,7 +125,9 @@ def generate_philly_like(
     return jobs
 
 
-def _runnable_types(store: ProfileStore, distribution: PhillyDistribution, reference_gpu: str) -> dict[int, list[str]]:
+def _runnable_types(
+    store: ProfileStore | PolluxJobModel, distribution: PhillyDistribution, reference_gpu: str
+) -> dict[int, list[str]]:
     """Per scale factor of the distribution, the job types with a positive rate on that many reference GPUs."""
     names_by_scale: dict[int, list[str]] = {}
     for scale in distribution.scale_factors:

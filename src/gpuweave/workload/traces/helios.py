@@ -27,7 +27,7 @@ replay only some.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpuweave.checks import GPUS, MAX_SECONDS
 from gpuweave.errors import InputError
@@ -41,6 +41,7 @@ from gpuweave.workload.traces._tables import (
     require_values,
     time_column,
 )
+from gpuweave.workload.traces.gpu_names import canonical_gpu_model
 from gpuweave.workload.traces.job_types import insert_job_types
 
 if TYPE_CHECKING:
@@ -131,8 +132,6 @@ def read_helios_vcs(
     The file gives counts, not hardware: ``gpu`` (a catalog model) must be given, and nodes have ``gpus_per_node``
     GPUs (8 in Helios' servers; a VC whose count is not a multiple gets one smaller node). O(days x VCs).
     """
-    from gpuweave.workload.traces.gpu_names import canonical_gpu_model
-
     file = Path(path)
     if gpu is None:
         raise InputError(
@@ -155,7 +154,7 @@ def read_helios_vcs(
         raise InputError("the file has no day", file=file)
     position = len(raw) - 1 if date is None else _day(dates, date, file)
     row = raw.iloc[[position]]
-    groups = []
+    groups: list[dict[str, Any]] = []
     for vc in vcs:
         count = int(numeric_column(row, vc, file=file, unit="GPUs", maximum=GPUS.hi, integer=True, minimum=0.0).iloc[0])
         whole, rest = divmod(count, gpus_per_node)

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gpuweave.errors import InputError
-from gpuweave.workload.profiles import ProfileStore, load_profiles
+from gpuweave.workload.profile_source import ProfileSource
+from gpuweave.workload.profiles import load_profiles
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,7 +34,7 @@ ASSIGNED_NOTE = (
 )
 
 
-def candidate_scale(store: ProfileStore, num_gpus: int) -> int:
+def candidate_scale(store: ProfileSource, num_gpus: int) -> int:
     """The profiled scale used to pick job types for a job of ``num_gpus`` GPUs."""
     scales = sorted(
         {scale for job_type in store.job_types() for scale in store.scale_factors(job_type) if scale <= num_gpus}
@@ -43,7 +44,7 @@ def candidate_scale(store: ProfileStore, num_gpus: int) -> int:
     return scales[-1]
 
 
-def candidates(store: ProfileStore, scale: int, reference_gpu: str = "V100") -> list[str]:
+def candidates(store: ProfileSource, scale: int, reference_gpu: str = "V100") -> list[str]:
     """Job types with a positive consolidated throughput on ``scale`` x ``reference_gpu``, sorted."""
     return [
         job_type
@@ -55,7 +56,7 @@ def candidates(store: ProfileStore, scale: int, reference_gpu: str = "V100") -> 
 def assign_job_types(
     num_gpus: Sequence[int] | np.ndarray,
     seed: int,
-    profiles: ProfileStore | None = None,
+    profiles: ProfileSource | None = None,
     reference_gpu: str = "V100",
 ) -> tuple[list[str], list[str]]:
     """Return ``(job_types, notes)``, one per job, by the seeded rule in the module docstring."""
@@ -83,7 +84,7 @@ def assign_job_types(
 
 
 def insert_job_types(
-    frame: "pd.DataFrame", seed: int, profiles: ProfileStore | None, reference_gpu: str, source: str
+    frame: "pd.DataFrame", seed: int, profiles: ProfileSource | None, reference_gpu: str, source: str
 ) -> list[str]:
     """:func:`assign_job_types` for a converter's frame: ``job_type`` inserted as its fourth column and a ``note``
     per row, ``"<source>; <how the type was drawn>"``. Returns the drawing notes (for converters that add more)."""
@@ -98,7 +99,7 @@ def run_time_work(
     counts: list[int],
     models: Sequence[str | None],
     elapsed: list[float],
-    store: ProfileStore,
+    store: ProfileSource,
     reference: str,
 ) -> tuple[list, list[float], int]:
     """Iterations done on the GPUs each job got, and the run time they take on the reference GPU.
@@ -111,7 +112,7 @@ def run_time_work(
     work: list = []
     duration: list[float] = []
     converted = 0
-    cache: dict[tuple[str, int, str], list[float]] = {}
+    cache: dict[tuple[str, int, str | None], list[float]] = {}
     for job_type, n, model, seconds in zip(types, counts, models, elapsed):
         rates = cache.get((job_type, n, model))
         if rates is None:

@@ -51,6 +51,7 @@ from gpuweave.checks import GPUS, MAGNITUDE, MAX_SECONDS
 from gpuweave.errors import InputError
 from gpuweave.workload.profiles import ProfileStore, load_profiles
 from gpuweave.workload.traces._tables import ROW, counted, numeric_column, read_csv_strings, require_values
+from gpuweave.workload.traces.alibaba import cluster_description, group_nodes
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model
 from gpuweave.workload.traces.job_types import assign_job_types, run_time_work
 
@@ -334,8 +335,6 @@ def read_pai_machines(
     machines (``cap_gpu`` 0) are left out and counted in ``description``. ``V100M32`` joins ``V100`` (one catalog
     model); ``MISC`` (K40m, K80, M60 mixed) is kept as is, left out with ``catalog_only``, or taken as a catalog
     model of the caller's choice with ``gpu_map={"MISC": "K80"}``. O(machines)."""
-    from gpuweave.workload.traces.alibaba import cluster_description, group_nodes
-
     file = Path(path)
     raw = _read_table(
         file, MACHINE_COLUMNS, "a PAI machine list (pai_machine_spec.csv)", limit_name="cluster_gpus", what="machines"

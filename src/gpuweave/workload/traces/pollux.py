@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from gpuweave.errors import InputError
 from gpuweave.workload.pollux import PolluxJobModel, is_pollux_traces, job_type_name, load_pollux_job_model
+from gpuweave.workload.profile_source import ProfileSource
 from gpuweave.workload.traces._tables import ROW, read_csv_strings
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def traces_beside(workload: str | Path) -> Path:
     return Path(workload).resolve().parent.parent / "traces"
 
 
-def job_model_for(workload: str | Path, profiles: object = None) -> PolluxJobModel:
+def job_model_for(workload: str | Path, profiles: ProfileSource | None = None) -> PolluxJobModel:
     """``profiles`` when it is a Pollux job model, else the one in the traces folder beside ``workload``."""
     if isinstance(profiles, PolluxJobModel):
         return profiles
@@ -52,7 +53,7 @@ def _integer(text: str, *, file: Path, row: int, field: str, least: int) -> int:
     return int(value)
 
 
-def read_pollux_workload(path: str | Path, profiles: object = None) -> "pd.DataFrame":
+def read_pollux_workload(path: str | Path, profiles: ProfileSource | None = None) -> "pd.DataFrame":
     """Read a Pollux workload into a schema frame with ``work`` from the job model."""
     import pandas as pd
 

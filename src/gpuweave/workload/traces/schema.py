@@ -43,11 +43,14 @@ from typing import TYPE_CHECKING, Literal
 from gpuweave.checks import GPUS, ITERATIONS, MAX_SECONDS, WEIGHT
 from gpuweave.errors import InputError, MissingProfileError
 from gpuweave.files import prepare_output_file, read_input_bytes
+from gpuweave.hardware.catalog import get_gpu
 from gpuweave.limits import check_limit
 from gpuweave.workload.job import Job
-from gpuweave.workload.profiles import ProfileStore
+from gpuweave.workload.profile_source import ProfileSource
+from gpuweave.workload.profiles import load_profiles
 from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, read_csv_strings, row_numbers
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model
+from gpuweave.workload.traces.signatures import format_of_columns, format_of_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -77,10 +80,14 @@ TRACE_COLUMNS: tuple[TraceColumn, ...] = (
     TraceColumn("vc", "str", False, "", "virtual cluster / queue"),
     TraceColumn("gpu_model", "str", False, "", "requested GPU model, canonical name"),
     TraceColumn("note", "str", False, "", "provenance of the row"),
+    TraceColumn("allowed_models", "str", False, "", "GPU models the job may run on, joined by '+'; empty = any"),
 )
 COLUMN_NAMES: tuple[str, ...] = tuple(column.name for column in TRACE_COLUMNS)
 REQUIRED_COLUMNS: tuple[str, ...] = tuple(column.name for column in TRACE_COLUMNS if column.required)
-_STRING_OPTIONAL = ("user", "vc", "gpu_model", "note")
+_STRING_OPTIONAL = ("user", "vc", "gpu_model", "note", "allowed_models")
+# How the service wrote a GPU-type constraint before it was a field of the job: ``TYPE @only:A+B`` as the job type.
+# Files written so are still read: the suffix becomes ``allowed_models``.
+ONLY_SUFFIX = " @only:"
 
 
 # --------------------------------------------------------------------------- reading files
@@ -136,7 +143,7 @@ def validate_frame(
     frame: "pd.DataFrame",
     *,
     file: str | Path,
-    profiles: ProfileStore | None = None,
+    profiles: ProfileSource | None = None,
     max_gpus: int | None = None,
 ) -> "pd.DataFrame":
     """Check a frame against the schema and return it normalised and sorted by (arrival, job_id).
@@ -277,23 +284,51 @@ def _add_priority_and_deadline(frame: "pd.DataFrame", out: "pd.DataFrame", file:
 
 
 def _add_optional_strings(frame: "pd.DataFrame", out: "pd.DataFrame", file: str | Path, rows: list[int]) -> None:
-    """The optional string columns, ``gpu_model`` in its canonical spelling."""
+    """The optional string columns, ``gpu_model`` and each of ``allowed_models`` in their canonical spelling
+    (``allowed_models`` sorted, joined by ``+``); a job type written as ``TYPE @only:A+B`` gives its constraint to
+    ``allowed_models`` (where that cell is empty) and keeps ``TYPE``."""
     import pandas as pd
 
     for name in _STRING_OPTIONAL:
-        values = (
+        values: list[str | None] = (
             _string_column(frame, name, file=file, required=False) if name in frame.columns else [None] * len(frame)
         )
-        if name == "gpu_model":
-            canonical: dict[str, str] = {}
-            for position, model in enumerate(values):
-                if model is not None and model not in canonical:
-                    canonical[model] = canonical_gpu_model(model, file=str(file), row=rows[position], field="gpu_model")
-            values = [canonical[m] if m is not None else None for m in values]
+        if name == "allowed_models":
+            values = _constraints(out, values, file, rows)
+        if name in ("gpu_model", "allowed_models"):
+            values = _canonical_models(values, name, file, rows)
         out[name] = pd.Series(values, index=frame.index, dtype=object)
 
 
-def _check_ids_and_types(out: "pd.DataFrame", profiles: ProfileStore | None, file: str | Path, rows: list[int]) -> None:
+def _constraints(out: "pd.DataFrame", values: list[str | None], file: str | Path, rows: list[int]) -> list[str | None]:
+    """``allowed_models`` cells, with the constraint of ``TYPE @only:A+B`` job types moved out of ``job_type``."""
+    types = out["job_type"].tolist()
+    if not any(ONLY_SUFFIX in t for t in set(types)):
+        return values
+    values = list(values)
+    for position, job_type in enumerate(types):
+        base, sep, allowed = job_type.partition(ONLY_SUFFIX)
+        if sep:
+            types[position] = base
+            values[position] = values[position] or allowed
+    out["job_type"] = types
+    return values
+
+
+def _canonical_models(values: list[str | None], name: str, file: str | Path, rows: list[int]) -> list[str | None]:
+    """Each GPU model of each cell (``+``-separated lists for ``allowed_models``) in its canonical name."""
+    canonical: dict[str, str | None] = {}
+    for position, cell in enumerate(values):
+        if cell is not None and cell not in canonical:
+            parts = cell.split("+") if name == "allowed_models" else [cell]
+            models = [canonical_gpu_model(p.strip(), file=str(file), row=rows[position], field=name) for p in parts]
+            canonical[cell] = "+".join(sorted(set(models))) if name == "allowed_models" else models[0]
+    return [canonical[m] if m is not None else None for m in values]
+
+
+def _check_ids_and_types(
+    out: "pd.DataFrame", profiles: ProfileSource | None, file: str | Path, rows: list[int]
+) -> None:
     """Unique ``job_id``; every ``job_type`` known to ``profiles`` when given."""
     import numpy as np
 
@@ -337,11 +372,9 @@ def _add_extra_columns(frame: "pd.DataFrame", out: "pd.DataFrame") -> None:
 
 # --------------------------------------------------------------------------- work filling and Jobs
 def fill_work(
-    frame: "pd.DataFrame", profiles: ProfileStore, reference_gpu: str = "V100", *, file: str | Path
+    frame: "pd.DataFrame", profiles: ProfileSource, reference_gpu: str = "V100", *, file: str | Path
 ) -> "pd.DataFrame":
     """Fill empty ``work`` from ``duration`` x the consolidated rate on ``reference_gpu`` (Gavel's convention)."""
-    from gpuweave.hardware.catalog import get_gpu
-
     try:
         get_gpu(reference_gpu)
     except InputError as exc:
@@ -401,10 +434,16 @@ def _clean(value: object) -> object:
 def frame_to_jobs(frame: "pd.DataFrame") -> list[Job]:
     """Build :class:`Job` objects from a validated frame whose ``work`` is filled. Equal text cells share one str
     object (see :func:`_string_column`): 10^6 jobs of a converted trace took 1.33 KB each, about 0.9 KB now."""
-    attr_columns = [name for name in frame.columns if name not in COLUMN_NAMES[:8] and not name.startswith("_")]
+    attr_columns = [
+        name
+        for name in frame.columns
+        if name not in COLUMN_NAMES[:8] and name != "allowed_models" and not name.startswith("_")
+    ]
     columns = {name: _cells(frame[name]) for name in frame.columns}
     attr_values = [_cleaned(columns[name]) for name in attr_columns]
     durations, deadlines = _cleaned(columns["duration"]), _cleaned(columns["deadline"])
+    constraint = columns.get("allowed_models")
+    allowed = _allowed_models(constraint) if constraint is not None else itertools.repeat(None)
     rows = zip(
         columns["job_id"],
         columns["arrival"],
@@ -415,6 +454,7 @@ def frame_to_jobs(frame: "pd.DataFrame") -> list[Job]:
         deadlines,
         durations,
         zip(*attr_values) if attr_values else itertools.repeat(()),
+        allowed,
     )
     return [
         Job(
@@ -427,14 +467,30 @@ def frame_to_jobs(frame: "pd.DataFrame") -> list[Job]:
             deadline=None if deadline is None else float(deadline),
             duration=None if duration is None else float(duration),
             attrs={name: value for name, value in zip(attr_columns, values) if value is not None},
+            allowed_models=models,
         )
-        for job_id, arrival, num_gpus, work, job_type, priority, deadline, duration, values in rows
+        for job_id, arrival, num_gpus, work, job_type, priority, deadline, duration, values, models in rows
     ]
+
+
+def _allowed_models(cells: list) -> list[tuple[str, ...] | None]:
+    """``allowed_models`` cells ("A+B", empty) as the job's field (one shared tuple per distinct cell)."""
+    shared: dict[str, tuple[str, ...]] = {}
+    out: list[tuple[str, ...] | None] = []
+    for cell in cells:
+        if isinstance(cell, str) and cell:
+            found = shared.get(cell)
+            if found is None:
+                found = shared[cell] = tuple(cell.split("+"))
+            out.append(found)
+        else:
+            out.append(None)
+    return out
 
 
 def _cleaned(values: list) -> list:
     """:func:`_clean` of each value, with the common cells (text, None, floats) checked inline."""
-    out = []
+    out: list[object] = []
     append = out.append
     for value in values:
         kind = type(value)
@@ -477,6 +533,7 @@ def jobs_to_frame(jobs: Iterable[Job]) -> "pd.DataFrame":
             "duration": job.duration,
             "priority": job.priority,
             "deadline": job.deadline,
+            "allowed_models": "+".join(job.allowed_models) if job.allowed_models else None,
         }
         for name in ("user", "vc", "gpu_model", "note", *extra):
             value = job.attrs.get(name)
@@ -517,7 +574,7 @@ def write_trace(jobs: Iterable[Job], path: str | Path) -> None:
 
 def read_trace(
     path: str | Path,
-    profiles: ProfileStore | None = None,
+    profiles: ProfileSource | None = None,
     reference_gpu: str = "V100",
     max_gpus: int | None = None,
 ) -> list[Job]:
@@ -527,8 +584,6 @@ def read_trace(
     ``None``, job types are not checked and duration-only rows are sized with the bundled Gavel table.
     ``max_gpus``: the cluster's largest possible placement; larger jobs are rejected.
     """
-    from gpuweave.workload.traces.formats import format_of_columns, format_of_name
-
     other = format_of_name(path)  # a headerless table known by its published name, before its data row is a header
     if other is None:
         table = read_table(path)
@@ -543,7 +598,5 @@ def read_trace(
         )
     frame = validate_frame(table, file=path, profiles=profiles, max_gpus=max_gpus)
     if frame["work"].isna().any():
-        from gpuweave.workload.profiles import load_profiles
-
         frame = fill_work(frame, profiles if profiles is not None else load_profiles(), reference_gpu, file=path)
     return frame_to_jobs(frame)

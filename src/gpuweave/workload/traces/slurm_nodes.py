@@ -24,6 +24,7 @@ from pathlib import Path
 
 from gpuweave.errors import InputError
 from gpuweave.files import parse_json
+from gpuweave.workload.traces._tables import read_text
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model
 
 UNHEALTHY = ("DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "INVAL", "POWERED_DOWN", "POWER_DOWN", "FUTURE")
@@ -258,8 +259,6 @@ def cluster_from_slots(
 
 
 def read_nodes_file(path: str | Path) -> list[SlurmNode]:
-    from gpuweave.workload.traces._tables import read_text
-
     return parse_nodes(read_text(path), source=str(path))
 
 
@@ -289,6 +288,7 @@ def import_cluster(
     """The cluster spec of Slurm's nodes (checked by the cluster-spec loader) and notes on what was left out."""
     from pydantic import ValidationError
 
+    # imported here: importing gpuweave.workload.traces.slurm_nodes does without pydantic
     from gpuweave.hardware.cluster_spec import ClusterSpec
 
     if partition:

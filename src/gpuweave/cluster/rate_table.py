@@ -1,4 +1,5 @@
-"""Per-job throughput vectors over a cluster's GPU models, shared by Hadar, HadarE, Gavel and Tiresias.
+"""Per-job throughput vectors over a cluster's GPU models, shared by the Hadar, HadarE, Gavel and Tiresias policies
+(and Hadar's snapshot planner).
 
 Problem: the policies of this family look up, for a job of type ``m`` with ``W`` GPUs, the whole-job rate
 ``T(m, W, r)`` on every GPU model ``r`` of the cluster, consolidated (one server) and unconsolidated
@@ -17,14 +18,15 @@ from gpuweave.errors import MissingProfileError
 
 
 class RateTable:
-    """``cons(job_type, W)`` / ``uncons(job_type, W)``: float arrays over ``models`` (0 = infeasible)."""
+    """``cons(job_type, W)`` / ``uncons(job_type, W)``: float arrays over ``models`` (0 = infeasible). With
+    ``allowed`` (a job's ``allowed_models``), the models it may not use read 0 too."""
 
     __slots__ = ("profiles", "models", "_cache")
 
     def __init__(self, profiles, models: list[str]) -> None:
         self.profiles = profiles
         self.models = list(models)
-        self._cache: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._cache: dict[tuple[str, int, tuple[str, ...] | None], tuple[np.ndarray, np.ndarray]] = {}
 
     def _lookup(self, job_type: str, num_gpus: int, consolidated: bool, model: str) -> float:
         try:
@@ -33,9 +35,15 @@ class RateTable:
             return 0.0
         return value if value > 0 else 0.0
 
-    def get(self, job_type: str, num_gpus: int) -> tuple[np.ndarray, np.ndarray]:
-        key = (job_type, num_gpus)
+    def get(
+        self, job_type: str, num_gpus: int, allowed: tuple[str, ...] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        key = (job_type, num_gpus, allowed)
         hit = self._cache.get(key)
+        if hit is None and allowed is not None:
+            cons, uncons = self.get(job_type, num_gpus)
+            mask = np.array([m in allowed for m in self.models])
+            hit = self._cache[key] = (np.where(mask, cons, 0.0), np.where(mask, uncons, 0.0))
         if hit is None:
             cons = np.array([self._lookup(job_type, num_gpus, True, m) for m in self.models])
             if num_gpus == 1:
@@ -46,11 +54,15 @@ class RateTable:
             self._cache[key] = hit
         return hit
 
-    def cons(self, job_type: str, num_gpus: int) -> np.ndarray:
-        return self.get(job_type, num_gpus)[0]
+    def cons(self, job_type: str, num_gpus: int, allowed: tuple[str, ...] | None = None) -> np.ndarray:
+        return self.get(job_type, num_gpus, allowed)[0]
 
-    def uncons(self, job_type: str, num_gpus: int) -> np.ndarray:
-        return self.get(job_type, num_gpus)[1]
+    def uncons(self, job_type: str, num_gpus: int, allowed: tuple[str, ...] | None = None) -> np.ndarray:
+        return self.get(job_type, num_gpus, allowed)[1]
+
+    def of_job(self, job) -> tuple[np.ndarray, np.ndarray]:
+        """(cons, uncons) of a :class:`~gpuweave.workload.job.Job` with all its GPUs, its constraint applied."""
+        return self.get(job.job_type, job.num_gpus, job.allowed_models)
 
 
 class RateTableCache:
