@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from gpuweave.cluster.policies.andreas_adapter import keep_nodes
+from gpuweave.cluster.policies.andreas_instance import keep_nodes
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ sequence of takes and releases in the book and any scratch changes in a plan; an
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,12 +48,14 @@ def test_best_fit_is_the_scans_node(case, n, model):
         assert node.index in bucket and bucket == sorted(bucket)
 
 
-def test_the_book_keeps_the_index_in_step_with_its_free_counts():
+def test_the_book_keeps_the_index_in_step_with_its_free_counts(monkeypatch):
+    from gpuweave.cluster import book as book_module
     from gpuweave.cluster.book import ClusterBook
     from gpuweave.cluster.decision import Decision
     from gpuweave.workload.job import Job
     from gpuweave.workload.profiles import ProfileStore
 
+    monkeypatch.setattr(book_module, "INDEXED_MODEL_NODES", 0)  # index every model, however few its nodes
     nodes = [Node(i, f"n{i}", "V100", 4, 0.0, 1.0) for i in range(3)]
     profiles = ProfileStore.from_rows([("A", "V100", k, True, 1.0) for k in (1, 2, 3, 4)])
     jobs = [Job(f"j{k}", 0.0, k, 100.0, "A") for k in (1, 2, 3)]
@@ -67,3 +70,18 @@ def test_the_book_keeps_the_index_in_step_with_its_free_counts():
     for node in range(3):
         assert node in book.free_index.node_buckets[node][book.free[node]]
     assert sum(len(b) for b in book.free_index.buckets["V100"]) == 3
+
+
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "yarn-cs", "hadar", "edf"])
+def test_a_run_places_alike_with_and_without_the_index(monkeypatch, policy):
+    """Every record of a run is the same whether best fit reads the index (every model indexed) or scans."""
+    from gpuweave.bench import timed_sim
+    from gpuweave.cluster import book as book_module
+
+    def records():
+        rec = timed_sim(300, 64, policy, 600.0, 1, None)["records"]
+        return [(a.time, a.job_id, a.node, a.gpus) for a in rec.allocations], [js.end for js in rec.jobs]
+
+    scanned = records()
+    monkeypatch.setattr(book_module, "INDEXED_MODEL_NODES", 0)
+    assert records() == scanned

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from gpuweave.andreas.model import Instance
 from gpuweave.cluster.policies import make_policy
-from gpuweave.cluster.policies.andreas_adapter import RGPolicy, ViewAdapter
+from gpuweave.cluster.policies.andreas_adapter import RGPolicy
+from gpuweave.cluster.policies.andreas_instance import ViewAdapter
 from gpuweave.hardware.cluster_spec import make_cluster
 from gpuweave.workload.profiles import load_profiles
 from gpuweave.workload.traces.generate import generate_philly_like

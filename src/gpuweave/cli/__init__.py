@@ -2,8 +2,8 @@
 
 Grains: ``cluster``, ``mig``, ``packs``, ``kernel`` (each with its ``plan``/``simulate``/``run`` and a registry
 listing: ``policies``, ``algos``, ``modes``). Cross-cutting groups: ``trace``, ``repro``, ``crosscheck``, ``sweep``,
-``report``, ``bench``, ``demo``, ``gpus``; the service: ``serve`` and its clients ``submit``, ``jobs``, ``cancel``,
-``nodes``. The spellings of earlier releases (``simulate``, ``policies``,
+``report``, ``bench``, ``demo``, ``gpus``, ``slurm`` (a throwaway local Slurm); the service: ``serve`` and its
+clients ``submit``, ``jobs``, ``cancel``, ``nodes``. The spellings of earlier releases (``simulate``, ``policies``,
 ``plan mig|packs|andreas|hadar``, ``run mig|packs``, ``fikit serve|build-shim``) stay as hidden aliases of the same
 functions (:mod:`gpuweave.cli.aliases`). This package is the top layer: it only parses options, calls the library
 and prints; heavy imports stay inside the command bodies so that ``gpuweave --help`` is instant.
@@ -41,6 +41,7 @@ from gpuweave.cli import (
     report,
     repro,
     serve,
+    slurm,
     sweep,
     trace,
 )
@@ -88,7 +89,7 @@ def _root(
         set_overrides(limit)
 
 
-for _group in (cluster, mig, packs, kernel, trace, repro, bench, serve):
+for _group in (cluster, mig, packs, kernel, trace, repro, bench, serve, slurm):
     app.add_typer(_group.app, name=_group.NAME)
 for _single in (sweep, report, demo, gpus, crosscheck, limits):
     app.command(_single.NAME)(_single.command)

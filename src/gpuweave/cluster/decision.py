@@ -51,6 +51,9 @@ class Decision:
 NO_CHANGE = Decision(assign=MappingProxyType({}), preempt=())  # type: ignore[arg-type]  # read-only on purpose
 
 
+_UNTRACKED: set[int] = set()  # a plan's touched nodes when no model is indexed (never written)
+
+
 def normalize(placement: Iterable[tuple[int, int]]) -> Placement:
     """Merge duplicate nodes, drop zero counts and sort by node."""
     counts: dict[int, int] = {}
@@ -74,9 +77,10 @@ class Plan:
         self.free_by_model = dict(view.free_by_model)
         self.decision = Decision()
         # The book's index holds the free counts this plan started from; the nodes the plan changed are read from
-        # ``free`` (see gpuweave.cluster.free_index).
-        self.free_index: FreeIndex | None = view.free_index
-        self.touched: set[int] = set()
+        # ``free`` (see gpuweave.cluster.free_index). Without an indexed model, nothing is tracked.
+        index = view.free_index
+        self.free_index: FreeIndex | None = index if index.buckets else None
+        self.touched: set[int] = set() if index.buckets else _UNTRACKED
 
     def most_free(self) -> int:
         """Free GPUs of the GPU model with the most (no one-model gang wider than this can start)."""
@@ -84,20 +88,20 @@ class Plan:
 
     def start(self, js: JobState, placement: Placement) -> None:
         nodes = self.view.nodes
-        touched = self.touched
         for node, n in placement:
             self.free[node] -= n
             self.free_by_model[nodes[node].gpu_model] -= n
-            touched.add(node)
+        if self.free_index is not None:
+            self.touched.update(node for node, _ in placement)
         self.decision.assign[js.job.job_id] = placement
 
     def stop(self, js: JobState) -> None:
         if js.placement is None:
             return
         nodes = self.view.nodes
-        touched = self.touched
         for node, n in js.placement:
             self.free[node] += n
             self.free_by_model[nodes[node].gpu_model] += n
-            touched.add(node)
+        if self.free_index is not None:
+            self.touched.update(node for node, _ in js.placement)
         self.decision.preempt.append(js.job.job_id)

@@ -35,25 +35,39 @@ class FreeIndex:
 
     __slots__ = ("buckets", "node_buckets")
 
-    def __init__(self, nodes: Sequence[NodeShape], free: Sequence[int]) -> None:
+    def __init__(self, nodes: Sequence[NodeShape], free: Sequence[int], min_nodes: int = 0) -> None:
+        """Index the models with at least ``min_nodes`` nodes (a scan of fewer is as fast as the index's upkeep)."""
         largest: dict[str, int] = {}
+        count: dict[str, int] = {}
         for node in nodes:
             largest[node.gpu_model] = max(largest.get(node.gpu_model, 0), node.num_gpus)
-        self.buckets: dict[str, list[list[int]]] = {m: [[] for _ in range(g + 1)] for m, g in largest.items()}
-        # Each node's model's buckets, by node index: one list look-up per move instead of two.
-        self.node_buckets: list[list[list[int]]] = [self.buckets[node.gpu_model] for node in nodes]
+            count[node.gpu_model] = count.get(node.gpu_model, 0) + 1
+        self.buckets: dict[str, list[list[int]]] = {
+            m: [[] for _ in range(g + 1)] for m, g in largest.items() if count[m] >= min_nodes
+        }
+        # Each node's model's buckets (None: not indexed), by node index: one list look-up per move instead of two.
+        self.node_buckets: list[list[list[int]] | None] = [self.buckets.get(node.gpu_model) for node in nodes]
         for node in nodes:  # in index order: every bucket comes out sorted
-            self.node_buckets[node.index][free[node.index]].append(node.index)
+            buckets = self.node_buckets[node.index]
+            if buckets is not None:
+                buckets[free[node.index]].append(node.index)
+
+    def indexes(self, model: str) -> bool:
+        """Whether ``model``'s nodes are indexed (else a caller scans them)."""
+        return model in self.buckets
 
     def move(self, node: int, old: int, new: int) -> None:
         """Node ``node`` had ``old`` free GPUs and has ``new`` now."""
         buckets = self.node_buckets[node]
+        if buckets is None:
+            return
         bucket = buckets[old]
         del bucket[bisect_left(bucket, node)]
         insort(buckets[new], node)
 
     def best_fit(self, n: int, model: str, free: Sequence[int], touched: Collection[int]) -> int:
-        """The node of ``model`` with the fewest free GPUs >= ``n`` (lowest index on ties), or -1. ``free`` is the
+        """The node of an indexed ``model`` with the fewest free GPUs >= ``n`` (lowest index on ties), or -1 (also for
+        a model without nodes or not indexed: ask :meth:`indexes` first). ``free`` is the
         caller's view of the free counts: the indexed ones for every node but those in ``touched``, whose counts
         are read from ``free`` itself."""
         buckets = self.buckets.get(model)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from gpuweave.cluster.hadar_snapshot import load_snapshot
 from gpuweave.cluster.policies import make_policy
@@ -17,7 +18,7 @@ from gpuweave.cluster.rate_table import RateTable
 from gpuweave.limits import check_limit
 
 
-def plan_snapshot(path: Path, **options) -> dict:
+def plan_snapshot(path: Path, **options: Any) -> dict[str, Any]:
     """The plan of one Hadar round on the snapshot at ``path`` under the policy ``options``."""
     view = load_snapshot(path)
     if options.get("solver") == "exact":  # the round's MILP grows with jobs x GPUs

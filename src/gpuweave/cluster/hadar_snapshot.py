@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gpuweave.checks import GPUS, ITERATIONS, SECONDS, Range, number
 from gpuweave.cluster.rate_table import RateTable
@@ -34,18 +35,22 @@ from gpuweave.limits import check_limit
 from gpuweave.workload.job import Job
 from gpuweave.workload.profiles import load_profiles
 
+if TYPE_CHECKING:
+    from gpuweave.hardware.cluster_spec import Node
+    from gpuweave.workload.profile_source import ProfileSource
+
 
 @dataclass
 class SnapshotView:
     """The parts of :class:`~gpuweave.cluster.state.ClusterView` Hadar reads, built from a snapshot."""
 
-    nodes: list
-    profiles: object
+    nodes: list[Node]
+    profiles: ProfileSource
     now: float = 0.0
     round_length: float = 360.0
     restart_delay: float = 10.0
-    running: dict = field(default_factory=dict)
-    pending: dict = field(default_factory=dict)
+    running: dict[str, JobState] = field(default_factory=dict)
+    pending: dict[str, JobState] = field(default_factory=dict)
 
     @property
     def models(self) -> list[str]:
@@ -56,11 +61,11 @@ class SnapshotView:
 
 
 def _number(
-    obj: dict,
+    obj: dict[str, Any],
     key: str,
     where: str,
     file: str,
-    default=None,
+    default: float | None = None,
     minimum: float = 0.0,
     row: int | None = None,
     rng: Range = SECONDS,
@@ -70,7 +75,8 @@ def _number(
         if default is None:
             raise InputError(f"{where}: missing '{key}'", file=file, row=row, field=key)
         return float(default)
-    return number(obj[key], rng.with_low(minimum), file=file, row=row, field=key, what=where)
+    checked: float = number(obj[key], rng.with_low(minimum), file=file, row=row, field=key, what=where)
+    return checked
 
 
 def parse_snapshot(data: object, file: str = "<snapshot>") -> SnapshotView:
@@ -122,7 +128,7 @@ def parse_snapshot(data: object, file: str = "<snapshot>") -> SnapshotView:
 
 
 def _parse_job(
-    k: int, raw: object, view: SnapshotView, table: RateTable, profiles, file: str
+    k: int, raw: object, view: SnapshotView, table: RateTable, profiles: ProfileSource, file: str
 ) -> tuple[JobState, object]:
     """``jobs[k]`` as a job state (unique id, profiled type with a rate on this cluster, work, remaining,
     arrival not after now) and its raw ``running`` entry (None for a waiting job)."""
@@ -166,7 +172,9 @@ def _parse_job(
     return JobState(Job(jid, arrival, W, work, jt), remaining), raw.get("running")
 
 
-def _parse_placement(running: object, where: str, row: int, index: dict[str, int], W: int, file: str) -> dict:
+def _parse_placement(
+    running: object, where: str, row: int, index: dict[str, int], W: int, file: str
+) -> dict[int, int]:
     """A running job's ``[[node name, gpus], ...]`` as {node index: GPUs}, holding exactly the job's W GPUs."""
     if not isinstance(running, list) or not running:
         raise InputError(f"{where}: 'running' must be a list of [node, gpus]", file=file, row=row, field="running")

@@ -15,10 +15,14 @@ Definitions (issue #2 item 8):
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gpuweave.cluster.simulator import SimulationRecords
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 
 def summarize(rec: SimulationRecords) -> dict[str, float | int]:
@@ -68,7 +72,9 @@ def summarize(rec: SimulationRecords) -> dict[str, float | int]:
     return out
 
 
-def step_mean_per_interval(times, levels, edges):
+def step_mean_per_interval(
+    times: npt.ArrayLike, levels: npt.ArrayLike, edges: npt.ArrayLike
+) -> npt.NDArray[np.float64]:
     """Mean of a right-continuous step function over each interval ``[edges[k], edges[k+1])``.
 
     ``times`` are sorted breakpoints and ``levels[i]`` the value from ``times[i]`` to the next breakpoint (0

@@ -19,12 +19,13 @@ from gpuweave.cluster.state import Placement
 if TYPE_CHECKING:
     from gpuweave.cluster.free_index import FreeIndex
     from gpuweave.cluster.placements import FreeCapacity
+    from gpuweave.cluster.state import ClusterView, JobState
 
 
 def single_node(plan: FreeCapacity, n: int, model: str) -> Placement | None:
     """Best fit: the node of ``model`` with the fewest free GPUs that still holds all n (lowest index on ties)."""
     index = plan.free_index
-    if index is not None:
+    if index is not None and model in index.buckets:
         node = index.best_fit(n, model, plan.free, plan.touched)
         return ((node, n),) if node >= 0 else None
     free = plan.free
@@ -71,19 +72,19 @@ def spread(nodes: list[int], cap: list[int], n: int, prefer: list[int] | None = 
     return None
 
 
-def fastest_models(view, js) -> list[str]:
+def fastest_models(view: ClusterView, js: JobState) -> list[str]:
     """The cluster's GPU models on which the job can run, fastest (consolidated rate) first; ties keep cluster
     order. The driver caches the list per (job type, GPU count); callers must not mutate it."""
     return view.fastest_models(js)
 
 
-def place_on_model(plan: Plan, js, model: str, *, allow_spread: bool = True) -> Placement | None:
+def place_on_model(plan: Plan, js: JobState, model: str, *, allow_spread: bool = True) -> Placement | None:
     """A placement of the whole gang on ``model`` by the run's placement rule (``plan.view.placement``; the
     default: one node if possible) on which the job can actually run."""
     return plan.view.placement.place(plan, js, model, allow_spread=allow_spread)
 
 
-def runnable_spread(plan: FreeCapacity, js, model: str) -> Placement | None:
+def runnable_spread(plan: FreeCapacity, js: JobState, model: str) -> Placement | None:
     """The gang spread over ``model``'s nodes (fewest nodes, fullest-free first), or None if the model lacks the
     GPUs or the job cannot run spread there. The spread rate is read before the spread is built (no spread is built
     for a job whose spread rate is 0); only a profile source that rates each split needs the placement itself."""
@@ -97,7 +98,7 @@ def runnable_spread(plan: FreeCapacity, js, model: str) -> Placement | None:
     return placement
 
 
-def start_on_fastest(plan: Plan, js) -> bool:
+def start_on_fastest(plan: Plan, js: JobState) -> bool:
     """Start the job in ``plan`` on the fastest GPU model where the run's placement rule finds room for its gang;
     False if none has."""
     n = js.job.num_gpus
@@ -122,13 +123,13 @@ class CapacityScratch:
     free_index: FreeIndex | None = None
     touched: frozenset[int] = frozenset()
 
-    def __init__(self, view) -> None:
+    def __init__(self, view: ClusterView) -> None:
         self.view = view
         self.free = [n.num_gpus for n in view.nodes]
         self.free_by_model = {m: sum(view.nodes[i].num_gpus for i in idx) for m, idx in view.nodes_by_model.items()}
 
     @classmethod
-    def now_free(cls, view) -> "CapacityScratch":
+    def now_free(cls, view: ClusterView) -> "CapacityScratch":
         """A scratch over what is free now (the whole capacity minus what runs)."""
         scratch = cls.__new__(cls)
         scratch.view, scratch.free, scratch.free_by_model = view, list(view.free), dict(view.free_by_model)
@@ -139,19 +140,19 @@ class CapacityScratch:
         other.view, other.free, other.free_by_model = self.view, list(self.free), dict(self.free_by_model)
         return other
 
-    def take(self, placement) -> None:
+    def take(self, placement: Placement) -> None:
         nodes = self.view.nodes
         for node, k in placement:
             self.free[node] -= k
             self.free_by_model[nodes[node].gpu_model] -= k
 
-    def give_back(self, placement) -> None:
+    def give_back(self, placement: Placement) -> None:
         nodes = self.view.nodes
         for node, k in placement:
             self.free[node] += k
             self.free_by_model[nodes[node].gpu_model] += k
 
-    def fits(self, placement) -> bool:
+    def fits(self, placement: Placement) -> bool:
         free = self.free
         for node, k in placement:
             if free[node] < k:
@@ -167,13 +168,13 @@ class CapacityCache:
     __slots__ = ("_key", "_template", "gpus_by_model", "largest_node", "node_models")
 
     def __init__(self) -> None:
-        self._key: tuple = ()
+        self._key: tuple[int, ...] = ()
         self._template: CapacityScratch | None = None
         self.gpus_by_model: dict[str, int] = {}
         self.largest_node: dict[str, int] = {}
         self.node_models: list[str] = []  # each node's GPU model, by node index
 
-    def refresh(self, view) -> "CapacityCache":
+    def refresh(self, view: ClusterView) -> "CapacityCache":
         key = (id(view), *map(id, view.nodes))
         if key != self._key:
             self._key = key
@@ -184,6 +185,6 @@ class CapacityCache:
             self.node_models = [n.gpu_model for n in nodes]
         return self
 
-    def scratch(self, view) -> CapacityScratch:
+    def scratch(self, view: ClusterView) -> CapacityScratch:
         """A fresh scratch over the whole capacity of ``view``'s nodes."""
         return self.refresh(view)._template.copy()  # type: ignore[union-attr]  # refresh() sets it

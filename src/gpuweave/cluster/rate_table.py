@@ -12,9 +12,25 @@ Complexity: O(R) profile lookups per (job type, W), cached for the life of the o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol
+
 import numpy as np
 
 from gpuweave.errors import MissingProfileError
+
+if TYPE_CHECKING:
+    from gpuweave.workload.job import Job
+    from gpuweave.workload.profile_source import ProfileSource
+
+
+class RatedView(Protocol):
+    """What a table is built from: a view's profile source and GPU models (a ``ClusterView``, a snapshot's view)."""
+
+    @property
+    def profiles(self) -> ProfileSource: ...
+
+    @property
+    def models(self) -> list[str]: ...
 
 
 class RateTable:
@@ -23,7 +39,7 @@ class RateTable:
 
     __slots__ = ("profiles", "models", "_cache")
 
-    def __init__(self, profiles, models: list[str]) -> None:
+    def __init__(self, profiles: ProfileSource, models: list[str]) -> None:
         self.profiles = profiles
         self.models = list(models)
         self._cache: dict[tuple[str, int, tuple[str, ...] | None], tuple[np.ndarray, np.ndarray]] = {}
@@ -60,7 +76,7 @@ class RateTable:
     def uncons(self, job_type: str, num_gpus: int, allowed: tuple[str, ...] | None = None) -> np.ndarray:
         return self.get(job_type, num_gpus, allowed)[1]
 
-    def of_job(self, job) -> tuple[np.ndarray, np.ndarray]:
+    def of_job(self, job: Job) -> tuple[np.ndarray, np.ndarray]:
         """(cons, uncons) of a :class:`~gpuweave.workload.job.Job` with all its GPUs, its constraint applied."""
         return self.get(job.job_type, job.num_gpus, job.allowed_models)
 
@@ -74,7 +90,7 @@ class RateTableCache:
     def __init__(self) -> None:
         self._table: RateTable | None = None
 
-    def of(self, view) -> RateTable:
+    def of(self, view: RatedView) -> RateTable:
         """The table for ``view`` (anything with ``profiles`` and ``models``)."""
         table = self._table
         if table is None or table.profiles is not view.profiles or table.models != list(view.models):

@@ -12,14 +12,19 @@ keeps the keys it had before the core (``gpuweave_version``, ``gpuweave_code``, 
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gpuweave import __version__
 from gpuweave.cluster.simulator import RecordSink, SimulationRecords
 from gpuweave.fingerprint import code_fingerprint
 from gpuweave.results import ResultCore, write_result
 from gpuweave.results import fmt as fmt  # re-exported: live/results.py and the CLI format with it
+
+if TYPE_CHECKING:
+    from gpuweave.cluster.book import AllocationChange, TimeseriesRow
+    from gpuweave.hardware.cluster_spec import Node
 
 JOB_COLUMNS = [
     "job_id",
@@ -44,7 +49,13 @@ DEFINITIONS = {
 }
 
 
-def write_run(rec: SimulationRecords, summary: dict, config: dict, out_dir: Path, nodes: list) -> Path:
+def write_run(
+    rec: SimulationRecords,
+    summary: Mapping[str, float | int | None],
+    config: dict[str, Any],
+    out_dir: Path,
+    nodes: list[Node],
+) -> Path:
     """The result directory of a run whose records are all in memory (the live runtime's)."""
 
     def write_files(staging: Path) -> None:
@@ -59,14 +70,14 @@ def write_run(rec: SimulationRecords, summary: dict, config: dict, out_dir: Path
 
 
 def write_streamed_run(
-    run: Callable[[RecordSink], SimulationRecords], config: dict, out_dir: Path, nodes: list
-) -> dict:
+    run: Callable[[RecordSink], SimulationRecords], config: dict[str, Any], out_dir: Path, nodes: list[Node]
+) -> dict[str, float | int]:
     """Run ``run(sink)`` with allocations.csv and timeseries.csv written as it goes (the simulator hands its records
     over in chunks, so memory does not grow with them), then jobs.csv and summary.json. Returns the metrics."""
     # imported here: importing gpuweave.cluster.results does without numpy
     from gpuweave.cluster.metrics import summarize
 
-    done: dict = {}
+    done: dict[str, Any] = {}  # the records and their metrics, once written
 
     def write_files(staging: Path) -> None:
         with CsvRecordSink(staging, nodes, list(dict.fromkeys(n.gpu_model for n in nodes))) as sink:
@@ -80,10 +91,11 @@ def write_streamed_run(
         write_files,
         lambda: _extra(done["rec"], config),
     )
-    return done["summary"]
+    summary: dict[str, float | int] = done["summary"]
+    return summary
 
 
-def _extra(rec: SimulationRecords, config: dict) -> dict:
+def _extra(rec: SimulationRecords, config: dict[str, Any]) -> dict[str, Any]:
     """summary.json's keys beside the result core."""
     return {
         "gpuweave_version": __version__,
@@ -103,7 +115,7 @@ def _write_jobs(rec: SimulationRecords, path: Path) -> None:
             j = js.job
             jct = js.end - j.arrival if js.end is not None else None
             wait = js.first_start - j.arrival if js.first_start is not None else None
-            row = [
+            row: list[object] = [
                 j.job_id,
                 j.job_type,
                 fmt(j.arrival),
@@ -127,7 +139,7 @@ class CsvRecordSink:
     """allocations.csv and timeseries.csv of a result directory, appended chunk by chunk (a
     :class:`~gpuweave.cluster.simulator.RecordSink`); ``models`` are the cluster's GPU models in node order."""
 
-    def __init__(self, directory: Path, nodes: list, models: list[str]) -> None:
+    def __init__(self, directory: Path, nodes: list[Node], models: list[str]) -> None:
         self._node_names = [node.name for node in nodes]
         self._node_models = [node.gpu_model for node in nodes]
         self._files = [open(directory / name, "w", newline="") for name in ("allocations.csv", "timeseries.csv")]
@@ -135,11 +147,11 @@ class CsvRecordSink:
         self._allocations.writerow(["time", "job_id", "node", "gpu_model", "gpus"])
         self._timeseries.writerow(["time"] + [f"busy_{m}" for m in models] + ["busy_total", "power_w"])
 
-    def allocations(self, rows) -> None:
+    def allocations(self, rows: Iterable[AllocationChange]) -> None:
         names, models = self._node_names, self._node_models
         self._allocations.writerows([fmt(a.time), a.job_id, names[a.node], models[a.node], a.gpus] for a in rows)
 
-    def timeseries(self, rows) -> None:
+    def timeseries(self, rows: Iterable[TimeseriesRow]) -> None:
         self._timeseries.writerows([fmt(t), *busy, sum(busy), fmt(power)] for t, busy, power in rows)
 
     def close(self) -> None:
@@ -149,5 +161,5 @@ class CsvRecordSink:
     def __enter__(self) -> "CsvRecordSink":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

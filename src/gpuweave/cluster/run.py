@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuweave.cluster.config import SimulationConfig
 from gpuweave.cluster.contract import ClusterPolicy
@@ -15,19 +16,23 @@ from gpuweave.cluster.simulator import RecordSink, SimulationRecords, Simulator
 from gpuweave.engine.gc_pause import old_objects_left_alone
 from gpuweave.workload.profile_source import ProfileSource
 
+if TYPE_CHECKING:
+    from gpuweave.hardware.cluster_spec import Node
+    from gpuweave.workload.job import Job
+
 
 @dataclasses.dataclass
 class PreparedRun:
     config: SimulationConfig
-    nodes: list
-    jobs: list
+    nodes: list[Node]
+    jobs: list[Job]
     profiles: ProfileSource
     gpu_power: dict[str, tuple[float, float]]
     ideal_placement: bool = False  # the cluster's ``placement: ideal``
     notes: list[str] = dataclasses.field(default_factory=list)  # what the user should know before reading results
 
 
-def prepare(config: SimulationConfig, jobs: list | None = None) -> PreparedRun:
+def prepare(config: SimulationConfig, jobs: list[Job] | None = None) -> PreparedRun:
     """Cluster nodes, profiles and jobs of a run; ``jobs`` given (the service's, possibly none) replace the trace."""
     # imported when called: `gpuweave --help` imports this module
     from gpuweave.hardware.cluster_spec import load_cluster
@@ -55,7 +60,7 @@ def prepare(config: SimulationConfig, jobs: list | None = None) -> PreparedRun:
     return PreparedRun(config, nodes, jobs, profiles, gpu_power(nodes), ideal, notes)
 
 
-def unprofiled_gpus(gpus_by_model: dict[str, int], profiles, source: str | None) -> list[str]:
+def unprofiled_gpus(gpus_by_model: dict[str, int], profiles: ProfileSource, source: str | None) -> list[str]:
     """A note per GPU model of the cluster that the profiles have no rate for: no job can run there, so its GPUs
     stay idle (a PAI replay on PAI's machines has 994 T4s that Gavel's table does not cover). O(models)."""
     known = set(profiles.gpu_models())
@@ -68,12 +73,12 @@ def unprofiled_gpus(gpus_by_model: dict[str, int], profiles, source: str | None)
     ]
 
 
-def gpu_power(nodes: list) -> dict[str, tuple[float, float]]:
+def gpu_power(nodes: list[Node]) -> dict[str, tuple[float, float]]:
     """(idle W, max W) of every GPU model of ``nodes``, from the GPU catalog."""
     # imported when called: `gpuweave --help` imports this module
     from gpuweave.hardware.catalog import get_gpu
 
-    power = {}
+    power: dict[str, tuple[float, float]] = {}
     for node in nodes:
         gpu = get_gpu(node.gpu_model)
         power[node.gpu_model] = (gpu.power_idle_w, gpu.power_max_w)
@@ -121,7 +126,7 @@ def run_simulation(
     out_dir: str | Path,
     progress: Callable[[int, int], None] | None = None,
     notify: Callable[[str], None] | None = None,
-) -> dict:
+) -> dict[str, float | int]:
     """Simulate and write jobs.csv, allocations.csv, timeseries.csv and summary.json into ``out_dir``;
     ``progress(done, total)`` is told the finished jobs about every 1% of the trace, ``notify`` the run's notes
     (:attr:`PreparedRun.notes`) before it starts."""

@@ -177,6 +177,7 @@ class Simulator:
         self._changed = self._tick = self._tick_scheduled = False
         book.busy_changed = False
         self._reacts = self.policy.reacts_to_events
+        self._complete = book.complete  # bound once: called per completion
         self._who_name = self.policy.name or type(self.policy).__name__
         loop.run(until=self.max_time, before_instant=book.advance, after_instant=self._after_instant)
         self.events = loop.events
@@ -205,7 +206,7 @@ class Simulator:
             # instant of stale events only; the book's advance still runs there, so energy is summed over the same
             # intervals.
             return STALE
-        self.book.complete(js)
+        self._complete(js)
         self._done += 1
         self._changed = True
         return None

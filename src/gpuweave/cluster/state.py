@@ -11,12 +11,14 @@ everything in it as read-only and express what they want as a :class:`~gpuweave.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, overload
 
 from gpuweave.cluster.placements import PlacementRule, make_placement
 from gpuweave.workload.job import Job
 
 if TYPE_CHECKING:
+    from _typeshed import SupportsKeysAndGetItem
+
     from gpuweave.cluster.free_index import FreeIndex
     from gpuweave.hardware.cluster_spec import Node
     from gpuweave.workload.profile_source import ProfileSource
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 Placement = tuple[tuple[int, int], ...]
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 
 
 @dataclass(slots=True, eq=False)
@@ -65,33 +68,46 @@ class CountedDict(dict[K, V]):
         super().__init__()
         self.changes = 0
 
-    def __setitem__(self, key, value) -> None:
+    def __setitem__(self, key: K, value: V) -> None:
         self.changes += 1
         dict.__setitem__(self, key, value)
 
-    def __delitem__(self, key) -> None:
+    def __delitem__(self, key: K) -> None:
         self.changes += 1
         dict.__delitem__(self, key)
 
-    def pop(self, key, *default):
+    @overload
+    def pop(self, key: K, /) -> V: ...
+    @overload
+    def pop(self, key: K, default: V, /) -> V: ...
+    @overload
+    def pop(self, key: K, default: T, /) -> V | T: ...
+    def pop(self, key: K, *default: Any) -> Any:
         self.changes += 1
         return dict.pop(self, key, *default)
 
-    def popitem(self):
+    def popitem(self) -> tuple[K, V]:
         self.changes += 1
         return dict.popitem(self)
 
-    def setdefault(self, key, default=None):
+    def setdefault(self, key: K, default: Any = None) -> Any:
         self.changes += 1
         return dict.setdefault(self, key, default)
 
-    def update(self, *args, **kwargs) -> None:
+    def update(self, *args: Any, **kwargs: Any) -> None:
         self.changes += 1
         dict.update(self, *args, **kwargs)
 
     def clear(self) -> None:
         self.changes += 1
         dict.clear(self)
+
+    # ``queue |= more`` is a write too (dict's own |= would not count it). The ignore: mypy wants __ior__ to match
+    # typeshed's overloaded dict.__or__, which this does not change.
+    def __ior__(self, other: SupportsKeysAndGetItem[K, V]) -> Self:  # type: ignore[override,misc]
+        self.changes += 1
+        dict.update(self, other)
+        return self
 
 
 class ClusterState(Protocol):
@@ -155,8 +171,9 @@ class ClusterView:
         self.free_by_model: dict[str, int] = book.free_by_model
         self.models: list[str] = book.models  # GPU models present in the cluster, in first-appearance order
         self.nodes_by_model: dict[str, list[int]] = book.nodes_by_model
-        self.pending: dict[str, JobState] = book.pending  # arrived, unfinished jobs without GPUs, in arrival order
-        self.running: dict[str, JobState] = book.running
+        # arrived, unfinished jobs without GPUs, in arrival order; both queues count their writes (CountedDict)
+        self.pending: CountedDict[str, JobState] = book.pending
+        self.running: CountedDict[str, JobState] = book.running
         self.round_length = round_length  # seconds between the policy's rounds (None: event-driven)
         # where on a GPU model a gang goes (cluster.placements; the run config's placement_rule)
         self.placement: PlacementRule = placement if placement is not None else make_placement()

@@ -26,6 +26,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from types import FrameType
 
 from gpuweave.live.channel import CHECKPOINT_REQUEST, WorkerStatus, write_status
 
@@ -47,7 +48,7 @@ class _Session:
         self.stop_requested = False
         signal.signal(signal.SIGTERM, self._on_sigterm)
 
-    def _on_sigterm(self, _signum, _frame) -> None:
+    def _on_sigterm(self, _signum: int, _frame: FrameType | None) -> None:
         self.stop_requested = True
 
     def report(self, steps: int) -> None:

@@ -20,7 +20,7 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gpuweave.cluster.state import Placement
 from gpuweave.live.attempts import Attempt, LiveJob, commit_saved
@@ -42,7 +42,7 @@ class Journal(RunJournal):
         self.path = Path(path)
         self._fh: TextIO | None = None
 
-    def _write(self, record: dict) -> None:
+    def _write(self, record: dict[str, Any]) -> None:
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "a")
@@ -51,7 +51,7 @@ class Journal(RunJournal):
         os.fsync(self._fh.fileno())
 
     def launching(
-        self, job: LiveJob, number: int, kind: str, placement: Placement, forked: bool, copies: list[dict]
+        self, job: LiveJob, number: int, kind: str, placement: Placement, forked: bool, copies: list[dict[str, Any]]
     ) -> bool:
         """Before attempt ``number`` is launched (``copies``: checkpoint and channels of each copy, no pids yet);
         False stops the launch (the file journal never does)."""
@@ -66,7 +66,7 @@ class Journal(RunJournal):
     def job_cancelled(self, job: LiveJob) -> None:
         self._write({"ev": "cancelled", "job": job.js.job_id})
 
-    def attempt_started(self, job: LiveJob, attempt: Attempt, executor: Executor) -> None:
+    def attempt_started(self, job: LiveJob, attempt: Attempt, executor: Executor[Any]) -> None:
         copies = attempt_copies(attempt, executor)
         self._write(
             {
@@ -104,11 +104,11 @@ class Journal(RunJournal):
     def resume(self, runtime: LiveRuntime, wall_now: float) -> float:
         """Restore the runtime from an earlier journal; returns the wall-clock origin of simulated time."""
         records = _read(self.path)
-        origin = next((r["wall0"] for r in records if r["ev"] == "run"), None)
+        origin: float | None = next((r["wall0"] for r in records if r["ev"] == "run"), None)
         if origin is None:
             self._write({"ev": "run", "wall0": wall_now})
             return wall_now
-        open_attempts: dict[str, dict] = {}
+        open_attempts: dict[str, dict[str, Any]] = {}
         for r in records:
             job = runtime.jobs.get(r.get("job", ""))
             if job is None:
@@ -137,7 +137,7 @@ class Journal(RunJournal):
         self._write({"ev": "resumed", "wall": wall_now})
         return origin
 
-    def _adopt_orphans(self, job: LiveJob, launch: dict) -> None:
+    def _adopt_orphans(self, job: LiveJob, launch: dict[str, Any]) -> None:
         """End the killed runtime's workers of this attempt (checkpoint first) and commit what they saved."""
         saved = end_orphans(job, launch["copies"], launch["forked"])
         self._write(
@@ -157,7 +157,7 @@ class Journal(RunJournal):
             job.done = True
 
 
-def attempt_copies(attempt: Attempt, executor: Executor) -> list[dict]:
+def attempt_copies(attempt: Attempt, executor: Executor[Any]) -> list[dict[str, Any]]:
     """What a restarted runtime needs of an attempt's copies: checkpoint, channel and worker pids."""
     return [
         {
@@ -169,7 +169,7 @@ def attempt_copies(attempt: Attempt, executor: Executor) -> list[dict]:
     ]
 
 
-def end_orphans(job: LiveJob, copies: list[dict], forked: bool) -> list[int]:
+def end_orphans(job: LiveJob, copies: list[dict[str, Any]], forked: bool) -> list[int]:
     """End a killed runtime's workers of one attempt (SIGTERM so they checkpoint, SIGKILL after
     ``ORPHAN_WAIT_S``) and commit the steps their checkpoints hold to ``job``; returns the steps per copy.
     Every worker is gone when this returns, so a relaunch never runs beside an orphan."""
@@ -189,7 +189,7 @@ def end_orphans(job: LiveJob, copies: list[dict], forked: bool) -> list[int]:
     return saved
 
 
-def _read(path: Path) -> list[dict]:
+def _read(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     records = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable
 
 from gpuweave.errors import InputError
 from gpuweave.executors import EXECUTORS, executor_names, spoken
@@ -15,15 +16,22 @@ from gpuweave.live.runtime import LiveRuntime
 
 def make_executor(
     kind: str, address: str | None, config: LiveConfig | None = None, out: Path | None = None
-) -> Executor:
+) -> Executor[Any]:
     """The live executor registered as ``kind`` (:data:`gpuweave.executors.EXECUTORS`)."""
     entry = EXECUTORS.get(kind).impl
     if address is not None and not entry.takes_address:
         raise InputError(f"--address is for the {spoken(executor_names(address=True))} executor", field="address")
-    return entry.live(address, config, Path(out or "."))
+    executor: Executor[Any] = entry.live(address, config, Path(out or "."))
+    return executor
 
 
-def run_live(config_path: Path, executor_kind: str | None, address: str | None, out: Path, progress=None) -> dict:
+def run_live(
+    config_path: Path,
+    executor_kind: str | None,
+    address: str | None,
+    out: Path,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
     """Run a live config to the end and write its results; ``progress(done, total)`` is told finished jobs."""
     config = load_live_config(config_path)
     out = prepare_output_dir(out, field="out", create=True)

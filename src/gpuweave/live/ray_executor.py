@@ -28,6 +28,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -35,6 +36,9 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from gpuweave.errors import InputError
 from gpuweave.live.executor import LOG_FILE, Executor, LaunchSpec
 from gpuweave.local_ray import start_local_ray
+
+if TYPE_CHECKING:
+    from gpuweave.hardware.cluster_spec import Node
 
 NODE_LABEL = "gpuweave_node:"
 TYPE_LABEL = "gpu_type:"
@@ -113,7 +117,7 @@ class _Target:
 
 @dataclass(slots=True)
 class _RayWorker:
-    ref: ray.ObjectRef
+    ref: ray.ObjectRef[int]
     channel: Path
     node: int  # cluster node index
     code: int | None = None
@@ -130,7 +134,7 @@ class RayExecutor(Executor["_RayWorker"]):
         self._reported: set[int] = set()
         self.emulated = True
 
-    def _connect(self, nodes: list) -> None:
+    def _connect(self, nodes: list[Node]) -> None:
         if ray.is_initialized():
             return
         if self.address is None:
@@ -144,7 +148,7 @@ class RayExecutor(Executor["_RayWorker"]):
                 f"cannot reach the Ray cluster at {self.address}: {exc}".splitlines()[0], field="address"
             ) from None
 
-    def _start_local_ray(self, nodes: list) -> None:
+    def _start_local_ray(self, nodes: list[Node]) -> None:
         """One Ray node on this machine, labelled with every cluster node, reachable from this machine only."""
         resources = {f"{NODE_LABEL}{n.name}": n.num_gpus for n in nodes}
         for n in nodes:
@@ -153,11 +157,11 @@ class RayExecutor(Executor["_RayWorker"]):
         start_local_ray(resources=resources, num_gpus=0, logging_level="ERROR", log_to_driver=False)
         self.started_ray = True
 
-    def check_cluster(self, nodes: list) -> None:
+    def check_cluster(self, nodes: list[Node]) -> None:
         self._connect(nodes)
-        alive = [n for n in ray.nodes() if n.get("Alive")]
+        alive = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]  # ray.nodes is unannotated
         labelled = {k[len(NODE_LABEL) :] for n in alive for k in n["Resources"] if k.startswith(NODE_LABEL)}
-        by_type: dict[str, list[dict]] = {}
+        by_type: dict[str, list[dict[str, Any]]] = {}
         for n in alive:
             for key in n["Resources"]:
                 if key.startswith(TYPE_LABEL):
@@ -181,7 +185,7 @@ class RayExecutor(Executor["_RayWorker"]):
 
     def launch(self, spec: LaunchSpec) -> _RayWorker:
         target = self._target[spec.node]
-        options: dict = {"resources": {f"{TYPE_LABEL}{spec.gpu_model}": spec.gpus}}
+        options: dict[str, Any] = {"resources": {f"{TYPE_LABEL}{spec.gpu_model}": spec.gpus}}
         if target.label:
             options["resources"][f"{NODE_LABEL}{target.label}"] = spec.gpus
         else:
@@ -215,7 +219,7 @@ class RayExecutor(Executor["_RayWorker"]):
         target = self._target[node]
         if not target.node_id or node in self._reported:
             return
-        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}  # type: ignore[no-untyped-call]  # ray.nodes is unannotated
         if target.node_id not in alive:
             self._lost.update(i for i, t in self._target.items() if t.node_id == target.node_id)
 

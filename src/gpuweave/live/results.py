@@ -15,6 +15,7 @@ import json
 import shutil
 import statistics
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gpuweave.checks import RESULT, parse
 from gpuweave.cluster.metrics import summarize
@@ -23,6 +24,9 @@ from gpuweave.errors import InputError
 from gpuweave.files import check_unique_columns, csv_rows, read_input_text
 from gpuweave.live.attempts import attempt_outcome
 from gpuweave.live.rates import MEASURED_PROFILES, write_measured_profiles
+
+if TYPE_CHECKING:
+    from gpuweave.live.runtime import LiveRuntime
 
 LIVE_COLUMNS = [
     "job_id",
@@ -43,7 +47,7 @@ LIVE_COLUMNS = [
 RESULT_FILES = ("jobs.csv", "allocations.csv", "timeseries.csv", "summary.json")
 
 
-def write_live_run(runtime, out: Path) -> dict:
+def write_live_run(runtime: LiveRuntime, out: Path) -> dict[str, Any]:
     book = runtime.book
     rec = book.records(runtime.start_time)
     summary = summarize(rec)
@@ -80,7 +84,7 @@ def write_live_run(runtime, out: Path) -> dict:
     return summary
 
 
-def _write_live_csv(runtime, path: Path) -> list[float]:
+def _write_live_csv(runtime: LiveRuntime, path: Path) -> list[float]:
     nodes, scale = runtime.nodes, runtime.ex.time_scale
     latencies = []
     with open(path, "w", newline="") as fh:
@@ -115,7 +119,7 @@ def _write_live_csv(runtime, path: Path) -> list[float]:
     return latencies
 
 
-def _timings(runtime, latencies: list[float]) -> dict:
+def _timings(runtime: LiveRuntime, latencies: list[float]) -> dict[str, Any]:
     def pct(values: list[float], p: float) -> float | None:
         if not values:
             return None

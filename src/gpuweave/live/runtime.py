@@ -25,11 +25,13 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.forking import copy_nodes, is_forked
 from gpuweave.cluster.placements import make_placement
 from gpuweave.cluster.run import build_policy, prepare
+from gpuweave.cluster.state import JobState, Placement
 from gpuweave.errors import InvalidDecisionError
 from gpuweave.live.attempts import Attempt, Copy, LiveJob, Worker, commit, split_steps
 from gpuweave.live.book import Action, LiveBook
@@ -37,7 +39,7 @@ from gpuweave.live.config import LiveConfig, program_argv
 from gpuweave.live.executor import Executor, LaunchSpec, log_tail
 from gpuweave.live.journal import Journal
 from gpuweave.live.journal_contract import RunJournal
-from gpuweave.live.rates import MeasuredProfiles, emulated_rate, measured_key
+from gpuweave.live.rates import MeasuredProfiles, RateKey, emulated_rate, measured_key
 from gpuweave.workload.job import Job
 from gpuweave.workload.profile_source import ProfileSource
 
@@ -62,7 +64,7 @@ class LiveRuntime:
     def __init__(
         self,
         config: LiveConfig,
-        executor: Executor,
+        executor: Executor[Any],
         out: Path,
         *,
         config_dir: Path | None = None,
@@ -97,7 +99,7 @@ class LiveRuntime:
         for js in self.book.states:
             self._track(js)
         executor.check_cluster(self.nodes)
-        self.measured: dict = {}
+        self.measured: dict[RateKey, float] = {}
         self.measured_changed = False
         self.start_time = self.book.states[0].job.arrival if self.book.states else 0.0
         self.wall0 = 0.0
@@ -106,15 +108,17 @@ class LiveRuntime:
         self.decision_s: list[float] = []
         self.overhead_s: list[float] = []
         self.journal: RunJournal = journal if journal is not None else Journal(self.out / "journal.jsonl")
-        self.progress = None  # progress(done, total) after each step, for a progress bar
+        self.progress: Callable[[int, int], None] | None = None  # progress(done, total) after each step (a bar)
         self.open_ended = jobs is not None  # more jobs may come: an idle queue is not a stuck policy
         self._nudged = False  # a cancellation freed GPUs: event-driven policies decide at the next step
 
-    def _track(self, js, argv: list[str] | None = None) -> LiveJob:
+    def _track(self, js: JobState, argv: list[str] | None = None) -> LiveJob:
         if argv is None:
             program = js.job.attrs.get("program")
-            named = isinstance(program, str) and program.strip()
-            argv = program_argv(program, self.config_dir) if named else self.default_argv
+            if isinstance(program, str) and program.strip():
+                argv = program_argv(program, self.config_dir)
+            else:
+                argv = self.default_argv
         ckpt = self.out / "checkpoints" / _safe(js.job.job_id) / "model.ckpt"
         job = self.jobs[js.job.job_id] = LiveJob(js, list(argv), int(math.ceil(js.job.work)), ckpt)
         return job
@@ -526,7 +530,7 @@ class LiveRuntime:
                     job.next_start = None
                     self._launch(job, placement, kind, decided_wall, decided_sim)
 
-    def _launch(self, job: LiveJob, placement, kind: str, decided_wall: float, decided_sim: float) -> None:
+    def _launch(self, job: LiveJob, placement: Placement, kind: str, decided_wall: float, decided_sim: float) -> None:
         js = job.js
         number = job.attempts + 1
         total = sum(k for _, k in placement)

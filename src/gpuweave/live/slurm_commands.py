@@ -47,7 +47,9 @@ def _label(args: list[str]) -> str:
     return " ".join(words)
 
 
-def run_slurm(args: list[str], *, timeout: float = COMMAND_TIMEOUT_S, check: bool = True, env=None) -> str:
+def run_slurm(
+    args: list[str], *, timeout: float = COMMAND_TIMEOUT_S, check: bool = True, env: dict[str, str] | None = None
+) -> str:
     """Run one Slurm command; its standard output, or SlurmCommandError (``check``) naming it and Slurm's reason."""
     shown = " ".join(args)
     if shutil.which(args[0]) is None:

@@ -1,9 +1,14 @@
 """A throwaway Slurm on this machine: munged, MariaDB + slurmdbd, slurmctld and one slurmd with typed GPU GRES.
 
-For the tests, the worked example (``tools/slurm_example.py``) and trying the ``slurm`` executor without a cluster.
-Every daemon runs in the foreground as a child of this process, from a folder of its own, on loopback ports
-picked at start; :meth:`SlurmSandbox.stop` cancels every job and ends the daemons by their process ids. Needs
-root (slurmd starts jobs as their user) and Debian's ``slurm-wlm``, ``slurmdbd``, ``munge`` and ``mariadb-server``.
+The implementation of ``gpuweave slurm sandbox start|status|stop`` (:mod:`gpuweave.cli.slurm`: try the ``slurm``
+executor without a cluster, docs/slurm.md "Try it"), and what the Slurm tests (``tests/slurm/conftest.py``),
+``tools/slurm_capture.py`` and ``tools/bench_slurm.py`` start. Every daemon runs in the foreground (``-D``/``-F``)
+in a session of its own, from a folder of its own, on loopback ports picked at start (slurmctld, slurmd and
+slurmdbd bind 127.0.0.1 only: ``CommunicationParameters=NoInAddrAny``). :meth:`SlurmSandbox.start` records the
+daemons' process ids in ``sandbox.json`` in that folder, so another process can read them (:func:`read_state`,
+:func:`daemon_status`) and end them (:func:`stop_recorded`); :meth:`SlurmSandbox.stop` ends its own children.
+Either way every job is cancelled first and each daemon gets SIGTERM, then SIGKILL after a timeout. Needs root
+(slurmd starts jobs as their user) and Debian's ``slurm-wlm``, ``slurmdbd``, ``munge`` and ``mariadb-server``.
 
 What it takes on Debian 12 (Slurm 22.05.8), found by trying (docs/slurm.md):
 
@@ -24,20 +29,33 @@ What it takes on Debian 12 (Slurm 22.05.8), found by trying (docs/slurm.md):
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
+import signal
 import socket
 import stat
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from gpuweave.errors import InputError
+from gpuweave.files import load_json
 
 DAEMONS = ("munged", "mariadbd", "mariadb-install-db", "slurmdbd", "slurmctld", "slurmd")
 COMMANDS = ("sbatch", "scontrol", "squeue", "scancel", "sacct", "sacctmgr", "sinfo", "munge", "mariadb")
 START_TIMEOUT_S = 60.0
 START_ATTEMPTS = 3  # a daemon that dies while the sandbox starts (MariaDB once segfaulted under load) gets a fresh try
 DEFAULT_GPUS = {"v100": 4, "k80": 2}
+PARTITION = "gpu"
+STATE_FILE = "sandbox.json"  # the daemons' process ids, for `gpuweave slurm sandbox status|stop` in another process
+LOCK_FILE = "sandbox.lock"  # held while `gpuweave slurm sandbox start` starts one
+STOP_TIMEOUT_S = 15.0  # SIGTERM, then SIGKILL after this long
+OWN_FOLDERS = ("etc", "log", "state", "spool", "munge", "run", "dev", "db", "dbtmp")  # made afresh by every start
 
 
 def missing_requirements() -> str | None:
@@ -60,7 +78,177 @@ class DaemonExited(RuntimeError):
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot, /proc/PID/stat), or None when no live process has that
+    id (a zombie is not live)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()  # the name, in brackets, may hold spaces
+    if fields[0] in ("Z", "X"):
+        return None
+    return int(fields[19])
+
+
+@dataclass(frozen=True)
+class Daemon:
+    """A daemon a sandbox started: its process id and start time, which tells it from a later process that got the
+    same id (only that process is ever signalled)."""
+
+    name: str
+    pid: int
+    started: int | None
+
+    def alive(self) -> bool:
+        return self.started is not None and _start_ticks(self.pid) == self.started
+
+
+@dataclass(frozen=True)
+class SandboxState:
+    """What ``sandbox.json`` records about a started sandbox."""
+
+    root: Path
+    cluster: str
+    node: str
+    partition: str
+    gpus: dict[str, int]
+    daemons: tuple[Daemon, ...]
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"SLURM_CONF": str(self.root / "etc" / "slurm.conf")}
+
+    def running(self) -> list[Daemon]:
+        return [d for d in self.daemons if d.alive()]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dir": str(self.root),
+            "cluster": self.cluster,
+            "node": self.node,
+            "partition": self.partition,
+            "gpus": dict(self.gpus),
+            "env": self.env,
+            "daemons": [{"name": d.name, "pid": d.pid, "started": d.started} for d in self.daemons],
+        }
+
+
+def read_state(root: Path) -> SandboxState | None:
+    """The sandbox recorded in ``root`` (None when none was started there); a damaged record is an InputError."""
+    path = root / STATE_FILE
+    if not path.is_file():
+        return None
+    data = load_json(path, what="sandbox state")
+    try:
+        daemons = tuple(
+            Daemon(str(d["name"]), int(d["pid"]), None if d["started"] is None else int(d["started"]))
+            for d in data["daemons"]
+        )
+        return SandboxState(
+            root=Path(data["dir"]),
+            cluster=str(data["cluster"]),
+            node=str(data["node"]),
+            partition=str(data["partition"]),
+            gpus={str(k): int(v) for k, v in data["gpus"].items()},
+            daemons=daemons,
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"not a sandbox record ({type(exc).__name__}: {exc})", file=path) from None
+
+
+def folder_problem(root: Path) -> str | None:
+    """Why ``root`` cannot hold a sandbox (one line), or None: a start rewrites its own folders there
+    (``OWN_FOLDERS``), so it takes only a new or empty folder, or one a sandbox used before."""
+    if root.exists() and not root.is_dir():
+        return f"{root} is not a folder"
+    if root.is_dir() and not any((root / name).exists() for name in (STATE_FILE, LOCK_FILE)) and any(root.iterdir()):
+        return (
+            f"{root} is not empty and holds no sandbox ({STATE_FILE}); give a new or empty folder "
+            f"(a start rewrites its {', '.join(OWN_FOLDERS)} subfolders)"
+        )
+    return None
+
+
+def start_detached(root: Path) -> tuple[SandboxState, bool]:
+    """Start a sandbox in ``root`` whose daemons outlive this process, or find the one running there: returns its
+    state and whether it already ran. Bad input (no root, Slurm missing, a folder of someone else's, a start in
+    progress, a sandbox that runs only partly) is an InputError."""
+    problem = folder_problem(root) or missing_requirements()
+    if problem:
+        raise InputError(problem)
+    root = root.resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / LOCK_FILE, "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(f"a sandbox is being started in {root} by another process") from None
+        state = read_state(root)
+        running = state.running() if state is not None else []
+        if state is not None and running:
+            if len(running) == len(state.daemons):
+                return state, True
+            gone = ", ".join(d.name for d in state.daemons if d not in running)
+            raise InputError(
+                f"the sandbox in {root} runs only partly ({gone} exited; logs in {root / 'log'}): "
+                f"`gpuweave slurm sandbox stop --dir {root}` first"
+            )
+        return SlurmSandbox(root).start().state(), False
+
+
+def stop_recorded(root: Path, timeout: float = STOP_TIMEOUT_S) -> list[Daemon]:
+    """Cancel every job of the sandbox recorded in ``root`` and end its daemons that still run (newest first,
+    SIGTERM, SIGKILL after ``timeout``); returns the daemons it ended. Removes no file."""
+    state = read_state(root)
+    running = state.running() if state is not None else []
+    if state is None or not running:
+        return []
+    if any(d.name == "slurmctld" for d in running):
+        _cancel_jobs(state.env)
+    for daemon in reversed(running):
+        _end(daemon, timeout)
+    return running
+
+
+def _end(daemon: Daemon, timeout: float) -> None:
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        if not daemon.alive():
+            return
+        try:
+            os.kill(daemon.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while daemon.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    if daemon.alive():
+        raise RuntimeError(f"{daemon.name} (pid {daemon.pid}) still runs after SIGKILL")
+
+
+def _cancel_jobs(env: dict[str, str]) -> None:
+    """Cancel every job and wait (20 s at most) until none runs; a Slurm that does not answer is left to the kill."""
+    full = dict(os.environ, **env)
+
+    def squeue(*args: str) -> str:
+        proc = subprocess.run(["squeue", "-h", *args], capture_output=True, text=True, env=full, timeout=30)
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr.strip())
+        return proc.stdout
+
+    try:
+        ids = squeue("-o", "%i").split()
+        if ids:
+            subprocess.run(["scancel", *ids], env=full, capture_output=True, timeout=30)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and squeue("-t", "running,completing", "-o", "%i").strip():
+            time.sleep(0.2)
+    except (OSError, RuntimeError, subprocess.SubprocessError):
+        pass
 
 
 @dataclass
@@ -70,7 +258,8 @@ class SlurmSandbox:
     cluster: str = "gwsandbox"
     gpus: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_GPUS))
     cpus: int = 16
-    procs: list[tuple[str, subprocess.Popen]] = field(default_factory=list)
+    procs: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
+    dbd_port: int = 0
 
     @property
     def conf(self) -> Path:
@@ -81,8 +270,18 @@ class SlurmSandbox:
         """What a process needs to talk to this Slurm: its SLURM_CONF."""
         return {"SLURM_CONF": str(self.conf)}
 
-    def _run(self, args: list[str], **kw) -> str:
-        proc = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, **self.env), timeout=60, **kw)
+    def state(self) -> SandboxState:
+        """What ``sandbox.json`` records: the daemons running now with their process ids."""
+        daemons = tuple(Daemon(name, p.pid, _start_ticks(p.pid)) for name, p in self.procs if p.poll() is None)
+        return SandboxState(self.root, self.cluster, self.node, PARTITION, dict(self.gpus), daemons)
+
+    def _write_state(self) -> None:
+        tmp = self.root / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(self.state().to_json(), indent=2) + "\n")
+        os.replace(tmp, self.root / STATE_FILE)
+
+    def _run(self, args: list[str]) -> str:
+        proc = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, **self.env), timeout=60)
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}")
         return proc.stdout
@@ -100,7 +299,7 @@ class SlurmSandbox:
         log.close()
         self.procs.append((name, proc))
 
-    def _wait(self, what: str, check, timeout: float = START_TIMEOUT_S) -> None:
+    def _wait(self, what: str, check: Callable[[], bool], timeout: float = START_TIMEOUT_S) -> None:
         deadline = time.time() + timeout
         while time.time() < deadline:
             for name, proc in self.procs:
@@ -130,7 +329,7 @@ class SlurmSandbox:
         return self._start_once()
 
     def _start_once(self) -> SlurmSandbox:
-        for sub in ("etc", "log", "state", "spool", "munge", "run", "dev", "db"):
+        for sub in OWN_FOLDERS:
             shutil.rmtree(self.root / sub, ignore_errors=True)  # a fresh Slurm every time: no state of a past one
             (self.root / sub).mkdir(parents=True)
         try:
@@ -150,6 +349,7 @@ class SlurmSandbox:
             self._spawn("slurmd", ["slurmd", "-D", "-N", self.node])
             self._wait(f"node {self.node} idle", lambda: self._run(["sinfo", "-h", "-o", "%T"]).strip() == "idle")
             self.dbd_port = dbd_port
+            self._write_state()
         except BaseException:
             self.stop()
             raise
@@ -181,7 +381,6 @@ class SlurmSandbox:
         # MariaDB's temporary tables go to its own folder, not the machine's /tmp: a test run once failed with
         # "Error on delete of '/tmp/#sql-temptable-...MAI' (Errcode: 2)" while other tests ran beside it.
         tmpdir = self.root / "dbtmp"
-        tmpdir.mkdir(parents=True, exist_ok=True)
         self._run(
             [
                 "mariadb-install-db",
@@ -242,6 +441,7 @@ class SlurmSandbox:
                 node=self.node,
                 cpus=self.cpus,
                 node_gres=node_gres,
+                partition=PARTITION,
             )
         )
         (etc / "gres.conf").write_text(
@@ -255,7 +455,8 @@ class SlurmSandbox:
 
     def _make_devices(self) -> dict[str, str]:
         """One character device per fake GPU (/dev/null's numbers); type -> gres.conf File= expression."""
-        files, index = {}, 0
+        files: dict[str, str] = {}
+        index = 0
         null = os.stat("/dev/null").st_rdev
         for kind, count in self.gpus.items():
             first = index
@@ -269,22 +470,15 @@ class SlurmSandbox:
 
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:
-        """Cancel every job, wait for them to end, then end the daemons (newest first) by process id."""
+        """Cancel every job, wait for them to end, then end the daemons (newest first) by process id: SIGTERM,
+        SIGKILL after ``STOP_TIMEOUT_S``."""
         if any(name == "slurmctld" and proc.poll() is None for name, proc in self.procs):
-            try:
-                ids = self._run(["squeue", "-h", "-o", "%i"]).split()
-                if ids:
-                    subprocess.run(["scancel", *ids], env=dict(os.environ, **self.env), capture_output=True, timeout=30)
-                deadline = time.time() + 20
-                while time.time() < deadline and self._run(["squeue", "-h", "-t", "running,completing", "-o", "%i"]):
-                    time.sleep(0.2)
-            except (RuntimeError, subprocess.SubprocessError):
-                pass
+            _cancel_jobs(self.env)
         for name, proc in reversed(self.procs):
             if proc.poll() is None:
                 proc.terminate()
                 try:
-                    proc.wait(timeout=15)
+                    proc.wait(timeout=STOP_TIMEOUT_S)
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
@@ -311,6 +505,7 @@ SlurmdLogFile={root}/log/slurmd.log
 SlurmctldDebug=info
 SlurmdDebug=info
 MessageTimeout=5
+CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 MpiDefault=none
@@ -330,7 +525,7 @@ ReturnToService=2
 KillWait=5
 MinJobAge=600
 NodeName={node} NodeHostname=localhost NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=4000 Gres={node_gres} State=UNKNOWN
-PartitionName=gpu Nodes={node} Default=YES MaxTime=INFINITE State=UP
+PartitionName={partition} Nodes={node} Default=YES MaxTime=INFINITE State=UP
 """
 
 SLURMDBD_CONF = """\
@@ -339,6 +534,7 @@ AuthInfo=socket={sock}
 DbdHost=localhost
 DbdAddr=127.0.0.1
 DbdPort={dbd_port}
+CommunicationParameters=NoInAddrAny
 SlurmUser=root
 LogFile={root}/log/slurmdbd.log
 PidFile={root}/run/slurmdbd.pid

@@ -13,7 +13,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi import Path as PathParam
@@ -23,6 +23,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gpuweave import __version__
 from gpuweave.cluster.policies import POLICIES, make_policy
@@ -30,6 +31,10 @@ from gpuweave.errors import InputError
 from gpuweave.service import schemas
 from gpuweave.service.auth import User, user_for_token
 from gpuweave.service.store import ApiError, Store
+
+if TYPE_CHECKING:
+    from gpuweave.service.metrics import ServiceMetrics
+    from gpuweave.service.scheduler import Scheduler
 
 STATIC = Path(__file__).parent / "static"
 MAX_ID = 2**31 - 1
@@ -42,8 +47,8 @@ FILTER = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 @dataclass
 class ServiceState:
     store: Store
-    metrics: Any
-    scheduler: Any = None  # None: the API alone (tests of the HTTP side)
+    metrics: ServiceMetrics
+    scheduler: Scheduler | None = None  # None: the API alone (tests of the HTTP side)
     seed: int = 0
     max_body_bytes: int = 64 * 1024
 
@@ -71,7 +76,7 @@ def _document_choices(app: FastAPI, store: Store) -> None:
     (what clients and fuzzers then generate); the checks in :mod:`gpuweave.service.jobs` stay the authority."""
     build = app.openapi
 
-    def openapi() -> dict:
+    def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = build()
             fields = schema["components"]["schemas"]["JobSubmit"]["properties"]
@@ -114,11 +119,11 @@ def _error_handlers(app: FastAPI) -> None:
 class BodyLimit:
     """413 for a request body over ``max_bytes``, declared (Content-Length) or streamed."""
 
-    def __init__(self, app, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or []).get(b"content-length")
@@ -129,7 +134,7 @@ class BodyLimit:
             return await response(scope, receive, send)
         seen = 0
 
-        async def limited():
+        async def limited() -> Message:
             nonlocal seen
             message = await receive()
             if message["type"] == "http.request":
@@ -144,17 +149,17 @@ class BodyLimit:
 class RequestLog:
     """One JSON log line and one latency observation per request (route template, not the raw path)."""
 
-    def __init__(self, app, metrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: ServiceMetrics | None) -> None:
         self.app = app
         self.metrics = metrics
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         start = time.perf_counter()
         status = {"code": 500}
 
-        async def capture(message):
+        async def capture(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
             await send(message)
@@ -206,7 +211,7 @@ def _api(state: ServiceState) -> APIRouter:
     router = APIRouter(prefix="/api/v1", responses=errors)
 
     @router.post("/jobs", status_code=201, response_model=schemas.Job, responses={403: {}, 429: {}}, tags=["jobs"])
-    def submit(spec: schemas.JobSubmit, user: User = Depends(_user)) -> dict:
+    def submit(spec: schemas.JobSubmit, user: User = Depends(_user)) -> dict[str, Any]:
         """Submit a job; it waits in the queue until the policy starts it."""
         out = store.submit(user, spec)
         if state.metrics is not None:
@@ -221,12 +226,12 @@ def _api(state: ServiceState) -> APIRouter:
         name: Annotated[str | None, Query(pattern=FILTER)] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Jobs you can see (yours; every job for an admin), newest first, filtered by state, user and name."""
         return store.list_jobs(user, state=state_, owner=owner, name=name, limit=limit, offset=offset)
 
     @router.get("/jobs/{job_id}", response_model=schemas.JobDetail, responses={404: {}}, tags=["jobs"])
-    def get_job(job_id: JobId, user: User = Depends(_user)) -> dict:
+    def get_job(job_id: JobId, user: User = Depends(_user)) -> dict[str, Any]:
         """One job with its history of placements (one entry per attempt)."""
         return store.job(user, job_id, history=True)
 
@@ -237,7 +242,7 @@ def _api(state: ServiceState) -> APIRouter:
         return JSONResponse(schemas.Job(**out).model_dump(mode="json"), status_code=status)
 
     @router.get("/nodes", response_model=list[schemas.Node], tags=["cluster"])
-    def nodes(user: User = Depends(_user)) -> list[dict]:
+    def nodes(user: User = Depends(_user)) -> list[dict[str, Any]]:
         """Nodes with their GPUs and what runs on them (other users' jobs without names)."""
         return store.nodes_out(user)
 
@@ -252,17 +257,17 @@ def _api(state: ServiceState) -> APIRouter:
         after: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
         job_id: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    ) -> list[dict]:
+    ) -> list[dict[str, Any]]:
         """The event log after event ``after`` (yours; everything for an admin), oldest first."""
         return store.events_out(user, after=after, job_id=job_id, limit=limit)
 
     @router.get("/me", response_model=schemas.Me, tags=["users"])
-    def me(user: User = Depends(_user)) -> dict:
+    def me(user: User = Depends(_user)) -> dict[str, Any]:
         """Who the token belongs to, the quotas and what counts against them."""
         return store.me(user)
 
     @router.get("/dashboard", tags=["cluster"])
-    def dashboard(user: User = Depends(_user)) -> dict:
+    def dashboard(user: User = Depends(_user)) -> dict[str, Any]:
         """Everything the dashboard shows, in one answer."""
         return store.dashboard(user)
 
@@ -273,16 +278,16 @@ def _api(state: ServiceState) -> APIRouter:
 def _policy_routes(router: APIRouter, state: ServiceState) -> None:
     store = state.store
 
-    def shown(value: dict) -> dict:
+    def shown(value: dict[str, Any]) -> dict[str, Any]:
         return {**value, "available": list(POLICIES.names())}
 
     @router.get("/policy", response_model=schemas.Policy, tags=["policy"])
-    def get_policy(_user_: User = Depends(_user)) -> dict:
+    def get_policy(_user_: User = Depends(_user)) -> dict[str, Any]:
         """The policy in force and its options."""
         return shown(store.policy())
 
     @router.put("/policy", response_model=schemas.Policy, responses={403: {}}, tags=["policy"])
-    def put_policy(body: schemas.PolicyIn, user: User = Depends(_admin)) -> dict:
+    def put_policy(body: schemas.PolicyIn, user: User = Depends(_admin)) -> dict[str, Any]:
         """Change the policy or its options (admins); the scheduling loop switches at its next sync."""
         options = dict(body.options)
         round_length = options.pop("round_length", None)
@@ -304,7 +309,7 @@ def _plain_routes(app: FastAPI, state: ServiceState) -> None:
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/healthz", tags=["service"])
-    def healthz() -> dict:
+    def healthz() -> dict[str, Any]:
         """Liveness: the scheduling loop runs."""
         alive = state.scheduler.alive if state.scheduler is not None else None
         return {"ok": alive is not False, "scheduler": alive, "version": __version__}

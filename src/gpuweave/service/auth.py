@@ -55,7 +55,7 @@ def create_token(
     with writing(engine) as conn:
         row = conn.execute(select(users.c.id).where(users.c.name == name)).first()
         if row is None:
-            user_id = conn.execute(
+            new = conn.execute(
                 insert(users).values(
                     name=name,
                     admin=admin,
@@ -63,7 +63,9 @@ def create_token(
                     max_queued_jobs=max_queued_jobs,
                     created_at=now,
                 )
-            ).inserted_primary_key[0]
+            ).inserted_primary_key
+            assert new is not None  # a one-row INSERT without RETURNING always has its primary key
+            user_id = new[0]
         else:
             user_id = row.id
             changes: dict[str, bool | int] = {"admin": True} if admin else {}

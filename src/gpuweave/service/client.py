@@ -8,6 +8,7 @@ The server comes from ``--server`` or ``GPUWEAVE_SERVER`` (default ``http://127.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from gpuweave.errors import InputError
 from gpuweave.service.config import DEFAULT_PORT
@@ -30,7 +31,8 @@ class Client:
             raise InputError(f"no token: set {TOKEN_ENV} (from `gpuweave serve token create NAME`)", field=TOKEN_ENV)
         self._http = httpx.Client(base_url=self.server, headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT_S)
 
-    def request(self, method: str, path: str, **kwargs):
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """The response's JSON body."""
         import httpx
 
         try:
@@ -46,20 +48,25 @@ class Client:
             raise InputError(f"{response.status_code}: {detail}", field=field)
         return response.json()
 
-    def submit(self, spec: dict) -> dict:
-        return self.request("POST", "/jobs", json=spec)
+    def submit(self, spec: dict[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = self.request("POST", "/jobs", json=spec)
+        return body
 
-    def jobs(self, **params) -> dict:
-        return self.request("GET", "/jobs", params={k: v for k, v in params.items() if v is not None})
+    def jobs(self, **params: Any) -> dict[str, Any]:
+        body: dict[str, Any] = self.request("GET", "/jobs", params={k: v for k, v in params.items() if v is not None})
+        return body
 
-    def job(self, job_id: int) -> dict:
-        return self.request("GET", f"/jobs/{job_id}")
+    def job(self, job_id: int) -> dict[str, Any]:
+        body: dict[str, Any] = self.request("GET", f"/jobs/{job_id}")
+        return body
 
-    def cancel(self, job_id: int) -> dict:
-        return self.request("POST", f"/jobs/{job_id}/cancel")
+    def cancel(self, job_id: int) -> dict[str, Any]:
+        body: dict[str, Any] = self.request("POST", f"/jobs/{job_id}/cancel")
+        return body
 
-    def nodes(self) -> list[dict]:
-        return self.request("GET", "/nodes")
+    def nodes(self) -> list[dict[str, Any]]:
+        body: list[dict[str, Any]] = self.request("GET", "/nodes")
+        return body
 
     def close(self) -> None:
         self._http.close()

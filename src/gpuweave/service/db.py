@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import (
     Boolean,
@@ -35,7 +37,7 @@ from sqlalchemy import (
     event,
     text,
 )
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
 from gpuweave.errors import InputError
@@ -197,7 +199,7 @@ def make_engine(url: str) -> Engine:
 
 def _sqlite_pragmas(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection, _record) -> None:
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN itself (below), not the driver
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
@@ -207,14 +209,14 @@ def _sqlite_pragmas(engine: Engine) -> None:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(conn) -> None:
+    def _on_begin(conn: Connection) -> None:
         # Readers (see reading()) take no lock in WAL mode; writers take the write lock at BEGIN, so a writer
         # never has to upgrade a stale read snapshot (SQLITE_BUSY_SNAPSHOT): it waits for the lock instead.
         conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("gw_read") else "BEGIN IMMEDIATE")
 
 
 @contextmanager
-def writing(engine: Engine):
+def writing(engine: Engine) -> Iterator[Connection]:
     """A write transaction (``with writing(engine) as conn``). On SQLite the service's threads queue on a lock
     first: SQLite's own busy handler sleeps in growing steps (up to 100 ms) before it retries, which under load
     costs far more than waiting in line; PostgreSQL needs no such line (row locks)."""
@@ -227,7 +229,7 @@ def writing(engine: Engine):
         yield conn
 
 
-def reading(engine: Engine):
+def reading(engine: Engine) -> Connection:
     """A connection for reads only (``with reading(engine) as conn``): on SQLite it does not queue behind writers."""
     return engine.connect().execution_options(gw_read=True)
 

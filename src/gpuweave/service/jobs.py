@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from typing import TYPE_CHECKING, Any
 
 from gpuweave.cluster.feasibility import capacity_by_model, fits_somewhere
 from gpuweave.errors import InputError
@@ -16,6 +17,9 @@ from gpuweave.hardware.cluster_spec import Node
 from gpuweave.live.config import BUILTIN_PROGRAMS, program_argv
 from gpuweave.workload.job import Job
 from gpuweave.workload.profile_source import ProfileSource
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Row
 
 
 def is_builtin(program: str) -> bool:
@@ -63,7 +67,7 @@ def never_fits(
     return InputError(f"{gpus} GPUs of {job_type!r} can never run on any node{allowed} ({where})", field="gpus")
 
 
-def runtime_job(row, origin: float, time_scale: float) -> Job:
+def runtime_job(row: Row[Any], origin: float, time_scale: float) -> Job:
     """The runtime's Job for a database row (ids are the row's id as text; times simulated)."""
     gpu_types = json.loads(row.gpu_types) if row.gpu_types else None
     submitted = (row.submitted_at - origin) * time_scale

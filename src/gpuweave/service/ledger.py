@@ -24,11 +24,12 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, insert, select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine, Row
 
 from gpuweave.cluster.state import Placement
 from gpuweave.live.attempts import Attempt, LiveJob
@@ -41,11 +42,20 @@ from gpuweave.service.jobs import check_program, runtime_job
 if TYPE_CHECKING:
     from gpuweave.live.book import Action
     from gpuweave.live.runtime import LiveRuntime
+    from gpuweave.service.metrics import ServiceMetrics
 
 log = logging.getLogger("gpuweave.service.ledger")
 
 
-def add_event(conn, kind: str, *, job_id=None, user_id=None, sim=None, **detail) -> None:
+def add_event(
+    conn: Connection,
+    kind: str,
+    *,
+    job_id: int | None = None,
+    user_id: int | None = None,
+    sim: float | None = None,
+    **detail: Any,
+) -> None:
     conn.execute(
         insert(events).values(
             at=time.time(), sim=sim, kind=kind, job_id=job_id, user_id=user_id, detail=json.dumps(detail)
@@ -53,25 +63,25 @@ def add_event(conn, kind: str, *, job_id=None, user_id=None, sim=None, **detail)
     )
 
 
-def get_setting(conn, key: str):
+def get_setting(conn: Connection, key: str) -> Any:
     row = conn.execute(select(settings.c.value).where(settings.c.key == key)).first()
     return json.loads(row.value) if row else None
 
 
-def put_setting(conn, key: str, value) -> None:
+def put_setting(conn: Connection, key: str, value: Any) -> None:
     text = json.dumps(value, sort_keys=True)
     if conn.execute(update(settings).where(settings.c.key == key).values(value=text)).rowcount == 0:
         conn.execute(insert(settings).values(key=key, value=text))
 
 
-def placement_json(placement) -> str:
+def placement_json(placement: Placement) -> str:
     return json.dumps([[int(n), int(k)] for n, k in placement])
 
 
 class Ledger(RunJournal):
     """The runtime's journal on the database (see module docstring)."""
 
-    def __init__(self, engine: Engine, metrics=None) -> None:
+    def __init__(self, engine: Engine, metrics: ServiceMetrics | None = None) -> None:
         self.engine = engine
         self.metrics = metrics
         self.runtime: LiveRuntime | None = None
@@ -91,7 +101,7 @@ class Ledger(RunJournal):
 
     # ------------------------------------------------------------------ transitions
     def launching(
-        self, job: LiveJob, number: int, kind: str, placement: Placement, forked: bool, copies: list[dict]
+        self, job: LiveJob, number: int, kind: str, placement: Placement, forked: bool, copies: list[dict[str, Any]]
     ) -> bool:
         job_id, user_id = self._ids(job)
         now = time.time()
@@ -125,7 +135,7 @@ class Ledger(RunJournal):
         self._count("running")
         return True
 
-    def attempt_started(self, job: LiveJob, attempt: Attempt, executor: Executor) -> None:
+    def attempt_started(self, job: LiveJob, attempt: Attempt, executor: Executor[Any]) -> None:
         job_id, _ = self._ids(job)
         with writing(self.engine) as conn:
             conn.execute(
@@ -170,14 +180,14 @@ class Ledger(RunJournal):
                 query = query.where(jobs.c.state.in_(ACTIVE_STATES))
                 values.update(state="preempted", placement=None)
             conn.execute(query.values(**values))
-            detail = {"attempt": attempt.number, "saved": saved, "outcome": outcome}
+            detail: dict[str, Any] = {"attempt": attempt.number, "saved": saved, "outcome": outcome}
             if attempt.crash:
                 detail["reason"] = attempt.crash[:500]
             add_event(conn, "preempted" if waiting else "attempt-ended", job_id=job_id, user_id=user_id, **detail)
         if waiting:
             self._count("preempted")
 
-    def _terminal(self, job: LiveJob, state: str, reason: str = "", only_from=ACTIVE_STATES) -> bool:
+    def _terminal(self, job: LiveJob, state: str, reason: str = "", only_from: Collection[str] = ACTIVE_STATES) -> bool:
         job_id, user_id = self._ids(job)
         js = job.js
         with writing(self.engine) as conn:
@@ -238,7 +248,8 @@ class Ledger(RunJournal):
                 clock = {"origin": wall_now - sim_then / scale, "time_scale": scale}
             put_setting(conn, "clock", clock)
             last = conn.execute(select(samples).order_by(samples.c.id.desc()).limit(1)).first()
-        self.origin = origin = clock["origin"]
+        origin: float = clock["origin"]
+        self.origin = origin
         runtime.resume_clock((wall_now - origin) * scale, last.energy_j if last else 0.0, last.cost if last else 0.0)
         with reading(self.engine) as conn:
             rows = conn.execute(
@@ -256,7 +267,7 @@ class Ledger(RunJournal):
         log.info("resumed", extra={"fields": {"jobs": len(rows), "orphan_attempts": adopted, "requeued": requeued}})
         return origin
 
-    def restore(self, runtime: LiveRuntime, row) -> LiveJob:
+    def restore(self, runtime: LiveRuntime, row: Row[Any]) -> LiveJob:
         """Hand a database job to the runtime with what it has committed."""
         job = runtime.add_job(runtime_job(row, self.origin, runtime.time_scale), check_program(row.program))
         job.committed, job.attempts, job.crashes = row.committed, row.attempts, row.crashes
@@ -264,7 +275,7 @@ class Ledger(RunJournal):
         job.js.remaining = float(job.remaining)
         return job
 
-    def _end_orphan_attempt(self, runtime: LiveRuntime, row) -> int:
+    def _end_orphan_attempt(self, runtime: LiveRuntime, row: Row[Any]) -> int:
         """End one attempt the killed service left open: stop its workers (checkpoint first), commit what they
         saved. Returns 1."""
         copies = json.loads(row.copies or "[]")

@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 import time
+from typing import TextIO
 
 
 class JsonFormatter(logging.Formatter):
@@ -24,7 +25,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
-def configure(level: str = "info", stream=None) -> None:
+def configure(level: str = "info", stream: TextIO | None = None) -> None:
     """Send the service's logs (and uvicorn's errors) to ``stream`` as JSON lines."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter())

@@ -38,7 +38,17 @@ class ServiceMetrics:
         )
         self.submissions = Counter("gpuweave_submissions", "Jobs accepted by the API", registry=r)
 
-    def update_cluster(self, *, queued, running, busy, total, power_w, energy_j, cost) -> None:
+    def update_cluster(
+        self,
+        *,
+        queued: int,
+        running: int,
+        busy: dict[str, int],
+        total: dict[str, int],
+        power_w: float,
+        energy_j: float,
+        cost: float,
+    ) -> None:
         self.queue.set(queued)
         self.running.set(running)
         for model, n in busy.items():

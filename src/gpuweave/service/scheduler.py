@@ -15,10 +15,10 @@ import json
 import logging
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, insert, select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, Row
 
 from gpuweave.cluster.run import build_policy
 from gpuweave.errors import InputError, InvalidDecisionError
@@ -29,6 +29,10 @@ from gpuweave.service.db import events, jobs, reading, samples, users, writing
 from gpuweave.service.jobs import check_program, runtime_job
 from gpuweave.service.ledger import Ledger, add_event, get_setting
 
+if TYPE_CHECKING:
+    from gpuweave.hardware.cluster_spec import Node
+    from gpuweave.service.metrics import ServiceMetrics
+
 log = logging.getLogger("gpuweave.service.scheduler")
 ADMIT_BATCH = 2000
 SHUTDOWN_CHECKPOINT_S = 20.0
@@ -36,7 +40,9 @@ ERROR_REPEAT_S = 60.0
 
 
 class Scheduler:
-    def __init__(self, engine: Engine, config: ServiceConfig, executor: Executor, metrics=None) -> None:
+    def __init__(
+        self, engine: Engine, config: ServiceConfig, executor: Executor[Any], metrics: ServiceMetrics | None = None
+    ) -> None:
         self.engine = engine
         self.config = config
         self.metrics = metrics
@@ -61,7 +67,7 @@ class Scheduler:
         self._last_error = ("", 0.0)
 
     @property
-    def nodes(self) -> list:
+    def nodes(self) -> list[Node]:
         return self.runtime.nodes
 
     # ------------------------------------------------------------------ life cycle
@@ -199,7 +205,7 @@ class Scheduler:
             if row.id in admitted:
                 self._hand_over(row, arrival)
 
-    def _hand_over(self, row, arrival: float) -> None:
+    def _hand_over(self, row: Row[Any], arrival: float) -> None:
         job = runtime_job(row, self.ledger.origin, self.config.time_scale)
         job.arrival = arrival
         if job.deadline is not None:
@@ -214,7 +220,7 @@ class Scheduler:
         self.runtime.add_job(job, argv)
         self.user_gpus[row.user_id] = self.user_gpus.get(row.user_id, 0) + row.gpus
 
-    def _change_policy(self, policy: dict) -> None:
+    def _change_policy(self, policy: dict[str, Any]) -> None:
         live = self.runtime.config.model_copy(
             update={
                 "policy": policy["name"],
@@ -281,7 +287,7 @@ class Scheduler:
             )
 
 
-def _event_row(kind: str, row, sim: float) -> dict:
+def _event_row(kind: str, row: Row[Any], sim: float) -> dict[str, Any]:
     return {
         "at": time.time(),
         "sim": sim,

@@ -16,7 +16,9 @@ import signal
 import socket
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from gpuweave.cluster.policies import make_policy
 from gpuweave.errors import InputError
@@ -28,9 +30,11 @@ from gpuweave.service.metrics import ServiceMetrics
 from gpuweave.service.store import Limits, Store
 
 if TYPE_CHECKING:
+    import uvicorn
     from fastapi import FastAPI
     from sqlalchemy.engine import Engine
 
+    from gpuweave.live.executor import Executor
     from gpuweave.service.scheduler import Scheduler
 
 log = logging.getLogger("gpuweave.service.server")
@@ -45,7 +49,7 @@ class Service:
     metrics: ServiceMetrics
 
 
-def resolve_policy(config: ServiceConfig):
+def resolve_policy(config: ServiceConfig) -> dict[str, Any] | None:
     """The policy to start with (flag, else the database's, else fifo); InputError naming the option if bad."""
     if config.policy is None:
         return None
@@ -62,7 +66,7 @@ def check_cluster(config: ServiceConfig) -> None:
     load_cluster(config.cluster)
 
 
-def open_executor(kind: str, address: str | None, work_dir):
+def open_executor(kind: str, address: str | None, work_dir: Path) -> Executor[Any]:
     """The executor the service drives (``work_dir`` holds what the executor writes, e.g. Slurm's batch scripts)."""
     # imported here: importing gpuweave.service.server does without numpy
     from gpuweave.live.launch import make_executor
@@ -123,7 +127,7 @@ def build_service(config: ServiceConfig) -> Service:
     return Service(config, engine, scheduler, create_app(state), metrics)
 
 
-def store_policy(engine, wanted: dict | None) -> None:
+def store_policy(engine: Engine, wanted: dict[str, Any] | None) -> None:
     with writing(engine) as conn:
         current = get_setting(conn, "policy")
         if current is None and wanted is None:
@@ -175,14 +179,15 @@ def serve(config: ServiceConfig) -> int:
     return 0
 
 
-def _stopping(_signum, _frame) -> None:
+def _stopping(_signum: int, _frame: FrameType | None) -> None:
     log.info("stopping: checkpointing every running job")
 
 
-def _watch(scheduler, uv) -> None:
+def _watch(scheduler: Scheduler, uv: uvicorn.Server) -> None:
     """Stop the API when the scheduling loop ends on its own (an error): a service that cannot schedule exits."""
 
     def watch() -> None:
+        assert scheduler.thread is not None  # started before the watch
         scheduler.thread.join()
         uv.should_exit = True
 

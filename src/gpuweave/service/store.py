@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, case, func, insert, select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy import ColumnElement, Select, and_, case, func, insert, select, update
+from sqlalchemy.engine import Engine, Row
 
 from gpuweave.errors import InputError
 from gpuweave.service.auth import User
@@ -21,6 +23,9 @@ from gpuweave.service.db import ACTIVE_STATES, attempts, events, jobs, reading, 
 from gpuweave.service.ledger import add_event, get_setting, put_setting
 from gpuweave.service.schemas import JobSubmit
 from gpuweave.workload.profile_source import ProfileSource
+
+if TYPE_CHECKING:
+    from gpuweave.hardware.cluster_spec import Node
 
 WAITING = ("queued", "preempted")
 
@@ -44,10 +49,10 @@ class Store:
     def __init__(
         self,
         engine: Engine,
-        nodes: list,
+        nodes: list[Node],
         profiles: ProfileSource,
         limits: Limits,
-        live_steps=None,
+        live_steps: Callable[[], dict[int, int]] | None = None,
         ideal_placement: bool = False,
     ) -> None:
         """``live_steps()``: steps done per running job as the scheduling loop last saw them (optional);
@@ -60,7 +65,7 @@ class Store:
         self.ideal_placement = ideal_placement
 
     # ------------------------------------------------------------------ jobs
-    def submit(self, user: User, spec: JobSubmit) -> dict:
+    def submit(self, user: User, spec: JobSubmit) -> dict[str, Any]:
         from gpuweave.service.jobs import check_program, is_builtin, never_fits
 
         if not is_builtin(spec.program) and not (user.admin or self.limits.allow_commands):
@@ -117,15 +122,26 @@ class Store:
                     raise ApiError(
                         429, f"quota: you have {queued} waiting jobs (max_queued_jobs {max_queued})", "quota"
                     )
-            job_id = conn.execute(insert(jobs).values(**values)).inserted_primary_key[0]
+            new = conn.execute(insert(jobs).values(**values)).inserted_primary_key
+            assert new is not None  # a one-row INSERT without RETURNING always has its primary key
+            job_id = new[0]
             add_event(conn, "submitted", job_id=job_id, user_id=user.id, name=spec.name, gpus=spec.gpus)
         row = SimpleNamespace(**values, id=job_id, user=user.name, started_at=None, ended_at=None, placement=None)
         return self.job_out(row)  # what was committed, without reading it back
 
-    def _visible(self, user: User):
+    def _visible(self, user: User) -> ColumnElement[bool]:
         return jobs.c.id.isnot(None) if user.admin else jobs.c.user_id == user.id
 
-    def list_jobs(self, user: User, *, state=None, owner=None, name=None, limit=100, offset=0) -> dict:
+    def list_jobs(
+        self,
+        user: User,
+        *,
+        state: Sequence[str] | None = None,
+        owner: str | None = None,
+        name: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> dict[str, Any]:
         where = [self._visible(user)]
         if state:
             where.append(jobs.c.state.in_(state))
@@ -139,7 +155,7 @@ class Store:
             rows = conn.execute(base.order_by(jobs.c.id.desc()).limit(limit).offset(offset)).all()
         return {"jobs": [self.job_out(r) for r in rows], "total": total}
 
-    def job(self, user: User, job_id: int, history: bool = False) -> dict:
+    def job(self, user: User, job_id: int, history: bool = False) -> dict[str, Any]:
         query = (
             select(jobs, users.c.name.label("user"))
             .join(users, users.c.id == jobs.c.user_id)
@@ -157,7 +173,7 @@ class Store:
                 out["history"] = [self.attempt_out(a) for a in rows]
         return out
 
-    def cancel(self, user: User, job_id: int) -> tuple[dict, int]:
+    def cancel(self, user: User, job_id: int) -> tuple[dict[str, Any], int]:
         """Cancel a job: a waiting one at once (200), a running one by asking the loop to end it (202)."""
         with writing(self.engine) as conn:
             row = conn.execute(
@@ -167,7 +183,7 @@ class Store:
                 raise ApiError(404, f"no job {job_id}", "job_id")
             if row.state not in ACTIVE_STATES:
                 raise ApiError(409, f"job {job_id} is already {row.state}", "job_id")
-            values = {"cancel_requested": True, "api_rev": jobs.c.api_rev + 1, "pending_sync": True}
+            values: dict[str, Any] = {"cancel_requested": True, "api_rev": jobs.c.api_rev + 1, "pending_sync": True}
             waiting = row.state in WAITING
             if waiting:  # the loop's launch is conditional on the state: it cannot start the job after this
                 values.update(state="cancelled", placement=None, ended_at=time.time(), reason="cancelled by its user")
@@ -176,7 +192,7 @@ class Store:
         return self.job(user, job_id), 200 if waiting else 202
 
     # ------------------------------------------------------------------ shaping rows
-    def placement_out(self, text: str | None) -> list[dict] | None:
+    def placement_out(self, text: str | None) -> list[dict[str, Any]] | None:
         if not text:
             return None
         parts = []
@@ -185,7 +201,7 @@ class Store:
             parts.append({"node": n.name if n else str(node), "gpu_type": n.gpu_model if n else "?", "gpus": gpus})
         return parts
 
-    def job_out(self, r) -> dict:
+    def job_out(self, r: Row[Any] | SimpleNamespace) -> dict[str, Any]:
         done = max(r.committed, self.live_steps().get(r.id, 0)) if r.state == "running" else r.committed
         return {
             "id": r.id,
@@ -215,7 +231,7 @@ class Store:
             "cost": r.cost,
         }
 
-    def attempt_out(self, a) -> dict:
+    def attempt_out(self, a: Row[Any]) -> dict[str, Any]:
         return {
             "number": a.number,
             "kind": a.kind,
@@ -228,7 +244,7 @@ class Store:
         }
 
     # ------------------------------------------------------------------ nodes, events, users
-    def nodes_out(self, user: User) -> list[dict]:
+    def nodes_out(self, user: User) -> list[dict[str, Any]]:
         query = (
             select(jobs.c.id, jobs.c.name, jobs.c.user_id, jobs.c.placement, users.c.name.label("user"))
             .join(users, users.c.id == jobs.c.user_id)
@@ -255,7 +271,9 @@ class Store:
                     )
         return out
 
-    def events_out(self, user: User, *, after: int = 0, job_id: int | None = None, limit: int = 100) -> list[dict]:
+    def events_out(
+        self, user: User, *, after: int = 0, job_id: int | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
         query = select(events, users.c.name.label("user")).outerjoin(users, users.c.id == events.c.user_id)
         query = query.where(events.c.id > after)
         if not user.admin:
@@ -277,7 +295,7 @@ class Store:
             for r in reversed(rows)
         ]
 
-    def me(self, user: User) -> dict:
+    def me(self, user: User) -> dict[str, Any]:
         with reading(self.engine) as conn:
             queued = conn.execute(
                 select(func.count()).where(jobs.c.user_id == user.id, jobs.c.state.in_(WAITING))
@@ -297,11 +315,11 @@ class Store:
         }
 
     # ------------------------------------------------------------------ policy
-    def policy(self) -> dict:
+    def policy(self) -> dict[str, Any]:
         with reading(self.engine) as conn:
             return get_setting(conn, "policy") or {}
 
-    def set_policy(self, user: User, name: str, options: dict, round_length: float | None) -> dict:
+    def set_policy(self, user: User, name: str, options: dict[str, Any], round_length: float | None) -> dict[str, Any]:
         with writing(self.engine) as conn:
             current = get_setting(conn, "policy") or {"version": 0}
             value = {"name": name, "options": options, "round_length": round_length, "version": current["version"] + 1}
@@ -310,7 +328,7 @@ class Store:
         return value
 
     # ------------------------------------------------------------------ dashboard
-    def dashboard(self, user: User, series_points: int = 600) -> dict:
+    def dashboard(self, user: User, series_points: int = 600) -> dict[str, Any]:
         """The queue, running jobs, the GPU map, per-user totals, energy and cost, decisions, utilisation."""
         waiting = self.list_jobs(user, state=list(WAITING), limit=200)
         running = self.list_jobs(user, state=["running", "checkpointing"], limit=500)
@@ -347,8 +365,8 @@ class Store:
             "series": [{"at": r.at, "busy": json.loads(r.busy), "power_w": r.power_w} for r in rows],
         }
 
-    def _per_user_query(self, user: User):
-        def count(states):
+    def _per_user_query(self, user: User) -> Select[Any]:
+        def count(states: tuple[str, ...]) -> ColumnElement[Any]:
             return func.sum(case((jobs.c.state.in_(states), 1), else_=0))
 
         query = (

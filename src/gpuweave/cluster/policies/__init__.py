@@ -9,7 +9,7 @@ Modules listed in :data:`POLICY_MODULES` are imported on first lookup. Each entr
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.errors import InputError
@@ -61,7 +61,7 @@ def policy_class(name: str) -> type[ClusterPolicy]:
     return POLICIES.get(name).impl
 
 
-def make_policy(name: str, *, round_length: float | None = None, seed: int = 0, **options) -> ClusterPolicy:
+def make_policy(name: str, *, round_length: float | None = None, seed: int = 0, **options: Any) -> ClusterPolicy:
     """Build policy ``name``: ``round_length`` (None = the policy's default) and ``seed`` fixed for its life."""
     cls = policy_class(name)
     try:

@@ -60,6 +60,7 @@ from __future__ import annotations
 import heapq
 import random
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -78,6 +79,16 @@ from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.placement import CapacityCache, CapacityScratch, spread
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.rate_table import RateTableCache
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gpuweave.cluster.rate_table import RateTable
+    from gpuweave.cluster.state import ClusterView, JobState, Placement
+    from gpuweave.workload.job import Job
+
+    Kind = tuple[str, int, tuple[str, ...] | None]  # (job type, GPUs, allowed models): what a rate row is for
+    QueueStamp = tuple[ClusterView, int, int]  # the view and its running and pending queues' write counts
 
 DEFAULT_TYPE_ORDER = ("V100", "P100", "K80")
 OBJECTIVES = (
@@ -157,8 +168,8 @@ class GavelPolicy(ClusterPolicy):
         self._shuffler = random.Random(seed + 5) if shuffle else None
         self._rates = RateTableCache()
         self._capacity = CapacityCache()
-        self._rows_of: tuple = (None, None, None)  # what the cached rate rows were computed from
-        self._rows: dict[tuple[str, int], list[float]] = {}  # (job type, GPU count) -> whole-job rate per type
+        self._rows_of: tuple[object, object, object] = (None, None, None)  # what the cached rows were computed from
+        self._rows: dict[Kind, list[float]] = {}  # (job type, GPU count, allowed models) -> whole-job rate per type
         self.horizons: list[float] = []  # min_total_duration: the T of every re-solve
         self.lp_solves = 0
         self._jobs = _ActiveJobs()
@@ -167,11 +178,11 @@ class GavelPolicy(ClusterPolicy):
         self._changed = False
         self._solved_version = -1  # the active set's version at the last re-solve (recompute="on_change")
         self._last_call: float | None = None
-        self._last_running: tuple[np.ndarray, np.ndarray, list] = (np.zeros(0, int), np.zeros(0, int), [])
+        self._last_running: tuple[np.ndarray, np.ndarray, list[JobState]] = (np.zeros(0, int), np.zeros(0, int), [])
         self._source_version = 0  # counts changes of the rates' source (profiles, nodes, placement rule)
-        self._rates_key: tuple = ()  # (active set version, source version) the masked rates were built for
-        self._masked: tuple = ()
-        self._node_col_key: tuple | None = None  # the nodes and models ``_node_cols`` was built for
+        self._rates_key: tuple[int, ...] = ()  # (active set version, source version) the masked rates were built for
+        self._masked: tuple[np.ndarray, np.ndarray, np.ndarray] = ()  # type: ignore[assignment]  # set at the first round
+        self._node_col_key: tuple[tuple[int, ...], tuple[str, ...]] | None = None  # nodes and models of _node_cols
         self._node_cols: list[int] = []
         # finish_time_fairness_perf keeps the cumulative isolated time of each job across recomputes.
         self._isolated_time: dict[str, float] = {}
@@ -200,7 +211,7 @@ class GavelPolicy(ClusterPolicy):
             np.add.at(self._type_time, types, dts)  # in job order, as one addition after another
         self._last_call = now
 
-    def _sync_jobs(self, view, models, same: bool) -> list:
+    def _sync_jobs(self, view: ClusterView, models: list[str], same: bool) -> list[JobState]:
         """Register arrivals (time prior, zero deficit, rates) and forget finished jobs, noting any change; the
         active jobs' states in (arrival, id) order. ``same``: :meth:`_ActiveJobs.unchanged` said so."""
         table = self._rates.of(view)
@@ -212,7 +223,7 @@ class GavelPolicy(ClusterPolicy):
             self._source_version += 1
         rows = self._rows
 
-        def row_of(kind: tuple) -> list[float]:
+        def row_of(kind: Kind) -> list[float]:
             row = rows.get(kind)
             if row is None:
                 row = rows[kind] = self._rate_row(view, table, capacity.largest_node, kind, models)
@@ -245,7 +256,7 @@ class GavelPolicy(ClusterPolicy):
         return self._changed and due
 
     # ------------------------------------------------------------------ allocation
-    def _throughputs(self, view, models) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _throughputs(self, view: ClusterView, models: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(T, scale, workers): whole-job rate of each active job on each type (0 = cannot run there); rebuilt only
         when the active set, the rates or the nodes change."""
         key = (self._jobs.version, self._source_version)
@@ -258,14 +269,18 @@ class GavelPolicy(ClusterPolicy):
         return self._masked
 
     @staticmethod
-    def _rate_row(view, table, largest: dict[str, int], key: tuple, models: list[str]) -> list[float]:
+    def _rate_row(
+        view: ClusterView, table: RateTable, largest: dict[str, int], key: Kind, models: list[str]
+    ) -> list[float]:
         """Whole-job rate of one (job type, GPU count, allowed models) on each type: consolidated where one node
         holds the job (or placement is ideal), else spread."""
         job_type, n, allowed = key
         cons, uncons = table.get(job_type, n, allowed)
         return [cons[r] if view.ideal_placement or n <= largest[m] else uncons[r] for r, m in enumerate(models)]
 
-    def _solve(self, view, active, T, scale, workers) -> np.ndarray:
+    def _solve(
+        self, view: ClusterView, active: list[JobState], T: np.ndarray, scale: np.ndarray, workers: np.ndarray
+    ) -> np.ndarray:
         policy = self.policy
         if policy == "fifo_perf":
             by_name = sorted(range(len(view.models)), key=lambda r: view.models[r].lower())
@@ -298,7 +313,15 @@ class GavelPolicy(ClusterPolicy):
             return x
         return self._solve_ftf(view, active, T, scale, workers, steps)
 
-    def _solve_ftf(self, view, active, T, scale, workers, steps) -> np.ndarray:
+    def _solve_ftf(
+        self,
+        view: ClusterView,
+        active: list[JobState],
+        T: np.ndarray,
+        scale: np.ndarray,
+        workers: np.ndarray,
+        steps: np.ndarray,
+    ) -> np.ndarray:
         ids = [js.job.job_id for js in active]
         for job_id, rem in zip(ids, steps):
             if job_id in self._prev_remaining:
@@ -315,7 +338,7 @@ class GavelPolicy(ClusterPolicy):
         return x
 
     # ------------------------------------------------------------------ round
-    def schedule(self, view) -> Decision:
+    def schedule(self, view: ClusterView) -> Decision:
         t0 = time.perf_counter()
         models = list(view.models)
         R = len(models)
@@ -337,7 +360,7 @@ class GavelPolicy(ClusterPolicy):
         self.decision_times.append((now, len(active), time.perf_counter() - t0))
         return decision
 
-    def _node_col(self, view, models) -> list[int]:
+    def _node_col(self, view: ClusterView, models: list[str]) -> list[int]:
         """Each node's GPU type as an index into ``models`` (cached with the capacity facts)."""
         key = (self._capacity.refresh(view)._key, tuple(models))
         if self._node_col_key != key:
@@ -345,7 +368,7 @@ class GavelPolicy(ClusterPolicy):
             self._node_col_key, self._node_cols = key, [col[n.gpu_model] for n in view.nodes]
         return self._node_cols
 
-    def _type_visits(self, models) -> list[int]:
+    def _type_visits(self, models: list[str]) -> list[int]:
         order = [models.index(m) for m in self.type_order if m in models] + [
             r for r, m in enumerate(models) if m not in self.type_order
         ]
@@ -353,7 +376,7 @@ class GavelPolicy(ClusterPolicy):
             self._shuffler.shuffle(order)
         return order
 
-    def _pass(self, T, scale, workers, models) -> np.ndarray:
+    def _pass(self, T: np.ndarray, scale: np.ndarray, workers: np.ndarray, models: list[str]) -> np.ndarray:
         """Gavel's greedy pass over the types (:func:`gpuweave.baselines.gavel.gavel_round`): per job, the type
         index it runs on this round, -1 for none.
 
@@ -384,7 +407,7 @@ class GavelPolicy(ClusterPolicy):
             free[r] = _fill_in_order(queue, sizes[queue], free[r], chosen, r)
         return chosen
 
-    def _pass_keys(self, T) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _pass_keys(self, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(priority, deficit, allocation) of every active job on every type, this round."""
         jobs = self._jobs
         type_time = self._type_time
@@ -397,7 +420,9 @@ class GavelPolicy(ClusterPolicy):
             deficit = jobs.alloc - ((jobs.job_time - self.time_prior) / total if total > 0 else 0.0)
         return prio, deficit, jobs.alloc
 
-    def _place(self, view, active, chosen: np.ndarray, scale, models) -> tuple[Decision, np.ndarray]:
+    def _place(
+        self, view: ClusterView, active: list[JobState], chosen: np.ndarray, scale: np.ndarray, models: list[str]
+    ) -> tuple[Decision, np.ndarray]:
         """The round's decision (kept placements stay, the movers placed from the largest scale factor down, every
         other running job stopped), and which active jobs run after it.
 
@@ -417,13 +442,13 @@ class GavelPolicy(ClusterPolicy):
             return Decision(), keep
         placed = keep.copy()
         ids = self._jobs.ids
-        moved: dict[str, tuple] = {}
+        moved: dict[str, Placement] = {}
         if movers.size:
             # What the kept placements leave free: what is free now plus the GPUs of the running jobs that leave
             # theirs (fewer than the kept ones in a busy round; the same counts as the capacity minus the kept).
             scratch = CapacityScratch.now_free(view)
             for i in leaving:
-                scratch.give_back(placements[i])
+                scratch.give_back(placements[i])  # type: ignore[arg-type]  # a leaving job runs: placed
             table = self._rates.of(view)
             spread_rate_applies = not view.ideal_placement  # ideal: every placement runs consolidated
             fit = _BestFit(scratch)
@@ -496,7 +521,7 @@ class _BestFit:
 
     __slots__ = ("scratch", "nodes", "buckets", "where", "bucket_of")
 
-    def __init__(self, scratch) -> None:
+    def __init__(self, scratch: CapacityScratch) -> None:
         self.scratch = scratch
         self.nodes = scratch.view.nodes
         self.buckets: dict[str, list[list[tuple[int, int]]]] = {}
@@ -517,7 +542,7 @@ class _BestFit:
             self.buckets[model] = b
         return b
 
-    def place(self, n: int, model: str):
+    def place(self, n: int, model: str) -> Placement | None:
         scratch = self.scratch
         if scratch.free_by_model.get(model, 0) < n:
             return None
@@ -527,7 +552,7 @@ class _BestFit:
                 return ((b[f][0][1], n),)
         return spread(scratch.view.nodes_by_model[model], scratch.free, n)
 
-    def take(self, placement) -> None:
+    def take(self, placement: Placement) -> None:
         """Take a placement that :meth:`place` returned (so its model's buckets exist)."""
         free, bucket_of = self.scratch.free, self.bucket_of
         for node, k in placement:
@@ -543,13 +568,13 @@ class _BestFit:
         self.scratch.take(placement)
 
 
-def _queue_stamp(view) -> tuple:
-    """The view and its queues' write counts (None for a queue that does not count them). The view itself, not its
-    id: an id can come back for another view once the first is gone, the object cannot."""
-    return (view, getattr(view.running, "changes", None), getattr(view.pending, "changes", None))
+def _queue_stamp(view: ClusterView) -> QueueStamp:
+    """The view and its queues' write counts. The view itself, not its id: an id can come back for another view
+    once the first is gone, the object cannot."""
+    return (view, view.running.changes, view.pending.changes)
 
 
-def _same_stamp(a: tuple, b: tuple | None) -> bool:
+def _same_stamp(a: QueueStamp, b: QueueStamp | None) -> bool:
     return b is not None and a[0] is b[0] and a[1:] == b[1:]
 
 
@@ -576,10 +601,11 @@ class _ActiveJobs:
         self.deficit = np.zeros((0, 0))
         self.scale = np.zeros(0)
         self.rows = np.zeros((0, 0))  # each job's whole-job rate on each type
-        self.stamp: tuple | None = None  # (view, queues' write counts) when the active set was last seen as known
-        self._states: tuple = (None, None, [])  # (view, version, the active jobs' states)
+        self.stamp: QueueStamp | None = None  # (view, queues' write counts) when the active set was last seen as known
+        # (view, version, the active jobs' states)
+        self._states: tuple[ClusterView | None, int | None, list[JobState]] = (None, None, [])
 
-    def unchanged(self, view, R: int) -> bool:
+    def unchanged(self, view: ClusterView, R: int) -> bool:
         """Whether the view's active set (running and waiting jobs) and its R GPU types are those of the last
         :meth:`sync`: O(1) when neither queue was written since the set was last found equal (the drivers' queues
         count their writes), else O(M) in C. Moves write the running queue without changing its jobs, so a round
@@ -588,14 +614,14 @@ class _ActiveJobs:
             return False  # the first call, or the types changed: sync starts over
         running, pending = view.running, view.pending
         stamp = _queue_stamp(view)
-        if stamp[1] is not None and stamp[2] is not None and _same_stamp(stamp, self.stamp):
+        if _same_stamp(stamp, self.stamp):
             return True
         if running.keys() | pending.keys() != self.known:
             return False
         self.stamp = stamp
         return True
 
-    def sync(self, view, R: int, prior: float, row_of) -> bool:
+    def sync(self, view: ClusterView, R: int, prior: float, row_of: Callable[[Kind], list[float]]) -> bool:
         """Follow the view's active set; True when it changed (arrivals or departures). O(M) C steps when nothing
         changed; otherwise finished rows are dropped and arrivals appended in (arrival, id) order (a full re-sort
         only when an arrival sorts before a job already known), mostly in C. ``row_of(kind)``: an arrival's rates."""
@@ -631,7 +657,15 @@ class _ActiveJobs:
         self.stamp = _queue_stamp(view)
         return True
 
-    def _rebuild(self, src: np.ndarray, arrivals: list, fresh: list, prior: float, row_of, appended: bool) -> None:
+    def _rebuild(
+        self,
+        src: np.ndarray,
+        arrivals: list[Job],
+        fresh: list[tuple[float, str]],
+        prior: float,
+        row_of: Callable[[Kind], list[float]],
+        appended: bool,
+    ) -> None:
         """New arrays in the order ``src``: an old row index, or ``-1 - k`` for the k-th arrival (``appended``: the
         kept rows in their order, then the arrivals in theirs)."""
         M = src.size
@@ -639,7 +673,7 @@ class _ActiveJobs:
         old = src[was]
         new = -1 - src[~was]
 
-        def carry(arr: np.ndarray, fill, rows=None) -> np.ndarray:
+        def carry(arr: np.ndarray, fill: float, rows: np.ndarray | None = None) -> np.ndarray:
             out = np.full((M, *arr.shape[1:]), fill, dtype=arr.dtype)
             out[was] = arr[old]
             if rows is not None and new.size:
@@ -668,12 +702,12 @@ class _ActiveJobs:
             self.kinds = [self.kinds[i] if i >= 0 else kinds[-1 - i] for i in order]
         self.pos = dict(zip(self.ids, range(M)))
 
-    def refresh_rows(self, row_of) -> None:
+    def refresh_rows(self, row_of: Callable[[Kind], list[float]]) -> None:
         """Every row's rates again (the rates or the nodes changed)."""
         R = self.alloc.shape[1]
         self.rows = np.array([row_of(kind) for kind in self.kinds], dtype=float).reshape(len(self.ids), R)
 
-    def states(self, view) -> list:
+    def states(self, view: ClusterView) -> list[JobState]:
         """The active jobs' states in row order; rebuilt only when the active set changed (a job keeps its state
         object for its whole life in a driver)."""
         if self._states[0] is not view or self._states[1] != self.version:
@@ -690,7 +724,7 @@ def _fixed(policy_name: str, objective: str, doc: str) -> type[GavelPolicy]:
     """A registered Gavel policy with its allocation policy fixed (the other mechanics stay options)."""
 
     def __init__(
-        self,
+        self: GavelPolicy,
         type_order: tuple[str, ...] | list[str] = DEFAULT_TYPE_ORDER,
         reset_interval: float = 1920.0,
         recompute: str = "gavel",

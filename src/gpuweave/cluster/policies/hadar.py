@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -50,11 +52,49 @@ from gpuweave.hadar.pop import partitioned_round, plan_value
 from gpuweave.hadar.price import PriceConstants
 from gpuweave.hadar.problem import QueuedJob, RoundProblem
 
+if TYPE_CHECKING:
+    from gpuweave.cluster.state import ClusterView, JobState, Placement
+    from gpuweave.hadar.dp import DPResult
+    from gpuweave.hardware.cluster_spec import Node
+    from gpuweave.workload.job import Job
+    from gpuweave.workload.profile_source import ProfileSource
+
+    # a job's parts fixed while it waits or runs: (job, cons, uncons, total work, arrival slot)
+    FixedPart = tuple[Job, np.ndarray, np.ndarray, float, int]
+
 VARIANTS = ("replan", "sticky", "literal")
 SOLVERS = ("dp", "exact")
 
 
-def cluster_arrays(view) -> tuple[np.ndarray, np.ndarray]:
+class RoundView(Protocol):
+    """What a Hadar round reads of the cluster: a :class:`~gpuweave.cluster.state.ClusterView`, or a snapshot's
+    :class:`~gpuweave.cluster.hadar_snapshot.SnapshotView` (``gpuweave cluster plan hadar``)."""
+
+    @property
+    def nodes(self) -> list[Node]: ...
+
+    @property
+    def models(self) -> list[str]: ...
+
+    @property
+    def running(self) -> Mapping[str, JobState]: ...
+
+    @property
+    def pending(self) -> Mapping[str, JobState]: ...
+
+    @property
+    def profiles(self) -> ProfileSource: ...
+
+    @property
+    def now(self) -> float: ...
+
+    @property
+    def restart_delay(self) -> float: ...
+
+    def remaining(self, js: JobState) -> float: ...
+
+
+def cluster_arrays(view: RoundView) -> tuple[np.ndarray, np.ndarray]:
     col = {m: i for i, m in enumerate(view.models)}
     stype = np.array([col[n.gpu_model] for n in view.nodes], dtype=np.int64)
     cap = np.array([n.num_gpus for n in view.nodes], dtype=np.int64)
@@ -64,7 +104,9 @@ def cluster_arrays(view) -> tuple[np.ndarray, np.ndarray]:
 QUEUE_ORDERS = ("fifo", "srpt", "slack-srpt")
 
 
-def queue_order(view, order: str = "fifo", table: RateTable | None = None, round_length: float = 360.0) -> list:
+def queue_order(
+    view: RoundView, order: str = "fifo", table: RateTable | None = None, round_length: float = 360.0
+) -> list[JobState]:
     """Q for a round; the DP and its greedy fallback favour early positions, so Q order is a priority.
 
     * ``fifo`` (default; spec §2.8, A5): running jobs first (by first start), then waiting jobs by (arrival,
@@ -85,7 +127,7 @@ def queue_order(view, order: str = "fifo", table: RateTable | None = None, round
     if table is None:
         table = RateTable(view.profiles, list(view.models))
     jobs = [*view.running.values(), *view.pending.values()]
-    left = {}
+    left: dict[str, float] = {}
     for js in jobs:
         cons, uncons = table.of_job(js.job)
         best = max(float(np.max(cons)), float(np.max(uncons)))  # a job wider than any server has only spread rates
@@ -153,8 +195,8 @@ class HadarPolicy(ClusterPolicy):
         self.fallback_rounds = 0
         self.rounds = 0
         self.last_constants: PriceConstants | None = None
-        self._fixed_of: tuple | None = None  # (rate table, round length) the cached fixed parts are for
-        self._fixed: dict = {}
+        self._fixed_of: tuple[RateTable, float] | None = None  # (rate table, round length) the fixed parts are for
+        self._fixed: dict[str, FixedPart] = {}
 
     @property
     def round_s(self) -> float:
@@ -163,7 +205,7 @@ class HadarPolicy(ClusterPolicy):
         assert length is not None, "Hadar is round-based"
         return length
 
-    def build_problem(self, view, order) -> RoundProblem:
+    def build_problem(self, view: RoundView, order: list[JobState]) -> RoundProblem:
         """Q as the DP's input. What does not change while a job waits or runs (its rate vectors, total work and
         arrival slot) is looked up once per job and kept while the rates and the round length stay the same;
         a round computes only the remaining work, the current placement and whether the job has started."""
@@ -172,7 +214,7 @@ class HadarPolicy(ClusterPolicy):
         L = self.round_s
         fixed = self._fixed_parts(table, L, len(order))
         remaining = view.remaining
-        jobs = []
+        jobs: list[QueuedJob] = []
         for js in order:
             job = js.job
             part = fixed.get(job.job_id)
@@ -195,11 +237,11 @@ class HadarPolicy(ClusterPolicy):
         free = cap.copy()
         if self.variant == "sticky":
             for js in view.running.values():
-                for h, k in js.placement:
+                for h, k in js.placement:  # type: ignore[union-attr]  # a running job has a placement
                     free[h] -= k
         return self.round_problem(view, jobs, stype, cap, free, L)
 
-    def _fixed_parts(self, table: RateTable, L: float, queued: int) -> dict:
+    def _fixed_parts(self, table: RateTable, L: float, queued: int) -> dict[str, FixedPart]:
         """Job id -> (job, cons, uncons, total work, arrival slot), for ``table`` and round length ``L``; forgotten
         when either changes, and cleared when it holds far more jobs than the queue (finished jobs' entries), so
         its size follows the queue's, not the trace's."""
@@ -209,7 +251,9 @@ class HadarPolicy(ClusterPolicy):
             self._fixed = {}
         return self._fixed
 
-    def round_problem(self, view, jobs, stype, cap, free, L: float) -> RoundProblem:
+    def round_problem(
+        self, view: RoundView, jobs: list[QueuedJob], stype: np.ndarray, cap: np.ndarray, free: np.ndarray, L: float
+    ) -> RoundProblem:
         """The DP's input for this round: servers, queued jobs (or copies), prices' settings."""
         return RoundProblem(
             server_type=stype,
@@ -225,22 +269,22 @@ class HadarPolicy(ClusterPolicy):
             type_names=list(view.models),
         )
 
-    def schedule(self, view) -> Decision:
+    def schedule(self, view: ClusterView) -> Decision:
         t0 = time.perf_counter()
         wanted = self.plan_round(view)
         decision = self.guard_starvation(view, wanted) or Decision.from_allocation(view, wanted)
         self.decision_times.append((view.now, len(view.running) + len(view.pending), time.perf_counter() - t0))
         return decision
 
-    def plan_round(self, view) -> dict[str, tuple]:
+    def plan_round(self, view: RoundView) -> dict[str, Placement]:
         """The round's wanted placements {job id: placement} (jobs absent from it wait or are preempted);
         also what ``gpuweave plan hadar`` prints. Records DP states, fallbacks and the price constants."""
         order = queue_order(view, self.order, self._rates.of(view), self.round_s)
         if self.variant == "sticky":
             order = [js for js in order if js.placement is None]
-        wanted: dict[str, tuple] = {}
+        wanted: dict[str, Placement] = {}
         if self.variant == "sticky":
-            wanted = {job_id: js.placement for job_id, js in view.running.items()}
+            wanted = {job_id: js.placement for job_id, js in view.running.items()}  # type: ignore[misc]  # running: placed
         self.last_result = None
         if order:
             problem = self.build_problem(view, order)
@@ -261,7 +305,7 @@ class HadarPolicy(ClusterPolicy):
         self.rounds += 1
         return wanted
 
-    def solve_round(self, problem: RoundProblem, backfill: bool = False):
+    def solve_round(self, problem: RoundProblem, backfill: bool = False) -> DPResult:
         """The DP on the whole round, or POP over ``partitions`` sub-rounds (:mod:`gpuweave.hadar.pop`)."""
         if self.partitions == 1:
             return hadar_round(problem, max_states=self.max_states, backfill=backfill)
@@ -273,7 +317,7 @@ class HadarPolicy(ClusterPolicy):
             )
         return result
 
-    def guard_starvation(self, view, wanted: dict) -> Decision | None:
+    def guard_starvation(self, view: ClusterView, wanted: dict[str, Placement]) -> Decision | None:
         """The greedy start of waiting jobs when the DP would leave an idle cluster idle (see module doc)."""
         if not (self.work_conserving and not wanted and not view.running and view.pending):
             return None

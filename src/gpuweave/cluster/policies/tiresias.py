@@ -38,13 +38,22 @@ import heapq
 import math
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.placement import CapacityCache, CapacityScratch, fewest_nodes, spread
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.rate_table import RateTableCache
+
+if TYPE_CHECKING:
+    from gpuweave.cluster.rate_table import RateTable
+    from gpuweave.cluster.state import ClusterView, JobState, Placement
+
+    # a job's sort key in the priority order: (queue, [time entered it,] arrival, id, job state)
+    OrderKey = tuple[Any, ...]
 
 PLACEMENTS = ("fewest-nodes", "most-free")
 QUEUE_ORDERS = ("arrival", "entry")
@@ -66,7 +75,9 @@ PRESETS: dict[str, TiresiasPreset] = {
 }
 
 
-def single_type_placement(scratch: CapacityScratch, view, n: int, model: str, placement: str = "fewest-nodes"):
+def single_type_placement(
+    scratch: CapacityScratch, view: ClusterView, n: int, model: str, placement: str = "fewest-nodes"
+) -> Placement | None:
     """All n GPUs of ``model``: the fewest nodes (one if any fits), or greedily from the node with most free GPUs."""
     if placement == "most-free":
         return spread(view.nodes_by_model[model], scratch.free, n)
@@ -113,12 +124,13 @@ class TiresiasPolicy(ClusterPolicy):
         self.type_order = tuple(type_order)
         self._rng = random.Random(seed)
         # The active jobs in priority order: sorted keys (queue, [time entered it,] arrival, id, state).
-        self._order: list[tuple] = []
-        self._entries: dict[str, tuple] = {}  # job id -> its key in _order
+        self._order: list[OrderKey] = []
+        self._entries: dict[str, OrderKey] = {}  # job id -> its key in _order
         self._was_running: set[str] = set()  # running at the last round, or started by it
         self._touched: set[str] = set()  # started or moved by the last round's decision
         self._cross: list[tuple[float, str, int]] = []  # (when service crosses the next threshold, id, version)
-        self._settled_version: tuple | None = None  # view.version after a round that changed nothing
+        # view.version after a round that changed nothing
+        self._settled_version: tuple[int, int, int, int] | None = None
         self._next_crossing = math.inf
         self.rounds_computed = 0  # calls that ran the full round (the others found nothing changed)
         self._capacity = CapacityCache()
@@ -126,11 +138,11 @@ class TiresiasPolicy(ClusterPolicy):
     def queue_of(self, service: float) -> int:
         return bisect.bisect_right(self.thresholds, service)
 
-    def _models(self, view) -> list[str]:
+    def _models(self, view: ClusterView) -> list[str]:
         ordered = [m for m in self.type_order if m in view.nodes_by_model]
         return ordered + [m for m in view.models if m not in ordered]
 
-    def _priority_order(self, view) -> list[tuple]:
+    def _priority_order(self, view: ClusterView) -> list[OrderKey]:
         """Active jobs by queue, then FIFO by arrival or by when they entered their queue: the sorted keys
         ``(queue, [time entered,] arrival, id, state)``.
 
@@ -175,7 +187,9 @@ class TiresiasPolicy(ClusterPolicy):
             self._rebuild(view)
         return self._order
 
-    def _no_longer_running(self, running, pending) -> tuple[list[str], list[str]]:
+    def _no_longer_running(
+        self, running: Mapping[str, JobState], pending: Mapping[str, JobState]
+    ) -> tuple[list[str], list[str]]:
         """The jobs that ran at the last round (or were started by it) and have since ended, and those stopped.
 
         A job ends (or fails) only while running. One pass of lookups: set algebra with the queues' key views
@@ -187,24 +201,24 @@ class TiresiasPolicy(ClusterPolicy):
                 (stopped if job_id in pending else gone).append(job_id)
         return gone, stopped
 
-    def _observe_running(self, js, view) -> None:
+    def _observe_running(self, js: JobState, view: ClusterView) -> None:
         """Read a running job's queue now and remember when its service reaches the next threshold."""
         service = view.attained_service(js)
         queue = self.queue_of(service)
         self._observe(js, queue, view.now)
         if queue < len(self.thresholds):
-            p = js.placement
+            p: Placement = js.placement  # type: ignore[assignment]  # a running job has a placement
             held = p[0][1] if len(p) == 1 else sum(k for _, k in p)
             due = view.now + (self.thresholds[queue] - service) / held
             heapq.heappush(self._cross, (due, js.job.job_id, js.version))
 
-    def _key(self, js, queue: int, entered: float) -> tuple:
+    def _key(self, js: JobState, queue: int, entered: float) -> OrderKey:
         job = js.job
         if self.queue_order == "entry":
             return (queue, entered, job.arrival, job.job_id, js)
         return (queue, job.arrival, job.job_id, js)
 
-    def _observe(self, js, queue: int, now: float) -> None:
+    def _observe(self, js: JobState, queue: int, now: float) -> None:
         """Place ``js`` in the order with ``queue``; it enters the queue now unless it was already in it."""
         job_id = js.job.job_id
         entry = self._entries.get(job_id)
@@ -221,7 +235,7 @@ class TiresiasPolicy(ClusterPolicy):
         order = self._order
         del order[bisect.bisect_left(order, entry)]
 
-    def _rebuild(self, view) -> None:
+    def _rebuild(self, view: ClusterView) -> None:
         """The order from scratch (the reference computation): O(A log A)."""
         active = list(view.running.values()) + list(view.pending.values())
         previous = self._entries
@@ -236,10 +250,10 @@ class TiresiasPolicy(ClusterPolicy):
         for js in view.running.values():
             self._observe_running(js, view)
 
-    def schedule(self, view) -> Decision:
+    def schedule(self, view: ClusterView) -> Decision:
         t0 = time.perf_counter()
         version = view.version
-        if version is not None and version == self._settled_version and view.now < self._next_crossing:
+        if version == self._settled_version and view.now < self._next_crossing:
             # Nothing arrived, started or finished and no job changed queue since a round that changed nothing:
             # this round would choose the same jobs on the same GPUs (and draw no random number).
             self.decision_times.append((view.now, len(view.running) + len(view.pending), time.perf_counter() - t0))
@@ -252,18 +266,18 @@ class TiresiasPolicy(ClusterPolicy):
         self.decision_times.append((view.now, active, time.perf_counter() - t0))
         return decision
 
-    def _first_crossing(self, view) -> float:
+    def _first_crossing(self, view: ClusterView) -> float:
         """A moment safely before the first running job's attained service reaches its next threshold."""
         first = math.inf
         for js in view.running.values():
             service = view.attained_service(js)
             queue = self.queue_of(service)
             if queue < len(self.thresholds):
-                held = sum(k for _, k in js.placement)
+                held = sum(k for _, k in js.placement)  # type: ignore[union-attr,misc]  # running: placed
                 first = min(first, view.now + (self.thresholds[queue] - service) / held)
         return first - 1e-6 * max(1.0, abs(first)) if first < math.inf else first
 
-    def _full_round(self, view) -> tuple[Decision, bool, int]:
+    def _full_round(self, view: ClusterView) -> tuple[Decision, bool, int]:
         """The round's decision, whether it changes nothing with every chosen job placed, and the active count."""
         table = self._rates.of(view)
         col = {m: i for i, m in enumerate(view.models)}
@@ -277,17 +291,25 @@ class TiresiasPolicy(ClusterPolicy):
         self._touched = set(decision.assign)
         return decision, not decision and not others, len(order)
 
-    def _choose(self, order, left: dict[str, int], table, col, node_models, models) -> tuple[list, list]:
+    def _choose(
+        self,
+        order: list[OrderKey],
+        left: dict[str, int],
+        table: RateTable,
+        col: dict[str, int],
+        node_models: list[str],
+        models: list[str],
+    ) -> tuple[list[JobState], list[tuple[JobState, str]]]:
         """Pass 1: the jobs to run, by GPU counts, in priority order (``left``: GPUs per model, used up here).
         Returns the running jobs that keep their GPU model (kept) and the others with the model chosen for
         them, ``(job, model)``, in priority order."""
         room = max(left.values(), default=0)  # most GPUs left on one model: a larger job has no option
-        kept: list = []
-        others: list[tuple[object, str]] = []
+        kept: list[JobState] = []
+        others: list[tuple[JobState, str]] = []
         for entry in order:
             if room == 0:  # no GPU left on any model: nothing later can be chosen (and no choice is drawn)
                 break
-            js = entry[-1]
+            js: JobState = entry[-1]
             n = js.job.num_gpus
             if js.placement is not None:
                 model = node_models[js.placement[0][0]]
@@ -313,7 +335,14 @@ class TiresiasPolicy(ClusterPolicy):
             others.append((js, model))
         return kept, others
 
-    def _decide(self, view, kept: list, others: list, table, col) -> tuple[Decision, list[str]]:
+    def _decide(
+        self,
+        view: ClusterView,
+        kept: list[JobState],
+        others: list[tuple[JobState, str]],
+        table: RateTable,
+        col: dict[str, int],
+    ) -> tuple[Decision, list[str]]:
         """Pass 2: kept jobs keep their placement (together they fit: they run now); every other running job
         gives its GPUs back; the others are placed in priority order. Returns the decision (what
         ``Decision.from_allocation`` would give, in its order) and the jobs placed in this pass.
@@ -322,13 +351,13 @@ class TiresiasPolicy(ClusterPolicy):
         copy of the whole capacity."""
         running = view.running
         scratch = CapacityScratch.now_free(view)
-        leaving = []  # running jobs not kept, in running order
+        leaving: list[JobState] = []  # running jobs not kept, in running order
         if len(kept) != len(running):
             kept_ids = {js.job.job_id for js in kept}
             leaving = [js for job_id, js in running.items() if job_id not in kept_ids]
             for js in leaving:
-                scratch.give_back(js.placement)
-        placements: dict[str, tuple] = {}
+                scratch.give_back(js.placement)  # type: ignore[arg-type]  # a running job has a placement
+        placements: dict[str, Placement] = {}
         for js, model in others:
             placement = single_type_placement(scratch, view, js.job.num_gpus, model, self.placement)
             if placement is None:

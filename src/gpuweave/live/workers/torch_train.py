@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         idx = torch.randint(0, inputs.shape[0], (args.batch,), generator=gen)
         loss = torch.nn.functional.mse_loss(model(inputs[idx.to(device)]), targets[idx.to(device)])
         optimizer.zero_grad()
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward carries no annotations
         optimizer.step()
         steps += 1
         api.report(steps)

@@ -18,7 +18,7 @@ import numpy as np
 from gpuweave.andreas.catalog import CostCatalog, cost_catalog_for, load_profile_table
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.policies import make_policy
-from gpuweave.cluster.policies.andreas_adapter import AndreasPolicyBase
+from gpuweave.cluster.policies.andreas_instance import AndreasPolicyBase
 from gpuweave.cluster.run import gpu_power
 from gpuweave.cluster.simulator import SimulationRecords, Simulator
 
