@@ -179,6 +179,8 @@ class Simulator:
         self._reacts = self.policy.reacts_to_events
         self._complete = book.complete  # bound once: called per completion
         self._who_name = self.policy.name or type(self.policy).__name__
+        # Bound once, read per event: the book's waiting queue (never rebound) and the error prefix's maker.
+        self._pending, self._who_fn = book.pending, self._who
         loop.run(until=self.max_time, before_instant=book.advance, after_instant=self._after_instant)
         self.events = loop.events
         if self.sink is not None:
@@ -216,7 +218,7 @@ class Simulator:
         js = states[index]
         if index + 1 < len(states):
             self._loop.push(states[index + 1].job.arrival, ARRIVAL, index + 1, ARRIVAL)
-        self.book.pending[js.job.job_id] = js
+        self._pending[js.job.job_id] = js
         self._arrived += 1
         self._changed = True
 
@@ -232,8 +234,10 @@ class Simulator:
         if (tick or (self._changed and self._reacts)) and (book.pending or book.running):
             decision = self.policy.schedule(self.view)
             self.decisions += 1
-            if decision:
-                self._predict(book.apply(decision, self._who))
+            if decision:  # the book applies it; the clock predicts the completions of the jobs it started
+                push = self._loop.push
+                for js in book.apply(decision, self._who_fn):
+                    push(js.productive_start + js.remaining / js.rate, COMPLETION, (js, js.version), COMPLETION)
             if tick:
                 self._count_idle_round()
             else:
@@ -255,12 +259,6 @@ class Simulator:
             self._progress_next = self._done + self._progress_step
         if self._done == len(self._states):
             self._loop.stop()
-
-    def _predict(self, started: list[JobState]) -> None:
-        """Schedule the completion of every job the decision started or moved, at its current rate."""
-        push = self._loop.push
-        for js in started:
-            push(js.productive_start + js.remaining / js.rate, COMPLETION, (js, js.version), COMPLETION)
 
     def _who(self) -> str:
         """The start of an InvalidDecisionError's message: the policy and the time."""
