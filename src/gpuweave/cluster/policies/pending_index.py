@@ -142,7 +142,8 @@ class PendingIndex:
             heap = self._classes.get(_ONE_QUEUE)
             if not heap:
                 return False
-            return bool(heap[0][-1].job.num_gpus <= free_gpus)
+            head: JobState = heap[0][-1]  # typed here, not with bool(): fits_any runs after every event
+            return head.job.num_gpus <= free_gpus
         return any(self._head_class(count) is not None for count in self._counts if count <= free_gpus)
 
     def start_in_order(self, room: Callable[[], int], try_start: Callable[[JobState], bool]) -> None:
