@@ -14,17 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from gpuweave.errors import MissingProfileError
-
-
-class NodeShape(Protocol):
-    @property
-    def gpu_model(self) -> str: ...
-
-    @property
-    def num_gpus(self) -> int: ...
+from gpuweave.hardware.cluster_spec import Node
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +27,7 @@ class ModelCapacity:
     largest_node: int
 
 
-def capacity_by_model(nodes: Iterable[NodeShape]) -> dict[str, ModelCapacity]:
+def capacity_by_model(nodes: Iterable[Node]) -> dict[str, ModelCapacity]:
     """Each GPU model's capacity, models in first-seen order (nodes of 0 GPUs count for nothing)."""
     gpus: dict[str, int] = {}
     largest: dict[str, int] = {}

@@ -16,18 +16,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Collection, Sequence
-from typing import Protocol
 
-
-class NodeShape(Protocol):
-    @property
-    def index(self) -> int: ...
-
-    @property
-    def gpu_model(self) -> str: ...
-
-    @property
-    def num_gpus(self) -> int: ...
+from gpuweave.hardware.cluster_spec import Node
 
 
 class FreeIndex:
@@ -35,7 +25,7 @@ class FreeIndex:
 
     __slots__ = ("buckets", "node_buckets")
 
-    def __init__(self, nodes: Sequence[NodeShape], free: Sequence[int], min_nodes: int = 0) -> None:
+    def __init__(self, nodes: Sequence[Node], free: Sequence[int], min_nodes: int = 0) -> None:
         """Index the models with at least ``min_nodes`` nodes (a scan of fewer is as fast as the index's upkeep)."""
         largest: dict[str, int] = {}
         count: dict[str, int] = {}
