@@ -46,6 +46,7 @@ from gpuweave.workload.job import Job
 from gpuweave.workload.profile_source import PlacementRateSource, ProfileSource
 
 _NONE: list[JobState] = []  # no preemptions (read only)
+_NO_STARTS: list[Start] = []  # a decision that started nothing (read only)
 # A GPU model with this many nodes or more is kept in the free index (measured: below it, scanning the model's nodes
 # for best fit costs less than keeping the index; bench sim on mixed-1024, 43 nodes a model, was 10% slower with it).
 INDEXED_MODEL_NODES = 128
@@ -73,6 +74,7 @@ class AllocationChange:
 
 
 TimeseriesRow = tuple[float, tuple[int, ...], float]  # (time, busy GPUs per model, facility power W)
+Start = tuple[JobState, Placement, float]  # a job a decision started or moved: its state, placement and rate
 
 
 class RecordSink(Protocol):
@@ -170,7 +172,7 @@ class ClusterBook:
             self.free_by_model,
             self.busy_by_model,
             self.node_model_index,
-            self.free_index.node_buckets,
+            self.free_index.node_buckets if self.free_index.buckets else None,  # None: no model is indexed
         )
 
     def _init_power(self, nodes: list[ClusterNode], gpu_power: dict[str, tuple[float, float]]) -> None:
@@ -264,7 +266,10 @@ class ClusterBook:
         split of GPUs per node differently (then only :meth:`placement_rate` of the placement knows)."""
         if self.rate_by_counts is not None:
             return None
-        return self.job_model_rate(job, model, self.ideal_placement)
+        allowed = job.allowed_models  # job_model_rate's rule, inline: placers ask before every spread they build
+        if allowed is not None and model not in allowed:
+            return 0.0
+        return self.model_rate(job.job_type, model, job.num_gpus, self.ideal_placement, False)
 
     def placement_rate(self, job: Job, num_gpus: int, placement: Placement, strict: bool = True) -> float:
         """Iterations/s of ``job`` holding ``num_gpus`` GPUs on ``placement``: the slowest node's rate,
@@ -440,11 +445,12 @@ class ClusterBook:
             cost += e * price[node] / 3.6e6
             was = free[node]
             free[node] = was + k
-            buckets = node_buckets[node]  # the free index, moved inline (once per node a job leaves)
-            if buckets is not None:
-                bucket = buckets[was]
-                del bucket[bisect_left(bucket, node)]
-                insort(buckets[was + k], node)
+            if node_buckets is not None:  # the free index, moved inline (once per node a job leaves)
+                buckets = node_buckets[node]
+                if buckets is not None:
+                    bucket = buckets[was]
+                    del bucket[bisect_left(bucket, node)]
+                    insort(buckets[was + k], node)
             busy[index[node]] -= k
             free_by_model[model] += k
             power -= k * extra_w[node]
@@ -467,11 +473,11 @@ class ClusterBook:
             self.rollback_lost += done - kept
             js.remaining = js.job.work - kept
 
-    def apply(self, decision: Decision, who: Callable[[], str]) -> list[JobState]:
+    def apply(self, decision: Decision, who: Callable[[], str]) -> list[Start]:
         """Validate a decision whole (nothing is applied unless all of it is valid), then apply it: stops, then
-        moves and starts. Returns the jobs it started or moved, each with its new placement, rate and
-        ``productive_start`` (after its start or restart delay). ``who()`` begins an InvalidDecisionError's message
-        (the policy and the time; called only then)."""
+        moves and starts. Returns a :data:`Start` for every job it started or moved; each job's state then holds
+        its new placement, rate and ``productive_start`` (after its start or restart delay). ``who()`` begins an
+        InvalidDecisionError's message (the policy and the time; called only then)."""
         stops, stopped = self._checked_preemptions(decision, who) if decision.preempt else (_NONE, _NONE_SET)
         delta: dict[int, int] = {}
         for js in stops:
@@ -566,8 +572,8 @@ class ClusterBook:
         return self.model_rate(job.job_type, model, job.num_gpus, True)
 
     def _stop_and_start(
-        self, stops: list[JobState], starts: list[tuple[JobState, Placement, float]]
-    ) -> list[JobState]:
+        self, stops: list[JobState], starts: list[Start]
+    ) -> list[Start]:
         """Apply a validated decision: stops, then moves and starts."""
         pending = self.pending
         for js in stops:
@@ -585,9 +591,12 @@ class ClusterBook:
                     self._rollback(js)
             else:
                 pending.pop(js.job.job_id, None)
-        return self._occupy(starts) if starts else _NONE
+        if not starts:
+            return _NO_STARTS
+        self._occupy(starts)
+        return starts
 
-    def _occupy(self, starts: list[tuple[JobState, Placement, float]]) -> list[JobState]:
+    def _occupy(self, starts: list[Start]) -> None:
         """Start each job on its placement now (GPUs taken, segment opened after its start or restart delay). One
         loop for the whole decision: about a hundred starts a round under Gavel."""
         now = self.now
@@ -595,7 +604,6 @@ class ClusterBook:
         extra_w, extra_cost, record, running = self._extra_w, self._extra_cost, self.allocations.append, self.running
         restart_delay, start_delay = self.restart_delay, self.start_delay
         power, cost_rate = self.power_w, self.cost_rate  # summed in the order of node-by-node updates
-        started = []
         for js, placement, rate in starts:
             job_id = js.job.job_id
             if js.first_start is None:
@@ -607,11 +615,12 @@ class ClusterBook:
             for node, k in placement:
                 was = free[node]
                 free[node] = was - k
-                buckets = node_buckets[node]  # the free index, moved inline (once per node a job takes)
-                if buckets is not None:
-                    bucket = buckets[was]
-                    del bucket[bisect_left(bucket, node)]
-                    insort(buckets[was - k], node)
+                if node_buckets is not None:  # the free index, moved inline (once per node a job takes)
+                    buckets = node_buckets[node]
+                    if buckets is not None:
+                        bucket = buckets[was]
+                        del bucket[bisect_left(bucket, node)]
+                        insort(buckets[was - k], node)
                 busy[index[node]] += k
                 free_by_model[models[node]] -= k
                 power += k * extra_w[node]
@@ -623,10 +632,8 @@ class ClusterBook:
             js.seg_start = now
             js.productive_start = now + delay
             running[job_id] = js
-            started.append(js)
         self.power_w, self.cost_rate = power, cost_rate
         self.busy_changed = True
-        return started
 
 
 def _moldable_ok(job: Job, total: int) -> bool:

@@ -80,7 +80,10 @@ def fastest_models(view: ClusterView, js: JobState) -> list[str]:
 
 def place_on_model(plan: Plan, js: JobState, model: str, *, allow_spread: bool = True) -> Placement | None:
     """A placement of the whole gang on ``model`` by the run's placement rule (``plan.view.placement``; the
-    default: one node if possible) on which the job can actually run."""
+    default: one node if possible) on which the job can actually run; None at once when the model has too few
+    free GPUs."""
+    if plan.free_by_model.get(model, 0) < js.job.num_gpus:
+        return None
     return plan.view.placement.place(plan, js, model, allow_spread=allow_spread)
 
 

@@ -236,7 +236,7 @@ class Simulator:
             self.decisions += 1
             if decision:  # the book applies it; the clock predicts the completions of the jobs it started
                 push = self._loop.push
-                for js in book.apply(decision, self._who_fn):
+                for js, _placement, _rate in book.apply(decision, self._who_fn):
                     push(js.productive_start + js.remaining / js.rate, COMPLETION, (js, js.version), COMPLETION)
             if tick:
                 self._count_idle_round()

@@ -21,9 +21,7 @@ class PackedPlacement(PlacementRule):
     def place(
         self, capacity: FreeCapacity, js: JobState, model: str, *, allow_spread: bool = True
     ) -> Placement | None:
-        n = js.job.num_gpus
-        if capacity.free_by_model.get(model, 0) < n:
-            return None
+        n = js.job.num_gpus  # a model without n free GPUs gives None below (callers check the count first)
         one = single_node(capacity, n, model)
         if one is not None or not allow_spread:
             return one
