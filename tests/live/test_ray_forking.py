@@ -98,7 +98,10 @@ def test_hadare_forks_a_real_torch_job_and_its_model_is_the_copies_weighted_aver
     assert forked, f"no job finished forked: {[(r['job_id'], r['copies']) for r in live]}"
     row = forked[0]
     nodes = [part.split(":")[0] for part in row["placement"].split(";")]
-    assert len(nodes) == len(set(nodes)) == int(row["copies"])  # copies on separate nodes
+    assert len(nodes) == len(set(nodes))  # copies on separate nodes
+    # A copy whose share of the remaining steps is 0 (the job nearly done) is not launched (runtime._launch), so the
+    # last forked attempt may run fewer copies than its placement has nodes, never more.
+    assert 2 <= int(row["copies"]) <= len(nodes)
     folder = out / "checkpoints" / row["job_id"]
     copies = [torch.load(p, map_location="cpu") for p in sorted(folder.glob(f"a{row['attempt']}-c*.ckpt"))]
     assert len(copies) >= 2
