@@ -62,8 +62,8 @@ def test_the_book_keeps_the_index_in_step_with_its_free_counts(monkeypatch):
     book = ClusterBook(nodes, jobs, profiles, {"V100": (0.0, 1.0)})
     for js in book.states:
         book.arrive(js)
-    book.apply(Decision(assign={"j1": ((0, 1),), "j2": ((1, 2),), "j3": ((2, 3),)}), lambda: "test")
-    book.apply(Decision(assign={"j2": ((0, 2),)}), lambda: "test")  # a move
+    book.apply(Decision(assign={"j1": ((0, 1),), "j2": ((1, 2),), "j3": ((2, 3),)}), "test")
+    book.apply(Decision(assign={"j2": ((0, 2),)}), "test")  # a move
     book.complete(book.by_id["j3"])
     book.lose_node(1)
     assert book.free == [1, 0, 4]

@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from bisect import bisect_left, insort
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -473,12 +472,12 @@ class ClusterBook:
             self.rollback_lost += done - kept
             js.remaining = js.job.work - kept
 
-    def apply(self, decision: Decision, who: Callable[[], str]) -> list[Start]:
+    def apply(self, decision: Decision, policy: str) -> list[Start]:
         """Validate a decision whole (nothing is applied unless all of it is valid), then apply it: stops, then
         moves and starts. Returns a :data:`Start` for every job it started or moved; each job's state then holds
-        its new placement, rate and ``productive_start`` (after its start or restart delay). ``who()`` begins an
-        InvalidDecisionError's message (the policy and the time; called only then)."""
-        stops, stopped = self._checked_preemptions(decision, who) if decision.preempt else (_NONE, _NONE_SET)
+        its new placement, rate and ``productive_start`` (after its start or restart delay). ``policy`` (the deciding
+        policy's name) begins an InvalidDecisionError's message, with the time."""
+        stops, stopped = self._checked_preemptions(decision, policy) if decision.preempt else (_NONE, _NONE_SET)
         delta: dict[int, int] = {}
         for js in stops:
             for node, k in js.placement or ():
@@ -486,26 +485,26 @@ class ClusterBook:
         starts = []
         check = self._checked_assignment
         for job_id, raw in decision.assign.items():
-            start = check(job_id, raw, stopped, delta, who)
+            start = check(job_id, raw, stopped, delta, policy)
             if start is not None:
                 starts.append(start)
         free = self.free
         for node, d in delta.items():
             if free[node] + d < 0:
                 raise InvalidDecisionError(
-                    f"{who()}: capacity: node {self.nodes[node].name} would need "
+                    f"{self._who(policy)}: capacity: node {self.nodes[node].name} would need "
                     f"{free[node] - (free[node] + d)} more GPUs than it has free"
                 )
         return self._stop_and_start(stops, starts)
 
-    def _checked_preemptions(self, decision: Decision, who: Callable[[], str]) -> tuple[list[JobState], set[str]]:
+    def _checked_preemptions(self, decision: Decision, policy: str) -> tuple[list[JobState], set[str]]:
         """The running jobs the decision preempts; preempting a job that is not running is invalid."""
         stops: list[JobState] = []
         stopped: set[str] = set()
         for job_id in decision.preempt:
             js = self.running.get(job_id)
             if js is None:
-                raise InvalidDecisionError(f"{who()}: preempts job '{job_id}', which is not running")
+                raise InvalidDecisionError(f"{self._who(policy)}: preempts job '{job_id}', which is not running")
             stops.append(js)
             stopped.add(job_id)
         return stops, stopped
@@ -516,7 +515,7 @@ class ClusterBook:
         raw: Placement,
         stopped: set[str] | frozenset[str],
         delta: dict[int, int],
-        who: Callable[[], str],
+        policy: str,
     ) -> tuple[JobState, Placement, float] | None:
         """Check one assignment (known job, valid nodes, gang rule, positive rate) and add its GPUs to ``delta``.
 
@@ -524,7 +523,7 @@ class ClusterBook:
         """
         js = self.by_id.get(job_id)
         if js is None or (job_id not in self.pending and job_id not in self.running):
-            raise InvalidDecisionError(f"{who()}: assigns job '{job_id}', which is not waiting or running")
+            raise InvalidDecisionError(f"{self._who(policy)}: assigns job '{job_id}', which is not waiting or running")
         # One (node, k) pair with k > 0 is already normal: most placements, skipped without a dict and a sort.
         placement: Placement
         if type(raw) is tuple and len(raw) == 1 and type(raw[0]) is tuple and raw[0][1] > 0:
@@ -538,18 +537,21 @@ class ClusterBook:
         n_nodes = len(self.nodes)
         for node, k in placement:
             if not (0 <= node < n_nodes) or k < 0:
-                raise InvalidDecisionError(f"{who()}: job '{job_id}' placed on invalid node {node}")
+                raise InvalidDecisionError(f"{self._who(policy)}: job '{job_id}' placed on invalid node {node}")
             total += k
             delta[node] = delta.get(node, 0) - k
         job = js.job
         forked = self.forks_jobs and is_forked(job.num_gpus, placement, total)
         if total != job.num_gpus and not forked and not _moldable_ok(job, total):
             raise InvalidDecisionError(
-                f"{who()}: gang rule: job '{job_id}' needs {job.num_gpus} GPUs, placement gives {total}"
+                f"{self._who(policy)}: gang rule: job '{job_id}' needs {job.num_gpus} GPUs, placement gives {total}"
             )
         rate: float | None
         if forked:
-            rate = forked_rate(job.num_gpus, placement, lambda node: self._copy_rate(job, node))
+            # each copy: the job's consolidated rate on its node's model (0 where the job may not run)
+            rate = forked_rate(
+                job.num_gpus, placement, lambda node: self.job_model_rate(job, self.node_models[node], True, True)
+            )
         elif len(placement) == 1 and self.rate_by_counts is None and job.allowed_models is None:
             # one node, no constraint: the consolidated rate, looked up
             rate = self.rate_cache.get((job.job_type, self.node_models[placement[0][0]], total, True))
@@ -558,18 +560,17 @@ class ClusterBook:
         else:
             rate = self.placement_rate(job, total, placement)
         if not rate > 0:
-            raise InvalidDecisionError(f"{who()}: job '{job_id}' ({job.job_type}) cannot run on {placement}")
+            raise InvalidDecisionError(
+                f"{self._who(policy)}: job '{job_id}' ({job.job_type}) cannot run on {placement}"
+            )
         if old is not None and job_id not in stopped:
             for node, k in old:
                 delta[node] = delta.get(node, 0) + k
         return js, placement, rate
 
-    def _copy_rate(self, job: Job, node: int) -> float:
-        """The consolidated rate of one whole copy of a forked job on ``node`` (0 on a forbidden model)."""
-        model = self.node_models[node]
-        if job.allowed_models is not None and model not in job.allowed_models:
-            return 0.0
-        return self.model_rate(job.job_type, model, job.num_gpus, True)
+    def _who(self, policy: str) -> str:
+        """The start of an InvalidDecisionError's message: the policy and the time."""
+        return f"policy '{policy}' at t={self.now:g}"
 
     def _stop_and_start(
         self, stops: list[JobState], starts: list[Start]

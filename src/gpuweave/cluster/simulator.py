@@ -178,9 +178,8 @@ class Simulator:
         book.busy_changed = False
         self._reacts = self.policy.reacts_to_events
         self._complete = book.complete  # bound once: called per completion
-        self._who_name = self.policy.name or type(self.policy).__name__
-        # Bound once, read per event: the book's waiting queue (never rebound) and the error prefix's maker.
-        self._pending, self._who_fn = book.pending, self._who
+        self._policy_name = self.policy.name or type(self.policy).__name__  # named in an invalid decision's error
+        self._pending = book.pending  # bound once, read per arrival (the book never rebinds it)
         loop.run(until=self.max_time, before_instant=book.advance, after_instant=self._after_instant)
         self.events = loop.events
         if self.sink is not None:
@@ -236,7 +235,7 @@ class Simulator:
             self.decisions += 1
             if decision:  # the book applies it; the clock predicts the completions of the jobs it started
                 push = self._loop.push
-                for js, _placement, _rate in book.apply(decision, self._who_fn):
+                for js, _placement, _rate in book.apply(decision, self._policy_name):
                     push(js.productive_start + js.remaining / js.rate, COMPLETION, (js, js.version), COMPLETION)
             if tick:
                 self._count_idle_round()
@@ -259,10 +258,6 @@ class Simulator:
             self._progress_next = self._done + self._progress_step
         if self._done == len(self._states):
             self._loop.stop()
-
-    def _who(self) -> str:
-        """The start of an InvalidDecisionError's message: the policy and the time."""
-        return f"policy '{self._who_name}' at t={self.book.now:g}"
 
     def _count_idle_round(self) -> None:
         """After a round: a round-based policy that leaves jobs waiting on an idle cluster after the last arrival

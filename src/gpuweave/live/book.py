@@ -98,7 +98,7 @@ class LiveBook:
     def apply_decision(self, decision: Decision) -> list[Action]:
         cluster = self.cluster
         before = {job_id: js.placement for job_id, js in cluster.running.items()}
-        cluster.apply(decision, self._who)
+        cluster.apply(decision, self.policy.name or type(self.policy).__name__)
         actions = []
         for job_id in decision.preempt:
             if job_id not in cluster.running:
@@ -109,9 +109,6 @@ class LiveBook:
                 actions.append(Action("start" if old is None else "move", job_id, js.placement))
                 js.productive_start = math.inf  # no progress until the new workers report
         return actions
-
-    def _who(self) -> str:
-        return f"policy '{self.policy.name or type(self.policy).__name__}' at t={self.cluster.now:g}"
 
     def observe(self, js: JobState, remaining: float, rate: float) -> None:
         """A worker report: ``remaining`` steps left as of now, at ``rate`` steps per (simulated) second."""
