@@ -12,7 +12,7 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from gpuweave.checks import ROUND_LENGTH, number
 from gpuweave.cluster.policies import make_policy
@@ -580,4 +580,55 @@ def bench_import_slurm(lines: int, seed: int) -> dict:
         "peak_python_mb": round(peak / 2**20, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "python": sys.version.split()[0],
+    }
+
+
+def bench_fill(
+    nodes: str | Path,
+    pods: str | Path,
+    placements: list[str],
+    seed: int = 42,
+    tune: float = 1.3,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """FGD's experiment (``gpuweave cluster fill``) under each of ``placements`` on one node and pod list: CPU and
+    wall seconds of the experiment alone (files read before the clock starts), tasks per CPU second, and each
+    placement's CPU time as a multiple of ``best-fit``'s (the cheapest scoring rule, timed in the same run; it is
+    added when not asked for)."""
+    from gpuweave.cluster.placements import make_task_placement
+    from gpuweave.cluster.sharing.experiment import run_fill
+    from gpuweave.workload.traces.openb import read_openb_node_table, read_openb_tasks
+
+    for name in placements:
+        make_task_placement(name)  # an unknown name: one line before the files are read
+    node_table, tasks = read_openb_node_table(nodes), read_openb_tasks(pods)
+    order = ["best-fit"] + [p for p in placements if p != "best-fit"]
+    runs: list[dict[str, Any]] = []
+    for name in order:
+        if progress is not None:
+            progress(name)
+        gc.collect()
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        result = run_fill(node_table, tasks, name, seed=seed, tune=tune)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        runs.append(
+            {
+                "placement": name,
+                "cpu_s": round(cpu, 3),
+                "wall_s": round(wall, 3),
+                "tasks": result.submitted,
+                "tasks_per_cpu_s": round(result.submitted / max(cpu, 1e-9)),
+                "allocation_at_130": result.curves["allocation"][-1],  # the last load point: 130 % by default
+            }
+        )
+    reference = float(runs[0]["cpu_s"])
+    for run in runs:
+        run["ratio_to_best_fit"] = round(run["cpu_s"] / max(reference, 1e-9), 2)
+    return {
+        "nodes": str(nodes),
+        "pods": str(pods),
+        "gpus": node_table.total_gpus,
+        "seed": seed,
+        "to": tune,
+        "runs": [r for r in runs if r["placement"] in placements or r["placement"] == "best-fit"],
     }

@@ -37,7 +37,7 @@ from gpuweave.files import load_json
 from gpuweave.fingerprint import code_fingerprint
 from gpuweave.staging import staged_directory
 
-KINDS = ("cluster", "mig", "packs", "kernel")
+KINDS = ("cluster", "mig", "packs", "kernel", "sharing")
 SUMMARY_NAME = "summary.json"
 #: summaries written before the core existed carry only the cluster run's stamp
 LEGACY_FINGERPRINT_KEY = "gpuweave_code"

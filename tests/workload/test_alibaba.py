@@ -48,12 +48,47 @@ def test_openb_default_pods(shared_data):
 
 def test_openb_gpu_spec_is_canonicalised(shared_data):
     frame = read_openb_pods(shared_data.joinpath(*OPENB, "openb_pod_list_gpuspec33.csv"))
-    models = Counter(m for m in frame["gpu_model"] if isinstance(m, str))
-    assert set(models) <= {"T4", "G2", "G3", "P100", "V100", "A10"}
-    assert models["V100"] > 0  # V100M16|V100M32 collapse to one model
-    specs = {s for s in frame["gpu_spec"] if isinstance(s, str)}
-    assert "P100|V100" in specs
+    assert "gpu_spec" not in frame.columns and "gpu_model" not in frame.columns
+    specs = Counter(s for s in frame["allowed_models"] if isinstance(s, str))
+    models = {m for s in specs for m in s.split("+")}
+    assert models <= {"T4", "G2", "G3", "P100", "V100", "A10"}
+    assert specs["V100"] > 0  # V100M16|V100M32 collapse to one model
+    assert "P100+V100" in specs
     assert all("M16" not in s and "M32" not in s for s in specs)
+
+
+def test_openb_resources_are_schema_columns(shared_data, tmp_path):
+    from gpuweave.workload.traces.schema import read_trace, write_frame
+
+    path = shared_data.joinpath(*OPENB, "openb_pod_list_gpuspec33.csv")
+    frame = load_trace_frame(path, profiles=load_profiles())
+    assert {"cpu_milli", "memory_mib", "gpu_milli", "allowed_models"} <= set(frame.columns)
+    assert (frame["cpu_milli"] > 0).all() and frame["gpu_milli"].between(1, 1000).all()
+    target = tmp_path / "pods.csv"
+    write_frame(frame, target)
+    jobs = read_trace(target, profiles=load_profiles())
+    shared = [j for j in jobs if j.attrs["gpu_milli"] < 1000]
+    assert shared and all(j.num_gpus == 1 for j in shared)
+    assert any(j.allowed_models == ("G2",) for j in jobs)
+    assert all(isinstance(j.attrs["cpu_milli"], int) for j in jobs[:50])
+
+
+@pytest.mark.parametrize(
+    ("cells", "field", "message"),
+    [("2,400,8000,16384", "gpu_milli", "1-GPU jobs only"), ("1,1400,8000,16384", "gpu_milli", "<= 1000"),
+     ("1,0,8000,16384", "gpu_milli", "> 0"), ("1,500,-3,16384", "cpu_milli", "> 0")],
+)
+def test_schema_resource_columns_are_checked(tmp_path, cells, field, message):
+    from gpuweave.workload.traces.schema import read_trace
+
+    path = tmp_path / "t.csv"
+    path.write_text(
+        "job_id,arrival,num_gpus,gpu_milli,cpu_milli,memory_mib,job_type,duration\n"
+        f"a,0,{cells},ResNet-18 (batch size 32),60\n"
+    )
+    with pytest.raises(InputError, match=message) as exc:
+        read_trace(path, profiles=load_profiles())
+    assert_names(exc, path, 1, field)
 
 
 def test_openb_multigpu_variant_has_no_times(shared_data):

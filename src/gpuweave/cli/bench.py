@@ -1,4 +1,4 @@
-"""``gpuweave bench sim|scale|round|pop|kernel|import-slurm``: speed figures measured the same way every time.
+"""``gpuweave bench sim|scale|round|pop|kernel|import-slurm|fill``: speed figures measured the same way every time.
 
 The logic lives in :mod:`gpuweave.bench`.
 """
@@ -103,11 +103,23 @@ def scale(
     from rich.console import Console
 
     keys: tuple[str, ...] = (
-        "load", "jobs", "cpu_s", "jobs_per_s", "bare_jobs_per_s", "ratio_to_bare", "mean_waiting_jobs"
+        "load",
+        "jobs",
+        "cpu_s",
+        "jobs_per_s",
+        "bare_jobs_per_s",
+        "ratio_to_bare",
+        "mean_waiting_jobs",
     )
     keys += ("peak_rss_mb",)
     headers: tuple[str, ...] = (
-        "load", "jobs", "CPU (s)", "jobs/s", "bare loop jobs/s", "ratio to bare", "waiting (mean)"
+        "load",
+        "jobs",
+        "CPU (s)",
+        "jobs/s",
+        "bare loop jobs/s",
+        "ratio to bare",
+        "waiting (mean)",
     )
     headers += ("peak RSS (MB)",)
     rows = [[str(row[c]) for c in keys] for row in result["rows"]]
@@ -204,3 +216,43 @@ def import_slurm(
     from gpuweave.bench import bench_import_slurm
 
     _print_result(bench_import_slurm(lines, seed), "bench import-slurm", as_json)
+
+
+FGD_DATA = Path("../shared/data/fgd/csv")
+
+
+@app.command("fill")
+def fill(
+    nodes: Path = typer.Option(
+        FGD_DATA / "openb_node_list_gpu_node.csv", "--nodes", help="Node list (openb_node_list_*.csv)."
+    ),
+    pods: Path = typer.Option(
+        FGD_DATA / "openb_pod_list_default.csv", "--pods", help="Pod list (openb_pod_list_*.csv)."
+    ),
+    placements: str = typer.Option(
+        "random,dotprod,gpu-clustering,gpu-packing,best-fit,fgd", "--placements", help="Comma list of task placements."
+    ),
+    seed: int = typer.Option(42, "--seed", min=SEED.lo, max=SEED.hi),
+    quiet: bool = quiet_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Time FGD's experiment (gpuweave cluster fill) per placement; CPU time as a multiple of best-fit's."""
+    from gpuweave.bench import bench_fill
+
+    names = [p.strip() for p in placements.split(",") if p.strip()]
+    if not names:
+        raise InputError("--placements names no placement", field="placements")
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        hook = bar.task("bench fill")
+        result = bench_fill(nodes, pods, names, seed, progress=(lambda name: hook(0)) if hook else None)
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    from rich.console import Console
+
+    headers = ("placement", "CPU s", "wall s", "tasks", "tasks/CPU s", "x best-fit", "allocation at 130 %")
+    keys = ("placement", "cpu_s", "wall_s", "tasks", "tasks_per_cpu_s", "ratio_to_best_fit", "allocation_at_130")
+    rows = [tuple(str(run[k]) for k in keys) for run in result["runs"]]
+    print_table(
+        Console(), f"bench fill: {result['gpus']} GPUs, {Path(result['pods']).name}", headers, rows, right=headers[1:]
+    )

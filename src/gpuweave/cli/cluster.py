@@ -1,8 +1,10 @@
-"""``gpuweave cluster simulate|plan hadar|plan andreas|run|compare|policies|list|show|import-slurm``: the cluster grain.
+"""``gpuweave cluster simulate|fill|plan hadar|plan andreas|run|compare|policies|placements|list|show|import-slurm``:
+the cluster grain.
 
-``simulate`` runs a trace through the simulator under one policy; ``plan hadar``/``plan andreas`` plan one round of a
-snapshot; ``run``/``compare`` are the live runtime; ``list``/``show`` the bundled cluster specs; ``import-slurm``
-makes a cluster spec of a Slurm cluster's nodes.
+``simulate`` runs a trace through the simulator under one policy; ``fill`` is FGD's experiment on shared GPUs (tasks
+placed at arrival until the cluster is full); ``plan hadar``/``plan andreas`` plan one round of a snapshot;
+``run``/``compare`` are the live runtime; ``list``/``show`` the bundled cluster specs; ``import-slurm`` makes a
+cluster spec of a Slurm cluster's nodes.
 """
 
 from __future__ import annotations
@@ -150,10 +152,11 @@ def policies(as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP
 
 @app.command("placements")
 def placements(as_json: bool = typer.Option(False, "--json", help=JSON_OPTION_HELP)) -> None:
-    """List the registered placement rules (a run config's placement_rule, --placement-rule)."""
+    """List the registered placement rules: 'gangs' place whole-GPU gangs on one GPU model (a run config's
+    placement_rule, --placement-rule); 'tasks' place tasks on shared GPUs (gpuweave cluster fill, crosscheck fgd)."""
     from gpuweave.cluster.placements import PLACEMENTS
 
-    print_listing(PLACEMENTS, "placement rules (where a gang goes on a GPU model)", as_json)
+    print_listing(PLACEMENTS, "placement rules", as_json, meta_columns=("places",))
 
 
 @plan_app.command("hadar")
@@ -362,7 +365,17 @@ def show(
 
     spec = load_cluster(name_or_path)
     if as_json:
-        groups = [{"gpu": g.gpu, "count": g.count, "gpus_per_node": g.gpus_per_node} for g in spec.nodes]
+        groups = [
+            {
+                "gpu": g.gpu,
+                "count": g.count,
+                "gpus_per_node": g.gpus_per_node,
+                "sharing": g.sharing,
+                **({"cpu_milli": g.cpu_milli} if g.cpu_milli is not None else {}),
+                **({"memory_mib": g.memory_mib} if g.memory_mib is not None else {}),
+            }
+            for g in spec.nodes
+        ]
         print_json({**_cluster_json(spec.name, spec), "node_groups": groups})
         return
     console = Console()
@@ -386,9 +399,14 @@ def _print_node_groups(console, spec) -> None:
         shown = members[0].name if len(members) == 1 else f"{members[0].name} .. {members[-1].name}"
         gpus = (str(group.gpus_per_node), str(group.count * group.gpus_per_node))
         node_facts = (str(members[0].price_per_kwh), f"{members[0].pue:g}")
-        rows.append((str(i), str(group.count), group.gpu, *gpus, *node_facts, shown))
-    columns = ("#", "count", "GPU", "GPUs/node", "GPUs", "price/kWh", "PUE", "nodes")
-    print_table(console, "node groups", columns, rows, right=("#", "count", "GPUs/node", "GPUs", "price/kWh", "PUE"))
+        resources = (
+            "-" if group.cpu_milli is None else f"{group.cpu_milli / 1000:g}",
+            "-" if group.memory_mib is None else f"{group.memory_mib / 1024:g}",
+        )
+        rows.append((str(i), str(group.count), group.gpu, *gpus, group.sharing, *resources, *node_facts, shown))
+    columns = ("#", "count", "GPU", "GPUs/node", "GPUs", "sharing", "cores", "GiB", "price/kWh", "PUE", "nodes")
+    right = ("#", "count", "GPUs/node", "GPUs", "cores", "GiB", "price/kWh", "PUE")
+    print_table(console, "node groups", columns, rows, right=right)
 
 
 @app.command("import-slurm")
@@ -455,3 +473,65 @@ def import_slurm(
         return
     gpus = sum(g["count"] * g["gpus_per_node"] for g in spec["nodes"])
     typer.echo(f"wrote {out}: {sum(g['count'] for g in spec['nodes'])} gpuweave node(s), {gpus} GPUs from {label}")
+
+
+@app.command("fill")
+def fill(
+    nodes: Path = typer.Option(
+        ..., "--nodes", help="Node list: openb_node_list_*.csv (sn,cpu_milli,memory_mib,gpu,model)."
+    ),
+    pods: Path = typer.Option(
+        ..., "--pods", help="Pod list: openb_pod_list_*.csv (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec])."
+    ),
+    placement: str = typer.Option(
+        "fgd", "--placement", help="Task placement (gpuweave cluster placements, kind 'tasks'): fgd, best-fit, ..."
+    ),
+    seed: int = typer.Option(42, "--seed", min=SEED.lo, max=SEED.hi, help="Seed (FGD's experiments use 42-51)."),
+    tune: float = typer.Option(
+        1.3, "--to", min=0.01, max=100.0, help="Stop when arrived GPU requests reach this share of the cluster's GPUs."
+    ),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="Result directory (default gpuweave-out/fill/PLACEMENT-SEED)."
+    ),
+    report: bool = typer.Option(False, "--report", help="Also write report.html into the result directory."),
+    quiet: bool = quiet_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the run's metrics and paths as JSON."),
+) -> None:
+    """FGD's experiment: place tasks at arrival, never removed, until the arrived GPU requests reach --to times the
+    cluster's GPUs; allocation and fragmentation per arrived load (curves.csv), as FGD (ATC'23) measures them.
+
+    Example: gpuweave cluster fill --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv
+    --placement fgd --seed 42"""
+    from rich.console import Console
+
+    from gpuweave.cluster.placements import make_task_placement
+    from gpuweave.cluster.sharing.experiment import run_fill
+    from gpuweave.cluster.sharing.results import fill_metrics, write_fill_result
+    from gpuweave.staging import check_replaceable
+    from gpuweave.workload.traces.openb import read_openb_node_table, read_openb_tasks
+
+    make_task_placement(placement)  # an unknown name or a gang rule: one line before any file is read
+    out_dir = out or Path("gpuweave-out") / "fill" / f"{placement}-{seed}"
+    check_replaceable(out_dir)
+    node_table = read_openb_node_table(nodes)
+    tasks = read_openb_tasks(pods)
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        progress = bar.task(f"fill {placement}: tasks")
+        result = run_fill(node_table, tasks, placement, seed=seed, tune=tune, progress=progress)
+    config = {"nodes": str(nodes), "pods": str(pods), "placement": placement, "seed": seed, "to": tune}
+    write_fill_result(out_dir, result, tasks, config)
+    path = None
+    if report:
+        from gpuweave.report.grains import report_runs
+
+        path = report_runs([out_dir], out_dir / "report", title=f"gpuweave: fill with {placement}")
+    metrics = fill_metrics(result)
+    if as_json:
+        print_json({"placement": placement, "metrics": metrics, "results": str(out_dir), "report": path and str(path)})
+        return
+    console = Console()
+    rows = [(name, str(value) if isinstance(value, int) else cell(value)) for name, value in metrics.items()]
+    print_table(console, f"fill {placement}, seed {seed}: {result.submitted} tasks", ("metric", "value"), rows)
+    if path is not None:
+        console.print(f"report: {path}")
+    console.print(f"results: {out_dir}")

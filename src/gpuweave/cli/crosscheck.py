@@ -1,4 +1,4 @@
-"""``gpuweave crosscheck gavel|pollux [--data DIR] [--out DIR]``: our policies on a peer simulator's traces,
+"""``gpuweave crosscheck gavel|pollux|fgd [--data DIR] [--out DIR]``: our policies on a peer simulator's traces,
 ours beside the peer's results, written to ``comparison.csv`` like ``gpuweave repro``."""
 
 from __future__ import annotations
@@ -14,12 +14,21 @@ NAME = "crosscheck"
 
 
 def command(
-    peer: str = typer.Argument(..., help="Peer simulator: gavel or pollux."),
+    peer: str = typer.Argument(..., help="Peer simulator: gavel, pollux or fgd."),
     data: Optional[Path] = typer.Option(
         None, "--data", help="Peer data directory (default: the project's shared copy, ../shared/data/...)."
     ),
     out: Optional[Path] = typer.Option(
         None, "--out", help="Output directory (default ./gpuweave-out/crosscheck/PEER)."
+    ),
+    workloads: Optional[str] = typer.Option(
+        None, "--workloads", help="fgd: comma list of workloads (default: every one FGD's result file holds)."
+    ),
+    policies: Optional[str] = typer.Option(
+        None, "--policies", help="fgd: comma list of policies, FGD's names or ours (Random or random, FGD or fgd...)."
+    ),
+    seeds: Optional[str] = typer.Option(
+        None, "--seeds", help="fgd: comma list of seeds; FGD's mean is taken over the same seeds."
     ),
     quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison rows as JSON."),
@@ -31,7 +40,9 @@ def command(
     out_dir = out or Path("gpuweave-out") / "crosscheck" / peer
     with ProgressBar(show_progress(quiet or as_json)) as bar:
         bar.task(f"crosscheck {peer}")
-        rows = run_crosscheck(peer, data, out_dir)
+        rows = run_crosscheck(
+            peer, data, out_dir, {"workloads": workloads, "policies": policies, "seeds": seeds}
+        )
     if as_json:
         print_rows_json(rows, out_dir)
         return

@@ -199,9 +199,30 @@ def _trace_summary(file: Path, frame, top: int) -> dict:
         else None,
         "states": {str(k): int(v) for k, v in frame["state"].value_counts().items()} if "state" in frame else None,
         "vcs": int(frame["vc"].nunique()) if "vc" in frame and frame["vc"].notna().any() else None,
+        "sharing": _sharing_facts(frame),
         "recorded_schedule": recorded_schedule(frame),
         "notes": list(frame.attrs.get("notes", [])),
     }
+
+
+def _sharing_facts(frame) -> dict | None:
+    """What a trace asks beside whole GPUs (None when it asks nothing more): jobs holding a share of one GPU, with
+    a GPU-type constraint, and the median CPU and memory asked."""
+    columns = ("gpu_milli", "cpu_milli", "memory_mib", "allowed_models")
+    if not any(c in frame and frame[c].notna().any() for c in columns):
+        return None
+    facts: dict = {}
+    if "gpu_milli" in frame:
+        milli = frame["gpu_milli"]
+        facts["jobs_sharing_a_gpu"] = int((milli.notna() & (milli < 1000)).sum())
+        shared = milli[milli.notna() & (milli < 1000)]
+        facts["median_gpu_share"] = float(shared.median()) / 1000 if len(shared) else None
+    if "allowed_models" in frame:
+        facts["jobs_with_gpu_type_constraint"] = int(frame["allowed_models"].notna().sum())
+    for column, key, scale in (("cpu_milli", "median_cores", 1000), ("memory_mib", "median_memory_gib", 1024)):
+        if column in frame and frame[column].notna().any():
+            facts[key] = float(frame[column].median()) / scale
+    return facts
 
 
 def _print_trace_summary(info: dict, name: str) -> None:
@@ -221,6 +242,16 @@ def _print_trace_summary(info: dict, name: str) -> None:
         rows.append(("GPU-hours (duration x GPUs)", f"{info['gpu_hours_on_reference_gpu']:,.0f}"))
     if info["vcs"] is not None:
         rows.append(("virtual clusters (vc)", f"{info['vcs']:,}"))
+    labels = {
+        "jobs_sharing_a_gpu": "jobs holding a share of one GPU",
+        "median_gpu_share": "median share of those",
+        "jobs_with_gpu_type_constraint": "jobs with allowed GPU models",
+        "median_cores": "median CPU cores asked",
+        "median_memory_gib": "median memory asked (GiB)",
+    }
+    for key, value in (info.get("sharing") or {}).items():
+        if value is not None:
+            rows.append((labels[key], f"{value:,}" if isinstance(value, int) else f"{value:,.3g}"))
     print_table(console, f"{name} ({info['format']})", ("what", "value"), rows, right=("value",))
     gpus = [(count, f"{n:,}", f"{n / jobs:.1%}") for count, n in info["gpus_per_job"].items()]
     print_table(console, "GPUs per job", ("GPUs", "jobs", "share"), gpus, right=("GPUs", "jobs", "share"))

@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpuweave.checks import MAX_SECONDS, RATE_PER_HOUR, ROUND_LENGTH, SEED, validation_error
-from gpuweave.cluster.placements import PLACEMENTS
+from gpuweave.cluster.placements import names_placing
 from gpuweave.errors import InputError
 from gpuweave.files import check_path, load_yaml
 from gpuweave.limits import check_limit
@@ -62,8 +62,9 @@ class SimulationConfig(BaseModel):
     @field_validator("placement_rule")
     @classmethod
     def _known_rule(cls, value: str | None) -> str | None:
-        if value is not None and value not in PLACEMENTS:
-            raise ValueError(f"unknown placement rule {value!r} (known: {', '.join(PLACEMENTS.names())})")
+        known = names_placing("gangs")
+        if value is not None and value not in known:
+            raise ValueError(f"unknown placement rule {value!r} for whole-GPU gangs (known: {', '.join(known)})")
         return value
 
     @model_validator(mode="after")

@@ -16,6 +16,13 @@ YAML format (see the bundled files in ``clusters/``)::
       - {count: 5, gpu: V100, gpus_per_node: 4, name_prefix: v100-}
       - {count: 5, gpu: P100, gpus_per_node: 4, price_per_kwh: 0.2, pue: 1.33}
       - {count: 2, gpu: T4, gpus_per_node: 1, names: [edge-a, edge-b]}
+      - {count: 4, gpu: A100, gpus_per_node: 8, cpu_milli: 128000, memory_mib: 1048576, sharing: mig}
+
+``cpu_milli`` (thousandths of a core) and ``memory_mib`` per node are optional (unset: not a limit); ``sharing``
+says how tasks may hold the node's GPUs: ``whole`` (the default: a task holds whole GPUs), ``fraction`` (tasks
+share a GPU by time-slicing or MPS, each holding a share of its compute and memory, as Alibaba's openb trace
+and FGD's simulator do) or ``mig`` (MIG instances of the geometry the catalog gives the model; the model must
+support MIG). Whole-GPU policies and results are unchanged by these fields.
 
 Defaults: ``price_per_kwh`` is 0.0 (energy is measured but costs nothing unless a price is given;
 a neutral default, since any real price is site-specific), ``pue`` is 1.0 (no facility overhead).
@@ -39,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gpuweave.checks import PRICE_PER_KWH, PUE
 from gpuweave.errors import InputError
 from gpuweave.files import check_path, load_yaml
-from gpuweave.hardware.catalog import all_gpus, canonical_gpu_name
+from gpuweave.hardware.catalog import all_gpus, canonical_gpu_name, get_gpu
 from gpuweave.limits import check_limit
 
 CLUSTERS_DIR = Path(__file__).with_name("clusters")
@@ -55,6 +62,9 @@ class Node:
     num_gpus: int
     price_per_kwh: float
     pue: float
+    cpu_milli: int | None = None
+    memory_mib: int | None = None
+    sharing: str = "whole"
 
 
 def _canonical_gpu(value: Any) -> str:
@@ -68,6 +78,9 @@ def _canonical_gpu(value: Any) -> str:
 
 MAX_NODES_PER_GROUP = 1_000_000
 MAX_GPUS_PER_NODE = 1024
+MAX_CPU_MILLI = 10**9  # a million cores per node: a typo guard
+MAX_MEMORY_MIB = 10**12
+SHARING_MODES = ("whole", "fraction", "mig")
 
 
 class NodeGroup(BaseModel):
@@ -83,6 +96,9 @@ class NodeGroup(BaseModel):
     pue: float | None = Field(default=None, ge=1.0, le=PUE.hi)
     name_prefix: str | None = None
     names: list[str] | None = None
+    cpu_milli: int | None = Field(default=None, gt=0, le=MAX_CPU_MILLI)
+    memory_mib: int | None = Field(default=None, gt=0, le=MAX_MEMORY_MIB)
+    sharing: Literal["whole", "fraction", "mig"] = "whole"
 
     @field_validator("gpu", mode="before")
     @classmethod
@@ -95,6 +111,13 @@ class NodeGroup(BaseModel):
         if value is not None and not math.isfinite(value):
             raise ValueError("must be a finite number")
         return value
+
+    @model_validator(mode="after")
+    def _mig_capable(self) -> NodeGroup:
+        if self.sharing == "mig" and not get_gpu(self.gpu).mig_capable:
+            mig = [g for g in all_gpus() if get_gpu(g).mig_capable]
+            raise ValueError(f"sharing: mig needs a MIG-capable GPU ({', '.join(mig)}); {self.gpu} is not")
+        return self
 
     @model_validator(mode="after")
     def _names_match_count(self) -> NodeGroup:
@@ -168,7 +191,19 @@ class ClusterSpec(BaseModel):
                         field=f"nodes[{gi}].{'names' if group.names is not None else 'name_prefix'}",
                     )
                 seen.add(name)
-                nodes.append(Node(len(nodes), name, group.gpu, group.gpus_per_node, price, pue))
+                nodes.append(
+                    Node(
+                        len(nodes),
+                        name,
+                        group.gpu,
+                        group.gpus_per_node,
+                        price,
+                        pue,
+                        group.cpu_milli,
+                        group.memory_mib,
+                        group.sharing,
+                    )
+                )
         return nodes
 
 

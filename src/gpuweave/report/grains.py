@@ -10,6 +10,8 @@ comparison relative to the first run, and the kind's plots --
   packs of each run over time (from ``packs.csv``);
 * ``kernel``: mean JCT per service and run (from ``services.csv``), the JCT CDF per service (``tasks.csv``) and,
   when the run recorded one, the kernel timeline (``kernels.csv``);
+* ``sharing``: allocation and fragmentation against arrived load, and each run's GPUs at the end
+  (:mod:`.sharing`);
 * ``repro``: a reproduction's or crosscheck's ``comparison.csv`` (a directory without ``summary.json``): ours
   against the paper's number per row, coloured by whether ours is within the tolerance (:mod:`.repro`).
 
@@ -49,6 +51,7 @@ from gpuweave.report.page import Page, appendix_html
 from gpuweave.report.repro import is_repro_dir, render_repro_report
 from gpuweave.report.rundir import label_runs
 from gpuweave.report.section import DemoSection, Figure
+from gpuweave.report.sharing import sharing_plots
 from gpuweave.results import SUMMARY_NAME, read_result_dir, result_kind
 
 
@@ -74,7 +77,8 @@ class GrainRun:
 
     @property
     def name(self) -> str:
-        return str(self.config.get("algo") or self.config.get("mode") or self.summary.get("kind"))
+        config = self.config
+        return str(config.get("algo") or config.get("mode") or config.get("placement") or self.summary.get("kind"))
 
     def table(self, name: str, columns: Sequence[str], numeric: Sequence[str] = ()) -> list[dict[str, Any]]:
         """A CSV file of the result directory as rows (text; the ``numeric`` columns as checked finite numbers);
@@ -318,6 +322,11 @@ GRAIN_REPORTS = {
         {"mean_jct_ms": False, "cv_jct": False, "busy_fraction": True, "end_time_ms": False},
         kernel_plots,
         "sharing one simulated GPU",
+    ),
+    "sharing": GrainReport(
+        {"allocation_at_130": True, "allocation_at_100": True, "tasks_failed": False, "fragment_ratio_at_100": False},
+        sharing_plots,
+        "placed on shared GPUs (FGD's experiment)",
     ),
 }
 

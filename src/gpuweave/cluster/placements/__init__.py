@@ -9,8 +9,14 @@ policy that places through :func:`gpuweave.cluster.placement.place_on_model` or
 :func:`~gpuweave.cluster.placement.start_on_fastest` (FIFO, SJF, YARN-CS, Hadar) composes with every rule. Gavel's
 and Tiresias' adapters keep their own placement, as their peers' simulators place.
 
-A new rule is one module with a :class:`PlacementRule` subclass decorated ``@register_placement("name")``, listed
-in :data:`PLACEMENT_MODULES` (or imported before the name is looked up, as the tests do).
+A :class:`TaskPlacement` places one task on a cluster whose GPUs tasks may share (a fraction of one GPU, CPU and
+memory per node: :mod:`gpuweave.cluster.sharing`): it scores every node that can hold the task, the highest score
+wins and ties go to the node first in a seeded priority order, as in FGD's simulator. Both kinds share the one
+registry; each entry's ``places`` says which kind it is, and each driver refuses the other kind by name.
+
+A new rule is one module with a :class:`PlacementRule` or :class:`TaskPlacement` subclass decorated
+``@register_placement("name")``, listed in :data:`PLACEMENT_MODULES` (or imported before the name is looked up, as
+the tests do).
 """
 
 from __future__ import annotations
@@ -25,10 +31,23 @@ from gpuweave.errors import InputError
 from gpuweave.registry import Registry, first_line
 
 if TYPE_CHECKING:
-    from gpuweave.cluster.free_index import FreeIndex
-    from gpuweave.cluster.state import ClusterView, JobState, Placement
+    import numpy as np
 
-PLACEMENT_MODULES = ["gpuweave.cluster.placements.packed"]
+    from gpuweave.cluster.free_index import FreeIndex
+    from gpuweave.cluster.sharing.state import SharedNodes, TaskRequest
+    from gpuweave.cluster.state import ClusterView, JobState, Placement
+    from gpuweave.workload.tasks import TaskTable
+
+PLACEMENT_MODULES = [
+    "gpuweave.cluster.placements.packed",
+    # tasks on shared GPUs (FGD, ATC'23, and its five baselines as FGD's simulator defines them)
+    "gpuweave.cluster.placements.random_node",
+    "gpuweave.cluster.placements.dot_product",
+    "gpuweave.cluster.placements.gpu_clustering",
+    "gpuweave.cluster.placements.gpu_packing",
+    "gpuweave.cluster.placements.best_fit",
+    "gpuweave.cluster.placements.fgd",
+]
 DEFAULT_PLACEMENT = "packed"
 
 
@@ -61,26 +80,83 @@ class PlacementRule(ABC):
         (its rate there is positive), or None. ``allow_spread=False``: one node or nothing."""
 
 
-PLACEMENTS: Registry[type[PlacementRule]] = Registry("placement rule", PLACEMENT_MODULES, field="placement_rule")
+class TaskPlacement(ABC):
+    """Which node (and GPUs) a task goes to on shared GPUs (see module docstring). One instance per run:
+    :meth:`bind` gives it the run's nodes, workload and random generator before the first task."""
+
+    name: ClassVar[str] = ""
+
+    def bind(self, nodes: SharedNodes, workload: TaskTable, rng: np.random.Generator) -> None:
+        """Remember the run's state; rules that precompute from the workload (FGD's typical tasks) do it here."""
+        self.nodes = nodes
+        self.rng = rng
+
+    @abstractmethod
+    def scores(self, task: TaskRequest, candidates: np.ndarray) -> np.ndarray:
+        """An integer score (0..100, higher is better) per node of ``candidates`` (indices of nodes that can hold
+        the task; at least two)."""
+
+    def gpus(self, task: TaskRequest, node: int) -> tuple[int, ...]:
+        """The GPU slots of ``node`` the task takes: by default the fitting GPU with the least free share for a
+        fraction (lowest slot on ties), the lowest idle slots for whole GPUs (FGD's simulator's "best" choice)."""
+        return self.nodes.best_fit_gpus(task, node)
 
 
-def register_placement(name: str) -> Callable[[type[PlacementRule]], type[PlacementRule]]:
-    """Class decorator: set ``cls.name`` and register the rule."""
+PlacementKind = type[PlacementRule] | type[TaskPlacement]
+PLACES_HELP = {
+    "gangs": "whole-GPU gangs on one GPU model (the cluster simulator, live runs)",
+    "tasks": "tasks on shared GPUs: fractions, CPU, memory (gpuweave cluster fill, crosscheck fgd)",
+}
 
-    def deco(cls: type[PlacementRule]) -> type[PlacementRule]:
-        if not (isinstance(cls, type) and issubclass(cls, PlacementRule)):
-            raise TypeError(f"placement rule {name!r} must subclass PlacementRule")
+PLACEMENTS: Registry[PlacementKind] = Registry("placement rule", PLACEMENT_MODULES, field="placement_rule")
+
+
+def placement_kind(cls: PlacementKind) -> str:
+    """``gangs`` or ``tasks``: which contract a registered rule implements."""
+    return "gangs" if issubclass(cls, PlacementRule) else "tasks"
+
+
+def register_placement(name: str) -> Callable[[PlacementKind], PlacementKind]:
+    """Class decorator: set ``cls.name`` and register the rule (either contract)."""
+
+    def deco(cls: PlacementKind) -> PlacementKind:
+        if not (isinstance(cls, type) and issubclass(cls, (PlacementRule, TaskPlacement))):
+            raise TypeError(f"placement rule {name!r} must subclass PlacementRule or TaskPlacement")
         cls.name = name
         help_text = first_line(cls.__doc__) or first_line(sys.modules[cls.__module__].__doc__)
-        return PLACEMENTS.register(name, help=help_text)(cls)
+        return PLACEMENTS.register(name, help=help_text, places=placement_kind(cls))(cls)
 
     return deco
 
 
+def names_placing(kind: str) -> list[str]:
+    """The registered rules of one kind (``gangs`` or ``tasks``)."""
+    return [name for name, entry in PLACEMENTS.entries().items() if placement_kind(entry.impl) == kind]
+
+
+def _impl_of_kind(name: str, kind: str) -> PlacementKind:
+    cls = PLACEMENTS.get(name).impl
+    if placement_kind(cls) != kind:
+        raise InputError(
+            f"placement '{name}' places {PLACES_HELP[placement_kind(cls)]}; here it must place {PLACES_HELP[kind]}: "
+            f"one of {', '.join(names_placing(kind))}",
+            field="placement_rule",
+        )
+    return cls
+
+
 def make_placement(name: str | None = None) -> PlacementRule:
     """The rule registered as ``name`` (None: the default); an unknown name is an InputError listing the known."""
-    cls = PLACEMENTS.get(name or DEFAULT_PLACEMENT).impl
+    cls = _impl_of_kind(name or DEFAULT_PLACEMENT, "gangs")
+    assert issubclass(cls, PlacementRule)
     try:
         return cls()
     except TypeError as exc:
         raise InputError(f"placement rule '{name}' cannot be built: {exc}", field="placement_rule") from None
+
+
+def make_task_placement(name: str) -> TaskPlacement:
+    """The task placement registered as ``name`` (an InputError for an unknown name or a gang rule)."""
+    cls = _impl_of_kind(name, "tasks")
+    assert issubclass(cls, TaskPlacement)
+    return cls()

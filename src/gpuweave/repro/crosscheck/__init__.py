@@ -18,7 +18,7 @@ from gpuweave.errors import InputError
 from gpuweave.repro.registry import ComparisonRow, write_comparison
 from gpuweave.staging import staged_directory
 
-CrossCheck = Callable[[Path, Path], list[ComparisonRow]]
+CrossCheck = Callable[..., list[ComparisonRow]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,11 +26,15 @@ class Peer:
     module: str
     function: str
     default_data: str  # relative to the working directory, as laid out in the project's shared data
+    options: tuple[str, ...] = ()  # keyword options the cross-check takes (comma lists: workloads, seeds, ...)
 
 
 PEERS: dict[str, Peer] = {
     "gavel": Peer("gpuweave.repro.crosscheck.gavel", "crosscheck_gavel", "../shared/data/gavel-reference"),
     "pollux": Peer("gpuweave.repro.crosscheck.pollux", "crosscheck_pollux", "../shared/data/pollux"),
+    "fgd": Peer(
+        "gpuweave.repro.crosscheck.fgd", "crosscheck_fgd", "../shared/data/fgd", ("workloads", "policies", "seeds")
+    ),
 }
 
 
@@ -48,15 +52,23 @@ def peer_function(name: str) -> CrossCheck:
     return getattr(module, peer.function)
 
 
-def run_crosscheck(name: str, data_dir: Path | None, out_dir: Path) -> list[ComparisonRow]:
+def run_crosscheck(
+    name: str, data_dir: Path | None, out_dir: Path, options: dict[str, object] | None = None
+) -> list[ComparisonRow]:
     """Run peer ``name``'s cross-check on ``data_dir`` (default: the peer's shared data) into ``out_dir``
-    atomically: its files and ``comparison.csv`` appear only when every run succeeded."""
+    atomically: its files and ``comparison.csv`` appear only when every run succeeded. ``options`` (None values
+    left out) must be ones the peer takes."""
     fn = peer_function(name)
+    given = {key: value for key, value in (options or {}).items() if value is not None}
+    for key in given:
+        if key not in PEERS[name].options:
+            takes = ", ".join(f"--{o}" for o in PEERS[name].options) or "no option"
+            raise InputError(f"--{key} does not apply to the {name} cross-check (it takes {takes})", field=key)
     data = Path(data_dir) if data_dir is not None else Path(PEERS[name].default_data)
     if not data.is_dir():
         raise InputError("peer data directory not found; give it with --data", file=data, field="data")
     with staged_directory(out_dir) as staging:
-        rows = fn(data, staging)
+        rows = fn(data, staging, **given)
         if not rows:
             raise InputError(f"the {name} data directory holds no trace and policy this cross-check knows", file=data)
         write_comparison(rows, staging / "comparison.csv")

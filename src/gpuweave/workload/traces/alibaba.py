@@ -94,9 +94,9 @@ def read_openb_pods(
       are dropped, as are pods with ``deletion_time <= scheduled_time``; counts go to ``frame.attrs["notes"]``.
     * ``arrival = creation_time``, ``duration = deletion_time - scheduled_time`` (run time; for pods still
       ``Running`` at the end of the trace it is a lower bound, said in ``note``), ``num_gpus = num_gpu``.
-    * ``gpu_milli`` (GPU share of a 1-GPU pod, 1000 = whole), ``qos``, ``pod_phase`` become extra columns;
-      a one-model ``gpu_spec`` becomes ``gpu_model``, a multi-model one the extra column ``gpu_spec``
-      (canonical names joined by ``|``).
+    * ``cpu_milli``, ``memory_mib`` and ``gpu_milli`` (GPU share of a 1-GPU pod, 1000 = whole) become the schema's
+      resource columns, ``gpu_spec`` (allowed models) its ``allowed_models`` (canonical names joined by ``+``);
+      ``qos`` and ``pod_phase`` stay as extra columns.
     """
     import numpy as np
     import pandas as pd
@@ -133,14 +133,20 @@ def read_openb_pods(
             "arrival": creation.to_numpy(),
             "num_gpus": num_gpu.to_numpy().astype("int64"),
             "duration": (deletion - scheduled).to_numpy(),
-            "gpu_spec": spec,
+            "allowed_models": [None if s is None else s.replace("|", "+") for s in spec],
             "gpu_milli": gpu_milli.to_numpy().astype("int64"),
+            "cpu_milli": _positive_or_none(raw, "cpu_milli", file, "milli-CPU"),
+            "memory_mib": _positive_or_none(raw, "memory_mib", file, "MiB"),
             "qos": raw["qos"].str.strip().to_numpy() if "qos" in raw.columns else [None] * len(raw),
             "pod_phase": phase.to_numpy(),
             ROW: raw[ROW].to_numpy(),
         }
     )[keep].reset_index(drop=True)
-    frame = _split_gpu_spec(frame)
+    if frame["allowed_models"].isna().all():
+        frame = frame.drop(columns=["allowed_models"])
+    for name in ("cpu_milli", "memory_mib"):
+        if frame[name].isna().all():
+            frame = frame.drop(columns=[name])
     job_types, type_notes = assign_job_types(frame["num_gpus"].to_numpy(), seed, profiles, reference_gpu)
     frame.insert(3, "job_type", job_types)
     censored = (frame["pod_phase"] == "Running").to_numpy()
@@ -171,19 +177,12 @@ def _pods_with_run_time(
     return keep, notes
 
 
-def _split_gpu_spec(frame: "pd.DataFrame") -> "pd.DataFrame":
-    """A one-model ``gpu_spec`` becomes ``gpu_model``; a multi-model one stays as the extra column ``gpu_spec``."""
-    import pandas as pd
-
-    specs = [s if isinstance(s, str) else None for s in frame["gpu_spec"].tolist()]
-    one_model = [s if s is not None and "|" not in s else None for s in specs]
-    several = [s if s is not None and "|" in s else None for s in specs]
-    frame = frame.drop(columns=["gpu_spec"])
-    if any(s is not None for s in one_model):
-        frame.insert(4, "gpu_model", pd.Series(one_model, dtype=object))
-    if any(s is not None for s in several):
-        frame.insert(5, "gpu_spec", pd.Series(several, dtype=object))
-    return frame
+def _positive_or_none(raw: "pd.DataFrame", column: str, file: Path, unit: str) -> list[int | None]:
+    """An optional resource column of a pod list: integers > 0 (0 or empty: not asked), or all None if absent."""
+    if column not in raw.columns:
+        return [None] * len(raw)
+    values = numeric_column(raw, column, file=file, unit=unit, integer=True, required=False, minimum=0.0)
+    return [int(v) if v == v and v > 0 else None for v in values.tolist()]
 
 
 # --------------------------------------------------------------------------- cluster descriptions
@@ -199,9 +198,12 @@ def _catalog_knows(gpu: str) -> bool:
     return True
 
 
+NodeKey = tuple  # (model, GPUs per node) or (model, GPUs per node, cpu_milli, memory_mib)
+
+
 def cluster_description(
     name: str,
-    groups: dict[tuple[str, int], int],
+    groups: dict[NodeKey, int],
     *,
     file: Path,
     source: str,
@@ -209,18 +211,25 @@ def cluster_description(
     pue: float | None,
     catalog_only: bool,
     gpu_map: dict[str, str] | None = None,
+    sharing: str | None = None,
 ) -> dict[str, Any]:
-    """The cluster description (module docstring) of node ``groups`` ``{(model, GPUs per node): nodes}``; with
-    ``catalog_only``, groups whose model the hardware catalog does not know are left out and named. ``gpu_map``
-    (``{type: catalog model}``, e.g. ``{"MISC": "K80"}``) first renames the types the trace does not disclose."""
+    """The cluster description (module docstring) of node ``groups`` ``{(model, GPUs per node[, cpu_milli,
+    memory_mib]): nodes}``; with ``catalog_only``, groups whose model the hardware catalog does not know are left
+    out and named. ``gpu_map`` (``{type: catalog model}``, e.g. ``{"MISC": "K80"}``) first renames the types the
+    trace does not disclose. ``sharing`` (None: not written, i.e. whole GPUs) goes on every node group."""
     groups, mapped = _mapped_groups(groups, gpu_map or {}, file)
     nodes = []
     dropped: list[str] = []
-    for (gpu, per_node), count in sorted(groups.items()):
+    for key, count in sorted(groups.items()):
+        gpu, per_node = key[0], key[1]
         if catalog_only and not _catalog_knows(gpu):
             dropped.append(f"{count} x {per_node} {gpu}")
             continue
         node: dict[str, Any] = {"count": count, "gpu": gpu, "gpus_per_node": per_node}
+        if len(key) == 4:
+            node["cpu_milli"], node["memory_mib"] = key[2], key[3]
+        if sharing is not None:
+            node["sharing"] = sharing
         if price_per_kwh is not None:
             node["price_per_kwh"] = price_per_kwh
         if pue is not None:
@@ -238,13 +247,13 @@ def cluster_description(
 
 
 def _mapped_groups(
-    groups: dict[tuple[str, int], int], gpu_map: dict[str, str], file: Path
-) -> tuple[dict[tuple[str, int], int], list[str]]:
+    groups: dict[NodeKey, int], gpu_map: dict[str, str], file: Path
+) -> tuple[dict[NodeKey, int], list[str]]:
     """``groups`` with the GPU types named in ``gpu_map`` (case-insensitive) renamed to their catalog model, groups
     that become equal merged; and what was renamed. A type no node has, or a model the catalog lacks, is an error."""
     if not gpu_map:
         return groups, []
-    present = {gpu.lower(): gpu for gpu, _ in groups}
+    present = {key[0].lower(): key[0] for key in groups}
     renames: dict[str, str] = {}
     for kind, model in gpu_map.items():
         if kind.strip().lower() not in present:
@@ -259,16 +268,24 @@ def _mapped_groups(
                 f"--gpu-map {kind}={model}: {model!r} is not a model of the hardware catalog", field="gpu-map"
             )
         renames[present[kind.strip().lower()]] = canonical_gpu_model(model, field="gpu-map")
-    merged: dict[tuple[str, int], int] = {}
-    for (gpu, per_node), count in groups.items():
-        key = (renames.get(gpu, gpu), per_node)
-        merged[key] = merged.get(key, 0) + count
+    merged: dict[NodeKey, int] = {}
+    for key, count in groups.items():
+        renamed = (renames.get(key[0], key[0]), *key[1:])
+        merged[renamed] = merged.get(renamed, 0) + count
     return merged, [f"{kind} as {model}" for kind, model in sorted(renames.items())]
 
 
-def group_nodes(raw: "pd.DataFrame", model_column: str, count_column: str, *, file: Path) -> dict[tuple[str, int], int]:
+def group_nodes(
+    raw: "pd.DataFrame",
+    model_column: str,
+    count_column: str,
+    *,
+    file: Path,
+    resources: tuple[str, str] | None = None,
+) -> dict[NodeKey, int]:
     """``{(canonical model, GPUs per node): nodes}`` of a node list; nodes without GPUs are skipped (their model
-    cell is not read); a node with GPUs and no model, or an unknown model, is an error naming its row."""
+    cell is not read); a node with GPUs and no model, or an unknown model, is an error naming its row.
+    ``resources`` names the CPU (milli) and memory (MiB) columns to group by as well (keys of four)."""
     gpus = numeric_column(
         raw, count_column, file=file, unit="GPUs per node", maximum=GPUS.hi, integer=True, minimum=0.0
     )
@@ -281,10 +298,15 @@ def group_nodes(raw: "pd.DataFrame", model_column: str, count_column: str, *, fi
             "node has GPUs but no GPU model", file=file, row=int(raw[ROW].iloc[position]), field=model_column
         )
     models = _canonical_column(raw[has_gpu], model_column, file=file)  # a CPU node's model ("CPU" in PAI) is not read
-    groups: dict[tuple[str, int], int] = {}
-    for model, count in zip(models, gpus[has_gpu].tolist()):
+    extra: list[tuple[int, ...]] = [()] * int(has_gpu.sum())
+    if resources is not None:
+        cpu = numeric_column(raw, resources[0], file=file, unit="milli-CPU", integer=True, strictly_above=0.0)
+        memory = numeric_column(raw, resources[1], file=file, unit="MiB", integer=True, strictly_above=0.0)
+        extra = list(zip(cpu[has_gpu].astype("int64").tolist(), memory[has_gpu].astype("int64").tolist()))
+    groups: dict[NodeKey, int] = {}
+    for model, count, more in zip(models, gpus[has_gpu].tolist(), extra):
         if model is not None:
-            key = (model, int(count))
+            key = (model, int(count), *more)
             groups[key] = groups.get(key, 0) + 1
     if not groups:
         raise InputError("no GPU node in the node list", file=file, field=count_column)
@@ -300,7 +322,8 @@ def read_openb_nodes(
     catalog_only: bool = False,
     gpu_map: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Cluster description of an openb node list; CPU-only nodes (``gpu == 0``) are left out.
+    """Cluster description of an openb node list; CPU-only nodes (``gpu == 0``) are left out. Nodes are grouped by
+    model, GPUs, CPU and memory (each group with ``cpu_milli``, ``memory_mib`` and ``sharing: fraction``).
 
     ``price_per_kwh``/``pue`` (None = not set, the cluster spec's defaults apply) go on every node group.
     ``catalog_only`` leaves out node groups whose GPU model the hardware catalog does not know (the
@@ -309,15 +332,17 @@ def read_openb_nodes(
     file = Path(path)
     raw = read_csv_strings(file, limit_name="cluster_gpus", what="nodes")
     require_columns(raw, OPENB_NODE_COLUMNS, file=file, what="an openb node list")
+    resources = ("cpu_milli", "memory_mib") if {"cpu_milli", "memory_mib"} <= set(raw.columns) else None
     return cluster_description(
         name,
-        group_nodes(raw, "model", "gpu", file=file),
+        group_nodes(raw, "model", "gpu", file=file, resources=resources),
         file=file,
         source=f"alibaba/clusterdata@7a6c496 cluster-trace-gpu-v2023/csv/{file.name} (FGD, ATC'23; research/study use)",
         price_per_kwh=price_per_kwh,
         pue=pue,
         catalog_only=catalog_only,
         gpu_map=gpu_map,
+        sharing="fraction",  # openb's GPUs are shared by fractions (gpu_milli)
     )
 
 

@@ -81,7 +81,13 @@ TRACE_COLUMNS: tuple[TraceColumn, ...] = (
     TraceColumn("gpu_model", "str", False, "", "requested GPU model, canonical name"),
     TraceColumn("note", "str", False, "", "provenance of the row"),
     TraceColumn("allowed_models", "str", False, "", "GPU models the job may run on, joined by '+'; empty = any"),
+    TraceColumn("cpu_milli", "int", False, "milli-CPU", "CPU per job (thousandths of a core), > 0; empty = not asked"),
+    TraceColumn("memory_mib", "int", False, "MiB", "memory per job, > 0; empty = not asked"),
+    TraceColumn(
+        "gpu_milli", "int", False, "milli-GPU", "share of each GPU, 1..1000 (1000 = whole); below 1000: 1-GPU jobs only"
+    ),
 )
+RESOURCE_COLUMNS = ("cpu_milli", "memory_mib", "gpu_milli")  # GPU sharing: read into Job.attrs
 COLUMN_NAMES: tuple[str, ...] = tuple(column.name for column in TRACE_COLUMNS)
 REQUIRED_COLUMNS: tuple[str, ...] = tuple(column.name for column in TRACE_COLUMNS if column.required)
 _STRING_OPTIONAL = ("user", "vc", "gpu_model", "note", "allowed_models")
@@ -166,6 +172,7 @@ def validate_frame(
     _add_work_and_duration(frame, out, file, rows)
     _add_priority_and_deadline(frame, out, file, rows)
     _add_optional_strings(frame, out, file, rows)
+    _add_resources(frame, out, file, rows)
     _check_ids_and_types(out, profiles, file, rows)
     _add_extra_columns(frame, out)
     out[ROW] = rows
@@ -298,6 +305,30 @@ def _add_optional_strings(frame: "pd.DataFrame", out: "pd.DataFrame", file: str 
         if name in ("gpu_model", "allowed_models"):
             values = _canonical_models(values, name, file, rows)
         out[name] = pd.Series(values, index=frame.index, dtype=object)
+
+
+def _add_resources(frame: "pd.DataFrame", out: "pd.DataFrame", file: str | Path, rows: list[int]) -> None:
+    """``cpu_milli`` and ``memory_mib`` > 0; ``gpu_milli`` in 1..1000, below 1000 only for a 1-GPU job (a share of
+    one GPU, as Alibaba's openb trace defines it). Written only when the file has the column."""
+    import numpy as np
+
+    bounds = {"cpu_milli": ("milli-CPU", 10.0**9), "memory_mib": ("MiB", 10.0**12), "gpu_milli": ("milli-GPU", 1000.0)}
+    for name in RESOURCE_COLUMNS:
+        if name not in frame.columns:
+            continue
+        unit, high = bounds[name]
+        values = numeric_column(
+            frame, name, file=file, unit=unit, integer=True, required=False, strictly_above=0.0, maximum=high
+        )
+        if name == "gpu_milli":
+            shared = (values.notna() & (values < 1000) & (out["num_gpus"] > 1)).to_numpy()
+            if shared.any():
+                position = int(np.flatnonzero(shared)[0])
+                raise InputError(
+                    "a fraction of a GPU (gpu_milli < 1000) is for 1-GPU jobs only", file=file, row=rows[position],
+                    field=name,
+                )
+        out[name] = values.astype("Int64")
 
 
 def _constraints(out: "pd.DataFrame", values: list[str | None], file: str | Path, rows: list[int]) -> list[str | None]:

@@ -1,0 +1,223 @@
+"""The free side of a cluster whose GPUs tasks may share: free CPU, memory and milli-GPUs per GPU, as arrays.
+
+Problem: answer "which nodes can hold this task" and "what is left after it" for every node at once, so that
+a placement scores the whole cluster with a few numpy operations per task instead of a Python loop over nodes.
+Layout: ``gpu_free[node, slot]`` is the free milli-GPU of each GPU (1000 = idle); a node with fewer GPUs than the
+widest node has its missing slots at :data:`NO_GPU` (-1), which no request fits and no sum counts.
+Complexity: a feasibility mask is O(nodes x slots); an assignment is O(slots).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuweave.hardware.node_resources import NodeTable
+from gpuweave.workload.tasks import FULL_GPU_MILLI, TaskTable
+
+NO_GPU = -1
+# The largest node FGD's simulator scales CPU and GPU by in its scores (open-gpu-share/utils/const.go: MaxSpecCpu,
+# MaxSpecGpu): 128 cores and 8 GPUs, whatever the node's own capacity.
+MAX_SPEC_CPU_MILLI = 128_000.0
+MAX_SPEC_GPU_MILLI = 8_000.0
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRequest:
+    """One task's request, as plain ints (the hot loop reads these, not the table's arrays)."""
+
+    index: int
+    cpu_milli: int
+    memory_mib: int
+    num_gpus: int
+    gpu_milli: int
+    allowed_models: tuple[str, ...] | None
+
+    @property
+    def shares_gpu(self) -> bool:
+        """A fraction of one GPU (not a whole one, not CPU-only)."""
+        return self.num_gpus == 1 and self.gpu_milli < FULL_GPU_MILLI
+
+    @property
+    def gpu_request_milli(self) -> int:
+        return self.num_gpus * self.gpu_milli
+
+    @property
+    def kind(self) -> str:
+        """What FGD's GpuClustering groups by: ``cpu``, ``share`` or ``<n>-gpu``."""
+        if self.num_gpus == 0:
+            return "cpu"
+        return "share" if self.shares_gpu else f"{self.num_gpus}-gpu"
+
+
+def task_request(tasks: TaskTable, row: int) -> TaskRequest:
+    """Row ``row`` of a task table as plain ints."""
+    return TaskRequest(
+        row,
+        int(tasks.cpu_milli[row]),
+        int(tasks.memory_mib[row]),
+        int(tasks.num_gpus[row]),
+        int(tasks.gpu_milli[row]),
+        tasks.allowed_models[row],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """Where a task went: the node and the GPU slots it holds (empty for a CPU-only task)."""
+
+    node: int
+    gpus: tuple[int, ...]
+
+
+class SharedNodes:
+    """Capacities (a :class:`NodeTable`) and the free resources left on each node (see module docstring)."""
+
+    def __init__(self, table: NodeTable, *, max_tasks_per_node: int | None = None) -> None:
+        self.table = table
+        n = len(table)
+        self.models: tuple[str, ...] = table.model_names
+        model_ids = {m: i for i, m in enumerate(self.models)}
+        self.model_id = np.array([model_ids.get(m, -1) for m in table.models], dtype=np.int64)
+        width = max(1, int(table.num_gpus.max()) if n else 1)
+        slots = np.arange(width)[None, :]
+        self.has_gpu = slots < table.num_gpus[:, None]
+        self.gpu_free = np.where(self.has_gpu, FULL_GPU_MILLI, NO_GPU).astype(np.int64)
+        self.cpu_free = table.cpu_milli.astype(np.int64).copy()
+        self.memory_free = table.memory_mib.astype(np.int64).copy()
+        self.gpu_capacity_milli = int(table.num_gpus.sum()) * FULL_GPU_MILLI
+        self.gpu_used_milli = 0
+        self.tasks_on = np.zeros(n, dtype=np.int64)
+        self.max_tasks_per_node = max_tasks_per_node
+        # GPU tasks per node and kind (share, 1-gpu, 2-gpu, ...): a column per kind seen so far
+        self.kinds: dict[str, int] = {}
+        self.kind_counts = np.zeros((n, 0), dtype=np.int64)
+        # bumped whenever a node's free resources change: caches keyed by node stay valid while it is unchanged
+        self.version = np.zeros(n, dtype=np.int64)
+        self._model_masks: dict[tuple[str, ...] | None, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def model_mask(self, allowed: tuple[str, ...] | None) -> np.ndarray:
+        """Nodes whose GPU model a constraint allows (every GPU node when None); cached per constraint."""
+        mask = self._model_masks.get(allowed)
+        if mask is None:
+            if allowed is None:
+                mask = self.model_id >= 0
+            else:
+                ids = [self.models.index(m) for m in allowed if m in self.models]
+                mask = np.isin(self.model_id, ids)
+            self._model_masks[allowed] = mask
+        return mask
+
+    def kind_column(self, kind: str) -> int:
+        """The column of ``kind_counts`` for a task kind (added on first use)."""
+        column = self.kinds.get(kind)
+        if column is None:
+            column = self.kinds[kind] = len(self.kinds)
+            self.kind_counts = np.hstack([self.kind_counts, np.zeros((len(self), 1), dtype=np.int64)])
+        return column
+
+    def idle_milli(self) -> np.ndarray:
+        """Free milli-GPUs per node (missing slots not counted)."""
+        idle: np.ndarray = np.where(self.has_gpu, self.gpu_free, 0).sum(axis=1)
+        return idle
+
+    def fitting_gpus(self, task: TaskRequest, node: int) -> list[int]:
+        """Slots of ``node`` with at least the task's share free."""
+        return [slot for slot, free in enumerate(self.gpu_free[node].tolist()) if free >= task.gpu_milli]
+
+    def best_fit_gpus(self, task: TaskRequest, node: int) -> tuple[int, ...]:
+        """A fraction: the fitting GPU with the least free share (lowest slot on ties); whole GPUs: the lowest
+        idle slots; a CPU-only task: none."""
+        if task.num_gpus == 0:
+            return ()
+        free = self.gpu_free[node].tolist()
+        if task.shares_gpu:
+            fitting = [slot for slot, f in enumerate(free) if f >= task.gpu_milli]
+            return (min(fitting, key=lambda slot: (free[slot], slot)),)
+        idle = [slot for slot, f in enumerate(free) if f == FULL_GPU_MILLI]
+        return tuple(idle[: task.num_gpus])
+
+    def fits(self, task: TaskRequest, model_ok: np.ndarray | None = None) -> np.ndarray:
+        """Boolean mask of nodes that can hold ``task`` now (CPU, memory, GPUs, model)."""
+        ok = (self.cpu_free >= task.cpu_milli) & (self.memory_free >= task.memory_mib)
+        if self.max_tasks_per_node is not None:
+            ok &= self.tasks_on < self.max_tasks_per_node
+        if task.num_gpus == 0:
+            return ok
+        ok &= self.model_mask(task.allowed_models) if model_ok is None else model_ok
+        if task.shares_gpu:
+            ok &= (self.gpu_free >= task.gpu_milli).any(axis=1)
+        else:
+            ok &= (self.gpu_free == FULL_GPU_MILLI).sum(axis=1) >= task.num_gpus
+        return ok
+
+    def assign(self, task: TaskRequest, node: int, gpus: tuple[int, ...]) -> Assignment:
+        """Take the task's resources on ``node`` (GPU slots ``gpus``); the caller checked it fits."""
+        self.cpu_free[node] -= task.cpu_milli
+        self.memory_free[node] -= task.memory_mib
+        for slot in gpus:
+            self.gpu_free[node, slot] -= task.gpu_milli
+        self.gpu_used_milli += task.gpu_milli * len(gpus)
+        self.tasks_on[node] += 1
+        if task.num_gpus:
+            column = self.kind_column(task.kind)  # may widen kind_counts: read it after
+            self.kind_counts[node, column] += 1
+        self.version[node] += 1
+        return Assignment(node, gpus)
+
+    def release(self, task: TaskRequest, assignment: Assignment) -> None:
+        """Give back what :meth:`assign` took."""
+        node = assignment.node
+        self.cpu_free[node] += task.cpu_milli
+        self.memory_free[node] += task.memory_mib
+        for slot in assignment.gpus:
+            self.gpu_free[node, slot] += task.gpu_milli
+        self.gpu_used_milli -= task.gpu_milli * len(assignment.gpus)
+        self.tasks_on[node] -= 1
+        if task.num_gpus:
+            column = self.kind_column(task.kind)
+            self.kind_counts[node, column] -= 1
+        self.version[node] += 1
+
+
+def check_tasks_fit(nodes: NodeTable, tasks: TaskTable) -> None:
+    """InputError naming the first task (file, row, field) that no node of the cluster could ever hold: none of
+    its allowed models on any node, or more CPU, memory or GPUs than the largest node has. (A task that fits
+    some node but none of its allowed models, as openb's own data has a few, is not an error: it fails to be
+    placed, as in FGD's simulator.) Checked once per distinct request shape, before any work."""
+    from gpuweave.errors import InputError
+
+    table = SharedNodes(nodes)
+    seen: set[tuple[int, int, int, tuple[str, ...] | None]] = set()
+    for i in range(len(tasks)):
+        task = task_request(tasks, i)
+        shape = (task.cpu_milli, task.memory_mib, task.num_gpus, task.allowed_models)
+        if shape in seen:
+            continue
+        seen.add(shape)
+        file, row = tasks.source or None, tasks.row_of(i)
+        eligible = table.model_mask(task.allowed_models) if task.num_gpus else np.ones(len(nodes), dtype=bool)
+        if not eligible.any():
+            known = ", ".join(table.models)
+            raise InputError(
+                f"no node has a GPU model this task allows ({'|'.join(task.allowed_models or ())}; nodes: {known})",
+                file=file,
+                row=row,
+                field="gpu_spec",
+            )
+        for field, need, have in (
+            ("num_gpu", task.num_gpus, nodes.num_gpus),
+            ("cpu_milli", task.cpu_milli, nodes.cpu_milli),
+            ("memory_mib", task.memory_mib, nodes.memory_mib),
+        ):
+            if need > int(have.max()):
+                raise InputError(
+                    f"the task asks {need} but the largest node of the cluster has {int(have.max())}",
+                    file=file,
+                    row=row,
+                    field=field,
+                )

@@ -1,0 +1,178 @@
+"""Crosscheck against FGD's simulator: our placements in FGD's experiment, beside FGD's own expected results.
+
+Problem: show how far gpuweave's FGD and its five baselines (:mod:`gpuweave.cluster.placements`) land from FGD's
+simulator (hkust-adsl/kubernetes-scheduler-simulator@8f3d641; Weng et al., USENIX ATC'23, sec. 5) on the same
+openb workloads. ``data_dir`` holds ``csv/openb_node_list_gpu_node.csv``, ``csv/openb_pod_list_<workload>.csv`` and
+FGD's ``analysis_allo_discrete.csv`` (optionally ``analysis_frag_ratio_discrete.csv``), as the repository's
+``data/`` and ``experiments/analysis/expected_results/`` lay them out; the result files may also sit in a sibling
+``fgd-reference/`` folder (the project's shared data keeps them there).
+
+For every (workload, policy) the result file holds (or the subset ``workloads``/``policies``/``seeds`` asks for), FGD's
+experiment (:mod:`gpuweave.cluster.sharing.experiment`) runs once per seed the file has for it; rows compare the mean
+over those seeds at arrived load 50, 80, 90, 100, 110, 120 and 130 %: allocation (% of GPUs, counting fractions) and,
+when FGD's file is there, the fragmentation ratio (% of idle GPU share). Seeds are matched by number only: our
+generator is not Go's, so each side's seed mean is what is compared. Every run's curves go to ``curves.csv``.
+
+Complexity: one experiment per (workload, policy, seed), 3-10 s each on openb's 1,213 nodes.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from pathlib import Path
+
+from gpuweave.cluster.sharing.experiment import FillResult, run_fill
+from gpuweave.errors import InputError
+from gpuweave.repro.registry import ComparisonRow
+from gpuweave.workload.traces.openb import read_openb_node_table, read_openb_tasks
+
+# FGD's result files name policies "01-Random" ... "06-FGD"; ours in the placement registry
+COUNTERPARTS = {
+    "Random": "random",
+    "DotProd": "dotprod",
+    "GpuClustering": "gpu-clustering",
+    "GpuPacking": "gpu-packing",
+    "BestFit": "best-fit",
+    "FGD": "fgd",
+}
+COMPARED_LOADS = (50, 80, 90, 100, 110, 120, 130)
+NODE_LIST = "openb_node_list_gpu_node.csv"
+ALLOCATION_FILE = "analysis_allo_discrete.csv"
+RATIO_FILE = "analysis_frag_ratio_discrete.csv"
+WORKLOAD_PREFIX = "openb_pod_list_"
+
+Curves = dict[tuple[str, str], dict[int, list[float]]]  # (workload, FGD policy) -> seed -> values at 0..130
+
+
+def _result_file(data_dir: Path, name: str) -> Path | None:
+    for folder in (data_dir, data_dir.parent / "fgd-reference"):
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def read_expected(path: Path) -> Curves:
+    """FGD's ``analysis_*_discrete.csv``: per (workload, policy without its number) and seed, the values at 0..130."""
+    curves: Curves = {}
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        for needed in ("workload", "sc_policy", "seed", "130"):
+            if needed not in (reader.fieldnames or []):
+                raise InputError(f"missing column '{needed}' in FGD's result file", file=path, row=0, field=needed)
+        for number, row in enumerate(reader, start=2):
+            workload = row["workload"].removeprefix(WORKLOAD_PREFIX)
+            policy = row["sc_policy"].split("-", 1)[-1]
+            try:
+                seed = int(row["seed"])
+                values = [float(row[str(k)]) if row.get(str(k)) else float("nan") for k in range(131)]
+            except ValueError as exc:
+                raise InputError(f"expected numbers: {exc}", file=path, row=number) from None
+            curves.setdefault((workload, policy), {})[seed] = values
+    return curves
+
+
+def _mean(values: list[float | None]) -> float | None:
+    finite = [v for v in values if v is not None and v == v]
+    return sum(finite) / len(finite) if finite else None
+
+
+def _selected(given: str | None, known: list[str], what: str, aliases: dict[str, str] | None = None) -> list[str]:
+    if not given:
+        return known
+    out = []
+    for name in (part.strip() for part in given.split(",") if part.strip()):
+        name = {v: k for k, v in (aliases or {}).items()}.get(name, name)
+        if name not in known:
+            raise InputError(f"{what} {name!r} is not in FGD's result file (there: {', '.join(known)})", field=what)
+        out.append(name)
+    return out
+
+
+def crosscheck_fgd(
+    data_dir: Path,
+    out_dir: Path,
+    *,
+    workloads: str | None = None,
+    policies: str | None = None,
+    seeds: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[ComparisonRow]:
+    """Rows of ours beside FGD's (see module docstring); ``workloads``/``policies``/``seeds``: comma lists."""
+    allocation_file = _result_file(data_dir, ALLOCATION_FILE)
+    if allocation_file is None:
+        raise InputError(f"no {ALLOCATION_FILE} in the data directory (or its fgd-reference/ sibling)", file=data_dir)
+    expected = read_expected(allocation_file)
+    ratio_file = _result_file(data_dir, RATIO_FILE)
+    expected_ratio = read_expected(ratio_file) if ratio_file is not None else {}
+    csv_dir = data_dir / "csv" if (data_dir / "csv").is_dir() else data_dir
+    nodes = read_openb_node_table(csv_dir / NODE_LIST)
+    known_workloads = sorted({w for w, _ in expected})
+    chosen_workloads = _selected(workloads, known_workloads, "workload")
+    known_policies = [p for p in COUNTERPARTS if any(p == q for _, q in expected)]
+    chosen_policies = _selected(policies, known_policies, "policy", COUNTERPARTS)
+    wanted_seeds = None if not seeds else {int(s) for s in seeds.split(",") if s.strip()}
+    rows: list[ComparisonRow] = []
+    runs: list[tuple[str, FillResult]] = []
+    for workload in chosen_workloads:
+        pod_list = csv_dir / f"{WORKLOAD_PREFIX}{workload}.csv"
+        if not pod_list.is_file():
+            raise InputError(f"FGD's results name workload {workload!r} but its pod list is missing", file=pod_list)
+        tasks = read_openb_tasks(pod_list)
+        for policy in chosen_policies:
+            theirs = expected.get((workload, policy), {})
+            run_seeds = sorted(s for s in theirs if wanted_seeds is None or s in wanted_seeds)
+            if not run_seeds:
+                continue
+            ours = []
+            for seed in run_seeds:
+                if progress is not None:
+                    progress(f"{workload} {policy} seed {seed}")
+                result = run_fill(nodes, tasks, COUNTERPARTS[policy], seed=seed)
+                ours.append(result)
+                runs.append((workload, result))
+            rows += _compare(workload, policy, run_seeds, ours, theirs, expected_ratio.get((workload, policy), {}))
+    _write_curves(out_dir / "curves.csv", runs, nodes.source)
+    return rows
+
+
+def _compare(
+    workload: str,
+    policy: str,
+    seeds: list[int],
+    ours: list[FillResult],
+    theirs: dict[int, list[float]],
+    theirs_ratio: dict[int, list[float]],
+) -> list[ComparisonRow]:
+    experiment = f"{workload} {policy}"
+    note = f"mean over seeds {seeds[0]}-{seeds[-1]} ({len(seeds)}), each side its own generator"
+    rows = []
+    for load in COMPARED_LOADS:
+        paper = _mean([theirs[s][load] for s in seeds])
+        mine = _mean([r.curves["allocation"][load] for r in ours])
+        rows.append(ComparisonRow(experiment, f"allocation at {load}% load", paper, mine, "% of GPUs", note))
+    for load in COMPARED_LOADS:
+        if theirs_ratio:
+            paper = _mean([theirs_ratio[s][load] for s in seeds if s in theirs_ratio])
+            mine = _mean([r.curves["fragment_ratio"][load] for r in ours])
+            rows.append(
+                ComparisonRow(experiment, f"fragmentation ratio at {load}% load", paper, mine, "% of idle", note)
+            )
+    return rows
+
+
+def _write_curves(path: Path, runs: list[tuple[str, FillResult]], source: str) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(
+            ["workload", "placement", "seed", "tune", "load", "allocation", "fragment", "fragment_ratio", "nodes"]
+        )
+        for workload, run in runs:
+            c = run.curves
+            for i, load in enumerate(c["load"]):
+                values = [c[name][i] for name in ("allocation", "fragment", "fragment_ratio")]
+                writer.writerow(
+                    [workload, run.placement, run.seed, run.tune, int(load or 0)]
+                    + ["" if v is None else f"{v:.4f}" for v in values]
+                    + [source]
+                )

@@ -1,0 +1,56 @@
+"""Tasks as resource requests: the rows of a GPU-sharing workload, as arrays.
+
+A :class:`TaskTable` is what a placement on shared GPUs needs of each task: CPU (milli-cores), memory (MiB), the
+number of GPUs and the share of each (``gpu_milli``: 1000 = a whole GPU, below 1000 = a share of one GPU, as
+Alibaba's openb trace defines it; 0 with ``num_gpus == 0`` = a CPU-only task) and the GPU models it may use
+(``allowed_models``; None = any). Times (creation, deletion) are optional: FGD's experiment places tasks at
+arrival and never removes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FULL_GPU_MILLI = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class TaskTable:
+    """One row per task; integer arrays of equal length (see module docstring)."""
+
+    names: tuple[str, ...]
+    cpu_milli: np.ndarray
+    memory_mib: np.ndarray
+    num_gpus: np.ndarray
+    gpu_milli: np.ndarray
+    allowed_models: tuple[tuple[str, ...] | None, ...]
+    source: str = ""
+    rows: np.ndarray | None = None  # each task's row in its file (header = 0), for errors naming it
+
+    def row_of(self, index: int) -> int | None:
+        """The file row of task ``index`` (None when the table was not read from a file)."""
+        return None if self.rows is None else int(self.rows[index])
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def gpu_request_milli(self) -> np.ndarray:
+        """Each task's GPU request in milli-GPUs (``num_gpus * gpu_milli``)."""
+        return self.num_gpus * self.gpu_milli
+
+    def take(self, rows: np.ndarray) -> TaskTable:
+        """The tasks at ``rows`` (in that order, repeats allowed)."""
+        index = [int(i) for i in rows]
+        return TaskTable(
+            names=tuple(self.names[i] for i in index),
+            cpu_milli=self.cpu_milli[rows],
+            memory_mib=self.memory_mib[rows],
+            num_gpus=self.num_gpus[rows],
+            gpu_milli=self.gpu_milli[rows],
+            allowed_models=tuple(self.allowed_models[i] for i in index),
+            source=self.source,
+            rows=None if self.rows is None else self.rows[rows],
+        )
