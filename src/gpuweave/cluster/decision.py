@@ -56,6 +56,14 @@ _UNTRACKED: set[int] = set()  # a plan's touched nodes when no model is indexed 
 
 def normalize(placement: Iterable[tuple[int, int]]) -> Placement:
     """Merge duplicate nodes, drop zero counts and sort by node."""
+    if type(placement) is tuple:  # a placer's spread is normal already (nodes ascending, no zero): kept, not rebuilt
+        last = -1
+        for pair in placement:
+            if type(pair) is not tuple or len(pair) != 2 or not pair[0] > last or not pair[1]:
+                break
+            last = pair[0]
+        else:
+            return placement
     counts: dict[int, int] = {}
     for node, n in placement:
         counts[node] = counts.get(node, 0) + n

@@ -51,17 +51,27 @@ def fewest_nodes(plan: FreeCapacity, n: int, model: str, *, allow_spread: bool =
 
 
 def spread(nodes: list[int], cap: list[int], n: int, prefer: list[int] | None = None) -> Placement | None:
-    """n GPUs from ``cap`` (usable GPUs per node) over ``nodes`` on as few nodes as possible: most usable GPUs
-    first, then (when given) most ``prefer`` GPUs, then lowest index. None if they hold fewer than n."""
-    # Only nodes with usable GPUs, sorted as tuples: at moderate load many multi-GPU jobs start spread over a
-    # fragmented model, and a key function called once per node of the model was most of this function's time.
-    order: list[tuple[int, ...]]
-    if prefer is None:
-        order = sorted([(-cap[i], i) for i in nodes if cap[i] > 0])
-    else:
-        order = sorted([(-cap[i], -prefer[i], i) for i in nodes if cap[i] > 0])
-    placement = []
+    """n GPUs from ``cap`` (usable GPUs per node) over ``nodes`` (ascending, as ``nodes_by_model`` lists them) on as
+    few nodes as possible: most usable GPUs first, then (when given) most ``prefer`` GPUs, then lowest index. None if
+    they hold fewer than n."""
+    placement: list[tuple[int, int]] = []
     left = n
+    if prefer is None:
+        # A stable sort on the usable GPUs alone, keyed by the list's own C-level __getitem__ (no tuple or Python call
+        # per node): descending, ties keep the ascending node order. Nodes without usable GPUs come last.
+        for node in sorted(nodes, key=cap.__getitem__, reverse=True):
+            c = cap[node]
+            if c <= 0:
+                return None
+            take = c if c < left else left
+            placement.append((node, take))
+            left -= take
+            if left == 0:
+                placement.sort()
+                return tuple(placement)
+        return None
+    # Only nodes with usable GPUs, sorted as tuples (a Python key function per node cost more than the sort).
+    order = sorted([(-cap[i], -prefer[i], i) for i in nodes if cap[i] > 0])
     for entry in order:
         node = entry[-1]
         take = min(-entry[0], left)

@@ -110,6 +110,13 @@ class CountedDict(dict[K, V]):
         return self
 
 
+# dict's own writes, for the book's hot paths (a start, a completion, an arrival): the writer adds them to the queue's
+# ``changes`` itself. CountedDict's overrides are one Python call per write, and a job makes four.
+queue_set = dict.__setitem__
+queue_pop = dict.pop
+queue_del = dict.__delitem__
+
+
 class ClusterState(Protocol):
     """What a :class:`ClusterView` reads of the cluster's book (:class:`~gpuweave.cluster.book.ClusterBook`).
 

@@ -101,29 +101,32 @@ class EventLoop:
         if before_instant is None and after_instant is None:
             self._run_plain(until)
             return
-        instants = 0
-        while heap:
-            t = heap[0][0]
-            if t > until:
-                return
-            instants += 1
-            if not instants % TIDY_EVERY:
-                tidy()
-            self.now = t
-            if before_instant is not None:
-                before_instant(t)
-            acted = False
-            while heap and heap[0][0] == t:
-                _, _, _, kind, payload = pop(heap)
-                self.events += 1
-                if handlers[kind](t, payload) is not STALE:
-                    acted = True
+        instants = done = 0  # events counted locally (an attribute update fewer per event), added on the way out
+        try:
+            while heap:
+                t = heap[0][0]
+                if t > until:
+                    return
+                instants += 1
+                if not instants % TIDY_EVERY:
+                    tidy()
+                self.now = t
+                if before_instant is not None:
+                    before_instant(t)
+                acted = False
+                while heap and heap[0][0] == t:
+                    _, _, _, kind, payload = pop(heap)
+                    done += 1
+                    if handlers[kind](t, payload) is not STALE:
+                        acted = True
+                    if self._stopped:
+                        return
+                if acted and after_instant is not None:
+                    after_instant(t)
                 if self._stopped:
                     return
-            if acted and after_instant is not None:
-                after_instant(t)
-            if self._stopped:
-                return
+        finally:
+            self.events += done
 
     def _run_plain(self, until: float) -> None:
         """:meth:`run` without instant hooks: one pop per event, no per-instant bookkeeping. The kernel

@@ -69,7 +69,12 @@ class PendingIndex:
     def sync(self, pending: dict[str, JobState]) -> None:
         """Take in the jobs that became pending since the last call (from the tail of ``pending``)."""
         known = self._known
-        if len(pending) == len(known) + 1:  # the common case, one arrival after known jobs, without the walk below
+        waiting = len(pending) - len(known)
+        if waiting == 0:  # the common case after a completion: no arrival, and the walk below would stop at the tail
+            last = next(reversed(pending), None)
+            if last is None or known.get(last) is pending[last]:
+                return
+        elif waiting == 1:  # the common case after an arrival: one job after known jobs, without the walk below
             tail = reversed(pending)
             job_id, before = next(tail), next(tail, None)
             if job_id not in known and (before is None or known.get(before) is pending[before]):
@@ -144,7 +149,13 @@ class PendingIndex:
                 return False
             head: JobState = heap[0][-1]  # typed here, not with bool(): fits_any runs after every event
             return head.job.num_gpus <= free_gpus
-        return any(self._head_class(count) is not None for count in self._counts if count <= free_gpus)
+        head_class = self._head_class
+        for count in self._counts:  # ascending; a loop, not any() over a generator: this runs after every event
+            if count > free_gpus:
+                return False
+            if head_class(count) is not None:
+                return True
+        return False
 
     def start_in_order(self, room: Callable[[], int], try_start: Callable[[JobState], bool]) -> None:
         """Offer pending jobs to ``try_start`` in key order (it returns True when it started the job; the caller
