@@ -82,13 +82,16 @@ def test_the_default_rule_named_changes_nothing(tmp_path):
 
 
 def test_an_unknown_rule_is_one_line(tmp_path):
-    with pytest.raises(InputError, match="unknown placement rule 'nope' \\(known: packed\\)"):
+    with pytest.raises(InputError, match="unknown placement rule 'nope' for whole-GPU gangs \\(known: packed\\)"):
         parse_config({"policy": "fifo", "placement_rule": "nope"})
+    with pytest.raises(ValueError, match="whole-GPU gangs \\(known: packed\\)"):
+        parse_config({"policy": "fifo", "placement_rule": "fgd"})  # a task placement is not a gang rule
     with pytest.raises(InputError, match="known: packed"):
         make_placement("nope")
     result = CliRunner().invoke(app, ["cluster", "placements", "--json"])
     assert result.exit_code == 0
-    assert [entry["name"] for entry in json.loads(result.output)] == ["packed"]
+    listed = {entry["name"]: entry["places"] for entry in json.loads(result.output)}
+    assert listed["packed"] == "gangs" and listed["fgd"] == listed["best-fit"] == "tasks"
 
 
 def test_an_unset_rule_leaves_the_config_key_as_it_was():

@@ -137,6 +137,15 @@ OPENB_NODES = (
         ["openb-node-0002", "96000", "262144", "0", ""],
     ],
 )
+FILL_PODS = (
+    ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec"],
+    [
+        ["p0", "4000", "8192", "1", "460", ""],
+        ["p1", "8000", "16384", "2", "1000", "V100M16"],
+        ["p2", "1000", "1024", "0", "0", ""],
+        ["p3", "2000", "4096", "1", "250", "P100|V100M16"],
+    ],
+)
 SPOT_NODES = (
     ["gpu_model", "gpu_capacity_num", "cpu_num", "node_name"],
     [["A10", "4", "192", "0"], ["A100-SXM4-80GB", "8", "192", "1"]],
@@ -435,6 +444,11 @@ TARGETS: list[Target] = [
     ),
     Target("trace info (pollux)", {"w.csv": _csv(*POLLUX)}, ["trace", "info", "w.csv", "--format", "pollux"]),
     Target("trace cluster (openb nodes)", {"nodes.csv": _csv(*OPENB_NODES)}, ["trace", "cluster", "nodes.csv"]),
+    Target(
+        "cluster fill (openb nodes and pods)",
+        {"nodes.csv": _csv(*OPENB_NODES), "pods.csv": _csv(*FILL_PODS)},
+        ["cluster", "fill", "--nodes", "nodes.csv", "--pods", "pods.csv", "--out", "run", "-q"],
+    ),
     Target(
         "trace cluster (spot nodes)",
         {"node_info_df.csv": _csv(*SPOT_NODES)},

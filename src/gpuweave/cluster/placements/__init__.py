@@ -135,6 +135,9 @@ def names_placing(kind: str) -> list[str]:
 
 
 def _impl_of_kind(name: str, kind: str) -> PlacementKind:
+    if name not in PLACEMENTS:
+        known = ", ".join(names_placing(kind))
+        raise InputError(f"unknown placement rule '{name}' for {kind} (known: {known})", field="placement_rule")
     cls = PLACEMENTS.get(name).impl
     if placement_kind(cls) != kind:
         raise InputError(

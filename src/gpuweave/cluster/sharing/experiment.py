@@ -75,6 +75,25 @@ class FillResult:
         return int((self.events.node < 0).sum())
 
 
+def check_fill_size(tasks: TaskTable, capacity_milli: int, tune: float) -> None:
+    """Limits before work: the cluster's GPUs (``cluster_gpus``) and the tasks the tuning is expected to submit
+    (``trace_jobs``): the target over the mean GPU request of a drawn task, which is what the draws with
+    replacement converge to. A pod list whose tasks ask no GPU at all cannot reach any target."""
+    from gpuweave.errors import InputError
+    from gpuweave.limits import check_limit
+
+    check_limit("cluster_gpus", capacity_milli / FULL_GPU_MILLI, "GPUs of the node list", field="nodes")
+    request = tasks.gpu_request_milli
+    total = int(request.sum())
+    target = tune * capacity_milli
+    if total < target:
+        mean = float(request.mean()) if len(request) else 0.0
+        if mean <= 0:
+            raise InputError("no task asks for a GPU: the arrived load can never reach the target", field="pods")
+        expected = len(tasks) + (target - total) / mean
+        check_limit("trace_jobs", expected, "tasks the fill would submit (expected)", field="to")
+
+
 def tuned_order(tasks: TaskTable, capacity_milli: int, tune: float, rng: np.random.Generator) -> np.ndarray:
     """The rows of ``tasks`` in submission order after FGD's workload tuning (module docstring, step 1)."""
     by_name = np.array(sorted(range(len(tasks)), key=tasks.names.__getitem__), dtype=np.int64)
@@ -111,6 +130,7 @@ def run_fill(
     rule = make_task_placement(placement)
     check_tasks_fit(node_table, tasks)
     rng = np.random.default_rng(seed)
+    check_fill_size(tasks, node_table.total_gpus * FULL_GPU_MILLI, tune)
     nodes = SharedNodes(node_table, max_tasks_per_node=max_tasks_per_node)
     order = tuned_order(tasks, nodes.gpu_capacity_milli, tune, rng)
     priority = rng.permutation(len(nodes))
