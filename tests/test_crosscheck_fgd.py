@@ -62,7 +62,13 @@ def test_fill_command_writes_a_result_and_a_report(tmp_path: Path):
     assert {p.name for p in out.iterdir()} == {"summary.json", "curves.csv", "events.csv", "gpus.csv"}
     with (out / "gpus.csv").open() as handle:
         assert len(list(csv.DictReader(handle))) == 11
-    report = gpuweave("report", out, "--out", tmp_path / "report")
+    whole = gpuweave("cluster", "fill", "--nodes", nodes, "--pods", pods, "--sharing", "whole", "--out", tmp_path / "w")
+    assert whole.returncode == 0, whole.stderr
+    whole_summary = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert whole_summary["config"]["sharing"] == "whole"
+    # shares rounded up to whole GPUs: fewer tasks fit, and they hold more than they asked
+    assert whole_summary["metrics"]["tasks_failed"] > metrics["tasks_failed"]
+    report = gpuweave("report", out, tmp_path / "w", "--out", tmp_path / "report")
     assert report.returncode == 0, report.stderr
     assert (tmp_path / "report" / "sharing_allocation.png").is_file()
     assert (tmp_path / "report" / "sharing_gpus_00.png").is_file()

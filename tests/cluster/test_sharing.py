@@ -113,7 +113,10 @@ def test_fragment_by_hand():
     fragment = node_fragment(typical, np.array([4000]), np.array([[300, 1000]]), np.array([0]))
     assert fragment.tolist() == [800.0]
     # a model the tasks may not use: everything idle is lost
-    assert typical_tasks(tasks_of((1000, 1, 1, 500), allowed=[("V100",)]), ("T4",)).access.tolist() == [[False], [False]]
+    assert typical_tasks(tasks_of((1000, 1, 1, 500), allowed=[("V100",)]), ("T4",)).access.tolist() == [
+        [False],
+        [False],
+    ]
 
 
 def test_typical_tasks_stop_at_95_percent():
@@ -247,7 +250,7 @@ def test_discrete_curves_average_the_events_in_each_one_percent_bin():
 
     arrived = np.array([40, 60, 100, 990, 1000])  # of 1 GPU (1000 milli): loads 4, 6, 10, 99, 100 %
     used = np.array([40, 60, 100, 500, 600])
-    events = FillEvents(arrived, used, np.zeros(5), np.zeros(5), np.zeros(5), np.zeros(5))
+    events = FillEvents(arrived, used, np.zeros(5), np.zeros(5), np.zeros(5), np.zeros(5), used)
     curves = discrete_curves(events, 1, points=(5, 6, 10, 50, 100))
     assert curves["allocation"] == [5.0, 6.0, 10.0, None, 60.0]  # 5: no event at 5, mean of 4 and 6
 
@@ -276,3 +279,18 @@ def test_fragment_is_bit_equal_in_any_batch():
     )
     assert batch.tolist() == alone
     assert (options == batch[:, None]).all()
+
+
+def test_whole_gpus_place_fewer_of_the_same_tasks():
+    """Four tasks asking half a GPU on two 1-GPU nodes: shared, all four fit (2 GPUs held, 2 asked); whole, two fit
+    and hold both GPUs while asking one."""
+    table = nodes_of((8000, 8192, 1, "T4"), (8000, 8192, 1, "T4"))
+    tasks = tasks_of(*[(1000, 1024, 1, 500)] * 4)
+    shared = run_fill(table, tasks, "best-fit", seed=0, tune=1.0)
+    whole = run_fill(table, tasks, "best-fit", seed=0, tune=1.0, sharing="whole")
+    assert (shared.failed, whole.failed) == (0, 2)
+    assert shared.events.arrived_milli.tolist() == whole.events.arrived_milli.tolist() == [500, 1000, 1500, 2000]
+    assert shared.events.used_milli[-1] == shared.events.asked_milli[-1] == 2000
+    assert (whole.events.used_milli[-1], whole.events.asked_milli[-1]) == (2000, 1000)
+    with pytest.raises(InputError, match="sharing must be one of"):
+        run_fill(table, tasks, "best-fit", seed=0, sharing="mig")

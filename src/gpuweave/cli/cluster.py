@@ -490,8 +490,14 @@ def fill(
     tune: float = typer.Option(
         1.3, "--to", min=0.01, max=100.0, help="Stop when arrived GPU requests reach this share of the cluster's GPUs."
     ),
+    sharing: str = typer.Option(
+        "fraction",
+        "--sharing",
+        help="fraction: tasks share GPUs as they ask; whole: the same tasks on a cluster that cannot share a GPU "
+        "(a share takes the whole GPU), to see what sharing buys.",
+    ),
     out: Optional[Path] = typer.Option(
-        None, "--out", "-o", help="Result directory (default gpuweave-out/fill/PLACEMENT-SEED)."
+        None, "--out", "-o", help="Result directory (default gpuweave-out/fill/PLACEMENT-SHARING-SEED)."
     ),
     report: bool = typer.Option(False, "--report", help="Also write report.html into the result directory."),
     quiet: bool = quiet_option(),
@@ -507,18 +513,28 @@ def fill(
     from gpuweave.cluster.placements import make_task_placement
     from gpuweave.cluster.sharing.experiment import run_fill
     from gpuweave.cluster.sharing.results import fill_metrics, write_fill_result
+    from gpuweave.errors import InputError
     from gpuweave.staging import check_replaceable
     from gpuweave.workload.traces.openb import read_openb_node_table, read_openb_tasks
 
     make_task_placement(placement)  # an unknown name or a gang rule: one line before any file is read
-    out_dir = out or Path("gpuweave-out") / "fill" / f"{placement}-{seed}"
+    if sharing not in ("fraction", "whole"):
+        raise InputError(f"--sharing must be fraction or whole, got {sharing!r}", field="sharing")
+    out_dir = out or Path("gpuweave-out") / "fill" / f"{placement}-{sharing}-{seed}"
     check_replaceable(out_dir)
     node_table = read_openb_node_table(nodes)
     tasks = read_openb_tasks(pods)
     with ProgressBar(show_progress(quiet or as_json)) as bar:
         progress = bar.task(f"fill {placement}: tasks")
-        result = run_fill(node_table, tasks, placement, seed=seed, tune=tune, progress=progress)
-    config = {"nodes": str(nodes), "pods": str(pods), "placement": placement, "seed": seed, "to": tune}
+        result = run_fill(node_table, tasks, placement, seed=seed, tune=tune, sharing=sharing, progress=progress)
+    config = {
+        "nodes": str(nodes),
+        "pods": str(pods),
+        "placement": placement,
+        "sharing": sharing,
+        "seed": seed,
+        "to": tune,
+    }
     write_fill_result(out_dir, result, tasks, config)
     path = None
     if report:
@@ -531,7 +547,8 @@ def fill(
         return
     console = Console()
     rows = [(name, str(value) if isinstance(value, int) else cell(value)) for name, value in metrics.items()]
-    print_table(console, f"fill {placement}, seed {seed}: {result.submitted} tasks", ("metric", "value"), rows)
+    title = f"fill {placement} ({sharing} GPUs), seed {seed}: {result.submitted} tasks"
+    print_table(console, title, ("metric", "value"), rows)
     if path is not None:
         console.print(f"report: {path}")
     console.print(f"results: {out_dir}")

@@ -78,6 +78,8 @@ class GrainRun:
     @property
     def name(self) -> str:
         config = self.config
+        if config.get("placement") and config.get("sharing") == "whole":  # a sharing run that rounded shares up
+            return f"{config['placement']} (whole GPUs)"
         return str(config.get("algo") or config.get("mode") or config.get("placement") or self.summary.get("kind"))
 
     def table(self, name: str, columns: Sequence[str], numeric: Sequence[str] = ()) -> list[dict[str, Any]]:
@@ -324,7 +326,13 @@ GRAIN_REPORTS = {
         "sharing one simulated GPU",
     ),
     "sharing": GrainReport(
-        {"allocation_at_130": True, "allocation_at_100": True, "tasks_failed": False, "fragment_ratio_at_100": False},
+        {
+            "allocation_at_130": True,
+            "asked_at_130": True,
+            "allocation_at_100": True,
+            "tasks_failed": False,
+            "fragment_ratio_at_100": False,
+        },
         sharing_plots,
         "placed on shared GPUs (FGD's experiment)",
     ),

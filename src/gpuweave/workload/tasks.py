@@ -41,6 +41,20 @@ class TaskTable:
         """Each task's GPU request in milli-GPUs (``num_gpus * gpu_milli``)."""
         return self.num_gpus * self.gpu_milli
 
+    def as_whole_gpus(self) -> TaskTable:
+        """The same tasks on a cluster that cannot share a GPU: a share of one GPU becomes the whole GPU."""
+        whole = np.where(self.num_gpus > 0, FULL_GPU_MILLI, 0).astype(np.int64)
+        return TaskTable(
+            self.names,
+            self.cpu_milli,
+            self.memory_mib,
+            self.num_gpus,
+            whole,
+            self.allowed_models,
+            self.source,
+            self.rows,
+        )
+
     def take(self, rows: np.ndarray) -> TaskTable:
         """The tasks at ``rows`` (in that order, repeats allowed)."""
         index = [int(i) for i in rows]

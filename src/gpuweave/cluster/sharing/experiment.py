@@ -14,7 +14,10 @@ Problem (Weng et al., USENIX ATC'23, sec. 5; FGD's simulator hkust-adsl/kubernet
    it fails and is gone, its GPU request still counts as arrived; one -> it; else the placement's integer scores.
 4. After every task: arrived and allocated milli-GPUs (fractions counted), the cluster's fragment and fragment
    ratio against the workload's typical tasks (:mod:`.fragmentation`).
-5. Curves at arrived load k = 0..130 % (:func:`discrete_curves`): the mean over the events whose arrived load rounds
+5. ``sharing="whole"`` asks what the same tasks would do on a cluster that cannot share a GPU: the workload and its
+   arrivals are the same (tuned on the tasks' own requests), but each share of a GPU is placed as the whole GPU.
+   ``asked_milli`` then counts what the placed tasks asked, ``used_milli`` what they hold.
+6. Curves at arrived load k = 0..130 % (:func:`discrete_curves`): the mean over the events whose arrived load rounds
    to k (else those within k +- 1), as FGD's analysis computes them.
 
 Random numbers come from numpy's PCG64 seeded with the seed, not Go's generator: seed-for-seed equality with FGD's
@@ -38,6 +41,7 @@ from gpuweave.hardware.node_resources import NodeTable
 from gpuweave.workload.tasks import FULL_GPU_MILLI, TaskTable
 
 FGD_TUNE = 1.3  # FGD's experiments fill to 130 % of the cluster's GPUs
+SHARING_MODES = ("fraction", "whole")
 FGD_MAX_TASKS_PER_NODE = 1001  # the node list's pod capacity in FGD's simulator
 LOAD_POINTS = tuple(range(0, 131))
 
@@ -45,8 +49,8 @@ LOAD_POINTS = tuple(range(0, 131))
 @dataclass(slots=True)
 class FillEvents:
     """One entry per submitted task, in order: cumulative arrived and allocated milli-GPUs, the cluster's fragment
-    (milli-GPUs) and fragment ratio (% of idle, rounded to 2 decimals as FGD logs it), and where it went (-1: it
-    fitted nowhere)."""
+    (milli-GPUs) and fragment ratio (% of idle, rounded to 2 decimals as FGD logs it), where it went (-1: it
+    fitted nowhere) and what the placed tasks asked (equal to ``used_milli`` unless shares were rounded up)."""
 
     arrived_milli: np.ndarray
     used_milli: np.ndarray
@@ -54,6 +58,7 @@ class FillEvents:
     fragment_ratio: np.ndarray
     node: np.ndarray
     task_rows: np.ndarray
+    asked_milli: np.ndarray
 
 
 @dataclass(slots=True)
@@ -61,6 +66,7 @@ class FillResult:
     placement: str
     seed: int
     tune: float
+    sharing: str
     total_gpus: int
     events: FillEvents
     nodes: SharedNodes  # the cluster at the end
@@ -124,29 +130,37 @@ def run_fill(
     seed: int,
     tune: float = FGD_TUNE,
     max_tasks_per_node: int | None = FGD_MAX_TASKS_PER_NODE,
+    sharing: str = "fraction",
     progress: Callable[[int, int], None] | None = None,
 ) -> FillResult:
     """FGD's experiment of one placement and seed (see module docstring); ``progress(done, total)`` now and then."""
+    from gpuweave.errors import InputError
+
+    if sharing not in SHARING_MODES:
+        raise InputError(f"sharing must be one of {', '.join(SHARING_MODES)}, got {sharing!r}", field="sharing")
     rule = make_task_placement(placement)
     check_tasks_fit(node_table, tasks)
+    placed_as = tasks.as_whole_gpus() if sharing == "whole" else tasks
     rng = np.random.default_rng(seed)
     check_fill_size(tasks, node_table.total_gpus * FULL_GPU_MILLI, tune)
     nodes = SharedNodes(node_table, max_tasks_per_node=max_tasks_per_node)
     order = tuned_order(tasks, nodes.gpu_capacity_milli, tune, rng)
     priority = rng.permutation(len(nodes))
-    rule.bind(nodes, tasks, rng)
-    fragments = NodeFragments(typical_tasks(tasks, nodes.models), nodes)
+    rule.bind(nodes, placed_as, rng)
+    fragments = NodeFragments(typical_tasks(placed_as, nodes.models), nodes)
     total = len(order)
     arrived = np.zeros(total, dtype=np.int64)
     used = np.zeros(total, dtype=np.int64)
     fragment = np.zeros(total, dtype=np.float64)
     ratio = np.zeros(total, dtype=np.float64)
     where = np.full(total, -1, dtype=np.int64)
-    requests = [task_request(tasks, row) for row in range(len(tasks))]
-    arrived_milli = 0
+    asked = np.zeros(total, dtype=np.int64)
+    requests = [task_request(placed_as, row) for row in range(len(tasks))]
+    own = tasks.gpu_request_milli.tolist()
+    arrived_milli = asked_milli = 0
     for i, row in enumerate(order.tolist()):
         task = requests[row]
-        arrived_milli += task.gpu_request_milli
+        arrived_milli += own[row]
         candidates = np.flatnonzero(nodes.fits(task))
         if len(candidates) == 1:
             node = int(candidates[0])
@@ -158,7 +172,9 @@ def run_fill(
             node = -1
         if node >= 0:
             nodes.assign(task, node, rule.gpus(task, node))
+            asked_milli += own[row]
         where[i] = node
+        asked[i] = asked_milli
         arrived[i] = arrived_milli
         used[i] = nodes.gpu_used_milli
         fragment[i] = float(fragments.current().sum())
@@ -166,34 +182,37 @@ def run_fill(
         ratio[i] = round(100.0 * fragment[i] / idle, 2) if idle > 0 else 0.0
         if progress is not None and (i % 1000 == 0 or i == total - 1):
             progress(i + 1, total)
-    events = FillEvents(arrived, used, fragment, ratio, where, order)
+    events = FillEvents(arrived, used, fragment, ratio, where, order, asked)
     total_gpus = node_table.total_gpus
-    return FillResult(placement, seed, tune, total_gpus, events, nodes, discrete_curves(events, total_gpus))
+    curves = discrete_curves(events, total_gpus)
+    return FillResult(placement, seed, tune, sharing, total_gpus, events, nodes, curves)
 
 
 def discrete_curves(
     events: FillEvents, total_gpus: int, points: tuple[int, ...] = LOAD_POINTS
 ) -> dict[str, list[float | None]]:
-    """FGD's discrete curves (module docstring, step 5): per load point k, ``allocation`` (% of the GPUs, counting
-    fractions), ``fragment`` (% of the GPUs) and ``fragment_ratio`` (% of the idle GPUs); None where no event is
-    within k +- 1. Python's own ``round`` (half to even on the binary value), as FGD's scripts use it."""
+    """FGD's discrete curves (module docstring, step 6): per load point k, ``allocation`` (% of the GPUs held,
+    counting fractions), ``asked`` (% of the GPUs the placed tasks asked: less than held under whole GPUs),
+    ``fragment`` (% of the GPUs) and ``fragment_ratio`` (% of the idle GPUs); None where no event is within k +- 1. Python's own ``round`` (half to even on the binary value), as FGD's scripts use it."""
     arrived = [round(a / total_gpus / 10, 0) for a in events.arrived_milli.tolist()]
     allocation = [round(u / total_gpus / 10, 2) for u in events.used_milli.tolist()]
+    asked = [round(u / total_gpus / 10, 2) for u in events.asked_milli.tolist()]
     fragment = events.fragment_milli.tolist()
     ratio = events.fragment_ratio.tolist()
     by_point: dict[float, list[int]] = {}
     for i, a in enumerate(arrived):
         by_point.setdefault(a, []).append(i)
     curves: dict[str, list[float | None]] = {"load": [float(k) for k in points]}
-    curves.update(allocation=[], fragment=[], fragment_ratio=[])
+    curves.update(allocation=[], asked=[], fragment=[], fragment_ratio=[])
     for k in points:
         chosen = by_point.get(float(k)) or [i for a in (k - 1, k, k + 1) for i in by_point.get(float(a), [])]
         if not chosen:
-            for name in ("allocation", "fragment", "fragment_ratio"):
+            for name in ("allocation", "asked", "fragment", "fragment_ratio"):
                 curves[name].append(None)
             continue
         n = len(chosen)
         curves["allocation"].append(round(sum(allocation[i] for i in chosen) / n, 2))
+        curves["asked"].append(round(sum(asked[i] for i in chosen) / n, 2))
         curves["fragment"].append(round(100 * (sum(fragment[i] for i in chosen) / n) / FULL_GPU_MILLI / total_gpus, 2))
         curves["fragment_ratio"].append(sum(ratio[i] for i in chosen) / n)
     return curves

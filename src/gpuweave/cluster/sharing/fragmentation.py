@@ -73,7 +73,9 @@ def typical_tasks(tasks: TaskTable, models: tuple[str, ...], threshold: float = 
     )
 
 
-def node_fragment(typical: TypicalTasks, cpu_free: np.ndarray, gpu_free: np.ndarray, model_id: np.ndarray) -> np.ndarray:
+def node_fragment(
+    typical: TypicalTasks, cpu_free: np.ndarray, gpu_free: np.ndarray, model_id: np.ndarray
+) -> np.ndarray:
     """Fragment (milli-GPUs) of each node given its free CPU, free milli per GPU slot (last axis; a missing slot is
     negative) and model id. ``cpu_free`` and ``model_id`` have the shape of ``gpu_free`` without its last axis (a
     node under several hypothetical placements: add an axis to all three).
@@ -92,6 +94,7 @@ def node_fragment(typical: TypicalTasks, cpu_free: np.ndarray, gpu_free: np.ndar
     lost = np.ascontiguousarray(np.where(holds, too_small, idle) * typical.weight)
     fragment: np.ndarray = lost.sum(axis=-1)
     return fragment
+
 
 class NodeFragments:
     """Each node's fragment, kept current as nodes change: only nodes whose ``SharedNodes.version`` moved since the

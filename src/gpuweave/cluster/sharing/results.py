@@ -22,6 +22,9 @@ def fill_metrics(result: FillResult) -> dict[str, float | int | None]:
         if load < len(result.curves["load"]):
             metrics[f"allocation_at_{load}"] = result.curves["allocation"][load]
             metrics[f"fragment_ratio_at_{load}"] = result.curves["fragment_ratio"][load]
+    last = REPORTED_LOADS[-1]
+    if last < len(result.curves["load"]):  # what the placed tasks asked: below allocation when shares were rounded up
+        metrics[f"asked_at_{last}"] = result.curves["asked"][last]
     return metrics
 
 
@@ -33,8 +36,8 @@ def write_fill_result(out_dir: Path, result: FillResult, tasks: TaskTable, confi
         curves = result.curves
         write_csv(
             staging / "curves.csv",
-            ["load", "allocation", "fragment", "fragment_ratio"],
-            zip(curves["load"], curves["allocation"], curves["fragment"], curves["fragment_ratio"]),
+            ["load", "allocation", "asked", "fragment", "fragment_ratio"],
+            zip(curves["load"], curves["allocation"], curves["asked"], curves["fragment"], curves["fragment_ratio"]),
         )
         events = result.events
         names = nodes.table.names
@@ -64,4 +67,4 @@ def write_fill_result(out_dir: Path, result: FillResult, tasks: TaskTable, confi
         )
 
     core = ResultCore("sharing", config, result.seed, fill_metrics(result))
-    return write_result(out_dir, core, files, {"placement": result.placement})
+    return write_result(out_dir, core, files, {"placement": result.placement, "sharing": result.sharing})
