@@ -193,7 +193,8 @@ def discrete_curves(
 ) -> dict[str, list[float | None]]:
     """FGD's discrete curves (module docstring, step 6): per load point k, ``allocation`` (% of the GPUs held,
     counting fractions), ``asked`` (% of the GPUs the placed tasks asked: less than held under whole GPUs),
-    ``fragment`` (% of the GPUs) and ``fragment_ratio`` (% of the idle GPUs); None where no event is within k +- 1. Python's own ``round`` (half to even on the binary value), as FGD's scripts use it."""
+    ``fragment`` (% of the GPUs) and ``fragment_ratio`` (% of the idle GPUs); None where no event is within k +- 1.
+    Python's own ``round`` (half to even on the binary value), as FGD's scripts use it."""
     arrived = [round(a / total_gpus / 10, 0) for a in events.arrived_milli.tolist()]
     allocation = [round(u / total_gpus / 10, 2) for u in events.used_milli.tolist()]
     asked = [round(u / total_gpus / 10, 2) for u in events.asked_milli.tolist()]
