@@ -7,12 +7,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+import chromium  # noqa: E402
 import gen_docs  # noqa: E402
 
 
@@ -44,11 +46,14 @@ def test_every_docs_page_is_in_the_navigation():
     assert pages - nav == set() and nav - pages == set()
 
 
-def test_site_builds_offline_in_strict_mode(tmp_path):
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The site built once per module, offline and in strict mode, into a scratch folder."""
     pytest.importorskip("mkdocs", reason="the docs extra (mkdocs-material) is not installed")
+    out = tmp_path_factory.mktemp("docs") / "site"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     res = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(tmp_path / "site")],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -56,6 +61,63 @@ def test_site_builds_offline_in_strict_mode(tmp_path):
         env=env,
     )
     assert res.returncode == 0, res.stdout + res.stderr
-    html = (tmp_path / "site" / "index.html").read_text()
+    return out
+
+
+def test_site_builds_offline_in_strict_mode(site):
+    html = (site / "index.html").read_text()
     assert "Getting started" in html and "fonts.googleapis.com" not in html
-    assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
+    # file-friendly URLs (use_directory_urls: false): page.html, never page/ (a directory listing from disk)
+    assert (site / "reference" / "cli.html").is_file()
+    assert not (site / "reference" / "cli").exists()
+    assert 'href="reference/cli.html"' in html and 'href="reference/cli/"' not in html
+
+
+def test_site_opened_from_disk_in_headless_chromium(site):
+    """Issue 40, item 4: site/index.html opened from disk (file://, no web server) in Debian's headless Chromium.
+    On every page of the navigation, every link into the site resolves to an existing file (not a directory, which
+    Chromium would show as a listing), the stylesheet and script load, and nothing overflows a 1,400 px window."""
+    pytest.importorskip("selenium", reason="the dev extra (selenium) is not installed")
+    if not chromium.available():
+        if os.environ.get("CI"):
+            pytest.fail("Debian's chromium and chromium-driver must be installed (.ci/run installs them)")
+        pytest.skip("Debian's chromium/chromium-driver not installed")
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    nav = {(site / page).with_suffix(".html").resolve() for page in _nav_pages(config["nav"])}
+    # follow the links from index.html as a reader would, page by page, within the site
+    todo, seen = [(site / "index.html").resolve()], set()
+    broken, overflow, errors = [], [], []
+    with chromium.chromium(1400, 1000) as driver:
+        while todo:
+            page = todo.pop(0)
+            if page in seen:
+                continue
+            seen.add(page)
+            name = page.relative_to(site.resolve()).as_posix()
+            driver.get(page.as_uri())
+            found = driver.execute_script(
+                """
+                return {
+                  links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+                  width: document.documentElement.scrollWidth,
+                  styled: [...document.styleSheets].some(s => s.href && s.href.includes('/assets/stylesheets/')),
+                };"""
+            )
+            if found["width"] > 1400:
+                overflow.append((name, found["width"]))
+            if not found["styled"]:
+                errors.append(f"{name}: the theme's stylesheet did not load")
+            errors += [f"{name}: {e['message']}" for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+            for href in found["links"]:
+                url = urlsplit(href)
+                if url.scheme != "file":
+                    continue
+                target = Path(unquote(url.path)).resolve()
+                if not target.is_file() or not target.is_relative_to(site.resolve()):
+                    broken.append(f"{name} -> {href}")  # a directory opens as a listing from disk
+                elif target.suffix == ".html" and target not in seen:
+                    todo.append(target)
+    assert broken == [], broken[:20]
+    assert nav - seen == set(), "pages of the navigation not reachable from index.html"
+    assert overflow == [], overflow
+    assert errors == [], errors[:20]

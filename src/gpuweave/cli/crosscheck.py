@@ -39,10 +39,11 @@ def command(
 
     out_dir = out or Path("gpuweave-out") / "crosscheck" / peer
     with ProgressBar(show_progress(quiet or as_json)) as bar:
-        bar.task(f"crosscheck {peer}")
-        rows = run_crosscheck(
-            peer, data, out_dir, {"workloads": workloads, "policies": policies, "seeds": seeds}
-        )
+        hook = bar.task(f"crosscheck {peer}")
+        options: dict[str, object] = {"workloads": workloads, "policies": policies, "seeds": seeds}
+        if peer == "fgd":  # the one peer whose runs are counted: hundreds of experiments on the full data
+            options["progress"] = hook
+        rows = run_crosscheck(peer, data, out_dir, options)
     if as_json:
         print_rows_json(rows, out_dir)
         return

@@ -33,7 +33,10 @@ PEERS: dict[str, Peer] = {
     "gavel": Peer("gpuweave.repro.crosscheck.gavel", "crosscheck_gavel", "../shared/data/gavel-reference"),
     "pollux": Peer("gpuweave.repro.crosscheck.pollux", "crosscheck_pollux", "../shared/data/pollux"),
     "fgd": Peer(
-        "gpuweave.repro.crosscheck.fgd", "crosscheck_fgd", "../shared/data/fgd", ("workloads", "policies", "seeds")
+        "gpuweave.repro.crosscheck.fgd",
+        "crosscheck_fgd",
+        "../shared/data/fgd",
+        ("workloads", "policies", "seeds", "progress"),
     ),
 }
 
@@ -62,7 +65,7 @@ def run_crosscheck(
     given = {key: value for key, value in (options or {}).items() if value is not None}
     for key in given:
         if key not in PEERS[name].options:
-            takes = ", ".join(f"--{o}" for o in PEERS[name].options) or "no option"
+            takes = ", ".join(f"--{o}" for o in PEERS[name].options if o != "progress") or "no option"
             raise InputError(f"--{key} does not apply to the {name} cross-check (it takes {takes})", field=key)
     data = Path(data_dir) if data_dir is not None else Path(PEERS[name].default_data)
     if not data.is_dir():

@@ -25,6 +25,7 @@ from pathlib import Path
 from gpuweave.cluster.sharing.experiment import FillResult, run_fill
 from gpuweave.errors import InputError
 from gpuweave.repro.registry import ComparisonRow
+from gpuweave.workload.tasks import TaskTable
 from gpuweave.workload.traces.openb import read_openb_node_table, read_openb_tasks
 
 # FGD's result files name policies "01-Random" ... "06-FGD"; ours in the placement registry
@@ -96,9 +97,10 @@ def crosscheck_fgd(
     workloads: str | None = None,
     policies: str | None = None,
     seeds: str | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[ComparisonRow]:
-    """Rows of ours beside FGD's (see module docstring); ``workloads``/``policies``/``seeds``: comma lists."""
+    """Rows of ours beside FGD's (see module docstring); ``workloads``/``policies``/``seeds``: comma lists;
+    ``progress(runs done, runs in all)`` after each experiment."""
     allocation_file = _result_file(data_dir, ALLOCATION_FILE)
     if allocation_file is None:
         raise InputError(f"no {ALLOCATION_FILE} in the data directory (or its fgd-reference/ sibling)", file=data_dir)
@@ -112,26 +114,38 @@ def crosscheck_fgd(
     known_policies = [p for p in COUNTERPARTS if any(p == q for _, q in expected)]
     chosen_policies = _selected(policies, known_policies, "policy", COUNTERPARTS)
     wanted_seeds = None if not seeds else {int(s) for s in seeds.split(",") if s.strip()}
-    rows: list[ComparisonRow] = []
-    runs: list[tuple[str, FillResult]] = []
-    for workload in chosen_workloads:
+    plan = [
+        (
+            workload,
+            policy,
+            sorted(s for s in expected.get((workload, policy), {}) if wanted_seeds is None or s in wanted_seeds),
+        )
+        for workload in chosen_workloads
+        for policy in chosen_policies
+    ]
+    for workload in chosen_workloads:  # every pod list there before the first run
         pod_list = csv_dir / f"{WORKLOAD_PREFIX}{workload}.csv"
         if not pod_list.is_file():
             raise InputError(f"FGD's results name workload {workload!r} but its pod list is missing", file=pod_list)
-        tasks = read_openb_tasks(pod_list)
-        for policy in chosen_policies:
-            theirs = expected.get((workload, policy), {})
-            run_seeds = sorted(s for s in theirs if wanted_seeds is None or s in wanted_seeds)
-            if not run_seeds:
-                continue
-            ours = []
-            for seed in run_seeds:
-                if progress is not None:
-                    progress(f"{workload} {policy} seed {seed}")
-                result = run_fill(nodes, tasks, COUNTERPARTS[policy], seed=seed)
-                ours.append(result)
-                runs.append((workload, result))
-            rows += _compare(workload, policy, run_seeds, ours, theirs, expected_ratio.get((workload, policy), {}))
+    total, done = sum(len(run_seeds) for _, _, run_seeds in plan), 0
+    rows: list[ComparisonRow] = []
+    runs: list[tuple[str, FillResult]] = []
+    tasks_of: dict[str, TaskTable] = {}
+    for workload, policy, run_seeds in plan:
+        if not run_seeds:
+            continue
+        if workload not in tasks_of:
+            tasks_of[workload] = read_openb_tasks(csv_dir / f"{WORKLOAD_PREFIX}{workload}.csv")
+        ours = []
+        for seed in run_seeds:
+            result = run_fill(nodes, tasks_of[workload], COUNTERPARTS[policy], seed=seed)
+            ours.append(result)
+            runs.append((workload, result))
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        theirs = expected[(workload, policy)]
+        rows += _compare(workload, policy, run_seeds, ours, theirs, expected_ratio.get((workload, policy), {}))
     _write_curves(out_dir / "curves.csv", runs, nodes.source)
     return rows
 
