@@ -94,6 +94,26 @@ def test_fill_bad_tasks_are_one_line_and_write_nothing(tmp_path: Path, pod: str,
     assert not out.exists()
 
 
+def test_fill_on_a_cluster_spec_with_mig(tmp_path: Path):
+    spec = tmp_path / "a100.yaml"
+    spec.write_text("name: a100\nnodes:\n  - {count: 2, gpu: A100, gpus_per_node: 2, cpu_milli: 64000}\n")
+    pods = tmp_path / "pods.csv"
+    pods.write_text(POD_HEADER + "".join(f"p{i},4000,8192,1,{200 + 150 * (i % 5)},\n" for i in range(10)))
+    out = tmp_path / "mig"
+    r = gpuweave("cluster", "fill", "--cluster", spec, "--pods", pods, "--sharing", "mig", "--out", out, "--json")
+    assert r.returncode == 0, r.stderr
+    metrics = json.loads(r.stdout)["metrics"]
+    assert metrics["mig_instances_created"] > 0
+    with (out / "gpus.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 4 and any("@" in row["mig_instances"] for row in rows)
+    check_one_error(
+        gpuweave("cluster", "fill", "--nodes", NODES, "--pods", pods, "--sharing", "mig", "--out", tmp_path / "x"),
+        "--cluster",
+    )
+    check_one_error(gpuweave("cluster", "fill", "--pods", pods, "--out", tmp_path / "y"), "--nodes", "--cluster")
+
+
 def test_fill_refuses_a_gang_rule_before_reading(tmp_path: Path):
     check_one_error(
         gpuweave(

@@ -293,4 +293,55 @@ def test_whole_gpus_place_fewer_of_the_same_tasks():
     assert shared.events.used_milli[-1] == shared.events.asked_milli[-1] == 2000
     assert (whole.events.used_milli[-1], whole.events.asked_milli[-1]) == (2000, 1000)
     with pytest.raises(InputError, match="sharing must be one of"):
-        run_fill(table, tasks, "best-fit", seed=0, sharing="mig")
+        run_fill(table, tasks, "best-fit", seed=0, sharing="mps")
+
+
+# --------------------------------------------------------------------------- MIG
+def mig_nodes(count: int = 1, gpus: int = 1) -> SharedNodes:
+    table = nodes_of(*[(64000, 262144, gpus, "A100")] * count)
+    return SharedNodes(
+        NodeTable(table.names, table.models, table.cpu_milli, table.memory_mib, table.num_gpus, mig=(True,) * count)
+    )
+
+
+def test_mig_instances_cover_the_share_and_pack_a_gpu():
+    """A100, 7 slices: 460 milli needs 4 slices (4g, at S0); 250 needs 2 (2g): with 4g at S0 taken, 2g goes to S4
+    (leaving the 1g at S6) rather than nowhere; a third 250 then finds no 2g place, a 120 (1 slice) still fits."""
+    nodes = mig_nodes()
+    first = nodes.assign(request(milli=460), 0, nodes.best_fit_gpus(request(milli=460), 0))
+    assert [p.label for p in first.instances] == ["4@0"]
+    second = nodes.assign(request(milli=250), 0, nodes.best_fit_gpus(request(milli=250), 0))
+    assert [p.label for p in second.instances] == ["2@4"]
+    assert nodes.fits(request(milli=250)).tolist() == [False]
+    assert nodes.fits(request(milli=120)).tolist() == [True]
+    # held: 6 of 7 slices = 857 milli-GPUs (the tasks asked 710)
+    assert nodes.gpu_used_milli == 857 and nodes.instances_created == 2
+    nodes.release(request(milli=250), second)
+    assert nodes.fits(request(milli=250)).tolist() == [True] and nodes.gpu_used_milli == 571
+
+
+def test_mig_whole_gpu_tasks_need_an_empty_gpu():
+    nodes = mig_nodes(gpus=2)
+    nodes.assign(request(milli=100), 0, nodes.best_fit_gpus(request(milli=100), 0))
+    assert nodes.fits(request(gpus=1)).tolist() == [True]
+    assert nodes.fits(request(gpus=2)).tolist() == [False]
+    assert nodes.best_fit_gpus(request(gpus=1), 0) == (1,)
+
+
+def test_fill_on_mig_compares_with_fractions_and_whole_gpus():
+    from gpuweave.hardware.cluster_spec import cluster_from_dict
+    from gpuweave.hardware.node_resources import node_table_from_spec
+
+    spec = cluster_from_dict({"name": "a100", "nodes": [{"count": 2, "gpu": "A100", "gpus_per_node": 4}]})
+    tasks = tasks_of(*[(1000, 1024, 1, 250)] * 6 + [(1000, 1024, 1, 600)] * 2)
+    fraction = run_fill(node_table_from_spec(spec), tasks, "best-fit", seed=1, tune=1.3)
+    mig = run_fill(node_table_from_spec(spec, mig=True), tasks, "best-fit", seed=1, tune=1.3, sharing="mig")
+    whole = run_fill(node_table_from_spec(spec), tasks, "best-fit", seed=1, tune=1.3, sharing="whole")
+    assert fraction.events.arrived_milli.tolist() == mig.events.arrived_milli.tolist()
+    # instances round shares up (250 -> 2 of 7 slices), whole GPUs round them to 1000: fewer tasks fit each time
+    assert fraction.failed <= mig.failed <= whole.failed
+    assert mig.nodes.instances_created == mig.submitted - mig.failed
+    with pytest.raises(InputError, match="all run MIG"):
+        run_fill(node_table_from_spec(spec), tasks, "best-fit", seed=1, sharing="mig")
+    with pytest.raises(InputError, match="MIG-capable"):
+        node_table_from_spec(cluster_from_dict({"name": "t4", "nodes": [{"gpu": "T4", "gpus_per_node": 1}]}), mig=True)

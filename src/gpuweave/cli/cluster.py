@@ -477,8 +477,14 @@ def import_slurm(
 
 @app.command("fill")
 def fill(
-    nodes: Path = typer.Option(
-        ..., "--nodes", help="Node list: openb_node_list_*.csv (sn,cpu_milli,memory_mib,gpu,model)."
+    nodes: Optional[Path] = typer.Option(
+        None, "--nodes", help="Node list: openb_node_list_*.csv (sn,cpu_milli,memory_mib,gpu,model); or --cluster."
+    ),
+    cluster: Optional[str] = typer.Option(
+        None,
+        "--cluster",
+        "-c",
+        help="A cluster spec (bundled name or YAML; cpu_milli, memory_mib per node group) instead of --nodes.",
     ),
     pods: Path = typer.Option(
         ..., "--pods", help="Pod list: openb_pod_list_*.csv (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec])."
@@ -494,7 +500,8 @@ def fill(
         "fraction",
         "--sharing",
         help="fraction: tasks share GPUs as they ask; whole: the same tasks on a cluster that cannot share a GPU "
-        "(a share takes the whole GPU), to see what sharing buys.",
+        "(a share takes the whole GPU); mig: each task gets a MIG instance covering its share (needs --cluster "
+        "with MIG-capable GPUs). Compare the three to see what sharing buys.",
     ),
     out: Optional[Path] = typer.Option(
         None, "--out", "-o", help="Result directory (default gpuweave-out/fill/PLACEMENT-SHARING-SEED)."
@@ -508,27 +515,39 @@ def fill(
 
     Example: gpuweave cluster fill --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv
     --placement fgd --seed 42"""
+    from gpuweave.errors import InputError
+
+    if (nodes is None) == (cluster is None):
+        raise InputError("give the nodes as --nodes CSV or --cluster SPEC (one of them)", field="nodes")
     from rich.console import Console
 
     from gpuweave.cluster.placements import make_task_placement
     from gpuweave.cluster.sharing.experiment import run_fill
     from gpuweave.cluster.sharing.results import fill_metrics, write_fill_result
-    from gpuweave.errors import InputError
+    from gpuweave.hardware.cluster_spec import load_cluster
+    from gpuweave.hardware.node_resources import node_table_from_spec
     from gpuweave.staging import check_replaceable
     from gpuweave.workload.traces.openb import read_openb_node_table, read_openb_tasks
 
     make_task_placement(placement)  # an unknown name or a gang rule: one line before any file is read
-    if sharing not in ("fraction", "whole"):
-        raise InputError(f"--sharing must be fraction or whole, got {sharing!r}", field="sharing")
+    if sharing not in ("fraction", "whole", "mig"):
+        raise InputError(f"--sharing must be fraction, whole or mig, got {sharing!r}", field="sharing")
+    if sharing == "mig" and cluster is None:
+        raise InputError("--sharing mig needs --cluster (a spec of MIG-capable GPUs); an openb node list has none")
     out_dir = out or Path("gpuweave-out") / "fill" / f"{placement}-{sharing}-{seed}"
     check_replaceable(out_dir)
-    node_table = read_openb_node_table(nodes)
+    if cluster is not None:
+        node_table = node_table_from_spec(load_cluster(cluster), mig=sharing == "mig")
+    else:
+        assert nodes is not None
+        node_table = read_openb_node_table(nodes)
     tasks = read_openb_tasks(pods)
     with ProgressBar(show_progress(quiet or as_json)) as bar:
         progress = bar.task(f"fill {placement}: tasks")
         result = run_fill(node_table, tasks, placement, seed=seed, tune=tune, sharing=sharing, progress=progress)
     config = {
-        "nodes": str(nodes),
+        "nodes": str(nodes) if nodes is not None else None,
+        "cluster": cluster,
         "pods": str(pods),
         "placement": placement,
         "sharing": sharing,

@@ -9,8 +9,12 @@ allowed-model list (openb's ``gpu_spec``) and the nodes' models match exactly (o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from gpuweave.hardware.cluster_spec import ClusterSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +27,7 @@ class NodeTable:
     memory_mib: np.ndarray
     num_gpus: np.ndarray
     source: str = ""
+    mig: tuple[bool, ...] | None = None  # per node: its GPUs run MIG (None: no node does)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -35,3 +40,31 @@ class NodeTable:
     def model_names(self) -> tuple[str, ...]:
         """The distinct GPU models, sorted (CPU nodes' empty model left out)."""
         return tuple(sorted({m for m in self.models if m}))
+
+
+UNSTATED_CPU_MILLI = 128_000  # a node without cpu_milli: 128 cores, the largest node FGD's scores scale by
+UNSTATED_MEMORY_MIB = 1 << 20  # a node without memory_mib: 1 TiB
+
+
+def node_table_from_spec(spec: ClusterSpec, *, mig: bool = False) -> NodeTable:
+    """One row per node of a cluster spec (canonical model names; a group without ``cpu_milli``/``memory_mib`` gets
+    :data:`UNSTATED_CPU_MILLI`/:data:`UNSTATED_MEMORY_MIB`). ``mig``: every node's GPUs run MIG (InputError
+    naming a model that cannot); otherwise the groups with ``sharing: mig`` do."""
+    from gpuweave.errors import InputError
+    from gpuweave.hardware.catalog import get_gpu
+
+    nodes = spec.expand()
+    if mig:
+        lacking = sorted({n.gpu_model for n in nodes if not get_gpu(n.gpu_model).mig_capable})
+        if lacking:
+            raise InputError(f"MIG on every node needs MIG-capable GPUs; {', '.join(lacking)} are not", field="sharing")
+    runs_mig = tuple(mig or n.sharing == "mig" for n in nodes)
+    return NodeTable(
+        names=tuple(n.name for n in nodes),
+        models=tuple(n.gpu_model for n in nodes),
+        cpu_milli=np.array([n.cpu_milli or UNSTATED_CPU_MILLI for n in nodes], dtype=np.int64),
+        memory_mib=np.array([n.memory_mib or UNSTATED_MEMORY_MIB for n in nodes], dtype=np.int64),
+        num_gpus=np.array([n.num_gpus for n in nodes], dtype=np.int64),
+        source=spec.name,
+        mig=runs_mig if any(runs_mig) else None,
+    )

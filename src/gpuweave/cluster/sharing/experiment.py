@@ -16,7 +16,9 @@ Problem (Weng et al., USENIX ATC'23, sec. 5; FGD's simulator hkust-adsl/kubernet
    ratio against the workload's typical tasks (:mod:`.fragmentation`).
 5. ``sharing="whole"`` asks what the same tasks would do on a cluster that cannot share a GPU: the workload and its
    arrivals are the same (tuned on the tasks' own requests), but each share of a GPU is placed as the whole GPU.
-   ``asked_milli`` then counts what the placed tasks asked, ``used_milli`` what they hold.
+   ``asked_milli`` then counts what the placed tasks asked, ``used_milli`` what they hold. ``sharing="mig"`` needs
+   a node table whose nodes run MIG (a cluster spec of MIG-capable GPUs): each task gets a MIG instance
+   (:mod:`.mig_slots`), the node chosen by the placement, the GPU and instance by where the most room is left.
 6. Curves at arrived load k = 0..130 % (:func:`discrete_curves`): the mean over the events whose arrived load rounds
    to k (else those within k +- 1), as FGD's analysis computes them.
 
@@ -41,7 +43,7 @@ from gpuweave.hardware.node_resources import NodeTable
 from gpuweave.workload.tasks import FULL_GPU_MILLI, TaskTable
 
 FGD_TUNE = 1.3  # FGD's experiments fill to 130 % of the cluster's GPUs
-SHARING_MODES = ("fraction", "whole")
+SHARING_MODES = ("fraction", "whole", "mig")
 FGD_MAX_TASKS_PER_NODE = 1001  # the node list's pod capacity in FGD's simulator
 LOAD_POINTS = tuple(range(0, 131))
 
@@ -138,6 +140,10 @@ def run_fill(
 
     if sharing not in SHARING_MODES:
         raise InputError(f"sharing must be one of {', '.join(SHARING_MODES)}, got {sharing!r}", field="sharing")
+    if sharing == "mig" and (node_table.mig is None or not all(node_table.mig)):
+        raise InputError(
+            "sharing mig needs a cluster whose nodes all run MIG (a cluster spec: --cluster)", field="sharing"
+        )
     rule = make_task_placement(placement)
     check_tasks_fit(node_table, tasks)
     placed_as = tasks.as_whole_gpus() if sharing == "whole" else tasks
@@ -171,7 +177,9 @@ def run_fill(
         else:
             node = -1
         if node >= 0:
-            nodes.assign(task, node, rule.gpus(task, node))
+            # a MIG node's GPU and instance: where the most slices stay usable (the rules choose among shares)
+            gpus = nodes.best_fit_gpus(task, node) if nodes.mig_node[node] else rule.gpus(task, node)
+            nodes.assign(task, node, gpus)
             asked_milli += own[row]
         where[i] = node
         asked[i] = asked_milli

@@ -22,6 +22,8 @@ def fill_metrics(result: FillResult) -> dict[str, float | int | None]:
         if load < len(result.curves["load"]):
             metrics[f"allocation_at_{load}"] = result.curves["allocation"][load]
             metrics[f"fragment_ratio_at_{load}"] = result.curves["fragment_ratio"][load]
+    if result.nodes.any_mig:
+        metrics["mig_instances_created"] = result.nodes.instances_created
     last = REPORTED_LOADS[-1]
     if last < len(result.curves["load"]):  # what the placed tasks asked: below allocation when shares were rounded up
         metrics[f"asked_at_{last}"] = result.curves["asked"][last]
@@ -58,9 +60,15 @@ def write_fill_result(out_dir: Path, result: FillResult, tasks: TaskTable, confi
         )
         write_csv(
             staging / "gpus.csv",
-            ["node", "model", "gpu", "used_milli"],
+            ["node", "model", "gpu", "used_milli", "mig_instances"],
             (
-                (names[n], nodes.table.models[n], slot, FULL_GPU_MILLI - int(nodes.gpu_free[n, slot]))
+                (
+                    names[n],
+                    nodes.table.models[n],
+                    slot,
+                    FULL_GPU_MILLI - int(nodes.gpu_free[n, slot]),
+                    "+".join(p.label for p in sorted(nodes.instances.get((n, slot), ()), key=lambda p: p.start)),
+                )
                 for n in range(len(nodes))
                 for slot in range(int(nodes.table.num_gpus[n]))
             ),

@@ -4,7 +4,11 @@ Problem: answer "which nodes can hold this task" and "what is left after it" for
 a placement scores the whole cluster with a few numpy operations per task instead of a Python loop over nodes.
 Layout: ``gpu_free[node, slot]`` is the free milli-GPU of each GPU (1000 = idle); a node with fewer GPUs than the
 widest node has its missing slots at :data:`NO_GPU` (-1), which no request fits and no sum counts.
-Complexity: a feasibility mask is O(nodes x slots); an assignment is O(slots).
+A node whose GPUs run MIG (``NodeTable.mig``) gives each task a MIG instance instead of a share
+(:mod:`.mig_slots`): ``mig_busy[node, slot]`` holds the GPU's occupied slices as a bit mask, ``gpu_free`` its free
+compute slices in milli-GPUs (what the scores read), and the instance's slices are what the task holds.
+Complexity: a feasibility mask is O(nodes x slots) (plus O(MIG nodes x slots x placements of the size)); an
+assignment is O(slots).
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuweave.cluster.sharing.mig_slots import best_place, layout_of
+from gpuweave.hardware.mig import Placement
 from gpuweave.hardware.node_resources import NodeTable
 from gpuweave.workload.tasks import FULL_GPU_MILLI, TaskTable
 
@@ -65,10 +71,12 @@ def task_request(tasks: TaskTable, row: int) -> TaskRequest:
 
 @dataclass(frozen=True, slots=True)
 class Assignment:
-    """Where a task went: the node and the GPU slots it holds (empty for a CPU-only task)."""
+    """Where a task went: the node, the GPU slots it holds (empty for a CPU-only task) and, on a MIG node, the
+    instance it got on each of them."""
 
     node: int
     gpus: tuple[int, ...]
+    instances: tuple[Placement, ...] = ()
 
 
 class SharedNodes:
@@ -96,6 +104,13 @@ class SharedNodes:
         # bumped whenever a node's free resources change: caches keyed by node stay valid while it is unchanged
         self.version = np.zeros(n, dtype=np.int64)
         self._model_masks: dict[tuple[str, ...] | None, np.ndarray] = {}
+        # MIG: which nodes run it, their GPUs' occupied slices, and the instances on each GPU
+        self.mig_node = np.array(table.mig if table.mig is not None else [False] * n, dtype=bool)
+        self.any_mig = bool(self.mig_node.any())
+        self.mig_busy = np.zeros(self.gpu_free.shape, dtype=np.int64)
+        self.instances: dict[tuple[int, int], list[Placement]] = {}
+        self.instances_created = 0
+        self._mig_models = sorted({table.models[i] for i in np.flatnonzero(self.mig_node).tolist()})
 
     def __len__(self) -> int:
         return len(self.table)
@@ -131,9 +146,11 @@ class SharedNodes:
 
     def best_fit_gpus(self, task: TaskRequest, node: int) -> tuple[int, ...]:
         """A fraction: the fitting GPU with the least free share (lowest slot on ties); whole GPUs: the lowest
-        idle slots; a CPU-only task: none."""
+        idle slots; a CPU-only task: none. On a MIG node: the GPU where the instance leaves the most room."""
         if task.num_gpus == 0:
             return ()
+        if self.mig_node[node]:
+            return self._mig_gpus(task, node)
         free = self.gpu_free[node].tolist()
         if task.shares_gpu:
             fitting = [slot for slot, f in enumerate(free) if f >= task.gpu_milli]
@@ -150,33 +167,103 @@ class SharedNodes:
             return ok
         ok &= self.model_mask(task.allowed_models) if model_ok is None else model_ok
         if task.shares_gpu:
-            ok &= (self.gpu_free >= task.gpu_milli).any(axis=1)
+            gpu_ok = (self.gpu_free >= task.gpu_milli).any(axis=1)
         else:
-            ok &= (self.gpu_free == FULL_GPU_MILLI).sum(axis=1) >= task.num_gpus
+            gpu_ok = (self.gpu_free == FULL_GPU_MILLI).sum(axis=1) >= task.num_gpus
+        if self.any_mig:
+            gpu_ok = np.where(self.mig_node, self._mig_fits(task), gpu_ok)
+        ok &= gpu_ok
         return ok
+
+    # ----------------------------------------------------------------------- MIG
+    def mig_size(self, task: TaskRequest, model: str) -> int | None:
+        """The instance size a GPU task needs on a MIG GPU of ``model`` (the full GPU for whole GPUs)."""
+        layout = layout_of(model)
+        return layout.size_for(task.gpu_milli) if task.shares_gpu else layout.num_slices
+
+    def _mig_fits(self, task: TaskRequest) -> np.ndarray:
+        """Per node: a MIG node has room for the task's instance(s) (False on other nodes)."""
+        fits = np.zeros(len(self), dtype=bool)
+        for model in self._mig_models:
+            nodes = np.flatnonzero(self.mig_node & (np.array(self.table.models) == model))
+            size = self.mig_size(task, model)
+            if size is None:
+                continue
+            busy, real = self.mig_busy[nodes], self.has_gpu[nodes]
+            free_slot = np.zeros(busy.shape, dtype=bool)
+            for _, mask in layout_of(model).by_size.get(size, ()):
+                free_slot |= (busy & mask) == 0
+            free_slot &= real
+            fits[nodes] = free_slot.any(axis=1) if task.shares_gpu else free_slot.sum(axis=1) >= task.num_gpus
+        return fits
+
+    def _mig_gpus(self, task: TaskRequest, node: int) -> tuple[int, ...]:
+        model = self.table.models[node]
+        size = self.mig_size(task, model)
+        assert size is not None  # fits() said the node can hold it
+        real = int(self.table.num_gpus[node])
+        busy = self.mig_busy[node, :real].tolist()
+        if not task.shares_gpu:  # whole GPUs: the lowest GPUs with nothing on them
+            return tuple([slot for slot, b in enumerate(busy) if b == 0][: task.num_gpus])
+        chosen = best_place(model, busy, size)
+        assert chosen is not None
+        return (chosen[0],)
+
+    def _take_instance(self, task: TaskRequest, node: int, slot: int) -> Placement:
+        """Create the task's instance on one GPU of a MIG node, where it leaves the most room."""
+        model = self.table.models[node]
+        size = self.mig_size(task, model)
+        assert size is not None
+        chosen = best_place(model, [int(self.mig_busy[node, slot])], size)
+        assert chosen is not None  # the caller picked a slot with room
+        _, placement, mask = chosen
+        self.mig_busy[node, slot] |= mask
+        self.instances.setdefault((node, slot), []).append(placement)
+        self.instances_created += 1
+        self._set_mig_free(node, slot)
+        return placement
+
+    def _set_mig_free(self, node: int, slot: int) -> None:
+        """A MIG GPU's free share: its slices no instance computes on, in milli-GPUs (what the scores read)."""
+        k = layout_of(self.table.models[node]).num_slices
+        held = sum(p.size for p in self.instances.get((node, slot), ()))
+        before = int(self.gpu_free[node, slot])
+        after = FULL_GPU_MILLI - (held * FULL_GPU_MILLI + k // 2) // k
+        self.gpu_free[node, slot] = after
+        self.gpu_used_milli += before - after
 
     def assign(self, task: TaskRequest, node: int, gpus: tuple[int, ...]) -> Assignment:
         """Take the task's resources on ``node`` (GPU slots ``gpus``); the caller checked it fits."""
         self.cpu_free[node] -= task.cpu_milli
         self.memory_free[node] -= task.memory_mib
-        for slot in gpus:
-            self.gpu_free[node, slot] -= task.gpu_milli
-        self.gpu_used_milli += task.gpu_milli * len(gpus)
+        instances: tuple[Placement, ...] = ()
+        if self.mig_node[node]:
+            instances = tuple(self._take_instance(task, node, slot) for slot in gpus)
+        else:
+            for slot in gpus:
+                self.gpu_free[node, slot] -= task.gpu_milli
+            self.gpu_used_milli += task.gpu_milli * len(gpus)
         self.tasks_on[node] += 1
         if task.num_gpus:
             column = self.kind_column(task.kind)  # may widen kind_counts: read it after
             self.kind_counts[node, column] += 1
         self.version[node] += 1
-        return Assignment(node, gpus)
+        return Assignment(node, gpus, instances)
 
     def release(self, task: TaskRequest, assignment: Assignment) -> None:
         """Give back what :meth:`assign` took."""
         node = assignment.node
         self.cpu_free[node] += task.cpu_milli
         self.memory_free[node] += task.memory_mib
-        for slot in assignment.gpus:
-            self.gpu_free[node, slot] += task.gpu_milli
-        self.gpu_used_milli -= task.gpu_milli * len(assignment.gpus)
+        if assignment.instances:  # the instances go with their task (MIG's dynamic reconfiguration)
+            for slot, placement in zip(assignment.gpus, assignment.instances):
+                self.instances[(node, slot)].remove(placement)
+                self.mig_busy[node, slot] &= ~sum(1 << s for s in placement.occupancy)
+                self._set_mig_free(node, slot)
+        else:
+            for slot in assignment.gpus:
+                self.gpu_free[node, slot] += task.gpu_milli
+            self.gpu_used_milli -= task.gpu_milli * len(assignment.gpus)
         self.tasks_on[node] -= 1
         if task.num_gpus:
             column = self.kind_column(task.kind)
