@@ -110,7 +110,11 @@ class SharedNodes:
         self.mig_busy = np.zeros(self.gpu_free.shape, dtype=np.int64)
         self.instances: dict[tuple[int, int], list[Placement]] = {}
         self.instances_created = 0
-        self._mig_models = sorted({table.models[i] for i in np.flatnonzero(self.mig_node).tolist()})
+        # the MIG nodes of each model (one geometry each), found once: fits() reads them per task
+        groups: dict[str, list[int]] = {}
+        for i in np.flatnonzero(self.mig_node).tolist():
+            groups.setdefault(table.models[i], []).append(i)
+        self._mig_groups = {model: np.array(rows, dtype=np.int64) for model, rows in groups.items()}
 
     def __len__(self) -> int:
         return len(self.table)
@@ -184,8 +188,7 @@ class SharedNodes:
     def _mig_fits(self, task: TaskRequest) -> np.ndarray:
         """Per node: a MIG node has room for the task's instance(s) (False on other nodes)."""
         fits = np.zeros(len(self), dtype=bool)
-        for model in self._mig_models:
-            nodes = np.flatnonzero(self.mig_node & (np.array(self.table.models) == model))
+        for model, nodes in self._mig_groups.items():
             size = self.mig_size(task, model)
             if size is None:
                 continue
