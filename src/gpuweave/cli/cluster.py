@@ -272,24 +272,36 @@ def run(
     ),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray)."),
     out: Path = typer.Option(..., "--out", "-o", help="Result directory (also holds the journal and checkpoints)."),
+    replace: bool = typer.Option(
+        False, "--replace", help="Delete the run already in --out (finished or not) and run from scratch."
+    ),
     quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the run's summary as JSON."),
 ) -> None:
-    """Run a trace for real under a policy: workers, checkpoints, preemption, moves; write simulator results."""
+    """Run a trace for real under a policy: workers, checkpoints, preemption, moves; write simulator results.
+
+    An unfinished run in --out (killed) is resumed from its journal; a finished one is refused unless --replace.
+    Exit status 3 (last line: how many jobs did not finish) when some job failed after its retries.
+    """
     from rich.console import Console
 
     from gpuweave.live.launch import run_live
+    from gpuweave.live.results import INCOMPLETE_EXIT_CODE, unfinished_line
 
     with ProgressBar(show_progress(quiet or as_json)) as bar:
-        summary = run_live(config, executor, address, out, bar.task("live run: jobs done"))
+        summary = run_live(config, executor, address, out, bar.task("live run: jobs done"), replace=replace)
+    unfinished = unfinished_line(summary, out)
     if as_json:
         print_json({"summary": summary, "results": str(out)})
-        return
-    console = Console()
-    for key in ("jobs", "completed", "avg_jct_s", "makespan_s", "restarts"):
-        value = summary[key]
-        console.print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
-    console.print(f"results: {out}")
+    else:
+        console = Console()
+        for key in ("jobs", "completed", "avg_jct_s", "makespan_s", "restarts"):
+            value = summary[key]
+            console.print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
+        console.print(f"results: {out}")
+    if unfinished is not None:
+        typer.echo(unfinished, err=True)
+        raise typer.Exit(INCOMPLETE_EXIT_CODE)
 
 
 @app.command("compare")
@@ -515,45 +527,22 @@ def fill(
 
     Example: gpuweave cluster fill --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv
     --placement fgd --seed 42"""
-    from gpuweave.errors import InputError
-
-    if (nodes is None) == (cluster is None):
-        raise InputError("give the nodes as --nodes CSV or --cluster SPEC (one of them)", field="nodes")
-    from rich.console import Console
-
     from gpuweave.cluster.placements import make_task_placement
     from gpuweave.cluster.sharing.experiment import run_fill
     from gpuweave.cluster.sharing.results import fill_metrics, write_fill_result
-    from gpuweave.hardware.cluster_spec import load_cluster
-    from gpuweave.hardware.node_resources import node_table_from_spec
     from gpuweave.staging import check_replaceable
-    from gpuweave.workload.traces.openb import read_openb_node_table, read_openb_tasks
+    from gpuweave.workload.traces.openb import read_openb_tasks
 
     make_task_placement(placement)  # an unknown name or a gang rule: one line before any file is read
-    if sharing not in ("fraction", "whole", "mig"):
-        raise InputError(f"--sharing must be fraction, whole or mig, got {sharing!r}", field="sharing")
-    if sharing == "mig" and cluster is None:
-        raise InputError("--sharing mig needs --cluster (a spec of MIG-capable GPUs); an openb node list has none")
+    node_table = _fill_nodes(nodes, cluster, sharing)
     out_dir = out or Path("gpuweave-out") / "fill" / f"{placement}-{sharing}-{seed}"
     check_replaceable(out_dir)
-    if cluster is not None:
-        node_table = node_table_from_spec(load_cluster(cluster), mig=sharing == "mig")
-    else:
-        assert nodes is not None
-        node_table = read_openb_node_table(nodes)
     tasks = read_openb_tasks(pods)
     with ProgressBar(show_progress(quiet or as_json)) as bar:
         progress = bar.task(f"fill {placement}: tasks")
         result = run_fill(node_table, tasks, placement, seed=seed, tune=tune, sharing=sharing, progress=progress)
-    config = {
-        "nodes": str(nodes) if nodes is not None else None,
-        "cluster": cluster,
-        "pods": str(pods),
-        "placement": placement,
-        "sharing": sharing,
-        "seed": seed,
-        "to": tune,
-    }
+    source = {"nodes": str(nodes) if nodes is not None else None, "cluster": cluster, "pods": str(pods)}
+    config = {**source, "placement": placement, "sharing": sharing, "seed": seed, "to": tune}
     write_fill_result(out_dir, result, tasks, config)
     path = None
     if report:
@@ -564,6 +553,8 @@ def fill(
     if as_json:
         print_json({"placement": placement, "metrics": metrics, "results": str(out_dir), "report": path and str(path)})
         return
+    from rich.console import Console
+
     console = Console()
     rows = [(name, str(value) if isinstance(value, int) else cell(value)) for name, value in metrics.items()]
     title = f"fill {placement} ({sharing} GPUs), seed {seed}: {result.submitted} tasks"
@@ -571,3 +562,23 @@ def fill(
     if path is not None:
         console.print(f"report: {path}")
     console.print(f"results: {out_dir}")
+
+
+def _fill_nodes(nodes: Optional[Path], cluster: Optional[str], sharing: str):
+    """The node table of ``cluster fill``: an openb node list or a cluster spec (MIG on every node for
+    ``--sharing mig``); one InputError line for a missing or doubled source or a sharing mode it cannot have."""
+    from gpuweave.errors import InputError
+    from gpuweave.hardware.cluster_spec import load_cluster
+    from gpuweave.hardware.node_resources import node_table_from_spec
+    from gpuweave.workload.traces.openb import read_openb_node_table
+
+    if (nodes is None) == (cluster is None):
+        raise InputError("give the nodes as --nodes CSV or --cluster SPEC (one of them)", field="nodes")
+    if sharing not in ("fraction", "whole", "mig"):
+        raise InputError(f"--sharing must be fraction, whole or mig, got {sharing!r}", field="sharing")
+    if cluster is not None:
+        return node_table_from_spec(load_cluster(cluster), mig=sharing == "mig")
+    if sharing == "mig":
+        raise InputError("--sharing mig needs --cluster (a spec of MIG-capable GPUs); an openb node list has none")
+    assert nodes is not None
+    return read_openb_node_table(nodes)
