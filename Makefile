@@ -25,7 +25,8 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 # The documentation site into site/: reference pages generated from the commands and recordings, then mkdocs
-# (offline: no web fonts, no plugins that fetch anything).
+# (offline: no web fonts, no plugins that fetch anything). Links are page.html (use_directory_urls: false), so
+# site/index.html works opened from disk (tests/test_docs.py follows every link in headless Chromium).
 docs: $(STAMP)
 	$(PY) tools/gen_docs.py
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet

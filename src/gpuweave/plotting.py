@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import re
+import textwrap
 import warnings
 from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
@@ -49,6 +50,10 @@ CONTEXT_GREY = "0.82"
 #: characters (a fuzzed service name) squeezed the plot area to nothing, and matplotlib warned on stderr. Our own
 #: longest label, a reproduction's metric, has 69.
 TEXT_CHARS = 80
+#: a title (a figure's or a panel's) wraps at words into lines of at most :data:`TEXT_CHARS` characters instead of
+#: being cut, up to this many lines: a title with its clip note ran past 80 characters and lost its end ("runs last
+#: unt…"). Only text longer than the lines hold (a fuzzed name) is still cut.
+TITLE_LINES = 3
 #: fonts a label falls back to, glyph by glyph, for what DejaVu Sans lacks (CJK job, task and service names), the
 #: first installed one used: Debian's fonts-droid-fallback (1.8 MB; .ci/run installs it), fonts-wqy-zenhei,
 #: fonts-noto-cjk. None installed: such characters stay empty boxes, as above.
@@ -92,6 +97,18 @@ def plot_text(text: Any) -> str:
     if len(text) > TEXT_CHARS:
         text = text[: TEXT_CHARS - 1] + "\u2026"
     text = text.replace("$", r"\$")
+    return " " + text if text.startswith("_") else text
+
+
+def plot_title(text: Any, width: int = TEXT_CHARS) -> str:
+    """A title made safe like :func:`plot_text`, but wrapped at words into lines of at most ``width`` characters
+    rather than cut; only beyond :data:`TITLE_LINES` lines is the rest cut with an ellipsis."""
+    text = _CONTROL.sub("\ufffd", str(text))
+    lines = textwrap.wrap(text, width, break_on_hyphens=False) or [""]
+    if len(lines) > TITLE_LINES:
+        lines = lines[:TITLE_LINES]
+        lines[-1] = lines[-1][: width - 1] + "\u2026"
+    text = "\n".join(line.replace("$", r"\$") for line in lines)
     return " " + text if text.startswith("_") else text
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuweave.plotting import TEXT_CHARS, plot_text
+from gpuweave.plotting import TEXT_CHARS, TITLE_LINES, plot_text, plot_title
 
 
 def test_dollar_signs_are_text_and_a_leading_underscore_keeps_the_legend_entry():
@@ -19,6 +19,30 @@ def test_long_text_is_cut_with_an_ellipsis_before_escaping():
     assert len(cut) == TEXT_CHARS and cut.endswith("\u2026")
     # a dollar sign at the cut is escaped whole, not split from its backslash
     assert plot_text("y" * (TEXT_CHARS - 2) + "$$$") == "y" * (TEXT_CHARS - 2) + "\\$\u2026"
+
+
+def test_a_long_title_wraps_at_words_instead_of_being_cut():
+    """Issue 40: a figure title with its clip note was cut ("... runs last unt…"); titles wrap instead."""
+    title = "Cluster power, mean per 5 min round (time axis clipped at 123.4 h; runs last until 4567.8 h)"
+    assert len(title) > TEXT_CHARS
+    wrapped = plot_title(title)
+    assert "\u2026" not in wrapped and wrapped.replace("\n", " ") == title
+    assert all(len(line) <= TEXT_CHARS for line in wrapped.split("\n")) and wrapped.count("\n") == 1
+    assert plot_title("Busy GPUs over time") == "Busy GPUs over time"
+    # still safe: dollars escaped, control characters shown, and a fuzzed name longer than the lines hold is cut
+    assert plot_title("$x$ \x00y") == "\\$x\\$ \ufffdy"
+    cut = plot_title("word " * 400)
+    assert cut.count("\n") == TITLE_LINES - 1 and cut.endswith("\u2026")
+
+
+def test_a_clipped_time_plot_keeps_its_whole_title():
+    from gpuweave.plotting import figure
+    from gpuweave.report.plots import _h, _suptitle
+
+    fig, _ = figure()
+    _suptitle(fig, "Cluster power, mean per 5 min round", 125.5, 45678.9)  # hours
+    text = fig.get_suptitle()
+    assert text.replace("\n", " ").endswith(f"runs last until {_h(45678.9)})") and "\u2026" not in text, text
 
 
 def test_control_characters_are_shown_as_replacement_characters():

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gpuweave.errors import InputError
 from gpuweave.files import csv_dicts, prepare_output_dir, read_input_text
-from gpuweave.plotting import PALETTE, figure, legend_below, plot_text, save, write_csv
+from gpuweave.plotting import PALETTE, figure, legend_below, plot_text, plot_title, save, write_csv
 from gpuweave.report.html import write_report_file
 from gpuweave.report.markup import esc
 from gpuweave.report.page import Page, appendix_html
@@ -111,7 +111,7 @@ def plot_comparison(rows: list[Row], tolerance: float, path: Path, title: str) -
         ax.set_title(plot_text(experiment), fontsize="small", loc="left")
     axes[0, 0].set_xscale("log")
     axes[-1, 0].set_xlabel("ours / paper (log scale; 1 = the paper's number)")
-    fig.suptitle(plot_text(title))
+    fig.suptitle(plot_title(title))
     legend_below(
         fig,
         [
