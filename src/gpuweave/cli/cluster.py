@@ -442,8 +442,6 @@ def import_slurm(
     as_json: bool = typer.Option(False, "--json", help="Print the spec, where it was written and the notes as JSON."),
 ) -> None:
     """Make a cluster spec of a Slurm cluster's GPU nodes (one gpuweave node per Slurm node and GPU type)."""
-    import sys
-
     import yaml
 
     from gpuweave.workload.traces.slurm_nodes import import_cluster, parse_gpu_map, parse_nodes
@@ -454,7 +452,9 @@ def import_slurm(
         command = ["scontrol", "show", "node", "--json" if scontrol_json else "--oneliner"]
         text, label = run_slurm(command), " ".join(command)
     elif source == "-":
-        text, label = sys.stdin.read(), "<stdin>"
+        from gpuweave.files import STDIN, read_stdin_text
+
+        text, label = read_stdin_text(), STDIN  # bytes decoded as UTF-8: another encoding is one line
     else:
         from gpuweave.workload.traces._tables import read_text
 

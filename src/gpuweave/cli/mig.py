@@ -177,8 +177,9 @@ def run(
 
     A pre-flight refuses (exit 2) when MIG mode is off, permissions are missing, instances already exist or the
     GPU's MIG geometry differs from the schedule's; every instance is destroyed on errors and on Ctrl-C.
+    A run in which some task's command exited non-zero exits 3, its last line naming those tasks.
     """
-    from gpuweave.mig.nvml_exec import dry_run_calls, execute_schedule, load_nvml
+    from gpuweave.mig.nvml_exec import INCOMPLETE_EXIT_CODE, dry_run_calls, execute_schedule, load_nvml
     from gpuweave.mig.schedule import read_schedule_json
 
     schedule = read_schedule_json(schedule_file)
@@ -209,10 +210,14 @@ def run(
     written = result.write_csv(out) if out is not None else None
     if as_json:
         print_json({**timings_json(result), "written": written and str(written)})
-        return
-    print_timings(result)
-    if written is not None:
-        typer.echo(f"wrote {written}")
+    else:
+        print_timings(result)
+        if written is not None:
+            typer.echo(f"wrote {written}")
+    unfinished = result.unfinished_line(written)
+    if unfinished is not None:
+        typer.echo(unfinished, err=True)
+        raise typer.Exit(INCOMPLETE_EXIT_CODE)
 
 
 def timings_json(result) -> dict:

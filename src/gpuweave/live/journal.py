@@ -173,7 +173,32 @@ def end_orphans(job: LiveJob, copies: list[dict[str, Any]], forked: bool) -> lis
     """End a killed runtime's workers of one attempt (SIGTERM so they checkpoint, SIGKILL after
     ``ORPHAN_WAIT_S``) and commit the steps their checkpoints hold to ``job``; returns the steps per copy.
     Every worker is gone when this returns, so a relaunch never runs beside an orphan."""
-    pids = [p for c in copies for p in c["pids"] if p]
+    _end_pids([p for c in copies for p in c["pids"] if p])
+    saved = []
+    for c in copies:
+        status = read_status(Path(c["channel"]))
+        saved.append(status.checkpoint_steps if status else 0)
+    commit_saved(job, forked, [Path(c["checkpoint"]) for c in copies], saved)
+    return saved
+
+
+def end_journalled_workers(path: Path) -> int:
+    """End the workers of every attempt that ``path`` (a killed runtime's journal) launched and never ended,
+    without committing anything: the run is about to be deleted (``cluster run --replace``). Returns how many
+    worker processes were signalled."""
+    open_attempts: dict[str, dict[str, Any]] = {}
+    for r in _read(path):
+        if r.get("ev") == "launch":
+            open_attempts[str(r.get("job"))] = r
+        elif r.get("ev") == "end":
+            open_attempts.pop(str(r.get("job")), None)
+    pids = [p for r in open_attempts.values() for c in r.get("copies", []) for p in c.get("pids", []) if p]
+    _end_pids(pids)
+    return len(pids)
+
+
+def _end_pids(pids: list[int]) -> None:
+    """SIGTERM, up to ``ORPHAN_WAIT_S`` for them to exit, then SIGKILL."""
     for pid in pids:
         _signal(pid, signal.SIGTERM)
     deadline = time.time() + ORPHAN_WAIT_S
@@ -181,12 +206,6 @@ def end_orphans(job: LiveJob, copies: list[dict[str, Any]], forked: bool) -> lis
         time.sleep(0.05)
     for pid in pids:
         _signal(pid, signal.SIGKILL)
-    saved = []
-    for c in copies:
-        status = read_status(Path(c["channel"]))
-        saved.append(status.checkpoint_steps if status else 0)
-    commit_saved(job, forked, [Path(c["checkpoint"]) for c in copies], saved)
-    return saved
 
 
 def _read(path: Path) -> list[dict[str, Any]]:

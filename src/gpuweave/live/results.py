@@ -5,7 +5,8 @@
 gains ``executor``, ``live: true``, the emulation note and the runtime's timings. ``live.csv`` has one row per
 attempt: when the policy decided it and when its first step was reported (simulated seconds), the restart delay
 between the two, the wall-clock launch latency, and the measured steps/s. ``measured_profiles.csv`` is the
-profile table with the run's measured rates in it (:func:`gpuweave.live.rates.write_measured_profiles`).
+profile table with the run's measured rates in it (:func:`gpuweave.live.rates.write_measured_profiles`). A run
+whose jobs did not all finish exits :data:`INCOMPLETE_EXIT_CODE` with :func:`unfinished_line` last.
 """
 
 from __future__ import annotations
@@ -45,6 +46,21 @@ LIVE_COLUMNS = [
     "outcome",
 ]
 RESULT_FILES = ("jobs.csv", "allocations.csv", "timeseries.csv", "summary.json")
+#: exit status of a run that ended with jobs that did not finish (failed after their retries, or cancelled):
+#: 0 is every job done, 2 bad input (nothing ran), 1 an internal error; docs/hardening.md, "Exit codes"
+INCOMPLETE_EXIT_CODE = 3
+
+
+def unfinished_line(summary: dict[str, Any], out: Path) -> str | None:
+    """The last line of a run whose jobs did not all finish (it exits :data:`INCOMPLETE_EXIT_CODE`); None when
+    every job finished."""
+    jobs, completed = int(summary["jobs"]), int(summary["completed"])
+    if completed >= jobs:
+        return None
+    return (
+        f"{jobs - completed} of {jobs} jobs did not finish "
+        f"(see {out / 'live.csv'} and failed_jobs in {out / 'summary.json'})"
+    )
 
 
 def write_live_run(runtime: LiveRuntime, out: Path) -> dict[str, Any]:

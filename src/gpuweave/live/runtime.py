@@ -39,6 +39,7 @@ from gpuweave.live.config import LiveConfig, program_argv
 from gpuweave.live.executor import Executor, LaunchSpec, log_tail
 from gpuweave.live.journal import Journal
 from gpuweave.live.journal_contract import RunJournal
+from gpuweave.live.names import job_folder_name
 from gpuweave.live.rates import MeasuredProfiles, RateKey, emulated_rate, measured_key
 from gpuweave.workload.job import Job
 from gpuweave.workload.profile_source import ProfileSource
@@ -119,7 +120,7 @@ class LiveRuntime:
                 argv = program_argv(program, self.config_dir)
             else:
                 argv = self.default_argv
-        ckpt = self.out / "checkpoints" / _safe(js.job.job_id) / "model.ckpt"
+        ckpt = self.out / "checkpoints" / job_folder_name(js.job.job_id) / "model.ckpt"
         job = self.jobs[js.job.job_id] = LiveJob(js, list(argv), int(math.ceil(js.job.work)), ckpt)
         return job
 
@@ -544,7 +545,7 @@ class LiveRuntime:
         for index, (slot, share) in enumerate(zip(slots, shares)):
             if share > 0:
                 ckpt = base / f"a{number}-c{index}.ckpt" if forked else job.checkpoint
-                folder = self.out / "channels" / _safe(js.job.job_id)
+                folder = self.out / "channels" / job_folder_name(js.job.job_id)
                 channels = [folder / f"a{number}-c{index}-r{rank}" for rank in range(len(slot))]
                 plan.append((index, slot, share, ckpt, channels))
         planned = [
@@ -585,7 +586,3 @@ class LiveRuntime:
         job.attempt = attempt
         job.history.append(attempt)
         self.journal.attempt_started(job, attempt, self.executor)
-
-
-def _safe(job_id: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in job_id)

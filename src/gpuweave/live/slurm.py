@@ -45,6 +45,7 @@ from gpuweave.errors import InputError
 from gpuweave.hardware.cluster_spec import Node
 from gpuweave.live.executor import LOG_FILE, Executor, LaunchSpec
 from gpuweave.live.local import nvml_gpu_count
+from gpuweave.live.names import job_folder_name
 from gpuweave.live.slurm_commands import TIMINGS, SlurmCommandError, first_line, run_slurm, try_slurm
 from gpuweave.workload.traces.slurm_nodes import GpuSlot, SlurmNode, gpu_slots, parse_scontrol_text
 
@@ -164,7 +165,7 @@ class SlurmExecutor(Executor["_Handle"]):
         gres = f"gpu:{slot.slurm_type}:{spec.gpus}" if slot.slurm_type else f"gpu:{spec.gpus}"
         key = (spec.job_id, spec.copy, spec.rank)
         job = self._jobs.get(key)
-        folder = job.folder if job else self.folder / _safe(f"{spec.job_id}-c{spec.copy}-r{spec.rank}")
+        folder = job.folder if job else self.folder / f"{job_folder_name(spec.job_id)}-c{spec.copy}-r{spec.rank}"
         folder.mkdir(parents=True, exist_ok=True)
         spec.channel.mkdir(parents=True, exist_ok=True)
         _write_attempt(folder, spec, self.emulated)
@@ -479,7 +480,3 @@ def _pct(values: list[float], p: float) -> float | None:
     if not values:
         return None
     return round(values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))], 4)
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)

@@ -56,6 +56,10 @@ from gpuweave.mig.validate import check_schedule
 __all__ = ["ExecutionResult", "NvmlUnavailable", "TaskTiming", "dry_run_calls", "execute_schedule", "load_nvml"]
 
 KILL_GRACE_S = 3.0  # SIGTERM to a task's process group, then SIGKILL after this
+#: exit status of ``mig run`` when the schedule ran to its end but some task's command exited non-zero:
+#: 0 is every task done, 2 bad input or a refused GPU (nothing ran), 1 an internal error; docs/hardening.md
+INCOMPLETE_EXIT_CODE = 3
+NAMED_TASKS = 5  # tasks named in the last line of a run with failed tasks
 WORKER_STOP_S = 60.0  # how long to wait for worker threads to stop before cleaning up without them
 LOOKUP_ATTEMPTS = 20  # MIG device scans before giving up (instances of other threads come and go meanwhile)
 LOOKUP_RETRY_S = 0.05
@@ -88,6 +92,24 @@ class ExecutionResult:
     planned_makespan: float
     measured_makespan: float
     operations: list[tuple[str, int, int, float, float]] = field(default_factory=list)  # op, size, start, t0, t1
+
+    @property
+    def unfinished(self) -> list[TaskTiming]:
+        """Tasks whose command did not exit 0 (a task that never ran has no exit status and counts too)."""
+        return [t for t in self.timings if t.returncode != 0]
+
+    def unfinished_line(self, written: Path | None = None) -> str | None:
+        """The last line of a run with unfinished tasks (``mig run`` then exits :data:`INCOMPLETE_EXIT_CODE`);
+        None when every task exited 0."""
+        bad = self.unfinished
+        if not bad:
+            return None
+        named = ", ".join(
+            f"{t.task} ({'not run' if t.returncode is None else t.returncode})" for t in bad[:NAMED_TASKS]
+        )
+        more = f" and {len(bad) - NAMED_TASKS} more" if len(bad) > NAMED_TASKS else ""
+        see = f"; see the returncode column of {written}" if written is not None else ""
+        return f"{len(bad)} of {len(self.timings)} tasks did not finish (exit status not 0: {named}{more}){see}"
 
     def write_csv(self, path: str | Path) -> Path:
         path = Path(path)
