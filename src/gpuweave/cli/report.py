@@ -23,13 +23,26 @@ def command(
     tolerance: Optional[float] = typer.Option(
         None, "--tolerance", help="Reproductions: relative difference from the paper's number still a match (0.1)."
     ),
+    labels: Optional[List[str]] = typer.Option(
+        None,
+        "--label",
+        help="A run's label in tables and legends, one --label per run directory, in their order (default: the "
+        "policy plus what differs, e.g. 'hadar (sim)', 'hadar (live, ray)').",
+    ),
     quiet: bool = quiet_option(),
 ) -> None:
     """Write report.html (one self-contained file: figures, their data, contents) and the PNGs and CSVs."""
+    from gpuweave.errors import InputError
     from gpuweave.report.grains import report_runs
 
+    if labels and len(labels) != len(run_dirs):
+        raise InputError(
+            f"{len(labels)} --label for {len(run_dirs)} run directories: give one --label per run directory, "
+            "in the same order",
+            field="label",
+        )
     out_dir = out or Path("gpuweave-out") / "report"
     with ProgressBar(show_progress(quiet)) as bar:
         bar.task(f"report: {len(run_dirs)} run(s)")
-        path = report_runs(run_dirs, out_dir, title=title, tolerance=tolerance)
+        path = report_runs(run_dirs, out_dir, title=title, tolerance=tolerance, labels=labels or None)
     typer.echo(f"wrote {path}")

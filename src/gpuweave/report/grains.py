@@ -349,11 +349,16 @@ def _runs_table(runs: Sequence[GrainRun]) -> str:
 
 
 def render_grain_report(
-    kind: str, runs: list[GrainRun], out_dir: Path, title: str, sections: Sequence[DemoSection] = ()
+    kind: str,
+    runs: list[GrainRun],
+    out_dir: Path,
+    title: str,
+    sections: Sequence[DemoSection] = (),
+    labels: Sequence[str] | None = None,
 ) -> Path:
-    """report.html and the PNGs and CSVs of MIG, packs or kernel runs of one kind."""
+    """report.html and the PNGs and CSVs of MIG, packs or kernel runs of one kind (``labels``: the runs' own)."""
     spec = GRAIN_REPORTS[kind]
-    label_runs(runs)
+    label_runs(runs, labels)
     with drawn_aside(out_dir) as scratch:  # a table damaged is met while drawing: nothing reaches out_dir then
         metrics = metric_names(runs)
         page = Page(title, scratch, summary=runs_summary(runs, spec.compared, spec.what))
@@ -376,8 +381,10 @@ def report_runs(
     title: str = "gpuweave report",
     sections: Sequence[DemoSection] = (),
     tolerance: float | None = None,
+    labels: Sequence[str] | None = None,
 ) -> Path:
-    """Write ``out_dir/report.html`` for result directories of one kind (InputError for mixed kinds).
+    """Write ``out_dir/report.html`` for result directories of one kind (InputError for mixed kinds); ``labels``
+    names the runs (one per directory; default: the policy or algorithm plus what differs).
 
     A directory with ``comparison.csv`` and no ``summary.json`` is a reproduction (kind ``repro``), compared
     with the paper's numbers within ``tolerance`` (relative; default :data:`gpuweave.report.repro.TOLERANCE`)."""
@@ -391,9 +398,11 @@ def report_runs(
     if len(set(kinds)) > 1:
         seen = ", ".join(f"{k} ({d})" for k, d in dict(zip(kinds, run_dirs)).items())
         raise InputError(f"runs of different kinds cannot share a report: {seen}; report one kind at a time")
+    if kinds[0] == "repro" and labels:
+        raise InputError("--label names runs; a reproduction's rows are named by their directory", field="label")
     if kinds[0] == "repro":
         return render_repro_report([Path(d) for d in run_dirs], Path(out_dir), title, tolerance)
     if kinds[0] == "cluster":
-        return render_report(run_dirs, out_dir, title=title, sections=sections)
+        return render_report(run_dirs, out_dir, title=title, sections=sections, labels=labels)
     runs = [GrainRun(Path(d), s) for d, s in zip(run_dirs, summaries)]  # type: ignore[arg-type]  # no repro here
-    return render_grain_report(kinds[0], runs, Path(out_dir), title, sections)  # type: ignore[arg-type]  # a kind
+    return render_grain_report(kinds[0], runs, Path(out_dir), title, sections, labels)  # type: ignore[arg-type]  # a kind

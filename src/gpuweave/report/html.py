@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from gpuweave.files import prepare_output_dir
-from gpuweave.report.markup import _is_number, esc, format_value, html_table
+from gpuweave.report.markup import _is_number, esc, esc_breakable, format_value, html_table
 from gpuweave.report.page import Page, appendix_html, winners_sentence
 from gpuweave.report.plots import plot_runs
 from gpuweave.report.rundir import load_runs
@@ -119,10 +119,10 @@ def _runs_table(runs) -> str:
 
 def summary_table(runs, metrics: list[str]) -> str:
     out = ['<div class="scroll"><table><thead><tr><th class="text">metric</th>']
-    out += [f"<th>{esc(run.label)}</th>" for run in runs]
+    out += [f"<th>{esc_breakable(run.label)}</th>" for run in runs]
     out.append("</tr></thead><tbody>")
     for m in metrics:
-        out.append(f'<tr><td class="text">{esc(m)}</td>')
+        out.append(f'<tr><td class="text name">{esc(m)}</td>')
         out += [f"<td>{esc(format_value(run.metrics.get(m)))}</td>" for run in runs]
         out.append("</tr>")
     out.append("</tbody></table></div>")
@@ -149,14 +149,14 @@ def comparison_table(runs, metrics: list[str], compared: dict[str, bool] = COMPA
         "the best run per metric is highlighted.</p>",
         '<div class="scroll"><table><thead><tr><th class="text">metric</th>',
     ]
-    out += [f"<th>{esc(run.label)}</th>" for run in runs]
+    out += [f"<th>{esc_breakable(run.label)}</th>" for run in runs]
     out.append("</tr></thead><tbody>")
     for m in metrics:
         higher = _better(m, compared)
         values = [run.metrics.get(m) for run in runs]
         finite = [v for v in values if _finite(v)]
         best = (max(finite) if higher else min(finite)) if len(set(finite)) > 1 else None
-        out.append(f'<tr><td class="text">{esc(m)} ({"higher" if higher else "lower"} is better)</td>')
+        out.append(f'<tr><td class="text name">{esc(m)} ({"higher" if higher else "lower"} is better)</td>')
         b = values[0]
         for v in values:
             text = format_value(v)
@@ -210,14 +210,16 @@ def render_report(
     *,
     title: str = "gpuweave report",
     sections: Sequence[DemoSection] = (),
+    labels: Sequence[str] | None = None,
 ) -> Path:
     """Write ``out_dir/report.html`` (and the plot PNGs and CSVs) for one or several cluster run directories.
 
     Returns the report path. A run directory without a readable ``summary.json``, ``jobs.csv`` or
-    ``timeseries.csv`` raises :class:`InputError` naming the file.
+    ``timeseries.csv`` raises :class:`InputError` naming the file. ``labels``: the runs' labels, one per
+    directory (default: :func:`gpuweave.report.rundir.label_runs`'s).
     """
     out_dir = Path(out_dir)
-    runs = load_runs(list(run_dirs))
+    runs = load_runs(list(run_dirs), labels)
     with drawn_aside(out_dir) as scratch:
         metrics = metric_names(runs)
         page = Page(title, scratch, summary=runs_summary(runs, COMPARED, _cluster_what(runs)))

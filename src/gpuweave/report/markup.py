@@ -29,6 +29,9 @@ _MIME = {
     ".webp": "image/webp",
 }
 
+#: tables fit a 1,400 px window: headings wrap at spaces and after ``_ = , /`` (:func:`esc_breakable`), text cells
+#: (paths, configs) anywhere, a metric's name (``td.name``) only at spaces, numbers only at a space
+#: (``1,210.3 (×1.00)``); a table too wide even so scrolls inside its ``div.scroll``, never the page
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:1.5rem auto;max-width:1400px;
 padding:0 1.5rem;color:#222;line-height:1.5}
@@ -37,8 +40,8 @@ padding-bottom:.2rem}h3{font-size:1.05rem;margin-top:1.4rem}.meta{color:#666;fon
 .summary{font-size:1.02rem;background:#f6f8fa;border-left:4px solid #0072B2;padding:.6rem 1rem}
 nav.toc ol{margin:.2rem 0;padding-left:1.4rem}nav.toc li{margin:.1rem 0}nav.toc ol ol{font-size:.9rem}
 .scroll{overflow-x:auto}table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}
-th,td{border:1px solid #ddd;padding:.25rem .55rem;text-align:right;white-space:nowrap}
-th{background:#f4f4f4}td.text,th.text{text-align:left}td.best{font-weight:700;background:#e3f1fa}
+th,td{border:1px solid #ddd;padding:.25rem .45rem;text-align:right;vertical-align:top}
+th{background:#f4f4f4}td.text,th.text{text-align:left}td.text{overflow-wrap:anywhere}td.name{overflow-wrap:normal}td.best{font-weight:700;background:#e3f1fa}
 figure{margin:1.2rem 0 1.8rem 0}figure img{width:100%;height:auto;border:1px solid #eee}
 figcaption{color:#333;font-size:.92rem;max-width:75rem}figcaption a{white-space:nowrap}
 pre{background:#f7f7f7;padding:.6rem;overflow-x:auto;font-size:.8rem}
@@ -50,6 +53,12 @@ td.in{background:#e3f1fa}td.out{background:#fbe3d6}
 def esc(value: Any) -> str:
     """HTML-escape any value's text (quotes too, so it is safe in attributes)."""
     return html.escape(str(value), quote=True)
+
+
+def esc_breakable(value: Any) -> str:
+    """:func:`esc`, with a line-break opportunity (``<wbr>``) after each ``_``, ``=``, ``,`` and ``/``: a column
+    heading such as ``round_length=30`` may wrap inside a narrow column instead of widening the table."""
+    return "".join(esc(c) + ("<wbr>" if c in "_=,/" else "") for c in str(value))
 
 
 def format_value(value: Any) -> str:
@@ -97,7 +106,7 @@ def html_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = N
         return ""
     out = ['<div class="scroll"><table><thead><tr>']
     for col in columns:
-        out.append(f'<th class="text">{esc(col)}</th>')
+        out.append(f'<th class="text">{esc_breakable(col)}</th>')
     out.append("</tr></thead><tbody>")
     for row in rows:
         out.append("<tr>")

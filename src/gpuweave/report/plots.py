@@ -20,6 +20,8 @@ import numpy as np
 
 from gpuweave.plotting import (
     CONTEXT_GREY,
+    LINESTYLES,
+    PALETTE,
     figure,
     fill_style,
     group_identical,
@@ -27,11 +29,12 @@ from gpuweave.plotting import (
     legend_outside,
     note,
     plot_text,
+    plot_title,
     save,
     series_style,
     write_csv,
 )
-from gpuweave.report.rundir import RunData
+from gpuweave.report.rundir import LABEL_MAX, RunData, config_part
 from gpuweave.report.section import Figure
 
 #: up to this many runs the busy-GPU plot draws one panel per run; above, one panel per GPU model
@@ -135,7 +138,7 @@ def _clip_text(clip: float, end: float) -> str:
 
 
 def _suptitle(fig, title: str, clip: float, end: float) -> None:
-    fig.suptitle(plot_text(title + (f" ({_clip_text(clip, end)})" if clip < end else "")))
+    fig.suptitle(plot_title(title + (f" ({_clip_text(clip, end)})" if clip < end else "")))
 
 
 def _cdf_xy(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -478,6 +481,48 @@ def plot_runs(runs: Sequence[RunData], out_dir: Path) -> list[Figure]:
     ]
 
 
+#: sweep grid fields that name what ran (shown bare in a group's label, and picking its colour family)
+SWEEP_NAME_FIELDS = ("policy", "algo", "mode", "placement")
+
+
+def _cell_text(value: Any) -> str:
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        return str(int(value))
+    return str(value)
+
+
+def sweep_group_label(values: dict[str, Any], name_field: str | None = None) -> str:
+    """A sweep group's label, as runs are labelled (:func:`gpuweave.report.rundir.label_runs`): the ``name_field``
+    value bare (``fifo``), every other field ``key=value`` (``round_length=30``) or ``key unset`` for a null,
+    at most :data:`gpuweave.report.rundir.LABEL_MAX` characters."""
+    parts = [_cell_text(values[name_field])] if name_field and values.get(name_field) is not None else []
+    parts += [config_part(k, None if _missing(v) else v) for k, v in values.items() if k != name_field or _missing(v)]
+    text = " ".join(parts)
+    return text if len(text) <= LABEL_MAX else text[: LABEL_MAX - 1].rstrip() + "\u2026"
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def family_colours(families: Sequence[str]) -> list[tuple[Any, int]]:
+    """(colour, family index) per series: one palette colour per family (a policy), its members in shades of it,
+    the first full, the others lighter (mixed with white up to 60%)."""
+    order = list(dict.fromkeys(families))
+    sizes = {f: families.count(f) for f in order}
+    seen: dict[str, int] = {}
+    out = []
+    for family in families:
+        k = seen.get(family, 0)
+        seen[family] = k + 1
+        index = order.index(family)
+        base = PALETTE[index % len(PALETTE)]
+        rgb = [int(base[j : j + 2], 16) / 255 for j in (1, 3, 5)]
+        mix = 0.6 * k / max(sizes[family] - 1, 1)
+        out.append((tuple(c + (1 - c) * mix for c in rgb), index))
+    return out
+
+
 def plot_sweep_aggregate(
     df: Any,
     path: Path,
@@ -499,20 +544,33 @@ def plot_sweep_aggregate(
     scale = 1.0
     if y.endswith("_s"):
         scale, ylabel = 3600.0, f"mean {y[:-2]} (h)"
-    # a grid value of null (the field's default) reads "null", as in SWEEP.yaml; str() of a missing value would be
-    # a float NaN under pandas' string dtype, which " ".join refuses
+    # each group reads like a run's label: the policy (or algo, mode, placement) bare, other grid fields as
+    # key=value, a null grid value (the field's default) as "key unset" (not "null"); the policy picks the colour
+    # family, the other fields a shade of it
+    family_field = next((g for g in groups if g in SWEEP_NAME_FIELDS), None)
     if groups:
-        labels = data[groups].astype(object).where(data[groups].notna(), "null").map(str)
-        keyed = data.assign(_group=labels.agg(" ".join, axis=1))
+        records = data[groups].astype(object).where(data[groups].notna(), None).to_dict(orient="records")
+        keyed = data.assign(_group=[sweep_group_label(r, family_field) for r in records])
+        families = [_cell_text(r[family_field]) if family_field else "" for r in records]
     else:
         keyed = data.assign(_group="all")
+        families = [""] * len(data)
     names = list(dict.fromkeys(keyed["_group"]))
+    family_of = dict(zip(keyed["_group"], families))
+    colours = family_colours([family_of[n] for n in names])
     rows = []
     if x is None:
         means = [keyed.loc[keyed["_group"] == g, y].mean() / scale for g in names]
         stds = [keyed.loc[keyed["_group"] == g, y].std(ddof=0) / scale for g in names]
-        colors = [series_style(i)["color"] for i in range(len(names))]
-        ax.bar(range(len(names)), means, yerr=stds, color=colors, capsize=3)
+        ax.bar(
+            range(len(names)),
+            means,
+            yerr=stds,
+            color=[c for c, _ in colours],
+            edgecolor=[PALETTE[f % len(PALETTE)] for _, f in colours],
+            linewidth=1.0,
+            capsize=3,
+        )
         ax.set_xticks(range(len(names)), [plot_text(n) for n in names], rotation=30, ha="right")
         rows = [(n, "", m, s) for n, m, s in zip(names, means, stds)]
     else:
@@ -521,13 +579,16 @@ def plot_sweep_aggregate(
             stats = part.groupby(x, sort=True)[y].agg(["mean", "std", "count"])
             std = stats["std"].fillna(0.0).to_numpy() / scale
             xs, ms = stats.index.to_numpy(dtype=float), stats["mean"].to_numpy() / scale
-            ax.errorbar(xs, ms, yerr=std, marker="o", capsize=3, label=plot_text(name), **series_style(i))
+            colour, family = colours[i]
+            shade = sum(1 for c, f in colours[:i] if f == family)
+            style = {"color": colour, "linestyle": LINESTYLES[shade % len(LINESTYLES)]}
+            ax.errorbar(xs, ms, yerr=std, marker="o", capsize=3, label=plot_text(name), **style)
             rows += [(name, a, b, c) for a, b, c in zip(xs, ms, std)]
         ax.set_xlabel(plot_text(x))
         legend_outside(ax, len(names))
     ax.set_ylabel(plot_text(ylabel))
     title = f"{ylabel} per " + (" + ".join(groups) if groups else "sweep")
-    ax.set_title(plot_text(title))
+    ax.set_title(plot_title(title))
     csv = write_csv(path.with_suffix(".csv"), ("group", x or "", "mean", "std"), rows)
     caption = (
         f"The {ylabel} of each group of sweep cells"

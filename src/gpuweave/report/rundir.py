@@ -7,7 +7,6 @@ naming the file (and the row and field for tables).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -133,55 +132,196 @@ def load_run(run_dir: str | Path) -> RunData:
     return RunData(run_dir, summary, jobs, timeseries)
 
 
+#: the longest label a run gets (a report's column heading, a legend entry, a bar's tick)
+LABEL_MAX = 40
+#: the longest value shown in a ``key=value`` part of a label
+VALUE_MAX = 14
+#: config keys a label never spells out as ``key=value``: the name or the run's mode (sim or live) says them
+_NOT_DIFFERENCES = {"policy", "seed", "executor", "policy_options"}
+#: config keys that are a run's name when set (a MIG/packs algorithm, a kernel mode, a sharing placement)
+_NAME_KEYS = ("algo", "mode", "placement")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
+
+
 def _short(value: Any) -> str:
+    """A config value as it reads in a label: ``30`` for 30.0, a path's file name, ``a=1,b=2`` for a dict, at most
+    :data:`VALUE_MAX` characters (no JSON dumps)."""
     if isinstance(value, float) and math.isfinite(value) and value == int(value):
         return str(int(value))
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return str(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict):
+        text = ",".join(f"{k}={_short(v)}" for k, v in sorted(value.items(), key=lambda kv: str(kv[0])))
+    elif isinstance(value, (list, tuple)):
+        text = ",".join(_short(v) for v in value)
+    else:
+        text = str(value)
+        if "/" in text and "=" not in text:  # a path: its file name says enough
+            text = text.rstrip("/").rsplit("/", 1)[-1] or text
+    return _clip(text, VALUE_MAX)
 
 
-def label_runs(runs: list) -> None:
-    """Give each run a short label: its name (the policy, or a MIG/packs algorithm or kernel mode); the seed
-    when the runs' seeds differ; then whatever config fields differ between runs that still share a label, and
-    finally the directory name."""
+def config_part(key: str, value: Any) -> str:
+    """One difference as a label reads it: ``key=value`` (value shortened), or ``key unset`` for a null."""
+    key = str(key).rsplit(".", 1)[-1]  # executor.time_scale reads time_scale
+    if value is None:
+        return f"{key} unset"
+    if isinstance(value, (dict, list, tuple)) and not value:
+        return f"{key} empty"
+    return f"{key}={_short(value)}"
+
+
+def run_mode(summary: dict[str, Any]) -> str:
+    """``sim`` for a simulated run, ``live, <executor>`` for a live one (``summary.json``'s ``live`` and
+    ``executor``, else its config's ``executor.kind``)."""
+    config = summary.get("config") if isinstance(summary.get("config"), dict) else {}
+    executor = summary.get("executor")
+    if not isinstance(executor, str) or not executor:
+        section = config.get("executor") if isinstance(config, dict) else None
+        kind = section.get("kind") if isinstance(section, dict) else None
+        executor = str(kind) if kind and (summary.get("live") or "executor" in summary) else ""
+    if summary.get("live") is True or executor:
+        return f"live, {executor}" if executor else "live"
+    return "sim"
+
+
+def _flat(config: dict[str, Any], live: bool, name: str = "") -> dict[str, Any]:
+    """The config fields a label may name, in file order, less those the run's ``name`` already says; a live
+    run's ``executor`` section comes flattened (``executor.time_scale``, read ``time_scale``), a simulated run's
+    (which the simulator ignored) is left out."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if key == "executor" and live and isinstance(value, dict):
+            out.update(_flat_section(value, "executor."))
+        elif key in _NAME_KEYS and value and str(value) in name:
+            continue
+        elif key not in _NOT_DIFFERENCES:
+            out[str(key)] = value
+    return out
+
+
+def _flat_section(section: dict[str, Any], prefix: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in section.items():
+        if isinstance(value, dict) and value:
+            out.update(_flat_section(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _options(run: Any) -> str:
+    options = run.config.get("policy_options") or {}
+    if not isinstance(options, dict) or not options:
+        return ""
+    return "[" + ",".join(f"{k}={_short(v)}" for k, v in sorted(options.items())) + "]"
+
+
+def _join(parts: Sequence[str]) -> str:
+    return " ".join(p for p in parts if p)
+
+
+def label_runs(runs: Sequence[Any], labels: Sequence[str] | None = None) -> None:
+    """Give each run a short label (at most :data:`LABEL_MAX` characters): its name (the policy, or a MIG/packs
+    algorithm, kernel mode or placement) plus what differs between the runs -- the policy's options
+    (``hadar[order=srpt]``), the mode when simulated and live runs meet (``hadar (sim)``, ``hadar (live, ray)``),
+    the seed when seeds differ, then the config fields that differ between runs still sharing a label
+    (``round_length=30``, ``round_length unset``), and finally, for runs still alike, the directory name.
+
+    ``labels`` (one per run, in order) replaces all that: the caller's choice (``gpuweave report --label``)."""
+    if labels is not None:
+        if len(labels) != len(runs):
+            raise InputError(f"{len(labels)} label(s) for {len(runs)} run(s): give one --label per run directory")
+        for run, label in zip(runs, labels):
+            if not str(label).strip():
+                raise InputError("empty label", field="label")
+            run.label = str(label).strip()
+        return
     if len(runs) == 1:
         runs[0].label = runs[0].name
         return
+    options = [_options(run) for run in runs]
+    show_options = len(set(options)) > 1
+    modes = [run_mode(run.summary) for run in runs]
+    show_mode = len(set(modes)) > 1
     show_seed = len({_short(run.seed) for run in runs}) > 1
-    for run in runs:
-        run.label = f"{run.name} seed={_short(run.seed)}" if show_seed else run.name
-    groups: dict[str, list[RunData]] = {}
-    for run in runs:
-        groups.setdefault(run.label, []).append(run)
-    for group in groups.values():
-        if len(group) < 2:
-            continue
-        keys = sorted({k for r in group for k in r.config} - {"policy", "seed"})
-        differing = [k for k in keys if len({_short(r.config.get(k)) for r in group}) > 1]
-        if "policy_options" in differing:  # the policy's own options read best next to its name: hadar[order=srpt]
-            differing.remove("policy_options")
-            for run in group:
-                options = run.config.get("policy_options") or {}
-                if isinstance(options, dict) and options:
-                    inner = ",".join(f"{k}={_short(v)}" for k, v in sorted(options.items()))
-                    run.label = run.label.replace(run.name, f"{run.name}[{inner}]", 1)
-        for run in group:
-            extra = " ".join(f"{k}={_short(run.config.get(k))}" for k in differing)
-            if extra:
-                run.label = f"{run.label} {extra}"
+    for run, option, mode in zip(runs, options, modes):
+        run.label = _join(
+            [
+                run.name + (option if show_options else ""),
+                f"({mode})" if show_mode else "",
+                f"seed={_short(run.seed)}" if show_seed else "",
+            ]
+        )
+    flat = [_flat(run.config, mode != "sim", run.name) for run, mode in zip(runs, modes)]
+    parts: list[list[str]] = [[] for _ in runs]
+    _split(list(range(len(runs))), [run.label for run in runs], flat, parts)
+    for run, extra in zip(runs, parts):
+        run.label = _fit(run.label, extra)
     seen: dict[str, int] = {}
     for run in runs:
         seen[run.label] = seen.get(run.label, 0) + 1
     for run in runs:
         if seen[run.label] > 1:
-            run.label = f"{run.label} ({run.path.name})"
+            run.label = _fit(run.label, [f"({_clip(run.path.name, 16)})"], keep_last=True)
+    _unique(runs)
 
 
-def load_runs(run_dirs: Sequence[str | Path]) -> list[RunData]:
-    """Load and label several run directories."""
+def _split(members: list[int], labels: list[str], flat: list[dict[str, Any]], parts: list[list[str]]) -> None:
+    """Among runs sharing a label, the first config field (in file order) whose values differ is added to each
+    one's ``parts``; the runs still alike then go on the same way, with the fields that differ among them only
+    (so ``round_length=360 profiles=a=3`` rather than every field that differs anywhere)."""
+    groups: dict[str, list[int]] = {}
+    for i in members:
+        groups.setdefault(labels[i] + "\0" + "\0".join(parts[i]), []).append(i)
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        keys = list(dict.fromkeys(k for i in group for k in flat[i]))
+        key = next((k for k in keys if len({config_part(k, flat[i].get(k)) for i in group}) > 1), None)
+        if key is None:
+            continue
+        for i in group:
+            parts[i].append(config_part(key, flat[i].get(key)))
+        _split(group, labels, flat, parts)
+
+
+def _fit(label: str, parts: Sequence[str], keep_last: bool = False) -> str:
+    """``label`` with as many of ``parts`` as fit in :data:`LABEL_MAX` characters (an ellipsis for those left
+    out); with ``keep_last`` the last part is kept whole and the label before it cut instead."""
+    if keep_last and parts:
+        tail = parts[-1]
+        head = _fit(label, parts[:-1])
+        return _clip(head, LABEL_MAX - len(tail) - 1) + " " + tail
+    out = label
+    for n, part in enumerate(parts):
+        more = n + 1 < len(parts)
+        if len(out) + 1 + len(part) + (2 if more else 0) <= LABEL_MAX:
+            out += " " + part
+        else:
+            return _clip(out + " \u2026", LABEL_MAX)
+    return _clip(out, LABEL_MAX)
+
+
+def _unique(runs: Sequence[Any]) -> None:
+    """Runs whose labels still coincide (cut to fit) get their position appended: ``hadar \u2026 #3``."""
+    seen: dict[str, int] = {}
+    for run in runs:
+        seen[run.label] = seen.get(run.label, 0) + 1
+    for n, run in enumerate(runs, 1):
+        if seen[run.label] > 1:
+            run.label = _clip(run.label, LABEL_MAX - len(f" #{n}")) + f" #{n}"
+
+
+def load_runs(run_dirs: Sequence[str | Path], labels: Sequence[str] | None = None) -> list[RunData]:
+    """Load and label several run directories (``labels``: the caller's, one per directory)."""
     if not run_dirs:
         raise InputError("no run directories given")
+    if labels is not None and len(labels) != len(run_dirs):
+        raise InputError(f"{len(labels)} label(s) for {len(run_dirs)} run(s): give one --label per run directory")
     runs = [load_run(d) for d in run_dirs]
-    label_runs(runs)
+    label_runs(runs, labels)
     return runs
