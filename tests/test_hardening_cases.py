@@ -424,11 +424,12 @@ def test_gantt_charts_draw_a_task_named_like_a_broken_formula(cli, tmp_path, tab
     assert (tmp_path / "g.png").stat().st_size > 0
 
 
-@pytest.mark.parametrize("name", ["\x00big", "\u4efb\u52a1", "tab\there"], ids=["nul", "cjk", "tab"])
+@pytest.mark.parametrize("name", ["\x01big", "\u4efb\u52a1", "tab\there"], ids=["control", "cjk", "tab"])
 def test_gantt_chart_draws_names_the_font_cannot_without_warnings(cli, tmp_path, name):
     # found by the fuzz campaign with charts drawn: "UserWarning: Glyph 0 (\x00) missing from font(s) DejaVu Sans"
     # on stderr, one per character (a CJK name too); control characters are now drawn as U+FFFD, missing glyphs as
-    # the font's empty box, without the warning
+    # the font's empty box, without the warning. (A NUL itself is malformed CSV since issue 39: see
+    # tests/test_hardening_readers.py::test_nul_in_a_task_table_is_malformed_csv.)
     (tmp_path / "p.csv").write_text(f"task,1,2,3,4\n{name},40,22,16,13\nmid,20,11,8,7\n")
     out = cli.run(["plan", "packs", "p.csv", "--gantt", "g.png"], tmp_path)
     assert out.code == 0 and "Warning" not in out.stderr, out.describe()

@@ -74,21 +74,67 @@ def read_input_bytes(path: str | Path, *, what: str = "file", limit_name: str = 
 
 def read_input_text(path: str | Path, *, what: str = "file", limit_name: str = "input_mb") -> str:
     """The UTF-8 text of ``path`` (a BOM is dropped); InputError for every way reading can fail."""
-    data = read_input_bytes(path, what=what, limit_name=limit_name)
+    return decode_text(read_input_bytes(path, what=what, limit_name=limit_name), source=path)
+
+
+def decode_text(data: bytes, *, source: str | Path | None) -> str:
+    """``data`` as UTF-8 text (a BOM dropped); text in another encoding (latin-1, UTF-16) is one InputError naming
+    the first byte that is not UTF-8, never a ``UnicodeDecodeError`` or text with surrogates."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", file=path) from None
+        raise InputError(f"not UTF-8 text (byte {exc.start})", file=source) from None
+
+
+STDIN = "<stdin>"
+
+
+def read_stdin_text(*, what: str = "standard input", limit_name: str = "input_mb", stream: Any = None) -> str:
+    """Standard input (``-`` on the command line) as UTF-8 text, read as bytes whatever the locale says (a C locale
+    gives ``sys.stdin`` surrogate escapes, which fail later, far from here), at most limit ``limit_name`` MB; what
+    is not UTF-8 is one InputError naming ``<stdin>`` and the byte. ``stream``: a binary stream (tests)."""
+    import sys
+
+    source = stream if stream is not None else getattr(sys.stdin, "buffer", None)
+    if source is None:
+        raise InputError(f"no {what} to read", file=STDIN)
+    cap = limit(limit_name) * 1024 * 1024
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        while True:
+            chunk = source.read(_CHUNK)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > cap:
+                check_limit(limit_name, total // (1024 * 1024) + 1, f"{what} of more than {cap:,} bytes", file=STDIN)
+            chunks.append(chunk)
+    except OSError as exc:
+        raise InputError(f"cannot read the {what}: {exc.strerror or exc}", file=STDIN) from None
+    return decode_text(b"".join(chunks), source=STDIN)
 
 
 # --------------------------------------------------------------------------- CSV tables
 def csv_rows(lines: Iterable[str], *, file: str | Path | None) -> Iterator[list[str]]:
     """``csv.reader`` over ``lines``, its ``csv.Error`` an InputError naming the file and the record (the header is
     row 0, every record after it counts, blank ones too): a field past the csv module's 131,072-character limit, a
-    NUL byte or a stray quote is one line, not a traceback. O(size of the text)."""
+    NUL byte or a stray quote is one line, not a traceback. O(size of the text).
+
+    A NUL is refused here: the csv module of Python 3.11 and later reads it as data (3.10 refused it), and a table
+    with one is a binary file or a damaged one, not text to schedule from."""
     import csv
 
-    reader = csv.reader(lines)
+    nul = False
+
+    def checked(source: Iterable[str]) -> Iterator[str]:
+        nonlocal nul
+        for line in source:
+            if "\0" in line:
+                nul = True
+            yield line
+
+    reader = csv.reader(checked(lines))  # reads a record's lines as it parses it, never ahead
     row = 0
     while True:
         try:
@@ -97,8 +143,14 @@ def csv_rows(lines: Iterable[str], *, file: str | Path | None) -> Iterator[list[
             return
         except csv.Error as exc:
             raise InputError(f"malformed CSV: {exc}", file=file, row=row) from None
+        if nul:
+            raise InputError(NUL_IN_CSV, file=file, row=row)
         yield record
         row += 1
+
+
+#: the message for a NUL character in a CSV table (every reader: :func:`csv_rows`, ``read_csv_strings``)
+NUL_IN_CSV = "malformed CSV: a NUL character (is it a binary file?)"
 
 
 def csv_dicts(
@@ -135,11 +187,16 @@ def check_unique_columns(header: list[str], *, file: str | Path | None) -> None:
         seen.add(name)
 
 
-def first_csv_row(text: str, comment: str | None = "#") -> list[str]:
+def first_csv_row(text: str, comment: str | None = "#", *, file: str | Path | None = None) -> list[str]:
     """The first record of CSV ``text`` (its header) with blank lines and, with ``comment``, the text after a
-    comment character skipped, names stripped; [] when there is none. For the readers that parse with pandas."""
+    comment character skipped, names stripped; [] when there is none. For the readers that parse with pandas, so it
+    also refuses a NUL anywhere in ``text`` (:data:`NUL_IN_CSV`, the row counted in lines, the header's is 0), which
+    pandas would read as data or as the end of a cell."""
     import csv
 
+    nul = text.find("\0")
+    if nul >= 0:
+        raise InputError(NUL_IN_CSV, file=file, row=text.count("\n", 0, nul))
     for line in text.lstrip("\ufeff").splitlines():
         if comment is not None:
             line = line.split(comment, 1)[0]
@@ -346,3 +403,54 @@ def check_path(value: Any, *, file: str | Path | None = None, field: str | None 
             f"file name too long ({len(encoded)} bytes; at most {MAX_NAME_BYTES} per part)", file=file, field=field
         )
     return value
+
+
+def safe_name(
+    name: Any,
+    *,
+    suffix: str = "",
+    field: str | None = None,
+    file: str | Path | None = None,
+    row: int | None = None,
+) -> str:
+    """``name`` (read from input: a trace, workload or job name) checked to be usable as one plain file name with
+    ``suffix`` appended: a name that is not a non-empty string, holds a path separator (``/``, a backslash), a NUL
+    or another control character, starts with ``.`` (``..``, ``.``, hidden files) or is too long for the
+    filesystem is one InputError naming ``field`` (and ``file``/``row``: where the name was read). For readers that
+    check names as they read them; :func:`safe_child` makes the path. O(len(name))."""
+    where: dict[str, Any] = {"file": file, "row": row, "field": field}
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(f"expected a name, got {name!r}"[:120], **where)
+    shown = repr(name if len(name) <= 60 else name[:57] + "...")
+    if "/" in name or "\\" in name:
+        raise InputError(f"the name {shown} contains a path separator; it cannot be a file name", **where)
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise InputError(f"the name {shown} contains a control character; it cannot be a file name", **where)
+    if name.startswith("."):
+        raise InputError(f"the name {shown} starts with '.'; it cannot be a file name", **where)
+    encoded = (name + suffix).encode("utf-8", "surrogateescape")
+    if len(encoded) > MAX_NAME_BYTES:
+        raise InputError(
+            f"the name {shown} is too long for a file name ({len(encoded)} bytes; at most {MAX_NAME_BYTES})", **where
+        )
+    return name
+
+
+def safe_child(
+    directory: str | Path,
+    name: Any,
+    *,
+    suffix: str = "",
+    field: str | None = None,
+    file: str | Path | None = None,
+    row: int | None = None,
+) -> Path:
+    """``directory / (name + suffix)`` for a ``name`` read from input, checked by :func:`safe_name` and, as a last
+    guard, that the path stays a direct entry of ``directory``. The one way such names become paths: a crafted
+    ``../../evil`` in a data file must not read or write outside the folder it belongs to. O(len(name))."""
+    safe_name(name, suffix=suffix, field=field, file=file, row=row)
+    base = os.path.normpath(os.path.abspath(directory))
+    child = os.path.normpath(os.path.join(base, name + suffix))
+    if os.path.dirname(child) != base:
+        raise InputError(f"the name {name!r} would leave the directory {directory}", file=file, row=row, field=field)
+    return Path(directory) / (name + suffix)

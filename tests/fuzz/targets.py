@@ -332,6 +332,25 @@ LIVE = {
     "executor": {"kind": "local", "program": "synthetic", "time_scale": 100, "checkpoint_every": 1},
 }
 
+#: Gavel's summary.csv (crosscheck gavel): its traces/ and results/ folders cannot be given here (a Target's files
+#: are written flat), so the target reads the summary and ends without a trace to run (exit 2) or refuses a row
+GAVEL_SUMMARY = (
+    ["trace", "policy", "jobs", "avg_jct_s", "median_jct_s", "makespan_s", "error", "command"],
+    [
+        ["t", "fifo_perf", "2", "1000.5", "900", "2000", "", "python sim.py -c 2:1:1 --seed 0 --time_per_iteration 60"],
+        ["t", "max_min_fairness_perf", "2", "", "", "", "timeout", "python sim.py -c 2:1:1 --seed 1"],
+        ["u", "max_min_fairness", "2", "1200", "1100", "2500", "", "python sim.py --cluster_spec 1:1:0"],
+    ],
+)
+#: FGD's analysis_allo_discrete.csv (crosscheck fgd), flat beside the node list and the pod list of workload "w"
+FGD_ANALYSIS = (
+    ["workload", "sc_policy", "tune", "seed", "total_gpus", *map(str, range(131))],
+    [
+        ["openb_pod_list_w", "06-FGD", "1.3", "42", "10", *(f"{min(k * 0.9, 90):.2f}" for k in range(131))],
+        ["openb_pod_list_w", "01-Random", "1.3", "43", "10", *(f"{min(k * 0.8, 85):.2f}" for k in range(131))],
+    ],
+)
+
 
 SLURM_DATA = ROOT / "tests" / "slurm" / "data"
 SACCT_LINES = [line.split("|") for line in (SLURM_DATA / "edge-cases.sacct").read_text().splitlines()[:8]]
@@ -538,6 +557,20 @@ TARGETS: list[Target] = [
         "cluster import-slurm (scontrol text)",
         {"nodes.txt": damaged_bytes(SCONTROL_TEXT)},
         ["cluster", "import-slurm", "nodes.txt"],
+    ),
+    Target(
+        "crosscheck gavel (summary.csv)",
+        {"summary.csv": _csv(*GAVEL_SUMMARY)},
+        ["crosscheck", "gavel", "--data", ".", "--out", "o", "-q"],
+    ),
+    Target(
+        "crosscheck fgd (analysis, nodes, pods)",
+        {
+            "analysis_allo_discrete.csv": _csv(*FGD_ANALYSIS),
+            "openb_node_list_gpu_node.csv": st.just(_table_text(*OPENB_NODES)),
+            "openb_pod_list_w.csv": st.just(_table_text(*FILL_PODS)),
+        },
+        ["crosscheck", "fgd", "--data", ".", "--out", "o", "-q"],
     ),
     Target(
         "option values",

@@ -432,8 +432,6 @@ def import_slurm(
 ) -> None:
     """Turn a Slurm cluster's job history (sacct) into a gpuweave trace: submit, start, end, GPUs, GPU type,
     user, partition, state. Jobs without GPUs or that never ran are left out (the notes count them)."""
-    import sys
-
     from gpuweave.workload.traces.schema import validate_frame, write_frame
     from gpuweave.workload.traces.slurm import sacct_command, sacct_frame
     from gpuweave.workload.traces.slurm_nodes import parse_gpu_map
@@ -448,7 +446,9 @@ def import_slurm(
         if save_sacct is not None:
             prepare_output_file(save_sacct, field="save-sacct").write_text(text, encoding="utf-8")
     elif source == "-":
-        text, label = sys.stdin.read(), "<stdin>"
+        from gpuweave.files import STDIN, read_stdin_text
+
+        text, label = read_stdin_text(), STDIN  # bytes decoded as UTF-8: another encoding is one line
     else:
         from gpuweave.workload.traces._tables import read_text
 

@@ -201,7 +201,7 @@ def load_pool(path: str | Path | None = None, window: str = DEFAULT_WINDOW) -> d
         source = str(p)
     import io
 
-    check_unique_columns(first_csv_row(text), file=source)
+    check_unique_columns(first_csv_row(text, file=source), file=source)
     try:
         frame = pd.read_csv(io.StringIO(text), comment="#")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:

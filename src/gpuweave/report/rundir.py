@@ -77,7 +77,7 @@ def _read_table(
         raise InputError("missing file in run directory", file=path)
     text = read_input_text(path, what="result table")
     check_limit("trace_jobs", max(0, text.count("\n") - 1), "rows of the table", file=path)
-    check_unique_columns(first_csv_row(text, comment=None), file=path)
+    check_unique_columns(first_csv_row(text, comment=None, file=path), file=path)
     try:
         df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:

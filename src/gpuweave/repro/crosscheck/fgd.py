@@ -13,6 +13,11 @@ over those seeds at arrived load 50, 80, 90, 100, 110, 120 and 130 %: allocation
 when FGD's file is there, the fragmentation ratio (% of idle GPU share). Seeds are matched by number only: our
 generator is not Go's, so each side's seed mean is what is compared. Every run's curves go to ``curves.csv``.
 
+FGD's result files are read through the project's checked readers: a missing column, a NUL byte, a seed that is
+not a whole number, a value that is NaN, negative or above 100 (both files hold percentages) or a (workload, policy,
+seed) given twice is one InputError naming the file, the row and the field; an empty cell is a load FGD did not
+reach. A workload name becomes a file name only through :func:`~gpuweave.files.safe_child`.
+
 Complexity: one experiment per (workload, policy, seed), 3-10 s each on openb's 1,213 nodes.
 """
 
@@ -22,10 +27,13 @@ import csv
 from collections.abc import Callable
 from pathlib import Path
 
+from gpuweave.checks import SEED, Range, parse
 from gpuweave.cluster.sharing.experiment import FillResult, run_fill
 from gpuweave.errors import InputError
+from gpuweave.files import safe_child, safe_name
 from gpuweave.repro.registry import ComparisonRow
 from gpuweave.workload.tasks import TaskTable
+from gpuweave.workload.traces._tables import ROW, numeric_column, read_csv_strings, require_columns
 from gpuweave.workload.traces.openb import read_openb_node_table, read_openb_tasks
 
 # FGD's result files name policies "01-Random" ... "06-FGD"; ours in the placement registry
@@ -42,6 +50,9 @@ NODE_LIST = "openb_node_list_gpu_node.csv"
 ALLOCATION_FILE = "analysis_allo_discrete.csv"
 RATIO_FILE = "analysis_frag_ratio_discrete.csv"
 WORKLOAD_PREFIX = "openb_pod_list_"
+LOADS = range(131)  # FGD's analysis columns "0" ... "130": % of the cluster's GPUs requested
+#: an allocation or fragmentation ratio in % (a hair above 100 for the float sums of FGD's analysis)
+PERCENT = Range("%", 0.0, 100.0 + 1e-6)
 
 Curves = dict[tuple[str, str], dict[int, list[float]]]  # (workload, FGD policy) -> seed -> values at 0..130
 
@@ -54,22 +65,34 @@ def _result_file(data_dir: Path, name: str) -> Path | None:
 
 
 def read_expected(path: Path) -> Curves:
-    """FGD's ``analysis_*_discrete.csv``: per (workload, policy without its number) and seed, the values at 0..130."""
+    """FGD's ``analysis_*_discrete.csv``: per (workload, policy without its number) and seed, the values at 0..130
+    (NaN where the cell is empty: a load that run did not reach); checked as the module docstring says."""
+    frame = read_csv_strings(path, what="rows")
+    require_columns(frame, ("workload", "sc_policy", "seed", "130"), file=path, what="FGD's result file")
+    seeds = numeric_column(frame, "seed", file=path, unit="seed", integer=True, minimum=SEED.lo, maximum=SEED.hi)
+    columns = [
+        numeric_column(frame, str(k), file=path, unit="%", required=False, minimum=PERCENT.lo, maximum=PERCENT.hi)
+        if str(k) in frame.columns
+        else None
+        for k in LOADS
+    ]
+    nan = float("nan")
+    values_at = [column.tolist() if column is not None else [nan] * len(frame) for column in columns]
     curves: Curves = {}
-    with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
-        for needed in ("workload", "sc_policy", "seed", "130"):
-            if needed not in (reader.fieldnames or []):
-                raise InputError(f"missing column '{needed}' in FGD's result file", file=path, row=0, field=needed)
-        for number, row in enumerate(reader, start=2):
-            workload = row["workload"].removeprefix(WORKLOAD_PREFIX)
-            policy = row["sc_policy"].split("-", 1)[-1]
-            try:
-                seed = int(row["seed"])
-                values = [float(row[str(k)]) if row.get(str(k)) else float("nan") for k in range(131)]
-            except ValueError as exc:
-                raise InputError(f"expected numbers: {exc}", file=path, row=number) from None
-            curves.setdefault((workload, policy), {})[seed] = values
+    for position, (workload, sc_policy, seed, row) in enumerate(
+        zip(frame["workload"], frame["sc_policy"], seeds.astype("int64").tolist(), frame[ROW])
+    ):
+        workload = workload.strip().removeprefix(WORKLOAD_PREFIX)
+        safe_name(workload, suffix=".csv", file=path, row=int(row), field="workload")  # it names the pod list
+        policy = sc_policy.strip().split("-", 1)[-1]
+        if not policy:
+            raise InputError(
+                "empty value; expected FGD's policy, e.g. 06-FGD", file=path, row=int(row), field="sc_policy"
+            )
+        by_seed = curves.setdefault((workload, policy), {})
+        if seed in by_seed:
+            raise InputError(f"seed {seed} of {workload} {policy} appears twice", file=path, row=int(row), field="seed")
+        by_seed[seed] = [values[position] for values in values_at]
     return curves
 
 
@@ -101,6 +124,7 @@ def crosscheck_fgd(
 ) -> list[ComparisonRow]:
     """Rows of ours beside FGD's (see module docstring); ``workloads``/``policies``/``seeds``: comma lists;
     ``progress(runs done, runs in all)`` after each experiment."""
+    wanted_seeds = None if not seeds else {int(parse(s, SEED, field="seeds")) for s in seeds.split(",") if s.strip()}
     allocation_file = _result_file(data_dir, ALLOCATION_FILE)
     if allocation_file is None:
         raise InputError(f"no {ALLOCATION_FILE} in the data directory (or its fgd-reference/ sibling)", file=data_dir)
@@ -113,7 +137,6 @@ def crosscheck_fgd(
     chosen_workloads = _selected(workloads, known_workloads, "workload")
     known_policies = [p for p in COUNTERPARTS if any(p == q for _, q in expected)]
     chosen_policies = _selected(policies, known_policies, "policy", COUNTERPARTS)
-    wanted_seeds = None if not seeds else {int(s) for s in seeds.split(",") if s.strip()}
     plan = [
         (
             workload,
@@ -124,7 +147,7 @@ def crosscheck_fgd(
         for policy in chosen_policies
     ]
     for workload in chosen_workloads:  # every pod list there before the first run
-        pod_list = csv_dir / f"{WORKLOAD_PREFIX}{workload}.csv"
+        pod_list = _pod_list(csv_dir, workload, allocation_file)
         if not pod_list.is_file():
             raise InputError(f"FGD's results name workload {workload!r} but its pod list is missing", file=pod_list)
     total, done = sum(len(run_seeds) for _, _, run_seeds in plan), 0
@@ -135,7 +158,7 @@ def crosscheck_fgd(
         if not run_seeds:
             continue
         if workload not in tasks_of:
-            tasks_of[workload] = read_openb_tasks(csv_dir / f"{WORKLOAD_PREFIX}{workload}.csv")
+            tasks_of[workload] = read_openb_tasks(_pod_list(csv_dir, workload, allocation_file))
         ours = []
         for seed in run_seeds:
             result = run_fill(nodes, tasks_of[workload], COUNTERPARTS[policy], seed=seed)
@@ -148,6 +171,11 @@ def crosscheck_fgd(
         rows += _compare(workload, policy, run_seeds, ours, theirs, expected_ratio.get((workload, policy), {}))
     _write_curves(out_dir / "curves.csv", runs, nodes.source)
     return rows
+
+
+def _pod_list(csv_dir: Path, workload: str, source: Path) -> Path:
+    """The pod list of a workload FGD's result file ``source`` names, inside ``csv_dir``."""
+    return safe_child(csv_dir, WORKLOAD_PREFIX + workload, suffix=".csv", file=source, field="workload")
 
 
 def _compare(

@@ -11,26 +11,36 @@ GPU per server, ideal placement, no restart delay, ``--time_per_iteration`` roun
 Output rows: avg JCT, median JCT and makespan (hours; Gavel's value in ``paper``) and, where the per-job file is
 there, the Pearson and Spearman correlations of the per-job JCTs. ``<trace>__<policy>.csv`` in the output
 directory lists both JCTs job by job. Cost: one simulation per summary row.
+
+Every file is read through the project's checked readers (:func:`~gpuweave.workload.traces._tables.read_csv_strings`,
+:mod:`gpuweave.checks`): a metric that is NaN, negative, zero or not a number, a command whose ``-c``, ``--seed`` or
+``--time_per_iteration`` is not a sane number, a missing column, a NUL byte, a per-job JCT that is not positive or
+a job id given twice are one InputError naming the file, the row and the field; a row with an empty metric is a
+failed run and is skipped. A trace name becomes a file name only through :func:`~gpuweave.files.safe_child`, so
+a crafted ``../../x`` in ``summary.csv`` neither reads nor writes outside its folder.
 """
 
 from __future__ import annotations
 
-import csv
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from gpuweave.checks import COUNT, MAX_SECONDS, ROUND_LENGTH, SEED, Range, parse
 from gpuweave.cluster.policies import make_policy
 from gpuweave.cluster.run import gpu_power
 from gpuweave.cluster.simulator import Simulator
 from gpuweave.errors import InputError
+from gpuweave.files import safe_child, safe_name
 from gpuweave.hardware.cluster_spec import cluster_from_dict
 from gpuweave.repro.crosscheck.correlation import PEARSON, SPEARMAN, per_job_correlations
 from gpuweave.repro.registry import ComparisonRow
 from gpuweave.results import write_csv
 from gpuweave.workload.profiles import load_profiles
+from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, read_csv_strings, require_columns
 from gpuweave.workload.traces.formats import load_trace_frame
 from gpuweave.workload.traces.schema import frame_to_jobs
 
@@ -43,6 +53,9 @@ GAVEL_POLICIES = {
     "min_total_duration_perf": "gavel-min-total-duration",
 }
 GAVEL_TYPES = ("V100", "P100", "K80")  # the order of Gavel's -c v100:p100:k80
+SUMMARY_COLUMNS = ("trace", "policy", "avg_jct_s", "median_jct_s", "makespan_s")
+METRICS = ("avg_jct_s", "median_jct_s", "makespan_s")
+GPUS_PER_TYPE = Range("GPUs", 0, 1_000_000, integer=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,21 +81,38 @@ def _option(command: str, flags: tuple[str, ...], default: str) -> str:
 
 
 def read_summary(path: Path) -> list[GavelRun]:
-    """The runs of Gavel's ``summary.csv`` that finished (a value in each metric column)."""
+    """The runs of Gavel's ``summary.csv`` that finished (a value in each metric column); every other bad value is
+    an InputError naming the row and the field (see the module docstring)."""
+    frame = read_csv_strings(path, what="runs")
+    require_columns(frame, SUMMARY_COLUMNS, file=path, what="Gavel's summary.csv")
+    # a metric is a time: NaN, negative, zero or past 317 years is not a result of a finished run
+    metrics = [
+        numeric_column(frame, name, file=path, unit="s", required=False, strictly_above=0.0, maximum=MAX_SECONDS)
+        for name in METRICS
+    ]
+    finished = ~(missing_mask(metrics[0]) | missing_mask(metrics[1]) | missing_mask(metrics[2]))
+    commands = frame["command"].tolist() if "command" in frame.columns else [""] * len(frame)
     runs = []
-    with open(path, newline="", encoding="utf-8") as fh:
-        for line, row in enumerate(csv.DictReader(fh), start=2):
-            try:
-                avg, median, makespan = (float(row[k]) for k in ("avg_jct_s", "median_jct_s", "makespan_s"))
-                command = row.get("command") or ""
-                gpus = tuple(int(n) for n in _option(command, ("-c", "--cluster_spec"), "20:20:20").split(":"))
-                round_length = float(_option(command, ("--time_per_iteration",), "360"))
-                seed = int(_option(command, ("--seed",), "0"))
-            except (KeyError, TypeError, ValueError):
-                continue  # a failed run (empty metrics) or a row this format does not describe
-            if len(gpus) != len(GAVEL_TYPES):
-                raise InputError("expected -c V100:P100:K80 in the command", file=path, row=line, field="command")
-            runs.append(GavelRun(row["trace"], row["policy"], avg, median, makespan, gpus, round_length, seed))
+    for position, (trace, policy, command, row, done) in enumerate(
+        zip(frame["trace"], frame["policy"], commands, frame[ROW], finished)
+    ):
+        if not done:
+            continue  # a failed run (empty metrics)
+        row = int(row)
+        safe_name(trace.strip(), suffix=".trace", file=path, row=row, field="trace")  # it names files
+        if not policy.strip():
+            raise InputError("empty value; expected Gavel's policy name", file=path, row=row, field="policy")
+        where: dict[str, Any] = {"file": path, "row": row, "field": "command"}
+        spec = _option(command, ("-c", "--cluster_spec"), "20:20:20").split(":")
+        if len(spec) != len(GAVEL_TYPES):
+            raise InputError("expected -c V100:P100:K80 in the command", **where)
+        gpus = tuple(int(parse(n, GPUS_PER_TYPE, **where)) for n in spec)
+        if sum(gpus) < 1:
+            raise InputError("the command's -c V100:P100:K80 gives no GPU", **where)
+        round_length = parse(_option(command, ("--time_per_iteration",), "360"), ROUND_LENGTH, **where)
+        seed = int(parse(_option(command, ("--seed",), "0"), SEED, **where))
+        avg, median, makespan = (float(metric.iloc[position]) for metric in metrics)
+        runs.append(GavelRun(trace.strip(), policy.strip(), avg, median, makespan, gpus, round_length, seed))
     return runs
 
 
@@ -98,10 +128,20 @@ def gavel_cluster(gpus: tuple[int, ...]) -> list:
 
 
 def _peer_jcts(path: Path) -> dict[int, float]:
+    """Gavel's per-job JCTs (``job_id``, ``jct_s``) if the file is there: ids are trace lines (whole numbers from
+    0, each once), JCTs positive seconds; anything else is an InputError naming the row and the field."""
     if not path.is_file():
         return {}
-    with open(path, newline="", encoding="utf-8") as fh:
-        return {int(r["job_id"]): float(r["jct_s"]) for r in csv.DictReader(fh)}
+    frame = read_csv_strings(path)
+    require_columns(frame, ("job_id", "jct_s"), file=path, what="Gavel's per-job results")
+    ids = numeric_column(frame, "job_id", file=path, unit="trace line", integer=True, minimum=0, maximum=COUNT.hi)
+    jcts = numeric_column(frame, "jct_s", file=path, unit="s", strictly_above=0.0, maximum=MAX_SECONDS)
+    peer: dict[int, float] = {}
+    for job, jct, row in zip(ids.astype("int64").tolist(), jcts.tolist(), frame[ROW]):
+        if job in peer:
+            raise InputError(f"job {job} appears twice", file=path, row=int(row), field="job_id")
+        peer[job] = jct
+    return peer
 
 
 def simulate_run(run: GavelRun, trace_path: Path, profiles) -> tuple[dict[int, float], float]:
@@ -147,14 +187,15 @@ def crosscheck_gavel(data_dir: Path, out_dir: Path) -> list[ComparisonRow]:
     profiles = load_profiles()
     rows: list[ComparisonRow] = []
     for run in read_summary(summary):
-        trace_path = Path(data_dir) / "traces" / f"{run.trace}.trace"
+        trace_path = safe_child(Path(data_dir) / "traces", run.trace, suffix=".trace", file=summary, field="trace")
         if run.policy not in GAVEL_POLICIES or not trace_path.is_file():
             continue
         ours, makespan = simulate_run(run, trace_path, profiles)
-        peer = _peer_jcts(Path(data_dir) / "results" / f"{run.trace}__{run.policy}.csv")
+        name = f"{run.trace}__{run.policy}"  # the policy is one of GAVEL_POLICIES' names
+        peer = _peer_jcts(safe_child(Path(data_dir) / "results", name, suffix=".csv", file=summary, field="trace"))
         rows += compare_run(run, ours, peer, makespan)
         write_csv(
-            Path(out_dir) / f"{run.trace}__{run.policy}.csv",
+            safe_child(Path(out_dir), name, suffix=".csv", file=summary, field="trace"),
             ["job_id", "gavel_jct_s", "ours_jct_s"],
             [[i, peer.get(i, ""), ours[i]] for i in sorted(ours)],
         )

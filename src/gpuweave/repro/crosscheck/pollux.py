@@ -15,6 +15,11 @@ median JCT and makespan (last completion - first arrival) as rows with the peer'
 per-job Pearson and Spearman correlations of the JCTs. A policy without a counterpart gets one row without ours.
 Each run's per-job JCTs are written to ``<policy>-<load>-<workload>-jobs.csv`` in ``out_dir``.
 
+The peer's results are checked before anything runs: a JCT that is not a positive number of seconds (a string,
+``true``, a negative or zero value), a workload without jobs or a load that is not a number is one InputError naming
+the file and the field (``jcts.<workload>.<job>``); a workload name becomes a file name only through
+:func:`~gpuweave.files.safe_child`, so a crafted ``../../x`` neither reads nor writes outside its folder.
+
 Complexity: one simulation per (policy, workload), about a second for Pollux's 160-job workloads.
 """
 
@@ -27,10 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
+from gpuweave.checks import DURATION, Range, number, parse
 from gpuweave.cluster.config import SimulationConfig
 from gpuweave.cluster.run import simulate
 from gpuweave.errors import InputError
-from gpuweave.files import load_json
+from gpuweave.files import load_json, safe_child, safe_name
 from gpuweave.repro.crosscheck.correlation import PEARSON, SPEARMAN, per_job_correlations
 from gpuweave.repro.registry import ComparisonRow
 from gpuweave.workload.pollux import load_pollux_job_model
@@ -40,6 +46,7 @@ from gpuweave.workload.traces.schema import validate_frame, write_frame
 POLLUX_CLUSTER = "pollux-64"
 RESCALE_DELAY = 30.0  # s, charged by Pollux's simulator on every allocation, the first included
 RESULTS_NAME = re.compile(r"^(?P<policy>[A-Za-z0-9_]+)-(?P<load>[0-9.]+)-results\.json$")
+LOAD = Range("", 0.0, 1e3, lo_open=True)  # the job load of a results file (1.0 = the workloads as given)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,24 +78,40 @@ class JobTimes:
 
 
 def _peer_results(data_dir: Path) -> list[tuple[str, str, dict[str, dict[str, float]]]]:
-    """``(policy, load, {workload: {job: JCT}})`` of every results file in ``data_dir``."""
+    """``(policy, load, {workload: {job: JCT}})`` of every results file in ``data_dir``, checked (see the module
+    docstring)."""
     found = []
     for path in sorted(data_dir.glob("*-results.json")):
         match = RESULTS_NAME.match(path.name)
         if match is None:
             continue
+        parse(match["load"], LOAD, file=path, field="load (in the file name)")
         data = load_json(path, what="Pollux results file")
         jcts = data.get("jcts") if isinstance(data, dict) else None
         if not isinstance(jcts, dict):
             raise InputError('expected JSON with "jcts": {workload: {job: JCT}}', file=path)
-        found.append((match["policy"], match["load"], jcts))
+        found.append((match["policy"], match["load"], _checked_jcts(jcts, path)))
     if not found:
         raise InputError("no <policy>-<load>-results.json in the Pollux data directory", file=data_dir)
     return found
 
 
+def _checked_jcts(jcts: dict, path: Path) -> dict[str, dict[str, float]]:
+    """``{workload: {job: JCT s}}`` with every name a file-safe workload name and every JCT a positive number."""
+    checked: dict[str, dict[str, float]] = {}
+    for workload, by_job in jcts.items():
+        field = f"jcts.{workload}"[:80]
+        safe_name(workload, suffix=".csv", file=path, field=field)  # it names files
+        if not isinstance(by_job, dict) or not by_job:
+            raise InputError("expected {job: JCT in seconds} with at least one job", file=path, field=field)
+        checked[workload] = {
+            str(job): number(jct, DURATION, file=path, field=f"{field}.{job}"[:120]) for job, jct in by_job.items()
+        }
+    return checked
+
+
 def _workloads_dir(data_dir: Path, load: str) -> Path:
-    folder = data_dir / ("workloads" if float(load) == 1.0 else f"workloads-{load}")
+    folder = data_dir / "workloads" if float(load) == 1.0 else safe_child(data_dir, f"workloads-{load}", field="load")
     if not folder.is_dir():
         raise InputError(f"no workloads for load {load}: expected the folder {folder.name}", file=data_dir)
     return folder
@@ -99,7 +122,7 @@ def run_ours(workload: Path, data_dir: Path, counterpart: Counterpart, out_dir: 
     traces = data_dir / "traces"
     model = load_pollux_job_model(traces)
     frame = validate_frame(read_pollux_workload(workload, model), file=workload, profiles=model)
-    trace = out_dir / f"{workload.stem}.trace.csv"
+    trace = safe_child(out_dir, workload.stem, suffix=".trace.csv", file=workload, field="workload")
     write_frame(frame, trace)
     config = SimulationConfig(
         policy=counterpart.policy,
@@ -156,10 +179,11 @@ def crosscheck_pollux(data_dir: Path, out_dir: Path) -> list[ComparisonRow]:
         options = ", ".join(f"{k}={v}" for k, v in counterpart.options.items())
         note = f"ours: {counterpart.policy} ({options}) on {POLLUX_CLUSTER}, {RESCALE_DELAY:g} s per allocation"
         for workload, peer_jct in sorted(by_workload.items()):
-            path = folder / f"{workload}.csv"
+            path = safe_child(folder, workload, suffix=".csv", field=f"jcts.{workload}")
             if not path.is_file():
                 raise InputError(f"the results name workload {workload!r}, which has no CSV", file=path)
             ours = run_ours(path, data_dir, counterpart, out_dir)
-            _write_jobs(out_dir / f"{policy}-{load}-{workload}-jobs.csv", ours, peer_jct)
+            jobs = safe_child(out_dir, f"{policy}-{load}-{workload}", suffix="-jobs.csv", field=f"jcts.{workload}")
+            _write_jobs(jobs, ours, peer_jct)
             rows.extend(compare(f"pollux {policy} (load {load}) {workload}", ours, peer_jct, note))
     return rows

@@ -7,12 +7,13 @@ header is row 0) and the column, so each converter reports bad input the same wa
 from __future__ import annotations
 
 import io
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuweave.checks import MAGNITUDE
 from gpuweave.errors import InputError
-from gpuweave.files import check_unique_columns, read_input_bytes, read_input_text
+from gpuweave.files import NUL_IN_CSV, check_unique_columns, read_input_bytes, read_input_text
 from gpuweave.limits import check_limit, limit
 
 if TYPE_CHECKING:
@@ -103,8 +104,11 @@ def _read_csv_module(path: str | Path, data: bytes, offset: int, limit_name: str
     # strict: an unterminated quote (a truncated file) or text after a closing quote is an error, not data
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     most = limit(limit_name) + 1  # the header row is not data
+    nul = "\0" in text  # data to Python 3.11's csv module, malformed CSV to gpuweave (files.NUL_IN_CSV)
     try:
         for record in reader:
+            if nul and any("\0" in cell for cell in record):
+                raise InputError(NUL_IN_CSV, file=path, row=len(records))  # the header is row 0
             if record:
                 records.append(record)
                 if len(records) > most:
@@ -187,7 +191,9 @@ def _read_plain_csv(data: bytes, limit_name: str) -> "pd.DataFrame | None":
     frame.columns = header
     if "" in header:
         frame = frame.loc[:, [bool(name) for name in header]]
-    frame[ROW] = range(1, len(frame) + 1)
+    with warnings.catch_warnings():  # a table of more than 100 columns (FGD's 0..130 loads): pandas' "fragmented"
+        warnings.simplefilter("ignore", pd.errors.PerformanceWarning)  # warning would be a second line on stderr
+        frame[ROW] = range(1, len(frame) + 1)
     return frame
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuweave.checks import GPUS, MAX_SECONDS, Range, parse
 from gpuweave.errors import InputError
 from gpuweave.workload.pollux import PolluxJobModel, is_pollux_traces, job_type_name, load_pollux_job_model
 from gpuweave.workload.profile_source import ProfileSource
@@ -44,13 +45,9 @@ def job_model_for(workload: str | Path, profiles: ProfileSource | None = None) -
 
 
 def _integer(text: str, *, file: Path, row: int, field: str, least: int) -> int:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not (value == value and value >= least and value == int(value)):
-        raise InputError(f"expected an integer >= {least}, got {text!r}", file=file, row=row, field=field)
-    return int(value)
+    """A whole number >= ``least`` (``inf``, ``nan``, ``1e300`` and fractions refused, naming the cell)."""
+    kind = GPUS if field == "num_replicas" else Range("", least, MAX_SECONDS if field == "time" else 1e9, integer=True)
+    return int(parse(text, kind, file=file, row=row, field=field))
 
 
 def read_pollux_workload(path: str | Path, profiles: ProfileSource | None = None) -> "pd.DataFrame":

@@ -107,7 +107,10 @@ def read_table(path: str | Path) -> "pd.DataFrame":
 
         data = read_input_bytes(file, what="trace file")  # the size limit before pyarrow sees it
         try:
+            _check_flat_parquet(data, file)
             frame = pd.read_parquet(io.BytesIO(data))
+        except InputError:
+            raise
         except Exception as exc:  # pyarrow raises several unrelated types for a bad file
             raise InputError(f"cannot read Parquet: {' '.join(str(exc).split())[:200]}", file=file) from None
         check_limit("trace_jobs", len(frame), "jobs in the trace", file=file)
@@ -116,6 +119,28 @@ def read_table(path: str | Path) -> "pd.DataFrame":
         frame[ROW] = range(1, len(frame) + 1)
         return frame
     return read_csv_strings(file)
+
+
+def _check_flat_parquet(data: bytes, file: Path) -> None:
+    """Every column of the Parquet file ``data`` holds one value per row: a list, struct, map or union column (a
+    nested column) is an InputError naming it, read from the schema before any row is. pandas would hold such cells
+    as arrays or dicts, which every later step turns into text (``['a']`` as a job id) or fails on with a
+    traceback. O(columns)."""
+    import io
+
+    import pyarrow.parquet as pq
+    from pyarrow import types
+
+    schema = pq.ParquetFile(io.BytesIO(data)).schema_arrow
+    for column in schema:
+        kind = column.type.value_type if types.is_dictionary(column.type) else column.type
+        if types.is_nested(kind):
+            raise InputError(
+                f"nested Parquet column of type {kind}: a trace's columns hold one number or text per row"[:200],
+                file=file,
+                row=0,
+                field=str(column.name),
+            )
 
 
 # --------------------------------------------------------------------------- validation
@@ -325,7 +350,9 @@ def _add_resources(frame: "pd.DataFrame", out: "pd.DataFrame", file: str | Path,
             if shared.any():
                 position = int(np.flatnonzero(shared)[0])
                 raise InputError(
-                    "a fraction of a GPU (gpu_milli < 1000) is for 1-GPU jobs only", file=file, row=rows[position],
+                    "a fraction of a GPU (gpu_milli < 1000) is for 1-GPU jobs only",
+                    file=file,
+                    row=rows[position],
                     field=name,
                 )
         out[name] = values.astype("Int64")

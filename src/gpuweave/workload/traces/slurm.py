@@ -43,6 +43,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuweave.checks import GPUS, MAX_SECONDS, Range, parse
 from gpuweave.errors import InputError
 from gpuweave.limits import check_limit
 from gpuweave.workload.profiles import ProfileStore, load_profiles
@@ -86,6 +87,9 @@ UNFINISHED_STATES = (
     "REQUEUE_FED",
 )
 _STEP = re.compile(r"\.\w+$")
+_DIGITS = re.compile(r"[0-9]+")  # ASCII only: str.isdigit() also takes '²' and '١', which int() refuses or reads
+#: the GPUs of one TRES entry, or of all of a job's (0: the job asked for none of this type)
+GPU_COUNT = Range("GPUs", 0, GPUS.hi, integer=True)
 
 
 def sacct_command(start: str | None = None, end: str | None = None, partition: str | None = None) -> list[str]:
@@ -272,6 +276,7 @@ def _job_rows(raw: dict[str, list], source: str) -> "pd.DataFrame":
     if bad_submit.any():
         row = int(frame[ROW][bad_submit].iloc[0])
         raise InputError("every job has a submission time", file=source, row=row, field="Submit")
+    _check_order(frame, source)
     seen: dict[str, tuple[int, str]] = {}  # TRES strings repeat: parse each distinct one once
     alloc = [_gpu_tres(t, source, r, "AllocTRES", seen) for t, r in zip(frame["AllocTRES"], frame[ROW])]
     req = [_gpu_tres(t, source, r, "ReqTRES", seen) for t, r in zip(frame["ReqTRES"], frame[ROW])]
@@ -296,13 +301,16 @@ def _gpu_tres(text: str, source: str, row: int, field: str, seen: dict[str, tupl
         key, _, value = item.partition("=")
         if key != "gres/gpu" and not key.startswith("gres/gpu:"):
             continue
-        if not value.isdigit():
+        if not _DIGITS.fullmatch(value):
             raise InputError(f"expected a GPU count in {item!r}", file=source, row=row, field=field)
+        gpus = int(parse(value, GPU_COUNT, file=source, row=row, field=field))  # 10^23 GPUs: one line, no overflow
         if key == "gres/gpu":
-            total = int(value)
-        elif int(value) > 0:
-            typed[key[len("gres/gpu:") :]] = int(value)
-    count = total if total is not None else sum(typed.values())
+            total = gpus
+        elif gpus > 0:
+            typed[key[len("gres/gpu:") :]] = gpus
+    count = (
+        total if total is not None else int(parse(sum(typed.values()), GPU_COUNT, file=source, row=row, field=field))
+    )
     seen[text] = (count, "+".join(sorted(typed)))
     return seen[text]
 
@@ -318,7 +326,35 @@ def _elapsed(frame: "pd.DataFrame", source: str) -> "pd.Series":
     if bad.any():
         row = int(frame[ROW][bad].iloc[0])
         raise InputError(f"expected whole seconds, got {raw[bad].iloc[0]!r}", file=source, row=row, field="ElapsedRaw")
+    # a run time is 0 to 317 years: NaN, inf, negative and 1e300 s are not one (the range of checks.SECONDS)
+    out_of_range = numeric.notna() & ~numeric.between(0, MAX_SECONDS)
+    if out_of_range.any():
+        row = int(frame[ROW][out_of_range].iloc[0])
+        shown = raw[out_of_range].iloc[0]
+        raise InputError(
+            f"expected whole seconds from 0 to {MAX_SECONDS:g}, got {shown!r}", file=source, row=row, field="ElapsedRaw"
+        )
     return numeric.where(raw != "", by_times).fillna(0.0)
+
+
+def _check_order(frame: "pd.DataFrame", source: str) -> None:
+    """Every run starts at or after its submission and ends at or after its start (where Slurm gave the times): a
+    log where one does not is damaged, and its times would give negative waits or run times."""
+    for later, earlier, what in (
+        ("start", "submit", "starts before it was submitted"),
+        ("end", "start", "ends before it started"),
+    ):
+        wrong = (frame[later] < frame[earlier]).to_numpy()  # NaT compares False: a missing time is not checked
+        if wrong.any():
+            position = int(wrong.nonzero()[0][0])
+            field, before = later.capitalize(), earlier.capitalize()
+            shown = f"{frame[field].iloc[position].strip()} < {frame[before].iloc[position].strip()}"
+            raise InputError(
+                f"the job {what} ({shown})",
+                file=source,
+                row=int(frame[ROW].iloc[position]),
+                field=field,
+            )
 
 
 def _merge_runs(rows: "pd.DataFrame", source: str) -> tuple["pd.DataFrame", list[str]]:

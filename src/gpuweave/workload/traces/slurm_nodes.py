@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuweave.checks import GPUS
 from gpuweave.errors import InputError
 from gpuweave.files import parse_json
 from gpuweave.workload.traces._tables import read_text
@@ -29,7 +30,7 @@ from gpuweave.workload.traces.gpu_names import canonical_gpu_model
 
 UNHEALTHY = ("DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "INVAL", "POWERED_DOWN", "POWER_DOWN", "FUTURE")
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_:/.]*=")
-_COUNT = re.compile(r"^(\d+)([KMGT]?)$")
+_COUNT = re.compile(r"^([0-9]+)([KMGT]?)$")  # ASCII digits: \d also takes '٤', and 5,000 digits overflow int()
 _SCALE = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
 
@@ -78,7 +79,12 @@ def parse_gres(text: str, *, where: str = "") -> dict[str, int]:
         match = _COUNT.match(count)
         if match is None:
             raise InputError(f"cannot read the GPU count in the GRES entry {entry!r}{where}")
-        gpus[kind] = gpus.get(kind, 0) + int(match.group(1)) * _SCALE[match.group(2)]
+        digits, unit = match.groups()
+        total = gpus.get(kind, 0) + int(digits) * _SCALE[unit] if len(digits) <= 9 else None
+        if total is None or total > GPUS.hi:  # 10^23 GPUs: one line, not an int64 overflow later
+            shown = entry if len(entry) <= 60 else entry[:57] + "..."
+            raise InputError(f"the GPU count in the GRES entry {shown!r} is more than {GPUS.hi:,.0f} GPUs{where}")
+        gpus[kind] = total
     return gpus
 
 
