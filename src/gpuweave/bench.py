@@ -545,6 +545,8 @@ def bench_import_slurm(lines: int, seed: int) -> dict:
 
     if lines < 2:
         raise InputError(f"--lines must be >= 2, got {lines}", field="lines")
+    # the import refuses more lines than limit trace_jobs: refused here before gigabytes of text are generated
+    check_limit("trace_jobs", lines - 1, "lines of the generated sacct file after its header (--lines)", field="lines")
     text = generate_sacct(lines, seed)
     store = load_profiles()
 

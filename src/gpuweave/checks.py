@@ -222,3 +222,27 @@ def parse(text: Any, rng: Range, *, file: str | Path | None = None, row: int | N
             raise InputError(f"expected {rng.describe()}, got {_show(text)}", file=file, row=row, field=field) from None
         return number(value, rng, file=file, row=row, field=field)
     return number(text, rng, file=file, row=row, field=field)
+
+
+def finite_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` (a policy's keyword options), unchanged; InputError naming the option when a number in it, at
+    any depth, is NaN or infinite. Policies take their options as plain Python values, so nothing else refuses
+    ``.inf`` (YAML), ``Infinity`` (Python's json) or ``float('nan')``; a JSON column would store them as null."""
+    for key, value in options.items():
+        bad = _non_finite(value)
+        if bad is not None:
+            raise InputError(f"policy option {key!r} must be a finite number, got {bad}", field="policy_options")
+    return options
+
+
+def _non_finite(value: Any) -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            bad = _non_finite(item)
+            if bad is not None:
+                return bad
+    return None

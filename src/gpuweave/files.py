@@ -32,16 +32,57 @@ from gpuweave.limits import check_limit, limit
 _CHUNK = 1 << 20
 
 
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``stat`` mode ``mode`` is, in words ("a regular file", "a named pipe (FIFO)", ...)."""
+    return next(
+        (words for test, words in _KINDS if test(mode)), "a regular file" if stat.S_ISREG(mode) else "not a file"
+    )
+
+
+def check_regular_file(path: str | Path, *, what: str = "file", field: str | None = None) -> Path:
+    """``path`` if it names a regular file (symbolic links followed); one InputError for a missing file, a directory,
+    a named pipe, a socket or a device. Checked with ``stat``, before anything opens the path: opening a FIFO blocks
+    until a writer comes, so a FIFO given as a trace hung the command. O(1)."""
+    file = Path(path)
+    try:
+        mode = os.stat(file).st_mode
+    except FileNotFoundError:
+        raise InputError(f"{what} not found", file=file, field=field) from None
+    except PermissionError:
+        raise InputError(f"cannot read the {what}: permission denied", file=file, field=field) from None
+    except ValueError:  # an embedded NUL
+        raise InputError("a file name cannot contain a NUL character", field=field) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the {what}: {exc.strerror or exc}", file=file, field=field) from None
+    if not stat.S_ISREG(mode):
+        raise InputError(f"expected a {what}, got {file_kind(mode)}", file=file, field=field)
+    return file
+
+
 def _read_bytes(file: Path, what: str, limit_name: str) -> bytes:
-    """At most the limit's bytes of ``file``, read in chunks so that a pipe or a huge file is refused early."""
+    """At most the limit's bytes of regular file ``file``, read in chunks so that a file that grows is refused early.
+
+    The kind of file is checked before it is opened (:func:`check_regular_file`), and again on the open descriptor
+    (opened non-blocking, so a file swapped for a FIFO in between cannot block)."""
+    check_regular_file(file, what=what)
     cap = limit(limit_name) * 1024 * 1024
-    with open(file, "rb") as fh:
-        mode = os.fstat(fh.fileno()).st_mode
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-            raise InputError(f"expected a {what}, got a device", file=file)
-        if stat.S_ISREG(mode):
-            size = os.fstat(fh.fileno()).st_size
-            check_limit(limit_name, (size + 1024 * 1024 - 1) // (1024 * 1024), f"{what} of {size:,} bytes", file=file)
+    fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, "rb", closefd=True) as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(f"expected a {what}, got {file_kind(mode)}", file=file)
+        os.set_blocking(fd, True)
+        size = os.fstat(fd).st_size
+        check_limit(limit_name, (size + 1024 * 1024 - 1) // (1024 * 1024), f"{what} of {size:,} bytes", file=file)
         chunks: list[bytes] = []
         total = 0
         while True:
@@ -56,7 +97,8 @@ def _read_bytes(file: Path, what: str, limit_name: str) -> bytes:
 
 
 def read_input_bytes(path: str | Path, *, what: str = "file", limit_name: str = "input_mb") -> bytes:
-    """The bytes of ``path``, at most limit ``limit_name`` MB; InputError for every way reading can fail."""
+    """The bytes of regular file ``path``, at most limit ``limit_name`` MB; InputError for every way reading can
+    fail, and for a path that is not a regular file (a FIFO, socket or device is never opened)."""
     file = Path(path)
     try:
         return _read_bytes(file, what, limit_name)
@@ -176,10 +218,18 @@ def csv_dicts(
     return header, rows()
 
 
+def check_column_count(count: int, *, file: str | Path | None, what: str = "columns in the header") -> None:
+    """Limit ``table_columns`` on a table's header, checked before its rows are parsed: a header of 10^6 fields
+    made pandas (``report``) and the sacct reader take minutes to hours. O(1)."""
+    check_limit("table_columns", count, what, file=file, row=0)
+
+
 def check_unique_columns(header: list[str], *, file: str | Path | None) -> None:
-    """A CSV header that names a column twice is refused (row 0, the name as field): a reader would take one of
-    the two silently (``csv.DictReader`` the last, a lookup by index the first, pandas renames the second
-    ``name.1``), so which value a row holds would depend on the reader. Empty names are not checked. O(columns)."""
+    """A CSV header of more columns than limit ``table_columns``, or that names a column twice, is refused (row 0,
+    the name as field): a reader would take one of the two silently (``csv.DictReader`` the last, a lookup by index
+    the first, pandas renames the second ``name.1``), so which value a row holds would depend on the reader. Empty
+    names are not checked. O(columns)."""
+    check_column_count(len(header), file=file)
     seen: set[str] = set()
     for name in header:
         if name and name in seen:
@@ -240,10 +290,51 @@ def load_json(path: str | Path, *, what: str = "file") -> Any:
     return parse_json(read_input_bytes(path, what=what), source=path, what=what)
 
 
+_LOADER: Any = None
+
+
 def _yaml_loader():
+    """The safe loader (libyaml's when there is one: fast, and it bounds flow nesting itself) that refuses a mapping
+    naming a key twice: PyYAML keeps the last value silently, so ``{count: 2, count: 200}`` meant whichever the
+    reader took. Keys merged in with ``<<`` may be overridden, as YAML says."""
+    global _LOADER
+    if _LOADER is None:
+        import yaml
+
+        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+        class UniqueKeyLoader(base):
+            def construct_mapping(self, node, deep=False):
+                if isinstance(node, yaml.MappingNode):
+                    _refuse_duplicate_keys(self, node)
+                return super().construct_mapping(node, deep=deep)
+
+        _LOADER = UniqueKeyLoader
+    return _LOADER
+
+
+def _refuse_duplicate_keys(loader: Any, node: Any) -> None:
+    """ConstructorError at the second occurrence of a key of mapping ``node`` (merge keys left out). O(keys)."""
     import yaml
 
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: fast, and bounds flow nesting itself
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            duplicate = key in seen
+        except TypeError:  # an unhashable key: the constructor refuses it itself
+            continue
+        if duplicate:
+            shown = repr(key)
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping",
+                node.start_mark,
+                f"found duplicate key {shown if len(shown) <= 60 else shown[:57] + '...'}",
+                key_node.start_mark,
+            )
+        seen.add(key)
 
 
 def parse_yaml(text: str, *, source: str | Path | None = None, what: str = "YAML") -> Any:
@@ -271,6 +362,16 @@ def parse_yaml(text: str, *, source: str | Path | None = None, what: str = "YAML
         raise InputError(f"not valid YAML: {_value_error(exc)}", file=source) from None
     check_document(data, source=source, what=what, count_nodes=True)
     return data
+
+
+def parse_yaml_text(
+    text: str, *, source: str | Path | None = None, what: str = "YAML", limit_name: str = "yaml_mb"
+) -> Any:
+    """:func:`parse_yaml` after the size check :func:`load_yaml` makes of a file (limit ``limit_name`` MB, its
+    UTF-8 bytes counted): what a writer checks of the text it is about to write. O(size of the text)."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    check_limit(limit_name, (size + 1024 * 1024 - 1) // (1024 * 1024), f"{what} of {size:,} bytes", file=source)
+    return parse_yaml(text, source=source, what=what)
 
 
 def load_yaml(path: str | Path, *, what: str = "file") -> Any:
@@ -366,9 +467,39 @@ def prepare_output_file(path: str | Path, *, field: str | None = None, suffixes:
         )
     if path.is_dir():
         raise InputError("is a directory; expected a file path to write", file=path, field=field)
+    _check_not_special(path, field)
     _check_parents(path, field)
     _mkdir(path.parent, path, field)
+    _check_writable(path.parent, path, field)
     return path
+
+
+def _check_not_special(path: Path, field: str | None) -> None:
+    """An existing ``path`` that is a FIFO, socket or device is not written over: opening a FIFO blocks, and a
+    write-then-rename would replace ``/dev/null`` itself."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise InputError(f"exists and is {file_kind(mode)}; expected a file path to write", file=path, field=field)
+
+
+def _check_writable(directory: Path, target: Path, field: str | None) -> None:
+    """Create and remove a probe file in ``directory``: a directory where no file can be made (``/proc``, a
+    read-only mount, one without write permission) is one line now, not a traceback from the writer later."""
+    import tempfile
+
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".gpuweave-probe.", dir=directory)
+    except OSError as exc:
+        why = "permission denied" if isinstance(exc, PermissionError) else exc.strerror or str(exc)
+        raise InputError(f"cannot write in '{directory}': {why}", file=target, field=field) from None
+    os.close(handle)
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
 
 
 def prepare_output_dir(path: str | Path, *, field: str | None = None, create: bool = True) -> Path:
@@ -378,6 +509,7 @@ def prepare_output_dir(path: str | Path, *, field: str | None = None, create: bo
         raise InputError("is a file; expected a directory for the results", file=path, field=field)
     _check_parents(path, field)
     _mkdir(path if create else path.parent, path, field)
+    _check_writable(path if create else path.parent, path, field)
     return path
 
 

@@ -42,6 +42,12 @@ _TABLE: tuple[Limit, ...] = (
     Limit("yaml_nodes", 1_000_000, "nodes", "values in a YAML document after its aliases are expanded"),
     Limit("json_depth", 64, "levels", "nesting depth of a JSON or YAML document"),
     Limit("trace_jobs", 1_000_000, "jobs", "jobs of a trace file or a generated run (simulate, trace, sweep, bench)"),
+    Limit(
+        "table_columns",
+        10_000,
+        "columns",
+        "columns of a table's header (CSV traces and node lists, sacct output, result tables), checked before its rows",
+    ),
     Limit("cluster_gpus", 100_000, "GPUs", "GPUs of a cluster spec (all node groups together)"),
     Limit("sweep_cells", 10_000, "cells", "cells of a sweep grid (product of the grid's list lengths)"),
     Limit("mig_tasks", 5_000, "tasks", "tasks of a MIG batch (TASKS.csv, --batches together, schedule JSON)"),

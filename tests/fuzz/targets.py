@@ -401,6 +401,7 @@ def _option_argv(data: st.DataObject) -> list[str]:
         lambda: ["cluster", "plan", "hadar", "snapshot.json", "--max-states", value()],
         lambda: ["cluster", "plan", "andreas", "state.json", "--max-it", value(), "--seed", value()],
         lambda: ["trace", "cluster", "nodes.csv", "--price-per-kwh", value(), "--pue", value()],
+        lambda: ["bench", "import-slurm", "--lines", value(), "--json"],
         lambda: ["packs", "run", "plan.json", "--dry-run", "--cpus-per-proc", value(), "--timeout", value()],
         lambda: [
             "--limit",
@@ -409,6 +410,42 @@ def _option_argv(data: st.DataObject) -> list[str]:
         ],
     ]
     return data.draw(st.sampled_from(choices))()
+
+
+#: scontrol text with node names that repeat, directly or through a multi-type node's ``<node>-<type>`` names
+SCONTROL_REPEATS = [
+    b"NodeName=gw0 Gres=gpu:v100:4 State=IDLE\nNodeName=gw1 Gres=gpu:v100:4\nNodeName=gw0 Gres=gpu:v100:2\n",
+    b"NodeName=gw0 Gres=gpu:v100:4,gpu:k80:2\nNodeName=gw0-v100 Gres=gpu:v100:4\n",
+    b"NodeName=gw0 Gres=gpu:a6000:4\nNodeName=gw1 Gres=gpu:A6000:2\n",
+]
+#: --gpu-map pairs that agree, repeat, or map one type (in another case) to two models
+GPU_MAP_PAIRS = ["a6000=A10", "A6000=a10", "a6000=K80", "v100=V100", "V100=P100", "MISC=K80", "misc=T4", "t4=T4"]
+#: cluster specs the loader must refuse: a key twice, a boolean or text where a number belongs
+CLUSTER_YAML_HOSTILE = [
+    b"name: x\nnodes:\n  - {count: 2, gpu: V100, gpus_per_node: 4}\nname: y\n",
+    b"name: x\nnodes:\n  - {count: 2, count: 3, gpu: V100, gpus_per_node: 4}\n",
+    b"name: x\nnodes:\n  - {count: true, gpu: V100, gpus_per_node: 4}\n",
+    b"name: x\npue: '1.2'\nnodes:\n  - {count: 1, gpu: V100, gpus_per_node: false}\n",
+    b"name: x\nd: &a {count: 1, gpu: V100, gpus_per_node: 4}\nnodes:\n  - {<<: *a, count: 2}\n",
+]
+
+
+def _gpu_map_argv(command: list[str]) -> Callable[[st.DataObject], list[str]]:
+    """``command`` with zero to three ``--gpu-map`` pairs drawn from :data:`GPU_MAP_PAIRS`."""
+
+    def argv(data: st.DataObject) -> list[str]:
+        pairs = data.draw(st.lists(st.sampled_from(GPU_MAP_PAIRS), max_size=3), label="gpu-map")
+        return [*command, *(arg for pair in pairs for arg in ("--gpu-map", pair))]
+
+    return argv
+
+
+@st.composite
+def _wide_table(draw, first: list[str], delimiter: str) -> bytes:
+    """A header of ``first`` and up to 30,000 more fields (past limit table_columns), and one record as wide."""
+    extra = draw(st.integers(min_value=0, max_value=30_000), label="extra columns")
+    names = [*first, *(f"x{i}" for i in range(extra))]
+    return (delimiter.join(names) + "\n" + delimiter.join("1" for _ in names) + "\n").encode()
 
 
 def _fixed(name: str, content: bytes) -> st.SearchStrategy[bytes]:
@@ -571,6 +608,31 @@ TARGETS: list[Target] = [
             "openb_pod_list_w.csv": st.just(_table_text(*FILL_PODS)),
         },
         ["crosscheck", "fgd", "--data", ".", "--out", "o", "-q"],
+    ),
+    Target(
+        "cluster import-slurm (repeated node names, --gpu-map)",
+        {"nodes.txt": st.sampled_from(SCONTROL_REPEATS)},
+        _gpu_map_argv(["cluster", "import-slurm", "nodes.txt", "--out", "c.yaml"]),
+    ),
+    Target(
+        "trace cluster (pai machines, --gpu-map)",
+        {"pai_machine_spec.csv": _csv(*PAI_MACHINES)},
+        _gpu_map_argv(["trace", "cluster", "pai_machine_spec.csv", "c.yaml"]),
+    ),
+    Target(
+        "cluster show (duplicate keys, wrong types)",
+        {"c.yaml": st.sampled_from(CLUSTER_YAML_HOSTILE)},
+        ["cluster", "show", "c.yaml"],
+    ),
+    Target(
+        "trace import-slurm (wide header)",
+        {"jobs.sacct": _wide_table(["JobID", "State", "Submit", "Start", "End", "AllocTRES"], "|")},
+        ["trace", "import-slurm", "jobs.sacct", "--out", "t.csv"],
+    ),
+    Target(
+        "trace validate (wide header)",
+        {"t.csv": _wide_table(TRACE_HEADER[:5], ",")},
+        ["trace", "validate", "t.csv"],
     ),
     Target(
         "option values",

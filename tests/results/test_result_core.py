@@ -109,7 +109,7 @@ def test_failed_run_leaves_nothing(tmp_path):
 
 
 def test_core_rejects_unknown_kind_and_non_numbers():
-    assert KINDS == ("cluster", "mig", "packs", "kernel")
+    assert KINDS == ("cluster", "mig", "packs", "kernel", "sharing")
     with pytest.raises(ValueError):
         ResultCore("gpu", {}, None, {})
     with pytest.raises(ValueError):

@@ -76,7 +76,12 @@ def test_convert_philly_with_work(monkeypatch, capsys, tmp_path, shared_data):
 def test_cluster_command(monkeypatch, capsys, tmp_path, shared_data):
     target = tmp_path / "spot.yaml"
     source = shared_data / "alibaba-clusterdata" / "cluster-trace-v2026-spot-gpu" / "node_info_df.csv"
-    code, out, _ = run(monkeypatch, capsys, "trace", "cluster", str(source), str(target), "--pue", "1.3")
+    # A800, H800 and the undisclosed GPU-series-* are not catalog models: a spec with them would not load (issue 39)
+    code, _, err = run(monkeypatch, capsys, "trace", "cluster", str(source), str(target), "--pue", "1.3")
+    assert code == 2 and "--catalog-only" in err and "H800" in err and not target.exists(), err
+    maps = ["--gpu-map", "A800=A100-80GB", "--gpu-map", "H800=H100-80GB", "--gpu-map", "GPU-series-1=T4"]
+    maps += ["--gpu-map", "GPU-series-2=A10"]
+    code, out, _ = run(monkeypatch, capsys, "trace", "cluster", str(source), str(target), "--pue", "1.3", *maps)
     assert code == 0 and "10,412 GPUs" in out
     cluster = yaml.safe_load(target.read_text(encoding="utf-8"))
     assert cluster["name"] == "alibaba-spot-2026" and all(node["pue"] == 1.3 for node in cluster["nodes"])

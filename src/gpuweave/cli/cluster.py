@@ -110,6 +110,7 @@ def _note_to_stderr(note: str) -> None:
 
 def _policy_options(pairs: list[str]) -> dict[str, object]:
     """``KEY=VALUE`` pairs of --policy-option, each VALUE parsed as YAML (numbers, booleans, lists stay typed)."""
+    from gpuweave.checks import finite_options
     from gpuweave.errors import InputError
     from gpuweave.files import parse_yaml
 
@@ -119,7 +120,10 @@ def _policy_options(pairs: list[str]) -> dict[str, object]:
         if not sep or not key.strip():
             raise InputError(f"expected KEY=VALUE, got {pair!r}", field="policy-option")
         options[key.strip()] = parse_yaml(value, source=f"--policy-option {key.strip()}", what="option value")
-    return options
+    try:
+        return finite_options(options)  # YAML reads .inf and .nan
+    except InputError as exc:
+        raise InputError(exc.message, field="policy-option") from None
 
 
 def _config_with_flags(config: Path | None, overrides: dict, policy_option: list[str]):
@@ -444,6 +448,7 @@ def import_slurm(
     """Make a cluster spec of a Slurm cluster's GPU nodes (one gpuweave node per Slurm node and GPU type)."""
     import yaml
 
+    from gpuweave.hardware.cluster_spec import check_cluster_yaml
     from gpuweave.workload.traces.slurm_nodes import import_cluster, parse_gpu_map, parse_nodes
 
     if source is None:
@@ -471,6 +476,7 @@ def import_slurm(
         pue=pue,
     )
     text = yaml.safe_dump(spec, sort_keys=False)
+    check_cluster_yaml(text, source=label)  # what `cluster show` would refuse is not written (nor printed)
     if out is not None:
         from gpuweave.files import prepare_output_file
 

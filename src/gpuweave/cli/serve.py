@@ -67,11 +67,18 @@ def serve(
     seed: int = typer.Option(0, "--seed", min=SEED.lo, max=SEED.hi, help="Seed of randomised policies."),
     max_running_gpus: Optional[int] = typer.Option(None, "--max-running-gpus", help="Default per-user GPU quota."),
     max_queued_jobs: Optional[int] = typer.Option(None, "--max-queued-jobs", help="Default per-user waiting jobs."),
+    job_memory: float = typer.Option(
+        2.0, "--job-memory", help="GiB of host memory a non-admin user's worker may allocate (local executor; 0: none)."
+    ),
+    job_cpu_seconds: int = typer.Option(
+        86400, "--job-cpu-seconds", help="CPU seconds a non-admin user's worker may use (local executor; 0: none)."
+    ),
     allow_commands: bool = typer.Option(False, "--allow-commands", help="Users (not only admins) may submit commands."),
 ) -> None:
     """Start the service (without a subcommand): `gpuweave serve --db URL --cluster NAME --policy NAME`."""
     from pydantic import ValidationError
 
+    from gpuweave.checks import validation_error
     from gpuweave.cli.cluster import _policy_options
 
     ctx.obj = {"db": db, "data_dir": data_dir}
@@ -102,12 +109,24 @@ def serve(
             stop_timeout=stop_timeout,
             default_max_running_gpus=max_running_gpus,
             default_max_queued_jobs=max_queued_jobs,
+            job_memory_gib=job_memory,
+            job_cpu_seconds=job_cpu_seconds,
             allow_commands=allow_commands,
         )
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(err["msg"], field=".".join(str(p) for p in err["loc"]).replace("_", "-")) from None
+    except ValidationError as exc:  # one line naming the option (the bounds are the live config's: service.config)
+        error = validation_error(exc)
+        name = (error.field or "").split(".")[0]
+        raise InputError(error.message, field=OPTION_OF.get(name, name.replace("_", "-")) or None) from None
     raise typer.Exit(run_service(config))
+
+
+#: ServiceConfig fields whose option is not the field's name
+OPTION_OF = {
+    "policy_options": "policy-option",
+    "default_max_running_gpus": "max-running-gpus",
+    "default_max_queued_jobs": "max-queued-jobs",
+    "job_memory_gib": "job-memory",
+}
 
 
 def _engine(ctx: typer.Context):

@@ -342,7 +342,8 @@ def cluster(
     cluster spec (YAML: name, description, source, nodes)."""
     import math
 
-    from gpuweave.workload.traces.alibaba import cluster_gpu_count, cluster_to_yaml
+    from gpuweave.hardware.cluster_spec import check_cluster_yaml
+    from gpuweave.workload.traces.alibaba import check_catalog_models, cluster_gpu_count, cluster_to_yaml
 
     if price_per_kwh is not None and not (math.isfinite(price_per_kwh) and price_per_kwh >= 0):
         raise InputError(f"--price-per-kwh must be a number >= 0, got {price_per_kwh}", field="price_per_kwh")
@@ -362,7 +363,9 @@ def cluster(
     if name:
         kwargs["name"] = name
     cluster = reader(source, **kwargs)
+    check_catalog_models(cluster, file=source)  # an undisclosed type would not load: say how to map or drop it
     text = cluster_to_yaml(cluster)
+    check_cluster_yaml(text, source=source)  # what `cluster show` would refuse is not written (nor printed)
     if out is None:
         typer.echo(text, nl=False)
     else:

@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gpuweave.checks import PRICE_PER_KWH, PUE
 from gpuweave.errors import InputError
-from gpuweave.files import check_path, load_yaml
+from gpuweave.files import check_path, check_regular_file, load_yaml, parse_yaml_text
 from gpuweave.hardware.catalog import all_gpus, canonical_gpu_name, get_gpu
 from gpuweave.limits import check_limit
 
@@ -83,6 +83,17 @@ MAX_MEMORY_MIB = 10**12
 SHARING_MODES = ("whole", "fraction", "mig")
 
 
+def _number_not_bool_or_text(value: Any) -> Any:
+    """A number field's YAML value must be a number: pydantic takes ``true`` as 1 and ``"4"`` as 4, so ``count:
+    true`` was a node group of one node."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got the boolean {str(value).lower()}")
+    if isinstance(value, str):
+        shown = repr(value if len(value) <= 40 else value[:37] + "...")
+        raise ValueError(f"expected a number, got the text {shown}")
+    return value
+
+
 class NodeGroup(BaseModel):
     """``count`` identical nodes; price and PUE default to the cluster's (None = inherit)."""
 
@@ -104,6 +115,11 @@ class NodeGroup(BaseModel):
     @classmethod
     def _gpu_known(cls, value: Any) -> str:
         return _canonical_gpu(value)
+
+    @field_validator("count", "gpus_per_node", "price_per_kwh", "pue", "cpu_milli", "memory_mib", mode="before")
+    @classmethod
+    def _numbers(cls, value: Any) -> Any:
+        return _number_not_bool_or_text(value)
 
     @field_validator("price_per_kwh", "pue")
     @classmethod
@@ -141,6 +157,11 @@ class ClusterSpec(BaseModel):
     pue: float = Field(default=1.0, ge=1.0, le=PUE.hi)
     placement: Literal["physical", "ideal"] = "physical"
     nodes: list[NodeGroup] = Field(min_length=1)
+
+    @field_validator("price_per_kwh", "pue", mode="before")
+    @classmethod
+    def _numbers(cls, value: Any) -> Any:
+        return _number_not_bool_or_text(value)
 
     @field_validator("price_per_kwh", "pue")
     @classmethod
@@ -225,6 +246,10 @@ def cluster_from_dict(data: Any, file: str | Path | None = None) -> ClusterSpec:
         return ClusterSpec.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
+        inner = (err.get("ctx") or {}).get("error")
+        if isinstance(inner, InputError):  # a limit checked in a validator: its own message and field
+            where = inner.field or _field_path(tuple(err.get("loc", ()))) or None
+            raise InputError(inner.message, file=file, field=where) from None
         message = str(err.get("msg", "invalid value"))
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
@@ -254,6 +279,8 @@ def load_cluster(name_or_path: str | Path) -> ClusterSpec:
                 file=text,
                 field="cluster",
             )
+        elif path.exists():  # a named pipe, socket or device: refused before anything opens it
+            check_regular_file(path, what="cluster spec")
         elif path.suffix.lower() in {".yaml", ".yml"} or "/" in text:
             raise InputError("cluster spec file not found", file=text)
         else:
@@ -261,13 +288,32 @@ def load_cluster(name_or_path: str | Path) -> ClusterSpec:
                 f"unknown cluster {text!r}; bundled: {', '.join(bundled_clusters())}, or give a YAML path",
                 field="cluster",
             )
-    data = load_yaml(path, what="cluster spec")
-    spec = cluster_from_dict(data, file=path)
+    return cluster_from_document(load_yaml(path, what="cluster spec"), file=path)
+
+
+def cluster_from_document(data: Any, file: str | Path | None = None) -> ClusterSpec:
+    """Everything :func:`load_cluster` checks of a parsed cluster document: the model (fields, bounds, limit
+    ``cluster_gpus``) and distinct node names once expanded. O(nodes)."""
+    spec = cluster_from_dict(data, file=file)
     try:
         spec.expand()
     except InputError as exc:
-        raise InputError(exc.message, file=path, field=exc.field) from None
+        raise InputError(exc.message, file=file, field=exc.field) from None
     return spec
+
+
+def check_cluster_yaml(text: str, *, source: str | Path | None = None) -> ClusterSpec:
+    """The loader's verdict on ``text``, the YAML a writer (``trace cluster``, ``cluster import-slurm``) is about to
+    write or print: what :func:`load_cluster` would refuse in the file (over limit ``yaml_mb`` or ``yaml_nodes``,
+    fields out of bounds, over limit ``cluster_gpus``, a node name twice) is one InputError naming ``source``, the
+    writer's input, before anything is written. O(size of the text)."""
+    try:
+        data = parse_yaml_text(text, source=source, what="cluster spec", limit_name="yaml_mb")
+        return cluster_from_document(data, file=None)
+    except InputError as exc:
+        raise InputError(
+            f"the cluster spec made from it would not load: {exc.message}", file=source, field=exc.field
+        ) from None
 
 
 def make_cluster(

@@ -11,11 +11,11 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gpuweave.checks import validation_error
+from gpuweave.checks import finite_options, validation_error
 from gpuweave.cluster.config import SimulationConfig, beside_config
 from gpuweave.errors import InputError
 from gpuweave.executors import known_executor
@@ -70,6 +70,11 @@ class ExecutorSection(BaseModel):
 
 class LiveConfig(SimulationConfig):
     executor: ExecutorSection = Field(default_factory=ExecutorSection)
+
+    @field_validator("policy_options")
+    @classmethod
+    def _finite_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return finite_options(value)
 
 
 def load_live_config(path: str | Path) -> LiveConfig:

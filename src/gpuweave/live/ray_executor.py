@@ -23,7 +23,6 @@ import ctypes
 import ctypes.util
 import os
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from gpuweave.errors import InputError
 from gpuweave.live.executor import LOG_FILE, Executor, LaunchSpec
-from gpuweave.local_ray import start_local_ray
+from gpuweave.local_ray import join_ray, start_local_ray
 
 if TYPE_CHECKING:
     from gpuweave.hardware.cluster_spec import Node
@@ -46,7 +45,6 @@ STOP_REQUEST = "stop-request"  # the task sends SIGTERM: checkpoint and exit
 KILL_REQUEST = "kill-request"  # the task sends SIGKILL
 CONTROL_POLL_S = 0.05
 KILL_WAIT_S = 10.0
-CONNECT_TIMEOUT_S = 5.0
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
@@ -56,25 +54,6 @@ def _die_with_parent() -> None:
     prctl = getattr(_LIBC, "prctl", None)
     if prctl is not None:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _check_reachable(address: str) -> None:
-    """InputError unless something accepts a TCP connection at ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``).
-
-    Why: ``ray.init`` retries an unreachable GCS for minutes, printing its own log lines; one connection attempt
-    bounded by ``CONNECT_TIMEOUT_S`` answers at once. ``auto`` (Ray finds the cluster itself) is not probed.
-    """
-    if address in ("auto", "local"):
-        return
-    hostport = address.removeprefix("ray://")
-    host, _, port = hostport.rpartition(":")
-    host = host.strip("[]")
-    if not host or not port.isdigit():
-        raise InputError(f"Ray address {address!r} is not HOST:PORT", field="address")
-    try:
-        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
-    except OSError as exc:
-        raise InputError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}", field="address") from None
 
 
 @ray.remote(num_cpus=0, max_retries=0)
@@ -140,13 +119,8 @@ class RayExecutor(Executor["_RayWorker"]):
         if self.address is None:
             self._start_local_ray(nodes)
             return
-        _check_reachable(self.address)
-        try:
-            ray.init(address=self.address, logging_level="ERROR", log_to_driver=False)  # type: ignore[arg-type]  # a level name works
-        except Exception as exc:  # Ray raises several types for an address it cannot reach
-            raise InputError(
-                f"cannot reach the Ray cluster at {self.address}: {exc}".splitlines()[0], field="address"
-            ) from None
+        # bounded: a closed port, or one that is not Ray, is one InputError naming the address (gpuweave.local_ray)
+        join_ray(self.address, logging_level="ERROR", log_to_driver=False)
 
     def _start_local_ray(self, nodes: list[Node]) -> None:
         """One Ray node on this machine, labelled with every cluster node, reachable from this machine only."""

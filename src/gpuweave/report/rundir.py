@@ -15,7 +15,7 @@ from typing import Any
 
 from gpuweave.checks import RESULT
 from gpuweave.errors import InputError
-from gpuweave.files import check_unique_columns, first_csv_row, read_input_text
+from gpuweave.files import check_regular_file, check_unique_columns, first_csv_row, read_input_text
 from gpuweave.limits import check_limit
 from gpuweave.results import read_summary
 
@@ -73,8 +73,9 @@ def _read_table(
     import numpy as np
     import pandas as pd
 
-    if not path.is_file():
+    if not path.exists():
         raise InputError("missing file in run directory", file=path)
+    check_regular_file(path, what="result table")  # a FIFO named jobs.csv is refused, never opened
     text = read_input_text(path, what="result table")
     check_limit("trace_jobs", max(0, text.count("\n") - 1), "rows of the table", file=path)
     check_unique_columns(first_csv_row(text, comment=None, file=path), file=path)

@@ -15,6 +15,7 @@ from gpuweave.cluster.feasibility import capacity_by_model, fits_somewhere
 from gpuweave.errors import InputError
 from gpuweave.hardware.cluster_spec import Node
 from gpuweave.live.config import BUILTIN_PROGRAMS, program_argv
+from gpuweave.live.local import LIMITS_ATTR, WorkerLimits
 from gpuweave.workload.job import Job
 from gpuweave.workload.profile_source import ProfileSource
 
@@ -67,8 +68,9 @@ def never_fits(
     return InputError(f"{gpus} GPUs of {job_type!r} can never run on any node{allowed} ({where})", field="gpus")
 
 
-def runtime_job(row: Row[Any], origin: float, time_scale: float) -> Job:
-    """The runtime's Job for a database row (ids are the row's id as text; times simulated)."""
+def runtime_job(row: Row[Any], origin: float, time_scale: float, limits: WorkerLimits | None = None) -> Job:
+    """The runtime's Job for a database row (ids are the row's id as text; times simulated). ``limits``: what each
+    of its workers may take on its host (the service's quota for a user who is not an admin; local executor)."""
     gpu_types = json.loads(row.gpu_types) if row.gpu_types else None
     submitted = (row.submitted_at - origin) * time_scale
     deadline = submitted + row.deadline_s if row.deadline_s else None
@@ -81,6 +83,6 @@ def runtime_job(row: Row[Any], origin: float, time_scale: float) -> Job:
         job_type=row.job_type,
         priority=row.priority,
         deadline=deadline if deadline is None else max(deadline, arrival + 1e-9),
-        attrs={"user": row.user_id, "name": row.name},
+        attrs={"user": row.user_id, "name": row.name, **({LIMITS_ATTR: limits} if limits is not None else {})},
         allowed_models=tuple(sorted(gpu_types)) if gpu_types else None,
     )

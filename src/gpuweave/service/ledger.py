@@ -36,7 +36,8 @@ from gpuweave.live.attempts import Attempt, LiveJob
 from gpuweave.live.executor import Executor
 from gpuweave.live.journal import attempt_copies, end_orphans
 from gpuweave.live.journal_contract import RunJournal
-from gpuweave.service.db import ACTIVE_STATES, attempts, events, jobs, reading, samples, settings, writing
+from gpuweave.live.local import WorkerLimits
+from gpuweave.service.db import ACTIVE_STATES, attempts, events, jobs, reading, samples, settings, users, writing
 from gpuweave.service.jobs import check_program, runtime_job
 
 if TYPE_CHECKING:
@@ -81,14 +82,21 @@ def placement_json(placement: Placement) -> str:
 class Ledger(RunJournal):
     """The runtime's journal on the database (see module docstring)."""
 
-    def __init__(self, engine: Engine, metrics: ServiceMetrics | None = None) -> None:
+    def __init__(
+        self, engine: Engine, metrics: ServiceMetrics | None = None, worker_limits: WorkerLimits | None = None
+    ) -> None:
         self.engine = engine
         self.metrics = metrics
+        self.worker_limits = worker_limits  # the host quota of a job of a user who is not an admin
         self.runtime: LiveRuntime | None = None
         self.finished: list[str] = []  # job ids that reached a terminal state since the last drain
         self.origin = 0.0
 
     # ------------------------------------------------------------------ helpers
+    def limits_of(self, row: Row[Any]) -> WorkerLimits | None:
+        """The host quota of a job row read with its user's ``admin`` column: none for an admin's job."""
+        return None if row.admin else self.worker_limits
+
     def _ids(self, job: LiveJob) -> tuple[int, int | None]:
         return int(job.js.job_id), job.js.job.attrs.get("user")  # type: ignore[return-value]  # the user's id
 
@@ -253,7 +261,8 @@ class Ledger(RunJournal):
         runtime.resume_clock((wall_now - origin) * scale, last.energy_j if last else 0.0, last.cost if last else 0.0)
         with reading(self.engine) as conn:
             rows = conn.execute(
-                select(jobs)
+                select(jobs, users.c.admin)
+                .join(users, users.c.id == jobs.c.user_id)
                 .where(jobs.c.admitted.is_(True), jobs.c.state.in_(ACTIVE_STATES))
                 .order_by(jobs.c.arrival, jobs.c.id)
             ).all()
@@ -269,7 +278,9 @@ class Ledger(RunJournal):
 
     def restore(self, runtime: LiveRuntime, row: Row[Any]) -> LiveJob:
         """Hand a database job to the runtime with what it has committed."""
-        job = runtime.add_job(runtime_job(row, self.origin, runtime.time_scale), check_program(row.program))
+        job = runtime.add_job(
+            runtime_job(row, self.origin, runtime.time_scale, self.limits_of(row)), check_program(row.program)
+        )
         job.committed, job.attempts, job.crashes = row.committed, row.attempts, row.crashes
         job.js.first_start, job.js.restarts = row.first_start, row.restarts
         job.js.remaining = float(job.remaining)

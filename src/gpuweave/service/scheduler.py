@@ -51,7 +51,7 @@ class Scheduler:
         self.policy_version = policy["version"]
         live = config.live_config(policy["name"], policy["options"])
         live = live.model_copy(update={"round_length": policy.get("round_length")})
-        self.ledger = Ledger(engine, metrics)
+        self.ledger = Ledger(engine, metrics, worker_limits=config.worker_limits())
         # A service runs for months: keep no per-segment records.
         self.runtime = LiveRuntime(
             live, executor, config.data_dir / "runtime", jobs=[], journal=self.ledger, record_segments=False
@@ -162,7 +162,7 @@ class Scheduler:
         default = self.config.default_max_running_gpus
         with reading(self.engine) as conn:
             waiting = conn.execute(
-                select(jobs, users.c.max_running_gpus)
+                select(jobs, users.c.max_running_gpus, users.c.admin)
                 .join(users, users.c.id == jobs.c.user_id)
                 .where(jobs.c.admitted.is_(False), jobs.c.state == "queued")
                 .order_by(jobs.c.id)
@@ -206,7 +206,7 @@ class Scheduler:
                 self._hand_over(row, arrival)
 
     def _hand_over(self, row: Row[Any], arrival: float) -> None:
-        job = runtime_job(row, self.ledger.origin, self.config.time_scale)
+        job = runtime_job(row, self.ledger.origin, self.config.time_scale, self.ledger.limits_of(row))
         job.arrival = arrival
         if job.deadline is not None:
             job.deadline = max(job.deadline, arrival + 1e-9)

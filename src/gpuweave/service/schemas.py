@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from gpuweave.checks import finite_options
 
 JOB_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 PRINTABLE = r"^[^\x00-\x1f\x7f]+$"  # no control characters (PostgreSQL refuses NUL in text)
@@ -116,6 +118,12 @@ class PolicyIn(BaseModel):
     name: str = Field(min_length=1, max_length=64, pattern=r"^[a-z0-9-]+$")
     options: dict[str, Any] = Field(default_factory=dict, max_length=32)
 
+    @field_validator("options")
+    @classmethod
+    def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # the request body is read with Python's json, which takes Infinity and NaN (a JSON column stores null)
+        return finite_options(value)
+
 
 class Policy(BaseModel):
     name: str
@@ -142,6 +150,12 @@ class Me(BaseModel):
     max_queued_jobs: int | None
     queued_jobs: int
     running_gpus: int
+    job_memory_bytes: int | None = Field(
+        None, description="host memory each worker of your jobs may allocate (local executor; None: no limit)"
+    )
+    job_cpu_seconds: int | None = Field(
+        None, description="CPU seconds each worker of your jobs may use (local executor; None: no limit)"
+    )
 
 
 class Problem(BaseModel):

@@ -113,7 +113,9 @@ def build_service(config: ServiceConfig) -> Service:
         if created:  # a refused start leaves no directory or database behind
             shutil.rmtree(config.data_dir, ignore_errors=True)
         raise
-    limits = Limits(config.default_max_running_gpus, config.default_max_queued_jobs, config.allow_commands)
+    limits = Limits(
+        config.default_max_running_gpus, config.default_max_queued_jobs, config.allow_commands, config.worker_limits()
+    )
     runtime = scheduler.runtime
     store = Store(
         engine,

@@ -18,6 +18,7 @@ from sqlalchemy import ColumnElement, Select, and_, case, func, insert, select, 
 from sqlalchemy.engine import Engine, Row
 
 from gpuweave.errors import InputError
+from gpuweave.live.local import WorkerLimits
 from gpuweave.service.auth import User
 from gpuweave.service.db import ACTIVE_STATES, attempts, events, jobs, reading, samples, users, writing
 from gpuweave.service.ledger import add_event, get_setting, put_setting
@@ -43,6 +44,7 @@ class Limits:
     default_max_running_gpus: int | None = None
     default_max_queued_jobs: int | None = None
     allow_commands: bool = False
+    worker_limits: WorkerLimits | None = None  # host memory and CPU of a non-admin user's worker (local executor)
 
 
 class Store:
@@ -312,7 +314,14 @@ class Store:
             "max_queued_jobs": user.max_queued_jobs or self.limits.default_max_queued_jobs,
             "queued_jobs": int(queued),
             "running_gpus": int(running),
+            **self._host_quota(user),
         }
+
+    def _host_quota(self, user: User) -> dict[str, Any]:
+        limits = None if user.admin else self.limits.worker_limits
+        if limits is None:
+            return {"job_memory_bytes": None, "job_cpu_seconds": None}
+        return {"job_memory_bytes": limits.memory_bytes, "job_cpu_seconds": limits.cpu_seconds}
 
     # ------------------------------------------------------------------ policy
     def policy(self) -> dict[str, Any]:

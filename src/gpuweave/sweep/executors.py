@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 from gpuweave.errors import InputError
 from gpuweave.executors import EXECUTORS, executor_kind, executor_names, spoken
-from gpuweave.local_ray import start_local_ray
+from gpuweave.local_ray import join_ray, start_local_ray
 
 OnDone = Callable[[int, Any], None]
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -158,29 +158,18 @@ class RayExecutor(Executor):
         ray = self._import_ray()
         if ray.is_initialized():
             return ray
+        if self.address:  # bounded in time; one InputError naming the address (gpuweave.local_ray)
+            join_ray(self.address, log_to_driver=False)
+            self._started = True
+            return ray
+        # Local workers import what this process imports (e.g. a runner defined next to a script).
+        pythonpath = os.pathsep.join(p for p in sys.path if p)
         try:
-            if self.address:
-                ray.init(address=self.address, log_to_driver=False)
-            else:
-                # Local workers import what this process imports (e.g. a runner defined next to a script).
-                pythonpath = os.pathsep.join(p for p in sys.path if p)
-                start_local_ray(
-                    num_cpus=self.num_cpus,
-                    log_to_driver=False,
-                    runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
-                )
-        except Exception as exc:  # Ray raises ConnectionError, RuntimeError or its own AuthenticationError
-            where = f"the Ray cluster at {self.address}" if self.address else "a local Ray"
-            hint = ""
-            if "auth" in str(exc).lower() or "token" in str(exc).lower():
-                hint = (
-                    " (token authentication: set RAY_AUTH_TOKEN or copy the cluster's ~/.ray/auth_token, "
-                    "and use the same RAY_AUTH_MODE as the cluster)"
-                )
-            raise InputError(
-                f"cannot start or join {where}: {describe_exception(exc)}{hint}",
-                field="address" if self.address else "executor",
-            ) from None
+            start_local_ray(
+                num_cpus=self.num_cpus, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": pythonpath}}
+            )
+        except Exception as exc:  # Ray raises ConnectionError, RuntimeError or its own error types
+            raise InputError(f"cannot start a local Ray: {describe_exception(exc)}", field="executor") from None
         self._started = True
         return ray
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from gpuweave.checks import MAGNITUDE
 from gpuweave.errors import InputError
-from gpuweave.files import NUL_IN_CSV, check_unique_columns, read_input_bytes, read_input_text
+from gpuweave.files import NUL_IN_CSV, check_column_count, check_unique_columns, read_input_bytes, read_input_text
 from gpuweave.limits import check_limit, limit
 
 if TYPE_CHECKING:
@@ -55,6 +55,7 @@ def read_csv_strings(
     offset = 0  # what to add to a byte's position in ``data`` to give its position in the file
     if data.startswith(b"\xef\xbb\xbf"):
         data, offset = data[3:], 3
+    check_column_count(len(first_line_fields(data)), file=path)  # before either parser sees a 10^6-field header
     if header is not None:
         if not data.strip():
             raise InputError("empty file", file=path)

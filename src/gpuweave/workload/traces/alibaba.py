@@ -377,6 +377,23 @@ def read_spot_nodes(
     )
 
 
+def check_catalog_models(cluster: dict[str, Any], *, file: Path) -> None:
+    """InputError naming the node groups of a cluster description whose GPU model the hardware catalog does not
+    know (openb's ``G2``, PAI's ``MISC``): a cluster spec with them would not load, so ``gpuweave trace cluster``
+    writes none and says how to leave them out or take them as a catalog model. O(node groups)."""
+    unknown = [n for n in cluster["nodes"] if not _catalog_knows(str(n["gpu"]))]
+    if unknown:
+        groups = ", ".join(f"{n['count']} x {n['gpus_per_node']} {n['gpu']}" for n in unknown[:6])
+        more = f" and {len(unknown) - 6} more groups" if len(unknown) > 6 else ""
+        example = f"{unknown[0]['gpu']}=MODEL"
+        raise InputError(
+            f"GPU model not in the hardware catalog: {groups}{more}; a cluster spec with them would not load: leave "
+            f"them out with --catalog-only or take them as a catalog model with --gpu-map {example}",
+            file=file,
+            field="gpu",
+        )
+
+
 def cluster_gpu_count(cluster: dict[str, Any]) -> int:
     """Total GPUs of a cluster description."""
     return sum(int(node["count"]) * int(node["gpus_per_node"]) for node in cluster["nodes"])

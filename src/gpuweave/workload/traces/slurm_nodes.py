@@ -199,6 +199,7 @@ def gpu_slots(
     An unknown GPU type is an InputError naming the node unless ``gpu_map`` maps it or ``skip_unknown`` is set."""
     mapping = {k.lower(): v for k, v in (gpu_map or {}).items()}
     slots, notes, unknown = [], [], []
+    made: dict[str, SlurmNode] = {}  # gpuweave node name -> the Slurm node that made it
     for node in nodes:
         for kind, count in node.gpus.items():
             if count <= 0:
@@ -213,6 +214,16 @@ def gpu_slots(
                 continue
             several = sum(1 for c in node.gpus.values() if c > 0) > 1
             name = f"{node.name}-{kind or 'gpu'}" if several else node.name
+            other = made.setdefault(name, node)
+            if other is not node:  # a name twice: the cluster spec would not load, the executor would mix them up
+                again = "is listed twice" if other.name == node.name else f"and node {other.name} both make it"
+                raise InputError(
+                    f"the gpuweave node name {name!r} would be used twice: node {node.name} {again} "
+                    f"(records at {other.line} and {node.line})",
+                    file=source,
+                    row=node.line,
+                    field="name",
+                )
             slots.append(GpuSlot(node.name, kind, model, count, name))
     if unknown:
         notes.append(f"left out GPUs of unknown type: {', '.join(unknown)}")
@@ -269,14 +280,40 @@ def read_nodes_file(path: str | Path) -> list[SlurmNode]:
 
 
 def parse_gpu_map(pairs: list[str]) -> dict[str, str]:
-    """``--gpu-map TYPE=MODEL`` pairs as a dict; InputError on a pair without ``=``."""
-    mapping = {}
+    """``--gpu-map TYPE=MODEL`` pairs as a dict; InputError on a pair without ``=``, and on a type (compared
+    case-insensitively, as every reader of the map does) mapped to two different models: the readers kept one of
+    the two silently. The same pair given twice is one entry. O(pairs)."""
+    mapping: dict[str, str] = {}
+    first: dict[str, str] = {}  # lower-case type -> the pair that mapped it
     for pair in pairs:
         kind, sep, model = pair.partition("=")
         if not sep or not kind.strip() or not model.strip():
             raise InputError(f"expected TYPE=MODEL (e.g. a6000=A10), got {pair!r}", field="gpu-map")
-        mapping[kind.strip()] = model.strip()
+        kind, model = kind.strip(), model.strip()
+        earlier = first.get(kind.lower())
+        if earlier is not None:
+            if _same_model(earlier.partition("=")[2].strip(), model):
+                continue
+            raise InputError(
+                f"--gpu-map {earlier} and --gpu-map {pair} map the GPU type {kind!r} to two models; give one",
+                field="gpu-map",
+            )
+        first[kind.lower()] = pair
+        mapping[kind] = model
     return mapping
+
+
+def _same_model(a: str, b: str) -> bool:
+    """Whether two model names name one catalog model (case-insensitive, aliases resolved when the catalog knows
+    them)."""
+
+    def key(name: str) -> str:
+        try:
+            return canonical_gpu_model(name)
+        except InputError:
+            return name.lower()
+
+    return key(a) == key(b)
 
 
 def import_cluster(
@@ -292,10 +329,8 @@ def import_cluster(
     pue: float = 1.0,
 ) -> tuple[dict, list[str]]:
     """The cluster spec of Slurm's nodes (checked by the cluster-spec loader) and notes on what was left out."""
-    from pydantic import ValidationError
-
     # imported here: importing gpuweave.workload.traces.slurm_nodes does without pydantic
-    from gpuweave.hardware.cluster_spec import ClusterSpec
+    from gpuweave.hardware.cluster_spec import cluster_from_document
 
     if partition:
         nodes = [n for n in nodes if partition in n.partitions]
@@ -306,9 +341,5 @@ def import_cluster(
     if unhealthy:
         notes.append(f"kept nodes Slurm marks unavailable now: {_short_list(unhealthy)}")
     spec = cluster_from_slots(slots, name=name, source=source, price_per_kwh=price_per_kwh, pue=pue)
-    try:
-        ClusterSpec.model_validate(spec)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(err["msg"], file=source, field=".".join(str(p) for p in err["loc"])) from None
+    cluster_from_document(spec, file=source)  # the loader's checks, node names distinct among them
     return spec, notes
