@@ -353,3 +353,46 @@ def test_comparison_notes_are_cut_at_a_space_on_purpose():
     assert shown.endswith(" …") and len(shown) <= NOTE_CHARS + 1
     assert note.startswith(shown.removesuffix(" …")) and note[len(shown) - 2] in " ,;:"  # cut between words
     assert comparison_cells(rows, notes=False)[0] == ["experiment", "metric", "paper", "ours", "diff", "unit"]
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (434403.5450728072, "434,404"),
+        (1_234_567, "1,234,567"),
+        (999.4, "999.4"),
+        (12.3456, "12.35"),
+        (0.2561, "0.2561"),
+        (0.0123, "0.0123"),
+        (1.0, "1"),
+        (-3.5, "-3.5"),
+        (0.0, "0"),
+        (1e-5, "1e-05"),
+        (float("nan"), "n/a"),
+        (None, "n/a"),
+    ],
+)
+def test_table_numbers_are_plain_with_thousands_separators(value, text):
+    """Issue #40 item 5: `avg_jct_s 4.344e+05` read as 434,404 (no scientific notation from 10^-3 to 10^15)."""
+    from gpuweave.cli.output import cell
+
+    assert cell(value) == text
+
+
+def test_seconds_metrics_get_a_unit_by_magnitude():
+    from gpuweave.cli.output import metric_cell
+
+    assert metric_cell("avg_jct_s", 434403.5) == "434,404 s (120.7 h)"
+    assert metric_cell("mean_queueing_delay_s", 600.0) == "600 s (10.0 min)"
+    assert metric_cell("p50_jct_s", 12.5) == "12.5 s"
+    assert metric_cell("p50_jct_s", float("nan")) == "n/a"
+    assert metric_cell("utilization", 0.25) == "0.25" and metric_cell("jobs", 200) == "200"
+
+
+def test_simulate_table_is_plain_and_its_json_raw(tmp_path):
+    res = cli("cluster", "simulate", "--policy", "fifo", "--jobs", "30", "--out", str(tmp_path / "run"))
+    assert res.returncode == 0, res.stderr
+    assert not re.search(r"\de[+-]\d", res.stdout), res.stdout
+    assert re.search(r"avg_jct_s +│ +[\d,]+ s", res.stdout) and "useful_fraction" in res.stdout
+    data = json.loads(cli("cluster", "simulate", "--policy", "fifo", "--jobs", "30", "--json", cwd=tmp_path).stdout)
+    assert isinstance(data["metrics"]["avg_jct_s"], float) and 0 < data["metrics"]["useful_fraction"] <= 1

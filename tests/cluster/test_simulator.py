@@ -228,3 +228,79 @@ def test_round_policy_that_starves_an_idle_cluster_is_stopped(profiles):
     with pytest.raises(InvalidDecisionError, match=f"idle cluster for {STALL_ROUNDS} rounds"):
         sim.run()
     assert sim.decisions == STALL_ROUNDS
+
+
+class HalfWhenSpread:
+    """rate = 3 it/s per V100 consolidated, half of it spread over several nodes."""
+
+    def rate(self, job_type, gpu_model, num_gpus, consolidated):
+        return 3.0 * num_gpus * (1.0 if consolidated else 0.5)
+
+
+@pytest.mark.parametrize(
+    ("spec", "fraction", "slowdown"),
+    [([("V100", 1), ("V100", 1)], 0.5, 2.0), ([("V100", 2)], 1.0, 1.0)],
+    ids=["spread", "consolidated"],
+)
+def test_useful_work_and_placement_slowdown(spec, fraction, slowdown):
+    """Issue #40 item 6: a 2-GPU job forced across two 1-GPU nodes holds its GPUs twice as long as its work needs."""
+    from gpuweave.cluster.metrics import summarize
+    from gpuweave.cluster.policies import make_policy
+
+    jobs = [Job("a", 0.0, 2, 600.0, "small")]  # 100 s consolidated on two V100s, 200 s spread
+    m = summarize(run(make_nodes(spec), jobs, make_policy("fifo"), HalfWhenSpread()))
+    assert m["gpu_hours"] == pytest.approx(2 * 100.0 * slowdown / 3600)
+    assert m["useful_gpu_hours"] == pytest.approx(2 * 100.0 / 3600)
+    assert m["useful_fraction"] == pytest.approx(fraction)
+    assert m["median_placement_slowdown"] == pytest.approx(slowdown)
+
+
+class MoveGangOnce(MoveOnce):
+    """MoveOnce with a 2-GPU job: node 0's two GPUs, then node 1's."""
+
+    def schedule(self, view):
+        if "x" in view.pending:
+            return Decision(assign={"x": ((0, 2),)})
+        if view.now >= 50 and not self.moved and "x" in view.running:
+            self.moved = True
+            return Decision(assign={"x": ((1, 2),)})
+        return Decision()
+
+
+def test_useful_work_leaves_restart_delays_out_of_the_slowdown(profiles):
+    """A moved job holds its GPUs through the restart delay: not useful work, and not a placement slowdown."""
+    from gpuweave.cluster.metrics import summarize
+
+    nodes = make_nodes([("V100", 2), ("V100", 2)])
+    rec = run(nodes, [Job("x", 0.0, 2, 1200.0, "small")], MoveGangOnce(), profiles, restart_delay=20.0)
+    m = summarize(rec)
+    held = rec.jobs[0].attained_gpu_seconds
+    assert held == pytest.approx(2 * (50 + 20 + 150))  # 1,200 it at 6 it/s: 50 s, a 20 s delay, 150 s
+    assert m["useful_gpu_hours"] == pytest.approx(2 * 200.0 / 3600)
+    assert m["useful_fraction"] == pytest.approx(200.0 / 220.0)
+    assert m["median_placement_slowdown"] == pytest.approx(1.0)
+
+
+def test_useful_work_is_unknown_without_consolidated_rates(profiles):
+    import dataclasses
+    import math
+
+    from gpuweave.cluster.metrics import summarize
+    from gpuweave.cluster.policies import make_policy
+
+    rec = run(make_nodes([("V100", 1)]), [Job("a", 0.0, 1, 30.0, "small")], make_policy("fifo"), profiles)
+    m = summarize(dataclasses.replace(rec, consolidated_rate=None))
+    assert math.isnan(m["useful_fraction"]) and math.isnan(m["median_placement_slowdown"])
+
+
+def test_useful_work_of_a_job_on_two_models(profiles):
+    """The consolidated rate of a job that ran on V100 then K80 is averaged by the time it held each."""
+    import math
+
+    from gpuweave.cluster.metrics import summarize
+
+    nodes = make_nodes([("V100", 1), ("K80", 1)])
+    rec = run(nodes, [Job("x", 0.0, 1, 300.0, "small")], MoveOnce(), profiles, restart_delay=0.0)
+    m = summarize(rec)  # 150 it in 50 s on the V100, 150 it in 150 s on the K80: all of it useful
+    assert m["useful_gpu_hours"] == pytest.approx(200.0 / 3600) and m["useful_fraction"] == pytest.approx(1.0)
+    assert math.isnan(m["median_placement_slowdown"])  # over jobs of several GPUs only: a 1-GPU job is never spread

@@ -19,6 +19,7 @@ def write_run_dir(
     utilization: float = 0.625,
     energy_kwh: float = 42.125,
     extra_config: dict | None = None,
+    extra_metrics: dict | None = None,
 ) -> Path:
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -113,5 +114,6 @@ def write_run_dir(
         },
         "definitions": {"jct": "end - arrival"},
     }
+    summary["metrics"].update(extra_metrics or {})
     (path / "summary.json").write_text(json.dumps(summary, indent=2))
     return path

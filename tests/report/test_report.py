@@ -303,3 +303,27 @@ def test_power_rounds_stay_few_on_any_span():
     for span in (151 * 86400.0, 4.3e9, 1e15):
         length = power_round_length(span)
         assert length % 86400 == 0 and span / length <= POWER_ROUNDS
+
+
+def test_summary_never_calls_a_run_best_on_utilisation_without_its_useful_fraction(tmp_path):
+    """Issue #40 item 6: FIFO spreading 8-GPU jobs kept more GPUs busy doing less work than YARN-CS."""
+    from gpuweave.report.html import COMPARED, comparison_table, metric_names, runs_summary
+
+    spread = {"useful_fraction": 0.398, "median_placement_slowdown": 1.59, "useful_gpu_hours": 978.0}
+    packed = {"useful_fraction": 0.721, "median_placement_slowdown": 1.0, "useful_gpu_hours": 978.0}
+    runs = load_runs(
+        [
+            write_run_dir(tmp_path / "a", policy="fifo", utilization=0.543, extra_metrics=spread),
+            write_run_dir(tmp_path / "b", policy="yarn-cs", utilization=0.307, extra_metrics=packed),
+        ]
+    )
+    text = runs_summary(runs, COMPARED, "on one cluster")
+    assert "on GPU utilisation, fifo (54.3%, 39.8% of it useful, " in text
+    assert "yarn-cs at 30.7%, 72.1% of it useful)" in text
+    assert "on useful work per GPU-hour held, yarn-cs (72.1%" in text
+    assert "In fifo, the median job of several GPUs ran 1.6x longer than with its GPUs on one node" in text
+    assert "In yarn-cs" not in text  # 1.0x: nothing to say
+    table = comparison_table(runs, metric_names(runs))
+    assert "useful_fraction (higher is better)" in table and "median_placement_slowdown (lower is better)" in table
+    alone = runs_summary(runs[:1], COMPARED, "on one cluster")
+    assert "The median job of several GPUs ran 1.6x longer" in alone and "40% of the GPU-hours held" in alone

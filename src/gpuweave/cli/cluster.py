@@ -16,7 +16,15 @@ import typer
 
 from gpuweave.checks import SEED
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
-from gpuweave.cli.output import JSON_HELP, ProgressBar, cell, print_json, print_table, quiet_option, show_progress
+from gpuweave.cli.output import (
+    JSON_HELP,
+    ProgressBar,
+    metric_cell,
+    print_json,
+    print_table,
+    quiet_option,
+    show_progress,
+)
 from gpuweave.executors import executor_names, spoken
 
 NAME = "cluster"
@@ -141,8 +149,13 @@ def _config_with_flags(config: Path | None, overrides: dict, policy_option: list
 
 
 def _print_summary(console, policy: str, summary: dict) -> None:
-    rows = [(k, cell(v) if isinstance(v, float) or v is None else str(v)) for k, v in summary.items()]
+    rows = [(k, metric_cell(k, v)) for k, v in summary.items()]
     print_table(console, f"summary: {policy}", ("metric", "value"), rows, right=("value",))
+    from gpuweave.cluster.metrics import placement_note  # numpy is loaded by now: the run computed its metrics
+
+    note = placement_note(summary)
+    if note:
+        console.print(f"note: {note} (utilization counts GPUs held, not work done)", markup=False, highlight=False)
 
 
 @app.command("policies")
@@ -301,7 +314,7 @@ def run(
         console = Console()
         for key in ("jobs", "completed", "avg_jct_s", "makespan_s", "restarts"):
             value = summary[key]
-            console.print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
+            console.print(f"{key}: {metric_cell(key, value)}")
         console.print(f"results: {out}")
     if unfinished is not None:
         typer.echo(unfinished, err=True)
@@ -562,7 +575,7 @@ def fill(
     from rich.console import Console
 
     console = Console()
-    rows = [(name, str(value) if isinstance(value, int) else cell(value)) for name, value in metrics.items()]
+    rows = [(name, metric_cell(name, value)) for name, value in metrics.items()]
     title = f"fill {placement} ({sharing} GPUs), seed {seed}: {result.submitted} tasks"
     print_table(console, title, ("metric", "value"), rows)
     if path is not None:

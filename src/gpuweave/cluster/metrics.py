@@ -10,11 +10,22 @@ Definitions (issue #2 item 8):
   completion.
 - tardiness (jobs with a deadline): max(0, end - deadline); weighted by the job's priority weight, as
   ANDREAS' tardiness cost weighs it.
+- useful work (issue #40 item 6): a job's useful GPU-seconds are the GPU-seconds its work done (``work -
+  remaining``) takes at its consolidated rate (all its GPUs on one node) on the GPU model(s) it ran on (on several,
+  the rates averaged by the GPU-seconds it held on each), times its GPUs. ``useful_gpu_hours`` sums them;
+  ``useful_fraction`` = useful / ``gpu_hours`` (GPU-hours held, restart delays and lost progress included): a
+  policy that spreads jobs over nodes keeps its GPUs busy running them slower, which raises utilisation and lowers
+  the useful fraction.
+  ``median_placement_slowdown``: over completed jobs of more than one GPU (a 1-GPU job is never spread, and in a
+  Philly-like trace nine jobs in ten would hide the others at 1.0), (GPU-seconds held less the start and restart
+  delays charged) / useful GPU-seconds, i.e. how much longer the job ran than it would have consolidated on the same
+  model(s). NaN where the records carry no consolidated rates (or no such job completed).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -69,7 +80,63 @@ def summarize(rec: SimulationRecords) -> dict[str, float | int]:
     out["weighted_tardiness_s"] = float(sum(t * w for t, w in late))
     for m, u in by_model.items():
         out[f"utilization_{m}"] = float(u)
+    out.update(useful_work(rec))
     return out
+
+
+def useful_work(rec: SimulationRecords) -> dict[str, float]:
+    """``useful_gpu_hours``, ``useful_fraction`` and ``median_placement_slowdown`` (module docstring). O(jobs x
+    models each ran on), computed once from the records at the end of a run (the hot loop keeps nothing for it)."""
+    rate = rec.consolidated_rate
+    nan = {"useful_gpu_hours": math.nan, "useful_fraction": math.nan, "median_placement_slowdown": math.nan}
+    if rate is None:
+        return nan
+    useful_total = held_total = 0.0
+    slowdowns: list[float] = []
+    for js in rec.jobs:
+        held = js.attained_gpu_seconds
+        if held <= 0.0:
+            continue
+        held_total += held
+        job = js.job
+        done = job.work - js.remaining
+        # The consolidated rate, averaged over the models it ran on by the time it held each (exact for a job that
+        # ran on one model; on several, exact when its placements slowed it alike on each).
+        weighted = seconds_known = 0.0
+        for model, seconds in js.gpu_seconds_by_model.items():
+            r = rate(job, model)
+            if r > 0.0 and seconds > 0.0:
+                weighted += seconds * r
+                seconds_known += seconds
+        if weighted <= 0.0:
+            continue  # no consolidated rate known on the models it ran on: its work is not counted as useful
+        useful = done * seconds_known / weighted * job.num_gpus
+        useful_total += useful
+        if js.end is not None and useful > 0.0 and job.num_gpus > 1:
+            delays = rec.start_delay + js.restarts * rec.restart_delay
+            slowdowns.append(max(held - delays * job.num_gpus, 0.0) / useful)
+    return {
+        "useful_gpu_hours": useful_total / 3600.0,
+        "useful_fraction": useful_total / held_total if held_total > 0.0 else math.nan,
+        "median_placement_slowdown": float(np.median(slowdowns)) if slowdowns else math.nan,
+    }
+
+
+#: a median placement slowdown above this is named beside utilisation (run summaries, the report's summary)
+PLACEMENT_SLOWDOWN_NOTED = 1.2
+
+
+def placement_note(metrics: Mapping[str, object]) -> str:
+    """ "the median job of several GPUs ran 1.6x longer than with its GPUs on one node (placement); 40% of the
+    GPU-hours held were useful work" when a run's ``median_placement_slowdown`` is above
+    :data:`PLACEMENT_SLOWDOWN_NOTED`, else ""."""
+    slowdown, useful = metrics.get("median_placement_slowdown"), metrics.get("useful_fraction")
+    if not isinstance(slowdown, (int, float)) or not slowdown > PLACEMENT_SLOWDOWN_NOTED:
+        return ""
+    text = f"the median job of several GPUs ran {slowdown:.1f}x longer than with its GPUs on one node (placement)"
+    if isinstance(useful, (int, float)) and math.isfinite(useful):
+        text += f"; {useful:.0%} of the GPU-hours held were useful work"
+    return text
 
 
 def step_mean_per_interval(

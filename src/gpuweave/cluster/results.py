@@ -46,6 +46,13 @@ DEFINITIONS = {
     "energy": "facility energy (GPU idle/max power x PUE) of the whole cluster, first arrival to last completion",
     "jct": "end - arrival",
     "utilization": "GPU-seconds held by jobs (restarts included) / (total GPUs x makespan)",
+    "gpu_hours": "GPU-hours held by jobs (restarts included)",
+    "useful_gpu_hours": "GPU-hours the work done takes at each job's consolidated rate (all its GPUs on one node) on "
+    "the GPU model(s) it ran on",
+    "useful_fraction": "useful_gpu_hours / gpu_hours: 1 when every job ran consolidated without restarts; a policy "
+    "that spreads jobs over nodes keeps GPUs busy (utilization) doing less work",
+    "median_placement_slowdown": "median over completed jobs of several GPUs of (time held less start and restart "
+    "delays) / time at the consolidated rate",
 }
 
 

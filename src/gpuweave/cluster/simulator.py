@@ -85,6 +85,11 @@ class SimulationRecords:
     events: int
     decisions: int
     extra: dict[str, object] = field(default_factory=dict)
+    # The job's rate with all its GPUs on one node of a GPU model (0: unknown or not allowed), and the delays a
+    # start and a restart charge: the useful-work metrics (metrics.summarize) are computed from them at the end.
+    consolidated_rate: Callable[[Job, str], float] | None = None
+    start_delay: float = 0.0
+    restart_delay: float = 0.0
 
 
 def book_records(book: ClusterBook, start_time: float, events: int, decisions: int) -> SimulationRecords:
@@ -103,6 +108,9 @@ def book_records(book: ClusterBook, start_time: float, events: int, decisions: i
         end_time=book.now,
         events=events,
         decisions=decisions,
+        consolidated_rate=lambda job, model: book.job_model_rate(job, model, True),
+        start_delay=book.start_delay,
+        restart_delay=book.restart_delay,
     )
 
 

@@ -38,10 +38,13 @@ METRIC_ORDER = [
     "time_to_50pct_s",
     "mean_queueing_delay_s",
     "utilization",
+    "useful_fraction",
+    "median_placement_slowdown",
     "energy_kwh",
     "cost",
     "restarts",
     "gpu_hours",
+    "useful_gpu_hours",
     "events",
     "decisions",
 ]
@@ -55,6 +58,8 @@ COMPARED = {
     "time_to_50pct_s": False,
     "mean_queueing_delay_s": False,
     "utilization": True,
+    "useful_fraction": True,
+    "median_placement_slowdown": False,
     "energy_kwh": False,
     "cost": False,
     "restarts": False,
@@ -189,7 +194,19 @@ def runs_summary(runs, compared: dict[str, bool], what: str) -> str:
     text = f"{len(runs)} run{'s' if len(runs) != 1 else ''} ({names}) {what}."
     if len(runs) > 1:
         text += " " + winners_sentence(runs, compared)
+    text += placement_sentence(runs, len(runs) > 1)
     return text.strip()
+
+
+def placement_sentence(runs, several: bool) -> str:
+    """ " In fifo, the median job of several GPUs ran 1.6x longer ...": each run whose placements slowed its jobs
+    markedly (:func:`~gpuweave.cluster.metrics.placement_note`), so that a utilisation 'win' is read with it."""
+    from gpuweave.cluster.metrics import placement_note  # numpy: only when a report is drawn
+
+    notes = [(run.label, placement_note(run.metrics)) for run in runs]
+    return "".join(
+        f" In {label}, {note}." if several else f" {note[0].upper()}{note[1:]}." for label, note in notes if note
+    )
 
 
 def _cluster_what(runs) -> str:

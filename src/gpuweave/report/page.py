@@ -32,6 +32,8 @@ METRIC_WORDS = {
     "time_to_50pct_s": "time to finish half the jobs",
     "mean_queueing_delay_s": "mean queueing delay",
     "utilization": "GPU utilisation",
+    "useful_fraction": "useful work per GPU-hour held",
+    "median_placement_slowdown": "median slowdown from placement",
     "energy_kwh": "energy",
     "cost": "cost",
     "restarts": "restarts",
@@ -66,8 +68,10 @@ def metric_text(metric: str, value: float) -> str:
         return f"{value / 3600:,.1f} h" if abs(value) >= 3600 else f"{value:,.1f} s"
     if metric.endswith("_ms") or metric.split("[")[0].endswith("_ms"):
         return f"{value:,.1f} ms"
-    if metric in ("utilization", "busy_fraction"):
+    if metric in ("utilization", "busy_fraction", "useful_fraction"):
         return f"{value:.1%}"
+    if metric == "median_placement_slowdown":
+        return f"{value:.2f}x"
     if metric == "energy_kwh":
         return f"{value:,.0f} kWh"
     return format_value(value)
@@ -94,11 +98,39 @@ def winners_sentence(runs: Sequence[Any], compared: dict[str, bool], metrics: Se
         name = METRIC_WORDS.get(metric.split("[", 1)[0], metric) + (
             f" of {metric.split('[', 1)[1].rstrip(']')}" if "[" in metric else ""
         )
+        of_it = _qualifier(metric, runs, values)
         parts.append(
-            f"on {name}, {' = '.join(values[best])} ({metric_text(metric, best)}, {by} "
-            f"{' = '.join(values[second])} at {metric_text(metric, second)})"
+            f"on {name}, {' = '.join(values[best])} ({metric_text(metric, best)}{of_it(best)}, {by} "
+            f"{' = '.join(values[second])} at {metric_text(metric, second)}{of_it(second)})"
         )
     return ("Best " + "; ".join(parts) + ".") if parts else ""
+
+
+#: a metric never named best without another beside it: busy GPUs are not work done (issue #40)
+QUALIFIED_BY = {"utilization": ("useful_fraction", "useful")}
+
+
+def _qualifier(metric: str, runs: Sequence[Any], values: dict[float, list[str]]) -> Any:
+    """For a metric of :data:`QUALIFIED_BY`: value -> ", 40.0% of it useful" (the runs that share that value's
+    qualifying metric, "/"-joined when they differ); "" for other metrics or runs without it."""
+    qualified = QUALIFIED_BY.get(metric)
+    if qualified is None:
+        return lambda value: ""
+    other, word = qualified
+    by_label = {run.label: run.metrics.get(other) for run in runs}
+
+    def text(value: float) -> str:
+        found = [by_label.get(label) for label in values[value]]
+        shown = list(
+            dict.fromkeys(
+                metric_text(other, float(v))
+                for v in found
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            )
+        )
+        return f", {'/'.join(shown)} of it {word}" if shown else ""
+
+    return text
 
 
 @dataclass

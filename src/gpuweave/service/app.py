@@ -30,6 +30,7 @@ from gpuweave.cluster.policies import POLICIES, make_policy
 from gpuweave.errors import InputError
 from gpuweave.service import schemas
 from gpuweave.service.auth import User, user_for_token
+from gpuweave.service.health import FAILED, READY, RETRY_AFTER_S, STARTING
 from gpuweave.service.store import ApiError, Store
 
 if TYPE_CHECKING:
@@ -51,6 +52,9 @@ class ServiceState:
     scheduler: Scheduler | None = None  # None: the API alone (tests of the HTTP side)
     seed: int = 0
     max_body_bytes: int = 64 * 1024
+    #: STARTING while ``gpuweave serve`` recovers from the last run (the port is open, /healthz answers 503 and
+    #: /api/v1 503 "starting"), READY once the scheduling loop runs, FAILED if the recovery failed
+    phase: str = READY
 
 
 def create_app(state: ServiceState) -> FastAPI:
@@ -63,6 +67,7 @@ def create_app(state: ServiceState) -> FastAPI:
     )
     app.state.service = state
     _error_handlers(app)
+    app.add_middleware(StartingGate, state=state)
     app.add_middleware(RequestLog, metrics=state.metrics)
     app.add_middleware(BodyLimit, max_bytes=state.max_body_bytes)
     app.include_router(_api(state))
@@ -144,6 +149,30 @@ class BodyLimit:
             return message
 
         return await self.app(scope, limited, send)
+
+
+class StartingGate:
+    """503 ``starting`` for ``/api/v1`` while the service recovers from its last run (``ServiceState.phase``).
+
+    ``/healthz``, ``/metrics`` and the dashboard's files answer at once (the dashboard then shows "starting")."""
+
+    def __init__(self, app: ASGIApp, state: ServiceState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        phase = self.state.phase
+        if scope["type"] == "http" and phase != READY and str(scope.get("path", "")).startswith("/api/"):
+            detail = (
+                "starting: the service is recovering from its last run; retry shortly"
+                if phase == STARTING
+                else "the service failed to start"
+            )
+            response = JSONResponse(
+                {"detail": detail, "field": None}, status_code=503, headers={"Retry-After": str(RETRY_AFTER_S)}
+            )
+            return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
 
 
 class RequestLog:
@@ -308,11 +337,21 @@ def _plain_routes(app: FastAPI, state: ServiceState) -> None:
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
-    @app.get("/healthz", tags=["service"])
-    def healthz() -> dict[str, Any]:
-        """Liveness: the scheduling loop runs."""
+    @app.get(
+        "/healthz",
+        tags=["service"],
+        response_model=schemas.Health,
+        responses={503: {"model": schemas.Health, "description": "starting (recovering) or failed"}},
+    )
+    def healthz() -> JSONResponse:
+        """Readiness: 200 ``{"status": "ok"}`` once the scheduling loop runs; 503 with ``"starting"`` while the
+        service recovers from its last run (the port opens first), or ``"failed"`` if the loop has stopped."""
         alive = state.scheduler.alive if state.scheduler is not None else None
-        return {"ok": alive is not False, "scheduler": alive, "version": __version__}
+        status = state.phase
+        if status == READY and alive is False:
+            status = FAILED
+        body = {"status": status, "ok": status == READY, "scheduler": alive, "version": __version__}
+        return JSONResponse(body, status_code=200 if status == READY else 503)
 
     @app.get("/metrics", tags=["service"], response_class=Response)
     def metrics() -> Response:

@@ -267,6 +267,13 @@ class Ledger(RunJournal):
                 .order_by(jobs.c.arrival, jobs.c.id)
             ).all()
             open_attempts = conn.execute(select(attempts).where(attempts.c.ended_at.is_(None))).all()
+        log.info(
+            f"recovering: {len(rows)} unfinished job(s) in the database; stopping the orphaned workers of "
+            f"{len(open_attempts)} attempt(s) the last run left open"
+            if rows or open_attempts
+            else "recovering: nothing left over from the last run",
+            extra={"fields": {"jobs": len(rows), "open_attempts": len(open_attempts)}},
+        )
         for row in rows:
             self.restore(runtime, row)
         adopted = sum(self._end_orphan_attempt(runtime, a) for a in open_attempts)
@@ -289,6 +296,7 @@ class Ledger(RunJournal):
     def _end_orphan_attempt(self, runtime: LiveRuntime, row: Row[Any]) -> int:
         """End one attempt the killed service left open: stop its workers (checkpoint first), commit what they
         saved. Returns 1."""
+        began = time.monotonic()
         copies = json.loads(row.copies or "[]")
         for copy in copies:
             # The processes are found by their channel, not only by the journalled ids: a launch cut short before
@@ -310,6 +318,21 @@ class Ledger(RunJournal):
             if job is not None:
                 conn.execute(update(jobs).where(jobs.c.id == row.job_id).values(committed=job.committed))
             add_event(conn, "orphan-ended", job_id=row.job_id, attempt=row.number, saved=sum(saved))
+        pids = sum(1 for c in copies for p in c["pids"] if p)
+        seconds = round(time.monotonic() - began, 3)
+        log.info(
+            f"recovering: stopped job {row.job_id}'s attempt {row.number} ({pids} worker process(es)) at its "
+            f"checkpoint: {sum(saved)} step(s) saved, {seconds} s",
+            extra={
+                "fields": {
+                    "job_id": row.job_id,
+                    "attempt": row.number,
+                    "pids": pids,
+                    "saved": sum(saved),
+                    "seconds": seconds,
+                }
+            },
+        )
         return 1
 
     def _requeue_interrupted(self, runtime: LiveRuntime) -> int:

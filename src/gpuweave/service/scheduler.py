@@ -30,6 +30,8 @@ from gpuweave.service.jobs import check_program, runtime_job
 from gpuweave.service.ledger import Ledger, add_event, get_setting
 
 if TYPE_CHECKING:
+    from gpuweave.cluster.book import ClusterBook
+    from gpuweave.cluster.state import JobState
     from gpuweave.hardware.cluster_spec import Node
     from gpuweave.service.metrics import ServiceMetrics
 
@@ -59,6 +61,8 @@ class Scheduler:
         self.user_gpus: dict[int, int] = {}  # GPUs of admitted, unfinished jobs per user
         self.held = 0
         self.live_steps: dict[int, int] = {}
+        self.live_energy: dict[int, tuple[float, float]] = {}
+        self.live_totals: dict[str, float] | None = None  # power (W), energy (J) and cost of the cluster now
         self.stop_event = threading.Event()
         self.thread: threading.Thread | None = None
         self.error: str | None = None
@@ -251,13 +255,27 @@ class Scheduler:
                 self.user_gpus[user] = max(0, self.user_gpus[user] - job.js.num_gpus)
             self.runtime.forget(job_id)
 
+    def _live_energy(self) -> dict[int, tuple[float, float]]:
+        """Energy (J) and cost so far per job holding GPUs: what its closed placements used (committed to the
+        database when an attempt ends) and what its current one has used until now. O(running jobs' nodes)."""
+        book = self.runtime.book.cluster
+        out: dict[int, tuple[float, float]] = {}
+        for job in self.runtime.jobs.values():
+            js = job.js
+            if js.placement is not None:
+                energy, cost = _open_segment(book, js)
+                out[int(js.job_id)] = (js.energy_j + energy, js.cost + cost)
+        return out
+
     def _publish(self, wall: float) -> None:
         # Steps done per running job (committed + reported by the live attempt), for the API to read: a new dict
         # each time, so a reader never sees one half-updated.
         self.live_steps = {
             int(j.js.job_id): j.committed + j.attempt.steps for j in self.runtime.jobs.values() if j.attempt is not None
         }
+        self.live_energy = self._live_energy()
         usage = self.runtime.usage()
+        self.live_totals = {"power_w": usage.power_w, "energy_j": usage.energy_j, "cost": usage.cost}
         queued = usage.waiting + self.held
         if self.metrics is not None:
             self.metrics.update_cluster(
@@ -285,6 +303,20 @@ class Scheduler:
                     running=usage.running,
                 )
             )
+
+
+def _open_segment(book: ClusterBook, js: JobState) -> tuple[float, float]:
+    """Energy (J) and cost of the GPUs a running job holds since its current placement began: the book adds them
+    to the job only when the placement ends (the same sums as ``ClusterBook._vacate``)."""
+    held = book.now - js.seg_start
+    energy = cost = 0.0
+    if held > 0.0 and js.placement is not None:
+        busy_w, price = book._busy_w_per_gpu, book._node_price
+        for node, k in js.placement:
+            e = held * k * busy_w[node]
+            energy += e
+            cost += e * price[node] / 3.6e6
+    return energy, cost
 
 
 def _event_row(kind: str, row: Row[Any], sim: float) -> dict[str, Any]:

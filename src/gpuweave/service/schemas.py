@@ -161,3 +161,13 @@ class Me(BaseModel):
 class Problem(BaseModel):
     detail: str
     field: str | None = None
+
+
+class Health(BaseModel):
+    status: Literal["starting", "ok", "failed"] = Field(
+        description="starting: recovering from the last run (HTTP 503); ok: the scheduling loop runs (HTTP 200); "
+        "failed: it does not (HTTP 503)"
+    )
+    ok: bool
+    scheduler: bool | None = Field(description="the scheduling loop's thread is alive (null: an API-only app)")
+    version: str

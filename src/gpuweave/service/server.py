@@ -2,19 +2,23 @@
 
 Order (so a refused start leaves nothing behind): the cluster and the policy are checked, the port is bound
 (refused if in use), the database is reached (refused if not), and only then is anything written: the data
-directory, the schema (Alembic), the policy setting. The loop restores what the database holds (workers a killed
-service left are stopped at their checkpoint and their jobs requeued) before the API answers. SIGINT/SIGTERM stop
-the API, then the loop asks every worker to checkpoint and commits; a loop that fails stops the API and the
-process exits 1.
+directory, the schema (Alembic), the policy setting. Then the API answers at once, while the loop restores what the
+database holds in a thread of its own (workers a killed service left are stopped at their checkpoint and their jobs
+requeued; seconds per orphaned attempt): meanwhile ``/healthz`` answers 503 ``{"status": "starting"}`` and
+``/api/v1`` 503 "starting"; once the loop runs, ``/healthz`` answers 200 ``{"status": "ok"}``. Each step is one log
+line. SIGINT/SIGTERM stop the API, then the loop asks every worker to checkpoint and commits; a loop that fails (or
+a recovery that fails) stops the API and the process exits 1.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import signal
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -25,6 +29,7 @@ from gpuweave.errors import InputError
 from gpuweave.hardware.cluster_spec import load_cluster
 from gpuweave.service.config import ServiceConfig
 from gpuweave.service.db import check_reachable, make_engine, migrate, redact, sqlite_url, writing
+from gpuweave.service.health import FAILED, READY, STARTING
 from gpuweave.service.ledger import add_event, get_setting, put_setting
 from gpuweave.service.metrics import ServiceMetrics
 from gpuweave.service.store import Limits, Store
@@ -124,6 +129,8 @@ def build_service(config: ServiceConfig) -> Service:
         limits,
         lambda: scheduler.live_steps,
         ideal_placement=runtime.ideal_placement,
+        live_energy=lambda: scheduler.live_energy,
+        live_totals=lambda: scheduler.live_totals,
     )
     state = ServiceState(store, metrics, scheduler, seed=config.seed, max_body_bytes=config.max_body_bytes)
     return Service(config, engine, scheduler, create_app(state), metrics)
@@ -148,6 +155,8 @@ def serve(config: ServiceConfig) -> int:
     """Run until SIGINT/SIGTERM; returns the exit status."""
     import uvicorn
 
+    from gpuweave import __version__
+
     # looked up when called: tests replace gpuweave.service.logs.configure
     from gpuweave.service.logs import configure
 
@@ -155,25 +164,42 @@ def serve(config: ServiceConfig) -> int:
     check_cluster(config)
     resolve_policy(config)
     sock = bind(config.host, config.port)
+    host, port = sock.getsockname()[:2]
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
         service = build_service(config)
     except BaseException:
         sock.close()
         raise
+    # Logged once the checks have passed: a refused start is its one error line alone.
+    _log_start(service, address, __version__)
+    state = service.app.state.service
+    state.phase = STARTING
     uv = uvicorn.Server(uvicorn.Config(service.app, log_config=None, access_log=False, lifespan="off"))
-    service.scheduler.start()
-    _watch(service.scheduler, uv)
-    host, port = sock.getsockname()[:2]
-    log.info("serving", extra={"fields": {"url": f"http://{host}:{port}/", "db": _redacted(config.db)}})
+    url = f"http://{address}/"
+    # "serving" (a line tools wait for) comes first: the port answers from now on, /healthz with "starting".
+    log.info(
+        "serving",
+        extra={"fields": {"url": url, "db": _redacted(config.db), "status": STARTING, "healthz": f"{url}healthz"}},
+    )
+    startup = threading.Thread(target=_start_loop, args=(service, uv, address), name="gpuweave-startup", daemon=True)
     # uvicorn re-raises the signal that stopped it once it is done; with these handlers that is a no-op, so the
     # loop below still checkpoints every job (the default handlers would end the process first).
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _stopping)
+    startup.start()
     try:
         uv.run(sockets=[sock])
     finally:
+        # A recovery under way finishes first (it cannot be cut short: it is ending the last run's workers); a loop
+        # it then starts sees the stop at once and checkpoints every job, like a running one.
+        service.scheduler.stop_event.set()
+        startup.join()
         service.scheduler.stop()
         service.engine.dispose()
+    if state.phase == FAILED:
+        log.error("stopped: the recovery failed", extra={"fields": {"error": service.scheduler.error}})
+        return 1
     if service.scheduler.error:
         log.error("stopped: the scheduling loop failed", extra={"fields": {"error": service.scheduler.error}})
         return 1
@@ -181,19 +207,54 @@ def serve(config: ServiceConfig) -> int:
     return 0
 
 
+def _log_start(service: Service, address: str, version: str) -> None:
+    config, scheduler = service.config, service.scheduler
+    log.info(f"starting: gpuweave {version}, pid {os.getpid()}", extra={"fields": {"pid": os.getpid()}})
+    log.info(
+        f"checked: cluster, policy and database (reached, schema up to date); port {address} bound",
+        extra={"fields": {"cluster": config.cluster, "db": _redacted(config.db)}},
+    )
+    gpus = sum(n.num_gpus for n in scheduler.nodes)
+    policy = scheduler.runtime.config.policy
+    log.info(
+        f"built: {config.executor} executor, {len(scheduler.nodes)} nodes with {gpus} GPUs, policy {policy}",
+        extra={"fields": {"executor": config.executor, "nodes": len(scheduler.nodes), "gpus": gpus, "policy": policy}},
+    )
+
+
+def _start_loop(service: Service, uv: uvicorn.Server, address: str) -> None:
+    """Recover from the last run and start the scheduling loop (the API answers meanwhile); then stop the API
+    when the loop ends on its own (an error): a service that cannot schedule exits."""
+    state = service.app.state.service
+    scheduler = service.scheduler
+    began = time.monotonic()
+    try:
+        scheduler.start()
+    except Exception as exc:
+        scheduler.error = f"{type(exc).__name__}: {exc}"
+        state.phase = FAILED
+        log.exception("recovery failed", extra={"fields": {"error": scheduler.error}})
+        uv.should_exit = True
+        try:
+            scheduler.runtime.executor.close()
+        except Exception:
+            log.exception("recovery failed: could not close the executor")
+        return
+    seconds = round(time.monotonic() - began, 3)
+    state.phase = READY
+    if scheduler.stop_event.is_set():  # stopped while recovering: the loop checkpoints and ends at once
+        return
+    log.info(
+        f"ready: listening on {address} (recovery took {seconds} s)",
+        extra={"fields": {"url": f"http://{address}/", "recovery_s": seconds, "status": READY}},
+    )
+    assert scheduler.thread is not None  # start() started it
+    scheduler.thread.join()
+    uv.should_exit = True
+
+
 def _stopping(_signum: int, _frame: FrameType | None) -> None:
     log.info("stopping: checkpointing every running job")
-
-
-def _watch(scheduler: Scheduler, uv: uvicorn.Server) -> None:
-    """Stop the API when the scheduling loop ends on its own (an error): a service that cannot schedule exits."""
-
-    def watch() -> None:
-        assert scheduler.thread is not None  # started before the watch
-        scheduler.thread.join()
-        uv.should_exit = True
-
-    threading.Thread(target=watch, name="gpuweave-watchdog", daemon=True).start()
 
 
 def _redacted(url: str) -> str:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from gpuweave.hardware.cluster_spec import Node
 
 WAITING = ("queued", "preempted")
+RUNNING = ("running", "checkpointing")  # states of a job that holds GPUs
 
 
 class ApiError(Exception):
@@ -56,10 +57,17 @@ class Store:
         limits: Limits,
         live_steps: Callable[[], dict[int, int]] | None = None,
         ideal_placement: bool = False,
+        live_energy: Callable[[], dict[int, tuple[float, float]]] | None = None,
+        live_totals: Callable[[], dict[str, float] | None] | None = None,
     ) -> None:
         """``live_steps()``: steps done per running job as the scheduling loop last saw them (optional);
-        ``ideal_placement``: the cluster's (a job too wide for one node may still run, as the book judges it)."""
+        ``ideal_placement``: the cluster's (a job too wide for one node may still run, as the book judges it);
+        ``live_energy()``: energy (J) and cost so far per job holding GPUs, its current placement included (the
+        database has them only up to the job's last ended attempt); ``live_totals()``: the cluster's power (W),
+        energy (J) and cost now (None: the last utilisation sample's are shown)."""
         self.live_steps = live_steps or dict
+        self.live_energy = live_energy or dict
+        self.live_totals = live_totals or (lambda: None)
         self.engine = engine
         self.nodes = nodes
         self.profiles = profiles
@@ -205,6 +213,9 @@ class Store:
 
     def job_out(self, r: Row[Any] | SimpleNamespace) -> dict[str, Any]:
         done = max(r.committed, self.live_steps().get(r.id, 0)) if r.state == "running" else r.committed
+        energy_j, cost = r.energy_j, r.cost
+        if r.state in RUNNING:
+            energy_j, cost = self._live_energy(r.id, energy_j, cost)
         return {
             "id": r.id,
             "name": r.name,
@@ -229,9 +240,16 @@ class Store:
             "held": r.held,
             "reason": r.reason,
             "cancel_requested": bool(r.cancel_requested),
-            "energy_j": r.energy_j,
-            "cost": r.cost,
+            "energy_j": energy_j,
+            "cost": cost,
         }
+
+    def _live_energy(self, job_id: int, energy_j: float, cost: float) -> tuple[float, float]:
+        """A running job's energy and cost so far: the loop's live figures, never less than what is committed."""
+        live = self.live_energy().get(job_id)
+        if live is None:
+            return energy_j, cost
+        return max(energy_j, live[0]), max(cost, live[1])
 
     def attempt_out(self, a: Row[Any]) -> dict[str, Any]:
         return {
@@ -345,6 +363,7 @@ class Store:
         with reading(self.engine) as conn:
             rows = conn.execute(select(samples).order_by(samples.c.id.desc()).limit(series_points)).all()
             per_user = conn.execute(self._per_user_query(user)).all()
+            running_rows = conn.execute(self._running_energy_query(user)).all()
             decisions = conn.execute(
                 select(events)
                 .where(events.c.kind.in_(("decision", "policy-changed", "policy-error")))
@@ -353,6 +372,12 @@ class Store:
             ).all()
         rows = list(reversed(rows))
         last = rows[-1] if rows else None
+        # The cluster's figures as the loop sees them now (as the per-user ones), else the last sample's.
+        totals = self.live_totals() or (
+            {"power_w": last.power_w, "energy_j": last.energy_j, "cost": last.cost}
+            if last
+            else {"power_w": 0.0, "energy_j": 0.0, "cost": 0.0}
+        )
         return {
             "user": {"name": user.name, "admin": user.admin},
             "now": time.time(),
@@ -361,11 +386,12 @@ class Store:
             "running": running,
             "recent": recent,
             "nodes": self.nodes_out(user),
-            "users": [dict(r._mapping) for r in per_user],
+            "users": self._users_out(per_user, running_rows),
             "totals": {
-                "power_w": last.power_w if last else 0.0,
-                "energy_kwh": last.energy_j / 3.6e6 if last else 0.0,
-                "cost": last.cost if last else 0.0,
+                "power_w": totals["power_w"],
+                "energy_j": totals["energy_j"],
+                "energy_kwh": totals["energy_j"] / 3.6e6,
+                "cost": totals["cost"],
                 "gpus": sum(n.num_gpus for n in self.nodes),
             },
             "decisions": [
@@ -373,6 +399,26 @@ class Store:
             ],
             "series": [{"at": r.at, "busy": json.loads(r.busy), "power_w": r.power_w} for r in rows],
         }
+
+    def _users_out(self, per_user: Sequence[Row[Any]], running: Sequence[Row[Any]]) -> list[dict[str, Any]]:
+        """Per-user totals, a running job's energy and cost counted up to now (not only to its last attempt)."""
+        out = {r.name: dict(r._mapping) for r in per_user}
+        for r in running:
+            entry = out.get(r.name)
+            if entry is None:
+                continue
+            energy_j, cost = self._live_energy(r.id, r.energy_j, r.cost)
+            entry["energy_j"] = (entry["energy_j"] or 0.0) + energy_j - r.energy_j
+            entry["cost"] = (entry["cost"] or 0.0) + cost - r.cost
+        return list(out.values())
+
+    def _running_energy_query(self, user: User) -> Select[Any]:
+        query = (
+            select(jobs.c.id, users.c.name, jobs.c.energy_j, jobs.c.cost)
+            .select_from(users.join(jobs, jobs.c.user_id == users.c.id))
+            .where(jobs.c.state.in_(RUNNING))
+        )
+        return query if user.admin else query.where(users.c.id == user.id)
 
     def _per_user_query(self, user: User) -> Select[Any]:
         def count(states: tuple[str, ...]) -> ColumnElement[Any]:

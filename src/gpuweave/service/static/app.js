@@ -39,14 +39,44 @@ function fillTable(id, rows, cells) {
 const pct = (x) => `${Math.round(100 * x)}%`;
 const where = (p) => (p || []).map((x) => `${x.node}:${x.gpus}`).join(" ") || "–";
 
+// One energy formatter and one currency for the whole page. The unit follows the magnitude (J, kJ, kWh) and is
+// written with every value; a small nonzero value keeps its significant digits instead of reading 0.0000.
+// Cost is energy x the cluster spec's price_per_kwh, whose currency the spec does not name: it is written as $.
+const CURRENCY = "$";
+
+function number(x) {
+  const a = Math.abs(x);
+  if (a === 0 || !Number.isFinite(a)) return "0";
+  if (a >= 100) return Math.round(x).toLocaleString("en-US");
+  if (a >= 10) return x.toFixed(1);
+  if (a >= 1) return x.toFixed(2);
+  return x.toFixed(Math.min(12, Math.ceil(-Math.log10(a)) + 2));  // three significant digits
+}
+
+function energy(joules) {
+  const j = Number(joules) || 0;
+  const a = Math.abs(j);
+  if (a >= 3.6e6) return `${number(j / 3.6e6)} kWh`;
+  if (a >= 1000) return `${number(j / 1000)} kJ`;
+  return `${number(j)} J`;
+}
+
+function money(value) {
+  const c = Number(value) || 0;
+  const a = Math.abs(c);
+  const text = a >= 1 || a === 0 ? c.toFixed(2) : number(c);
+  return `${CURRENCY}${text}`;
+}
+
 function drawCards(data) {
   const busy = data.nodes.reduce((s, n) => s + n.busy, 0);
   document.getElementById("busy").textContent = `${busy} / ${data.totals.gpus}`;
   document.getElementById("waiting").textContent = data.queue.total;
   document.getElementById("runningCount").textContent = data.running.total;
   document.getElementById("power").textContent = `${(data.totals.power_w / 1000).toFixed(2)} kW`;
-  document.getElementById("energy").textContent = `${data.totals.energy_kwh.toFixed(3)} kWh`;
-  document.getElementById("cost").textContent = `$${data.totals.cost.toFixed(3)}`;
+  const totalJ = data.totals.energy_j ?? data.totals.energy_kwh * 3.6e6;
+  document.getElementById("energy").textContent = energy(totalJ);
+  document.getElementById("cost").textContent = money(data.totals.cost);
   document.getElementById("who").textContent = `${data.user.name}${data.user.admin ? " (admin)" : ""}`;
   const p = data.policy || {};
   document.getElementById("policy").textContent = p.name ? `policy: ${p.name}` : "";
@@ -72,36 +102,83 @@ function drawNodes(nodes) {
   }));
 }
 
-function drawPlot(series, totalGpus) {
+// Nice steps for axis ticks: about `count` ticks of 1, 2 or 5 times a power of ten (GPU counts: whole numbers).
+function niceStep(span, count) {
+  const raw = span / Math.max(count, 1);
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) || 10 * power;
+  return Math.max(1, step);
+}
+
+// Time ticks land on round wall-clock times, spaced so that about six fit.
+const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+
+function timeTicks(t0, t1, count) {
+  const step = TIME_STEPS.find((s) => (t1 - t0) / s <= count) || TIME_STEPS[TIME_STEPS.length - 1];
+  const ticks = [];
+  for (let t = Math.ceil(t0 / step) * step; t <= t1 + 1e-9; t += step) ticks.push(t);
+  return { ticks, step };
+}
+
+function clock(seconds, withSeconds) {
+  const d = new Date(seconds * 1000);
+  const two = (n) => String(n).padStart(2, "0");
+  return `${two(d.getHours())}:${two(d.getMinutes())}${withSeconds ? `:${two(d.getSeconds())}` : ""}`;
+}
+
+function svgNode(tag, attrs, text) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function drawPlot(series, totalGpus, now) {
   const svg = document.getElementById("plot");
-  const W = 900, H = 220, pad = 28;
+  // Drawn at the element's own size (no stretching), so labels keep their shape at any window width.
+  const W = Math.max(300, Math.round(svg.clientWidth || 900)), H = Math.max(120, Math.round(svg.clientHeight || 220));
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  const left = 44, right = 14, top = 10, bottom = 36;
+  const total = Math.max(totalGpus, 1);
+  const y = (v) => H - bottom - (v / total) * (H - top - bottom);
+  const nodes = [];
   const parts = [];
   const types = [...new Set(series.flatMap((s) => Object.keys(s.busy)))];
+  // y axis: busy GPUs in nice steps, the cluster's total on top; a grid line at each.
+  const yStep = niceStep(total, 4);
+  const yTicks = [];
+  for (let v = 0; v < total - yStep / 4; v += yStep) yTicks.push(v);
+  yTicks.push(total);
+  for (const v of yTicks) {
+    nodes.push(svgNode("line", { x1: left, x2: W - right, y1: y(v), y2: y(v), stroke: "#e3e6ec", class: "grid" }));
+    nodes.push(svgNode("text", { x: left - 6, y: y(v) + 4, "text-anchor": "end", class: "tick y-tick" }, String(v)));
+  }
+  const mid = (top + H - bottom) / 2;
+  nodes.push(svgNode("text", { x: 12, y: mid, "text-anchor": "middle", class: "axis-label",
+    transform: `rotate(-90 12 ${mid})` }, "busy GPUs"));
   if (series.length >= 1) {
-    const t0 = series[0].at, t1 = Math.max(series[series.length - 1].at, t0 + 1);
-    const x = (t) => pad + ((t - t0) / (t1 - t0)) * (W - 2 * pad);
-    const y = (v) => H - pad - (v / Math.max(totalGpus, 1)) * (H - 2 * pad);
+    // The last minute at least, ending now: the newest sample's value holds until now.
+    const t1 = Math.max(series[series.length - 1].at, now || 0);
+    const t0 = Math.min(series[0].at, t1 - 60);
+    const x = (t) => left + ((t - t0) / (t1 - t0)) * (W - left - right);
+    // x axis: wall-clock times (HH:MM, or HH:MM:SS when ticks are under a minute apart).
+    const { ticks, step } = timeTicks(t0, t1, Math.max(2, Math.floor((W - left - right) / 110)));
+    for (const t of ticks) {
+      nodes.push(svgNode("line", { x1: x(t), x2: x(t), y1: H - bottom, y2: H - bottom + 5, stroke: "#99a" }));
+      nodes.push(svgNode("text", { x: x(t), y: H - bottom + 18, "text-anchor": "middle", class: "tick x-tick" },
+        clock(t, step < 60)));
+    }
     // A step function: busy GPUs hold their value until the next sample.
     const line = (value) => series.map((s, i) => (i ? `H${x(s.at).toFixed(1)}V` : `M${x(s.at).toFixed(1)},`) +
-      y(value(s)).toFixed(1)).join(" ");
+      y(value(s)).toFixed(1)).join(" ") + ` H${x(t1).toFixed(1)}`;
     parts.push([line((s) => Object.values(s.busy).reduce((a, b) => a + b, 0)), "#1d2330", 2.5]);
     types.forEach((t, i) => parts.push([line((s) => s.busy[t] || 0), PALETTE[i % PALETTE.length], 1.5]));
   }
-  const nodes = [];
-  const axis = document.createElementNS(SVG_NS, "path");
-  axis.setAttribute("d", `M${pad},${pad} L${pad},${H - pad} L${W - pad},${H - pad}`);
-  axis.setAttribute("stroke", "#99a"); axis.setAttribute("fill", "none");
-  nodes.push(axis);
-  for (const [label, yy] of [[String(totalGpus), pad], ["0", H - pad]]) {
-    const t = document.createElementNS(SVG_NS, "text");
-    t.setAttribute("x", 2); t.setAttribute("y", yy + 4); t.setAttribute("font-size", "11"); t.textContent = label;
-    nodes.push(t);
-  }
+  nodes.push(svgNode("text", { x: W - right, y: H - 4, "text-anchor": "end", class: "axis-label" }, "time"));
+  nodes.push(svgNode("path", { d: `M${left},${top} L${left},${H - bottom} L${W - right},${H - bottom}`, stroke: "#99a",
+    fill: "none", class: "axis" }));
   for (const [d, stroke, width] of parts) {
-    const path = document.createElementNS(SVG_NS, "path");
-    path.setAttribute("d", d); path.setAttribute("stroke", stroke); path.setAttribute("stroke-width", width);
-    path.setAttribute("fill", "none");
-    nodes.push(path);
+    nodes.push(svgNode("path", { d, stroke, "stroke-width": width, fill: "none", class: "series" }));
   }
   svg.replaceChildren(...nodes);
   const legend = document.getElementById("legend");
@@ -112,22 +189,22 @@ function drawPlot(series, totalGpus) {
 function draw(data) {
   drawCards(data);
   drawNodes(data.nodes);
-  drawPlot(data.series, data.totals.gpus);
+  drawPlot(data.series, data.totals.gpus, data.now);
   fillTable("running", data.running.jobs, (j) => [[j.id], [j.name], [j.user], [j.state, `state-${j.state}`],
     [j.gpus], [where(j.placement)], [pct(j.progress)]]);
   fillTable("queue", data.queue.jobs, (j) => [[j.id], [j.name], [j.user], [j.state, `state-${j.state}`], [j.gpus],
     [pct(j.progress)], [j.held]]);
   fillTable("users", data.users, (u) => [[u.name], [u.waiting], [u.running], [u.gpus], [u.done],
-    [((u.energy_j || 0) / 3.6e6).toFixed(4)], [`$${(u.cost || 0).toFixed(4)}`]]);
+    [energy(u.energy_j), "num"], [money(u.cost), "num"]]);
   fillTable("recent", data.recent.jobs, (j) => [[j.id], [j.name], [j.user], [j.state, `state-${j.state}`],
-    [(j.energy_j / 1000).toFixed(1)]]);
+    [energy(j.energy_j), "num"], [money(j.cost), "num"]]);
   const list = document.getElementById("decisions");
   list.replaceChildren(...data.decisions.map((d) => {
     const when = new Date(d.at * 1000).toLocaleTimeString();
     const x = d.detail;
     const text = d.kind === "decision" ? `${when} start ${x.start}, move ${x.move}, stop ${x.stop} (${(1000 * x.seconds).toFixed(2)} ms)`
       : `${when} ${d.kind} ${x.name || x.error || ""}`;
-    return el("li", {}, text);
+    return el("li", { title: text }, text);  // the whole line wraps; the tooltip repeats it
   }));
   document.getElementById("status").textContent = `updated ${new Date().toLocaleTimeString()}`;
 }
@@ -140,6 +217,11 @@ async function refresh() {
       localStorage.removeItem("gpuweave-token");
       token = "";
       showLogin("that token was refused: enter another");
+      return;
+    }
+    if (response.status === 503) {  // gpuweave serve is recovering from its last run (see /healthz)
+      const body = await response.json().catch(() => ({}));
+      document.getElementById("status").textContent = body.detail || "the service is starting";
       return;
     }
     if (!response.ok) {
