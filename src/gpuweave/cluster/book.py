@@ -217,6 +217,20 @@ class ClusterBook:
             self._last_t = t
         self.now = t
 
+    def energy_so_far(self, js: JobState) -> tuple[float, float]:
+        """Energy (J) and cost a job has used: its closed placements' (added when each ended) and its current
+        placement's until now (the sums ``_vacate`` makes when it ends; this one runs for the service's live figures,
+        not per event). O(nodes of its placement)."""
+        energy, cost = js.energy_j, js.cost
+        held = self.now - js.seg_start
+        if held > 0.0 and js.placement is not None:
+            busy_w, price = self._busy_w_per_gpu, self._node_price
+            for node, k in js.placement:
+                e = held * k * busy_w[node]
+                energy += e
+                cost += e * price[node] / 3.6e6
+        return energy, cost
+
     # ------------------------------------------------------------------ rates
     def model_rate(self, job_type: str, model: str, num_gpus: int, consolidated: bool, strict: bool = True) -> float:
         """Profiled rate. ``strict`` raises MissingProfileError for an absent entry; otherwise it reads as 0

@@ -217,6 +217,12 @@ class LiveRuntime:
             cost=book.cost,
         )
 
+    def energy_so_far(self) -> dict[str, tuple[float, float]]:
+        """Energy (J) and cost so far of each job holding GPUs, its current placement included. O(running jobs'
+        nodes)."""
+        book = self.book.cluster
+        return {job_id: book.energy_so_far(job.js) for job_id, job in self.jobs.items() if job.js.placement is not None}
+
     # ------------------------------------------------------------------ clock
     def sim_time(self, wall: float) -> float:
         return self.start_time + (wall - self.wall0) * self.ex.time_scale

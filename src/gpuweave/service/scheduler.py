@@ -30,8 +30,6 @@ from gpuweave.service.jobs import check_program, runtime_job
 from gpuweave.service.ledger import Ledger, add_event, get_setting
 
 if TYPE_CHECKING:
-    from gpuweave.cluster.book import ClusterBook
-    from gpuweave.cluster.state import JobState
     from gpuweave.hardware.cluster_spec import Node
     from gpuweave.service.metrics import ServiceMetrics
 
@@ -256,16 +254,8 @@ class Scheduler:
             self.runtime.forget(job_id)
 
     def _live_energy(self) -> dict[int, tuple[float, float]]:
-        """Energy (J) and cost so far per job holding GPUs: what its closed placements used (committed to the
-        database when an attempt ends) and what its current one has used until now. O(running jobs' nodes)."""
-        book = self.runtime.book.cluster
-        out: dict[int, tuple[float, float]] = {}
-        for job in self.runtime.jobs.values():
-            js = job.js
-            if js.placement is not None:
-                energy, cost = _open_segment(book, js)
-                out[int(js.job_id)] = (js.energy_j + energy, js.cost + cost)
-        return out
+        """Energy (J) and cost so far per job holding GPUs, from the runtime's public view."""
+        return {int(job_id): figures for job_id, figures in self.runtime.energy_so_far().items()}
 
     def _publish(self, wall: float) -> None:
         # Steps done per running job (committed + reported by the live attempt), for the API to read: a new dict
@@ -303,20 +293,6 @@ class Scheduler:
                     running=usage.running,
                 )
             )
-
-
-def _open_segment(book: ClusterBook, js: JobState) -> tuple[float, float]:
-    """Energy (J) and cost of the GPUs a running job holds since its current placement began: the book adds them
-    to the job only when the placement ends (the same sums as ``ClusterBook._vacate``)."""
-    held = book.now - js.seg_start
-    energy = cost = 0.0
-    if held > 0.0 and js.placement is not None:
-        busy_w, price = book._busy_w_per_gpu, book._node_price
-        for node, k in js.placement:
-            e = held * k * busy_w[node]
-            energy += e
-            cost += e * price[node] / 3.6e6
-    return energy, cost
 
 
 def _event_row(kind: str, row: Row[Any], sim: float) -> dict[str, Any]:
