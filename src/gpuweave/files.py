@@ -83,16 +83,22 @@ def _read_bytes(file: Path, what: str, limit_name: str) -> bytes:
         os.set_blocking(fd, True)
         size = os.fstat(fd).st_size
         check_limit(limit_name, (size + 1024 * 1024 - 1) // (1024 * 1024), f"{what} of {size:,} bytes", file=file)
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            chunk = fh.read(_CHUNK)
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > cap:
-                check_limit(limit_name, total // (1024 * 1024) + 1, f"{what} of more than {cap:,} bytes", file=file)
-            chunks.append(chunk)
+        return _read_capped(fh, cap, limit_name, what, file)
+
+
+def _read_capped(stream: Any, cap: int, limit_name: str, what: str, source: str | Path) -> bytes:
+    """All of binary ``stream``, in chunks, refused (limit ``limit_name``) as soon as it passes ``cap`` bytes: a
+    file that grows while read, or a pipe, never fills memory first."""
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = stream.read(_CHUNK)
+        if not chunk:
+            break
+        total += len(chunk)
+        if total > cap:
+            check_limit(limit_name, total // (1024 * 1024) + 1, f"{what} of more than {cap:,} bytes", file=source)
+        chunks.append(chunk)
     return b"".join(chunks)
 
 
@@ -140,21 +146,11 @@ def read_stdin_text(*, what: str = "standard input", limit_name: str = "input_mb
     source = stream if stream is not None else getattr(sys.stdin, "buffer", None)
     if source is None:
         raise InputError(f"no {what} to read", file=STDIN)
-    cap = limit(limit_name) * 1024 * 1024
-    chunks: list[bytes] = []
-    total = 0
     try:
-        while True:
-            chunk = source.read(_CHUNK)
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > cap:
-                check_limit(limit_name, total // (1024 * 1024) + 1, f"{what} of more than {cap:,} bytes", file=STDIN)
-            chunks.append(chunk)
+        data = _read_capped(source, limit(limit_name) * 1024 * 1024, limit_name, what, STDIN)
     except OSError as exc:
         raise InputError(f"cannot read the {what}: {exc.strerror or exc}", file=STDIN) from None
-    return decode_text(b"".join(chunks), source=STDIN)
+    return decode_text(data, source=STDIN)
 
 
 # --------------------------------------------------------------------------- CSV tables

@@ -80,13 +80,18 @@ class ServiceProcess:
     log: Path
 
     def lines(self) -> list[dict]:
-        out = []
-        for line in self.log.read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return out
+        return log_records(self.log)
+
+
+def log_records(log: Path) -> list[dict]:
+    """The JSON records of a service log (lines that are not JSON, such as a traceback, left out)."""
+    out = []
+    for line in log.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
 
 
 def start_service_process(db: str, data_dir: Path, *extra: str, log_name: str = "serve.log") -> ServiceProcess:

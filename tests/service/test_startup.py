@@ -8,7 +8,6 @@ slow recovery is simulated by a hook (``Ledger.resume`` waits for a file) in a r
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.service.helpers import CLUSTER, ENV, auth, service_config, token, wait_for
+from tests.service.helpers import CLUSTER, ENV, auth, log_records, service_config, token, wait_for
 
 # ``gpuweave serve`` with Ledger.resume (the recovery) held until the file GATE exists.
 HOOKED = textwrap.dedent(
@@ -57,13 +56,7 @@ class Hooked:
         self.url = wait_for(self._serving, timeout=60)
 
     def lines(self) -> list[dict]:
-        out = []
-        for line in self.log.read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return out
+        return log_records(self.log)
 
     def messages(self) -> list[str]:
         return [e.get("msg", "") for e in self.lines()]
