@@ -140,7 +140,8 @@ def test_node_fragments_recompute_only_changed_nodes():
 def bound(name: str, table: NodeTable, workload: TaskTable | None = None):
     nodes = SharedNodes(table)
     rule = make_task_placement(name)
-    rule.bind(nodes, workload or tasks_of((1000, 1, 1, 500)), np.random.default_rng(0))
+    typical = typical_tasks(workload or tasks_of((1000, 1, 1, 500)), nodes.models)
+    rule.bind(nodes, NodeFragments(typical, nodes), np.random.default_rng(0))
     return nodes, rule
 
 

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gpuweave.errors import InputError
+from gpuweave.hardware.catalog import get_gpu
+
 if TYPE_CHECKING:
     from gpuweave.hardware.cluster_spec import ClusterSpec
 
@@ -50,9 +53,6 @@ def node_table_from_spec(spec: ClusterSpec, *, mig: bool = False) -> NodeTable:
     """One row per node of a cluster spec (canonical model names; a group without ``cpu_milli``/``memory_mib`` gets
     :data:`UNSTATED_CPU_MILLI`/:data:`UNSTATED_MEMORY_MIB`). ``mig``: every node's GPUs run MIG (InputError
     naming a model that cannot); otherwise the groups with ``sharing: mig`` do."""
-    from gpuweave.errors import InputError
-    from gpuweave.hardware.catalog import get_gpu
-
     nodes = spec.expand()
     if mig:
         lacking = sorted({n.gpu_model for n in nodes if not get_gpu(n.gpu_model).mig_capable})

@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     import numpy as np
 
     from gpuweave.cluster.free_index import FreeIndex
+    from gpuweave.cluster.sharing.fragmentation import NodeFragments
     from gpuweave.cluster.sharing.state import SharedNodes, TaskRequest
     from gpuweave.cluster.state import ClusterView, JobState, Placement
-    from gpuweave.workload.tasks import TaskTable
 
 PLACEMENT_MODULES = [
     "gpuweave.cluster.placements.packed",
@@ -86,9 +86,11 @@ class TaskPlacement(ABC):
 
     name: ClassVar[str] = ""
 
-    def bind(self, nodes: SharedNodes, workload: TaskTable, rng: np.random.Generator) -> None:
-        """Remember the run's state; rules that precompute from the workload (FGD's typical tasks) do it here."""
+    def bind(self, nodes: SharedNodes, fragments: NodeFragments, rng: np.random.Generator) -> None:
+        """Remember the run's state: its nodes, the driver's fragment tracker (the workload's typical tasks and
+        each node's fragment, kept current: one for the run, which FGD scores with) and its random generator."""
         self.nodes = nodes
+        self.fragments = fragments
         self.rng = rng
 
     @abstractmethod

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuweave.cluster.placements import TaskPlacement, register_placement
-from gpuweave.cluster.sharing.fragmentation import NodeFragments, TypicalTasks, node_fragment, typical_tasks
+from gpuweave.cluster.sharing.fragmentation import NodeFragments, TypicalTasks, node_fragment
 from gpuweave.cluster.sharing.state import SharedNodes, TaskRequest
-from gpuweave.workload.tasks import FULL_GPU_MILLI, TaskTable
+from gpuweave.workload.tasks import FULL_GPU_MILLI
 
 NO_SCORE = -1
 
@@ -46,10 +46,9 @@ class FragmentationGradientDescent(TaskPlacement):
 
     typical: TypicalTasks
 
-    def bind(self, nodes: SharedNodes, workload: TaskTable, rng: np.random.Generator) -> None:
-        super().bind(nodes, workload, rng)
-        self.typical = typical_tasks(workload, nodes.models)
-        self.fragments = NodeFragments(self.typical, nodes)
+    def bind(self, nodes: SharedNodes, fragments: NodeFragments, rng: np.random.Generator) -> None:
+        super().bind(nodes, fragments, rng)
+        self.typical = fragments.typical
         self._shapes: dict[tuple[int, int, int], _ShapeScores] = {}
 
     def _fresh(self, task: TaskRequest, among: np.ndarray) -> _ShapeScores:

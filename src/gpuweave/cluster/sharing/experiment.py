@@ -39,7 +39,9 @@ import numpy as np
 from gpuweave.cluster.placements import make_task_placement
 from gpuweave.cluster.sharing.fragmentation import NodeFragments, typical_tasks
 from gpuweave.cluster.sharing.state import SharedNodes, check_tasks_fit, task_request
+from gpuweave.errors import InputError
 from gpuweave.hardware.node_resources import NodeTable
+from gpuweave.limits import check_limit
 from gpuweave.workload.tasks import FULL_GPU_MILLI, TaskTable
 
 FGD_TUNE = 1.3  # FGD's experiments fill to 130 % of the cluster's GPUs
@@ -87,8 +89,6 @@ def check_fill_size(tasks: TaskTable, capacity_milli: int, tune: float) -> None:
     """Limits before work: the cluster's GPUs (``cluster_gpus``) and the tasks the tuning is expected to submit
     (``trace_jobs``): the target over the mean GPU request of a drawn task, which is what the draws with
     replacement converge to. A pod list whose tasks ask no GPU at all cannot reach any target."""
-    from gpuweave.errors import InputError
-    from gpuweave.limits import check_limit
 
     check_limit("cluster_gpus", capacity_milli / FULL_GPU_MILLI, "GPUs of the node list", field="nodes")
     request = tasks.gpu_request_milli
@@ -136,7 +136,6 @@ def run_fill(
     progress: Callable[[int, int], None] | None = None,
 ) -> FillResult:
     """FGD's experiment of one placement and seed (see module docstring); ``progress(done, total)`` now and then."""
-    from gpuweave.errors import InputError
 
     if sharing not in SHARING_MODES:
         raise InputError(f"sharing must be one of {', '.join(SHARING_MODES)}, got {sharing!r}", field="sharing")
@@ -152,8 +151,9 @@ def run_fill(
     nodes = SharedNodes(node_table, max_tasks_per_node=max_tasks_per_node)
     order = tuned_order(tasks, nodes.gpu_capacity_milli, tune, rng)
     priority = rng.permutation(len(nodes))
-    rule.bind(nodes, placed_as, rng)
+    # one fragment tracker for the run: the events' cluster fragment and FGD's scores read the same one
     fragments = NodeFragments(typical_tasks(placed_as, nodes.models), nodes)
+    rule.bind(nodes, fragments, rng)
     total = len(order)
     arrived = np.zeros(total, dtype=np.int64)
     used = np.zeros(total, dtype=np.int64)

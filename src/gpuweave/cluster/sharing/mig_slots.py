@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gpuweave.errors import InputError
 from gpuweave.hardware.catalog import get_gpu
 from gpuweave.hardware.mig import MigGeometry, Placement
 from gpuweave.workload.tasks import FULL_GPU_MILLI
@@ -61,7 +62,6 @@ class MigLayout:
 @lru_cache(maxsize=None)
 def layout_of(model: str) -> MigLayout:
     """The MIG layout of a catalog GPU model (InputError if it is not MIG-capable)."""
-    from gpuweave.errors import InputError
 
     geometry = get_gpu(model).mig
     if geometry is None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuweave.cluster.sharing.mig_slots import best_place, layout_of
+from gpuweave.errors import InputError
 from gpuweave.hardware.mig import Placement
 from gpuweave.hardware.node_resources import NodeTable
 from gpuweave.workload.tasks import FULL_GPU_MILLI, TaskTable
@@ -279,7 +280,6 @@ def check_tasks_fit(nodes: NodeTable, tasks: TaskTable) -> None:
     its allowed models on any node, or more CPU, memory or GPUs than the largest node has. (A task that fits
     some node but none of its allowed models, as openb's own data has a few, is not an error: it fails to be
     placed, as in FGD's simulator.) Checked once per distinct request shape, before any work."""
-    from gpuweave.errors import InputError
 
     table = SharedNodes(nodes)
     seen: set[tuple[int, int, int, tuple[str, ...] | None]] = set()
