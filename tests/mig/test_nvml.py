@@ -127,19 +127,20 @@ def test_failed_compute_instance_leaves_no_gpu_instance(nvml_stub, tmp_path):
         assert not [line for line in log if line.startswith("after-shutdown")]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_kills_tasks_and_destroys_instances(nvml_stub, tmp_path, sig):
+def start_run_and_wait_for_tasks(nvml_stub, tmp_path, command, **options):
+    """A `mig run` whose tasks write their PIDs to ``pids``; returns it once a task runs."""
     pids = tmp_path / "pids"
-    path = write_schedule(tmp_path, command=lambda t: f"echo $$ >> {pids}; exec sleep 60")
+    path = write_schedule(tmp_path, command=lambda t: command.format(pids=pids))
     log = tmp_path / "stub.log"
-    proc = nvml_stub.start(["-c", "from gpuweave.cli import main; main()", "mig", "run", str(path)], log)
+    proc = nvml_stub.start(["-c", "from gpuweave.cli import main; main()", "mig", "run", str(path)], log, **options)
     deadline = time.monotonic() + 60
     while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert pids.exists(), "no task started"
-    proc.send_signal(sig)
-    _out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2 and "interrupted (Ctrl-C or SIGTERM)" in err, err
+    return proc, pids, log
+
+
+def assert_nothing_left(log: Path, pids: Path) -> list[str]:
     lines = log.read_text().splitlines()
     assert any(line.startswith("destroy-gi") for line in lines)
     assert live_at_exit(lines) == "exit live_gi=0 live_ci=0"
@@ -147,6 +148,36 @@ def test_ctrl_c_kills_tasks_and_destroys_instances(nvml_stub, tmp_path, sig):
     for pid in map(int, pids.read_text().split()):
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+    return lines
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_kills_tasks_and_destroys_instances(nvml_stub, tmp_path, sig):
+    """Ctrl-C, a batch system's SIGTERM and a dropped SSH session's SIGHUP all stop the run the same way."""
+    proc, pids, log = start_run_and_wait_for_tasks(nvml_stub, tmp_path, "echo $$ >> {pids}; exec sleep 60")
+    proc.send_signal(sig)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and f"interrupted ({signal.Signals(sig).name})" in err, err
+    assert_nothing_left(log, pids)
+
+
+def test_signals_during_cleanup_neither_stop_it_nor_leak_an_instance(nvml_stub, tmp_path):
+    """Issue 39 class 9: a task that ignores SIGTERM, then a second Ctrl-C, SIGHUP and SIGTERM while the run
+    kills tasks and destroys instances (each destroy retried "in use" for about a second)."""
+    started = time.monotonic()
+    proc, pids, log = start_run_and_wait_for_tasks(
+        nvml_stub, tmp_path, "trap '' TERM; echo $$ >> {pids}; sleep 60", ci_in_use=20
+    )
+    proc.send_signal(signal.SIGINT)
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+        time.sleep(0.4)
+        if proc.poll() is None:
+            proc.send_signal(sig)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "interrupted (SIGINT" in err, err
+    assert "Traceback" not in err
+    assert_nothing_left(log, pids)
+    assert time.monotonic() - started < 45  # the second Ctrl-C skipped the grace; no 60-s wait for threads
 
 
 @pytest.mark.parametrize(
@@ -197,7 +228,10 @@ def test_instances_that_survive_are_reported_with_nvidia_smi_commands(nvml_stub,
     proc, log = nvml_stub.cli(["mig", "run", str(path)], tmp_path / "stub.log", gi_stuck=1)
     assert proc.returncode == 2
     assert "could not be destroyed; remove them with:" in proc.stderr
-    assert "sudo nvidia-smi mig -i 0 -gi 1 -dgi" in proc.stderr
+    named = [line for line in proc.stderr.splitlines() if "sudo nvidia-smi mig" in line]
+    assert named and all(line.count("-dgi") == 1 for line in named)  # one line per instance, all its commands
+    assert any("-gi 1 -dgi" in line and "instance at S" in line for line in named)
+    assert "survived the run" in proc.stderr
     assert live_at_exit(log).startswith("exit live_gi=") and live_at_exit(log) != "exit live_gi=0 live_ci=0"
 
 

@@ -176,7 +176,7 @@ def run(
     a schedule file is a script. Run only schedules you trust; `mig validate` and --dry-run print the commands.
 
     A pre-flight refuses (exit 2) when MIG mode is off, permissions are missing, instances already exist or the
-    GPU's MIG geometry differs from the schedule's; every instance is destroyed on errors and on Ctrl-C.
+    GPU's MIG geometry differs from the schedule's; every instance is destroyed on errors, Ctrl-C, SIGTERM and SIGHUP.
     A run in which some task's command exited non-zero exits 3, its last line naming those tasks.
     """
     from gpuweave.mig.nvml_exec import INCOMPLETE_EXIT_CODE, dry_run_calls, execute_schedule, load_nvml

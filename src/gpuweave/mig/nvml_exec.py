@@ -12,8 +12,9 @@ as the authors' C++ tool does). No global lock: the driver serialises reconfigur
 
 Safety. The GPU is checked first (:func:`gpuweave.mig.nvml_preflight.preflight`). Every instance is
 tracked from the moment NVML returns it (a GPU instance before its compute instance exists), and a
-``finally`` destroys whatever is left -- after an error in any thread, on Ctrl-C (the task process
-groups are killed first) and for the instances the plan keeps to the end (cleanup, not timed). An
+``finally`` destroys whatever is left -- after an error in any thread, on Ctrl-C, SIGTERM or SIGHUP (the
+task process groups are killed first; no signal can cut this cleanup short, :class:`_StopSignals`) and for
+the instances the plan keeps to the end (cleanup, not timed). An
 instance that cannot be destroyed is reported with the ``nvidia-smi`` commands that remove it.
 ``nvmlShutdown`` runs only once every worker thread has stopped. ``dry_run_calls`` lists the NVML
 calls a run would make, without NVML.
@@ -64,6 +65,7 @@ WORKER_STOP_S = 60.0  # how long to wait for worker threads to stop before clean
 LOOKUP_ATTEMPTS = 20  # MIG device scans before giving up (instances of other threads come and go meanwhile)
 LOOKUP_RETRY_S = 0.05
 POLL_S = 0.1
+LEFTOVERS_FILE = "gpuweave-mig-leftovers.txt"  # where instances left behind are named when stderr is gone
 
 
 @dataclass(slots=True)
@@ -280,14 +282,14 @@ def execute_schedule(
     cmd_of = _commands(schedule, commands)
     nvml_call(nvml, "nvmlInit", nvml.nvmlInit)
     workers_stopped = True
+    signals = _StopSignals()
     try:
         device = preflight(nvml, schedule.gpu, gpu_index, clean_existing=clean_existing)
-        execution = _Execution(nvml, device, cmd_of, shell, schedule)
-        try:
-            with _sigterm_as_interrupt():
+        execution = _Execution(nvml, device, cmd_of, shell, schedule, signals)
+        with signals.installed():  # from here until every instance is gone no signal can cut the run short
+            try:
                 execution.run(_lifetimes(schedule))
-        finally:
-            with _signals_deferred():
+            finally:
                 workers_stopped = execution.stop()
                 execution.destroy_remaining()
         return execution.result()
@@ -299,42 +301,57 @@ def execute_schedule(
                 pass  # shutdown errors must not hide the result
 
 
-def _raise_interrupt(_signum: int, _frame: Any) -> None:
-    raise KeyboardInterrupt
+#: signals that stop a run: Ctrl-C, a batch system's kill or timeout, a dropped SSH session (docs/mig.md)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (kill, a batch system's timeout) stops the run like Ctrl-C, so its instances are destroyed too."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+class _StopSignals:
+    """Stop signals as a request the main thread polls, never as an exception.
 
+    An exception raised by a signal handler lands wherever the main thread happens to be -- in the middle of
+    killing tasks or destroying an instance -- and a second Ctrl-C used to cut that cleanup short and leave an
+    instance behind. Here the handler only records the signal: the first one stops the run (tasks killed,
+    instances destroyed), a second one only skips the SIGTERM grace of the tasks (SIGKILL at once); the
+    cleanup itself always runs to its end. Outside the main thread (a library caller) nothing is installed.
+    """
 
-@contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Ignore Ctrl-C and SIGTERM while the run winds down (a second one must not leave instances on the GPU)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    def __init__(self) -> None:
+        self.received: list[int] = []
+
+    def handle(self, signum: int, _frame: Any) -> None:
+        self.received.append(signum)  # no I/O here: after SIGHUP the terminal may be gone
+
+    @property
+    def names(self) -> str:
+        return ", ".join(dict.fromkeys(signal.Signals(s).name for s in self.received))
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self.handle) for sig in STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 class _Execution:
     """One run of a schedule on one device: the state its per-lifetime threads share."""
 
-    def __init__(self, nvml: Any, device: MigDevice, cmd_of: dict[str, str], shell: str, schedule: Schedule) -> None:
+    def __init__(
+        self,
+        nvml: Any,
+        device: MigDevice,
+        cmd_of: dict[str, str],
+        shell: str,
+        schedule: Schedule,
+        signals: _StopSignals | None = None,
+    ) -> None:
         self.nvml, self.device, self.cmd_of, self.shell, self.schedule = nvml, device, cmd_of, shell, schedule
+        self.signals = signals or _StopSignals()
         self.timings = {t.task: TaskTiming(t.task, t.size, t.start_slice, t.start, t.end) for t in schedule.tasks}
         self.ops: list[tuple[str, int, int, float, float]] = []
         self.lock = threading.Lock()
@@ -344,23 +361,28 @@ class _Execution:
         self.abort = threading.Event()
         self.threads: list[threading.Thread] = []
         self.survivors: list[_Instance] = []
+        self.survivors_file: Path | None = None
         self.t0 = time.perf_counter()
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
 
     def run(self, lives: list[_Lifetime]) -> None:
-        """Start one thread per lifetime and wait for them; Ctrl-C aborts the run (cleanup follows in stop)."""
+        """Start one thread per lifetime and wait for them; a stop signal aborts the run (cleanup follows in stop)."""
         self.threads = [threading.Thread(target=self.run_lifetime, args=(life,), daemon=True) for life in lives]
-        try:
-            for th in self.threads:
-                th.start()
-            while any(th.is_alive() for th in self.threads):
-                time.sleep(POLL_S)  # a sleep, not join(): Ctrl-C reaches the main thread at once
-        except KeyboardInterrupt:
-            self.fail(
-                NvmlUnavailable("interrupted (Ctrl-C or SIGTERM): running tasks were killed, MIG instances destroyed")
-            )
+        for th in self.threads:
+            if self.signals.received:
+                break  # a thread not started creates nothing
+            th.start()
+        while any(th.is_alive() for th in self.threads):
+            if self.signals.received and not self.abort.is_set():
+                self.interrupted()
+            time.sleep(POLL_S)  # a sleep, not join(): the loop sees a signal within POLL_S
+        if self.signals.received and not self.abort.is_set() and any(th.ident is None for th in self.threads):
+            self.interrupted()
+
+    def interrupted(self) -> None:
+        self.fail(NvmlUnavailable(f"interrupted ({self.signals.names}): running tasks were killed"))
 
     def fail(self, exc: BaseException) -> None:
         """Record the first errors and stop the run: no new instance or task starts, running tasks are killed."""
@@ -381,13 +403,15 @@ class _Execution:
                     pass
             deadline = time.monotonic() + KILL_GRACE_S
             while sig == signal.SIGTERM and time.monotonic() < deadline and any(p.poll() is None for p in procs):
+                if len(self.signals.received) > 1:
+                    break  # a second Ctrl-C: no more grace
                 time.sleep(POLL_S)
 
     def stop(self) -> bool:
         """Wait for the worker threads to stop; True when all did (then NVML may be shut down)."""
         deadline = time.monotonic() + WORKER_STOP_S
         for th in self.threads:
-            if th.ident is not None:  # Ctrl-C may come before every thread is started
+            if th.ident is not None:  # a signal may come before every thread is started
                 th.join(max(0.0, deadline - time.monotonic()))
         return not any(th.is_alive() for th in self.threads)
 
@@ -399,20 +423,33 @@ class _Execution:
             except NvmlUnavailable:
                 self.survivors.append(inst)
         if self.survivors:
-            commands = [c for inst in self.survivors for c in inst.removal_commands(self.device.index)]
-            print(f"{len(self.survivors)} MIG instance(s) could not be destroyed; remove them with:", file=sys.stderr)
-            for command in commands:
-                print(f"  {command}", file=sys.stderr)
+            self.report_survivors()
+
+    def report_survivors(self) -> None:
+        """One line per instance left on the GPU, with the commands that remove it, on stderr; where stderr is
+        gone (a dropped SSH session) in ``LEFTOVERS_FILE`` of the working directory instead."""
+        index = self.device.index
+        lines = [f"{len(self.survivors)} MIG instance(s) could not be destroyed; remove them with:"] + [
+            f"  {inst.placement.size}g instance at S{inst.placement.start}: {' && '.join(inst.removal_commands(index))}"
+            for inst in self.survivors
+        ]
+        try:
+            print("\n".join(lines), file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # EIO on a hung-up terminal, or stderr closed
+            Path(LEFTOVERS_FILE).write_text("\n".join(lines) + "\n")
+            self.survivors_file = Path(LEFTOVERS_FILE).resolve()
 
     def result(self) -> ExecutionResult:
+        if self.survivors:
+            where = f"listed in {self.survivors_file}" if self.survivors_file else "commands above"
+            cause = f"{self.errors[0]}; " if self.errors else ""
+            raise NvmlUnavailable(f"{cause}{len(self.survivors)} MIG instance(s) survived the run ({where})")
         if self.errors:
             raise (
                 self.errors[0]
                 if isinstance(self.errors[0], InputError)
                 else NvmlUnavailable(f"execution failed: {self.errors[0]}")
             )
-        if self.survivors:
-            raise NvmlUnavailable(f"{len(self.survivors)} MIG instance(s) survived the run (commands above)")
         rows = sorted(self.timings.values(), key=lambda t: t.planned_start)
         measured = max((t.measured_end for t in rows), default=0.0)
         return ExecutionResult(rows, self.schedule.makespan, measured, self.ops)
