@@ -412,6 +412,38 @@ def _option_argv(data: st.DataObject) -> list[str]:
     return data.draw(st.sampled_from(choices))()
 
 
+def _serve_argv(data: st.DataObject) -> list[str]:
+    """`gpuweave serve` with hostile values for its settings (issue 39 class 4: one model, one set of bounds).
+
+    The database is in a folder that does not exist, so a run whose settings all pass still ends at once (exit 2,
+    naming --db) instead of serving: every settings check comes before the database is opened.
+    """
+    value = lambda: data.draw(_hostile_number())  # noqa: E731
+    options = {
+        "--time-scale": value,
+        "--checkpoint-every": value,
+        "--max-retries": value,
+        "--report-timeout": value,
+        "--stop-timeout": value,
+        "--restart-delay": value,
+        "--seed": value,
+        "--max-running-gpus": value,
+        "--max-queued-jobs": value,
+        "--job-memory": value,
+        "--job-cpu-seconds": value,
+        "--port": value,
+        "--policy": lambda: data.draw(st.sampled_from(["fifo", "hadar", "gavel", "tiresias", "", "nope"])),
+        "-O": lambda: data.draw(st.sampled_from(["round_length", "x", "seed", "", "="])) + "=" + value(),
+        "--cluster": lambda: data.draw(st.sampled_from(["gavel-60", "nope", ""])),
+        "--executor": lambda: data.draw(st.sampled_from(["local", "ray", "slurm", "nope"])),
+    }
+    chosen = data.draw(st.lists(st.sampled_from(sorted(options)), min_size=1, max_size=5, unique=True))
+    argv = ["serve", "--db", "sqlite:///no-such-folder/service.db", "--data-dir", "d"]
+    for name in chosen:
+        argv += [name, options[name]()]
+    return argv
+
+
 #: scontrol text with node names that repeat, directly or through a multi-type node's ``<node>-<type>`` names
 SCONTROL_REPEATS = [
     b"NodeName=gw0 Gres=gpu:v100:4 State=IDLE\nNodeName=gw1 Gres=gpu:v100:4\nNodeName=gw0 Gres=gpu:v100:2\n",
@@ -634,6 +666,7 @@ TARGETS: list[Target] = [
         {"t.csv": _wide_table(TRACE_HEADER[:5], ",")},
         ["trace", "validate", "t.csv"],
     ),
+    Target("serve (settings)", {}, _serve_argv),
     Target(
         "option values",
         {
