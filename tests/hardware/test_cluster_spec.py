@@ -167,3 +167,17 @@ def test_make_cluster_bad_input(args, field):
     with pytest.raises(InputError) as info:
         make_cluster(*args)
     assert info.value.field == field
+
+
+def test_currency_is_the_specs_and_checked(tmp_path):
+    """Issue 40 item 5: one currency, named by the cluster spec ("$" by default); a bad one is one line."""
+    assert load_cluster("gavel-60").currency == "$"
+    base = "name: c\nprice_per_kwh: 0.3\nnodes:\n  - {count: 1, gpu: V100, gpus_per_node: 4}\n"
+    path = tmp_path / "c.yaml"
+    for currency in ("€", "EUR", "CHF "):
+        path.write_text(base + f'currency: "{currency}"\n', encoding="utf-8")
+        assert load_cluster(path).currency == currency
+    for bad in ("", "a b", "\\t", "EURO-DOLLAR"):
+        path.write_text(base + f'currency: "{bad}"\n', encoding="utf-8")
+        with pytest.raises(InputError, match="currency"):
+            load_cluster(path)

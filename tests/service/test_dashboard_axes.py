@@ -14,7 +14,7 @@ import signal
 import httpx
 import pytest
 
-from tests.service.helpers import auth, job_spec, start_service_process, token, wait_for
+from tests.service.helpers import CLUSTER, auth, job_spec, start_service_process, token, wait_for
 from tests.service.test_dashboard import _rows, _texts, browser  # noqa: F401  (browser: the fixture)
 
 pytestmark = pytest.mark.browser
@@ -33,14 +33,19 @@ def test_formatters_choose_the_unit_by_magnitude(browser, tmp_path):  # noqa: F8
     try:
         browser.get(f"{service.url}/#token={root}")
         wait_for(lambda: browser.execute_script("return typeof energy === 'function'"), timeout=20)
-        got = browser.execute_script(
-            "return [energy(0), energy(0.004), energy(50), energy(1500), energy(3.6e6), energy(7.2e9), "
-            "money(0), money(0.0018), money(0.25), money(12.5)]"
-        )
-        assert got == [
-            "0 J", "0.00400 J", "50.0 J", "1.50 kJ", "1.00 kWh", "2,000 kWh",
-            "$0.00", "$0.00180", "$0.250", "$12.50",
-        ]  # fmt: skip
+
+        # One unit per page, chosen by the cluster's energy so far; the currency is the answer's (the spec's).
+        def units(total_j, values, currency="$"):
+            return browser.execute_script(
+                "chooseUnits({energy_j: arguments[0], currency: arguments[1]});"
+                "return arguments[2].map(energy).concat([money(0), money(0.0018), money(0.25), money(12.5)])",
+                total_j, currency, values,
+            )  # fmt: skip
+
+        assert units(50, [0, 0.004, 50]) == ["0 J", "0.00400 J", "50.0 J", "$0.00", "$0.00180", "$0.250", "$12.50"]
+        assert units(1500, [0, 4, 1500]) == ["0 kJ", "0.00400 kJ", "1.50 kJ", "$0.00", "$0.00180", "$0.250", "$12.50"]
+        assert units(7.2e9, [3.6e6, 1800, 7.2e9], "€")[:4] == ["1.00 kWh", "0.000500 kWh", "2,000 kWh", "€0.00"]
+        assert browser.execute_script("chooseUnits({energy_j: 1}); return money(1)") == "$1.00"  # no currency: $
     finally:
         service.proc.send_signal(signal.SIGTERM)
         service.proc.wait(timeout=60)
@@ -49,7 +54,9 @@ def test_formatters_choose_the_unit_by_magnitude(browser, tmp_path):  # noqa: F8
 def test_chart_axes_wrapped_decisions_and_live_energy(browser, tmp_path):  # noqa: F811
     db = f"sqlite:///{tmp_path / 'svc.db'}"
     alice, root = token(db, "alice"), token(db, "root", admin=True)
-    service = start_service_process(db, tmp_path / "data")
+    cluster = tmp_path / "cluster.yaml"  # the example cluster, its costs in euros
+    cluster.write_text(CLUSTER.read_text() + '\ncurrency: "€"\n', encoding="utf-8")
+    service = start_service_process(db, tmp_path / "data", "--cluster", str(cluster))
     try:
         with httpx.Client(base_url=service.url, timeout=10) as api:
             api.post("/api/v1/jobs", json=job_spec("short", 2000, 1, gpu_types=["K80"]), headers=auth(alice))
@@ -65,10 +72,11 @@ def test_chart_axes_wrapped_decisions_and_live_energy(browser, tmp_path):  # noq
 
             cells = wait_for(root_energy, timeout=30)
             assert ENERGY.match(cells[5]), cells
-            assert cells[6].startswith("$"), cells
-            assert all(ENERGY.match(t) for t in _texts(browser, "#users td:nth-child(6)"))
-            assert ENERGY.match(browser.find_element("id", "energy").text)
-            assert browser.find_element("id", "cost").text.startswith("$")
+            assert cells[6].startswith("€"), cells
+            energies = [*_texts(browser, "#users td:nth-child(6)"), browser.find_element("id", "energy").text]
+            assert all(ENERGY.match(t) for t in energies), energies
+            assert len({t.rsplit(" ", 1)[1] for t in energies}) == 1, energies  # one energy unit on the page
+            assert browser.find_element("id", "cost").text.startswith("€")
             job = api.get("/api/v1/jobs", params={"state": "running", "name": "long-0"}, headers=auth(root)).json()
             assert job["jobs"][0]["energy_j"] > 0  # the API's running job too
 

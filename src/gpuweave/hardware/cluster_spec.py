@@ -10,6 +10,7 @@ YAML format (see the bundled files in ``clusters/``)::
     description: ...
     source: ...                 # where the sizes come from
     price_per_kwh: 0.0          # cluster default, currency per kWh (0 = energy not priced)
+    currency: "$"               # what prices and costs are counted in, written before amounts ("€", "EUR")
     pue: 1.0                    # cluster default power usage effectiveness (>= 1)
     placement: physical         # physical (default) | ideal: every placement runs consolidated
     nodes:
@@ -81,6 +82,8 @@ MAX_GPUS_PER_NODE = 1024
 MAX_CPU_MILLI = 10**9  # a million cores per node: a typo guard
 MAX_MEMORY_MIB = 10**12
 SHARING_MODES = ("whole", "fraction", "mig")
+#: a currency symbol or code: printable, no control characters, at most one trailing space ("CHF ")
+CURRENCY_PATTERN = r"^[^\s\x00-\x1f\x7f]{1,7} ?$"
 
 
 def _number_not_bool_or_text(value: Any) -> Any:
@@ -154,6 +157,8 @@ class ClusterSpec(BaseModel):
     description: str = ""
     source: str = ""
     price_per_kwh: float = Field(default=0.0, ge=0, le=PRICE_PER_KWH.hi)
+    #: what price_per_kwh (so every cost) is counted in, written before the amount: "$", "€", "EUR", "CHF "
+    currency: str = Field(default="$", min_length=1, max_length=8, pattern=CURRENCY_PATTERN)
     pue: float = Field(default=1.0, ge=1.0, le=PUE.hi)
     placement: Literal["physical", "ideal"] = "physical"
     nodes: list[NodeGroup] = Field(min_length=1)

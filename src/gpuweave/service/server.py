@@ -131,6 +131,7 @@ def build_service(config: ServiceConfig) -> Service:
         ideal_placement=runtime.ideal_placement,
         live_energy=lambda: scheduler.live_energy,
         live_totals=lambda: scheduler.live_totals,
+        currency=load_cluster(config.cluster).currency,
     )
     state = ServiceState(store, metrics, scheduler, seed=config.seed, max_body_bytes=config.max_body_bytes)
     return Service(config, engine, scheduler, create_app(state), metrics)

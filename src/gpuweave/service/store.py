@@ -59,12 +59,15 @@ class Store:
         ideal_placement: bool = False,
         live_energy: Callable[[], dict[int, tuple[float, float]]] | None = None,
         live_totals: Callable[[], dict[str, float] | None] | None = None,
+        currency: str = "$",
     ) -> None:
         """``live_steps()``: steps done per running job as the scheduling loop last saw them (optional);
         ``ideal_placement``: the cluster's (a job too wide for one node may still run, as the book judges it);
         ``live_energy()``: energy (J) and cost so far per job holding GPUs, its current placement included (the
         database has them only up to the job's last ended attempt); ``live_totals()``: the cluster's power (W),
-        energy (J) and cost now (None: the last utilisation sample's are shown)."""
+        energy (J) and cost now (None: the last utilisation sample's are shown); ``currency``: the cluster
+        spec's, what every cost is in."""
+        self.currency = currency
         self.live_steps = live_steps or dict
         self.live_energy = live_energy or dict
         self.live_totals = live_totals or (lambda: None)
@@ -392,6 +395,7 @@ class Store:
                 "energy_j": totals["energy_j"],
                 "energy_kwh": totals["energy_j"] / 3.6e6,
                 "cost": totals["cost"],
+                "currency": self.currency,
                 "gpus": sum(n.num_gpus for n in self.nodes),
             },
             "decisions": [

@@ -39,10 +39,18 @@ function fillTable(id, rows, cells) {
 const pct = (x) => `${Math.round(100 * x)}%`;
 const where = (p) => (p || []).map((x) => `${x.node}:${x.gpus}`).join(" ") || "–";
 
-// One energy formatter and one currency for the whole page. The unit follows the magnitude (J, kJ, kWh) and is
-// written with every value; a small nonzero value keeps its significant digits instead of reading 0.0000.
-// Cost is energy x the cluster spec's price_per_kwh, whose currency the spec does not name: it is written as $.
-const CURRENCY = "$";
+// One energy unit and one currency for the whole page. The unit follows the magnitude of the cluster's energy so
+// far (J, kJ or kWh, the largest figure on the page) and every energy on the page is written in it, with the unit;
+// a small nonzero value keeps three significant digits instead of reading 0.0000. The currency is the cluster
+// spec's (`currency`, "$" unless the spec names another), as the API's dashboard answer gives it.
+let CURRENCY = "$";
+let ENERGY_UNIT = [1, "J"];
+
+function chooseUnits(totals) {
+  CURRENCY = typeof totals.currency === "string" && totals.currency ? totals.currency : "$";
+  const total = Math.abs(Number(totals.energy_j ?? totals.energy_kwh * 3.6e6) || 0);
+  ENERGY_UNIT = total >= 3.6e6 ? [3.6e6, "kWh"] : total >= 1000 ? [1000, "kJ"] : [1, "J"];
+}
 
 function number(x) {
   const a = Math.abs(x);
@@ -54,11 +62,8 @@ function number(x) {
 }
 
 function energy(joules) {
-  const j = Number(joules) || 0;
-  const a = Math.abs(j);
-  if (a >= 3.6e6) return `${number(j / 3.6e6)} kWh`;
-  if (a >= 1000) return `${number(j / 1000)} kJ`;
-  return `${number(j)} J`;
+  const [scale, unit] = ENERGY_UNIT;
+  return `${number((Number(joules) || 0) / scale)} ${unit}`;
 }
 
 function money(value) {
@@ -187,6 +192,7 @@ function drawPlot(series, totalGpus, now) {
 }
 
 function draw(data) {
+  chooseUnits(data.totals);
   drawCards(data);
   drawNodes(data.nodes);
   drawPlot(data.series, data.totals.gpus, data.now);
