@@ -74,7 +74,7 @@ def gantt_figure(schedule: Schedule, title: str | None = None, label_tasks: bool
     from matplotlib.patches import Patch, Rectangle
 
     # imported here: importing gpuweave.mig.gantt does without numpy
-    from gpuweave.plotting import DPI, figure, fill_style, legend_below, plot_text
+    from gpuweave.plotting import DPI, figure, legend_below, plot_text
 
     geom = get_mig_geometry(schedule.gpu)
     per = geom.num_slices
@@ -108,6 +108,37 @@ def gantt_figure(schedule: Schedule, title: str | None = None, label_tasks: bool
         for r in own + extra:
             ax.add_patch(Rectangle((o.start, r - 0.45), width, 0.9, color=colour, alpha=0.5, lw=0))
             bands.append((o.start, o.start + width, r - 0.45, r + 0.45))
+    boxes, held = _draw_tasks(ax, schedule, rows_of, index)
+    ax.axvline(schedule.makespan, color="black", ls="--", lw=0.8)
+    ax.set_xlim(0, horizon * 1.02)
+    ax.set_ylim(rows - 0.5, -0.5)
+    ax.set_yticks(range(rows))
+    ax.set_yticklabels([f"GPU{r // per} S{r % per}" if schedule.gpus > 1 else f"S{r % per}" for r in range(rows)])
+    ax.set_xlabel("time (s)")
+    ax.set_title(
+        plot_text(title or f"{schedule.algo or 'schedule'} on {schedule.gpu}: makespan {schedule.makespan:.4g} s")
+    )
+    handles = [
+        Patch(color=CREATE_COLOUR, alpha=0.5, label="create instance"),
+        Patch(color=DESTROY_COLOUR, alpha=0.5, label="destroy instance"),
+        Patch(facecolor="none", edgecolor="0.3", hatch="///", label="slice held, not used"),
+        Line2D([0], [0], color="black", ls="--", lw=0.8, label="makespan"),
+    ]
+    legend_below(fig, handles, ncol=4)
+    if key_ax is not None:
+        _label_tasks(fig, ax, key_ax, boxes, held, bands, schedule.gpus > 1)
+    return fig
+
+
+def _draw_tasks(
+    ax: Any, schedule: Schedule, rows_of: Any, index: dict[str, int]
+) -> tuple[list[_Box], list[tuple[float, float, float, float]]]:
+    """One box per task over the slices of its instance, hatched outlines over the slices it holds but does not use;
+    returns the boxes and the hatched areas (what the labels must keep clear of)."""
+    from matplotlib.patches import Rectangle
+
+    from gpuweave.plotting import fill_style
+
     boxes: list[_Box] = []
     held: list[tuple[float, float, float, float]] = []
     for t in schedule.tasks:
@@ -129,25 +160,7 @@ def gantt_figure(schedule: Schedule, title: str | None = None, label_tasks: bool
                 )
             )
             held.append((t.start, t.end, r - 0.4, r + 0.4))
-    ax.axvline(schedule.makespan, color="black", ls="--", lw=0.8)
-    ax.set_xlim(0, horizon * 1.02)
-    ax.set_ylim(rows - 0.5, -0.5)
-    ax.set_yticks(range(rows))
-    ax.set_yticklabels([f"GPU{r // per} S{r % per}" if schedule.gpus > 1 else f"S{r % per}" for r in range(rows)])
-    ax.set_xlabel("time (s)")
-    ax.set_title(
-        plot_text(title or f"{schedule.algo or 'schedule'} on {schedule.gpu}: makespan {schedule.makespan:.4g} s")
-    )
-    handles = [
-        Patch(color=CREATE_COLOUR, alpha=0.5, label="create instance"),
-        Patch(color=DESTROY_COLOUR, alpha=0.5, label="destroy instance"),
-        Patch(facecolor="none", edgecolor="0.3", hatch="///", label="slice held, not used"),
-        Line2D([0], [0], color="black", ls="--", lw=0.8, label="makespan"),
-    ]
-    legend_below(fig, handles, ncol=4)
-    if key_ax is not None:
-        _label_tasks(fig, ax, key_ax, boxes, held, bands, schedule.gpus > 1)
-    return fig
+    return boxes, held
 
 
 def _label_tasks(
