@@ -382,8 +382,9 @@ def test_table_numbers_are_plain_with_thousands_separators(value, text):
 def test_seconds_metrics_get_a_unit_by_magnitude():
     from gpuweave.cli.output import metric_cell
 
-    assert metric_cell("avg_jct_s", 434403.5) == "434,404 s (120.7 h)"
-    assert metric_cell("mean_queueing_delay_s", 600.0) == "600 s (10.0 min)"
+    assert metric_cell("avg_jct_s", 434403.5) == "434,404 s (5.028 d)"
+    assert metric_cell("avg_jct_s", 72000.0) == "72,000 s (20 h)"
+    assert metric_cell("mean_queueing_delay_s", 600.0) == "600 s (10 min)"
     assert metric_cell("p50_jct_s", 12.5) == "12.5 s"
     assert metric_cell("p50_jct_s", float("nan")) == "n/a"
     assert metric_cell("utilization", 0.25) == "0.25" and metric_cell("jobs", 200) == "200"

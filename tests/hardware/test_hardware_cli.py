@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -53,6 +54,51 @@ def test_cluster_list_and_show(app):
     assert "gavel-60" in out and "mixed-1024" in out
     out = _ok(app, "cluster", "show", "gavel-60")
     assert "15 nodes, 60 GPUs" in out and "K80" in out and "v100-0 .. v100-4" in out
+
+
+def test_gpus_say_which_sharing_modes_each_model_supports(app):
+    lines = {line.split()[1]: line for line in _ok(app, "gpus").splitlines() if line.startswith("│")}
+    assert "whole, fraction, mig" in lines["A100-40GB"] and "whole, fraction, mig" in lines["A30"]
+    assert "whole, fraction" in lines["T4"] and "mig" not in lines["T4"]
+    catalog = {g["name"]: g for g in json.loads(_ok(app, "gpus", "--json"))}
+    assert catalog["H200"]["sharing"] == ["whole", "fraction", "mig"] and catalog["K80"]["sharing"] == [
+        "whole",
+        "fraction",
+    ]
+    assert catalog["K80"]["mig_profiles"] == [] and catalog["A30"]["mig_profiles"] == ["1g.6gb", "2g.12gb", "4g.24gb"]
+
+
+def test_gpu_detail_names_its_mig_profiles(app):
+    out = _ok(app, "gpus", "A100")
+    assert "1g.5gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb" in out and "whole, fraction, mig" in out
+    assert "mig profiles" not in _ok(app, "gpus", "T4")
+    detail = json.loads(_ok(app, "gpus", "H200", "--json"))
+    assert detail["mig_profiles"] == ["1g.18gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"]
+
+
+MIG_SPEC = (
+    "name: mixed\nnodes:\n"
+    "  - {count: 2, gpu: A100, gpus_per_node: 8, cpu_milli: 128000, memory_mib: 1048576, sharing: mig}\n"
+    "  - {count: 3, gpu: T4, gpus_per_node: 4, sharing: fraction}\n"
+)
+
+
+def test_cluster_show_gives_sharing_resources_and_mig_partitions(app, tmp_path):
+    spec = tmp_path / "mixed.yaml"
+    spec.write_text(MIG_SPEC)
+    out = _ok(app, "cluster", "show", str(spec))
+    groups = [line for line in out.splitlines() if line.startswith("│ 0 ") or line.startswith("│ 1 ")]
+    assert " mig " in groups[0] and " 128 " in groups[0] and " 1024 " in groups[0]
+    assert " fraction " in groups[1] and " - " in groups[1]  # no cpu_milli, memory_mib: not a limit
+    assert "MIG partitions" in out and "19: 7, 4-3, 4-2-1" in out and "1g.5gb, 2g.10gb" in out
+    shown = json.loads(_ok(app, "cluster", "show", str(spec), "--json"))["node_groups"]
+    partitions = json.loads(_ok(app, "gpus", "A100", "--partitions", "--json"))["partitions"]
+    assert shown[0]["sharing"] == "mig" and shown[0]["mig_partitions"] == partitions
+    assert (shown[0]["cpu_milli"], shown[0]["memory_mib"]) == (128000, 1048576)
+    assert shown[0]["mig_profiles"] == ["1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"]
+    assert shown[1]["sharing"] == "fraction"
+    assert not {"cpu_milli", "memory_mib", "mig_partitions", "mig_profiles"} & set(shown[1])
+    assert "MIG partitions" not in _ok(app, "cluster", "show", "gavel-60")
 
 
 @pytest.mark.parametrize(

@@ -37,12 +37,14 @@ def test_a_long_title_wraps_at_words_instead_of_being_cut():
 
 def test_a_clipped_time_plot_keeps_its_whole_title():
     from gpuweave.plotting import figure
-    from gpuweave.report.plots import _h, _suptitle
+    from gpuweave.report.plots import _suptitle
+    from gpuweave.units import duration_text
 
     fig, _ = figure()
-    _suptitle(fig, "Cluster power, mean per 5 min round", 125.5, 45678.9)  # hours
+    _suptitle(fig, "Cluster power, mean per 5 min round", 125.5 * 3600, 45678.9 * 3600)  # seconds
     text = fig.get_suptitle()
-    assert text.replace("\n", " ").endswith(f"runs last until {_h(45678.9)})") and "\u2026" not in text, text
+    assert text.replace("\n", " ").endswith(f"runs last until {duration_text(45678.9 * 3600)})"), text
+    assert "\u2026" not in text and "1,903 d" in text, text
 
 
 def test_control_characters_are_shown_as_replacement_characters():

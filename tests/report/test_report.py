@@ -81,11 +81,12 @@ def test_report_is_self_contained_and_has_numbers(tmp_path):
     srcs = re.findall(r'src="([^"]+)"', text)
     assert len(srcs) == 5 and all(s.startswith("data:image/png;base64,") for s in srcs)
     assert base64.b64decode(srcs[0].split(",", 1)[1])[:8] == PNG_MAGIC
-    # summary numbers of both runs, and the comparison against the first run
-    for number in ("1,234.5", "617.5", "42.125", "0.8125", "0.6250"):
+    # summary numbers of both runs (as the console prints them: a time with its unit and the larger unit its
+    # magnitude reaches), and the comparison against the first run
+    for number in ("1,234 s (20.57 min)", "617.5 s (10.29 min)", "42.12", "0.8125", "0.625"):
         assert number in text
     assert "Comparison" in text and "\u00d70.50" in text  # 617.5 / 1234.5
-    assert '<td class="best">617.5 (' in text  # lower JCT is better
+    assert '<td class="best">617.5 s (10.29 min, \u00d70.50)</td>' in text  # lower JCT is better
     assert '<td class="best">11' not in text  # both completed 11 jobs: no best
     assert "<title>Policy comparison</title>" in text
     for png in ("jct_cdf.png", "completed_jobs.png", "busy_gpus.png", "gru_cdf.png", "power.png"):
@@ -112,7 +113,7 @@ def test_text_is_escaped(tmp_path):
     assert "<title>A &amp; B &lt;i&gt;</title>" in text
     assert "&lt;b&gt;bold&lt;/b&gt; &amp; co" in text
     assert "<p>line &lt;1&gt;<br>line 2</p><p>para &quot;2&quot;</p>" in text
-    assert '<td class="text">&lt;v&gt;</td><td>3.500</td>' in text
+    assert '<td class="text">&lt;v&gt;</td><td>3.5</td>' in text
 
 
 def test_sections_only_report(tmp_path):
@@ -174,13 +175,16 @@ def test_other_bad_inputs(tmp_path):
 
 
 def test_format_value():
-    assert format_value(1234.5) == "1,234.5"
+    """Issue 40 item 5: the report's cells read as the console's (gpuweave.units), four significant digits."""
+    assert format_value(1234.5) == "1,234"
+    assert format_value(434403.5450728072) == "434,404" and format_value(434403.5, "avg_jct_s") == "434,404 s (5.028 d)"
     assert format_value(3.0) == "3"
     assert format_value(float("nan")) == "n/a"
     assert format_value(0.8125) == "0.8125"
     assert format_value(12) == "12"
     assert format_value(None) == ""
     assert format_value({"b": 1, "a": 2}) == '{"a": 2, "b": 1}'
+    assert format_value(True) == "yes" and format_value(float("inf")) == "n/a"
 
 
 def _cli(*args, cwd):

@@ -76,7 +76,7 @@ def test_schema_table_matches_docs():
     docs = (Path(__file__).resolve().parents[2] / "docs" / "trace-schema.md").read_text(encoding="utf-8")
     for column in TRACE_COLUMNS:
         assert f"| `{column.name}` |" in docs
-    assert len(COLUMN_NAMES) == len(set(COLUMN_NAMES)) == 16
+    assert len(COLUMN_NAMES) == len(set(COLUMN_NAMES)) == 17
 
 
 BAD_CASES = [

@@ -19,6 +19,7 @@ from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
 from gpuweave.cli.output import (
     JSON_HELP,
     ProgressBar,
+    cell,
     metric_cell,
     print_json,
     print_table,
@@ -219,15 +220,15 @@ def _print_hadar_plan(out: dict, setting: str) -> None:
     rows = []
     for r in out["jobs"]:
         where = " + ".join(f"{p['node']} ({p['gpu']}) × {p['gpus']}" for p in r["placement"])
-        rate = f"{r['rate']:.4g}" if r["placement"] else ""
-        rows.append((r["job"], r["job_type"], str(r["gpus"]), r["decision"], where, rate, f"{r['remaining']:.6g}"))
+        rate = cell(r["rate"]) if r["placement"] else ""
+        rows.append((r["job"], r["job_type"], str(r["gpus"]), r["decision"], where, rate, cell(r["remaining"])))
     console = Console()
     title = f"Hadar round at t={out['now']:g} s (L = {out['round_length']:g} s; {setting})"
     columns = ("job", "job type", "W", "decision", "placement", "rate [it/s]", "remaining [it]")
     print_table(console, title, columns, rows, right=("W", "rate [it/s]", "remaining [it]"))
     fallback = "state budget hit (greedy fallback)" if out["fallback"] else "no fallback"
     console.print(
-        f"payoff {out['value']:.6g}; {out['states']} FIND_ALLOC calls; "
+        f"payoff {cell(out['value'])}; {out['states']} FIND_ALLOC calls; "
         f"{fallback}; {out['decision_seconds'] * 1000:.1f} ms"
     )
 
@@ -263,7 +264,7 @@ def _print_andreas_plan(out: dict, method: str, variant: str) -> None:
     rows = []
     for r in out["jobs"]:
         if r["node"] is None:
-            rows.append((r["job"], f"postponed (W={r['postpone_cost']:.4g} €)", "", "", f"{r['due']:g}", ""))
+            rows.append((r["job"], f"postponed (W={cell(r['postpone_cost'])} €)", "", "", f"{r['due']:g}", ""))
         else:
             decision = f"{r['node']} × {r['gpus']} ({r['config']})"
             times = (f"{r['time_s']:.1f}", f"{r['end']:.1f}", f"{r['due']:g}", f"{r['late_s']:.1f}")
@@ -273,11 +274,11 @@ def _print_andreas_plan(out: dict, method: str, variant: str) -> None:
     title = f"ANDREAS plan at t={out['now']:g} s ({method}, proxy {variant})"
     print_table(console, title, columns, rows, right=columns[2:])
     line = (
-        f"f_OBJ = {out['f_obj']:.6g} € = energy {out['energy']:.6g} + tardiness {out['tardiness']:.6g} + "
-        f"postponement {out['postpone']:.6g}; greedy {out['f_greedy']:.6g}; {out['iterations']} iterations"
+        f"f_OBJ = {cell(out['f_obj'])} € = energy {cell(out['energy'])} + tardiness {cell(out['tardiness'])} + "
+        f"postponement {cell(out['postpone'])}; greedy {cell(out['f_greedy'])}; {out['iterations']} iterations"
     )
     if "f_opt" in out:
-        line += f"; exact optimum {out['f_opt']:.6g} (RG gap {out['gap']:.2%})"
+        line += f"; exact optimum {cell(out['f_opt'])} (RG gap {out['gap']:.2%})"
     console.print(line)
 
 
@@ -387,7 +388,8 @@ def show(
     name_or_path: str = typer.Argument(..., help="A bundled cluster name (see `cluster list`) or a YAML path."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Summarise a cluster spec: node groups and GPUs by model."""
+    """Summarise a cluster spec: node groups (sharing mode, cores, memory), the MIG partitions of `sharing: mig`
+    groups, and GPUs by model."""
     from rich.console import Console
 
     from gpuweave.hardware.cluster_spec import load_cluster
@@ -402,6 +404,7 @@ def show(
                 "sharing": g.sharing,
                 **({"cpu_milli": g.cpu_milli} if g.cpu_milli is not None else {}),
                 **({"memory_mib": g.memory_mib} if g.memory_mib is not None else {}),
+                **(_mig_json(g.gpu) if g.sharing == "mig" else {}),
             }
             for g in spec.nodes
         ]
@@ -414,6 +417,7 @@ def show(
     if spec.source:
         console.print(f"source: {spec.source}", markup=False, highlight=False)
     _print_node_groups(console, spec)
+    _print_mig_partitions(console, spec)
     rows = [(model, str(count)) for model, count in spec.gpus_by_model().items()]
     print_table(console, "GPUs by model", ("GPU", "GPUs"), rows, right=("GPUs",))
 
@@ -436,6 +440,30 @@ def _print_node_groups(console, spec) -> None:
     columns = ("#", "count", "GPU", "GPUs/node", "GPUs", "sharing", "cores", "GiB", "price/kWh", "PUE", "nodes")
     right = ("#", "count", "GPUs/node", "GPUs", "cores", "GiB", "price/kWh", "PUE")
     print_table(console, "node groups", columns, rows, right=right)
+
+
+def _mig_json(model: str) -> dict:
+    """A ``sharing: mig`` group's GPU in ``cluster show --json``: its MIG profiles and partitions (as ``gpus MODEL
+    --partitions --json``)."""
+    from gpuweave.cli.gpus import mig_partitions, mig_profiles
+    from gpuweave.hardware.catalog import get_gpu
+
+    gpu = get_gpu(model)
+    return {"mig_profiles": mig_profiles(gpu), "mig_partitions": mig_partitions(gpu)}
+
+
+def _print_mig_partitions(console, spec) -> None:
+    """For the GPU models of ``sharing: mig`` groups: the MIG profiles and partitions their GPUs can be cut into."""
+    models = dict.fromkeys(g.gpu for g in spec.nodes if g.sharing == "mig")
+    if not models:
+        return
+    rows = []
+    for model in models:
+        mig = _mig_json(model)
+        labels = [p["label"] for p in mig["mig_partitions"]]
+        rows.append((model, ", ".join(mig["mig_profiles"]), f"{len(labels)}: {', '.join(labels)}"))
+    title = "MIG partitions of the sharing: mig groups (gpuweave gpus MODEL --partitions)"
+    print_table(console, title, ("GPU", "profiles", "maximal partitions"), rows)
 
 
 @app.command("import-slurm")
@@ -518,7 +546,9 @@ def fill(
         help="A cluster spec (bundled name or YAML; cpu_milli, memory_mib per node group) instead of --nodes.",
     ),
     pods: Path = typer.Option(
-        ..., "--pods", help="Pod list: openb_pod_list_*.csv (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec])."
+        ...,
+        "--pods",
+        help="Pod list: openb_pod_list_*.csv (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec][,mig_profile]).",
     ),
     placement: str = typer.Option(
         "fgd", "--placement", help="Task placement (gpuweave cluster placements, kind 'tasks'): fgd, best-fit, ..."

@@ -23,8 +23,9 @@ def command(
     """Run the showcase on bundled data and write an HTML report."""
     from rich.console import Console
 
-    from gpuweave.demo import cell, run_demo
+    from gpuweave.demo import run_demo
     from gpuweave.demo.sections import demo_sections
+    from gpuweave.report.markup import table_text
 
     console = Console()
     done: list[dict] = []
@@ -35,8 +36,8 @@ def command(
         if as_json:
             return
         columns = list(section.table[0]) if section.table else []
-        rows = [[cell(row.get(c)) for c in columns] for row in section.table]
-        print_table(console, f"{section.title}  ({seconds:.1f} s)", columns, rows)
+        headers, rows = table_text(section.table, columns)  # as the report's table shows it
+        print_table(console, f"{section.title}  ({seconds:.1f} s)", headers, rows)
         if section.text:
             console.print(section.text, markup=False, highlight=False)
 

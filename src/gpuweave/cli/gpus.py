@@ -1,4 +1,6 @@
-"""``gpuweave gpus [NAME] [--partitions] [--tree]``: the GPU catalog, one model, its MIG partitions and tree."""
+"""``gpuweave gpus [NAME] [--partitions] [--tree]``: the GPU catalog (with the sharing modes each model supports),
+one model (with its MIG profiles), its MIG partitions and tree. ``cluster show`` reuses the partitions and
+profiles (:func:`mig_partitions`, :func:`mig_profiles`) for node groups with ``sharing: mig``."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ def command(
     show_tree: bool = typer.Option(False, "--tree", help="Draw the GPU's MIG repartitioning tree (FAR)."),
     as_json: bool = typer.Option(False, "--json", help="Print the catalog, the model or its partitions as JSON."),
 ) -> None:
-    """Print the GPU catalog, or one model with its MIG partitions / repartitioning tree."""
+    """Print the GPU catalog (with the sharing modes each model supports), or one model (with its MIG profiles),
+    its MIG partitions / repartitioning tree."""
     from rich.console import Console
 
     from gpuweave.hardware.catalog import get_gpu
@@ -38,12 +41,7 @@ def command(
     if as_json:
         payload = _gpu_json(gpu)
         if show_partitions and gpu.mig is not None:
-            from gpuweave.hardware.mig import partition_label, partitions
-
-            payload["partitions"] = [
-                {"label": partition_label(part), "instances": [sorted(p.slices) for p in part]}
-                for part in partitions(gpu.mig)
-            ]
+            payload["partitions"] = mig_partitions(gpu)
         print_json(payload)
         return
     if not (show_partitions or show_tree):
@@ -64,6 +62,33 @@ def command(
             console.print(line, markup=False, highlight=False)
 
 
+def sharing_modes(gpu) -> list[str]:
+    """How tasks may share a GPU of this model (a cluster spec's ``sharing``): whole GPUs and fractions on any
+    model, MIG instances where the catalog gives the model a MIG geometry."""
+    from gpuweave.hardware.cluster_spec import SHARING_MODES
+
+    return [mode for mode in SHARING_MODES if mode != "mig" or gpu.mig is not None]
+
+
+def mig_partitions(gpu) -> list[dict]:
+    """The GPU's maximal MIG partitions (FAR Fig. 1 numbering): label and each instance's slices."""
+    from gpuweave.hardware.mig import partition_label, partitions
+
+    if gpu.mig is None:
+        return []
+    return [
+        {"label": partition_label(part), "instances": [sorted(p.slices) for p in part]} for part in partitions(gpu.mig)
+    ]
+
+
+def mig_profiles(gpu) -> list[str]:
+    """NVIDIA's names of the MIG instance profiles gpuweave models on this GPU, one per instance size
+    (:mod:`gpuweave.hardware.mig_profiles`); empty without MIG."""
+    from gpuweave.hardware.mig_profiles import profiles_of
+
+    return [p.name for p in profiles_of(gpu.name)]
+
+
 def _gpu_json(gpu) -> dict:
     return {
         "name": gpu.name,
@@ -72,6 +97,8 @@ def _gpu_json(gpu) -> dict:
         "power_max_w": gpu.power_max_w,
         "mig_slices": gpu.mig_slices if gpu.mig else None,
         "mig_geometry": gpu.mig.name if gpu.mig else None,
+        "mig_profiles": mig_profiles(gpu),
+        "sharing": sharing_modes(gpu),
         "aliases": list(gpu.aliases),
         "sources": dict(gpu.sources),
     }
@@ -87,11 +114,12 @@ def _print_catalog(console) -> None:
             f"{gpu.power_idle_w:g}",
             f"{gpu.power_max_w:g}",
             str(gpu.mig_slices) if gpu.mig else "-",
+            ", ".join(sharing_modes(gpu)),
             ", ".join(gpu.aliases),
         )
         for gpu in all_gpus().values()
     ]
-    columns = ("name", "memory GB", "idle W", "max W", "MIG slices", "aliases")
+    columns = ("name", "memory GB", "idle W", "max W", "MIG slices", "sharing", "aliases")
     print_table(console, "GPU catalog", columns, rows, right=columns[1:5])
 
 
@@ -105,6 +133,13 @@ def _print_model(console, gpu) -> None:
         cells.append(
             ("mig", f"{geo.name}: {geo.num_slices} slices, sizes {list(geo.sizes)}", gpu.sources.get("mig", geo.note))
         )
+        cells.append(
+            (
+                "mig profiles",
+                ", ".join(mig_profiles(gpu)),
+                "NVIDIA MIG User Guide (hardware/mig_profiles.toml)",
+            )
+        )
         for size in geo.sizes:
             cells.append(
                 (
@@ -113,6 +148,7 @@ def _print_model(console, gpu) -> None:
                     f"{geo.sources.get('create_s', '')}; {geo.sources.get('destroy_s', '')}",
                 )
             )
+    cells.append(("sharing", ", ".join(sharing_modes(gpu)), "cluster spec `sharing:` modes this model supports"))
     title = f"{gpu.name} ({gpu.form_factor})" if gpu.form_factor else gpu.name
     print_table(console, title, ("field", "value", "source"), cells, right=("value",))
 

@@ -26,6 +26,8 @@ from typing import Any, Literal
 
 import typer
 
+from gpuweave.units import metric_text, number_text
+
 QUIET_HELP = "No progress bar (it is also off when the output is not a terminal)."
 JSON_HELP = "Print the result as JSON instead of a table."
 #: the path that means "standard output" for an option that writes a file (``--json -``), as in most Unix tools
@@ -120,50 +122,20 @@ def is_stdout(path: Any) -> bool:
     return path is not None and str(path) == STDOUT_PATH
 
 
-def plain_number(value: float) -> str:
-    """A number as people read it: thousands separators, four significant digits (at least the units: 434,404,
-    5,447, 0.2561, 12.35, 1) and no scientific notation from 10^-3 to 10^15; outside that range, ``.3g``."""
-    if value == 0:
-        return "0"
-    a = abs(value)
-    if not 1e-3 <= a < 1e15:
-        return format(value, ".3g")
-    if a >= 999.5:
-        return f"{value:,.0f}"
-    decimals = max(0, 3 - math.floor(math.log10(a)))
-    text = f"{value:,.{decimals}f}"
-    text = text.rstrip("0").rstrip(".") if "." in text else text
-    return "0" if text in ("-0", "") else text
-
-
 def cell(value: object, spec: str | None = None) -> str:
-    """A number for a table cell: :func:`plain_number` (or formatted with ``spec``), an int with thousands
-    separators, or ``n/a`` when it is undefined (None, NaN, infinite), so that an undefined value is never printed
-    as if it were a result. JSON output never goes through here: it keeps the raw numbers."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return "n/a" if value is None else str(value)
-    if not math.isfinite(value):
-        return "n/a"
-    if spec is not None:
+    """A number for a table cell: :func:`gpuweave.units.number_text` (thousands separators, no scientific notation
+    from 10^-3 to 10^15, ``n/a`` when undefined), or formatted with ``spec``. JSON output never goes through here:
+    it keeps the raw numbers."""
+    if spec is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return format(value, spec)
-    return f"{value:,}" if isinstance(value, int) else plain_number(value)
-
-
-#: a duration's larger unit, by magnitude: (seconds per unit, unit), largest first
-_DURATION_UNITS = ((3600.0, "h"), (60.0, "min"))
+    return number_text(value)
 
 
 def metric_cell(name: str, value: object) -> str:
-    """A run metric for a summary table: :func:`cell`, and for a metric in seconds (a name ending in ``_s``) the
-    unit, with minutes or hours beside the seconds once the value reaches them ("434,404 s (120.7 h)"; the
-    report's sentences use the same hours)."""
-    text = cell(value)
-    if not name.endswith("_s") or isinstance(value, bool) or not isinstance(value, (int, float)) or text == "n/a":
-        return text
-    for size, unit in _DURATION_UNITS:
-        if abs(value) >= size:
-            return f"{text} s ({value / size:,.1f} {unit})"
-    return f"{text} s"
+    """A run metric for a summary table (:func:`gpuweave.units.metric_text`): a metric in seconds (a name ending in
+    ``_s``) with its unit, and the larger unit its magnitude reaches beside it ("434,404 s (5.028 d)"), as the
+    reports' tables show it."""
+    return metric_text(name, value)
 
 
 def print_json(payload: Any) -> None:

@@ -10,7 +10,16 @@ import typer
 
 from gpuweave.checks import SEED
 from gpuweave.cli.listing import JSON_OPTION_HELP, print_listing
-from gpuweave.cli.output import ProgressBar, is_stdout, print_json, print_table, quiet_option, show_progress
+from gpuweave.cli.output import (
+    ProgressBar,
+    cell,
+    is_stdout,
+    metric_cell,
+    print_json,
+    print_table,
+    quiet_option,
+    show_progress,
+)
 from gpuweave.errors import InputError
 
 NAME = "packs"
@@ -111,12 +120,15 @@ def _print_plan(console, prof, sched, k: int, algo: str, metrics) -> None:
 
     rows = []
     for b, pk in enumerate(sched.packs):
-        tasks = ", ".join(f"{prof.names[i]} ({j} -> {t:.4g})" for i, j, t in zip(pk.tasks, pk.procs, pk.times))
-        rows.append((str(b), f"{pk.start:.4g}", f"{pk.cost:.4g}", f"{pk.used}/{prof.p}", tasks))
+        tasks = ", ".join(f"{prof.names[i]} ({j} -> {cell(t)})" for i, j, t in zip(pk.tasks, pk.procs, pk.times))
+        rows.append((str(b), cell(pk.start), cell(pk.cost), f"{pk.used}/{prof.p}", tasks))
     columns = ("pack", "start (s)", "cost (s)", "procs used", "tasks (procs -> time s)")
     print_table(console, f"{algo}: n={prof.n}, p={prof.p}, k={k}", columns, rows, right=columns[:4])
     opt = " (proven optimum)" if get_algorithm(algo).exact else ""
-    console.print(f"cost {sched.cost:.6g} s{opt}; baseline (each task alone on p) {prof.baseline_cost():.6g} s")
+    console.print(
+        f"cost {metric_cell('cost_s', sched.cost)}{opt}; "
+        f"baseline (each task alone on p) {metric_cell('cost_s', prof.baseline_cost())}"
+    )
     rt = f", running time {metrics.runtime_ms:.3f} ms" if metrics.runtime_ms is not None else ""
     console.print(
         f"relative cost {metrics.relative_cost:.4f}, packing ratio {metrics.packing_ratio:.4f}, "
@@ -170,7 +182,10 @@ def run(
     else:
         console = Console()
         _print_run(console, rep, f"run of {schedule} ({plan_.procs} processors x {cpus_per_proc} CPU)")
-        console.print(f"planned cost {rep.planned_cost:.4g} s, measured {rep.measured_cost:.4g} s")
+        console.print(
+            f"planned cost {metric_cell('cost_s', rep.planned_cost)}, "
+            f"measured {metric_cell('cost_s', rep.measured_cost)}"
+        )
         if report is not None:
             console.print(f"wrote {report}", markup=False, highlight=False)
     if not rep.ok:
@@ -184,12 +199,10 @@ def run(
 def _print_run(console, rep, title: str) -> None:
     rows = []
     for pk in rep.packs:
-        rows.append((str(pk.index), "(whole pack)", "", "", f"{pk.planned:.4g}", f"{pk.measured:.4g}", ""))
+        rows.append((str(pk.index), "(whole pack)", "", "", cell(pk.planned), cell(pk.measured), ""))
         for tr in pk.tasks:
             cpus = ",".join(map(str, tr.cpus))
-            rows.append(
-                ("", tr.task, str(tr.procs), cpus, f"{tr.planned:.4g}", f"{tr.measured:.4g}", str(tr.returncode))
-            )
+            rows.append(("", tr.task, str(tr.procs), cpus, cell(tr.planned), cell(tr.measured), str(tr.returncode)))
     columns = ("pack", "task", "procs", "cpus", "planned (s)", "measured (s)", "rc")
     print_table(console, title, columns, rows, right=("pack", "procs", "planned (s)", "measured (s)", "rc"))
 

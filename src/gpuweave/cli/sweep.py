@@ -9,6 +9,7 @@ import typer
 
 from gpuweave.cli.output import print_json, quiet_option, show_progress
 from gpuweave.executors import executor_names, spoken
+from gpuweave.units import column
 
 NAME = "sweep"
 
@@ -17,19 +18,14 @@ NAME = "sweep"
 TABLE_METRICS = ("runs", "avg_jct_s", "p99_jct_s", "makespan_s", "utilization", "energy_kwh")
 
 
-def _hours(value):
-    return value / 3600.0 if isinstance(value, (int, float)) else value
-
-
-def _header(metric: str, cluster: bool) -> str:
-    """A metric's column header: words apart so it can wrap (``relative response time``), its unit in brackets."""
-    if metric.endswith("_s"):
-        metric = metric[:-2] + (" (h)" if cluster else " (s)")
-    return metric.replace("_", " ")
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _print_aggregate(spec, rows: list[dict]) -> None:
-    """Means over seeds; a cluster sweep shows its times in hours, the other grains in their own units."""
+    """Means over seeds, as the report's table shows them: a column of times in the unit its largest value calls
+    for, named in the header (:func:`gpuweave.units.column`: ``avg jct (min)``, the unit of the report's chart of
+    the same means), the headers' words apart so they can wrap (``relative response time``)."""
     from rich.console import Console
 
     from gpuweave.cli.output import print_table
@@ -39,9 +35,10 @@ def _print_aggregate(spec, rows: list[dict]) -> None:
     cluster = spec.grain == "cluster"
     metrics = TABLE_METRICS if cluster else ("runs", *GRAINS[spec.grain].aggregate_metrics)
     shown = [c for c in rows[0] if c in spec.grid or c in metrics]
-    headers = [_header(c, cluster) if c not in spec.grid else c for c in shown]
+    columns = {c: column(c if c not in spec.grid else "", [row[c] for row in rows]) for c in shown}
+    headers = [c if c in spec.grid else columns[c].header.replace("_", " ") for c in shown]
     right = [h for c, h in zip(shown, headers) if not isinstance(rows[0][c], str)]
-    cells = [[format_value(_hours(row[c]) if cluster and c.endswith("_s") else row[c]) for c in shown] for row in rows]
+    cells = [[columns[c].text(row[c]) if _number(row[c]) else format_value(row[c]) for c in shown] for row in rows]
     key = sum(1 for c in shown if c in spec.grid) or 1  # a split table repeats the grid values that name a row
     print_table(Console(), f"sweep {spec.name}: means over seeds", headers, cells, right=right, key=key)
 

@@ -11,6 +11,7 @@ from gpuweave.checks import SEED
 from gpuweave.cli.kernel import import_torch
 from gpuweave.cli.output import ProgressBar, print_json, print_table, quiet_option, show_progress
 from gpuweave.errors import InputError
+from gpuweave.units import duration_text, metric_text
 
 FORMAT_HELP = (
     "Input format: auto, schema, gavel, alibaba-pods, alibaba-jobs, tiresias, philly, helios, pai, pollux or "
@@ -207,8 +208,8 @@ def _trace_summary(file: Path, frame, top: int) -> dict:
 
 def _sharing_facts(frame) -> dict | None:
     """What a trace asks beside whole GPUs (None when it asks nothing more): jobs holding a share of one GPU, with
-    a GPU-type constraint, and the median CPU and memory asked."""
-    columns = ("gpu_milli", "cpu_milli", "memory_mib", "allowed_models")
+    a GPU-type constraint, per MIG profile asked, and the median CPU and memory asked."""
+    columns = ("gpu_milli", "cpu_milli", "memory_mib", "allowed_models", "mig_profile")
     if not any(c in frame and frame[c].notna().any() for c in columns):
         return None
     facts: dict = {}
@@ -219,10 +220,19 @@ def _sharing_facts(frame) -> dict | None:
         facts["median_gpu_share"] = float(shared.median()) / 1000 if len(shared) else None
     if "allowed_models" in frame:
         facts["jobs_with_gpu_type_constraint"] = int(frame["allowed_models"].notna().sum())
+    if "mig_profile" in frame and frame["mig_profile"].notna().any():
+        counts = frame["mig_profile"].value_counts()
+        facts["jobs_per_mig_profile"] = {str(k): int(v) for k, v in sorted(counts.items(), key=_by_slices)}
     for column, key, scale in (("cpu_milli", "median_cores", 1000), ("memory_mib", "median_memory_gib", 1024)):
         if column in frame and frame[column].notna().any():
             facts[key] = float(frame[column].median()) / scale
     return facts
+
+
+def _by_slices(item: tuple) -> tuple[int, str]:
+    """A MIG profile's (slices, name): ``1g.5gb`` before ``3g.20gb`` before ``7g.40gb``."""
+    name = str(item[0])
+    return int(name.split("g.", 1)[0]), name
 
 
 def _print_trace_summary(info: dict, name: str) -> None:
@@ -232,13 +242,13 @@ def _print_trace_summary(info: dict, name: str) -> None:
     first, last, jobs = info["first_arrival_s"], info["last_arrival_s"], info["jobs"]
     rows = [
         ("jobs", f"{jobs:,}"),
-        ("arrivals", f"{first:,.0f} s ... {last:,.0f} s ({(last - first) / 3600:,.1f} h)"),
+        ("arrivals", f"{first:,.0f} s ... {last:,.0f} s ({duration_text(last - first)})"),
         ("GPUs requested", f"{info['gpus_requested']:,}"),
         ("rows with work", f"{info['rows_with_work']:,}"),
         ("rows with duration", f"{info['rows_with_duration']:,}"),
     ]
     if info["median_duration_s"] is not None:
-        rows.append(("median duration", f"{info['median_duration_s']:,.0f} s"))
+        rows.append(("median duration", metric_text("median_duration_s", info["median_duration_s"])))
         rows.append(("GPU-hours (duration x GPUs)", f"{info['gpu_hours_on_reference_gpu']:,.0f}"))
     if info["vcs"] is not None:
         rows.append(("virtual clusters (vc)", f"{info['vcs']:,}"))
@@ -250,7 +260,9 @@ def _print_trace_summary(info: dict, name: str) -> None:
         "median_memory_gib": "median memory asked (GiB)",
     }
     for key, value in (info.get("sharing") or {}).items():
-        if value is not None:
+        if key == "jobs_per_mig_profile":
+            rows.extend((f"jobs asking MIG {profile}", f"{n:,}") for profile, n in value.items())
+        elif value is not None:
             rows.append((labels[key], f"{value:,}" if isinstance(value, int) else f"{value:,.3g}"))
     print_table(console, f"{name} ({info['format']})", ("what", "value"), rows, right=("value",))
     gpus = [(count, f"{n:,}", f"{n / jobs:.1%}") for count, n in info["gpus_per_job"].items()]

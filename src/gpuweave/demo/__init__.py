@@ -53,10 +53,3 @@ def run_demo(
         if on_section is not None:
             on_section(name, section, time.perf_counter() - t0)
     return render_sections_report(sections, out_dir, title="gpuweave demo", summary=SUMMARY)
-
-
-def cell(v) -> str:
-    """A table cell as the console shows it (4 significant digits for floats)."""
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return "" if v is None else str(v)

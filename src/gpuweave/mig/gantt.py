@@ -25,6 +25,7 @@ from typing import Any
 from gpuweave.files import IMAGE_SUFFIXES, prepare_output_file
 from gpuweave.hardware.catalog import get_mig_geometry
 from gpuweave.mig.schedule import Schedule, ScheduledTask
+from gpuweave.units import axis_unit, duration_text, plain_number
 
 CREATE_COLOUR = "0.6"
 DESTROY_COLOUR = "#D55E00"
@@ -114,9 +115,11 @@ def gantt_figure(schedule: Schedule, title: str | None = None, label_tasks: bool
     ax.set_ylim(rows - 0.5, -0.5)
     ax.set_yticks(range(rows))
     ax.set_yticklabels([f"GPU{r // per} S{r % per}" if schedule.gpus > 1 else f"S{r % per}" for r in range(rows)])
-    ax.set_xlabel("time (s)")
+    _time_axis(ax, horizon * 1.02)
     ax.set_title(
-        plot_text(title or f"{schedule.algo or 'schedule'} on {schedule.gpu}: makespan {schedule.makespan:.4g} s")
+        plot_text(
+            title or f"{schedule.algo or 'schedule'} on {schedule.gpu}: makespan {duration_text(schedule.makespan)}"
+        )
     )
     handles = [
         Patch(color=CREATE_COLOUR, alpha=0.5, label="create instance"),
@@ -128,6 +131,20 @@ def gantt_figure(schedule: Schedule, title: str | None = None, label_tasks: bool
     if key_ax is not None:
         _label_tasks(fig, ax, key_ax, boxes, held, bands, schedule.gpus > 1)
     return fig
+
+
+def _time_axis(ax: Any, end_s: float) -> None:
+    """The x axis in the unit the schedule's length calls for (:func:`gpuweave.units.axis_unit`); the boxes stay in
+    seconds (the labels are placed in those coordinates), only the ticks are chosen and written in the unit."""
+    unit = axis_unit([end_s])
+    ax.set_xlabel(f"time ({unit.symbol})")
+    if unit.seconds == 1.0:
+        return
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    ticks = [t for t in MaxNLocator(nbins=8).tick_values(0, end_s / unit.seconds) if 0 <= t * unit.seconds <= end_s]
+    ax.set_xticks([t * unit.seconds for t in ticks])
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: plain_number(x / unit.seconds)))
 
 
 def _draw_tasks(

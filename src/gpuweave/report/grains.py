@@ -53,6 +53,7 @@ from gpuweave.report.rundir import label_runs
 from gpuweave.report.section import DemoSection, Figure
 from gpuweave.report.sharing import sharing_plots
 from gpuweave.results import SUMMARY_NAME, read_result_dir, result_kind
+from gpuweave.units import METRIC_UNITS, SECOND, Unit, axis_unit, duration_text
 
 
 @dataclass
@@ -101,16 +102,30 @@ class GrainRun:
         return rows
 
 
-def _bars(runs: Sequence[GrainRun], series: dict[str, Callable[[GrainRun], Any]], path: Path, ylabel: str):
-    """Grouped bars: one group per run, one bar per series; the values also go to a CSV beside the PNG."""
+def _bars(
+    runs: Sequence[GrainRun],
+    series: dict[str, Callable[[GrainRun], Any]],
+    path: Path,
+    ylabel: str,
+    time: Unit | None = None,
+):
+    """Grouped bars: one group per run, one bar per series; the values also go to a CSV beside the PNG. Values
+    that are times in unit ``time`` are drawn in the unit their magnitude calls for (:func:`axis_unit`), named in
+    the axis label and the CSV's column (``value_min``)."""
     fig, axes = figure(height=4.2)
     ax = axes[0, 0]
     width = 0.8 / max(len(series), 1)
     x = np.arange(len(runs))
     rows = []
-    for i, (name, value) in enumerate(series.items()):
-        heights = [value(run) for run in runs]
-        heights = [np.nan if h is None else float(h) for h in heights]
+    values = {
+        name: [np.nan if (h := value(run)) is None else float(h) for run in runs] for name, value in series.items()
+    }
+    scale, column = 1.0, "value"
+    if time is not None:
+        unit = axis_unit([h * time.seconds for hs in values.values() for h in hs])
+        scale, column, ylabel = time.seconds / unit.seconds, f"value_{unit.symbol}", f"{ylabel} ({unit.symbol})"
+    for i, (name, heights) in enumerate(values.items()):
+        heights = [h * scale for h in heights]
         ax.bar(
             x + (i - (len(series) - 1) / 2) * width,
             heights,
@@ -123,7 +138,7 @@ def _bars(runs: Sequence[GrainRun], series: dict[str, Callable[[GrainRun], Any]]
     ax.set_ylabel(ylabel)
     ax.grid(False, axis="x")
     legend_outside(ax, len(series))
-    csv_path = write_csv(path.with_suffix(".csv"), ("run", "series", "value"), rows)
+    csv_path = write_csv(path.with_suffix(".csv"), ("run", "series", column), rows)
     return save(fig, path), csv_path
 
 
@@ -142,13 +157,15 @@ def mig_makespan_figure(runs: Sequence[GrainRun], out_dir: Path) -> Figure:
         runs,
         {"makespan": lambda r: r.metrics.get("makespan_s"), "lower bound": lambda r: r.metrics.get("lower_bound_s")},
         out_dir / "mig_makespan.png",
-        "seconds",
+        "time",
+        SECOND,
     )
     best = _best(runs, "makespan_s")
     return Figure(
         png,
         "Makespan of each plan beside the batch's lower bound (total work over the GPU's slices). The closer "
-        f"the two bars, the better the plan: {best.label} is shortest at {best.metrics.get('makespan_s', 0):.3f} s.",
+        f"the two bars, the better the plan: {best.label} is shortest at "
+        f"{duration_text(best.metrics.get('makespan_s', 0))}.",
         data,
     )
 
@@ -161,7 +178,8 @@ def mig_gantt_figure(run: GrainRun, path: Path, title: str | None = None) -> Fig
         gantt,
         f"Gantt chart of {run.label} on {schedule.gpu}: one row per MIG slice, one box per task over the "
         "slices of its instance; grey and vermillion bands are instance creations and destructions. Gaps "
-        f"between boxes are idle slices; the dashed line is the makespan ({schedule.makespan:.3f} s).",
+        f"between boxes are idle slices; the dashed line is the makespan ({duration_text(schedule.makespan)}). "
+        "A task too short for its name carries a number, listed in the key below the chart.",
         run.path / "tasks.csv",
     )
 
@@ -185,9 +203,7 @@ def _service_jct(services: dict[str, dict[str, Any]], service: str) -> Callable[
 
 def packs_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[Figure]:
     names = ("relative_cost", "packing_ratio", "relative_response_time")
-    png, data = _bars(
-        runs, {n: _metric(n) for n in names}, out_dir / "packs_comparison.png", "ratio"
-    )
+    png, data = _bars(runs, {n: _metric(n) for n in names}, out_dir / "packs_comparison.png", "ratio")
     best = _best(runs, "relative_cost")
     figures = [
         Figure(
@@ -231,8 +247,11 @@ def _jct_cdf(runs: Sequence[GrainRun], path: Path) -> Figure:
             by_service.setdefault(row["service"], []).append(row["jct_ms"])
         for service, values in by_service.items():
             lines[f"{run.label} {service}" if len(runs) > 1 else service] = np.sort(values)
+    ms = METRIC_UNITS["_ms"]
+    unit = axis_unit([v * ms.seconds for jct in lines.values() for v in jct])
     rows = []
-    for i, (name, jct) in enumerate(lines.items()):
+    for i, (name, in_ms) in enumerate(lines.items()):
+        jct = in_ms * (ms.seconds / unit.seconds)
         y = np.arange(1, jct.size + 1) / jct.size
         ax.step(
             np.concatenate([[jct[0]], jct]),
@@ -243,11 +262,11 @@ def _jct_cdf(runs: Sequence[GrainRun], path: Path) -> Figure:
             **series_style(i),
         )
         rows += [(name, a, b) for a, b in zip(jct, y)]
-    ax.set_xlabel("task completion time (ms)")
+    ax.set_xlabel(f"task completion time ({unit.symbol})")
     ax.set_ylabel("fraction of tasks")
     ax.set_title("JCT CDF per service")
     legend_outside(ax, len(lines))
-    csv_path = write_csv(path.with_suffix(".csv"), ("series", "jct_ms", "fraction_of_tasks"), rows)
+    csv_path = write_csv(path.with_suffix(".csv"), ("series", f"jct_{unit.symbol}", "fraction_of_tasks"), rows)
     return Figure(
         save(fig, path),
         "CDF of task completion time per service (and run). Further left is better; a steep curve means "
@@ -266,11 +285,11 @@ def kernel_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[Figure]:
     }
     names = list(dict.fromkeys(s for per_run in services.values() for s in per_run))
     series = {s: _service_jct(services, s) for s in names}
-    png, data = _bars(runs, series, out_dir / "kernel_jct.png", "mean JCT (ms)")
+    png, data = _bars(runs, series, out_dir / "kernel_jct.png", "mean JCT", METRIC_UNITS["_ms"])
     figures = [
         Figure(
             png,
-            "Mean task completion time per service and run, in ms. Lower is better; compare a "
+            "Mean task completion time per service and run. Lower is better; compare a "
             "high-priority service's bar across runs to see what sharing the GPU costs it.",
             data,
         ),

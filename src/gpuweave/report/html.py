@@ -25,6 +25,7 @@ from gpuweave.report.page import Page, appendix_html, winners_sentence
 from gpuweave.report.plots import plot_runs
 from gpuweave.report.rundir import load_runs
 from gpuweave.report.section import DemoSection
+from gpuweave.units import metric_text
 
 REPORT_NAME = "report.html"
 #: metrics shown first, in this order; any other metric follows in file order
@@ -128,7 +129,7 @@ def summary_table(runs, metrics: list[str]) -> str:
     out.append("</tr></thead><tbody>")
     for m in metrics:
         out.append(f'<tr><td class="text name">{esc(m)}</td>')
-        out += [f"<td>{esc(format_value(run.metrics.get(m)))}</td>" for run in runs]
+        out += [f"<td>{esc(format_value(run.metrics.get(m), m))}</td>" for run in runs]
         out.append("</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
@@ -164,9 +165,8 @@ def comparison_table(runs, metrics: list[str], compared: dict[str, bool] = COMPA
         out.append(f'<tr><td class="text name">{esc(m)} ({"higher" if higher else "lower"} is better)</td>')
         b = values[0]
         for v in values:
-            text = format_value(v)
-            if _finite(v) and _finite(b) and b != 0:
-                text += f" (\u00d7{v / b:.2f})"
+            ratio = [f"\u00d7{v / b:.2f}"] if _finite(v) and _finite(b) and b != 0 else []
+            text = metric_text(m, v, *ratio) if _is_number(v) else format_value(v, m)
             cls = ' class="best"' if best is not None and _finite(v) and v == best else ""
             out.append(f"<td{cls}>{esc(text)}</td>")
         out.append("</tr>")

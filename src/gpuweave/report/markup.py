@@ -9,12 +9,12 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any, Sequence
 
 from gpuweave.errors import InputError
+from gpuweave.units import column, metric_text
 
 #: figure CSVs up to this size are embedded in the report; larger ones are linked beside it
 CSV_INLINE_MAX = 2_000_000
@@ -61,59 +61,64 @@ def esc_breakable(value: Any) -> str:
     return "".join(esc(c) + ("<wbr>" if c in "_=,/" else "") for c in str(value))
 
 
-def format_value(value: Any) -> str:
-    """Human-readable text for a table cell (not yet escaped)."""
+def format_value(value: Any, column: str = "") -> str:
+    """Human-readable text for a table cell (not yet escaped): a number as the console shows it
+    (:func:`gpuweave.units.metric_text`: thousands separators, no scientific notation, ``n/a`` when undefined, and
+    a time metric, by its ``column`` name, with its unit and the larger unit its magnitude reaches); an empty cell
+    for None, yes/no for a bool, JSON for a dict or list."""
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
+        try:
+            value = value.item()
+        except (TypeError, ValueError):
+            pass
     if value is None:
         return ""
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "n/a"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        a = abs(value)
-        if value == int(value) and a < 1e15:
-            return f"{int(value):,}"
-        if a >= 100:
-            return f"{value:,.1f}"
-        if a >= 1:
-            return f"{value:.3f}"
-        if a >= 0.001:
-            return f"{value:.4f}"
-        return f"{value:.3g}"
     if isinstance(value, (dict, list, tuple)):
         return json.dumps(value, sort_keys=True, default=str)
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
-        try:
-            return format_value(value.item())
-        except (TypeError, ValueError):
-            pass
-    return str(value)
+    return metric_text(column, value)
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def table_text(
+    rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """(headers, cells) of a list of dicts as every table shows it, the report's (:func:`html_table`) and the
+    console's (``gpuweave demo``): :func:`format_value` per cell, and a column of times (a name ending in ``_s`` or
+    ``_ms``) in one unit, the one its median value calls for, named in its header (:func:`gpuweave.units.column`:
+    ``avg_jct (min)``), as the plots' axes choose it for the same values."""
+    if columns is None:
+        columns = list(dict.fromkeys(k for row in rows for k in row))
+    shown = {col: column(str(col), [row.get(col) for row in rows]) for col in columns}
+    cells = [
+        [shown[c].text(row.get(c)) if _is_number(row.get(c)) else format_value(row.get(c)) for c in columns]
+        for row in rows
+    ]
+    return [shown[c].header for c in columns], cells
+
+
 def html_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> str:
-    """Render a list of dicts as an HTML table (columns: union of keys in first-seen order)."""
+    """Render a list of dicts as an HTML table (columns: union of keys in first-seen order). A column of times (a
+    name ending in ``_s`` or ``_ms``) shows them in one unit, the one its largest value calls for, named in its
+    heading (:func:`gpuweave.units.column`: ``avg_jct (min)``), as the console's tables and the plots' axes do."""
     if columns is None:
         columns = list(dict.fromkeys(k for row in rows for k in row))
     if not columns:
         return ""
+    headers, cells = table_text(rows, columns)
     out = ['<div class="scroll"><table><thead><tr>']
-    for col in columns:
-        out.append(f'<th class="text">{esc_breakable(col)}</th>')
+    for header in headers:
+        out.append(f'<th class="text">{esc_breakable(header)}</th>')
     out.append("</tr></thead><tbody>")
-    for row in rows:
+    for row, texts in zip(rows, cells):
         out.append("<tr>")
-        for col in columns:
-            value = row.get(col)
-            cls = "" if _is_number(value) else ' class="text"'
-            out.append(f"<td{cls}>{esc(format_value(value))}</td>")
+        for col, text in zip(columns, texts):
+            cls = "" if _is_number(row.get(col)) else ' class="text"'
+            out.append(f"<td{cls}>{esc(text)}</td>")
         out.append("</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)

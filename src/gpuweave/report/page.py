@@ -22,8 +22,9 @@ from gpuweave.files import load_json
 from gpuweave.report.markup import _CSS, _paragraphs, csv_href, esc, format_value, html_table, image_data_uri
 from gpuweave.report.section import DemoSection, Figure
 from gpuweave.results import LEGACY_FINGERPRINT_KEY
+from gpuweave.units import duration_text, time_metric_unit
 
-#: how a metric reads in a sentence: (name, unit conversion, unit)
+#: how a metric is named in a sentence
 METRIC_WORDS = {
     "avg_jct_s": "average JCT",
     "p50_jct_s": "median JCT",
@@ -63,11 +64,11 @@ def first_sentence(text: str, limit: int = 90) -> str:
 
 
 def metric_text(metric: str, value: float) -> str:
-    """A metric's value as it reads in a sentence: hours for long times, percent for utilisation."""
-    if metric.endswith("_s"):
-        return f"{value / 3600:,.1f} h" if abs(value) >= 3600 else f"{value:,.1f} s"
-    if metric.endswith("_ms") or metric.split("[")[0].endswith("_ms"):
-        return f"{value:,.1f} ms"
+    """A metric's value as it reads in a sentence: a time in the unit its magnitude calls for (as the tables and
+    the plots' axes choose it, :func:`gpuweave.units.duration_text`), percent for utilisation."""
+    unit = time_metric_unit(metric)
+    if unit is not None:
+        return duration_text(value * unit.seconds)
     if metric in ("utilization", "busy_fraction", "useful_fraction"):
         return f"{value:.1%}"
     if metric == "median_placement_slowdown":
@@ -78,7 +79,7 @@ def metric_text(metric: str, value: float) -> str:
 
 
 def winners_sentence(runs: Sequence[Any], compared: dict[str, bool], metrics: Sequence[str] | None = None) -> str:
-    """ "On average JCT hadar won (20.6 h, 3.8% better than gavel's 21.4 h); ..." over the runs' metrics.
+    """ "On average JCT hadar won (20.6 h, 3.8% better than gavel's 21.42 h); ..." over the runs' metrics.
 
     Runs with the same value share the win ("edf = priority"). Only metrics where the runs differ are named."""
     parts = []

@@ -5,7 +5,10 @@ figure, writes the data it drew to a CSV beside the PNG and returns a :class:`~g
 whose caption says what to look at (with the numbers that matter). :func:`plot_runs` first merges runs whose
 results are identical into one labelled ``a = b = c`` (:func:`merge_identical`), so no line hides another, and
 clips the time axes of the time-series plots at :func:`activity_horizon` with a note when a few stragglers
-would otherwise squeeze the interesting part into a corner. Times are hours of simulated time.
+would otherwise squeeze the interesting part into a corner. Times are simulated time, each time axis in the unit
+the magnitude of what it shows calls for (seconds, minutes, hours or days: :func:`gpuweave.units.axis_unit`, the
+unit the report's tables and sentences use for the same durations), named in the axis label and in the CSV's
+column (``jct_h``, ``time_min``).
 Complexity: O(rows of the runs' CSV files) plus matplotlib's drawing.
 """
 
@@ -34,8 +37,9 @@ from gpuweave.plotting import (
     series_style,
     write_csv,
 )
-from gpuweave.report.rundir import LABEL_MAX, RunData, config_part
+from gpuweave.report.rundir import LABEL_MAX, RunData, _short, config_part
 from gpuweave.report.section import Figure
+from gpuweave.units import Unit, axis_unit, duration_text, time_metric_unit
 
 #: up to this many runs the busy-GPU plot draws one panel per run; above, one panel per GPU model
 SMALL_MULTIPLES_MAX_RUNS = 16
@@ -50,12 +54,14 @@ GRU_ROUND_S = 360.0
 GRU_MAX_ROUNDS = 1_000_000  # 11 years of 360 s rounds; a 10^6-job trace at 30 jobs/h spans about 330,000
 
 
-def _hours(values) -> np.ndarray:
-    return np.asarray(values, dtype=float) / 3600.0
+def _in(values, unit: Unit) -> np.ndarray:
+    """Seconds as a float array in ``unit``."""
+    return np.asarray(values, dtype=float) / unit.seconds
 
 
-def _h(hours: float) -> str:
-    return f"{hours:,.1f} h" if hours < 100 else f"{hours:,.0f} h"
+def _time_label(what: str, unit: Unit, extra: str = "") -> str:
+    """An axis label with its unit: "time since the first arrival (h)", "job completion time (min, log scale)"."""
+    return f"{what} ({unit.symbol}{extra})"
 
 
 def merge_identical(runs: Sequence[RunData]) -> list[RunData]:
@@ -82,7 +88,7 @@ def _finite_sorted(values) -> np.ndarray:
 
 
 def activity_horizon(runs: Sequence[RunData]) -> tuple[float, float]:
-    """(where the time axes stop, when the last job ends) in hours since the first arrival.
+    """(where the time axes stop, when the last job ends) in seconds since the first arrival.
 
     The axes stop at 1.1 x the latest time by which :data:`HORIZON_QUANTILE` of some run's jobs are done, unless
     that would cut off less than a quarter of the whole span (then the whole span is shown)."""
@@ -94,8 +100,8 @@ def activity_horizon(runs: Sequence[RunData]) -> tuple[float, float]:
             quantiles.append(float(np.quantile(ends, HORIZON_QUANTILE)))
             last = max(last, float(ends[-1]))
         last = max(last, float(run.timeseries["time"].max()))
-    end = (last - t0) / 3600.0
-    clip = 1.1 * (max(quantiles) - t0) / 3600.0 if quantiles else end
+    end = last - t0
+    clip = 1.1 * (max(quantiles) - t0) if quantiles else end
     return (end, end) if clip >= 0.75 * end or clip <= 0 else (clip, end)
 
 
@@ -109,32 +115,45 @@ def _clip_sentence(runs: Sequence[RunData], clip: float, end: float) -> str:
         return ""
     late = []
     for run in runs:
-        ends = _hours(_finite_sorted(run.jobs["end"]) - _start(runs))
+        ends = _finite_sorted(run.jobs["end"]) - _start(runs)
         if ends.size and ends[-1] > clip:
             late.append((float(ends[-1]), int((ends > clip).sum()), run.label))
     if not late:  # the axis stops before the end of some run's time series, not before a completion
         return (
-            f" The time axis stops at {_h(clip)}, where {HORIZON_QUANTILE:.0%} of every run's jobs are done;"
-            f" no completion is later, but the runs' records go on until {_h(end)}."
+            f" The time axis stops at {duration_text(clip)}, where {HORIZON_QUANTILE:.0%} of every run's jobs are done;"
+            f" no completion is later, but the runs' records go on until {duration_text(end)}."
         )
     late.sort(reverse=True)
     last = late[0]
     return (
-        f" The time axis stops at {_h(clip)}, where {HORIZON_QUANTILE:.0%} of every run's jobs are done;"
-        f" {sum(n for _, n, _ in late)} later completions are off the plot, the last at {_h(last[0])} ({last[2]})."
+        f" The time axis stops at {duration_text(clip)}, where {HORIZON_QUANTILE:.0%} of every run's jobs are done;"
+        f" {sum(n for _, n, _ in late)} later completions are off the plot,"
+        f" the last at {duration_text(last[0])} ({last[2]})."
     )
 
 
-def _clip_note(ax, clip: float, end: float, *, panel: bool = True) -> None:
-    """Clip the time axis at ``clip``; one panel says so in its corner (small multiples say it in the title)."""
+def _median_unit(seconds: np.ndarray) -> Unit:
+    """:func:`axis_unit` of many durations (their median found by numpy: a run may have a million jobs)."""
+    nonzero = np.abs(seconds[np.isfinite(seconds) & (seconds != 0)])
+    return axis_unit([float(np.median(nonzero))] if nonzero.size else [])
+
+
+def _time_unit(clip: float) -> Unit:
+    """The unit of a time axis that runs from the first arrival to ``clip`` seconds after it."""
+    return axis_unit([clip])
+
+
+def _clip_note(ax, clip: float, end: float, unit: Unit, *, panel: bool = True) -> None:
+    """Clip the time axis (in ``unit``) at ``clip`` seconds; one panel says so in its corner (small multiples say
+    it in the title)."""
     if clip < end:
-        ax.set_xlim(0, clip)
+        ax.set_xlim(0, clip / unit.seconds)
         if panel:
             note(ax, _clip_text(clip, end))
 
 
 def _clip_text(clip: float, end: float) -> str:
-    return f"time axis clipped at {_h(clip)}; runs last until {_h(end)}" if clip < end else ""
+    return f"time axis clipped at {duration_text(clip)}; runs last until {duration_text(end)}" if clip < end else ""
 
 
 def _suptitle(fig, title: str, clip: float, end: float) -> None:
@@ -151,39 +170,40 @@ def plot_jct_cdf(runs: Sequence[RunData], path: Path) -> Figure:
     more than two orders of magnitude)."""
     fig, axes = figure(height=4.6)
     ax = axes[0, 0]
-    rows, medians, all_jct = [], [], []
-    for i, run in enumerate(runs):
-        jct = _hours(_finite_sorted(run.jobs["jct"]))
-        if jct.size == 0:
+    rows, medians = [], []
+    jcts = [_finite_sorted(run.jobs["jct"]) for run in runs]  # seconds
+    log = (
+        any(jct.size for jct in jcts)
+        and min(jct[0] for jct in jcts if jct.size) > 0
+        # a product, not a ratio: a tiny shortest JCT (1e-320 s) would overflow the division
+        and max(jct[-1] for jct in jcts if jct.size) > 100 * min(jct[0] for jct in jcts if jct.size)
+    )
+    unit = _median_unit(np.concatenate(jcts) if jcts else np.zeros(0))
+    for i, (run, seconds) in enumerate(zip(runs, jcts)):
+        if seconds.size == 0:
             ax.plot([], [], label=plot_text(f"{run.label} (no completed jobs)"), **series_style(i))
             continue
-        all_jct.append(jct)
-        medians.append((float(np.median(jct)), run.label))
+        jct = _in(seconds, unit)
+        medians.append((float(np.median(seconds)), run.label))
         x, y = _cdf_xy(jct)
         ax.step(x, y, where="post", label=plot_text(run.label), linewidth=1.4, **series_style(i))
         rows += [(run.label, a, b) for a, b in zip(x[1:], y[1:])]
-    log = (
-        bool(all_jct)
-        and min(a[0] for a in all_jct) > 0
-        # a product, not a ratio: a tiny shortest JCT (1e-320 h) would overflow the division
-        and max(a[-1] for a in all_jct) > 100 * min(a[0] for a in all_jct)
-    )
     if log:
         ax.set_xscale("log")
-    ax.set_xlabel("job completion time (h" + (", log scale)" if log else ")"))
+    ax.set_xlabel(_time_label("job completion time", unit, ", log scale" if log else ""))
     ax.set_ylabel("fraction of completed jobs")
     ax.set_ylim(0, 1.02)
     ax.set_title("Job completion time CDF")
     legend_outside(ax, len(runs))
-    csv = write_csv(path.with_suffix(".csv"), ("series", "jct_h", "fraction_of_completed_jobs"), rows)
+    csv = write_csv(path.with_suffix(".csv"), ("series", f"jct_{unit.symbol}", "fraction_of_completed_jobs"), rows)
     caption = "Job completion time (JCT) CDF over the completed jobs of each run" + (
         ", on a log time axis." if log else "."
     )
     if medians:
         best, worst = min(medians), max(medians)
         caption += (
-            f" Further left is better: half the jobs of {best[1]} finish within {_h(best[0])}, "
-            f"those of {worst[1]} within {_h(worst[0])}."
+            f" Further left is better: half the jobs of {best[1]} finish within {duration_text(best[0])}, "
+            f"those of {worst[1]} within {duration_text(worst[0])}."
         )
     return Figure(save(fig, path), caption + _merged_sentence(runs), csv)
 
@@ -194,35 +214,37 @@ def plot_completed_over_time(runs: Sequence[RunData], path: Path) -> Figure:
     ax = axes[0, 0]
     t0 = _start(runs)
     clip, end = activity_horizon(runs)
+    unit = _time_unit(clip)
     rows, halves = [], []
     for i, run in enumerate(runs):
-        ends = _hours(_finite_sorted(run.jobs["end"]) - t0)
-        x = np.concatenate([[0.0], ends])
+        ends = _finite_sorted(run.jobs["end"]) - t0
+        x = np.concatenate([[0.0], _in(ends, unit)])
         y = np.arange(0, ends.size + 1)
         ax.step(x, y, where="post", label=plot_text(run.label), linewidth=1.4, **series_style(i))
         rows += [(run.label, a, b) for a, b in zip(x, y)]
         half = math.ceil(len(run.jobs) / 2)
         if ends.size >= half > 0:
             halves.append((float(ends[half - 1]), run.label))
-    _clip_note(ax, clip, end)
-    ax.set_xlabel("time since the first arrival (h)")
+    _clip_note(ax, clip, end, unit)
+    ax.set_xlabel(_time_label("time since the first arrival", unit))
     ax.set_ylabel("completed jobs")
     ax.set_title("Completed jobs over time")
     legend_outside(ax, len(runs))
-    csv = write_csv(path.with_suffix(".csv"), ("series", "time_h", "completed_jobs"), rows)
+    csv = write_csv(path.with_suffix(".csv"), ("series", f"time_{unit.symbol}", "completed_jobs"), rows)
     caption = "Completed jobs over time since the first arrival."
     if halves:
         best, worst = min(halves), max(halves)
         caption += (
-            f" Higher and earlier is better: {best[1]} has completed half of its jobs after {_h(best[0])}, "
-            f"{worst[1]} after {_h(worst[0])}."
+            f" Higher and earlier is better: {best[1]} has completed half of its jobs after "
+            f"{duration_text(best[0])}, {worst[1]} after {duration_text(worst[0])}."
         )
     return Figure(save(fig, path), caption + _clip_sentence(runs, clip, end) + _merged_sentence(runs), csv)
 
 
-def _step_series(run: RunData, column: str, t0: float) -> tuple[np.ndarray, np.ndarray]:
+def _step_series(run: RunData, column: str, t0: float, unit: Unit) -> tuple[np.ndarray, np.ndarray]:
+    """(times since ``t0`` in ``unit``, the column's values) of the run's step series."""
     ts = run.timeseries
-    return _hours(ts["time"] - t0), ts[column].to_numpy(dtype=float)
+    return _in(ts["time"] - t0, unit), ts[column].to_numpy(dtype=float)
 
 
 def _models(runs: Sequence[RunData]) -> list[str]:
@@ -242,16 +264,17 @@ def plot_busy_gpus(runs: Sequence[RunData], path: Path) -> Figure:
     :data:`SMALL_MULTIPLES_MAX_RUNS` runs); for more runs one panel per GPU model with a line per run."""
     t0 = _start(runs)
     clip, end = activity_horizon(runs)
+    unit = _time_unit(clip)
     models = _models(runs)
     rows: list[tuple[Any, ...]] = []
     if len(runs) <= SMALL_MULTIPLES_MAX_RUNS:
-        fig = _busy_per_run(runs, models, t0, clip, end, rows)
+        fig = _busy_per_run(runs, models, t0, clip, end, unit, rows)
         what = f"one panel per run, GPUs of each model stacked ({', '.join(models)} from the bottom)"
     else:
-        fig = _busy_per_model(runs, models, t0, clip, end, rows)
+        fig = _busy_per_model(runs, models, t0, clip, end, unit, rows)
         what = "one panel per GPU model and for the total, one line per run"
     _suptitle(fig, "Busy GPUs over time", clip, end)
-    csv = write_csv(path.with_suffix(".csv"), ("series", "time_h", "model", "busy_gpus"), rows)
+    csv = write_csv(path.with_suffix(".csv"), ("series", f"time_{unit.symbol}", "model", "busy_gpus"), rows)
     busiest = max(runs, key=lambda r: float(r.metrics.get("utilization") or 0.0))
     caption = (
         f"Busy GPUs over time since the first arrival: {what}; every panel has the same axes. "
@@ -261,28 +284,28 @@ def plot_busy_gpus(runs: Sequence[RunData], path: Path) -> Figure:
     return Figure(save(fig, path), caption + _clip_sentence(runs, clip, end) + _merged_sentence(runs), csv)
 
 
-def _busy_per_run(runs, models, t0, clip, end, rows) -> Any:
+def _busy_per_run(runs, models, t0, clip, end, unit, rows) -> Any:
     from matplotlib.patches import Patch
 
     nrows, ncols = _grid(len(runs))
     fig, axes = figure(nrows, ncols, height=1.0 + 1.9 * nrows if len(runs) > 1 else 4.2, sharex=True, sharey=True)
     for i, run in enumerate(runs):
         ax = axes[i // ncols, i % ncols]
-        x, _ = _step_series(run, "busy_total", t0)
+        x, _ = _step_series(run, "busy_total", t0, unit)
         bottom = np.zeros_like(x)
         for k, m in enumerate(models):
             if f"busy_{m}" not in run.timeseries.columns:
                 continue
-            _, y = _step_series(run, f"busy_{m}", t0)
+            _, y = _step_series(run, f"busy_{m}", t0, unit)
             ax.fill_between(x, bottom, bottom + y, step="post", linewidth=0, color=fill_style(k)["facecolor"])
             rows += [(run.label, a, m, b) for a, b in zip(x, y)]
             bottom = bottom + y
         ax.set_title(plot_text(run.label), fontsize="small")
-        _clip_note(ax, clip, end, panel=False) if i == 0 else None
+        _clip_note(ax, clip, end, unit, panel=False) if i == 0 else None
         if i % ncols == 0:
             ax.set_ylabel("busy GPUs", fontsize="small")
         if i // ncols == nrows - 1 or i + ncols >= len(runs):
-            ax.set_xlabel("time (h)", fontsize="small")
+            ax.set_xlabel(_time_label("time", unit), fontsize="small")
             ax.xaxis.set_tick_params(labelbottom=True)
     for j in range(len(runs), nrows * ncols):
         axes[j // ncols, j % ncols].set_visible(False)
@@ -291,7 +314,7 @@ def _busy_per_run(runs, models, t0, clip, end, rows) -> Any:
     return fig
 
 
-def _busy_per_model(runs, models, t0, clip, end, rows) -> Any:
+def _busy_per_model(runs, models, t0, clip, end, unit, rows) -> Any:
     panels = models + ["total"]
     nrows, ncols = _grid(len(panels), 3)
     fig, axes = figure(nrows, ncols, height=1.2 + 2.4 * nrows, sharex=True)
@@ -300,13 +323,13 @@ def _busy_per_model(runs, models, t0, clip, end, rows) -> Any:
         column = "busy_total" if model == "total" else f"busy_{model}"
         for i, run in enumerate(runs):
             if column in run.timeseries.columns:
-                x, y = _step_series(run, column, t0)
+                x, y = _step_series(run, column, t0, unit)
                 ax.step(x, y, where="post", linewidth=0.9, label=plot_text(run.label), **series_style(i))
                 rows += [(run.label, a, model, b) for a, b in zip(x, y)]
         ax.set_title(plot_text(model), fontsize="small")
-        ax.set_xlabel("time (h)", fontsize="small")
+        ax.set_xlabel(_time_label("time", unit), fontsize="small")
         ax.set_ylabel("busy GPUs", fontsize="small")
-        _clip_note(ax, clip, end, panel=False) if p == 0 else None
+        _clip_note(ax, clip, end, unit, panel=False) if p == 0 else None
     for j in range(len(panels), nrows * ncols):
         axes[j // ncols, j % ncols].set_visible(False)
     legend_below(fig, axes[0, 0].get_legend_handles_labels()[0], ncol=4)
@@ -344,23 +367,20 @@ def power_per_round(run: RunData, t0: float, end_s: float, round_s: float) -> tu
     return edges[:-1][keep] - t0, mean[keep]
 
 
-def _round_text(seconds: int) -> str:
-    return f"{seconds // 3600} h" if seconds % 3600 == 0 else f"{seconds // 60} min"
-
-
 def plot_power(runs: Sequence[RunData], path: Path) -> Figure:
     """Cluster power draw (kW), the mean per round (the round length chosen for the span); one panel per run
     with the others in grey behind it when there are more than :data:`POWER_SINGLE_PANEL_MAX_RUNS` runs.
     The CSV has the raw step series beside the round means."""
     t0 = _start(runs)
     clip, end = activity_horizon(runs)
-    round_s = power_round_length(clip * 3600.0)
-    smoothed = [power_per_round(run, t0, t0 + clip * 3600.0, round_s) for run in runs]
+    unit = _time_unit(clip)
+    round_s = power_round_length(clip)
+    smoothed = [power_per_round(run, t0, t0 + clip, round_s) for run in runs]
     rows: list[tuple[Any, ...]] = []
     for run, (x, y) in zip(runs, smoothed):
-        raw_x, raw_y = _step_series(run, "power_w", t0)
+        raw_x, raw_y = _step_series(run, "power_w", t0, unit)
         rows += [(run.label, "raw", a, b / 1000.0) for a, b in zip(raw_x, raw_y)]
-        rows += [(run.label, f"mean per {round_s} s round", a / 3600.0, b / 1000.0) for a, b in zip(x, y)]
+        rows += [(run.label, f"mean per {round_s} s round", a, b / 1000.0) for a, b in zip(_in(x, unit), y)]
     single = len(runs) <= POWER_SINGLE_PANEL_MAX_RUNS
     nrows, ncols = (1, 1) if single else _grid(len(runs))
     fig, axes = figure(nrows, ncols, height=4.4 if single else 1.0 + 1.9 * nrows, sharex=True, sharey=True)
@@ -369,26 +389,26 @@ def plot_power(runs: Sequence[RunData], path: Path) -> Figure:
         if not single:
             for j, (x, y) in enumerate(smoothed):
                 if j != i:
-                    ax.step(x / 3600.0, y / 1000.0, where="post", color=CONTEXT_GREY, linewidth=0.8)
+                    ax.step(_in(x, unit), y / 1000.0, where="post", color=CONTEXT_GREY, linewidth=0.8)
             ax.set_title(plot_text(run.label), fontsize="small")
         x, y = smoothed[i]
-        ax.step(x / 3600.0, y / 1000.0, where="post", linewidth=1.4, label=plot_text(run.label), **series_style(i))
+        ax.step(_in(x, unit), y / 1000.0, where="post", linewidth=1.4, label=plot_text(run.label), **series_style(i))
     for j in range(len(runs), nrows * ncols):
         axes[j // ncols, j % ncols].set_visible(False)
     for k, ax in enumerate(axes.flat[: len(runs)]):
         if k % ncols == 0:
             ax.set_ylabel("power (kW)", fontsize="small")
         if k + ncols >= len(runs):
-            ax.set_xlabel("time (h)", fontsize="small")
+            ax.set_xlabel(_time_label("time", unit), fontsize="small")
             ax.xaxis.set_tick_params(labelbottom=True)
-    _clip_note(axes[0, 0], clip, end, panel=single)
-    _suptitle(fig, f"Cluster power, mean per {_round_text(round_s)} round", clip, end)
+    _clip_note(axes[0, 0], clip, end, unit, panel=single)
+    _suptitle(fig, f"Cluster power, mean per {duration_text(round_s)} round", clip, end)
     if single:
         legend_outside(axes[0, 0], len(runs))
-    csv = write_csv(path.with_suffix(".csv"), ("series", "kind", "time_h", "power_kw"), rows)
+    csv = write_csv(path.with_suffix(".csv"), ("series", "kind", f"time_{unit.symbol}", "power_kw"), rows)
     energy = [(float(r.metrics["energy_kwh"]), r.label) for r in runs if _number(r.metrics.get("energy_kwh"))]
     caption = (
-        f"Cluster power draw (idle and busy GPUs, times PUE), averaged over {_round_text(round_s)} rounds; "
+        f"Cluster power draw (idle and busy GPUs, times PUE), averaged over {duration_text(round_s)} rounds; "
         "the raw step series is in the CSV."
         + ("" if single else " Each panel shows one run in colour and the others in grey, on shared axes.")
     )
@@ -485,17 +505,11 @@ def plot_runs(runs: Sequence[RunData], out_dir: Path) -> list[Figure]:
 SWEEP_NAME_FIELDS = ("policy", "algo", "mode", "placement")
 
 
-def _cell_text(value: Any) -> str:
-    if isinstance(value, float) and math.isfinite(value) and value == int(value):
-        return str(int(value))
-    return str(value)
-
-
 def sweep_group_label(values: dict[str, Any], name_field: str | None = None) -> str:
     """A sweep group's label, as runs are labelled (:func:`gpuweave.report.rundir.label_runs`): the ``name_field``
     value bare (``fifo``), every other field ``key=value`` (``round_length=30``) or ``key unset`` for a null,
     at most :data:`gpuweave.report.rundir.LABEL_MAX` characters."""
-    parts = [_cell_text(values[name_field])] if name_field and values.get(name_field) is not None else []
+    parts = [_short(values[name_field])] if name_field and values.get(name_field) is not None else []
     parts += [config_part(k, None if _missing(v) else v) for k, v in values.items() if k != name_field or _missing(v)]
     text = " ".join(parts)
     return text if len(text) <= LABEL_MAX else text[: LABEL_MAX - 1].rstrip() + "\u2026"
@@ -540,10 +554,6 @@ def plot_sweep_aggregate(
     ax = axes[0, 0]
     groups = [g for g in groups if g in df.columns and g != x]
     data = df[np.isfinite(df[y].to_numpy(dtype=float))]
-    ylabel = f"mean {y}"
-    scale = 1.0
-    if y.endswith("_s"):
-        scale, ylabel = 3600.0, f"mean {y[:-2]} (h)"
     # each group reads like a run's label: the policy (or algo, mode, placement) bare, other grid fields as
     # key=value, a null grid value (the field's default) as "key unset" (not "null"); the policy picks the colour
     # family, the other fields a shade of it
@@ -551,12 +561,21 @@ def plot_sweep_aggregate(
     if groups:
         records = data[groups].astype(object).where(data[groups].notna(), None).to_dict(orient="records")
         keyed = data.assign(_group=[sweep_group_label(r, family_field) for r in records])
-        families = [_cell_text(r[family_field]) if family_field else "" for r in records]
+        families = [_short(r[family_field]) if family_field else "" for r in records]
     else:
         keyed = data.assign(_group="all")
         families = [""] * len(data)
     names = list(dict.fromkeys(keyed["_group"]))
     family_of = dict(zip(keyed["_group"], families))
+    ylabel = f"mean {y}"
+    scale, unit = 1.0, ""
+    own = time_metric_unit(y)
+    if own is not None:  # a time: the axis in the unit its largest mean calls for, as the tables would show it
+        by = ["_group", *([x] if x else [])]
+        drawn = keyed.groupby(by, sort=False, dropna=False)[y].mean().to_numpy(dtype=float) * own.seconds
+        axis = axis_unit(drawn)
+        scale, unit = axis.seconds / own.seconds, axis.symbol
+        ylabel = f"mean {y.removesuffix('_ms').removesuffix('_s')} ({unit})"
     colours = family_colours([family_of[n] for n in names])
     rows = []
     if x is None:
@@ -589,7 +608,8 @@ def plot_sweep_aggregate(
     ax.set_ylabel(plot_text(ylabel))
     title = f"{ylabel} per " + (" + ".join(groups) if groups else "sweep")
     ax.set_title(plot_title(title))
-    csv = write_csv(path.with_suffix(".csv"), ("group", x or "", "mean", "std"), rows)
+    stats = ("mean", "std") if not unit else (f"mean_{unit}", f"std_{unit}")
+    csv = write_csv(path.with_suffix(".csv"), ("group", x or "", *stats), rows)
     caption = (
         f"The {ylabel} of each group of sweep cells"
         + (f" against {x}" if x else "")

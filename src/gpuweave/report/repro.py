@@ -18,7 +18,7 @@ from gpuweave.errors import InputError
 from gpuweave.files import csv_dicts, prepare_output_dir, read_input_text
 from gpuweave.plotting import PALETTE, figure, legend_below, plot_text, plot_title, save, write_csv
 from gpuweave.report.html import write_report_file
-from gpuweave.report.markup import esc
+from gpuweave.report.markup import esc, format_value
 from gpuweave.report.page import Page, appendix_html
 from gpuweave.report.section import Figure
 
@@ -140,15 +140,11 @@ def _rows_table(rows: list[Row], tolerance: float) -> str:
     for r in rows:
         verdict = r.within(tolerance)
         cls, word = {True: ("in", "within"), False: ("out", "outside"), None: ("", "")}[verdict]
-        cells = [r.experiment, r.metric, _fmt(r.paper), _fmt(r.ours), r.unit]
+        cells = [r.experiment, r.metric, format_value(r.paper), format_value(r.ours), r.unit]
         out.append("<tr>" + "".join(f'<td class="text">{esc(c)}</td>' for c in cells))
         out.append(f'<td class="text {cls}">{word}</td><td class="text">{esc(r.note)}</td></tr>')
     out.append("</tbody></table></div>")
     return "".join(out)
-
-
-def _fmt(x: float | None) -> str:
-    return "" if x is None else f"{x:.6g}"
 
 
 def render_repro_report(dirs: list[Path], out_dir: Path, title: str, tolerance: float | None = None) -> Path:

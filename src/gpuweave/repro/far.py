@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuweave.repro.registry import ComparisonRow, ReproContext, register_reproduction
+from gpuweave.units import number_text
 
 QUICK_REPS = 10
 CONFIGS = ("poor", "mixed", "good")
@@ -60,9 +61,9 @@ def _write_table(out: Path, name: str, title: str, rows: list[ComparisonRow]) ->
     lines = [f"# {title}", "", "| metric | paper | ours | diff | note |", "|---|---|---|---|---|"]
     for r in rows:
         d = r.difference
-        paper = "" if r.paper is None else f"{r.paper:.4g}"
-        ours = "" if r.ours is None else f"{r.ours:.4g}"
-        diff = "" if d is None else f"{d:+.3g}"
+        paper = "" if r.paper is None else number_text(r.paper)
+        ours = "" if r.ours is None else number_text(r.ours)
+        diff = "" if d is None else ("+" if d > 0 else "") + number_text(d)
         lines.append(f"| {r.metric} | {paper} | {ours} | {diff} | {r.note} |")
     (out / f"{name}.md").write_text("\n".join(lines) + "\n")
 

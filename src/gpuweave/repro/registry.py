@@ -24,6 +24,7 @@ from gpuweave.errors import InputError
 from gpuweave.limits import check_limit
 from gpuweave.registry import Entry, Option, Registry
 from gpuweave.staging import staged_directory
+from gpuweave.units import number_text
 
 COMPARISON_COLUMNS = ["experiment", "metric", "paper", "ours", "unit", "note"]
 
@@ -121,6 +122,11 @@ def _fmt(x: float | None) -> str:
     return f"{x:.6g}"
 
 
+def _cell(x: float | None) -> str:
+    """A number as the console's tables show it (:func:`gpuweave.units.number_text`); empty for None."""
+    return "" if x is None else number_text(x)
+
+
 def write_comparison(rows: list[ComparisonRow], path: Path) -> None:
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
@@ -157,7 +163,7 @@ def comparison_cells(rows: list[ComparisonRow], *, notes: bool = True) -> tuple[
     columns = ["experiment", "metric", "paper", "ours", "diff", "unit", *(["note"] if notes else [])]
     cells = []
     for r in rows:
-        row = [r.experiment, r.metric, _fmt(r.paper), _fmt(r.ours), _fmt(r.difference), r.unit]
+        row = [r.experiment, r.metric, _cell(r.paper), _cell(r.ours), _cell(r.difference), r.unit]
         cells.append(row + ([_cut(r.note, NOTE_CHARS)] if notes else []))
     return columns, cells
 

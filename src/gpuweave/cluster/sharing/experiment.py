@@ -19,6 +19,8 @@ Problem (Weng et al., USENIX ATC'23, sec. 5; FGD's simulator hkust-adsl/kubernet
    ``asked_milli`` then counts what the placed tasks asked, ``used_milli`` what they hold. ``sharing="mig"`` needs
    a node table whose nodes run MIG (a cluster spec of MIG-capable GPUs): each task gets a MIG instance
    (:mod:`.mig_slots`), the node chosen by the placement, the GPU and instance by where the most room is left.
+   A task naming a MIG profile (``3g.20gb``) runs only on the models that have it, as exactly that instance on a
+   MIG node and as its share elsewhere (:mod:`.profiles`).
 6. Curves at arrived load k = 0..130 % (:func:`discrete_curves`): the mean over the events whose arrived load rounds
    to k (else those within k +- 1), as FGD's analysis computes them.
 
@@ -38,6 +40,8 @@ import numpy as np
 
 from gpuweave.cluster.placements import make_task_placement
 from gpuweave.cluster.sharing.fragmentation import NodeFragments, typical_tasks
+from gpuweave.cluster.sharing.occupancy import Occupancy, OccupancyRecorder
+from gpuweave.cluster.sharing.profiles import resolve_mig_profiles
 from gpuweave.cluster.sharing.state import SharedNodes, check_tasks_fit, task_request
 from gpuweave.errors import InputError
 from gpuweave.hardware.node_resources import NodeTable
@@ -75,6 +79,7 @@ class FillResult:
     events: FillEvents
     nodes: SharedNodes  # the cluster at the end
     curves: dict[str, list[float | None]] = field(default_factory=dict)
+    occupancy: dict[int, Occupancy] = field(default_factory=dict)  # the GPUs at the reported loads (.occupancy)
 
     @property
     def submitted(self) -> int:
@@ -144,6 +149,7 @@ def run_fill(
             "sharing mig needs a cluster whose nodes all run MIG (a cluster spec: --cluster)", field="sharing"
         )
     rule = make_task_placement(placement)
+    tasks = resolve_mig_profiles(node_table, tasks)  # a MIG profile: only the models that have it (.profiles)
     check_tasks_fit(node_table, tasks)
     placed_as = tasks.as_whole_gpus() if sharing == "whole" else tasks
     rng = np.random.default_rng(seed)
@@ -164,9 +170,11 @@ def run_fill(
     requests = [task_request(placed_as, row) for row in range(len(tasks))]
     own = tasks.gpu_request_milli.tolist()
     arrived_milli = asked_milli = 0
+    recorder = OccupancyRecorder(node_table.total_gpus)
     for i, row in enumerate(order.tolist()):
         task = requests[row]
         arrived_milli += own[row]
+        recorder.arrive(arrived_milli, nodes)
         candidates = np.flatnonzero(nodes.fits(task))
         if len(candidates) == 1:
             node = int(candidates[0])
@@ -193,7 +201,7 @@ def run_fill(
     events = FillEvents(arrived, used, fragment, ratio, where, order, asked)
     total_gpus = node_table.total_gpus
     curves = discrete_curves(events, total_gpus)
-    return FillResult(placement, seed, tune, sharing, total_gpus, events, nodes, curves)
+    return FillResult(placement, seed, tune, sharing, total_gpus, events, nodes, curves, recorder.finish(nodes))
 
 
 def discrete_curves(

@@ -1,7 +1,11 @@
 """The result directory of FGD's experiment (``gpuweave cluster fill``): summary.json (kind ``sharing``),
 ``curves.csv`` (allocation and fragmentation per arrived-load point, as FGD's analysis makes them), ``events.csv``
-(one row per submitted task) and ``gpus.csv`` (each GPU's used share at the end: the occupancy picture's data).
-Written whole or not at all (:func:`gpuweave.results.write_result`). O(tasks + GPUs)."""
+(one row per submitted task) and ``gpus.csv`` (the occupancy picture's data, one row per GPU: its used milli-GPUs
+and MIG instances at the end, ``used_milli`` and ``mig_instances``, its MIG slices, ``mig_slices``, empty on a GPU
+that does not run MIG, and at each reported load the run reached, ``used_milli_at_<load>`` and, in a run with MIG
+nodes, ``mig_instances_at_<load>``; instances as ``size@start`` joined by ``+``, each held by one task, the
+slices outside them free: :mod:`.occupancy`).
+Written whole or not at all (:func:`gpuweave.results.write_result`). O(tasks + GPUs x reported loads)."""
 
 from __future__ import annotations
 
@@ -9,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuweave.cluster.sharing.experiment import FillResult
+from gpuweave.cluster.sharing.occupancy import REPORTED_LOADS, instance_labels, occupancy_of
+from gpuweave.hardware.catalog import get_gpu
 from gpuweave.results import ResultCore, write_csv, write_result
-from gpuweave.workload.tasks import FULL_GPU_MILLI, TaskTable
-
-REPORTED_LOADS = (50, 80, 90, 100, 110, 120, 130)
+from gpuweave.workload.tasks import TaskTable
 
 
 def fill_metrics(result: FillResult) -> dict[str, float | int | None]:
@@ -58,21 +62,30 @@ def write_fill_result(out_dir: Path, result: FillResult, tasks: TaskTable, confi
                 )
             ),
         )
-        write_csv(
-            staging / "gpus.csv",
-            ["node", "model", "gpu", "used_milli", "mig_instances"],
-            (
-                (
-                    names[n],
-                    nodes.table.models[n],
-                    slot,
-                    FULL_GPU_MILLI - int(nodes.gpu_free[n, slot]),
-                    "+".join(p.label for p in sorted(nodes.instances.get((n, slot), ()), key=lambda p: p.start)),
-                )
-                for n in range(len(nodes))
-                for slot in range(int(nodes.table.num_gpus[n]))
-            ),
-        )
+        write_gpus_csv(staging / "gpus.csv", result)
 
     core = ResultCore("sharing", config, result.seed, fill_metrics(result))
     return write_result(out_dir, core, files, {"placement": result.placement, "sharing": result.sharing})
+
+
+def write_gpus_csv(path: Path, result: FillResult) -> None:
+    """``gpus.csv`` (module docstring): one row per GPU, at the end and at each reported load the run reached."""
+    nodes = result.nodes
+    moments = [occupancy_of(nodes), *result.occupancy.values()]
+    header = ["node", "model", "gpu", "used_milli", "mig_instances", "mig_slices"]
+    header += [f"used_milli_at_{load}" for load in result.occupancy]
+    with_mig = nodes.any_mig
+    if with_mig:
+        header += [f"mig_instances_at_{load}" for load in result.occupancy]
+    used = [m.used_milli.tolist() for m in moments]
+    slices = [get_gpu(model).mig_slices if mig else None for model, mig in zip(nodes.table.models, nodes.mig_node)]
+
+    def row(n: int, slot: int) -> list[object]:
+        cells: list[object] = [nodes.table.names[n], nodes.table.models[n], slot, used[0][n][slot]]
+        cells += [instance_labels(moments[0].instances_on(n, slot)), slices[n]]
+        cells += [u[n][slot] for u in used[1:]]
+        if with_mig:
+            cells += [instance_labels(m.instances_on(n, slot)) for m in moments[1:]]
+        return cells
+
+    write_csv(path, header, (row(n, slot) for n in range(len(nodes)) for slot in range(int(nodes.table.num_gpus[n]))))

@@ -5,8 +5,9 @@ a placement scores the whole cluster with a few numpy operations per task instea
 Layout: ``gpu_free[node, slot]`` is the free milli-GPU of each GPU (1000 = idle); a node with fewer GPUs than the
 widest node has its missing slots at :data:`NO_GPU` (-1), which no request fits and no sum counts.
 A node whose GPUs run MIG (``NodeTable.mig``) gives each task a MIG instance instead of a share
-(:mod:`.mig_slots`): ``mig_busy[node, slot]`` holds the GPU's occupied slices as a bit mask, ``gpu_free`` its free
-compute slices in milli-GPUs (what the scores read), and the instance's slices are what the task holds.
+(:mod:`.mig_slots`; a task naming a MIG profile gets that profile's slices, :mod:`.profiles`):
+``mig_busy[node, slot]`` holds the GPU's occupied slices as a bit mask, ``gpu_free`` its free compute slices in
+milli-GPUs (what the scores read), and the instance's slices are what the task holds.
 Complexity: a feasibility mask is O(nodes x slots) (plus O(MIG nodes x slots x placements of the size)); an
 assignment is O(slots).
 """
@@ -40,6 +41,7 @@ class TaskRequest:
     num_gpus: int
     gpu_milli: int
     allowed_models: tuple[str, ...] | None
+    mig_slices: int = 0  # the compute slices of the MIG profile the task names (0: none; see mig_size)
 
     @property
     def shares_gpu(self) -> bool:
@@ -67,6 +69,7 @@ def task_request(tasks: TaskTable, row: int) -> TaskRequest:
         int(tasks.num_gpus[row]),
         int(tasks.gpu_milli[row]),
         tasks.allowed_models[row],
+        tasks.mig_slices_of(row),
     )
 
 
@@ -182,8 +185,12 @@ class SharedNodes:
 
     # ----------------------------------------------------------------------- MIG
     def mig_size(self, task: TaskRequest, model: str) -> int | None:
-        """The instance size a GPU task needs on a MIG GPU of ``model`` (the full GPU for whole GPUs)."""
+        """The instance size a GPU task needs on a MIG GPU of ``model``: its MIG profile's slices when it names one
+        (None where the geometry has no such size), else the smallest covering its share (the full GPU for whole
+        GPUs)."""
         layout = layout_of(model)
+        if task.mig_slices:
+            return task.mig_slices if task.mig_slices in layout.by_size else None
         return layout.size_for(task.gpu_milli) if task.shares_gpu else layout.num_slices
 
     def _mig_fits(self, task: TaskRequest) -> np.ndarray:

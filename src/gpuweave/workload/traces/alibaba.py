@@ -96,7 +96,7 @@ def read_openb_pods(
       ``Running`` at the end of the trace it is a lower bound, said in ``note``), ``num_gpus = num_gpu``.
     * ``cpu_milli``, ``memory_mib`` and ``gpu_milli`` (GPU share of a 1-GPU pod, 1000 = whole) become the schema's
       resource columns, ``gpu_spec`` (allowed models) its ``allowed_models`` (canonical names joined by ``+``);
-      ``qos`` and ``pod_phase`` stay as extra columns.
+      ``qos`` and ``pod_phase`` stay as extra columns; a ``mig_profile`` column (not in openb's own files) is kept.
     """
     import numpy as np
     import pandas as pd
@@ -127,8 +127,10 @@ def read_openb_pods(
         _canonical_column(raw, "gpu_spec", file=file, separator="|") if "gpu_spec" in raw.columns else [None] * len(raw)
     )
     phase = raw["pod_phase"].str.strip()
+    columns = {"mig_profile": raw["mig_profile"].to_numpy()} if "mig_profile" in raw.columns else {}
     frame = pd.DataFrame(
         {
+            **columns,  # a hand-made pod list's MIG profiles (not in openb's files), checked by the schema
             "job_id": raw["name"].str.strip().to_numpy(),
             "arrival": creation.to_numpy(),
             "num_gpus": num_gpu.to_numpy().astype("int64"),

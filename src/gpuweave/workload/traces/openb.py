@@ -8,6 +8,8 @@ canonicalised: a constraint ``V100M32`` must not match a ``V100M16`` node). Comp
 Pod lists (``openb_pod_list_*.csv``): ``name, cpu_milli, memory_mib, num_gpu, gpu_milli`` required; ``gpu_spec``
 (models joined by ``|``, empty = any) optional; times are not read here. Rules, one line and the row on a breach:
 ``gpu_milli`` in 1..1000 for a GPU task and 0 for a CPU-only one; a share below 1000 only on a 1-GPU task.
+Not in openb's own files, for hand-made pod lists: ``mig_profile`` (NVIDIA's ``3g.20gb``, empty = none; rules in
+:mod:`.mig_column`: one GPU, ``gpu_milli`` the profile's share or empty).
 Node lists (``openb_node_list_*.csv``): ``sn, cpu_milli, memory_mib, gpu, model``; a node with GPUs needs a model.
 """
 
@@ -22,6 +24,8 @@ from gpuweave.errors import InputError
 from gpuweave.hardware.node_resources import NodeTable
 from gpuweave.workload.tasks import FULL_GPU_MILLI, TaskTable
 from gpuweave.workload.traces._tables import ROW, numeric_column, read_csv_strings, require_columns
+from gpuweave.workload.traces.mig_column import COLUMN as MIG_COLUMN
+from gpuweave.workload.traces.mig_column import read_mig_profiles
 
 TASK_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
@@ -45,9 +49,21 @@ def read_openb_tasks(path: str | Path) -> TaskTable:
     )
     memory = numeric_column(raw, "memory_mib", file=file, unit="MiB", integer=True, minimum=0.0, maximum=MAX_MEMORY_MIB)
     gpus = numeric_column(raw, "num_gpu", file=file, unit="GPUs", integer=True, minimum=0.0, maximum=GPUS.hi)
-    milli = numeric_column(raw, "gpu_milli", file=file, unit="milli-GPU", integer=True, minimum=0.0)
+    profiled = MIG_COLUMN in raw.columns
+    milli = numeric_column(
+        raw, "gpu_milli", file=file, unit="milli-GPU", integer=True, minimum=0.0, required=not profiled
+    )
     num_gpus = gpus.to_numpy().astype(np.int64)
-    gpu_milli = milli.to_numpy().astype(np.int64)
+    milli_values = milli.to_numpy()
+    profiles: tuple[str, ...] = ()
+    profile_index = None
+    if profiled:
+        profiles, index, milli_values = read_mig_profiles(
+            raw, file=file, num_gpus=num_gpus, gpu_milli=milli_values, gpus_field="num_gpu", milli_field="gpu_milli"
+        )
+        _first_bad(raw, np.isnan(milli_values), file, "gpu_milli", "empty value; expected an integer (milli-GPU)")
+        profile_index = index if profiles else None
+    gpu_milli = milli_values.astype(np.int64)
     gpu_task = num_gpus > 0
     _first_bad(
         raw,
@@ -82,6 +98,8 @@ def read_openb_tasks(path: str | Path) -> TaskTable:
         allowed_models=tuple(allowed),
         source=str(file),
         rows=raw[ROW].to_numpy().astype(np.int64),
+        mig_profiles=profiles,
+        mig_profile=profile_index,
     )
 
 

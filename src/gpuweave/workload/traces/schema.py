@@ -20,6 +20,9 @@ column         type    required  meaning
 ``note``       str     no        provenance: how the row was derived
 =============  ======  ========  ===============================================================
 
+GPU sharing adds ``allowed_models``, ``cpu_milli``, ``memory_mib``, ``gpu_milli`` and ``mig_profile`` (a MIG
+instance by NVIDIA's name, ``3g.20gb``; :mod:`.mig_column`), all optional (:data:`TRACE_COLUMNS`).
+
 Any other column is kept in :attr:`Job.attrs` (numbers when the whole column parses as numbers).
 When a row has ``duration`` but no ``work``, the reader fills ``work = duration * rate(job_type,
 reference_gpu, num_gpus, consolidated=True)``: Gavel's convention of sizing jobs by their run time on a
@@ -50,6 +53,8 @@ from gpuweave.workload.profile_source import ProfileSource
 from gpuweave.workload.profiles import load_profiles
 from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, read_csv_strings, row_numbers
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model
+from gpuweave.workload.traces.mig_column import COLUMN as MIG_COLUMN
+from gpuweave.workload.traces.mig_column import read_mig_profiles
 from gpuweave.workload.traces.signatures import format_of_columns, format_of_name
 
 if TYPE_CHECKING:
@@ -86,6 +91,7 @@ TRACE_COLUMNS: tuple[TraceColumn, ...] = (
     TraceColumn(
         "gpu_milli", "int", False, "milli-GPU", "share of each GPU, 1..1000 (1000 = whole); below 1000: 1-GPU jobs only"
     ),
+    TraceColumn("mig_profile", "str", False, "", "MIG instance by NVIDIA's name (3g.20gb), one GPU; empty = none"),
 )
 RESOURCE_COLUMNS = ("cpu_milli", "memory_mib", "gpu_milli")  # GPU sharing: read into Job.attrs
 COLUMN_NAMES: tuple[str, ...] = tuple(column.name for column in TRACE_COLUMNS)
@@ -198,6 +204,7 @@ def validate_frame(
     _add_priority_and_deadline(frame, out, file, rows)
     _add_optional_strings(frame, out, file, rows)
     _add_resources(frame, out, file, rows)
+    _add_mig_profiles(frame, out, file)
     _check_ids_and_types(out, profiles, file, rows)
     _add_extra_columns(frame, out)
     out[ROW] = rows
@@ -356,6 +363,29 @@ def _add_resources(frame: "pd.DataFrame", out: "pd.DataFrame", file: str | Path,
                     field=name,
                 )
         out[name] = values.astype("Int64")
+
+
+def _add_mig_profiles(frame: "pd.DataFrame", out: "pd.DataFrame", file: str | Path) -> None:
+    """``mig_profile`` in canonical spelling (rules in :mod:`.mig_column`: a profile some MIG-capable GPU has, one
+    GPU, ``gpu_milli`` its share or empty, then set to it). Written only when the file has the column."""
+    import numpy as np
+    import pandas as pd
+
+    if MIG_COLUMN not in frame.columns:
+        return
+    milli = out["gpu_milli"].to_numpy(dtype="float64", na_value=np.nan) if "gpu_milli" in out else None
+    names, index, filled = read_mig_profiles(
+        frame,
+        file=file,
+        num_gpus=out["num_gpus"].to_numpy(),
+        gpu_milli=milli if milli is not None else np.full(len(frame), np.nan),
+        gpus_field="num_gpus",
+        milli_field="gpu_milli",
+    )
+    shared = [*names, None]  # index -1: no profile
+    out[MIG_COLUMN] = pd.Series([shared[k] for k in index.tolist()], index=frame.index, dtype=object)
+    if names:
+        out["gpu_milli"] = pd.Series(filled, index=frame.index).round().astype("Int64")
 
 
 def _constraints(out: "pd.DataFrame", values: list[str | None], file: str | Path, rows: list[int]) -> list[str | None]:
@@ -593,7 +623,7 @@ def jobs_to_frame(jobs: Iterable[Job]) -> "pd.DataFrame":
             "deadline": job.deadline,
             "allowed_models": "+".join(job.allowed_models) if job.allowed_models else None,
         }
-        for name in ("user", "vc", "gpu_model", "note", *extra):
+        for name in ("user", "vc", "gpu_model", "note", MIG_COLUMN, *extra):
             value = job.attrs.get(name)
             record[name] = value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
         records.append(record)
