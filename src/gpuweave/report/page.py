@@ -63,7 +63,7 @@ def first_sentence(text: str, limit: int = 90) -> str:
     return sentence if len(sentence) <= limit else sentence[: limit - 1].rsplit(" ", 1)[0] + "\u2026"
 
 
-def metric_text(metric: str, value: float) -> str:
+def sentence_value(metric: str, value: float) -> str:
     """A metric's value as it reads in a sentence: a time in the unit its magnitude calls for (as the tables and
     the plots' axes choose it, :func:`gpuweave.units.duration_text`), percent for utilisation."""
     unit = time_metric_unit(metric)
@@ -101,8 +101,8 @@ def winners_sentence(runs: Sequence[Any], compared: dict[str, bool], metrics: Se
         )
         of_it = _qualifier(metric, runs, values)
         parts.append(
-            f"on {name}, {' = '.join(values[best])} ({metric_text(metric, best)}{of_it(best)}, {by} "
-            f"{' = '.join(values[second])} at {metric_text(metric, second)}{of_it(second)})"
+            f"on {name}, {' = '.join(values[best])} ({sentence_value(metric, best)}{of_it(best)}, {by} "
+            f"{' = '.join(values[second])} at {sentence_value(metric, second)}{of_it(second)})"
         )
     return ("Best " + "; ".join(parts) + ".") if parts else ""
 
@@ -124,7 +124,7 @@ def _qualifier(metric: str, runs: Sequence[Any], values: dict[float, list[str]])
         found = [by_label.get(label) for label in values[value]]
         shown = list(
             dict.fromkeys(
-                metric_text(other, float(v))
+                sentence_value(other, float(v))
                 for v in found
                 if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
             )
