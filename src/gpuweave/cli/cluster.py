@@ -562,12 +562,18 @@ def fill(
         "--sharing",
         help="fraction: tasks share GPUs as they ask; whole: the same tasks on a cluster that cannot share a GPU "
         "(a share takes the whole GPU); mig: each task gets a MIG instance covering its share (needs --cluster "
-        "with MIG-capable GPUs). Compare the three to see what sharing buys.",
+        "with MIG-capable GPUs). A comma list (whole,fraction,mig) runs the same tasks under each mode, on every "
+        "node, into OUT/MODE/ and compares them in OUT/report/report.html: what sharing buys.",
     ),
     out: Optional[Path] = typer.Option(
-        None, "--out", "-o", help="Result directory (default gpuweave-out/fill/PLACEMENT-SHARING-SEED)."
+        None,
+        "--out",
+        "-o",
+        help="Result directory (default gpuweave-out/fill/PLACEMENT-SHARING-SEED, modes joined by +).",
     ),
-    report: bool = typer.Option(False, "--report", help="Also write report.html into the result directory."),
+    report: bool = typer.Option(
+        False, "--report", help="Also write report.html into the result directory (always with several modes)."
+    ),
     quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the run's metrics and paths as JSON."),
 ) -> None:
@@ -577,12 +583,35 @@ def fill(
     Example: gpuweave cluster fill --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv
     --placement fgd --seed 42"""
     from gpuweave.cluster.placements import make_task_placement
+    from gpuweave.cluster.sharing.modes import parse_modes
+
+    make_task_placement(placement)  # an unknown name or a gang rule: one line before any file is read
+    modes = parse_modes(sharing)
+    if len(modes) > 1:
+        _fill_modes(nodes, cluster, pods, placement, seed, tune, modes, out, quiet, as_json)
+    else:
+        _fill_one(nodes, cluster, pods, placement, seed, tune, modes[0], out, report, quiet, as_json)
+
+
+def _fill_one(
+    nodes: Optional[Path],
+    cluster: Optional[str],
+    pods: Path,
+    placement: str,
+    seed: int,
+    tune: float,
+    sharing: str,
+    out: Optional[Path],
+    report: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """``cluster fill`` with one ``--sharing`` mode: one result directory (and its report with ``--report``)."""
     from gpuweave.cluster.sharing.experiment import run_fill
     from gpuweave.cluster.sharing.results import fill_metrics, write_fill_result
     from gpuweave.staging import check_replaceable
     from gpuweave.workload.traces.openb import read_openb_tasks
 
-    make_task_placement(placement)  # an unknown name or a gang rule: one line before any file is read
     node_table = _fill_nodes(nodes, cluster, sharing)
     out_dir = out or Path("gpuweave-out") / "fill" / f"{placement}-{sharing}-{seed}"
     check_replaceable(out_dir)
@@ -611,6 +640,72 @@ def fill(
     if path is not None:
         console.print(f"report: {path}")
     console.print(f"results: {out_dir}")
+
+
+def _fill_modes(
+    nodes: Optional[Path],
+    cluster: Optional[str],
+    pods: Path,
+    placement: str,
+    seed: int,
+    tune: float,
+    modes: tuple[str, ...],
+    out: Optional[Path],
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """``cluster fill`` with several ``--sharing`` modes (:mod:`gpuweave.cluster.sharing.modes`): every mode's
+    nodes and the tasks checked, then every mode run, then ``OUT/<mode>/`` each and one report, ``OUT/report/``."""
+    from gpuweave.cluster.sharing.modes import (
+        MODE_WORDS,
+        REPORT_DIR,
+        check_out,
+        mode_node_table,
+        run_modes,
+        write_modes,
+    )
+    from gpuweave.cluster.sharing.results import fill_metrics
+    from gpuweave.report.grains import report_runs
+    from gpuweave.workload.traces.openb import read_openb_tasks
+
+    tables = {"mig": mode_node_table(_fill_nodes(nodes, cluster, "mig"), "mig")} if "mig" in modes else {}
+    others = [m for m in modes if m != "mig"]
+    if others:  # the node list or spec read once for fractions and whole GPUs
+        shared = _fill_nodes(nodes, cluster, "fraction")
+        tables.update({m: mode_node_table(shared, m) for m in others})
+    out_dir = out or Path("gpuweave-out") / "fill" / f"{placement}-{'+'.join(modes)}-{seed}"
+    check_out(out_dir, modes)
+    tasks = read_openb_tasks(pods)
+    words = [MODE_WORDS[m] for m in modes]
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        results = run_modes(
+            {m: tables[m] for m in modes},
+            tasks,
+            placement,
+            seed=seed,
+            tune=tune,
+            progress=lambda mode: bar.task(f"fill {placement}, {MODE_WORDS[mode]}: tasks"),
+        )
+    source = {"nodes": str(nodes) if nodes is not None else None, "cluster": cluster, "pods": str(pods)}
+    dirs = write_modes(out_dir, results, tasks, {**source, "placement": placement, "seed": seed, "to": tune})
+    title = f"gpuweave: fill with {placement}, {' vs '.join(words)}"
+    path = report_runs(dirs, out_dir / REPORT_DIR, title=title)
+    metrics = {mode: fill_metrics(result) for mode, result in results.items()}
+    if as_json:
+        runs = {m: {"metrics": metrics[m], "results": str(d)} for m, d in zip(modes, dirs)}
+        print_json({"placement": placement, "modes": runs, "report": str(path), "results": str(out_dir)})
+        return
+    from rich.console import Console
+
+    console = Console()
+    names = list(dict.fromkeys(name for per_mode in metrics.values() for name in per_mode))
+    rows = [
+        (name, *(metric_cell(name, metrics[m][name]) if name in metrics[m] else "" for m in modes)) for name in names
+    ]
+    submitted = next(iter(results.values())).submitted
+    print_table(console, f"fill {placement}, seed {seed}: {submitted:,} tasks", ("metric", *words), rows)
+    console.print(f"report: {path}")
+    console.print(f"results: {out_dir} ({', '.join(f'{m}/' for m in modes)})")
 
 
 def _fill_nodes(nodes: Optional[Path], cluster: Optional[str], sharing: str):

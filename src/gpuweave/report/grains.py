@@ -10,8 +10,8 @@ comparison relative to the first run, and the kind's plots --
   packs of each run over time (from ``packs.csv``);
 * ``kernel``: mean JCT per service and run (from ``services.csv``), the JCT CDF per service (``tasks.csv``) and,
   when the run recorded one, the kernel timeline (``kernels.csv``);
-* ``sharing``: allocation and fragmentation against arrived load, and each run's GPUs at the end
-  (:mod:`.sharing`);
+* ``sharing``: allocation and fragmentation against arrived load, and each run's GPUs at the end; runs of one
+  experiment under several sharing modes also side by side, named by their mode (:mod:`.sharing`);
 * ``repro``: a reproduction's or crosscheck's ``comparison.csv`` (a directory without ``summary.json``): ours
   against the paper's number per row, coloured by whether ours is within the tolerance (:mod:`.repro`).
 
@@ -51,7 +51,7 @@ from gpuweave.report.page import Page, appendix_html
 from gpuweave.report.repro import is_repro_dir, render_repro_report
 from gpuweave.report.rundir import label_runs
 from gpuweave.report.section import DemoSection, Figure
-from gpuweave.report.sharing import sharing_plots
+from gpuweave.report.sharing import mode_labels, modes_sections, modes_summary, sharing_plots
 from gpuweave.results import SUMMARY_NAME, read_result_dir, result_kind
 from gpuweave.units import METRIC_UNITS, SECOND, Unit, axis_unit, duration_text
 
@@ -317,11 +317,16 @@ def _timeline(run: GrainRun, rows, out_dir: Path, i: int) -> Figure:
 
 @dataclass(frozen=True)
 class GrainReport:
-    """What a kind's report compares (metric -> higher is better) and how it plots its runs."""
+    """What a kind's report compares (metric -> higher is better) and how it plots its runs; optionally, the runs'
+    labels (None: the usual ones), the summary (None: the usual one) and sections before the runs (their files
+    drawn into the report's folder), each from the runs as they are."""
 
     compared: dict[str, bool]
     plots: Callable[[Sequence[GrainRun], Path], list[Figure]]
     what: str
+    labels: Callable[[Sequence[GrainRun]], list[str] | None] | None = None
+    summary: Callable[[Sequence[GrainRun]], str | None] | None = None
+    sections: Callable[[Sequence[GrainRun], Path], list[DemoSection]] | None = None
 
 
 GRAIN_REPORTS = {
@@ -354,6 +359,9 @@ GRAIN_REPORTS = {
         },
         sharing_plots,
         "placed on shared GPUs (FGD's experiment)",
+        labels=mode_labels,
+        summary=modes_summary,
+        sections=modes_sections,
     ),
 }
 
@@ -377,10 +385,13 @@ def render_grain_report(
 ) -> Path:
     """report.html and the PNGs and CSVs of MIG, packs or kernel runs of one kind (``labels``: the runs' own)."""
     spec = GRAIN_REPORTS[kind]
-    label_runs(runs, labels)
+    label_runs(runs, labels if labels is not None or spec.labels is None else spec.labels(runs))
     with drawn_aside(out_dir) as scratch:  # a table damaged is met while drawing: nothing reaches out_dir then
         metrics = metric_names(runs)
-        page = Page(title, scratch, summary=runs_summary(runs, spec.compared, spec.what))
+        summary = spec.summary(runs) if spec.summary is not None else None
+        page = Page(title, scratch, summary=summary or runs_summary(runs, spec.compared, spec.what))
+        for section in spec.sections(runs, scratch) if spec.sections is not None else []:
+            page.add_section(section)
         page.add(f"Runs ({kind})", [_runs_table(runs)])
         page.add("Metrics", [summary_table(runs, metrics)])
         if len(runs) > 1:

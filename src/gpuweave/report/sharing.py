@@ -3,6 +3,12 @@
 * allocation against arrived load, one line per run, with the arrived load itself as the unreachable ceiling
   (the shape of FGD's Fig. 7, ATC'23);
 * the fragmentation ratio against arrived load;
+* when the runs are one experiment under several sharing modes (``cluster fill --sharing whole,fraction,mig``:
+  the same pods, nodes, placement, seed and ``--to``; :func:`compared_modes`), the runs are named by their mode,
+  the allocation plot adds what the placed tasks asked where a mode rounds shares up (whole GPUs, MIG instances),
+  and :func:`modes_sections` and :func:`modes_summary` put them side by side: allocation, what was asked and the
+  fragmentation ratio per mode at the reported loads (also ``sharing_modes.csv``), the tasks placed and failed per
+  mode, and a sentence on what sharing buys;
 * each run's GPUs (gpus.csv), the occupancy picture: a heatmap per reported load and at the end, one pixel row per
   node (grouped by GPU model, fullest at the end first; each node's GPUs fullest first), one cell per GPU: navy when
   held whole, orange when partly used (darker: more; the fractions FGD's fragments live in), grey-blue when idle,
@@ -26,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpuweave.checks import COUNT, Range, parse
+from gpuweave.cluster.sharing.modes import MODE_WORDS
+from gpuweave.cluster.sharing.occupancy import REPORTED_LOADS
 from gpuweave.errors import InputError
 from gpuweave.hardware.catalog import get_gpu
 from gpuweave.hardware.mig import Placement
@@ -40,7 +48,8 @@ from gpuweave.plotting import (
     series_style,
     write_csv,
 )
-from gpuweave.report.section import Figure
+from gpuweave.report.section import DemoSection, Figure
+from gpuweave.units import number_text, plain_number
 
 if TYPE_CHECKING:
     from gpuweave.report.grains import GrainRun
@@ -65,20 +74,202 @@ def _curve(run: GrainRun, column: str) -> tuple[list[float], list[float]]:
     return [p[0] for p in points], [p[1] for p in points]
 
 
-def _lines(runs: Sequence[GrainRun], column: str, path: Path, ylabel: str, ceiling: bool) -> tuple[Path, Path]:
+def _lines(
+    runs: Sequence[GrainRun], column: str, path: Path, ylabel: str, ceiling: bool, asked: bool = False
+) -> tuple[Path, Path]:
+    """One line per run of ``column`` against arrived load; with ``asked``, a thin dotted line of the same colour
+    for each run whose placed tasks asked less than they hold (CSV rows ``<run>: asked``)."""
     fig, axes = figure(height=4.2)
     ax = axes[0, 0]
     rows = []
+    lines = 0
     for i, run in enumerate(runs):
         x, y = _curve(run, column)
         ax.plot(x, y, label=plot_text(run.label), **series_style(i))
         rows += [(run.label, load, value) for load, value in zip(x, y)]
+        lines += 1
+        ask_x, ask_y = _asked(run) if asked else ([], [])
+        if ask_y and (ask_x, ask_y) != (x, y):
+            label = f"{run.label}: asked"
+            ax.plot(ask_x, ask_y, label=plot_text(label), color=series_style(i)["color"], linestyle=":", linewidth=1.3)
+            rows += [(label, load, value) for load, value in zip(ask_x, ask_y)]
+            lines += 1
     if ceiling:
         ax.plot([0, 100], [0, 100], color="0.6", linestyle=":", linewidth=1, label="arrived (ceiling)")
     ax.set_xlabel("arrived GPU requests (% of the cluster's GPUs)")
     ax.set_ylabel(ylabel)
-    legend_outside(ax, len(runs) + int(ceiling))
+    legend_outside(ax, lines + int(ceiling))
     return save(fig, path), write_csv(path.with_suffix(".csv"), ("run", "load", column), rows)
+
+
+def _asked(run: GrainRun) -> tuple[list[float], list[float]]:
+    """The share of the GPUs the placed tasks asked, per load (curves.csv's ``asked``; none in older files)."""
+    rows = run.table("curves.csv", CURVE_COLUMNS)
+    if not rows or "asked" not in rows[0]:
+        return [], []
+    points = [(float(r["load"]), float(r["asked"])) for r in rows if r["asked"] not in ("", None)]
+    return [p[0] for p in points], [p[1] for p in points]
+
+
+def compared_modes(runs: Sequence[GrainRun]) -> list[str] | None:
+    """The runs' sharing modes when they are one experiment under several modes (distinct modes; the same pods,
+    nodes or cluster, placement, seed and ``--to``), else None."""
+    if len(runs) < 2:
+        return None
+    modes = [str(run.config.get("sharing") or "fraction") for run in runs]
+    if len(set(modes)) < len(modes) or any(m not in MODE_WORDS for m in modes):
+        return None
+    same = ("pods", "nodes", "cluster", "placement", "seed", "to")
+    if len({tuple(repr(run.config.get(k)) for k in same) for run in runs}) > 1:
+        return None
+    return modes
+
+
+def mode_labels(runs: Sequence[GrainRun]) -> list[str] | None:
+    """The runs' labels in a comparison of modes (``fractions``, ``whole GPUs``, ``MIG``), else None."""
+    modes = compared_modes(runs)
+    return [MODE_WORDS[m] for m in modes] if modes else None
+
+
+@dataclass(slots=True)
+class _ModeCurves:
+    """One mode's curves.csv at the reported loads: allocation, asked and fragmentation ratio per load."""
+
+    word: str
+    allocation: dict[int, float | None]
+    asked: dict[int, float | None]
+    fragment_ratio: dict[int, float | None]
+
+    @property
+    def rounds_up(self) -> bool:
+        """Whether its tasks hold more than they asked at some reported load (whole GPUs, MIG instances)."""
+        return any(a is not None and self.asked.get(k) not in (None, a) for k, a in self.allocation.items())
+
+
+def _mode_curves(run: GrainRun) -> _ModeCurves:
+    rows = {int(float(r["load"])): r for r in run.table("curves.csv", CURVE_COLUMNS)}
+
+    def at(column: str) -> dict[int, float | None]:
+        cells = {k: (rows.get(k) or {}).get(column) for k in REPORTED_LOADS}
+        return {k: float(v) if v not in ("", None) else None for k, v in cells.items()}
+
+    allocation = at("allocation")
+    asked = at("asked") if rows and "asked" in next(iter(rows.values())) else dict(allocation)
+    return _ModeCurves(run.label, allocation, asked, at("fragment_ratio"))
+
+
+def _percent(value: float | None) -> str:
+    """ "94.5 %" for a sentence, the number and its sign kept on one line (a no-break space)."""
+    return f"{plain_number(value)}\u00a0%" if value is not None else "n/a"
+
+
+def _load_point(curves: Sequence[_ModeCurves]) -> int | None:
+    """The load the summary speaks of: 100 % if every mode reached it, else the highest reported load all did."""
+    reached = [k for k in REPORTED_LOADS if all(c.allocation[k] is not None for c in curves)]
+    return 100 if 100 in reached else (reached[-1] if reached else None)
+
+
+def _asked_at(c: _ModeCurves, load: int, of: str = "") -> str:
+    """ "78.97 %{of} with whole GPUs (holding 100 %)": what a mode's placed tasks asked at ``load``, and what
+    they hold where that is more."""
+    asked, held = c.asked.get(load), c.allocation[load]
+    text = f"{_percent(asked if asked is not None else held)}{of} with {c.word}"
+    if asked is not None and asked != held:
+        text += f" (holding {_percent(held)})"
+    return text
+
+
+def _and(parts: Sequence[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def modes_summary(runs: Sequence[GrainRun]) -> str | None:
+    """The report's summary for a comparison of modes (else None): what ran, then what sharing buys: allocation
+    (and what was asked) at 100 % arrived load, the fragmentation ratio there, and the tasks that found no room."""
+    if compared_modes(runs) is None:
+        return None
+    curves = [_mode_curves(run) for run in runs]
+    config = runs[0].config
+    pods = Path(str(config.get("pods") or "?")).name
+    submitted = runs[0].metrics.get("tasks_submitted")
+    text = (
+        f"One fill experiment under {len(runs)} sharing modes ({_and([c.word for c in curves])}): the same "
+        f"{number_text(submitted)} tasks of {pods} placed by {config.get('placement')}, seed {runs[0].seed}, on "
+        "the same nodes"
+    )
+    # one `cluster fill --sharing a,b` ran each mode on every node (a spec's MIG groups aside)
+    text += ", each mode on every node." if all("compared_modes" in run.config for run in runs) else "."
+    load = _load_point(curves)
+    if load is not None:
+        # the modes that share first, against whole GPUs (no sharing) when it ran
+        order = sorted(curves, key=lambda c: c.word == MODE_WORDS["whole"])
+        first, rest = order[0], order[1:]
+        text += (
+            f" What sharing buys: at {_percent(load)} arrived load the placed tasks asked "
+            f"{_asked_at(first, load, ' of the GPUs')}, against {_and([_asked_at(c, load) for c in rest])}."
+        )
+        ratios = [f"{_percent(c.fragment_ratio[load])} with {c.word}" for c in order]
+        text += f" FGD's fragmentation ratio there is {_and(ratios)}."
+    failed = [f"{number_text(run.metrics.get('tasks_failed'))} with {run.label}" for run in runs]
+    end = config.get("to")
+    until = f" (to {_percent(100 * float(end))} arrived)" if isinstance(end, (int, float)) else ""
+    text += f" Over the whole fill{until}, the tasks that found no room: {_and(failed)}."
+    return text
+
+
+def modes_sections(runs: Sequence[GrainRun], out_dir: Path) -> list[DemoSection]:
+    """The comparison of modes, when the runs are one (:func:`compared_modes`; else none): allocation, what was
+    asked and the fragmentation ratio per mode at the reported loads (also ``sharing_modes.csv`` in ``out_dir``),
+    and the tasks placed and failed per mode."""
+    if compared_modes(runs) is None:
+        return []
+    curves = [_mode_curves(run) for run in runs]
+    loads = [k for k in REPORTED_LOADS if any(c.allocation[k] is not None for c in curves)]
+    table = []
+    for load in loads:
+        row: dict[str, object] = {"arrived load (%)": load}
+        row.update({f"allocated, {c.word} (%)": c.allocation[load] for c in curves})
+        row.update({f"asked, {c.word} (%)": c.asked[load] for c in curves if c.rounds_up})
+        row.update({f"fragmentation ratio, {c.word} (%)": c.fragment_ratio[load] for c in curves})
+        table.append(row)
+    write_csv(
+        out_dir / "sharing_modes.csv",
+        ("load", "mode", "allocation", "asked", "fragment_ratio"),
+        [
+            (load, mode, c.allocation[load], c.asked[load], c.fragment_ratio[load])
+            for load in loads
+            for mode, c in zip(compared_modes(runs) or [], curves)
+        ],
+    )
+    allocation = DemoSection(
+        "Sharing modes side by side",
+        table,
+        text="Per arrived load (GPU requests as a share of the cluster's GPUs), each mode's allocation: the share of "
+        "the GPUs the placed tasks hold (a whole GPU per task with whole GPUs, an instance's slices with MIG), what "
+        "those tasks asked where they hold more, and FGD's fragmentation ratio (the share of the idle GPU capacity "
+        "the workload's typical tasks cannot use; lower keeps room for later tasks). From each run's curves.csv; "
+        "the same values are in sharing_modes.csv beside this report.",
+    )
+    tasks = [_tasks_row(run) for run in runs]
+    placed = DemoSection(
+        "Tasks placed and failed per sharing mode",
+        tasks,
+        text="Over the whole fill: the tasks that arrived, those placed and those that found no room (they fail at "
+        "once in FGD's experiment, and their request still counts as arrived).",
+    )
+    return [allocation, placed]
+
+
+def _tasks_row(run: GrainRun) -> dict[str, object]:
+    submitted, failed = run.metrics.get("tasks_submitted"), run.metrics.get("tasks_failed")
+    row: dict[str, object] = {"sharing": run.label, "tasks arrived": submitted}
+    if isinstance(submitted, int) and isinstance(failed, int):
+        row["placed"] = submitted - failed
+        row["found no room"] = failed
+        row["found no room (%)"] = round(100 * failed / submitted, 2) if submitted else None
+    if "mig_instances_created" in run.metrics:
+        row["MIG instances made"] = run.metrics["mig_instances_created"]
+    return row
 
 
 @dataclass(slots=True)
@@ -430,9 +621,10 @@ def _legend(fig: Any, picture: _Picture, axes: Sequence[Any], cmap: Any) -> None
     legend_below(fig, handles, ncol=3)
 
 
-def occupancy_figure(run: GrainRun, path: Path) -> Figure:
+def occupancy_figure(run: GrainRun, path: Path, who: str | None = None) -> Figure:
     """One run's GPUs: a heatmap per reported load and at the end (a pixel row per node), beside a zoomed
-    panel of sampled nodes at the end with labelled cells and MIG instance boxes (module docstring)."""
+    panel of sampled nodes at the end with labelled cells and MIG instance boxes (module docstring); ``who``
+    names the run in the caption (default its label)."""
     picture = _read_picture(run)
     _order(picture)
     rows = _sample(picture.nodes, ZOOM_NODES)
@@ -451,7 +643,7 @@ def occupancy_figure(run: GrainRun, path: Path) -> Figure:
     loads = ", ".join(f"{load} %" for load in reached) or "none reached"
     return Figure(
         save(fig, path),
-        f"The GPUs of {run.label} as the GPU requests arrive (a heatmap per reported load: {loads}) and at the "
+        f"The GPUs of {who or run.label} as the GPU requests arrive (a heatmap per reported load: {loads}) and at the "
         "end: one row per node, grouped by GPU model and fullest first, one cell per GPU, navy when held whole, "
         "orange when partly used (darker: more), pale when idle, white where the node has fewer GPUs; a MIG GPU "
         "shows its slices. On the right, the nodes marked < at the end, each GPU labelled with its share in use "
@@ -503,26 +695,40 @@ def _write_picture_csv(path: Path, picture: _Picture, zoomed: set[int]) -> Path:
 
 def sharing_plots(runs: Sequence[GrainRun], out_dir: Path) -> list[Figure]:
     """The figures of a sharing report (module docstring)."""
-    png, data = _lines(runs, "allocation", out_dir / "sharing_allocation.png", "GPUs allocated (%)", ceiling=True)
+    modes = compared_modes(runs) is not None
+    png, data = _lines(
+        runs, "allocation", out_dir / "sharing_allocation.png", "GPUs allocated (%)", ceiling=True, asked=modes
+    )
     best = max(runs, key=lambda r: r.metrics.get("allocation_at_130") or 0.0)
-    figures = [
-        Figure(
-            png,
+    if modes:
+        caption = (
+            "Share of the cluster's GPUs allocated as GPU requests arrive, one line per sharing mode (fractions "
+            "counted); the grey dotted diagonal is what arrived. With whole GPUs a task holds a whole GPU and with "
+            "MIG an instance's slices, more than it asked: the thin dotted line of the mode's colour is what its "
+            "placed tasks asked. Where a line leaves the diagonal, tasks start to fail for fragmentation or lack of "
+            "room."
+        )
+    else:
+        caption = (
             "Share of the cluster's GPUs allocated (fractions counted) as GPU requests arrive, one line per run; "
             "the dotted diagonal is what arrived. Where a line leaves the diagonal, tasks start to fail for "
             f"fragmentation or lack of room; {best.label} allocates most at 130 % "
-            f"({best.metrics.get('allocation_at_130')} %).",
-            data,
+            f"({best.metrics.get('allocation_at_130')} %)."
         )
-    ]
+    figures = [Figure(png, caption, data)]
     png, data = _lines(runs, "fragment_ratio", out_dir / "sharing_fragment_ratio.png", "fragmented (% of idle)", False)
+    whole = any(run.config.get("sharing") == "whole" for run in runs) if modes else False
     figures.append(
         Figure(
             png,
             "FGD's fragmentation ratio: the share of idle GPU capacity that the workload's typical tasks could not "
-            "use, as requests arrive. Lower keeps room for the tasks that will come.",
+            "use, as requests arrive. Lower keeps room for the tasks that will come."
+            + (" With whole GPUs it falls to 0 once every GPU is held: no idle capacity is left." if whole else ""),
             data,
         )
     )
-    figures += [occupancy_figure(run, out_dir / f"sharing_gpus_{i:02d}.png") for i, run in enumerate(runs)]
+    figures += [
+        occupancy_figure(run, out_dir / f"sharing_gpus_{i:02d}.png", f"the run with {run.label}" if modes else None)
+        for i, run in enumerate(runs)
+    ]
     return figures
