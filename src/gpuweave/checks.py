@@ -66,6 +66,9 @@ MILLISECONDS = Range("ms", 0.0, MAX_SECONDS * 1000.0)
 KERNEL_MS = Range("ms", 0.0, 1e9)
 #: GPUs of a job, a node or a placement
 GPUS = Range("GPUs", 1, 1_000_000, integer=True)
+#: GPUs of one node (a cluster spec's node group, an openb node list's node, a fill run's gpus.csv): the widest
+#: servers hold 8 to 16; FGD's placement compares every GPU of a node with every other (O(GPUs^2) per node)
+MAX_GPUS_PER_NODE = 1024
 #: a count that may be zero (GPU indices, slices, restarts)
 COUNT = Range("", 0, 1_000_000_000, integer=True)
 #: a count of at least one (processors, tasks, epochs as integers)

@@ -146,6 +146,131 @@ FILL_PODS = (
         ["p3", "2000", "4096", "1", "250", "P100|V100M16"],
     ],
 )
+#: a hand-made pod list naming MIG profiles (``mig_profile``, not in openb's files): empty shares filled from the
+#: profile, a share that agrees, a plain fraction and a whole GPU beside them
+MIG_PODS = (
+    ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "mig_profile"],
+    [
+        ["m0", "4000", "8192", "1", "", "", "3g.20gb"],
+        ["m1", "2000", "4096", "1", "142", "", "1g.5gb"],
+        ["m2", "4000", "8192", "1", "", "H100-80GB", "3g.40gb"],
+        ["m3", "1000", "2048", "1", "460", "", ""],
+        ["m4", "8000", "16384", "1", "", "A100-40GB", "7g.40gb"],
+        ["m5", "8000", "16384", "2", "1000", "", ""],
+    ],
+)
+#: profile cells users write: NVIDIA's, nvidia-smi's and Kubernetes' spellings, other models' and unmodelled
+#: profiles, media extensions, unicode digits, leading zeros, huge numbers, two profiles in one cell
+MIG_PROFILE_CELLS = [
+    "3g.20gb",
+    "3G.20GB",
+    " MIG 3g.20gb ",
+    "MIG\t1g.5gb",
+    "nvidia.com/mig-2g.10gb",
+    "mig-4g.20gb",
+    "7g.80gb",
+    "4g.24gb",
+    "1g.10gb",
+    "1g.5gb+me",
+    "7g.40gb-me.all",
+    "0g.0gb",
+    "99g.5gb",
+    "\u0663g.20gb",
+    "\uff13g.20gb",
+    "01g.05gb",
+    "3g.20gb|4g.20gb",
+    "3g.20gb,1g.5gb",
+    "3g." + "9" * 40 + "gb",
+    "9" * 5000 + "g.5gb",
+    "nan",
+    " ",
+    "",
+]
+MIG_SHARES = ["", "428", "427", "429", "430", "0", "1000", "571", "142", "nan", "-428", "1e300"]
+#: a cluster of MIG nodes (A100, ``sharing: mig``) and H100s that run MIG only under ``--sharing mig``; costs in €
+MIG_CLUSTER = {
+    "name": "mig",
+    "currency": "€",
+    "price_per_kwh": 0.3,
+    "nodes": [
+        {"count": 2, "gpu": "A100", "gpus_per_node": 4, "cpu_milli": 64000, "memory_mib": 262144, "sharing": "mig"},
+        {"count": 1, "gpu": "H100", "gpus_per_node": 8, "cpu_milli": 64000, "memory_mib": 262144},
+    ],
+}
+
+
+@st.composite
+def _mig_pods(draw) -> bytes:
+    """MIG_PODS with hostile profile cells, shares and GPU counts on some rows, then the table mutations."""
+    header, seed = MIG_PODS
+    rows = [list(row) for row in seed]
+    for row in rows:
+        if draw(st.integers(0, 2)) == 0:
+            row[6] = draw(st.sampled_from(MIG_PROFILE_CELLS), label="mig_profile")
+        if draw(st.integers(0, 3)) == 0:
+            row[4] = draw(st.sampled_from(MIG_SHARES), label="gpu_milli")
+        if draw(st.integers(0, 5)) == 0:
+            row[3] = draw(st.sampled_from(["0", "2", "8", ""]), label="num_gpu")
+    return draw(table_bytes(header, rows))
+
+
+@st.composite
+def _mig_timed_pods(draw) -> bytes:
+    """The MIG pod list with openb's times, as ``trace --format alibaba-pods`` reads it, damaged like _mig_pods."""
+    header, seed = MIG_PODS
+    rows = [[*row, "LS", "Running", str(60 * i), str(60 * i + 600), str(60 * i)] for i, row in enumerate(seed)]
+    for row in rows:
+        if draw(st.integers(0, 2)) == 0:
+            row[6] = draw(st.sampled_from(MIG_PROFILE_CELLS), label="mig_profile")
+        if draw(st.integers(0, 3)) == 0:
+            row[4] = draw(st.sampled_from(MIG_SHARES), label="gpu_milli")
+    times = ["qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time"]
+    return draw(table_bytes([*header, *times], rows))
+
+
+def _mig_fill_argv(data: st.DataObject) -> list[str]:
+    """``cluster fill`` of the MIG pod list on the MIG cluster under one sharing mode, the report sometimes too (it
+    reads gpus.csv, MIG instances included, back)."""
+    sharing = data.draw(st.sampled_from(["mig", "fraction", "whole"]), label="sharing")
+    argv = ["cluster", "fill", "--cluster", "c.yaml", "--pods", "pods.csv", "--sharing", sharing, "--out", "run", "-q"]
+    return argv + (["--report"] if data.draw(st.booleans(), label="report") else [])
+
+
+#: a fill run's gpus.csv (results.write_gpus_csv): MIG A100s with instances at each reported load, H100 fractions
+GPUS_CSV = (
+    ["node", "model", "gpu", "used_milli", "mig_instances", "mig_slices", "used_milli_at_50", "used_milli_at_80"]
+    + ["mig_instances_at_50", "mig_instances_at_80"],
+    [
+        ["a0", "A100-40GB", "0", "857", "3@0+3@4", "7", "429", "857", "3@4", "3@0+3@4"],
+        ["a0", "A100-40GB", "1", "1000", "7@0", "7", "0", "1000", "", "7@0"],
+        ["a0", "A100-40GB", "2", "714", "1@0+1@1+3@4", "7", "0", "0", "", ""],
+        ["h0", "H100-80GB", "0", "460", "", "", "0", "460", "", ""],
+        ["h0", "H100-80GB", "1", "1000", "", "", "1000", "1000", "", ""],
+    ],
+)
+#: cells of instances a damaged or hand-edited gpus.csv holds: malformed, impossible, overlapping, huge
+INSTANCE_CELLS = ["3@", "@2", "9@9", "3@0+3@0", "7@0+1@0", "3@0+3@4+1@6", "\u0663@0", "03@00", "+", "1@" + "9" * 5000]
+INSTANCE_CELLS += ["+".join(["1@0"] * 20000), "4@0+3@4", "2@0+2@2+3@4", "1@0+1@1+1@2+1@3+1@4+1@5+1@6", "3@1"]
+
+
+@st.composite
+def gpus_csv_bytes(draw) -> bytes:
+    """GPUS_CSV with hostile instance cells, GPU indices and load columns, then the table mutations."""
+    header, seed = GPUS_CSV
+    header, rows = list(header), [list(row) for row in seed]
+    for row in rows:
+        if draw(st.integers(0, 2)) == 0:
+            column = draw(st.sampled_from([4, 8, 9]))
+            row[column] = draw(st.sampled_from(INSTANCE_CELLS), label="instances")
+        if draw(st.integers(0, 5)) == 0:
+            row[2] = draw(st.sampled_from(["0", "1023", "1024", "-1", "5.5", "1e9"]), label="gpu")
+    if draw(st.integers(0, 4)) == 0:
+        suffix = draw(st.sampled_from(["050", "\u0665\u0660", "\u00b2", "999", "", "-5", "90"]), label="load")
+        prefix = draw(st.sampled_from(["used_milli_at_", "mig_instances_at_"]), label="prefix")
+        header[draw(st.sampled_from([6, 8]))] = prefix + suffix
+    return draw(table_bytes(header, rows))
+
+
 SPOT_NODES = (
     ["gpu_model", "gpu_capacity_num", "cpu_num", "node_name"],
     [["A10", "4", "192", "0"], ["A100-SXM4-80GB", "8", "192", "1"]],
@@ -536,6 +661,19 @@ TARGETS: list[Target] = [
         "cluster fill (openb nodes and pods)",
         {"nodes.csv": _csv(*OPENB_NODES), "pods.csv": _csv(*FILL_PODS)},
         ["cluster", "fill", "--nodes", "nodes.csv", "--pods", "pods.csv", "--out", "run", "-q"],
+    ),
+    Target(
+        "cluster fill (mig_profile pods, sharing: mig spec)",
+        {
+            "pods.csv": _mig_pods(),
+            "c.yaml": st.one_of(st.just(json.dumps(MIG_CLUSTER).encode()), document_bytes(MIG_CLUSTER, as_yaml=True)),
+        },
+        _mig_fill_argv,
+    ),
+    Target(
+        "trace info (alibaba pods, mig_profile)",
+        {"pods.csv": _mig_timed_pods()},
+        ["trace", "info", "pods.csv", "--format", "alibaba-pods"],
     ),
     Target(
         "trace cluster (spot nodes)",

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from gpuweave.errors import InputError
 from tests.cli_harness import TIME_BOUND_S
 from tests.fuzz.mutate import document_bytes, table_bytes
-from tests.fuzz.targets import FUZZ_LIMITS, LIVE, TRACE_HEADER, TRACE_ROWS
+from tests.fuzz.targets import FUZZ_LIMITS, LIVE, TRACE_HEADER, TRACE_ROWS, gpus_csv_bytes
 from tests.fuzz.test_fuzz_cli import COUNTS, _save_counts, examples
 
 
@@ -65,6 +65,17 @@ def _live(path: Path) -> Any:
     return load_live_config(path)
 
 
+def _gpus_csv(path: Path) -> Any:
+    """The report's reader of a fill run's gpus.csv; whatever it accepts is physical."""
+    from gpuweave.cluster.sharing.occupancy import read_gpus_csv
+
+    loads, records = read_gpus_csv(path)
+    for record in records:
+        assert all(0 <= used <= 1000 for used in record.used) and 0 <= record.slot < 1024
+        assert len(record.used) == len(record.instances) == len(loads) + 1
+    return records
+
+
 def _summary(path: Path) -> Any:
     from gpuweave.results import read_summary
 
@@ -102,6 +113,7 @@ READERS: list[tuple[str, str, st.SearchStrategy[bytes], Callable[[Path], Any]]] 
     ("Philly cluster_job_log JSON", "log.json", document_bytes(PHILLY_LOG), _philly_log),
     ("live run config YAML", "live.yaml", document_bytes(LIVE, as_yaml=True), _live),
     ("summary.json", "summary.json", document_bytes(SUMMARY), _summary),
+    ("fill gpus.csv (report's occupancy picture)", "gpus.csv", gpus_csv_bytes(), _gpus_csv),
 ]  # fmt: skip
 
 

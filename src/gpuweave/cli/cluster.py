@@ -380,6 +380,7 @@ def _cluster_json(name: str, spec) -> dict:
         "gpus_by_model": dict(spec.gpus_by_model()),
         "description": spec.description,
         "source": spec.source,
+        "currency": spec.currency,
     }
 
 
@@ -437,8 +438,9 @@ def _print_node_groups(console, spec) -> None:
             "-" if group.memory_mib is None else f"{group.memory_mib / 1024:g}",
         )
         rows.append((str(i), str(group.count), group.gpu, *gpus, group.sharing, *resources, *node_facts, shown))
-    columns = ("#", "count", "GPU", "GPUs/node", "GPUs", "sharing", "cores", "GiB", "price/kWh", "PUE", "nodes")
-    right = ("#", "count", "GPUs/node", "GPUs", "cores", "GiB", "price/kWh", "PUE")
+    price = f"{spec.currency.strip()}/kWh"
+    columns = ("#", "count", "GPU", "GPUs/node", "GPUs", "sharing", "cores", "GiB", price, "PUE", "nodes")
+    right = ("#", "count", "GPUs/node", "GPUs", "cores", "GiB", price, "PUE")
     print_table(console, "node groups", columns, rows, right=right)
 
 

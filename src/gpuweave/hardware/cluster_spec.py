@@ -38,13 +38,14 @@ several nodes still runs at its consolidated rate (``physical``, the default, us
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gpuweave.checks import PRICE_PER_KWH, PUE
+from gpuweave.checks import MAX_GPUS_PER_NODE, PRICE_PER_KWH, PUE
 from gpuweave.errors import InputError
 from gpuweave.files import check_path, check_regular_file, load_yaml, parse_yaml_text
 from gpuweave.hardware.catalog import all_gpus, canonical_gpu_name, get_gpu
@@ -78,12 +79,30 @@ def _canonical_gpu(value: Any) -> str:
 
 
 MAX_NODES_PER_GROUP = 1_000_000
-MAX_GPUS_PER_NODE = 1024
 MAX_CPU_MILLI = 10**9  # a million cores per node: a typo guard
 MAX_MEMORY_MIB = 10**12
 SHARING_MODES = ("whole", "fraction", "mig")
-#: a currency symbol or code: printable, no control characters, at most one trailing space ("CHF ")
-CURRENCY_PATTERN = r"^[^\s\x00-\x1f\x7f]{1,7} ?$"
+#: a currency symbol or code: 1 to 7 visible characters, then at most one space ("CHF ")
+CURRENCY_CHARS = 7
+
+
+def _currency_text(value: Any) -> str:
+    """A spec's ``currency``, written before every amount the dashboard shows: text (YAML's ``!!binary`` or a number
+    is refused), 1 to :data:`CURRENCY_CHARS` characters that are each visible, then at most one space. A Unicode
+    control, format, separator, surrogate, private-use or unassigned character is refused by its code point: a
+    right-to-left override (U+202E) printed every cost's digits in reverse order, and a zero-width space made an
+    invisible currency."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected text (a currency symbol or code), got {type(value).__name__}")
+    body = value[:-1] if value.endswith(" ") else value
+    hidden = next((c for c in body if unicodedata.category(c)[0] in "CZ"), None)
+    if not 1 <= len(body) <= CURRENCY_CHARS or hidden is not None:
+        why = f"U+{ord(hidden):04X} is not a visible character; " if hidden is not None else ""
+        raise ValueError(
+            f"{why}expected a currency symbol or code of 1 to {CURRENCY_CHARS} visible characters and at most one "
+            'trailing space ("$", "€", "EUR", "CHF ")'
+        )
+    return value
 
 
 def _number_not_bool_or_text(value: Any) -> Any:
@@ -158,7 +177,7 @@ class ClusterSpec(BaseModel):
     source: str = ""
     price_per_kwh: float = Field(default=0.0, ge=0, le=PRICE_PER_KWH.hi)
     #: what price_per_kwh (so every cost) is counted in, written before the amount: "$", "€", "EUR", "CHF "
-    currency: str = Field(default="$", min_length=1, max_length=8, pattern=CURRENCY_PATTERN)
+    currency: str = "$"
     pue: float = Field(default=1.0, ge=1.0, le=PUE.hi)
     placement: Literal["physical", "ideal"] = "physical"
     nodes: list[NodeGroup] = Field(min_length=1)
@@ -167,6 +186,11 @@ class ClusterSpec(BaseModel):
     @classmethod
     def _numbers(cls, value: Any) -> Any:
         return _number_not_bool_or_text(value)
+
+    @field_validator("currency", mode="before")
+    @classmethod
+    def _currency(cls, value: Any) -> Any:
+        return _currency_text(value)
 
     @field_validator("price_per_kwh", "pue")
     @classmethod

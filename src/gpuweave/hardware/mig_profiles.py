@@ -18,6 +18,7 @@ A profile name means the same share on every model that has it (checked when the
 
 Accepted spellings: ``3g.20gb`` as NVIDIA writes it, case and surrounding blanks aside, also with the prefixes
 ``MIG `` (nvidia-smi's listing), ``mig-`` and ``nvidia.com/mig-`` (the Kubernetes device plugin's resource name).
+Numbers are ASCII digits without leading zeros: ``٣g.20gb`` or ``03g.20gb`` is malformed, not another profile.
 Complexity: the file is read and checked once (cached); each lookup is a dict access.
 """
 
@@ -34,7 +35,9 @@ from gpuweave.hardware.catalog import all_gpus, get_gpu
 
 PROFILE_FILE = Path(__file__).with_name("mig_profiles.toml")
 FULL_GPU_MILLI = 1000
-_NAME = re.compile(r"(\d{1,2})g\.(\d{1,4})gb((?:[+-](?:me|gfx)(?:\.all)?)*)")
+#: NVIDIA's spelling: ASCII digits without leading zeros (``\d`` also matched "٣", and ``03g.020gb`` became a name no
+#: catalog model has); ``0g`` still parses, to be refused as below 1 by name
+_NAME = re.compile(r"(0|[1-9][0-9]?)g\.(0|[1-9][0-9]{0,3})gb((?:[+-](?:me|gfx)(?:\.all)?)*)", re.ASCII)
 _PREFIXES = ("nvidia.com/mig-", "mig-", "mig ")
 
 

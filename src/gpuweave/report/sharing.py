@@ -31,11 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpuweave.checks import COUNT, Range, parse
 from gpuweave.cluster.sharing.modes import MODE_WORDS
-from gpuweave.cluster.sharing.occupancy import REPORTED_LOADS
-from gpuweave.errors import InputError
-from gpuweave.hardware.catalog import get_gpu
+from gpuweave.cluster.sharing.occupancy import REPORTED_LOADS, read_gpus_csv
 from gpuweave.hardware.mig import Placement
 from gpuweave.plotting import (
     DPI,
@@ -56,8 +53,6 @@ if TYPE_CHECKING:
 
 CURVE_COLUMNS = ("load", "allocation", "fragment", "fragment_ratio")
 FULL_MILLI = 1000.0  # a whole GPU in milli-GPUs
-MILLI = Range("milli-GPUs", 0, FULL_MILLI)
-LOAD_PREFIX = "used_milli_at_"
 SLICE_FREE, SLICE_USED, SLICE_BLOCKED = 0, 1, 2
 IDLE_COLOUR = "#C3CDD8"  # light grey-blue, apart from white (no GPU) even in a one-pixel row
 FULL_COLOUR = "#08306B"  # navy: a GPU (or a MIG instance) held whole
@@ -324,50 +319,14 @@ class _Picture:
         return any(g.slices for n in self.nodes for g in n.gpus)
 
 
-def _instances(text: str, model: str, where: dict[str, Any]) -> tuple[Placement, ...]:
-    """A gpus.csv cell of MIG instances (``4@0+2@4``) as the catalog's placements; InputError at ``where``."""
-    if not text:
-        return ()
-    try:
-        geometry = get_gpu(model).mig
-        if geometry is None:
-            raise InputError(f"MIG instances on {model}, which has no MIG")
-        placements = []
-        for label in text.split("+"):
-            size, _, start = label.partition("@")
-            if not (size.isdigit() and start.isdigit()):
-                raise InputError(f"expected MIG instances as size@start joined by +, got {label!r}")
-            placements.append(geometry.placement(int(size), int(start)))
-    except InputError as exc:
-        raise InputError(exc.message, **where) from None
-    return tuple(sorted(placements, key=lambda p: p.start))
-
-
 def _read_picture(run: GrainRun) -> _Picture:
-    """gpus.csv: every GPU at the end and at the reported loads the run reached (older files: the end only)."""
-    base = ("node", "model", "gpu", "used_milli")
-    rows = run.table("gpus.csv", base, numeric=("gpu",))
-    header = list(rows[0]) if rows else list(base)
-    suffixes = [c[len(LOAD_PREFIX) :] for c in header if c.startswith(LOAD_PREFIX)]
-    loads = sorted(int(suffix) for suffix in suffixes if suffix.isdigit())
-    used_columns = [f"{LOAD_PREFIX}{load}" for load in loads] + ["used_milli"]
-    instance_columns = [f"mig_instances_at_{load}" for load in loads] + ["mig_instances"]
-    path = run.path / "gpus.csv"
+    """gpus.csv: every GPU at the end and at the reported loads the run reached (older files: the end only), read
+    and checked by :func:`gpuweave.cluster.sharing.occupancy.read_gpus_csv`."""
+    loads, records = read_gpus_csv(run.path / "gpus.csv")
     nodes: dict[str, _Node] = {}
-    for number, row in enumerate(rows, start=1):
-        model = row["model"]
-
-        def where(column: str) -> dict[str, Any]:
-            return {"file": path, "row": number, "field": column}
-
-        used = [float(parse(row[c], MILLI, **where(c))) for c in used_columns]
-        instances = [_instances(row.get(c) or "", model, where(c)) for c in instance_columns]
-        text = row.get("mig_slices") or ""
-        slices = int(parse(text, COUNT, **where("mig_slices"))) if text else 0
-        if not slices and any(instances):  # written before mig_slices: a GPU holding instances runs MIG
-            slices = get_gpu(model).mig_slices
-        node = nodes.setdefault(row["node"], _Node(row["node"], model))
-        node.gpus.append(_Gpu(int(row["gpu"]), slices, used, instances))
+    for record in records:
+        node = nodes.setdefault(record.node, _Node(record.node, record.model))
+        node.gpus.append(_Gpu(record.slot, record.slices, record.used, record.instances))
     picture = _Picture(loads, list(nodes.values()))
     gpus = [g for n in picture.nodes for g in n.gpus]
     if loads and all(g.used[-1] == g.used[-2] and g.instances[-1] == g.instances[-2] for g in gpus):
@@ -605,7 +564,8 @@ def _legend(fig: Any, picture: _Picture, axes: Sequence[Any], cmap: Any) -> None
             Patch(facecolor=FULL_COLOUR, label="GPU in use whole"),
             Patch(facecolor=IDLE_COLOUR, edgecolor="0.55", label="idle GPU"),
         ]
-    if any(len(n.gpus) < picture.width for n in picture.nodes):
+    width = picture.width  # a max over the nodes: once, not per node
+    if any(len(n.gpus) < width for n in picture.nodes):
         handles.append(Patch(facecolor="white", edgecolor="0.55", label="no GPU (a node with fewer)"))
     if picture.any_mig:
         handles += [

@@ -36,6 +36,7 @@ from gpuweave.workload.profiles import ProfileStore
 from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, read_csv_strings, require_columns
 from gpuweave.workload.traces.gpu_names import canonical_gpu_model
 from gpuweave.workload.traces.job_types import assign_job_types, insert_job_types
+from gpuweave.workload.traces.mig_column import profile_cells, read_pod_shares
 
 if TYPE_CHECKING:
     import numpy as np
@@ -96,7 +97,9 @@ def read_openb_pods(
       ``Running`` at the end of the trace it is a lower bound, said in ``note``), ``num_gpus = num_gpu``.
     * ``cpu_milli``, ``memory_mib`` and ``gpu_milli`` (GPU share of a 1-GPU pod, 1000 = whole) become the schema's
       resource columns, ``gpu_spec`` (allowed models) its ``allowed_models`` (canonical names joined by ``+``);
-      ``qos`` and ``pod_phase`` stay as extra columns; a ``mig_profile`` column (not in openb's own files) is kept.
+      ``qos`` and ``pod_phase`` stay as extra columns; a ``mig_profile`` column (not in openb's own files) is read
+      for every pod, before any is dropped, as ``cluster fill`` reads it (:func:`.mig_column.read_pod_shares`: a
+      profile's pod asks one GPU, its empty ``gpu_milli`` becomes the profile's share) and kept in canonical spelling.
     """
     import numpy as np
     import pandas as pd
@@ -107,7 +110,8 @@ def read_openb_pods(
         raw, OPENB_POD_COLUMNS, file=file, what="an openb pod list with times (the multigpu* variants have none)"
     )
     num_gpu = numeric_column(raw, "num_gpu", file=file, unit="GPUs", maximum=GPUS.hi, integer=True, minimum=0.0)
-    gpu_milli = numeric_column(raw, "gpu_milli", file=file, unit="milli-GPU", integer=True, minimum=0.0)
+    mig_names, mig_index, milli = read_pod_shares(raw, file=file, num_gpus=num_gpu.to_numpy())
+    gpu_milli = pd.Series(milli, index=raw.index)
     creation = numeric_column(raw, "creation_time", file=file, unit="seconds", maximum=MAX_SECONDS, minimum=0.0)
     deletion = numeric_column(raw, "deletion_time", file=file, unit="seconds", maximum=MAX_SECONDS, minimum=0.0)
     scheduled = numeric_column(
@@ -127,7 +131,7 @@ def read_openb_pods(
         _canonical_column(raw, "gpu_spec", file=file, separator="|") if "gpu_spec" in raw.columns else [None] * len(raw)
     )
     phase = raw["pod_phase"].str.strip()
-    columns = {"mig_profile": raw["mig_profile"].to_numpy()} if "mig_profile" in raw.columns else {}
+    columns = {"mig_profile": profile_cells(mig_names, mig_index, len(raw))} if "mig_profile" in raw.columns else {}
     frame = pd.DataFrame(
         {
             **columns,  # a hand-made pod list's MIG profiles (not in openb's files), checked by the schema

@@ -12,7 +12,10 @@ both read the column the same way. Rules, one line naming the file, row and fiel
   share.
 
 Which GPU of a cluster has the profile is checked where the cluster is known
-(:mod:`gpuweave.cluster.sharing.profiles`). Complexity: O(rows), one parse per distinct cell.
+(:mod:`gpuweave.cluster.sharing.profiles`). The two readers of openb pod lists (``cluster fill``'s tasks and
+``trace --format alibaba-pods``) read ``gpu_milli`` and the column through one function,
+:func:`read_pod_shares`, over every pod before any is dropped, so one file is accepted or refused alike by both.
+Complexity: O(rows), one parse per distinct cell.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import numpy as np
 from gpuweave.errors import InputError
 from gpuweave.hardware.catalog import all_gpus
 from gpuweave.hardware.mig_profiles import describe_profiles, parse_mig_profile, share_milli, why_unknown
-from gpuweave.workload.traces._tables import missing_mask, row_numbers
+from gpuweave.workload.traces._tables import ROW, missing_mask, numeric_column, row_numbers
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,6 +90,37 @@ def read_mig_profiles(
     unstated = asked & np.isnan(milli)
     milli[unstated] = share[unstated]
     return tuple(names), index, milli
+
+
+def read_pod_shares(
+    raw: "pd.DataFrame", *, file: str | Path, num_gpus: np.ndarray
+) -> tuple[tuple[str, ...], np.ndarray | None, np.ndarray]:
+    """An openb pod list's ``gpu_milli`` (an integer >= 0 in every row; empty allowed only on a row naming a MIG
+    profile, which gives it) and its ``mig_profile`` column when it has one (:func:`read_mig_profiles`, fields
+    ``num_gpu`` and ``gpu_milli``): the profiles' canonical names, each row's index into them (None without the
+    column or without any profile) and ``gpu_milli`` as float64 with no NaN. InputError at the first bad row."""
+    profiled = COLUMN in raw.columns
+    milli = numeric_column(
+        raw, "gpu_milli", file=file, unit="milli-GPU", integer=True, minimum=0.0, required=not profiled
+    ).to_numpy(dtype=np.float64)
+    if not profiled:
+        return (), None, milli
+    names, index, milli = read_mig_profiles(
+        raw, file=file, num_gpus=num_gpus, gpu_milli=milli, gpus_field="num_gpu", milli_field="gpu_milli"
+    )
+    empty = np.isnan(milli)
+    if empty.any():
+        row = int(raw[ROW].iloc[int(np.flatnonzero(empty)[0])])
+        raise InputError("empty value; expected an integer (milli-GPU)", file=file, row=row, field="gpu_milli")
+    return names, (index if names else None), milli
+
+
+def profile_cells(names: tuple[str, ...], index: np.ndarray | None, rows: int) -> list[str | None]:
+    """Each row's profile in canonical spelling, None where it names none (``index`` of :func:`read_pod_shares`)."""
+    if index is None:
+        return [None] * rows
+    shared = [*names, None]  # index -1: no profile
+    return [shared[k] for k in index.tolist()]
 
 
 def _check_one_gpu(

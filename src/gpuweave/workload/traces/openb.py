@@ -10,7 +10,8 @@ Pod lists (``openb_pod_list_*.csv``): ``name, cpu_milli, memory_mib, num_gpu, gp
 ``gpu_milli`` in 1..1000 for a GPU task and 0 for a CPU-only one; a share below 1000 only on a 1-GPU task.
 Not in openb's own files, for hand-made pod lists: ``mig_profile`` (NVIDIA's ``3g.20gb``, empty = none; rules in
 :mod:`.mig_column`: one GPU, ``gpu_milli`` the profile's share or empty).
-Node lists (``openb_node_list_*.csv``): ``sn, cpu_milli, memory_mib, gpu, model``; a node with GPUs needs a model.
+Node lists (``openb_node_list_*.csv``): ``sn, cpu_milli, memory_mib, gpu, model``; a node with GPUs needs a model;
+``gpu`` at most 1,024 (:data:`gpuweave.checks.MAX_GPUS_PER_NODE`, as a cluster spec).
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuweave.checks import GPUS
+from gpuweave.checks import GPUS, MAX_GPUS_PER_NODE
 from gpuweave.errors import InputError
 from gpuweave.hardware.node_resources import NodeTable
 from gpuweave.workload.tasks import FULL_GPU_MILLI, TaskTable
 from gpuweave.workload.traces._tables import ROW, numeric_column, read_csv_strings, require_columns
-from gpuweave.workload.traces.mig_column import COLUMN as MIG_COLUMN
-from gpuweave.workload.traces.mig_column import read_mig_profiles
+from gpuweave.workload.traces.mig_column import read_pod_shares
 
 TASK_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
@@ -49,20 +49,8 @@ def read_openb_tasks(path: str | Path) -> TaskTable:
     )
     memory = numeric_column(raw, "memory_mib", file=file, unit="MiB", integer=True, minimum=0.0, maximum=MAX_MEMORY_MIB)
     gpus = numeric_column(raw, "num_gpu", file=file, unit="GPUs", integer=True, minimum=0.0, maximum=GPUS.hi)
-    profiled = MIG_COLUMN in raw.columns
-    milli = numeric_column(
-        raw, "gpu_milli", file=file, unit="milli-GPU", integer=True, minimum=0.0, required=not profiled
-    )
     num_gpus = gpus.to_numpy().astype(np.int64)
-    milli_values = milli.to_numpy()
-    profiles: tuple[str, ...] = ()
-    profile_index = None
-    if profiled:
-        profiles, index, milli_values = read_mig_profiles(
-            raw, file=file, num_gpus=num_gpus, gpu_milli=milli_values, gpus_field="num_gpu", milli_field="gpu_milli"
-        )
-        _first_bad(raw, np.isnan(milli_values), file, "gpu_milli", "empty value; expected an integer (milli-GPU)")
-        profile_index = index if profiles else None
+    profiles, profile_index, milli_values = read_pod_shares(raw, file=file, num_gpus=num_gpus)
     gpu_milli = milli_values.astype(np.int64)
     gpu_task = num_gpus > 0
     _first_bad(
@@ -112,7 +100,8 @@ def read_openb_node_table(path: str | Path) -> NodeTable:
         raw, "cpu_milli", file=file, unit="milli-CPU", integer=True, minimum=0.0, maximum=MAX_CPU_MILLI
     )
     memory = numeric_column(raw, "memory_mib", file=file, unit="MiB", integer=True, minimum=0.0, maximum=MAX_MEMORY_MIB)
-    gpus = numeric_column(raw, "gpu", file=file, unit="GPUs", integer=True, minimum=0.0, maximum=GPUS.hi)
+    # a node's GPUs: at most a cluster spec's per node (FGD's placement is O(GPUs^2) per node: 10^5 took all memory)
+    gpus = numeric_column(raw, "gpu", file=file, unit="GPUs", integer=True, minimum=0.0, maximum=MAX_GPUS_PER_NODE)
     num_gpus = gpus.to_numpy().astype(np.int64)
     models = [str(m).strip() for m in raw["model"].tolist()]
     _first_bad(
