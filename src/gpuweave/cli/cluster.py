@@ -9,8 +9,9 @@ cluster spec of a Slurm cluster's nodes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -589,41 +590,53 @@ def fill(
 
     make_task_placement(placement)  # an unknown name or a gang rule: one line before any file is read
     modes = parse_modes(sharing)
+    inputs = _FillInputs(nodes, cluster, pods, placement, seed, tune)
     if len(modes) > 1:
-        _fill_modes(nodes, cluster, pods, placement, seed, tune, modes, out, quiet, as_json)
+        _fill_modes(inputs, modes, out, quiet, as_json)
     else:
-        _fill_one(nodes, cluster, pods, placement, seed, tune, modes[0], out, report, quiet, as_json)
+        _fill_one(inputs, modes[0], out, report, quiet, as_json)
 
 
-def _fill_one(
-    nodes: Optional[Path],
-    cluster: Optional[str],
-    pods: Path,
-    placement: str,
-    seed: int,
-    tune: float,
-    sharing: str,
-    out: Optional[Path],
-    report: bool,
-    quiet: bool,
-    as_json: bool,
-) -> None:
+@dataclass(frozen=True)
+class _FillInputs:
+    """What every ``cluster fill`` reads and runs, whatever its sharing modes."""
+
+    nodes: Optional[Path]
+    cluster: Optional[str]
+    pods: Path
+    placement: str
+    seed: int
+    tune: float
+
+    def config(self, **more: Any) -> dict[str, Any]:
+        """The run's config as its result directories record it."""
+        source = {"nodes": str(self.nodes) if self.nodes is not None else None, "cluster": self.cluster}
+        return {
+            **source,
+            "pods": str(self.pods),
+            "placement": self.placement,
+            **more,
+            "seed": self.seed,
+            "to": self.tune,
+        }
+
+
+def _fill_one(inputs: _FillInputs, sharing: str, out: Optional[Path], report: bool, quiet: bool, as_json: bool) -> None:
     """``cluster fill`` with one ``--sharing`` mode: one result directory (and its report with ``--report``)."""
     from gpuweave.cluster.sharing.experiment import run_fill
     from gpuweave.cluster.sharing.results import fill_metrics, write_fill_result
     from gpuweave.staging import check_replaceable
     from gpuweave.workload.traces.openb import read_openb_tasks
 
+    nodes, cluster, pods, placement, seed = inputs.nodes, inputs.cluster, inputs.pods, inputs.placement, inputs.seed
     node_table = _fill_nodes(nodes, cluster, sharing)
     out_dir = out or Path("gpuweave-out") / "fill" / f"{placement}-{sharing}-{seed}"
     check_replaceable(out_dir)
     tasks = read_openb_tasks(pods)
     with ProgressBar(show_progress(quiet or as_json)) as bar:
         progress = bar.task(f"fill {placement}: tasks")
-        result = run_fill(node_table, tasks, placement, seed=seed, tune=tune, sharing=sharing, progress=progress)
-    source = {"nodes": str(nodes) if nodes is not None else None, "cluster": cluster, "pods": str(pods)}
-    config = {**source, "placement": placement, "sharing": sharing, "seed": seed, "to": tune}
-    write_fill_result(out_dir, result, tasks, config)
+        result = run_fill(node_table, tasks, placement, seed=seed, tune=inputs.tune, sharing=sharing, progress=progress)
+    write_fill_result(out_dir, result, tasks, inputs.config(sharing=sharing))
     path = None
     if report:
         from gpuweave.report.grains import report_runs
@@ -644,18 +657,7 @@ def _fill_one(
     console.print(f"results: {out_dir}")
 
 
-def _fill_modes(
-    nodes: Optional[Path],
-    cluster: Optional[str],
-    pods: Path,
-    placement: str,
-    seed: int,
-    tune: float,
-    modes: tuple[str, ...],
-    out: Optional[Path],
-    quiet: bool,
-    as_json: bool,
-) -> None:
+def _fill_modes(inputs: _FillInputs, modes: tuple[str, ...], out: Optional[Path], quiet: bool, as_json: bool) -> None:
     """``cluster fill`` with several ``--sharing`` modes (:mod:`gpuweave.cluster.sharing.modes`): every mode's
     nodes and the tasks checked, then every mode run, then ``OUT/<mode>/`` each and one report, ``OUT/report/``."""
     from gpuweave.cluster.sharing.modes import (
@@ -670,6 +672,7 @@ def _fill_modes(
     from gpuweave.report.grains import report_runs
     from gpuweave.workload.traces.openb import read_openb_tasks
 
+    nodes, cluster, pods, placement, seed = inputs.nodes, inputs.cluster, inputs.pods, inputs.placement, inputs.seed
     tables = {"mig": mode_node_table(_fill_nodes(nodes, cluster, "mig"), "mig")} if "mig" in modes else {}
     others = [m for m in modes if m != "mig"]
     if others:  # the node list or spec read once for fractions and whole GPUs
@@ -685,11 +688,10 @@ def _fill_modes(
             tasks,
             placement,
             seed=seed,
-            tune=tune,
+            tune=inputs.tune,
             progress=lambda mode: bar.task(f"fill {placement}, {MODE_WORDS[mode]}: tasks"),
         )
-    source = {"nodes": str(nodes) if nodes is not None else None, "cluster": cluster, "pods": str(pods)}
-    dirs = write_modes(out_dir, results, tasks, {**source, "placement": placement, "seed": seed, "to": tune})
+    dirs = write_modes(out_dir, results, tasks, inputs.config())
     title = f"gpuweave: fill with {placement}, {' vs '.join(words)}"
     path = report_runs(dirs, out_dir / REPORT_DIR, title=title)
     metrics = {mode: fill_metrics(result) for mode, result in results.items()}
