@@ -28,6 +28,12 @@ from gpuweave.hardware.mig import MigGeometry, Placement
 from gpuweave.workload.tasks import FULL_GPU_MILLI
 
 
+def held_milli(slices_held: int, num_slices: int) -> int:
+    """What instances covering ``slices_held`` of a GPU's ``num_slices`` compute slices hold, in milli-GPUs,
+    rounded to nearest (two 3g instances of an A100 hold 857): the one rounding of a MIG GPU's share."""
+    return (slices_held * FULL_GPU_MILLI + num_slices // 2) // num_slices
+
+
 def occupancy_mask(placement: Placement) -> int:
     return sum(1 << s for s in placement.occupancy)
 

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from gpuweave.checks import MAX_GPUS_PER_NODE, Range, parse
+from gpuweave.cluster.sharing.mig_slots import held_milli
 from gpuweave.cluster.sharing.state import NO_GPU, SharedNodes
 from gpuweave.errors import InputError
 from gpuweave.files import csv_dicts, read_input_text
@@ -235,10 +236,8 @@ def read_gpus_csv(path: Path) -> tuple[list[int], list[GpuRecord]]:
 
 
 def mig_used_milli(instances: tuple[Placement, ...], num_slices: int) -> int:
-    """What a MIG GPU's instances hold in milli-GPUs: their slices over the GPU's, rounded to nearest (as
-    :meth:`.state.SharedNodes._set_mig_free` counts them; two 3g instances of an A100 hold 857)."""
-    held = sum(p.size for p in instances)
-    return (held * FULL_GPU_MILLI + num_slices // 2) // num_slices
+    """What a MIG GPU's instances hold in milli-GPUs (:func:`.mig_slots.held_milli`, as the fill counts them)."""
+    return held_milli(sum(p.size for p in instances), num_slices)
 
 
 def _check_mig_used(

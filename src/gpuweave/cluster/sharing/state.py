@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuweave.cluster.sharing.mig_slots import best_place, layout_of
+from gpuweave.cluster.sharing.mig_slots import best_place, held_milli, layout_of
 from gpuweave.errors import InputError
 from gpuweave.hardware.mig import Placement
 from gpuweave.hardware.node_resources import NodeTable
@@ -239,7 +239,7 @@ class SharedNodes:
         k = layout_of(self.table.models[node]).num_slices
         held = sum(p.size for p in self.instances.get((node, slot), ()))
         before = int(self.gpu_free[node, slot])
-        after = FULL_GPU_MILLI - (held * FULL_GPU_MILLI + k // 2) // k
+        after = FULL_GPU_MILLI - held_milli(held, k)
         self.gpu_free[node, slot] = after
         self.gpu_used_milli += before - after
 
