@@ -82,10 +82,12 @@ def test_the_default_rule_named_changes_nothing(tmp_path):
 
 
 def test_an_unknown_rule_is_one_line(tmp_path):
-    with pytest.raises(InputError, match="unknown placement rule 'nope' for whole-GPU gangs \\(known: packed\\)"):
+    with pytest.raises(InputError, match="unknown placement rule 'nope' \\(known: packed, .*fgd"):
         parse_config({"policy": "fifo", "placement_rule": "nope"})
-    with pytest.raises(ValueError, match="whole-GPU gangs \\(known: packed\\)"):
-        parse_config({"policy": "fifo", "placement_rule": "fgd"})  # a task placement is not a gang rule
+    # a task placement makes a shared run (tests/cluster/test_shared_replay.py)
+    assert parse_config({"policy": "fifo", "placement_rule": "fgd"}).placement_rule == "fgd"
+    with pytest.raises(InputError, match="places tasks on shared GPUs"):
+        make_placement("fgd")  # but it is not a gang rule (a live run's)
     with pytest.raises(InputError, match="known: packed"):
         make_placement("nope")
     result = CliRunner().invoke(app, ["cluster", "placements", "--json"])

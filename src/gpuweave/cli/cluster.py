@@ -52,18 +52,33 @@ def simulate(
         None, "--restart-delay", help="Seconds a resumed or moved job holds GPUs without progress (default 10)."
     ),
     round_length: Optional[float] = typer.Option(None, "--round-length", help="Override the policy's round (s)."),
-    profiles: Optional[str] = typer.Option(None, "--profiles", help="Throughput profile CSV (default: bundled)."),
+    profiles: Optional[str] = typer.Option(
+        None,
+        "--profiles",
+        help="Throughput profile CSV (default: bundled), or 'traced': every job runs for its trace's duration on any "
+        "GPU (a replay, e.g. of openb's pods).",
+    ),
     placement: Optional[str] = typer.Option(
         None, "--placement", help="Override the cluster's placement: physical or ideal (always consolidated)."
     ),
     placement_rule: Optional[str] = typer.Option(
-        None, "--placement-rule", help="Where a gang goes on a GPU model (gpuweave cluster placements; default packed)."
+        None,
+        "--placement-rule",
+        help="Where a gang goes on a GPU model (gpuweave cluster placements; default packed), or a task placement "
+        "(fgd, best-fit, ...): jobs then share GPUs by their gpu_milli, cpu_milli and memory_mib (fifo, sjf, yarn-cs).",
     ),
     extrapolate: Optional[bool] = typer.Option(
         None,
         "--extrapolate/--no-extrapolate",
         help="Scale a job type's largest profiled GPU count linearly to larger jobs (e.g. a trace's 16-GPU jobs).",
         show_default=False,
+    ),
+    sharing: Optional[str] = typer.Option(
+        None,
+        "--sharing",
+        help="With a task placement: every node group shares its GPUs as whole (shares rounded up), fraction or "
+        "mig. A comma list (whole,fraction,mig) runs the same jobs under each mode into OUT/MODE/ and compares them "
+        "in OUT/report/report.html: waiting, JCT, GPUs held and fragmentation.",
     ),
     policy_option: list[str] = typer.Option(
         [], "--policy-option", "-O", help="Policy option KEY=VALUE (repeatable; VALUE read as YAML)."
@@ -74,9 +89,7 @@ def simulate(
     """Simulate a trace on a cluster under one policy; write jobs.csv, allocations.csv, timeseries.csv, summary.json.
 
     Every run setting of a YAML config is also a flag (--restart-delay, --round-length, --profiles, --placement,
-    --placement-rule, --extrapolate, -O policy options), so a variant needs no YAML."""
-    from rich.console import Console
-
+    --placement-rule, --sharing, --extrapolate, -O policy options), so a variant needs no YAML."""
     from gpuweave.cluster.run import run_simulation
     from gpuweave.staging import check_replaceable
 
@@ -94,24 +107,87 @@ def simulate(
         "placement_rule": placement_rule,
         "extrapolate_profiles": extrapolate,
     }
+    if sharing is not None and _simulated_modes(config, overrides, policy_option, sharing, out, quiet, as_json):
+        return
     cfg = _config_with_flags(config, overrides, policy_option)
     out_dir = out or Path("gpuweave-out") / "runs" / f"{cfg.policy}-{cfg.key()}"
     check_replaceable(out_dir)  # fail before simulating, not after (a file, or a directory of other files)
     with ProgressBar(show_progress(quiet or as_json)) as bar:
         summary = run_simulation(cfg, out_dir, bar.task(f"simulate {cfg.policy}: jobs done"), _note_to_stderr)
+    _show_run(cfg.policy, summary, out_dir, report, as_json)
+
+
+def _show_run(policy: str, summary: dict, out_dir: Path, report: bool, as_json: bool) -> None:
+    """After ``cluster simulate``: its report (``--report``), then its metrics as a table or JSON."""
+    from rich.console import Console
+
     path = None
     if report:
         from gpuweave.report.html import render_report
 
-        path = render_report([out_dir], out_dir / "report", title=f"gpuweave: {cfg.policy}")
+        path = render_report([out_dir], out_dir / "report", title=f"gpuweave: {policy}")
     if as_json:
-        print_json({"policy": cfg.policy, "metrics": summary, "results": str(out_dir), "report": path and str(path)})
+        print_json({"policy": policy, "metrics": summary, "results": str(out_dir), "report": path and str(path)})
         return
     console = Console()
-    _print_summary(console, cfg.policy, summary)
+    _print_summary(console, policy, summary)
     if path is not None:
         console.print(f"report: {path}")
     console.print(f"results: {out_dir}")
+
+
+def _simulated_modes(config: Path | None, overrides: dict, policy_option: list[str], sharing: str, *args: Any) -> bool:
+    """``--sharing``: several modes are simulated side by side (True); one mode goes into ``overrides`` (False)."""
+    from gpuweave.cluster.sharing.modes import parse_modes
+
+    modes = parse_modes(sharing)
+    if len(modes) == 1:
+        overrides["sharing"] = modes[0]
+        return False
+    configs = [_config_with_flags(config, {**overrides, "sharing": mode}, policy_option) for mode in modes]
+    _simulate_modes(configs, *args)
+    return True
+
+
+def _simulate_modes(configs: list, out: Optional[Path], quiet: bool, as_json: bool) -> None:
+    """``cluster simulate --sharing A,B,..``: one run per sharing mode of the same jobs into ``OUT/<mode>/``, then
+    one report of them all, ``OUT/report/`` (its page removed first: a comparison that fails halfway has none)."""
+    from rich.console import Console
+
+    from gpuweave.cluster.run import run_simulation, with_sharing
+    from gpuweave.cluster.sharing.modes import MODE_WORDS, REPORT_DIR, check_out
+    from gpuweave.hardware.cluster_spec import load_cluster
+    from gpuweave.report.html import render_report
+
+    first = configs[0]
+    modes = [cfg.sharing for cfg in configs]
+    out_dir = out or Path("gpuweave-out") / "runs" / f"{first.policy}-{first.placement_rule}-{'+'.join(modes)}"
+    check_out(out_dir, modes)
+    nodes = load_cluster(first.cluster).expand()
+    for mode in modes:  # a mode the cluster cannot have is refused before any run (MIG on GPUs without it)
+        with_sharing(nodes, mode)
+    (out_dir / REPORT_DIR / "report.html").unlink(missing_ok=True)
+    metrics: dict[str, dict] = {}
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        for cfg in configs:
+            task = bar.task(f"simulate {cfg.policy}, {MODE_WORDS[cfg.sharing]}: jobs done")
+            metrics[cfg.sharing] = run_simulation(cfg, out_dir / cfg.sharing, task, _note_to_stderr)
+    words = " vs ".join(MODE_WORDS[m] for m in modes)
+    title = f"gpuweave: {first.policy} with {first.placement_rule}, {words}"
+    path = render_report([out_dir / m for m in modes], out_dir / REPORT_DIR, title=title)
+    if as_json:
+        runs = {m: {"metrics": metrics[m], "results": str(out_dir / m)} for m in modes}
+        print_json({"policy": first.policy, "modes": runs, "report": str(path), "results": str(out_dir)})
+        return
+    names = ["avg_jct_s", "p99_jct_s", "mean_queueing_delay_s", "makespan_s", "mean_gpu_allocation_pct"]
+    names += ["peak_gpu_allocation_pct", "mean_fragment_ratio_pct", "gpu_hours", "energy_kwh"]
+    rows = [(name, *(metric_cell(name, metrics[m].get(name)) for m in modes)) for name in names]
+    console = Console()
+    print_table(
+        console, f"{first.policy} with {first.placement_rule}", ("metric", *[MODE_WORDS[m] for m in modes]), rows
+    )
+    console.print(f"report: {path}")
+    console.print(f"results: {out_dir} ({', '.join(f'{m}/' for m in modes)})")
 
 
 def _note_to_stderr(note: str) -> None:

@@ -31,7 +31,7 @@ import dataclasses
 import math
 from bisect import bisect_left, insort
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gpuweave.cluster.decision import Decision, normalize
 from gpuweave.cluster.feasibility import ModelCapacity, capacity_by_model, fits_somewhere
@@ -43,6 +43,9 @@ from gpuweave.errors import InputError, InvalidDecisionError, MissingProfileErro
 from gpuweave.hardware.cluster_spec import Node as ClusterNode
 from gpuweave.workload.job import Job
 from gpuweave.workload.profile_source import PlacementRateSource, ProfileSource
+
+if TYPE_CHECKING:
+    from gpuweave.cluster.sharing.ledger import ShareLedger
 
 _NONE: list[JobState] = []  # no preemptions (read only)
 _NO_STARTS: list[Start] = []  # a decision that started nothing (read only)
@@ -99,11 +102,14 @@ class ClusterBook:
         record_segments: bool = True,
         ideal_placement: bool = False,
         forks_jobs: bool = False,
+        shares: ShareLedger | None = None,
     ) -> None:
         """``nodes`` are expanded cluster nodes (index, name, gpu_model, num_gpus, price_per_kwh, pue) indexed
         0..N-1; ``gpu_power`` maps a GPU model to (idle W, max W); ``ideal_placement`` gives every placement the
         consolidated rate (no placement effects, as Gavel's simulator); ``forks_jobs`` lets a decision give a job
-        several whole copies of its GPUs (HadarE; the driver's policy says so)."""
+        several whole copies of its GPUs (HadarE; the driver's policy says so); ``shares`` makes it a shared run:
+        jobs are tasks holding shares of GPUs, CPU and memory, placed by a task placement
+        (:mod:`gpuweave.cluster.sharing.ledger`)."""
         if not nodes:
             raise InputError("the cluster has no nodes")
         self.nodes = nodes
@@ -115,6 +121,7 @@ class ClusterBook:
         self.record_segments = record_segments
         self.ideal_placement = bool(ideal_placement)
         self.forks_jobs = bool(forks_jobs)
+        self.shares = shares
         self.now = 0.0
         self._last_t = 0.0
         self._index_nodes(nodes)
@@ -163,10 +170,12 @@ class ClusterBook:
         self.node_models = [n.gpu_model for n in nodes]  # read per event: a list, not an attribute per node
         self.free = [n.num_gpus for n in nodes]
         # Nodes by (model, free GPUs): best fit without a scan, for models of INDEXED_MODEL_NODES nodes or more.
-        self.free_index = FreeIndex(nodes, self.free, INDEXED_MODEL_NODES)
+        # (a shared run counts GPUs with some share free, which best fit on whole GPUs does not read: no index)
+        self.free_index = FreeIndex(nodes, self.free, INDEXED_MODEL_NODES if self.shares is None else len(nodes) + 1)
         self.gpus_by_model = {m: sum(nodes[i].num_gpus for i in idx) for m, idx in self.nodes_by_model.items()}
         self.free_by_model = dict(self.gpus_by_model)
         self.busy_by_model = [0] * len(self.models)
+        self._busy_on = [0] * len(nodes)  # a shared run's GPUs with some share taken, per node
         # What every GPU taken or given back updates, read together once per move (bound here, never rebound).
         self._gpu_books = (
             self.node_models,
@@ -335,6 +344,8 @@ class ClusterBook:
             if kind not in checked:
                 self.check_job_feasible(job, row, capacity)
                 checked.add(kind)
+        if self.shares is not None:
+            self.shares.check_fits([js.job for js in self.states])
 
     def check_job_feasible(
         self, job: Job, row: int | None = None, capacity: dict[str, ModelCapacity] | None = None
@@ -419,6 +430,8 @@ class ClusterBook:
     def record_timeseries(self) -> None:
         """A row of busy GPUs per model and power now, when they changed (one row per instant)."""
         busy = tuple(self.busy_by_model)
+        if self.shares is not None:
+            self.shares.record(self.now)
         ts = self.timeseries
         if ts and ts[-1][1] == busy:
             return
@@ -445,18 +458,13 @@ class ClusterBook:
         """A running job leaves its placement now: close its segment (progress, GPU-seconds, energy and cost of
         the time it held the GPUs) and give the GPUs back. One pass over the placement: Gavel-like policies move
         about a hundred jobs a round, so this runs once per move."""
+        held = self._close_segment(js)
+        if self.shares is not None:
+            self._vacate_shares(js, held)
+            return
         now = self.now
-        held = now - js.seg_start
-        # max(0, x) as conditionals (the same floats): two builtin calls fewer per job that leaves its GPUs
-        productive = now - js.productive_start
-        progress = productive * js.rate if productive > 0.0 else 0.0
-        left = js.remaining - progress
-        js.remaining = left if left > 0.0 else 0.0
         placement = js.placement
         assert placement is not None  # only running jobs are vacated
-        if self.record_segments:
-            delay = js.productive_start - js.seg_start
-            self.segments.append(Segment(js.job.job_id, js.seg_start, now, placement, js.rate, delay))
         models, free, free_by_model, busy, index, node_buckets = self._gpu_books
         busy_w, price, extra_w, extra_cost = self._busy_w_per_gpu, self._node_price, self._extra_w, self._extra_cost
         by_model, job_id, record = js.gpu_seconds_by_model, js.job.job_id, self.allocations.append
@@ -489,6 +497,83 @@ class ClusterBook:
         js.version += 1
         self.busy_changed = True
 
+    def _close_segment(self, js: JobState) -> float:
+        """A running job's progress up to now, and its segment (if kept); returns how long it held its GPUs."""
+        now = self.now
+        # max(0, x) as conditionals (the same floats): two builtin calls fewer per job that leaves its GPUs
+        productive = now - js.productive_start
+        progress = productive * js.rate if productive > 0.0 else 0.0
+        left = js.remaining - progress
+        js.remaining = left if left > 0.0 else 0.0
+        if self.record_segments:
+            assert js.placement is not None  # only running jobs are vacated
+            delay = js.productive_start - js.seg_start
+            self.segments.append(Segment(js.job.job_id, js.seg_start, now, js.placement, js.rate, delay))
+        return now - js.seg_start
+
+    def _vacate_shares(self, js: JobState, held: float) -> None:
+        """``_vacate`` in a shared run: the job's share, CPU and memory go back to the ledger; GPU-seconds, energy
+        and cost count its share of each GPU (:mod:`gpuweave.cluster.sharing.ledger`)."""
+        shares = self.shares
+        assert shares is not None and js.placement is not None
+        job_id = js.job.job_id
+        share = shares.share(job_id)
+        node = shares.release(job_id).node
+        k = js.placement[0][1]
+        model = self.node_models[node]
+        js.gpu_seconds_by_model[model] = js.gpu_seconds_by_model.get(model, 0.0) + held * k * share
+        energy = held * k * share * self._busy_w_per_gpu[node]
+        js.energy_j += energy
+        js.cost += energy * self._node_price[node] / 3.6e6
+        js.attained_gpu_seconds += held * k * share
+        self.power_w -= k * share * self._extra_w[node]
+        self.cost_rate -= k * share * self._extra_cost[node]
+        self._resync_node(node)
+        self.allocations.append(AllocationChange(self.now, job_id, node, 0))
+        js.placement = None
+        js.version += 1
+        self.busy_changed = True
+
+    def _resync_node(self, node: int) -> None:
+        """A shared run's integer counts of one node (open GPUs as free, GPUs with a share taken as busy) from
+        the ledger, after its shares changed."""
+        shares = self.shares
+        assert shares is not None
+        model = self.node_models[node]
+        opened = shares.open_gpus(node)
+        self.free_by_model[model] += opened - self.free[node]
+        self.free[node] = opened
+        busy = shares.busy_gpus(node)
+        self.busy_by_model[self.node_model_index[node]] += busy - self._busy_on[node]
+        self._busy_on[node] = busy
+
+    def _occupy_shares(self, starts: list[Start]) -> None:
+        """``_occupy`` in a shared run: the counts and power follow the shares the ledger holds."""
+        shares = self.shares
+        assert shares is not None  # the decision's shares are the ledger's already (_settle_shares)
+        now = self.now
+        for js, placement, rate in starts:
+            job_id = js.job.job_id
+            if js.first_start is None:
+                js.first_start = now
+                delay = self.start_delay
+            else:
+                delay = self.restart_delay
+                js.restarts += 1
+            node, k = placement[0]
+            share = shares.share(job_id)
+            self.power_w += k * share * self._extra_w[node]
+            self.cost_rate += k * share * self._extra_cost[node]
+            self._resync_node(node)
+            self.allocations.append(AllocationChange(now, job_id, node, k))
+            js.placement = placement
+            js.rate = rate
+            js.version += 1
+            js.seg_start = now
+            js.productive_start = now + delay
+            self.running[job_id] = js
+        self.busy_changed = True
+
     def _rollback(self, js: JobState) -> None:
         """Opt-in snapshot roll-back: keep only the progress up to the last multiple of ``snapshot_every``."""
         every = js.job.attrs.get("snapshot_every") if js.job.attrs else None
@@ -505,7 +590,17 @@ class ClusterBook:
         """Validate a decision whole (nothing is applied unless all of it is valid), then apply it: stops, then
         moves and starts. Returns a :data:`Start` for every job it started or moved; each job's state then holds
         its new placement, rate and ``productive_start`` (after its start or restart delay). ``policy`` (the deciding
-        policy's name) begins an InvalidDecisionError's message, with the time."""
+        policy's name) begins an InvalidDecisionError's message, with the time. In a shared run a decision that breaks
+        a rule gives back the shares its plan took (:meth:`ShareLedger.rollback`)."""
+        if self.shares is None:
+            return self._apply(decision, policy)
+        try:
+            return self._apply(decision, policy)
+        except InvalidDecisionError:
+            self.shares.rollback()
+            raise
+
+    def _apply(self, decision: Decision, policy: str) -> list[Start]:
         stops, stopped = self._checked_preemptions(decision, policy) if decision.preempt else (_NONE, _NONE_SET)
         delta: dict[int, int] = {}
         for js in stops:
@@ -518,13 +613,26 @@ class ClusterBook:
             if start is not None:
                 starts.append(start)
         free = self.free
-        for node, d in delta.items():
+        for node, d in delta.items() if self.shares is None else ():  # a shared run's ledger checks its shares
             if free[node] + d < 0:
                 raise InvalidDecisionError(
                     f"{self._who(policy)}: capacity: node {self.nodes[node].name} would need "
                     f"{free[node] - (free[node] + d)} more GPUs than it has free"
                 )
+        if self.shares is not None:
+            self._settle_shares(stops, starts, policy)
         return self._stop_and_start(stops, starts)
+
+    def _settle_shares(self, stops: list[JobState], starts: list[Start], policy: str) -> None:
+        """A shared run's decision, checked against the ledger's free shares before anything changes: tasks start
+        and end, and are never stopped or moved (the policies that drive a shared run do neither)."""
+        assert self.shares is not None
+        if stops or any(js.placement is not None for js, _, _ in starts):
+            raise InvalidDecisionError(f"{self._who(policy)}: a run on shared GPUs neither preempts nor moves tasks")
+        try:
+            self.shares.settle([(js, placement) for js, placement, _ in starts])
+        except InvalidDecisionError as exc:
+            raise InvalidDecisionError(f"{self._who(policy)}: {exc}") from None
 
     def _checked_preemptions(self, decision: Decision, policy: str) -> tuple[list[JobState], set[str]]:
         """The running jobs the decision preempts; preempting a job that is not running is invalid."""
@@ -636,6 +744,9 @@ class ClusterBook:
     def _occupy(self, starts: list[Start]) -> None:
         """Start each job on its placement now (GPUs taken, segment opened after its start or restart delay). One
         loop for the whole decision: about a hundred starts a round under Gavel."""
+        if self.shares is not None:
+            self._occupy_shares(starts)
+            return
         now = self.now
         models, free, free_by_model, busy, index, node_buckets = self._gpu_books
         extra_w, extra_cost, record, running = self._extra_w, self._extra_cost, self.allocations.append, self.running

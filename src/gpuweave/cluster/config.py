@@ -44,14 +44,24 @@ class SimulationConfig(BaseModel):
         None, ge=ROUND_LENGTH.lo, le=MAX_SECONDS, description="override the policy's round length (s)"
     )
     profiles: str | None = Field(
-        None, description="profile CSV, or a directory of Pollux application traces; None = bundled Gavel throughputs"
+        None,
+        description="profile CSV, a directory of Pollux application traces, or 'traced' (every job at its trace's "
+        "duration on any GPU: a replay); None = bundled Gavel throughputs",
     )
     extrapolate_profiles: bool = Field(False, description="extrapolate throughputs to GPU counts beyond the table")
     placement: Literal["physical", "ideal"] | None = Field(
         None, description="override the cluster's placement: ideal = every placement runs consolidated"
     )
     placement_rule: str | None = Field(
-        None, description="where a gang goes on a GPU model (gpuweave cluster placements); None = packed"
+        None,
+        description="where a gang goes on a GPU model, or a task placement for jobs sharing GPUs (fgd, best-fit, "
+        "...; gpuweave cluster placements); None = packed",
+    )
+
+    sharing: Literal["whole", "fraction", "mig"] | None = Field(
+        None,
+        description="a shared run (task placement) with every node group's sharing set to this: whole (shares "
+        "rounded up to the GPU), fraction or mig; None = each group's own",
     )
 
     @field_validator("cluster", "trace", "profiles")
@@ -67,21 +77,26 @@ class SimulationConfig(BaseModel):
     @field_validator("placement_rule")
     @classmethod
     def _known_rule(cls, value: str | None) -> str | None:
-        known = names_placing("gangs")
+        known = names_placing("gangs") + names_placing("tasks")
         if value is not None and value not in known:
-            raise ValueError(f"unknown placement rule {value!r} for whole-GPU gangs (known: {', '.join(known)})")
+            raise ValueError(f"unknown placement rule {value!r} (known: {', '.join(known)})")
         return value
 
     @model_validator(mode="after")
     def _within_limits(self) -> SimulationConfig:
         if self.trace is None:
             check_limit("trace_jobs", self.jobs, "generated jobs", field="jobs")
+        if self.sharing is not None and self.placement_rule not in names_placing("tasks"):
+            raise ValueError(
+                f"sharing: {self.sharing} is for tasks on shared GPUs: give a task placement as placement_rule "
+                f"({', '.join(names_placing('tasks'))})"
+            )
         return self
 
     def key(self) -> str:
         """Stable hash of the config (sweep cache key); an unset placement or placement rule leaves the key as it
         was before they existed."""
-        unset = {name for name in ("placement", "placement_rule") if getattr(self, name) is None}
+        unset = {name for name in ("placement", "placement_rule", "sharing") if getattr(self, name) is None}
         return config_key(self.model_dump(mode="json", exclude=unset or None))
 
 

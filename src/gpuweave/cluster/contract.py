@@ -42,6 +42,8 @@ class ClusterPolicy(ABC):
     default_round_length: ClassVar[float | None] = None
     default_reacts_to_events: ClassVar[bool] = False
     forks_jobs: ClassVar[bool] = False
+    # places every job through ClusterView.placement and never preempts: a task placement can drive it (shared GPUs)
+    places_tasks: ClassVar[bool] = False
 
     def __init__(
         self, *, round_length: float | None = None, seed: int = 0, reacts_to_events: bool | None = None

@@ -77,7 +77,7 @@ class Plan:
     repeatedly within one scheduling step.
     """
 
-    __slots__ = ("view", "free", "free_by_model", "decision", "free_index", "touched")
+    __slots__ = ("view", "free", "free_by_model", "decision", "free_index", "touched", "shares")
 
     def __init__(self, view: ClusterView) -> None:
         self.view = view
@@ -89,6 +89,9 @@ class Plan:
         index = view.free_index
         self.free_index: FreeIndex | None = index if index.buckets else None
         self.touched: set[int] = set() if index.buckets else _UNTRACKED
+        # A shared run's ledger (None: whole GPUs): a start takes its share there at once, and the plan's counts
+        # of the nodes it starts on are read back from it (gpuweave.cluster.sharing.ledger).
+        self.shares = view.shares
 
     def most_free(self) -> int:
         """Free GPUs of the GPU model with the most (no one-model gang wider than this can start)."""
@@ -101,6 +104,12 @@ class Plan:
             self.free_by_model[nodes[node].gpu_model] -= n
         if self.free_index is not None:
             self.touched.update(node for node, _ in placement)
+        if self.shares is not None:
+            self.shares.take(js, placement)
+            for node, _ in placement:
+                opened = self.shares.open_gpus(node)
+                self.free_by_model[nodes[node].gpu_model] += opened - self.free[node]
+                self.free[node] = opened
         self.decision.assign[js.job.job_id] = placement
 
     def stop(self, js: JobState) -> None:

@@ -81,7 +81,29 @@ def summarize(rec: SimulationRecords) -> dict[str, float | int]:
     for m, u in by_model.items():
         out[f"utilization_{m}"] = float(u)
     out.update(useful_work(rec))
+    if rec.shares is not None:
+        out.update(sharing_metrics(rec.shares.series, rec.total_gpus, rec.end_time))
     return out
+
+
+def sharing_metrics(series: list[tuple[float, int, float, float]], total_gpus: int, end: float) -> dict[str, float]:
+    """A shared run's time-weighted means over its records (time, used milli-GPUs, fragment, fragment ratio %),
+    each row holding until the next (the last until ``end``): ``gpu_allocation`` (% of the GPUs held, counting
+    shares), ``fragment_ratio`` (% of the idle share that the typical tasks could not use, FGD's measure) and the
+    peak allocation. O(rows)."""
+    if not series:
+        return {}
+    times = np.array([row[0] for row in series] + [max(end, series[-1][0])], dtype=float)
+    spans = np.diff(times)
+    used = np.array([row[1] for row in series], dtype=float) / (10.0 * total_gpus)
+    ratio = np.array([row[3] for row in series], dtype=float)
+    total = float(spans.sum())
+    weights = spans / total if total > 0 else np.full(len(spans), 1.0 / len(spans))
+    return {
+        "mean_gpu_allocation_pct": float((used * weights).sum()),
+        "peak_gpu_allocation_pct": float(used.max()),
+        "mean_fragment_ratio_pct": float((ratio * weights).sum()),
+    }
 
 
 def useful_work(rec: SimulationRecords) -> dict[str, float]:
@@ -111,6 +133,8 @@ def useful_work(rec: SimulationRecords) -> dict[str, float]:
         if weighted <= 0.0:
             continue  # no consolidated rate known on the models it ran on: its work is not counted as useful
         useful = done * seconds_known / weighted * job.num_gpus
+        if rec.shares is not None:  # a task's work is worth the share of each GPU it asked for
+            useful *= rec.shares.asked_share(job)
         useful_total += useful
         if js.end is not None and useful > 0.0 and job.num_gpus > 1:
             delays = rec.start_delay + js.restarts * rec.restart_delay

@@ -90,6 +90,8 @@ def write_streamed_run(
         with CsvRecordSink(staging, nodes, list(dict.fromkeys(n.gpu_model for n in nodes))) as sink:
             rec = run(sink)
         _write_jobs(rec, staging / "jobs.csv")
+        if rec.shares is not None:
+            _write_sharing(rec.shares.series, staging / "sharing.csv")
         done["rec"], done["summary"] = rec, summarize(rec)
 
     write_result(
@@ -111,6 +113,18 @@ def _extra(rec: SimulationRecords, config: dict[str, Any]) -> dict[str, Any]:
         "cluster": {"total_gpus": rec.total_gpus, "gpus_by_model": rec.gpus_by_model},
         "definitions": DEFINITIONS,
     }
+
+
+SHARING_COLUMNS = ("time_s", "used_milli_gpus", "fragment_milli_gpus", "fragment_ratio_pct")
+
+
+def _write_sharing(series: list[tuple[float, int, float, float]], path: Path) -> None:
+    """A shared run's used share and fragmentation over time: one row per instant they changed."""
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(SHARING_COLUMNS)
+        for t, used, fragment, ratio in series:
+            writer.writerow((fmt(t), used, fmt(fragment), fmt(ratio)))
 
 
 def _write_jobs(rec: SimulationRecords, path: Path) -> None:

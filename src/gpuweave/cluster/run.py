@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING
 
 from gpuweave.cluster.config import SimulationConfig
 from gpuweave.cluster.contract import ClusterPolicy
-from gpuweave.cluster.placements import make_placement
+from gpuweave.cluster.placements import make_run_placement
 from gpuweave.cluster.policies import make_policy
 from gpuweave.cluster.results import write_streamed_run
 from gpuweave.cluster.simulator import RecordSink, SimulationRecords, Simulator
 from gpuweave.engine.gc_pause import old_objects_left_alone
+from gpuweave.errors import InputError
 from gpuweave.workload.profile_source import ProfileSource
+from gpuweave.workload.traced_rates import TRACED, TracedDurations
 
 if TYPE_CHECKING:
     from gpuweave.hardware.cluster_spec import Node
@@ -40,7 +42,15 @@ def prepare(config: SimulationConfig, jobs: list[Job] | None = None) -> Prepared
 
     spec = load_cluster(config.cluster)
     nodes = spec.expand()
-    profiles = load_profiles(config.profiles, extrapolate=config.extrapolate_profiles)
+    if config.sharing is not None:
+        nodes = with_sharing(nodes, config.sharing)
+    profiles: ProfileSource
+    if config.profiles == TRACED:  # every job at its trace's duration, on any GPU (a replay)
+        if config.trace is None:
+            raise InputError("profiles: traced runs a trace's own durations; give a trace", field="profiles")
+        profiles = TracedDurations()
+    else:
+        profiles = load_profiles(config.profiles, extrapolate=config.extrapolate_profiles)
     max_gpus = max(spec.gpus_by_model().values())
     # The cyclic collector left off the jobs while they are made: otherwise its full collections walk the growing
     # trace again and again (a generated 3 x 10^5-job trace: 1.05 s of CPU with them, 0.74 s without).
@@ -54,10 +64,23 @@ def prepare(config: SimulationConfig, jobs: list[Job] | None = None) -> Prepared
         else:
             from gpuweave.workload.traces.generate import generate_philly_like
 
+            assert not isinstance(profiles, TracedDurations)  # refused above
             jobs = generate_philly_like(config.jobs, config.rate_per_hour, config.seed, profiles=profiles)
     ideal = (config.placement or spec.placement) == "ideal"
     notes = unprofiled_gpus(spec.gpus_by_model(), profiles, config.profiles)
     return PreparedRun(config, nodes, jobs, profiles, gpu_power(nodes), ideal, notes)
+
+
+def with_sharing(nodes: list[Node], sharing: str) -> list[Node]:
+    """Every node with its GPUs shared as ``sharing`` says (a run config's ``sharing``); MIG needs MIG-capable GPUs
+    (InputError naming the models that are not)."""
+    from gpuweave.hardware.catalog import get_gpu
+
+    if sharing == "mig":
+        lacking = sorted({n.gpu_model for n in nodes if not get_gpu(n.gpu_model).mig_capable})
+        if lacking:
+            raise InputError(f"sharing mig needs MIG-capable GPUs; {', '.join(lacking)} are not", field="sharing")
+    return [dataclasses.replace(n, sharing=sharing) for n in nodes]
 
 
 def unprofiled_gpus(gpus_by_model: dict[str, int], profiles: ProfileSource, source: str | None) -> list[str]:
@@ -113,7 +136,7 @@ def simulate(
         restart_delay=config.restart_delay,
         start_delay=config.start_delay,
         ideal_placement=prepared.ideal_placement,
-        placement=make_placement(config.placement_rule),
+        placement=make_run_placement(config.placement_rule),
         progress=progress,
         sink=sink,
         record_segments=record_segments,

@@ -43,16 +43,20 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from heapq import heappush
+from typing import TYPE_CHECKING
 
 from gpuweave.cluster.book import AllocationChange, ClusterBook, RecordSink, Segment, TimeseriesRow
 from gpuweave.cluster.contract import ClusterPolicy
-from gpuweave.cluster.placements import PlacementRule
+from gpuweave.cluster.placements import PlacementRule, TaskPlacement
 from gpuweave.cluster.state import ClusterView, JobState, queue_set
 from gpuweave.engine.loop import STALE, EventLoop
-from gpuweave.errors import InvalidDecisionError
+from gpuweave.errors import InputError, InvalidDecisionError
 from gpuweave.hardware.cluster_spec import Node
 from gpuweave.workload.job import Job
 from gpuweave.workload.profile_source import ProfileSource
+
+if TYPE_CHECKING:
+    from gpuweave.cluster.sharing.ledger import ShareLedger
 
 __all__ = ["AllocationChange", "RecordSink", "Segment", "SimulationRecords", "Simulator", "STALL_ROUNDS"]
 
@@ -90,6 +94,9 @@ class SimulationRecords:
     consolidated_rate: Callable[[Job, str], float] | None = None
     start_delay: float = 0.0
     restart_delay: float = 0.0
+    # A shared run (jobs holding shares of GPUs): the ledger, whose ``share`` scales a job's useful GPU-seconds and
+    # whose ``series`` is the cluster's used share and fragmentation over time (sharing.csv). None: whole GPUs.
+    shares: ShareLedger | None = None
 
 
 def book_records(book: ClusterBook, start_time: float, events: int, decisions: int) -> SimulationRecords:
@@ -111,7 +118,21 @@ def book_records(book: ClusterBook, start_time: float, events: int, decisions: i
         consolidated_rate=lambda job, model: book.job_model_rate(job, model, True),
         start_delay=book.start_delay,
         restart_delay=book.restart_delay,
+        shares=book.shares,
     )
+
+
+def check_places_tasks(policy: ClusterPolicy, placement: TaskPlacement) -> None:
+    """InputError unless ``policy`` places through the run's rule, so a task placement can choose its nodes."""
+    if not policy.places_tasks:
+        from gpuweave.cluster.policies import POLICIES
+
+        able = [name for name, entry in POLICIES.entries().items() if getattr(entry.impl, "places_tasks", False)]
+        raise InputError(
+            f"policy '{policy.name}' places jobs by its own rule, so task placement '{placement.name}' cannot choose "
+            f"their nodes; with shared GPUs use one of: {', '.join(able)}",
+            field="policy",
+        )
 
 
 class Simulator:
@@ -130,17 +151,28 @@ class Simulator:
         record_segments: bool = True,
         max_time: float = math.inf,
         ideal_placement: bool = False,
-        placement: PlacementRule | None = None,
+        placement: PlacementRule | TaskPlacement | None = None,
         progress: Callable[[int], None] | None = None,
         sink: RecordSink | None = None,
     ) -> None:
         """``nodes``, ``jobs``, ``profiles``, ``gpu_power``, the delays, ``record_segments`` and
         ``ideal_placement`` make the book (:class:`~gpuweave.cluster.book.ClusterBook`); ``placement`` is the rule
-        policies place gangs by (None: the default, :mod:`gpuweave.cluster.placements`); ``progress(done)`` is
+        policies place gangs by (None: the default, :mod:`gpuweave.cluster.placements`), or a task placement: then
+        jobs are tasks sharing GPUs, CPU and memory (:mod:`gpuweave.cluster.sharing.ledger`; only a policy that
+        places through the run's rule, ``places_tasks``, can drive it; ties between nodes follow an order seeded
+        with the policy's seed); ``progress(done)`` is
         called with the number of finished jobs about every 1% of the trace (for a progress bar). ``sink`` takes
         the allocation changes and time-series rows in chunks of :data:`SINK_ROWS` as the run goes (memory stays
         bounded; see :class:`RecordSink`); the records then hold only what was not yet handed over (nothing, after
         ``run``)."""
+        shares = None
+        if isinstance(placement, TaskPlacement):
+            # imported here: numpy and the sharing arrays are for shared runs only
+            from gpuweave.cluster.sharing.ledger import ShareLedger, ShareRule
+
+            check_places_tasks(policy, placement)
+            shares = ShareLedger(nodes, jobs, placement, policy.seed)
+            placement = ShareRule(shares)
         self.book = ClusterBook(
             nodes,
             jobs,
@@ -151,6 +183,7 @@ class Simulator:
             record_segments=record_segments,
             ideal_placement=ideal_placement,
             forks_jobs=policy.forks_jobs,  # opt-in job forking (HadarE, spec hadar.md §3)
+            shares=shares,
         )
         self.policy = policy
         self.round_length = policy.round_length
@@ -253,6 +286,8 @@ class Simulator:
                 for js, _placement, _rate in book.apply(decision, self._policy_name):
                     finish = js.productive_start + js.remaining / js.rate
                     heappush(heap, (finish, COMPLETION, seq(), COMPLETION, (js, js.version)))
+            elif book.shares is not None:  # a plan that started nothing may still have taken shares
+                book.shares.rollback()
             if tick:
                 self._count_idle_round()
             else:

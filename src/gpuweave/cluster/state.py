@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from _typeshed import SupportsKeysAndGetItem
 
     from gpuweave.cluster.free_index import FreeIndex
+    from gpuweave.cluster.sharing.ledger import ShareLedger
     from gpuweave.hardware.cluster_spec import Node
     from gpuweave.workload.profile_source import ProfileSource
 
@@ -135,6 +136,7 @@ class ClusterState(Protocol):
     restart_delay: float
     ideal_placement: bool
     fastest_cache: dict[tuple[str, int, tuple[str, ...] | None], list[str]]
+    shares: ShareLedger | None
 
     def placement_rate(self, job: Job, num_gpus: int, placement: Placement, strict: bool = True) -> float: ...
 
@@ -166,6 +168,7 @@ class ClusterView:
         "running",
         "round_length",
         "placement",
+        "shares",
     )
 
     def __init__(
@@ -184,6 +187,8 @@ class ClusterView:
         self.round_length = round_length  # seconds between the policy's rounds (None: event-driven)
         # where on a GPU model a gang goes (cluster.placements; the run config's placement_rule)
         self.placement: PlacementRule = placement if placement is not None else make_placement()
+        # a shared run's ledger (tasks holding shares of GPUs; None: whole GPUs), read by plans
+        self.shares: ShareLedger | None = book.shares
 
     @property
     def now(self) -> float:

@@ -8,7 +8,8 @@ clips the time axes of the time-series plots at :func:`activity_horizon` with a 
 would otherwise squeeze the interesting part into a corner. Times are simulated time, each time axis in the unit
 the magnitude of what it shows calls for (seconds, minutes, hours or days: :func:`gpuweave.units.axis_unit`, the
 unit the report's tables and sentences use for the same durations), named in the axis label and in the CSV's
-column (``jct_h``, ``time_min``).
+column (``jct_h``, ``time_min``). Shared runs (tasks holding shares of GPUs) add one figure, the share held and FGD's
+fragmentation ratio over time (:func:`plot_sharing`); a report of whole-GPU runs has none.
 Complexity: O(rows of the runs' CSV files) plus matplotlib's drawing.
 """
 
@@ -37,7 +38,7 @@ from gpuweave.plotting import (
     series_style,
     write_csv,
 )
-from gpuweave.report.rundir import LABEL_MAX, RunData, _short, config_part
+from gpuweave.report.rundir import LABEL_MAX, SHARING_REQUIRED, RunData, _short, config_part
 from gpuweave.report.section import Figure
 from gpuweave.units import Unit, axis_unit, duration_text, time_metric_unit
 
@@ -65,12 +66,15 @@ def _time_label(what: str, unit: Unit, extra: str = "") -> str:
 
 
 def merge_identical(runs: Sequence[RunData]) -> list[RunData]:
-    """One run per set of runs with identical jobs.csv and timeseries.csv numbers, labelled ``a = b = c``."""
+    """One run per set of runs with identical jobs.csv and timeseries.csv numbers (and sharing.csv numbers, or
+    none), labelled ``a = b = c``."""
     keys = []
     for run in runs:
         jobs = tuple(run.jobs[c].to_numpy(dtype=float) for c in ("arrival", "end", "jct") if c in run.jobs)
         series = tuple(run.timeseries[c].to_numpy(dtype=float) for c in run.timeseries.columns)
-        keys.append((jobs, series, tuple(run.timeseries.columns)))
+        # two shared runs alike in jobs and busy GPUs may still differ in what they hold and fragment
+        shares = None if run.sharing is None else tuple(run.sharing[c].to_numpy(dtype=float) for c in SHARING_REQUIRED)
+        keys.append((jobs, series, tuple(run.timeseries.columns), shares))
     groups = group_identical([run.label for run in runs], keys)
     return [dataclasses.replace(runs[members[0]], label=label) for label, members in groups]
 
@@ -488,17 +492,114 @@ def plot_gru_cdf(runs: Sequence[RunData], path: Path, round_length: float = GRU_
     return Figure(save(fig, path), caption + _merged_sentence(runs), csv)
 
 
+def _sharing_series(run: RunData, t0: float, unit: Unit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(times since ``t0`` in ``unit``, % of the cluster's GPUs held, fragmentation ratio %) of a shared run's
+    sharing.csv; the last row holds until the run's last record, so it is drawn to there."""
+    df = run.sharing
+    t = df["time_s"].to_numpy(dtype=float)
+    held = df["used_milli_gpus"].to_numpy(dtype=float) / (10.0 * run.total_gpus)  # 1000 milli-GPUs = 100 %
+    ratio = df["fragment_ratio_pct"].to_numpy(dtype=float)
+    last = float(run.timeseries["time"].max())
+    if last > t[-1]:
+        t, held, ratio = np.append(t, last), np.append(held, held[-1]), np.append(ratio, ratio[-1])
+    return _in(t - t0, unit), held, ratio
+
+
+def _sharing_sentence(runs: Sequence[RunData]) -> str:
+    """Which run holds the most of the GPUs on average and which fragments least, from the summaries' time-weighted
+    means (``mean_gpu_allocation_pct``, ``mean_fragment_ratio_pct``); for one run, its own means."""
+    held = _means(runs, "mean_gpu_allocation_pct")
+    frag = _means(runs, "mean_fragment_ratio_pct")
+    if len(runs) == 1:
+        parts = [f"holds {held[0][0]:.1f}% of the GPUs on average"] if held else []
+        parts += [f"its fragmentation ratio averages {frag[0][0]:.2f}%"] if frag else []
+        return f" Time-weighted over the run, {runs[0].label} {' and '.join(parts)}." if parts else ""
+    parts = (
+        [_extremes(held, True, "holds the most of the GPUs on average", "", "the runs hold alike")]
+        if len(held) > 1
+        else []
+    )
+    parts += (
+        [_extremes(frag, False, "fragments least", "a mean ratio of ", "the runs fragment alike")]
+        if len(frag) > 1
+        else []
+    )
+    return f" Time-weighted over each run, {'; '.join(parts)}." if parts else ""
+
+
+def _means(runs: Sequence[RunData], metric: str) -> list[tuple[float, str]]:
+    values = [(run.metrics.get(metric), run.label) for run in runs]
+    return [(float(v), label) for v, label in values if isinstance(v, (int, float)) and math.isfinite(v)]
+
+
+def _extremes(pairs: list[tuple[float, str]], high: bool, verb: str, lead: str, alike: str) -> str:
+    """``best verb (lead x% against worst's y%)``, in as many decimals (1 to 3) as tell the two apart."""
+    ordered = sorted(pairs, key=lambda p: -p[0] if high else p[0])
+    (best, name), (worst, other) = ordered[0], ordered[-1]
+    if round(best, 3) == round(worst, 3):
+        return f"{alike} ({best:.1f}%)"
+    digits = next(d for d in (1, 2, 3) if round(best, d) != round(worst, d))
+    return f"{name} {verb} ({lead}{best:.{digits}f}% against {other}'s {worst:.{digits}f}%)"
+
+
+def plot_sharing(runs: Sequence[RunData], path: Path) -> Figure:
+    """Shared runs' GPU share held (% of the cluster's GPUs, fractions counted) above their fragmentation ratio
+    (FGD's: % of the idle share the typical tasks could not use) over time, on one time axis, a step line per run
+    with a sharing.csv; the others (whole-GPU runs) are left out and named in the caption. FGD judges a placement
+    by both at once: holding more of the GPUs is worth little if it leaves the idle rest in fragments no task fits.
+    At least one run must have a sharing table. O(rows of the sharing tables) plus matplotlib's drawing."""
+    shared = [run for run in runs if run.sharing is not None]
+    left_out = [run.label for run in runs if run.sharing is None]
+    t0 = _start(shared)
+    clip, end = activity_horizon(shared)
+    unit = _time_unit(clip)
+    fig, axes = figure(2, 1, height=6.2, sharex=True)
+    top, bottom = axes[0, 0], axes[1, 0]
+    rows: list[tuple[Any, ...]] = []
+    peak = 100.0
+    for i, run in enumerate(shared):
+        x, held, ratio = _sharing_series(run, t0, unit)
+        top.step(x, held, where="post", linewidth=1.2, label=plot_text(run.label), **series_style(i))
+        bottom.step(x, ratio, where="post", linewidth=1.2, **series_style(i))
+        rows += [(run.label, a, b, c) for a, b, c in zip(x, held, ratio)]
+        peak = max(peak, float(held.max()))
+    top.set_ylim(0, 1.03 * peak)
+    bottom.set_ylim(bottom=0)
+    top.set_ylabel("GPUs held (%)", fontsize="small")
+    bottom.set_ylabel("fragmented (% of idle)", fontsize="small")
+    bottom.set_xlabel(_time_label("time since the first arrival", unit), fontsize="small")
+    _clip_note(top, clip, end, unit, panel=False)
+    _suptitle(fig, "GPU share held and fragmentation over time", clip, end)
+    legend_outside(top, len(shared))
+    header = ("series", f"time_{unit.symbol}", "gpus_held_pct", "fragment_ratio_pct")
+    csv = write_csv(path.with_suffix(".csv"), header, rows)
+    caption = (
+        "Share of the cluster's GPUs held by running tasks (fractional shares counted, top) and FGD's fragmentation "
+        "ratio (the share of the idle GPU capacity the workload's typical tasks could not use, bottom) over time "
+        "since the first arrival, one step line per shared run. Higher on top is more of the cluster at work; "
+        "lower below is idle capacity the coming tasks can still use. Look where the lines part: a run holding less "
+        "while its fragmentation is higher is losing GPUs to fragments." + _sharing_sentence(shared)
+    )
+    if left_out:
+        caption += f" Left out, having no sharing.csv (whole-GPU runs): {'; '.join(left_out)}."
+    return Figure(save(fig, path), caption + _clip_sentence(shared, clip, end) + _merged_sentence(shared), csv)
+
+
 def plot_runs(runs: Sequence[RunData], out_dir: Path) -> list[Figure]:
-    """Every cluster plot of the runs into ``out_dir``, identical runs merged first."""
+    """Every cluster plot of the runs into ``out_dir``, identical runs merged first; the sharing figure only when
+    some run is a shared run (whole-GPU reports stay as they were)."""
     out_dir = Path(out_dir)
     merged = merge_identical(runs)
-    return [
+    figures = [
         plot_jct_cdf(merged, out_dir / "jct_cdf.png"),
         plot_completed_over_time(merged, out_dir / "completed_jobs.png"),
         plot_busy_gpus(merged, out_dir / "busy_gpus.png"),
         plot_gru_cdf(merged, out_dir / "gru_cdf.png"),
         plot_power(merged, out_dir / "power.png"),
     ]
+    if any(run.sharing is not None for run in merged):
+        figures.append(plot_sharing(merged, out_dir / "sharing_over_time.png"))
+    return figures
 
 
 #: sweep grid fields that name what ran (shown bare in a group's label, and picking its colour family)

@@ -1,8 +1,9 @@
 """Read a run directory written by :func:`gpuweave.cluster.run.run_simulation`.
 
 A run directory holds ``summary.json``, ``jobs.csv``, ``timeseries.csv`` (and ``allocations.csv``, which
-the report does not need). Anything missing or malformed raises :class:`~gpuweave.errors.InputError`
-naming the file (and the row and field for tables).
+the report does not need); a shared run (tasks holding shares of GPUs) also ``sharing.csv``, its used share and
+fragmentation over time. Anything missing or malformed raises :class:`~gpuweave.errors.InputError` naming the file
+(and the row and field for tables). Complexity: O(rows of the tables read).
 """
 
 from __future__ import annotations
@@ -21,17 +22,26 @@ from gpuweave.results import read_summary
 
 JOBS_REQUIRED = ("job_id", "arrival", "end", "jct")
 TIMESERIES_REQUIRED = ("time", "busy_total", "power_w")
+#: a shared run's sharing.csv (gpuweave.cluster.results writes it): one row per instant the values changed
+SHARING_REQUIRED = ("time_s", "used_milli_gpus", "fragment_milli_gpus", "fragment_ratio_pct")
 
 
 @dataclass
 class RunData:
-    """One run directory, loaded: the summary plus the job and timeseries tables (pandas DataFrames)."""
+    """One run directory, loaded: the summary plus the job and timeseries tables (pandas DataFrames), and a shared
+    run's sharing table (None for a whole-GPU run, which has no sharing.csv)."""
 
     path: Path
     summary: dict[str, Any]
     jobs: Any  # pandas.DataFrame
     timeseries: Any  # pandas.DataFrame
     label: str = ""
+    sharing: Any = None  # pandas.DataFrame, or None
+
+    @property
+    def total_gpus(self) -> int:
+        """The cluster's GPU count (``summary.json``'s ``cluster.total_gpus``; 0 when it is not known)."""
+        return int((self.summary.get("cluster") or {}).get("total_gpus") or 0)
 
     @property
     def policy(self) -> str:
@@ -122,15 +132,31 @@ def read_timeseries(path: Path):
     return df.sort_values("time", kind="stable").reset_index(drop=True)
 
 
+def read_sharing(path: Path):
+    """Read a shared run's ``sharing.csv`` (all columns numeric, none empty), sorted by time."""
+    df = _read_table(path, SHARING_REQUIRED, filled=SHARING_REQUIRED)
+    return df.sort_values("time_s", kind="stable").reset_index(drop=True)
+
+
 def load_run(run_dir: str | Path) -> RunData:
-    """Load one run directory (summary.json, jobs.csv, timeseries.csv)."""
+    """Load one run directory (summary.json, jobs.csv, timeseries.csv, and sharing.csv where there is one)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise InputError("not a directory (expected a run directory)", file=run_dir)
     summary = read_summary(run_dir / "summary.json")
     jobs = read_jobs(run_dir / "jobs.csv")
     timeseries = read_timeseries(run_dir / "timeseries.csv")
-    return RunData(run_dir, summary, jobs, timeseries)
+    run = RunData(run_dir, summary, jobs, timeseries)
+    path = run_dir / "sharing.csv"
+    if path.exists() or path.is_symlink():  # a dangling link is an error (read_sharing says so), not a whole-GPU run
+        run.sharing = read_sharing(path)
+        if run.total_gpus <= 0:  # the share held is a percentage of the cluster's GPUs
+            raise InputError(
+                "a shared run (it has sharing.csv) needs the cluster's GPU count, a whole number above 0",
+                file=run_dir / "summary.json",
+                field="cluster.total_gpus",
+            )
+    return run
 
 
 #: the longest label a run gets (a report's column heading, a legend entry, a bar's tick)

@@ -73,9 +73,7 @@ class PlacementRule(ABC):
     name: ClassVar[str] = ""
 
     @abstractmethod
-    def place(
-        self, capacity: FreeCapacity, js: JobState, model: str, *, allow_spread: bool = True
-    ) -> Placement | None:
+    def place(self, capacity: FreeCapacity, js: JobState, model: str, *, allow_spread: bool = True) -> Placement | None:
         """Nodes of ``model`` for all of the job's GPUs within ``capacity``'s free GPUs, on which the job can run
         (its rate there is positive), or None. ``allow_spread=False``: one node or nothing."""
 
@@ -158,6 +156,14 @@ def make_placement(name: str | None = None) -> PlacementRule:
         return cls()
     except TypeError as exc:
         raise InputError(f"placement rule '{name}' cannot be built: {exc}", field="placement_rule") from None
+
+
+def make_run_placement(name: str | None = None) -> PlacementRule | TaskPlacement:
+    """A simulation's placement (a run config's ``placement_rule``): a gang rule, or a task placement, which makes
+    the run's jobs tasks on shared GPUs (:mod:`gpuweave.cluster.sharing.ledger`)."""
+    if name is not None and name in PLACEMENTS and placement_kind(PLACEMENTS.get(name).impl) == "tasks":
+        return make_task_placement(name)
+    return make_placement(name)
 
 
 def make_task_placement(name: str) -> TaskPlacement:

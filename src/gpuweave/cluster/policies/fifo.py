@@ -20,6 +20,8 @@ from gpuweave.cluster.state import ClusterView
 
 @register_policy("fifo")
 class FifoPolicy(ClusterPolicy):
+    places_tasks = True
+
     def __init__(self, strict: bool = True, *, round_length: float | None = None, seed: int = 0) -> None:
         super().__init__(round_length=round_length, seed=seed)
         self.strict = strict

@@ -26,9 +26,12 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from functools import partial
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from gpuweave.cluster.state import ClusterView, JobState
+
+if TYPE_CHECKING:
+    from gpuweave.cluster.sharing.ledger import ShareLedger
 
 Key = Any  # the policy's order; must be unique per job and comparable
 StartClass = tuple[int, str]
@@ -46,7 +49,7 @@ class PendingIndex:
     ``strict``: head-of-line blocking; one queue, since only its head is ever offered.
     """
 
-    __slots__ = ("_key_of", "_strict", "_fifo", "_known", "_classes", "_heads", "_counts", "_seq")
+    __slots__ = ("_key_of", "_strict", "_fifo", "_known", "_classes", "_heads", "_counts", "_seq", "_shares")
 
     def __init__(self, key_of: Callable[[JobState, int], Key], *, strict: bool = False) -> None:
         """``key_of(js, seq)`` is the job's order key; ``seq`` counts jobs in the order they became pending."""
@@ -62,6 +65,9 @@ class PendingIndex:
         self._heads: dict[int, list[tuple[Key, StartClass]]] = {}
         self._counts: list[int] = []  # distinct GPU counts, ascending
         self._seq = 0
+        # A shared run's ledger: jobs of one (GPUs, type) fit alike only if they ask the same shares, so its start
+        # classes also name the request (ShareLedger.start_class). None: whole GPUs.
+        self._shares: ShareLedger | None = None
 
     def __len__(self) -> int:
         return len(self._known)
@@ -102,7 +108,10 @@ class PendingIndex:
     def _add(self, js: JobState) -> None:
         job = js.job
         count = 0 if self._strict else job.num_gpus
-        cls = (count, "" if self._strict else job.job_type)
+        if self._strict:
+            cls = _ONE_QUEUE
+        else:
+            cls = (count, job.job_type if self._shares is None else self._shares.start_class(job))
         heap = self._classes.get(cls)
         if heap is None:
             heap = self._classes[cls] = deque() if self._fifo else []
@@ -138,6 +147,9 @@ class PendingIndex:
         pending = view.pending
         if not pending:
             return False
+        if view.shares is not self._shares:
+            self._shares = view.shares
+            self._rebuild(pending)
         self.sync(pending)
         return self.fits_any(max(view.free_by_model.values()))
 

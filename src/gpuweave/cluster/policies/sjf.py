@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 @register_policy("sjf")
 class SjfPolicy(ClusterPolicy):
+    places_tasks = True
+
     def __init__(self, *, round_length: float | None = None, seed: int = 0) -> None:
         super().__init__(round_length=round_length, seed=seed)
         # the view whose rates the oracle reads (the same object for a policy's whole run)

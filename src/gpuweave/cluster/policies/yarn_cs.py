@@ -24,6 +24,8 @@ from gpuweave.cluster.state import ClusterView, JobState
 
 @register_policy("yarn-cs")
 class YarnCapacityPolicy(ClusterPolicy):
+    places_tasks = True
+
     def __init__(
         self, strict: bool = False, type_choice: str = "random", *, round_length: float | None = None, seed: int = 0
     ) -> None:

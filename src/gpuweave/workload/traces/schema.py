@@ -429,7 +429,7 @@ def _check_ids_and_types(
     if profiles is not None:
         known = set(profiles.job_types())
         for position, job_type in enumerate(out["job_type"].tolist()):
-            if job_type not in known:
+            if job_type not in known and job_type not in profiles:  # `in`: a source that takes any type (traced)
                 preview = ", ".join(profiles.job_types()[:4])
                 raise InputError(
                     f"unknown job type {job_type!r}: not in the profile store ({len(known)} types, e.g. {preview})",

@@ -1,0 +1,325 @@
+"""Shares in the cluster's book: which task holds what share of which GPU, for the time-based simulator.
+
+Problem: replay a trace whose jobs ask a fraction of one GPU, CPU and memory (openb's pods: creation and deletion
+times, ``gpu_milli``, ``cpu_milli``, ``memory_mib``) through the ordinary simulator, so that any queue policy that
+places through the run's rule (FIFO, SJF, YARN-CS) composes with any task placement (FGD and its baselines,
+:mod:`gpuweave.cluster.placements`), and tasks leave again when they finish (FGD's own experiment never removes a
+task: :mod:`.experiment`).
+
+:class:`ShareLedger` is what the book (:class:`~gpuweave.cluster.book.ClusterBook`) keeps when the run's placement is
+a task placement: the free side of every node as :class:`~.state.SharedNodes` (the arrays FGD's experiment uses),
+each running job's :class:`~.state.Assignment`, one fragment tracker (:class:`~.fragmentation.NodeFragments`,
+against the trace's typical tasks) that the placement scores with, a seeded node priority order for ties (as in
+FGD's simulator), and the fragmentation over time.
+
+How a decision is made and applied:
+
+1. A policy's :class:`~gpuweave.cluster.decision.Plan` asks the run's rule where a job goes; in a shared run the rule
+   is :class:`ShareRule`, which weighs every node the task may use (its allowed models with a positive rate: a task
+   placement chooses across GPU models, as FGD's scheduler does, not within the model the policy offers) and
+   remembers its choice (:meth:`ShareLedger.choose`).
+2. ``Plan.start`` takes the share at once (:meth:`ShareLedger.take`, *provisional*), so the next job of the same
+   call sees it, and sets the plan's free counts from the ledger.
+3. ``ClusterBook.apply`` commits the provisional takes the decision names, takes any it names that were not planned
+   (checked against the free resources), and gives back the ones it does not name (:meth:`ShareLedger.settle`). A
+   decision that breaks a rule gives back every provisional take before the error is raised.
+
+The book's integer counts mean, in a shared run: ``free[node]`` the GPUs of the node with some share free (a task
+of n GPUs needs at least n of them: a necessary condition, which the policies' quick tests read), busy GPUs per
+model the GPUs with some share taken. A GPU's power is its idle power plus its share taken times (max - idle), as
+time-slicing at those shares would draw; a task's GPU-seconds and energy count its share.
+
+Complexity: a choice is O(nodes x GPU slots) numpy work plus the placement's scores; a take or release O(slots).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gpuweave.cluster.placements import FreeCapacity, PlacementRule, TaskPlacement
+from gpuweave.cluster.sharing.fragmentation import NodeFragments, typical_tasks
+from gpuweave.cluster.sharing.mig_slots import held_milli, layout_of
+from gpuweave.cluster.sharing.state import Assignment, SharedNodes, TaskRequest
+from gpuweave.errors import InputError, InvalidDecisionError
+from gpuweave.hardware.node_resources import UNSTATED_CPU_MILLI, UNSTATED_MEMORY_MIB, NodeTable
+from gpuweave.workload.tasks import FULL_GPU_MILLI, TaskTable
+
+if TYPE_CHECKING:
+    from gpuweave.cluster.state import ClusterView, JobState, Placement
+    from gpuweave.hardware.cluster_spec import Node
+    from gpuweave.workload.job import Job
+
+FragmentRow = tuple[float, int, float, float]  # (time, used milli-GPUs, fragment milli-GPUs, fragment ratio %)
+
+
+def node_table_of(nodes: list[Node]) -> NodeTable:
+    """The expanded cluster's nodes as a :class:`NodeTable` (a node without ``cpu_milli``/``memory_mib`` gets the
+    defaults :func:`~gpuweave.hardware.node_resources.node_table_from_spec` gives)."""
+    runs_mig = tuple(n.sharing == "mig" for n in nodes)
+    return NodeTable(
+        names=tuple(n.name for n in nodes),
+        models=tuple(n.gpu_model for n in nodes),
+        cpu_milli=np.array([n.cpu_milli or UNSTATED_CPU_MILLI for n in nodes], dtype=np.int64),
+        memory_mib=np.array([n.memory_mib or UNSTATED_MEMORY_MIB for n in nodes], dtype=np.int64),
+        num_gpus=np.array([n.num_gpus for n in nodes], dtype=np.int64),
+        mig=runs_mig if any(runs_mig) else None,
+    )
+
+
+def _attr_int(job: Job, name: str, default: int) -> int:
+    value = job.attrs.get(name) if job.attrs else None
+    if value is None:
+        return default
+    try:
+        return int(value)  # type: ignore[call-overload,no-any-return]  # a number read by the trace schema
+    except (TypeError, ValueError):  # an empty cell: NaN or pandas' NA
+        return default
+
+
+def job_request(job: Job, index: int, *, whole: bool = False) -> TaskRequest:
+    """A job's request as a task: its trace's ``cpu_milli``, ``memory_mib`` and ``gpu_milli`` (0, 0 and a whole
+    GPU where the trace has none; ``whole``: always a whole GPU), its GPUs and allowed models, the slices of its
+    ``mig_profile`` (if any and not ``whole``)."""
+    if whole:
+        return TaskRequest(
+            index,
+            _attr_int(job, "cpu_milli", 0),
+            _attr_int(job, "memory_mib", 0),
+            job.num_gpus,
+            FULL_GPU_MILLI,
+            job.allowed_models,
+        )
+    profile = job.attrs.get("mig_profile") if job.attrs else None
+    slices = int(str(profile).split("g.", 1)[0]) if isinstance(profile, str) and "g." in profile else 0
+    return TaskRequest(
+        index,
+        _attr_int(job, "cpu_milli", 0),
+        _attr_int(job, "memory_mib", 0),
+        job.num_gpus,
+        _attr_int(job, "gpu_milli", FULL_GPU_MILLI),
+        job.allowed_models,
+        slices,
+    )
+
+
+def requests_table(requests: list[TaskRequest]) -> TaskTable:
+    """The requests as a task table (what the typical tasks of the fragment measure are read from)."""
+    return TaskTable(
+        names=tuple(str(r.index) for r in requests),
+        cpu_milli=np.array([r.cpu_milli for r in requests], dtype=np.int64),
+        memory_mib=np.array([r.memory_mib for r in requests], dtype=np.int64),
+        num_gpus=np.array([r.num_gpus for r in requests], dtype=np.int64),
+        gpu_milli=np.array([r.gpu_milli for r in requests], dtype=np.int64),
+        allowed_models=tuple(r.allowed_models for r in requests),
+    )
+
+
+@dataclass(slots=True)
+class _Choice:
+    node: int
+    gpus: tuple[int, ...]
+    version: int  # the node's version the choice was made at
+
+
+class ShareLedger:
+    """The shares of a running simulation (see module docstring)."""
+
+    def __init__(self, nodes: list[Node], jobs: list[Job], placement: TaskPlacement, seed: int) -> None:
+        self.placement = placement
+        self.table = node_table_of(nodes)
+        self.nodes = SharedNodes(self.table)
+        # A cluster none of whose groups shares GPUs ('sharing: whole' everywhere, the default) runs the same tasks
+        # on whole GPUs: a share is rounded up to the whole GPU, CPU and memory are still asked (FGD's experiment's
+        # "whole" mode, over time).
+        self.whole = not any(n.sharing in ("fraction", "mig") for n in nodes)
+        self.requests: dict[str, TaskRequest] = {
+            job.job_id: job_request(job, i, whole=self.whole) for i, job in enumerate(jobs)
+        }
+        self.fragments = NodeFragments(
+            typical_tasks(requests_table(list(self.requests.values())), self.nodes.models), self.nodes
+        )
+        rng = np.random.default_rng(seed)
+        self.priority = rng.permutation(len(nodes))
+        placement.bind(self.nodes, self.fragments, rng)
+        # a 'sharing: whole' node takes no fraction of a GPU (its GPUs are whole or nothing)
+        self.fraction_ok = np.array([n.sharing != "whole" for n in nodes], dtype=bool)
+        self.assignments: dict[str, Assignment] = {}
+        self.provisional: dict[str, Assignment] = {}  # taken by the current plan, not yet applied
+        self._choices: dict[str, _Choice] = {}
+        self._runnable: dict[tuple[str, int, tuple[str, ...] | None], np.ndarray] = {}
+        self.series: list[FragmentRow] = []
+
+    # ------------------------------------------------------------------ reading
+    def open_gpus(self, node: int) -> int:
+        """GPUs of ``node`` with some share free (the book's ``free[node]`` in a shared run)."""
+        return int((self.nodes.gpu_free[node] > 0).sum())
+
+    def busy_gpus(self, node: int) -> int:
+        """GPUs of ``node`` with some share taken."""
+        row = self.nodes.gpu_free[node]
+        return int(((row >= 0) & (row < FULL_GPU_MILLI)).sum())
+
+    def start_class(self, job: Job) -> str:
+        """The job's type and request: jobs of one GPU count and start class fit exactly where each other does
+        (:mod:`gpuweave.cluster.policies.pending_index`)."""
+        task = self.requests[job.job_id]
+        allowed = "+".join(task.allowed_models) if task.allowed_models else ""
+        return f"{job.job_type}|{task.cpu_milli}|{task.memory_mib}|{task.gpu_milli}|{task.mig_slices}|{allowed}"
+
+    def share(self, job_id: str) -> float:
+        """The part of each of its GPUs a running job holds: its share, the whole GPU where shares are rounded up,
+        its instance's compute slices on a MIG GPU (as the cluster's used share counts them)."""
+        held = self.assignments.get(job_id) or self.provisional.get(job_id)
+        if held is not None and held.instances:
+            model = self.table.models[held.node]
+            return held_milli(held.instances[0].size, layout_of(model).num_slices) / FULL_GPU_MILLI
+        return self.requests[job_id].gpu_milli / FULL_GPU_MILLI
+
+    def asked_share(self, job: Job) -> float:
+        """The part of each of its GPUs a job asked for (its work's worth, whatever it held)."""
+        return (_attr_int(job, "gpu_milli", FULL_GPU_MILLI) if job.num_gpus else 0) / FULL_GPU_MILLI
+
+    def check_fits(self, jobs: list[Job]) -> None:
+        """InputError naming the first job (in arrival order) that no node of the cluster could ever hold: too many
+        GPUs, CPU or memory for the largest node it may use, or a fraction with no node that shares GPUs. Checked
+        once per distinct request shape, on the empty cluster."""
+        empty = SharedNodes(self.table)
+        seen: set[tuple[int, int, int, int, tuple[str, ...] | None]] = set()
+        for row, job in enumerate(sorted(jobs, key=lambda j: (j.arrival, j.job_id)), start=1):
+            task = self.requests[job.job_id]
+            shape = (task.cpu_milli, task.memory_mib, task.num_gpus, task.gpu_milli, task.allowed_models)
+            if shape in seen:
+                continue
+            seen.add(shape)
+            ok = empty.fits(task)
+            if task.shares_gpu:
+                ok &= self.fraction_ok
+            if not ok.any():
+                raise InputError(
+                    f"job '{job.job_id}' ({task.num_gpus} GPU(s) of {task.gpu_milli} milli, {task.cpu_milli} "
+                    f"milli-CPU, {task.memory_mib} MiB) fits on no node of the cluster"
+                    + (f" of the models it allows ({'+'.join(task.allowed_models)})" if task.allowed_models else "")
+                    + (" that shares GPUs" if task.shares_gpu else ""),
+                    row=row,
+                    field="gpu_milli" if task.shares_gpu else "num_gpus",
+                )
+
+    # ------------------------------------------------------------------ choosing
+    def _runnable_nodes(self, view: ClusterView, js: JobState) -> np.ndarray:
+        """Nodes whose model the job may use and has a positive rate on (cached per job type, GPUs, models)."""
+        job = js.job
+        key = (job.job_type, job.num_gpus, job.allowed_models)
+        mask = self._runnable.get(key)
+        if mask is None:
+            good = {m for m in view.models if view.model_rate(js, m, True) > 0}
+            mask = self._runnable[key] = np.array([n.gpu_model in good for n in view.nodes], dtype=bool)
+        return mask
+
+    def choose(self, view: ClusterView, js: JobState) -> Placement | None:
+        """Where the run's task placement puts the job now (its node, remembered with the GPUs for
+        :meth:`take`), or None when no node can hold it."""
+        task = self.requests[js.job.job_id]
+        nodes = self.nodes
+        ok = nodes.fits(task) & self._runnable_nodes(view, js)
+        if task.shares_gpu:
+            ok &= self.fraction_ok
+        candidates = np.flatnonzero(ok)
+        if len(candidates) == 0:
+            return None
+        if len(candidates) == 1:
+            node = int(candidates[0])
+        else:
+            score = self.placement.scores(task, candidates)
+            best = np.flatnonzero(score == score.max())
+            node = int(candidates[best[np.argmin(self.priority[candidates[best]])]])
+        gpus = nodes.best_fit_gpus(task, node) if nodes.mig_node[node] else self.placement.gpus(task, node)
+        self._choices[js.job.job_id] = _Choice(node, gpus, int(nodes.version[node]))
+        return ((node, task.num_gpus),)
+
+    # ------------------------------------------------------------------ taking and giving back
+    def _fits_on(self, task: TaskRequest, node: int) -> bool:
+        if task.shares_gpu and not self.fraction_ok[node]:
+            return False
+        return bool(self.nodes.fits(task)[node])
+
+    def take(self, js: JobState, placement: Placement) -> None:
+        """A plan starts the job on ``placement``: take its share now, provisionally (see module docstring).
+        InvalidDecisionError when it does not fit there or spans nodes."""
+        job_id = js.job.job_id
+        if len(placement) != 1:
+            raise InvalidDecisionError(f"job '{job_id}' is a task on one node; placement {placement} spans nodes")
+        node = placement[0][0]
+        task = self.requests[job_id]
+        choice = self._choices.pop(job_id, None)
+        nodes = self.nodes
+        if choice is not None and choice.node == node and choice.version == int(nodes.version[node]):
+            gpus = choice.gpus
+        elif self._fits_on(task, node):
+            gpus = nodes.best_fit_gpus(task, node) if nodes.mig_node[node] else self.placement.gpus(task, node)
+        else:
+            raise InvalidDecisionError(
+                f"job '{job_id}' ({task.gpu_milli} milli-GPU x {task.num_gpus}, {task.cpu_milli} milli-CPU, "
+                f"{task.memory_mib} MiB) does not fit on node {self.table.names[node]}"
+            )
+        self.provisional[job_id] = nodes.assign(task, node, gpus)
+
+    def settle(self, starts: list[tuple[JobState, Placement]]) -> None:
+        """Apply a decision's starts: commit the provisional takes it names (taking the others now, checked) and
+        give back the provisional takes it does not name. On an error every provisional take is given back."""
+        try:
+            for js, placement in starts:
+                job_id = js.job.job_id
+                held = self.provisional.get(job_id)
+                if held is None or held.node != placement[0][0] or len(placement) != 1:
+                    if held is not None:
+                        self.nodes.release(self.requests[job_id], self.provisional.pop(job_id))
+                    self.take(js, placement)
+        except InvalidDecisionError:
+            self.rollback()
+            raise
+        named = {js.job.job_id for js, _ in starts}
+        for job_id in [j for j in self.provisional if j not in named]:
+            self.nodes.release(self.requests[job_id], self.provisional.pop(job_id))
+        self.assignments.update(self.provisional)
+        self.provisional.clear()
+
+    def rollback(self) -> None:
+        """Give back every provisional take (a plan that was not applied), last taken first."""
+        for job_id in reversed(list(self.provisional)):
+            self.nodes.release(self.requests[job_id], self.provisional.pop(job_id))
+        self._choices.clear()
+
+    def release(self, job_id: str) -> Assignment:
+        """A running job leaves its GPUs: its share, CPU and memory are free again."""
+        assignment = self.assignments.pop(job_id)
+        self.nodes.release(self.requests[job_id], assignment)
+        return assignment
+
+    # ------------------------------------------------------------------ records
+    def record(self, now: float) -> None:
+        """The cluster's used share, fragment and fragment ratio now (one row per instant)."""
+        nodes = self.nodes
+        fragment = float(self.fragments.current().sum())
+        idle = nodes.gpu_capacity_milli - nodes.gpu_used_milli
+        row = (now, nodes.gpu_used_milli, fragment, round(100.0 * fragment / idle, 2) if idle > 0 else 0.0)
+        series = self.series
+        if series and series[-1][0] == now:
+            series[-1] = row
+        elif not series or series[-1][1:] != row[1:]:
+            series.append(row)
+
+
+class ShareRule(PlacementRule):
+    """The gang contract over a :class:`ShareLedger`: the node the run's task placement chooses (any model the job
+    may use), or None. Only a :class:`~gpuweave.cluster.decision.Plan` of a shared run calls it."""
+
+    name = "shares"
+
+    def __init__(self, ledger: ShareLedger) -> None:
+        self.ledger = ledger
+
+    def place(self, capacity: FreeCapacity, js: JobState, model: str, *, allow_spread: bool = True) -> Placement | None:
+        return self.ledger.choose(capacity.view, js)

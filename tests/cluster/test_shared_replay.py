@@ -1,0 +1,286 @@
+"""Tasks sharing GPUs in the time-based simulator: the book's share ledger, queue policies composed with task
+placements, traced durations, and the bad inputs of a shared run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.placements import make_task_placement
+from gpuweave.cluster.policies import make_policy
+from gpuweave.cluster.simulator import Simulator
+from gpuweave.errors import InputError, InvalidDecisionError
+from gpuweave.hardware.cluster_spec import Node
+from gpuweave.workload.job import Job
+from gpuweave.workload.traced_rates import TracedDurations
+
+POWER = {"V100": (50.0, 300.0), "T4": (10.0, 70.0)}
+REPO = Path(__file__).resolve().parents[2]
+OPENB = REPO.parent / "shared" / "data" / "fgd" / "csv"
+
+
+def nodes_of(spec, sharing="fraction"):
+    """spec: (model, GPUs, milli-CPU) per node."""
+    return [
+        Node(i, f"n{i}", model, gpus, 0.1, 1.0, cpu_milli=cpu, memory_mib=1 << 16, sharing=sharing)
+        for i, (model, gpus, cpu) in enumerate(spec)
+    ]
+
+
+def task(job_id, arrival, duration, gpu_milli=1000, num_gpus=1, cpu_milli=1000, allowed=None):
+    return Job(
+        job_id,
+        arrival,
+        num_gpus,
+        float(duration),
+        "any",
+        attrs={"gpu_milli": gpu_milli, "cpu_milli": cpu_milli, "memory_mib": 1024},
+        allowed_models=allowed,
+    )
+
+
+def simulate(nodes, jobs, policy="fifo", placement="best-fit", **options):
+    sim = Simulator(
+        nodes,
+        jobs,
+        make_policy(policy, **options),
+        TracedDurations(),
+        POWER,
+        restart_delay=0.0,
+        placement=make_task_placement(placement),
+    )
+    return sim, sim.run()
+
+
+def test_shares_of_one_gpu_run_together_and_a_third_waits():
+    nodes = nodes_of([("V100", 1, 8000)])
+    jobs = [task("a", 0, 100, 500), task("b", 0, 50, 500), task("c", 1, 10, 300)]
+    _, rec = simulate(nodes, jobs)
+    by = {js.job_id: js for js in rec.jobs}
+    assert by["a"].first_start == by["b"].first_start == 0.0  # two halves of one GPU at once
+    assert by["c"].first_start == 50.0  # strict FIFO: room only once b leaves
+    assert by["a"].end == 100.0 and by["c"].end == 60.0  # traced durations: work = seconds on any GPU
+    # GPU-seconds count the share held: 0.5 x 100 + 0.5 x 50 + 0.3 x 10
+    assert sum(js.attained_gpu_seconds for js in rec.jobs) == pytest.approx(50 + 25 + 3)
+
+
+def test_capacity_never_exceeded_and_everything_given_back():
+    nodes = nodes_of([("V100", 2, 4000), ("T4", 1, 16000)])
+    jobs = [task(f"j{i}", i * 3.0, 40 + (i * 7) % 50, (150, 400, 1000, 700)[i % 4], cpu_milli=1000) for i in range(60)]
+    sim, rec = simulate(nodes, jobs, policy="sjf", placement="fgd")
+    assert all(js.end is not None for js in rec.jobs)
+    ledger = sim.book.shares
+    assert ledger.nodes.gpu_used_milli == 0 and not ledger.assignments and not ledger.provisional
+    assert (ledger.nodes.cpu_free == ledger.table.cpu_milli).all()
+    # replay the allocation records: at no instant does a GPU hold more than its whole or a node more CPU than it has
+    share = {js.job_id: js.job.attrs["gpu_milli"] for js in rec.jobs}
+    events = sorted(
+        (a.time, a.gpus > 0, a.job_id, a.node) for a in rec.allocations
+    )  # releases (False) before takes at one instant, as the book applies them
+    used = [0, 0, 0]
+    cpu = [0, 0, 0]
+    for _, take, job_id, node in events:
+        sign = 1 if take else -1
+        used[node] += sign * share[job_id]
+        cpu[node] += sign * 1000
+        assert used[node] <= 1000 * nodes[node].num_gpus and cpu[node] <= nodes[node].cpu_milli
+    assert rec.shares is not None and rec.shares.series[-1][1] == 0
+
+
+def test_a_cluster_that_does_not_share_rounds_shares_up():
+    nodes = nodes_of([("V100", 1, 8000)], sharing="whole")
+    _, rec = simulate(nodes, [task("a", 0, 100, 500), task("b", 0, 50, 500)])
+    by = {js.job_id: js for js in rec.jobs}
+    assert by["b"].first_start == 100.0  # half a GPU asked, the whole GPU held
+    assert sum(js.attained_gpu_seconds for js in rec.jobs) == pytest.approx(150.0)
+
+
+def test_cpu_fragments_a_node():
+    nodes = nodes_of([("V100", 2, 2000)])
+    jobs = [task("cpu-heavy", 0, 100, 100, cpu_milli=2000), task("b", 1, 10, 100, cpu_milli=500)]
+    _, rec = simulate(nodes, jobs)
+    by = {js.job_id: js for js in rec.jobs}
+    assert by["b"].first_start == 100.0  # the GPUs are 90 % free, the CPU is not
+
+
+def test_start_classes_name_the_request():
+    """A non-strict FIFO skips a class once its head fails; a smaller share of the same job type behind a big one
+    is another class and still starts."""
+    nodes = nodes_of([("V100", 1, 8000)])
+    jobs = [task("a", 0, 100, 600), task("big", 1, 10, 600), task("small", 2, 10, 300)]
+    _, rec = simulate(nodes, jobs, strict=False)
+    by = {js.job_id: js for js in rec.jobs}
+    assert by["small"].first_start == 2.0 and by["big"].first_start == 100.0
+
+
+def test_allowed_models_and_whole_gpu_tasks():
+    nodes = nodes_of([("V100", 2, 8000), ("T4", 2, 8000)])
+    jobs = [task("t4-only", 0, 10, 500, allowed=("T4",)), task("pair", 0, 10, 1000, num_gpus=2, allowed=("V100",))]
+    _, rec = simulate(nodes, jobs)
+    placed = {a.job_id: a.node for a in rec.allocations if a.gpus > 0}
+    assert nodes[placed["t4-only"]].gpu_model == "T4" and nodes[placed["pair"]].gpu_model == "V100"
+
+
+def test_invalid_decision_gives_back_the_plans_shares():
+    nodes = nodes_of([("V100", 1, 8000)])
+    jobs = [task("a", 0, 10, 600), task("b", 0, 10, 600)]
+    sim = Simulator(
+        nodes, jobs, make_policy("fifo"), TracedDurations(), POWER, placement=make_task_placement("best-fit")
+    )
+    book = sim.book
+    for js in book.states:
+        book.arrive(js)
+    before = book.shares.nodes.gpu_free.copy()
+    with pytest.raises(InvalidDecisionError, match="does not fit"):
+        book.apply(Decision(assign={"a": ((0, 1),), "b": ((0, 1),)}), "test")
+    assert (book.shares.nodes.gpu_free == before).all() and not book.shares.provisional
+    assert book.apply(Decision(assign={"a": ((0, 1),)}), "test")  # the same book still takes a valid one
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: (nodes_of([("V100", 1, 8000)]), "gavel", [task("a", 0, 1, 500)]), "places jobs by its own rule"),
+        (lambda: (nodes_of([("V100", 1, 8000)]), "fifo", [task("a", 0, 1, 500, cpu_milli=9000)]), "fits on no node"),
+        (lambda: (nodes_of([("V100", 1, 8000)]), "fifo", [task("a", 0, 1, 1000, num_gpus=2)]), "cannot run on any GPU"),
+    ],
+)
+def test_bad_shared_runs_are_one_clear_error(build, message):
+    nodes, policy, jobs = build()
+    with pytest.raises(InputError, match=message):
+        Simulator(nodes, jobs, make_policy(policy), TracedDurations(), POWER, placement=make_task_placement("fgd"))
+
+
+def test_whole_gpu_runs_keep_no_ledger(profiles):
+    from tests.cluster.conftest import make_nodes
+
+    nodes = make_nodes([("V100", 2)])
+    sim = Simulator(nodes, [Job("a", 0.0, 1, 30.0, "small")], make_policy("fifo"), profiles, {"V100": (50.0, 300.0)})
+    rec = sim.run()
+    assert sim.book.shares is None and rec.shares is None and sim.view.shares is None
+
+
+@pytest.mark.skipif(not (OPENB / "openb_pod_list_gpushare40.csv").exists(), reason="shared/data/fgd not present")
+def test_openb_replay_end_to_end(tmp_path):
+    """openb pods converted, openb's nodes as a cluster, FIFO with FGD: every task ends, the shares recorded."""
+    from typer.testing import CliRunner
+
+    from gpuweave.cli import app
+
+    runner = CliRunner()
+    pods = tmp_path / "pods.csv"
+    lines = (OPENB / "openb_pod_list_gpushare40.csv").read_text().splitlines()
+    pods.write_text("\n".join(lines[:1500]) + "\n")
+    for argv in (
+        ["trace", "convert", str(pods), str(tmp_path / "t.csv"), "--from", "alibaba-pods"],
+        [
+            "trace",
+            "cluster",
+            str(OPENB / "openb_node_list_gpu_node.csv"),
+            str(tmp_path / "c.yaml"),
+            "--gpu-map",
+            "G2=V100",
+            "--gpu-map",
+            "G3=A100",
+        ],
+        [
+            "cluster",
+            "simulate",
+            "--policy",
+            "fifo",
+            "--trace",
+            str(tmp_path / "t.csv"),
+            "--cluster",
+            str(tmp_path / "c.yaml"),
+            "--profiles",
+            "traced",
+            "--placement-rule",
+            "fgd",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+    ):
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    metrics = summary["metrics"]
+    assert metrics["completed"] == metrics["jobs"] > 200
+    assert 0 < metrics["peak_gpu_allocation_pct"] <= 100 and metrics["mean_fragment_ratio_pct"] >= 0
+    rows = (tmp_path / "r" / "sharing.csv").read_text().splitlines()
+    assert rows[0] == "time_s,used_milli_gpus,fragment_milli_gpus,fragment_ratio_pct"
+    assert rows[-1].split(",")[1] == "0"  # everything given back at the end
+
+
+def test_mig_nodes_give_each_task_an_instance_and_take_it_back():
+    """A100 with MIG: half a GPU needs a 4-slice instance, so two halves cannot share its 7 slices; a 3-slice
+    instance (3/7 of a GPU) fits beside a 4-slice one."""
+    nodes = nodes_of([("A100-40GB", 1, 64000)], sharing="mig")
+    power = {"A100-40GB": (50.0, 400.0)}
+    jobs = [task("a", 0, 100, 500), task("b", 0, 10, 500), task("c", 0, 10, 428)]
+    sim = Simulator(
+        nodes,
+        jobs,
+        make_policy("fifo", strict=False),
+        TracedDurations(),
+        power,
+        restart_delay=0.0,
+        placement=make_task_placement("best-fit"),
+    )
+    rec = sim.run()
+    by = {js.job_id: js for js in rec.jobs}
+    assert by["a"].first_start == 0.0 and by["c"].first_start == 0.0 and by["b"].first_start == 100.0
+    assert sim.book.shares.nodes.instances_created == 3 and not any(sim.book.shares.nodes.instances.values())
+
+
+def _small_replay(tmp_path: Path) -> tuple[Path, Path]:
+    """A trace of 40 tasks (shares, whole GPUs, CPU) in the gpuweave schema and a cluster of 2 A100 nodes."""
+    rows = ["job_id,arrival,num_gpus,job_type,duration,gpu_milli,cpu_milli,memory_mib"]
+    for i in range(40):
+        gpus, milli = ((1, 250), (1, 500), (1, 1000), (2, 1000))[i % 4]
+        rows.append(f"t{i},{i * 5},{gpus},any,{60 + (i * 37) % 200},{milli},{2000 + 1000 * (i % 3)},4096")
+    trace = tmp_path / "trace.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "name: two-a100\nnodes:\n- count: 2\n  gpu: A100\n  gpus_per_node: 4\n  cpu_milli: 16000\n"
+        "  memory_mib: 65536\n  sharing: fraction\n"
+    )
+    return trace, cluster
+
+
+def test_sharing_modes_side_by_side_one_command(tmp_path):
+    from typer.testing import CliRunner
+
+    from gpuweave.cli import app
+
+    trace, cluster = _small_replay(tmp_path)
+    base = ["cluster", "simulate", "--policy", "fifo", "--trace", str(trace), "--cluster", str(cluster)]
+    base += ["--profiles", "traced", "--placement-rule", "best-fit"]
+    out = tmp_path / "modes"
+    result = CliRunner().invoke(app, [*base, "--sharing", "whole,fraction,mig", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    runs = json.loads(result.output)["modes"]
+    assert set(runs) == {"whole", "fraction", "mig"}
+    assert (out / "report" / "report.html").is_file() and all((out / m / "sharing.csv").is_file() for m in runs)
+    jct = {m: runs[m]["metrics"]["avg_jct_s"] for m in runs}
+    assert jct["fraction"] <= jct["whole"]  # the same tasks wait less when shares are not rounded up
+    held = {m: runs[m]["metrics"]["gpu_hours"] for m in runs}
+    assert held["fraction"] < held["mig"] < held["whole"]  # MIG rounds shares up to slices, whole to the GPU
+
+    v100 = tmp_path / "v100.yaml"
+    v100.write_text(cluster.read_text().replace("A100", "V100"))
+    refused = tmp_path / "refused"
+    result = CliRunner().invoke(app, [*base[:7], str(v100), *base[8:], "--sharing", "whole,mig", "--out", str(refused)])
+    # (the CLI's entry point prints an InputError as one line with exit code 2; the app itself raises it)
+    assert isinstance(result.exception, InputError) and "MIG-capable" in str(result.exception)
+    assert not refused.exists()
+
+
+def test_sharing_needs_a_task_placement():
+    from gpuweave.cluster.config import parse_config
+
+    with pytest.raises(InputError, match="task placement"):
+        parse_config({"policy": "fifo", "sharing": "fraction"})
