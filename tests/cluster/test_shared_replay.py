@@ -284,3 +284,69 @@ def test_sharing_needs_a_task_placement():
 
     with pytest.raises(InputError, match="task placement"):
         parse_config({"policy": "fifo", "sharing": "fraction"})
+
+
+def test_cpu_only_tasks_hold_cpu_and_no_gpu():
+    """openb's CPU-only pods fragment GPU nodes' CPU: a task of 0 GPUs takes the node's cores, a GPU task waits."""
+    nodes = nodes_of([("V100", 2, 4000)])
+    cpu = Job("cpu", 0.0, 0, 100.0, "cpu-only", attrs={"cpu_milli": 4000, "memory_mib": 1024})
+    sim, rec = simulate(nodes, [cpu, task("gpu", 1, 10, 500, cpu_milli=1000)])
+    by = {js.job_id: js for js in rec.jobs}
+    assert by["cpu"].first_start == 0.0 and by["cpu"].end == 100.0 and by["cpu"].attained_gpu_seconds == 0.0
+    assert by["gpu"].first_start == 100.0
+    assert {a.job_id for a in rec.allocations} == {"gpu"}  # a CPU-only task holds no GPU to record
+    assert sim.book.shares.nodes.cpu_free[0] == 4000
+
+
+def test_cpu_only_tasks_need_a_shared_run(profiles):
+    from tests.cluster.conftest import make_nodes
+
+    cpu = Job("cpu", 0.0, 0, 100.0, "small", attrs={"cpu_milli": 1000})
+    with pytest.raises(InputError, match="asks no GPU"):
+        Simulator(make_nodes([("V100", 2)]), [cpu], make_policy("fifo"), profiles, {"V100": (50.0, 300.0)})
+    with pytest.raises(InputError, match="no rate without GPUs"):
+        Simulator(
+            nodes_of([("V100", 2, 4000)]),
+            [cpu],
+            make_policy("fifo"),
+            profiles,
+            POWER,
+            placement=make_task_placement("fgd"),
+        )
+
+
+@pytest.mark.parametrize(
+    ("row", "field", "message"),
+    [
+        ("x,0,0,any,5,,", "num_gpus", ">= 1 GPUs \\(0 only for a CPU-only task"),
+        ("x,0,0,any,5,500,2000", "gpu_milli", "leave gpu_milli empty"),
+    ],
+)
+def test_cpu_only_rows_in_the_schema(tmp_path, row, field, message):
+    from gpuweave.workload.traces.schema import read_trace
+
+    path = tmp_path / "t.csv"
+    path.write_text(f"job_id,arrival,num_gpus,job_type,duration,gpu_milli,cpu_milli\n{row}\n")
+    with pytest.raises(InputError, match=message) as caught:
+        read_trace(path, profiles=TracedDurations())
+    assert caught.value.field == field and caught.value.row == 1
+    path.write_text("job_id,arrival,num_gpus,job_type,duration,gpu_milli,cpu_milli\nx,0,0,cpu-only,5,,2000\n")
+    (job,) = read_trace(path, profiles=TracedDurations())
+    assert job.num_gpus == 0 and job.work == 5.0 and job.attrs["cpu_milli"] == 2000
+
+
+@pytest.mark.skipif(not (OPENB / "openb_pod_list_default.csv").exists(), reason="shared/data/fgd not present")
+def test_openb_cpu_tasks_kept_on_request_and_gpu_pods_unchanged():
+    from gpuweave.workload.traces.formats import load_trace_frame
+
+    source = OPENB / "openb_pod_list_default.csv"
+    plain = load_trace_frame(source, "alibaba-pods")
+    kept = load_trace_frame(source, "alibaba-pods", cpu_tasks=True)
+    cpu = kept[kept["num_gpus"] == 0]
+    # 1,088 CPU-only pods, of which 36 never ran (no scheduled_time or no positive run time)
+    assert len(cpu) == 1052 and set(cpu["job_type"]) == {"cpu-only"} and cpu["gpu_milli"].isna().all()
+    gpu = kept[kept["num_gpus"] > 0].reset_index(drop=True)
+    assert gpu["job_id"].tolist() == plain["job_id"].tolist()
+    assert gpu["job_type"].tolist() == plain["job_type"].tolist()  # the seeded draws are the GPU pods' alone
+    with pytest.raises(InputError, match="--cpu-tasks"):
+        load_trace_frame(REPO / "examples" / "live" / "trace.csv", "schema", cpu_tasks=True)

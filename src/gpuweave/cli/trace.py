@@ -126,6 +126,12 @@ def convert(
         "...): a 10^6-job replay then reads in about half the time and memory, but trace info has no recorded "
         "schedule.",
     ),
+    cpu_tasks: bool = typer.Option(
+        False,
+        "--cpu-tasks",
+        help="alibaba-pods: keep the CPU-only pods as tasks of 0 GPUs (job type cpu-only), for a shared run's replay "
+        "(cluster simulate --placement-rule fgd --profiles traced); dropped otherwise.",
+    ),
     quiet: bool = quiet_option(),
 ) -> None:
     """Convert IN (any readable format) to gpuweave's trace schema at OUT (.csv or .parquet)."""
@@ -136,7 +142,12 @@ def convert(
         bar.task(f"trace convert: {source.name}")
         store = _profiles(profiles, extrapolate, source, from_format)
         frame = load_trace_frame(
-            source, from_format, seed=seed, profiles=None if any_job_type else store, max_gpus=max_gpus
+            source,
+            from_format,
+            seed=seed,
+            profiles=None if any_job_type else store,
+            max_gpus=max_gpus,
+            cpu_tasks=cpu_tasks,
         )
         if fill:
             frame = fill_work(frame, store, reference_gpu, file=source)

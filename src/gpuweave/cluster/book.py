@@ -342,10 +342,31 @@ class ClusterBook:
             job = js.job
             kind = (job.job_type, job.num_gpus, job.allowed_models)
             if kind not in checked:
-                self.check_job_feasible(job, row, capacity)
+                if job.num_gpus == 0:
+                    self._check_cpu_task(job, row)
+                else:
+                    self.check_job_feasible(job, row, capacity)
                 checked.add(kind)
         if self.shares is not None:
             self.shares.check_fits([js.job for js in self.states])
+
+    def _check_cpu_task(self, job: Job, row: int) -> None:
+        """A CPU-only task (0 GPUs) runs only in a shared run, and only at a rate its profiles give for 0 GPUs
+        (traced durations do; a throughput table does not)."""
+        if self.shares is None:
+            raise InputError(
+                f"job '{job.job_id}' asks no GPU (a CPU-only task): it runs only on shared nodes, with a task "
+                "placement (--placement-rule fgd, best-fit, ...)",
+                row=row,
+                field="num_gpus",
+            )
+        if not any(self.model_rate(job.job_type, m, 0, True, strict=False) > 0 for m in self.models):
+            raise InputError(
+                f"job '{job.job_id}' (a CPU-only task) has no rate without GPUs in the profiles: replay its trace "
+                "with --profiles traced",
+                row=row,
+                field="num_gpus",
+            )
 
     def check_job_feasible(
         self, job: Job, row: int | None = None, capacity: dict[str, ModelCapacity] | None = None
@@ -417,6 +438,8 @@ class ClusterBook:
         hit = [js for js in self.running.values() if js.placement and any(n == index for n, _ in js.placement)]
         for js in hit:
             self.requeue(js)
+        if self.shares is not None:
+            self.shares.lose_node(index)
         node = self.nodes[index]
         self.free_index.move(index, self.free[index], 0)
         self.free[index] = 0
@@ -425,6 +448,20 @@ class ClusterBook:
         # A new node object (not a mutation): policies' capacity caches key on the nodes' identities.
         self.nodes[index] = dataclasses.replace(node, num_gpus=0)
         return [js.job.job_id for js in hit]
+
+    def discard_plan(self) -> None:
+        """A decision that was not applied (it changed nothing): a shared run's plan gives back the shares it took
+        (:meth:`ShareLedger.rollback`). Nothing to do on whole GPUs."""
+        if self.shares is not None:
+            self.shares.rollback()
+
+    def gpu_slots(self, job_id: str) -> tuple[tuple[int, ...], float] | None:
+        """A running task's GPU slots on its node and the part of each it holds, in a shared run (None: whole
+        GPUs, or the job is not running)."""
+        held = self.shares.assignments.get(job_id) if self.shares is not None else None
+        if held is None or self.shares is None:
+            return None
+        return held.gpus, self.shares.share(job_id)
 
     # ------------------------------------------------------------------ records
     def record_timeseries(self) -> None:
@@ -529,7 +566,8 @@ class ClusterBook:
         self.power_w -= k * share * self._extra_w[node]
         self.cost_rate -= k * share * self._extra_cost[node]
         self._resync_node(node)
-        self.allocations.append(AllocationChange(self.now, job_id, node, 0))
+        if k:  # a CPU-only task holds no GPU: no allocation to record
+            self.allocations.append(AllocationChange(self.now, job_id, node, 0))
         js.placement = None
         js.version += 1
         self.busy_changed = True
@@ -565,7 +603,8 @@ class ClusterBook:
             self.power_w += k * share * self._extra_w[node]
             self.cost_rate += k * share * self._extra_cost[node]
             self._resync_node(node)
-            self.allocations.append(AllocationChange(now, job_id, node, k))
+            if k:  # a CPU-only task holds no GPU: no allocation to record
+                self.allocations.append(AllocationChange(now, job_id, node, k))
             js.placement = placement
             js.rate = rate
             js.version += 1
@@ -671,6 +710,8 @@ class ClusterBook:
         placement: Placement
         if type(raw) is tuple and len(raw) == 1 and type(raw[0]) is tuple and raw[0][1] > 0:
             placement = raw
+        elif js.job.num_gpus == 0 and self.shares is not None:
+            placement = tuple(raw)  # a CPU-only task: its node with no GPU, which normalising would drop
         else:
             placement = normalize(raw)
         old = js.placement  # not None exactly while the job runs

@@ -67,6 +67,8 @@ def write_run(
 
     def write_files(staging: Path) -> None:
         _write_jobs(rec, staging / "jobs.csv")
+        if rec.shares is not None:
+            _write_sharing(rec.shares.series, staging / SHARING_FILE)
         with CsvRecordSink(staging, nodes, rec.models) as sink:
             sink.allocations(rec.allocations)
             sink.timeseries(rec.timeseries)
@@ -91,7 +93,7 @@ def write_streamed_run(
             rec = run(sink)
         _write_jobs(rec, staging / "jobs.csv")
         if rec.shares is not None:
-            _write_sharing(rec.shares.series, staging / "sharing.csv")
+            _write_sharing(rec.shares.series, staging / SHARING_FILE)
         done["rec"], done["summary"] = rec, summarize(rec)
 
     write_result(
@@ -115,6 +117,7 @@ def _extra(rec: SimulationRecords, config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+SHARING_FILE = "sharing.csv"  # a shared run's used share and fragmentation over time (docs/file-formats.md)
 SHARING_COLUMNS = ("time_s", "used_milli_gpus", "fragment_milli_gpus", "fragment_ratio_pct")
 
 

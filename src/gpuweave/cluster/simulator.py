@@ -50,7 +50,7 @@ from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.placements import PlacementRule, TaskPlacement
 from gpuweave.cluster.state import ClusterView, JobState, queue_set
 from gpuweave.engine.loop import STALE, EventLoop
-from gpuweave.errors import InputError, InvalidDecisionError
+from gpuweave.errors import InvalidDecisionError
 from gpuweave.hardware.cluster_spec import Node
 from gpuweave.workload.job import Job
 from gpuweave.workload.profile_source import ProfileSource
@@ -122,19 +122,6 @@ def book_records(book: ClusterBook, start_time: float, events: int, decisions: i
     )
 
 
-def check_places_tasks(policy: ClusterPolicy, placement: TaskPlacement) -> None:
-    """InputError unless ``policy`` places through the run's rule, so a task placement can choose its nodes."""
-    if not policy.places_tasks:
-        from gpuweave.cluster.policies import POLICIES
-
-        able = [name for name, entry in POLICIES.entries().items() if getattr(entry.impl, "places_tasks", False)]
-        raise InputError(
-            f"policy '{policy.name}' places jobs by its own rule, so task placement '{placement.name}' cannot choose "
-            f"their nodes; with shared GPUs use one of: {', '.join(able)}",
-            field="policy",
-        )
-
-
 class Simulator:
     """The clock of a simulated run: arrivals, predicted completions and round ticks on one event loop."""
 
@@ -168,11 +155,9 @@ class Simulator:
         shares = None
         if isinstance(placement, TaskPlacement):
             # imported here: numpy and the sharing arrays are for shared runs only
-            from gpuweave.cluster.sharing.ledger import ShareLedger, ShareRule
+            from gpuweave.cluster.sharing.ledger import shared_run
 
-            check_places_tasks(policy, placement)
-            shares = ShareLedger(nodes, jobs, placement, policy.seed)
-            placement = ShareRule(shares)
+            shares, placement = shared_run(nodes, jobs, policy, placement)
         self.book = ClusterBook(
             nodes,
             jobs,
@@ -287,7 +272,7 @@ class Simulator:
                     finish = js.productive_start + js.remaining / js.rate
                     heappush(heap, (finish, COMPLETION, seq(), COMPLETION, (js, js.version)))
             elif book.shares is not None:  # a plan that started nothing may still have taken shares
-                book.shares.rollback()
+                book.discard_plan()
             if tick:
                 self._count_idle_round()
             else:

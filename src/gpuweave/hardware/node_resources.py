@@ -17,7 +17,7 @@ from gpuweave.errors import InputError
 from gpuweave.hardware.catalog import get_gpu
 
 if TYPE_CHECKING:
-    from gpuweave.hardware.cluster_spec import ClusterSpec
+    from gpuweave.hardware.cluster_spec import ClusterSpec, Node
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,12 @@ def node_table_from_spec(spec: ClusterSpec, *, mig: bool = False) -> NodeTable:
         lacking = sorted({n.gpu_model for n in nodes if not get_gpu(n.gpu_model).mig_capable})
         if lacking:
             raise InputError(f"MIG on every node needs MIG-capable GPUs; {', '.join(lacking)} are not", field="sharing")
+    return node_table_of(nodes, source=spec.name, mig=mig)
+
+
+def node_table_of(nodes: list[Node], *, source: str = "", mig: bool = False) -> NodeTable:
+    """Expanded cluster nodes as a table (the defaults of :func:`node_table_from_spec` for unstated CPU and memory);
+    ``mig``: every node runs MIG, else the ``sharing: mig`` ones do (the caller checked the GPUs can)."""
     runs_mig = tuple(mig or n.sharing == "mig" for n in nodes)
     return NodeTable(
         names=tuple(n.name for n in nodes),
@@ -65,6 +71,6 @@ def node_table_from_spec(spec: ClusterSpec, *, mig: bool = False) -> NodeTable:
         cpu_milli=np.array([n.cpu_milli or UNSTATED_CPU_MILLI for n in nodes], dtype=np.int64),
         memory_mib=np.array([n.memory_mib or UNSTATED_MEMORY_MIB for n in nodes], dtype=np.int64),
         num_gpus=np.array([n.num_gpus for n in nodes], dtype=np.int64),
-        source=spec.name,
+        source=source,
         mig=runs_mig if any(runs_mig) else None,
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from gpuweave.cluster.book import ClusterBook
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
-from gpuweave.cluster.placements import PlacementRule
+from gpuweave.cluster.placements import PlacementRule, TaskPlacement
 from gpuweave.cluster.simulator import SimulationRecords, book_records
 from gpuweave.cluster.state import ClusterView, CountedDict, JobState, Placement
 from gpuweave.hardware.cluster_spec import Node
@@ -45,8 +45,13 @@ class LiveBook:
         *,
         restart_delay: float = 10.0,
         record_segments: bool = True,
-        placement: PlacementRule | None = None,
+        placement: PlacementRule | TaskPlacement | None = None,
     ) -> None:
+        shares = None
+        if isinstance(placement, TaskPlacement):  # tasks sharing GPUs (gpuweave.cluster.sharing.ledger)
+            from gpuweave.cluster.sharing.ledger import shared_run
+
+            shares, placement = shared_run(nodes, jobs, policy, placement)
         self.cluster = ClusterBook(
             nodes,
             jobs,
@@ -55,6 +60,7 @@ class LiveBook:
             restart_delay=restart_delay,
             record_segments=record_segments,
             forks_jobs=policy.forks_jobs,
+            shares=shares,
         )
         self.cluster.check_feasible()
         self.policy = policy
@@ -109,6 +115,15 @@ class LiveBook:
                 actions.append(Action("start" if old is None else "move", job_id, js.placement))
                 js.productive_start = math.inf  # no progress until the new workers report
         return actions
+
+    def discard_plan(self) -> list[Action]:
+        """A decision that changed nothing: no action (a shared run's plan gives back what it took)."""
+        self.cluster.discard_plan()
+        return []
+
+    def gpu_slots(self, job_id: str) -> tuple[tuple[int, ...], float] | None:
+        """A shared run's running task: its GPU slots and the part of each it holds (None: whole GPUs)."""
+        return self.cluster.gpu_slots(job_id)
 
     def observe(self, js: JobState, remaining: float, rate: float) -> None:
         """A worker report: ``remaining`` steps left as of now, at ``rate`` steps per (simulated) second."""

@@ -34,6 +34,16 @@ class LaunchSpec:
     env: dict[str, str] = field(default_factory=dict)
     # the job's trace attributes (the slurm executor reads sbatch_args)
     attrs: dict[str, Any] = field(default_factory=dict)
+    # A shared run (tasks sharing GPUs): the node's GPU slots the book's ledger gave the task (empty for a CPU-only
+    # task) and the part of each it holds (gpuweave.cluster.sharing.ledger). None: whole GPUs, which the executor
+    # hands out itself.
+    gpu_slots: tuple[int, ...] | None = None
+    gpu_share: float = 1.0
+
+    @property
+    def gpu_amount(self) -> float:
+        """The GPUs the worker holds, shares counted (``gpus`` on whole GPUs; 0.46 for a 460-milli task)."""
+        return self.gpus * self.gpu_share
 
     @property
     def label(self) -> str:

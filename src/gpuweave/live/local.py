@@ -121,9 +121,14 @@ class LocalExecutor(Executor["_Proc"]):
 
     def launch(self, spec: LaunchSpec) -> _Proc:
         free = self._free[spec.node]
-        if len(free) < spec.gpus:  # the runtime asks can_launch first: a worker short of GPUs would run on the CPU
+        shared = spec.gpu_slots is not None  # a shared run: the book's ledger chose the GPUs and keeps their books
+        if not shared and len(free) < spec.gpus:  # the runtime asks can_launch first: short of GPUs, it'd use the CPU
             raise RuntimeError(f"{spec.label}: node {spec.node_name} has {len(free)} free GPU(s), asked {spec.gpus}")
-        slots, self._free[spec.node] = free[: spec.gpus], free[spec.gpus :]
+        if spec.gpu_slots is not None:
+            slots, held = list(spec.gpu_slots), []  # several tasks may share a slot: nothing to hand back
+        else:
+            slots, self._free[spec.node] = free[: spec.gpus], free[spec.gpus :]
+            held = slots
         env = dict(os.environ, **spec.env)
         env["CUDA_VISIBLE_DEVICES"] = "" if self.emulated else ",".join(map(str, slots))
         spec.channel.mkdir(parents=True, exist_ok=True)
@@ -138,7 +143,7 @@ class LocalExecutor(Executor["_Proc"]):
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        handle = _Proc(popen, spec.node, slots, limits=limits, log=spec.channel / LOG_FILE)
+        handle = _Proc(popen, spec.node, held, limits=limits, log=spec.channel / LOG_FILE)
         self._held.append(handle)
         return handle
 

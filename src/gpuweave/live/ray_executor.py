@@ -4,7 +4,11 @@ Placement: when the Ray cluster labels its nodes with ``gpuweave_node:<name>`` r
 executor starts without ``--address`` does), a task asks for that resource; otherwise cluster nodes are matched,
 in order, to Ray nodes that offer ``gpu_type:<MODEL>`` resources and the task is pinned there by node affinity.
 Either way it also asks for ``gpu_type:<MODEL>`` and, where the node has them, Ray GPUs, whose ids become the
-worker's ``CUDA_VISIBLE_DEVICES``.
+worker's ``CUDA_VISIBLE_DEVICES``. A task of a shared run (a share of one GPU, :mod:`gpuweave.cluster.sharing.ledger`)
+asks for its share of each (Ray's fractional ``num_gpus`` and custom resources: 0.46 for a 460-milli task, none for
+a CPU-only one), and the GPU the book's ledger chose, not Ray's id, becomes its ``CUDA_VISIBLE_DEVICES`` (Ray
+accounts fractions per GPU but cannot be told which GPU; the ledger is what the placement decided). A local Ray also
+declares one ``gpuweave_gpu:<node>/<slot>`` resource per GPU, so Ray itself never runs more than a whole of any GPU.
 
 Why tasks, not actors: a Ray actor gets a fresh Python worker process (about 0.7 s each here), a task reuses the
 node's pooled ones, so a launch costs a few milliseconds once the pool is warm. A task cannot be called, so the
@@ -41,6 +45,7 @@ if TYPE_CHECKING:
 
 NODE_LABEL = "gpuweave_node:"
 TYPE_LABEL = "gpu_type:"
+GPU_LABEL = "gpuweave_gpu:"  # one per GPU of a local Ray: <node name>/<slot>, 1 each (shares are asked of it)
 STOP_REQUEST = "stop-request"  # the task sends SIGTERM: checkpoint and exit
 KILL_REQUEST = "kill-request"  # the task sends SIGKILL
 CONTROL_POLL_S = 0.05
@@ -57,10 +62,12 @@ def _die_with_parent() -> None:
 
 
 @ray.remote(num_cpus=0, max_retries=0)
-def run_worker(argv: list[str], env: dict[str, str], channel: str, use_gpu_ids: bool) -> int:
-    """Run one worker process to its end on this Ray node; forward the runtime's stop/kill requests."""
+def run_worker(argv: list[str], env: dict[str, str], channel: str, use_gpu_ids: bool, visible: str | None) -> int:
+    """Run one worker process to its end on this Ray node; forward the runtime's stop/kill requests. ``visible``
+    (a shared run's GPUs) replaces Ray's GPU ids when the worker uses GPUs."""
     env = dict(os.environ, **env)
-    env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in ray.get_gpu_ids()) if use_gpu_ids else ""
+    ids = visible if visible is not None else ",".join(str(i) for i in ray.get_gpu_ids())
+    env["CUDA_VISIBLE_DEVICES"] = ids if use_gpu_ids else ""
     folder = Path(channel)
     with open(folder / LOG_FILE, "ab") as log:
         proc = subprocess.Popen(
@@ -128,6 +135,7 @@ class RayExecutor(Executor["_RayWorker"]):
         for n in nodes:
             key = f"{TYPE_LABEL}{n.gpu_model}"
             resources[key] = resources.get(key, 0) + n.num_gpus
+            resources.update({f"{GPU_LABEL}{n.name}/{slot}": 1 for slot in range(n.num_gpus)})
         start_local_ray(resources=resources, num_gpus=0, logging_level="ERROR", log_to_driver=False)
         self.started_ray = True
 
@@ -159,16 +167,22 @@ class RayExecutor(Executor["_RayWorker"]):
 
     def launch(self, spec: LaunchSpec) -> _RayWorker:
         target = self._target[spec.node]
-        options: dict[str, Any] = {"resources": {f"{TYPE_LABEL}{spec.gpu_model}": spec.gpus}}
+        amount = spec.gpu_amount  # whole GPUs, or a shared run's share of them (0 for a CPU-only task)
+        resources: dict[str, float] = {f"{TYPE_LABEL}{spec.gpu_model}": amount}
+        options: dict[str, Any] = {"resources": resources}
         if target.label:
-            options["resources"][f"{NODE_LABEL}{target.label}"] = spec.gpus
+            resources[f"{NODE_LABEL}{target.label}"] = amount
+            if spec.gpu_slots is not None:  # the local Ray's per-GPU resources: Ray, too, keeps each GPU whole
+                resources.update({f"{GPU_LABEL}{target.label}/{slot}": spec.gpu_share for slot in spec.gpu_slots})
         else:
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(target.node_id, soft=False)
-            if target.gpus:
-                options["num_gpus"] = spec.gpus
+            if target.gpus and amount > 0:
+                options["num_gpus"] = amount  # fractional for a share of one GPU
+        options["resources"] = {key: value for key, value in resources.items() if value > 0}
         spec.channel.mkdir(parents=True, exist_ok=True)
+        visible = None if spec.gpu_slots is None else ",".join(map(str, spec.gpu_slots))
         ref = run_worker.options(**options).remote(
-            list(spec.argv), spec.env, str(spec.channel), target.gpus and not self.emulated
+            list(spec.argv), spec.env, str(spec.channel), target.gpus and not self.emulated, visible
         )
         return _RayWorker(ref, spec.channel, spec.node)
 

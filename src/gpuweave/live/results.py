@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuweave.checks import RESULT, parse
 from gpuweave.cluster.metrics import summarize
-from gpuweave.cluster.results import fmt, write_run
+from gpuweave.cluster.results import SHARING_FILE, fmt, write_run
 from gpuweave.errors import InputError
 from gpuweave.files import check_unique_columns, csv_rows, read_input_text
 from gpuweave.live.attempts import attempt_outcome
@@ -73,6 +73,8 @@ def write_live_run(runtime: LiveRuntime, out: Path) -> dict[str, Any]:
     write_run(rec, summary, runtime.config.model_dump(mode="json"), staging, runtime.nodes)
     for name in RESULT_FILES:
         (staging / name).replace(out / name)
+    if (staging / SHARING_FILE).exists():  # a shared run's used share and fragmentation over time
+        (staging / SHARING_FILE).replace(out / SHARING_FILE)
     shutil.rmtree(staging)
     latencies = _write_live_csv(runtime, out / "live.csv")
     payload = json.loads((out / "summary.json").read_text())

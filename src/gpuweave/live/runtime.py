@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.forking import copy_nodes, is_forked
-from gpuweave.cluster.placements import make_placement
+from gpuweave.cluster.placements import make_run_placement
 from gpuweave.cluster.run import build_policy, prepare
 from gpuweave.cluster.state import JobState, Placement
 from gpuweave.errors import InvalidDecisionError
@@ -92,7 +92,7 @@ class LiveRuntime:
             prepared.gpu_power,
             restart_delay=config.restart_delay,
             record_segments=record_segments,
-            placement=make_placement(config.placement_rule),
+            placement=make_run_placement(config.placement_rule),
         )
         self.config_dir = config_dir
         self.default_argv = program_argv(self.ex.program, config_dir)
@@ -330,7 +330,7 @@ class LiveRuntime:
         decision = self.policy.schedule(self.book.view)
         t2 = time.perf_counter()
         self.book.decisions += 1
-        actions = self.book.apply_decision(decision) if decision else []
+        actions = self.book.apply_decision(decision) if decision else self.book.discard_plan()
         for action in actions:
             self._carry_out(action, wall, now)
         t3 = time.perf_counter()
@@ -563,6 +563,7 @@ class LiveRuntime:
         job.attempts = number
         base.mkdir(parents=True, exist_ok=True)
         copies = []
+        held = self.book.gpu_slots(js.job.job_id)  # a shared run's GPU slots and share (None: whole GPUs)
         for index, slot, share, ckpt, channels in plan:
             rate = emulated_rate(self.base_profiles, js.job.job_type, js.num_gpus, self.nodes, slot)
             pace = rate * self.ex.time_scale if self.executor.emulated else 0.0
@@ -582,9 +583,12 @@ class LiveRuntime:
                     "GPUWEAVE_JOB": js.job.job_id,
                 }
                 node_spec = self.nodes[node]
+                gpu_slots, part = held if held is not None else (None, 1.0)
+                if gpu_slots is not None:  # a task on shared GPUs: the ledger's GPUs, told to the worker too
+                    env["GPUWEAVE_GPU_SLOTS"], env["GPUWEAVE_GPU_SHARE"] = ",".join(map(str, gpu_slots)), f"{part:g}"
                 spec = LaunchSpec(
                     js.job.job_id, number, index, rank, node, node_spec.name, node_spec.gpu_model, k,
-                    tuple(job.argv), channel, env, js.job.attrs,
+                    tuple(job.argv), channel, env, js.job.attrs, gpu_slots, part,
                 )  # fmt: skip
                 workers.append(Worker(spec, self.executor.launch(spec)))
             copies.append(Copy(index, share, ckpt, workers))

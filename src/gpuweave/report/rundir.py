@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuweave.checks import RESULT
+from gpuweave.cluster.results import SHARING_COLUMNS, SHARING_FILE
 from gpuweave.errors import InputError
 from gpuweave.files import check_regular_file, check_unique_columns, first_csv_row, read_input_text
 from gpuweave.limits import check_limit
@@ -23,7 +24,7 @@ from gpuweave.results import read_summary
 JOBS_REQUIRED = ("job_id", "arrival", "end", "jct")
 TIMESERIES_REQUIRED = ("time", "busy_total", "power_w")
 #: a shared run's sharing.csv (gpuweave.cluster.results writes it): one row per instant the values changed
-SHARING_REQUIRED = ("time_s", "used_milli_gpus", "fragment_milli_gpus", "fragment_ratio_pct")
+SHARING_REQUIRED = SHARING_COLUMNS
 
 
 @dataclass
@@ -147,7 +148,7 @@ def load_run(run_dir: str | Path) -> RunData:
     jobs = read_jobs(run_dir / "jobs.csv")
     timeseries = read_timeseries(run_dir / "timeseries.csv")
     run = RunData(run_dir, summary, jobs, timeseries)
-    path = run_dir / "sharing.csv"
+    path = run_dir / SHARING_FILE
     if path.exists() or path.is_symlink():  # a dangling link is an error (read_sharing says so), not a whole-GPU run
         run.sharing = read_sharing(path)
         if run.total_gpus <= 0:  # the share held is a percentage of the cluster's GPUs

@@ -42,31 +42,18 @@ import numpy as np
 from gpuweave.cluster.placements import FreeCapacity, PlacementRule, TaskPlacement
 from gpuweave.cluster.sharing.fragmentation import NodeFragments, typical_tasks
 from gpuweave.cluster.sharing.mig_slots import held_milli, layout_of
-from gpuweave.cluster.sharing.state import Assignment, SharedNodes, TaskRequest
+from gpuweave.cluster.sharing.state import NO_GPU, Assignment, SharedNodes, TaskRequest
 from gpuweave.errors import InputError, InvalidDecisionError
-from gpuweave.hardware.node_resources import UNSTATED_CPU_MILLI, UNSTATED_MEMORY_MIB, NodeTable
+from gpuweave.hardware.node_resources import node_table_of
 from gpuweave.workload.tasks import FULL_GPU_MILLI, TaskTable
 
 if TYPE_CHECKING:
+    from gpuweave.cluster.contract import ClusterPolicy
     from gpuweave.cluster.state import ClusterView, JobState, Placement
     from gpuweave.hardware.cluster_spec import Node
     from gpuweave.workload.job import Job
 
 FragmentRow = tuple[float, int, float, float]  # (time, used milli-GPUs, fragment milli-GPUs, fragment ratio %)
-
-
-def node_table_of(nodes: list[Node]) -> NodeTable:
-    """The expanded cluster's nodes as a :class:`NodeTable` (a node without ``cpu_milli``/``memory_mib`` gets the
-    defaults :func:`~gpuweave.hardware.node_resources.node_table_from_spec` gives)."""
-    runs_mig = tuple(n.sharing == "mig" for n in nodes)
-    return NodeTable(
-        names=tuple(n.name for n in nodes),
-        models=tuple(n.gpu_model for n in nodes),
-        cpu_milli=np.array([n.cpu_milli or UNSTATED_CPU_MILLI for n in nodes], dtype=np.int64),
-        memory_mib=np.array([n.memory_mib or UNSTATED_MEMORY_MIB for n in nodes], dtype=np.int64),
-        num_gpus=np.array([n.num_gpus for n in nodes], dtype=np.int64),
-        mig=runs_mig if any(runs_mig) else None,
-    )
 
 
 def _attr_int(job: Job, name: str, default: int) -> int:
@@ -83,13 +70,13 @@ def job_request(job: Job, index: int, *, whole: bool = False) -> TaskRequest:
     """A job's request as a task: its trace's ``cpu_milli``, ``memory_mib`` and ``gpu_milli`` (0, 0 and a whole
     GPU where the trace has none; ``whole``: always a whole GPU), its GPUs and allowed models, the slices of its
     ``mig_profile`` (if any and not ``whole``)."""
-    if whole:
+    if whole or job.num_gpus == 0:
         return TaskRequest(
             index,
             _attr_int(job, "cpu_milli", 0),
             _attr_int(job, "memory_mib", 0),
             job.num_gpus,
-            FULL_GPU_MILLI,
+            FULL_GPU_MILLI if job.num_gpus else 0,  # a CPU-only task asks no share
             job.allowed_models,
         )
     profile = job.attrs.get("mig_profile") if job.attrs else None
@@ -204,7 +191,7 @@ class ShareLedger:
                     + (f" of the models it allows ({'+'.join(task.allowed_models)})" if task.allowed_models else "")
                     + (" that shares GPUs" if task.shares_gpu else ""),
                     row=row,
-                    field="gpu_milli" if task.shares_gpu else "num_gpus",
+                    field="gpu_milli" if task.shares_gpu else "num_gpus" if task.num_gpus else "cpu_milli",
                 )
 
     # ------------------------------------------------------------------ choosing
@@ -292,6 +279,15 @@ class ShareLedger:
             self.nodes.release(self.requests[job_id], self.provisional.pop(job_id))
         self._choices.clear()
 
+    def lose_node(self, index: int) -> None:
+        """A node that left the cluster (its tasks were sent back): nothing fits there from now on."""
+        nodes = self.nodes
+        nodes.cpu_free[index] = -1  # below any request: fits() masks it out
+        nodes.gpu_capacity_milli -= FULL_GPU_MILLI * int(nodes.has_gpu[index].sum())
+        nodes.gpu_free[index] = NO_GPU  # its GPUs are gone: no share is free or idle there
+        nodes.has_gpu[index] = False
+        nodes.version[index] += 1
+
     def release(self, job_id: str) -> Assignment:
         """A running job leaves its GPUs: its share, CPU and memory are free again."""
         assignment = self.assignments.pop(job_id)
@@ -310,6 +306,25 @@ class ShareLedger:
             series[-1] = row
         elif not series or series[-1][1:] != row[1:]:
             series.append(row)
+
+
+def shared_run(
+    nodes: list[Node], jobs: list[Job], policy: ClusterPolicy, placement: TaskPlacement
+) -> tuple[ShareLedger, ShareRule]:
+    """A shared run's ledger and the rule its policy places by (the simulator's and the live runtime's); InputError
+    unless ``policy`` places through the run's rule (``places_tasks``), so the task placement can choose the nodes.
+    Ties between nodes follow an order seeded with the policy's seed."""
+    if not policy.places_tasks:
+        from gpuweave.cluster.policies import POLICIES
+
+        able = [name for name, entry in POLICIES.entries().items() if getattr(entry.impl, "places_tasks", False)]
+        raise InputError(
+            f"policy '{policy.name}' places jobs by its own rule, so task placement '{placement.name}' cannot choose "
+            f"their nodes; with shared GPUs use one of: {', '.join(able)}",
+            field="policy",
+        )
+    ledger = ShareLedger(nodes, jobs, placement, policy.seed)
+    return ledger, ShareRule(ledger)
 
 
 class ShareRule(PlacementRule):

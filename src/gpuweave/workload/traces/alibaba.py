@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+CPU_JOB_TYPE = "cpu-only"  # the job type of a CPU-only pod kept by --cpu-tasks (no DL model to draw)
+CPU_NOTE = "a CPU-only task: no job type drawn"
 OPENB_POD_COLUMNS = ("name", "num_gpu", "gpu_milli", "pod_phase", "creation_time", "deletion_time", "scheduled_time")
 OPENB_NODE_COLUMNS = ("sn", "gpu", "model")
 SPOT_NODE_COLUMNS = ("gpu_model", "gpu_capacity_num", "node_name")
@@ -88,11 +90,14 @@ def read_openb_pods(
     seed: int = 0,
     profiles: ProfileStore | None = None,
     reference_gpu: str = "V100",
+    cpu_tasks: bool = False,
 ) -> "pd.DataFrame":
-    """Convert an openb pod list to a schema frame of its GPU pods.
+    """Convert an openb pod list to a schema frame of its GPU pods (and its CPU-only pods with ``cpu_tasks``).
 
-    * CPU-only pods (``num_gpu == 0``) and pods never scheduled (empty ``scheduled_time``, i.e. Pending)
-      are dropped, as are pods with ``deletion_time <= scheduled_time``; counts go to ``frame.attrs["notes"]``.
+    * CPU-only pods (``num_gpu == 0``; kept with ``cpu_tasks``, as ``num_gpus`` 0 with their ``cpu_milli`` and job
+      type :data:`CPU_JOB_TYPE`, for a shared run's replay) and pods never scheduled (empty ``scheduled_time``, i.e.
+      Pending) are dropped, as are pods with ``deletion_time <= scheduled_time``; counts go to
+      ``frame.attrs["notes"]``. GPU pods get the same job types with and without ``cpu_tasks``.
     * ``arrival = creation_time``, ``duration = deletion_time - scheduled_time`` (run time; for pods still
       ``Running`` at the end of the trace it is a lower bound, said in ``note``), ``num_gpus = num_gpu``.
     * ``cpu_milli``, ``memory_mib`` and ``gpu_milli`` (GPU share of a 1-GPU pod, 1000 = whole) become the schema's
@@ -126,7 +131,8 @@ def read_openb_pods(
             row=int(raw[ROW].iloc[position]),
             field="gpu_milli",
         )
-    keep, notes = _pods_with_run_time(num_gpu, scheduled, deletion, file)
+    keep, notes = _pods_with_run_time(num_gpu, scheduled, deletion, file, cpu_tasks)
+    gpu_milli = gpu_milli.astype("Int64").where(num_gpu > 0)  # a CPU-only task asks no share (empty cell)
     spec = (
         _canonical_column(raw, "gpu_spec", file=file, separator="|") if "gpu_spec" in raw.columns else [None] * len(raw)
     )
@@ -140,7 +146,7 @@ def read_openb_pods(
             "num_gpus": num_gpu.to_numpy().astype("int64"),
             "duration": (deletion - scheduled).to_numpy(),
             "allowed_models": [None if s is None else s.replace("|", "+") for s in spec],
-            "gpu_milli": gpu_milli.to_numpy().astype("int64"),
+            "gpu_milli": gpu_milli.to_numpy(),
             "cpu_milli": _positive_or_none(raw, "cpu_milli", file, "milli-CPU"),
             "memory_mib": _positive_or_none(raw, "memory_mib", file, "MiB"),
             "qos": raw["qos"].str.strip().to_numpy() if "qos" in raw.columns else [None] * len(raw),
@@ -153,29 +159,48 @@ def read_openb_pods(
     for name in ("cpu_milli", "memory_mib"):
         if frame[name].isna().all():
             frame = frame.drop(columns=[name])
-    job_types, type_notes = assign_job_types(frame["num_gpus"].to_numpy(), seed, profiles, reference_gpu)
+    _add_job_types(frame, seed, profiles, reference_gpu, file)
+    frame.attrs["notes"] = notes
+    return frame
+
+
+def _add_job_types(
+    frame: "pd.DataFrame", seed: int, profiles: ProfileStore | None, reference_gpu: str, file: Path
+) -> None:
+    """``job_type`` (drawn for the GPU pods alone, so ``cpu_tasks`` changes no GPU pod's type; :data:`CPU_JOB_TYPE`
+    for a CPU-only one) and ``note`` (the pod list, a lower-bound duration, how the type was chosen)."""
+    import numpy as np
+
+    gpu_rows = (frame["num_gpus"] > 0).to_numpy()
+    drawn, drawn_notes = assign_job_types(frame["num_gpus"].to_numpy()[gpu_rows], seed, profiles, reference_gpu)
+    job_types, type_notes = [CPU_JOB_TYPE] * len(frame), [CPU_NOTE] * len(frame)
+    for position, job_type, note in zip(np.flatnonzero(gpu_rows).tolist(), drawn, drawn_notes):
+        job_types[position], type_notes[position] = job_type, note
     frame.insert(3, "job_type", job_types)
     censored = (frame["pod_phase"] == "Running").to_numpy()
     frame["note"] = [
         f"openb pod {file.name}" + ("; Running at trace end, duration is a lower bound" if c else "") + f"; {n}"
         for c, n in zip(censored.tolist(), type_notes)
     ]
-    frame.attrs["notes"] = notes
-    return frame
 
 
 def _pods_with_run_time(
-    num_gpu: "pd.Series", scheduled: "pd.Series", deletion: "pd.Series", file: Path
+    num_gpu: "pd.Series", scheduled: "pd.Series", deletion: "pd.Series", file: Path, cpu_tasks: bool = False
 ) -> tuple["np.ndarray", list[str]]:
-    """The GPU pods that ran for a positive time, and notes counting the pods dropped and why."""
+    """The GPU pods (and with ``cpu_tasks`` the CPU-only ones) that ran for a positive time, and notes counting
+    the pods dropped and why."""
     gpu_pod = (num_gpu > 0).to_numpy()
     ran = scheduled.notna().to_numpy()
     positive = (deletion - scheduled > 0).fillna(False).to_numpy()
-    keep = gpu_pod & ran & positive
-    notes = [
-        f"dropped {int((~gpu_pod).sum())} CPU-only pods",
-        f"dropped {int((gpu_pod & ~ran).sum())} GPU pods never scheduled (empty scheduled_time)",
-    ]
+    keep = (gpu_pod | cpu_tasks) & ran & positive
+    cpu_pod = ~gpu_pod
+    if cpu_tasks:
+        notes = [f"kept {int((cpu_pod & keep).sum())} CPU-only pods as CPU-only tasks (num_gpus 0)"]
+        if (cpu_pod & ~keep).any():
+            notes.append(f"dropped {int((cpu_pod & ~keep).sum())} CPU-only pods never scheduled or without run time")
+    else:
+        notes = [f"dropped {int(cpu_pod.sum())} CPU-only pods"]
+    notes.append(f"dropped {int((gpu_pod & ~ran).sum())} GPU pods never scheduled (empty scheduled_time)")
     if (gpu_pod & ran & ~positive).any():
         notes.append(f"dropped {int((gpu_pod & ran & ~positive).sum())} GPU pods with deletion_time <= scheduled_time")
     if not keep.any():

@@ -142,17 +142,25 @@ def load_trace_frame(
     seed: int = 0,
     profiles: ProfileStore | None = None,
     max_gpus: int | None = None,
+    cpu_tasks: bool = False,
 ) -> "pd.DataFrame":
     """Read ``path`` in format ``fmt`` (``auto`` = detect) and return the validated schema frame.
 
     Job types are checked against ``profiles`` when given. ``work`` is left as the source gives it (see
-    :func:`gpuweave.workload.traces.schema.fill_work`).
+    :func:`gpuweave.workload.traces.schema.fill_work`). ``cpu_tasks``: an openb pod list's CPU-only pods are kept
+    (``alibaba-pods`` only).
     """
     file = Path(path)
     name = detect_format(file) if fmt == "auto" else fmt
     if name not in FORMATS:
         raise InputError(f"unknown trace format {fmt!r}; expected auto or one of {', '.join(FORMATS)}", field="format")
-    raw = FORMATS[name].read(file, seed, profiles)
+    if cpu_tasks and name != "alibaba-pods":
+        raise InputError(f"--cpu-tasks keeps an openb pod list's CPU-only pods; {file.name} is {name}", field="format")
+    raw = (
+        read_openb_pods(file, seed=seed, profiles=profiles, cpu_tasks=True)
+        if cpu_tasks
+        else FORMATS[name].read(file, seed, profiles)
+    )
     frame = validate_frame(raw, file=file, profiles=profiles, max_gpus=max_gpus)
     frame.attrs["format"] = name
     frame.attrs["notes"] = list(raw.attrs.get("notes", []))

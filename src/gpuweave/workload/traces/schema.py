@@ -8,7 +8,7 @@ column         type    required  meaning
 =============  ======  ========  ===============================================================
 ``job_id``     str     yes       unique job name
 ``arrival``    float   yes       submission time, seconds from the trace start, >= 0
-``num_gpus``   int     yes       GPUs the job asks for (gang), >= 1
+``num_gpus``   int     yes       GPUs the job asks for (gang), >= 1 (0: a CPU-only task, with ``cpu_milli``)
 ``job_type``   str     yes       a job type of the profile store, e.g. ``ResNet-50 (batch size 64)``
 ``work``       float   one of    iterations to run, > 0
 ``duration``   float   these     seconds on the reference GPU (V100), > 0
@@ -75,7 +75,7 @@ class TraceColumn:
 TRACE_COLUMNS: tuple[TraceColumn, ...] = (
     TraceColumn("job_id", "str", True, "", "unique job name"),
     TraceColumn("arrival", "float", True, "s", "submission time from the trace start, >= 0"),
-    TraceColumn("num_gpus", "int", True, "GPUs", "GPUs requested (all at once), >= 1"),
+    TraceColumn("num_gpus", "int", True, "GPUs", "GPUs requested (all at once), >= 1; 0: a CPU-only task (cpu_milli)"),
     TraceColumn("job_type", "str", True, "", "job type of the profile store"),
     TraceColumn("work", "float", False, "iterations", "iterations to run, > 0 (work and/or duration per row)"),
     TraceColumn("duration", "float", False, "s", "run time on the reference GPU, > 0 (work and/or duration per row)"),
@@ -186,8 +186,9 @@ def validate_frame(
     """Check a frame against the schema and return it normalised and sorted by (arrival, job_id).
 
     Checks, each raising :class:`InputError` at the first bad row: required columns; numbers where numbers
-    belong; ``arrival >= 0``; integer ``num_gpus >= 1`` and ``<= max_gpus`` (when given: the largest
-    placement the cluster can offer); ``work``/``duration > 0`` with at least one per row; ``priority > 0``;
+    belong; ``arrival >= 0``; integer ``num_gpus >= 1`` (0 with ``cpu_milli``: a CPU-only task) and
+    ``<= max_gpus`` (when given: the largest placement the cluster can offer); ``work``/``duration > 0`` with at
+    least one per row; ``priority > 0``;
     ``deadline > arrival``; unique ``job_id``; ``job_type`` known to ``profiles`` (when given); a known
     ``gpu_model``. The result keeps the hidden source-row column for later messages.
     """
@@ -235,10 +236,23 @@ def _checked_header(frame: "pd.DataFrame", file: str | Path) -> "pd.DataFrame":
 
 
 def _num_gpus_column(frame: "pd.DataFrame", file: str | Path, max_gpus: int | None, rows: list[int]) -> "pd.Series":
-    """``num_gpus``: integers >= 1 and, when ``max_gpus`` is given, no larger than the cluster's largest placement."""
+    """``num_gpus``: integers >= 1 (0 for a CPU-only task, which must ask ``cpu_milli``) and, when ``max_gpus`` is
+    given, no larger than the cluster's largest placement."""
     import numpy as np
+    import pandas as pd
 
-    num_gpus = numeric_column(frame, "num_gpus", file=file, unit="GPUs", maximum=GPUS.hi, integer=True, minimum=1.0)
+    num_gpus = numeric_column(frame, "num_gpus", file=file, unit="GPUs", maximum=GPUS.hi, integer=True, minimum=0.0)
+    zero = (num_gpus == 0).to_numpy()
+    if zero.any():
+        cpu = pd.to_numeric(frame["cpu_milli"], errors="coerce") if "cpu_milli" in frame.columns else None
+        bare = zero & ~(cpu > 0).to_numpy() if cpu is not None else zero  # the cpu cell itself is checked later
+        if bare.any():
+            raise InputError(
+                "expected a number >= 1 GPUs (0 only for a CPU-only task, which asks cpu_milli), got 0",
+                file=file,
+                row=rows[int(np.flatnonzero(bare)[0])],
+                field="num_gpus",
+            )
     if max_gpus is not None and max_gpus < 1:
         raise InputError(f"the largest placement must be at least 1 GPU, got {max_gpus}", field="max_gpus")
     if max_gpus is not None:
@@ -353,6 +367,14 @@ def _add_resources(frame: "pd.DataFrame", out: "pd.DataFrame", file: str | Path,
             frame, name, file=file, unit=unit, integer=True, required=False, strictly_above=0.0, maximum=high
         )
         if name == "gpu_milli":
+            cpu_only = (values.notna() & (out["num_gpus"] == 0)).to_numpy()
+            if cpu_only.any():
+                raise InputError(
+                    "a CPU-only task (num_gpus 0) asks no share of a GPU: leave gpu_milli empty",
+                    file=file,
+                    row=rows[int(np.flatnonzero(cpu_only)[0])],
+                    field="gpu_milli",
+                )
             shared = (values.notna() & (values < 1000) & (out["num_gpus"] > 1)).to_numpy()
             if shared.any():
                 position = int(np.flatnonzero(shared)[0])
@@ -428,8 +450,10 @@ def _check_ids_and_types(
         )
     if profiles is not None:
         known = set(profiles.job_types())
+        gpus = out["num_gpus"].tolist()
         for position, job_type in enumerate(out["job_type"].tolist()):
-            if job_type not in known and job_type not in profiles:  # `in`: a source that takes any type (traced)
+            # `in`: a source that takes any type (traced); a CPU-only task (0 GPUs) has no profiled type
+            if job_type not in known and job_type not in profiles and gpus[position] > 0:
                 preview = ", ".join(profiles.job_types()[:4])
                 raise InputError(
                     f"unknown job type {job_type!r}: not in the profile store ({len(known)} types, e.g. {preview})",
