@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.metrics import summarize
 from gpuweave.cluster.placements import make_task_placement
 from gpuweave.cluster.policies import make_policy
 from gpuweave.cluster.simulator import Simulator
@@ -214,25 +215,28 @@ def test_openb_replay_end_to_end(tmp_path):
     assert rows[-1].split(",")[1] == "0"  # everything given back at the end
 
 
-def test_mig_nodes_give_each_task_an_instance_and_take_it_back():
+def test_mig_nodes_give_each_task_an_instance_and_reuse_or_repartition():
     """A100 with MIG: half a GPU needs a 4-slice instance, so two halves cannot share its 7 slices; a 3-slice
-    instance (3/7 of a GPU) fits beside a 4-slice one."""
+    instance (3/7 of a GPU) fits beside a 4-slice one. A task's instance stays, idle, when it ends: the next task
+    of that size reuses it at no cost; one of another size has the idle instance destroyed first (FAR Table 1)."""
     nodes = nodes_of([("A100-40GB", 1, 64000)], sharing="mig")
     power = {"A100-40GB": (50.0, 400.0)}
-    jobs = [task("a", 0, 100, 500), task("b", 0, 10, 500), task("c", 0, 10, 428)]
+    jobs = [task("a", 0, 100, 500), task("b", 0, 10, 500), task("c", 0, 10, 428), task("d", 200, 10, 1000)]
     sim = Simulator(
-        nodes,
-        jobs,
-        make_policy("fifo", strict=False),
-        TracedDurations(),
-        power,
-        restart_delay=0.0,
+        nodes, jobs, make_policy("fifo", strict=False), TracedDurations(), power, restart_delay=0.0,
         placement=make_task_placement("best-fit"),
-    )
+    )  # fmt: skip
     rec = sim.run()
     by = {js.job_id: js for js in rec.jobs}
-    assert by["a"].first_start == 0.0 and by["c"].first_start == 0.0 and by["b"].first_start == 100.0
-    assert sim.book.shares.nodes.instances_created == 3 and not any(sim.book.shares.nodes.instances.values())
+    # created at 0.21 s (4g) and 0.20 s (3g); b reuses a's idle 4g when a ends
+    assert by["a"].productive_start == pytest.approx(0.21) and by["c"].productive_start == pytest.approx(0.20)
+    assert by["b"].first_start == pytest.approx(100.21) and by["b"].productive_start == by["b"].first_start
+    # the whole GPU: both idle instances (4g, 3g) destroyed, then the 7g created
+    assert by["d"].productive_start - by["d"].first_start == pytest.approx(0.21 + 0.21 + 0.24)
+    nodes_state = sim.book.shares.nodes
+    assert (nodes_state.instances_created, nodes_state.instances_destroyed) == (3, 2)
+    assert not any(nodes_state.instances.values()) and nodes_state.gpu_used_milli == 0
+    assert summarize(rec)["mig_reconfig_s"] == pytest.approx(0.21 + 0.20 + 0.66)
 
 
 def _small_replay(tmp_path: Path) -> tuple[Path, Path]:

@@ -214,6 +214,9 @@ def _mig_pods(draw) -> bytes:
     return draw(table_bytes(header, rows))
 
 
+OPENB_TIMES = ["qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time"]
+
+
 @st.composite
 def _mig_timed_pods(draw) -> bytes:
     """The MIG pod list with openb's times, as ``trace --format alibaba-pods`` reads it, damaged like _mig_pods."""
@@ -224,8 +227,7 @@ def _mig_timed_pods(draw) -> bytes:
             row[6] = draw(st.sampled_from(MIG_PROFILE_CELLS), label="mig_profile")
         if draw(st.integers(0, 3)) == 0:
             row[4] = draw(st.sampled_from(MIG_SHARES), label="gpu_milli")
-    times = ["qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time"]
-    return draw(table_bytes([*header, *times], rows))
+    return draw(table_bytes([*header, *OPENB_TIMES], rows))
 
 
 def _mig_fill_argv(data: st.DataObject) -> list[str]:
@@ -447,6 +449,38 @@ CLUSTER = {
     "nodes": [
         {"count": 2, "gpu": "V100", "gpus_per_node": 4, "name_prefix": "v-"},
         {"count": 1, "gpu": "K80", "gpus_per_node": 2, "pue": 1.5},
+    ],
+}
+#: a shared run (task placement): shares, CPU and memory per task, a CPU-only task, a GPU-type constraint, on nodes
+#: that share GPUs
+SHARED_TRACE = (
+    ["job_id", "arrival", "num_gpus", "job_type", "duration", "gpu_milli", "cpu_milli", "memory_mib", "allowed_models"],
+    [
+        ["a", "0", "1", "any", "600", "460", "4000", "8192", ""],
+        ["b", "30", "2", "any", "900", "", "8000", "16384", "V100"],
+        ["c", "60", "0", "cpu-only", "300", "", "2000", "1024", ""],
+        ["d", "90", "1", "any", "1200", "250", "1000", "2048", "K80+V100"],
+    ],
+)
+SHARED_CLUSTER = {
+    "name": "shared",
+    "nodes": [
+        {
+            "count": 2,
+            "gpu": "V100",
+            "gpus_per_node": 4,
+            "cpu_milli": 32000,
+            "memory_mib": 1 << 17,
+            "sharing": "fraction",
+        },
+        {
+            "count": 1,
+            "gpu": "K80",
+            "gpus_per_node": 2,
+            "cpu_milli": 16000,
+            "memory_mib": 1 << 16,
+            "sharing": "fraction",
+        },
     ],
 }
 SWEEP = {"base": {"cluster": "gavel-60", "jobs": 15}, "grid": {"policy": ["fifo", "sjf"], "seed": [0, 1]}, "out": "sw"}
@@ -689,6 +723,21 @@ TARGETS: list[Target] = [
         "cluster simulate (trace)",
         {"t.csv": _csv(TRACE_HEADER, TRACE_ROWS)},
         ["cluster", "simulate", "--policy", "sjf", "--trace", "t.csv", "--out", "r"],
+    ),
+    Target(
+        "cluster simulate (shared run: shares, CPU-only tasks)",
+        {"t.csv": _csv(*SHARED_TRACE), "c.yaml": document_bytes(SHARED_CLUSTER, as_yaml=True)},
+        ["cluster", "simulate", "--policy", "fifo", "--trace", "t.csv", "--cluster", "c.yaml", "--profiles", "traced"]
+        + ["--placement-rule", "fgd", "--sharing", "whole,fraction", "--out", "r"],
+    ),
+    Target(
+        "trace convert (alibaba pods, --cpu-tasks)",
+        {
+            "pods.csv": table_bytes(
+                [*FILL_PODS[0], *OPENB_TIMES], [[*r, "LS", "Running", "0", "600", "0"] for r in FILL_PODS[1]]
+            )
+        },
+        ["trace", "convert", "pods.csv", "o.csv", "--from", "alibaba-pods", "--cpu-tasks"],
     ),
     Target("cluster show (spec)", {"c.yaml": document_bytes(CLUSTER, as_yaml=True)}, ["cluster", "show", "c.yaml"]),
     Target(

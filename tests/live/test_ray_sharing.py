@@ -82,3 +82,11 @@ def test_a_policy_with_its_own_placement_cannot_run_shared(tmp_path):
     config = _shared_run(tmp_path, policy="gavel")
     with pytest.raises(InputError, match="places jobs by its own rule"):
         LiveRuntime(load_live_config(config), LocalExecutor(), tmp_path / "out", config_dir=tmp_path)
+
+
+def test_the_slurm_executor_refuses_a_shared_run_by_name(tmp_path):
+    from gpuweave.live.slurm import SlurmExecutor
+
+    config = _shared_run(tmp_path)
+    with pytest.raises(InputError, match="executor slurm cannot run tasks that share GPUs"):
+        LiveRuntime(load_live_config(config), SlurmExecutor(tmp_path / "s"), tmp_path / "out", config_dir=tmp_path)

@@ -599,6 +599,7 @@ class ClusterBook:
                 delay = self.restart_delay
                 js.restarts += 1
             node, k = placement[0]
+            delay += shares.reconfig_delay(job_id)  # MIG: its instance destroyed idle ones or was created
             share = shares.share(job_id)
             self.power_w += k * share * self._extra_w[node]
             self.cost_rate += k * share * self._extra_cost[node]

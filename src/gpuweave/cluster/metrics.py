@@ -83,6 +83,11 @@ def summarize(rec: SimulationRecords) -> dict[str, float | int]:
     out.update(useful_work(rec))
     if rec.shares is not None:
         out.update(sharing_metrics(rec.shares.series, rec.total_gpus, rec.end_time))
+        nodes = rec.shares.nodes
+        if nodes.any_mig:  # instances made, destroyed to repartition, and the seconds tasks waited for them
+            out["mig_instances_created"] = nodes.instances_created
+            out["mig_instances_destroyed"] = nodes.instances_destroyed
+            out["mig_reconfig_s"] = nodes.reconfig_seconds
     return out
 
 

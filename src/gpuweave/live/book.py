@@ -116,6 +116,11 @@ class LiveBook:
                 js.productive_start = math.inf  # no progress until the new workers report
         return actions
 
+    @property
+    def shared(self) -> bool:
+        """A shared run: its tasks hold shares of GPUs (gpuweave.cluster.sharing.ledger)."""
+        return self.cluster.shares is not None
+
     def discard_plan(self) -> list[Action]:
         """A decision that changed nothing: no action (a shared run's plan gives back what it took)."""
         self.cluster.discard_plan()

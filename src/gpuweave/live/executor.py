@@ -56,6 +56,8 @@ H = TypeVar("H")  # an executor's handle of a launched worker
 class Executor(ABC, Generic[H]):
     name: str = ""
     emulated: bool = True  # no real GPUs: workers pace their steps to the emulated GPU type
+    # runs a shared run's tasks on the GPU slots and shares of LaunchSpec.gpu_slots/gpu_share (tasks sharing GPUs)
+    shares_gpus: bool = False
 
     @abstractmethod
     def check_cluster(self, nodes: list[Node]) -> None:

@@ -108,6 +108,7 @@ class _Proc:
 
 class LocalExecutor(Executor["_Proc"]):
     name = "local"
+    shares_gpus = True
 
     def __init__(self) -> None:
         self._free: dict[int, list[int]] = {}

@@ -111,6 +111,7 @@ class _RayWorker:
 
 class RayExecutor(Executor["_RayWorker"]):
     name = "ray"
+    shares_gpus = True
 
     def __init__(self, address: str | None) -> None:
         self.address = address

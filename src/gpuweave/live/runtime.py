@@ -32,7 +32,7 @@ from gpuweave.cluster.forking import copy_nodes, is_forked
 from gpuweave.cluster.placements import make_run_placement
 from gpuweave.cluster.run import build_policy, prepare
 from gpuweave.cluster.state import JobState, Placement
-from gpuweave.errors import InvalidDecisionError
+from gpuweave.errors import InputError, InvalidDecisionError
 from gpuweave.live.attempts import Attempt, Copy, LiveJob, Worker, commit, split_steps
 from gpuweave.live.book import Action, LiveBook
 from gpuweave.live.config import LiveConfig, program_argv
@@ -99,6 +99,12 @@ class LiveRuntime:
         self.jobs: dict[str, LiveJob] = {}
         for js in self.book.states:
             self._track(js)
+        if self.book.shared and not executor.shares_gpus:
+            raise InputError(
+                f"executor {executor.name} cannot run tasks that share GPUs yet (a task placement, "
+                f"{config.placement_rule}): use --executor ray or local, or a whole-GPU placement rule",
+                field="executor",
+            )
         executor.check_cluster(self.nodes)
         self.measured: dict[RateKey, float] = {}
         self.measured_changed = False

@@ -165,6 +165,12 @@ class ShareLedger:
             return held_milli(held.instances[0].size, layout_of(model).num_slices) / FULL_GPU_MILLI
         return self.requests[job_id].gpu_milli / FULL_GPU_MILLI
 
+    def reconfig_delay(self, job_id: str) -> float:
+        """Seconds a started task waits for its MIG instances (destroying idle ones in the way, creating its own;
+        0 for a reused instance or a task that is not on MIG)."""
+        held = self.assignments.get(job_id)
+        return held.reconfig_s if held is not None else 0.0
+
     def asked_share(self, job: Job) -> float:
         """The part of each of its GPUs a job asked for (its work's worth, whatever it held)."""
         return (_attr_int(job, "gpu_milli", FULL_GPU_MILLI) if job.num_gpus else 0) / FULL_GPU_MILLI

@@ -6,8 +6,12 @@ Layout: ``gpu_free[node, slot]`` is the free milli-GPU of each GPU (1000 = idle)
 widest node has its missing slots at :data:`NO_GPU` (-1), which no request fits and no sum counts.
 A node whose GPUs run MIG (``NodeTable.mig``) gives each task a MIG instance instead of a share
 (:mod:`.mig_slots`; a task naming a MIG profile gets that profile's slices, :mod:`.profiles`):
-``mig_busy[node, slot]`` holds the GPU's occupied slices as a bit mask, ``gpu_free`` its free compute slices in
-milli-GPUs (what the scores read), and the instance's slices are what the task holds.
+``mig_busy[node, slot]`` holds the slices of the GPU's running instances as a bit mask, ``gpu_free`` its free
+compute slices in milli-GPUs (what the scores read), and the instance's slices are what the task holds. A task that
+ends leaves its instance behind, idle (``mig_idle``, ``idle_instances``): the next task of that size reuses it at no
+cost; one of another size is created on free slices, or, where idle instances block every place, after they are
+destroyed (FAR's repartitioning of an idle part of the GPU), at the geometry's create and destroy times (FAR paper
+Table 1, :class:`~gpuweave.hardware.mig.MigGeometry`), charged to the task as ``Assignment.reconfig_s``.
 Complexity: a feasibility mask is O(nodes x slots) (plus O(MIG nodes x slots x placements of the size)); an
 assignment is O(slots).
 """
@@ -18,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuweave.cluster.sharing.mig_slots import best_place, held_milli, layout_of
+from gpuweave.cluster.sharing.mig_slots import best_place, held_milli, layout_of, occupancy_mask
 from gpuweave.errors import InputError
 from gpuweave.hardware.mig import Placement
 from gpuweave.hardware.node_resources import NodeTable
@@ -81,6 +85,7 @@ class Assignment:
     node: int
     gpus: tuple[int, ...]
     instances: tuple[Placement, ...] = ()
+    reconfig_s: float = 0.0  # MIG: seconds to destroy idle instances in the way and create this one (0: reused)
 
 
 class SharedNodes:
@@ -114,6 +119,11 @@ class SharedNodes:
         self.mig_busy = np.zeros(self.gpu_free.shape, dtype=np.int64)
         self.instances: dict[tuple[int, int], list[Placement]] = {}
         self.instances_created = 0
+        # instances whose task ended, kept for reuse (their slices as a mask, and the instances per GPU)
+        self.mig_idle = np.zeros(self.gpu_free.shape, dtype=np.int64)
+        self.idle_instances: dict[tuple[int, int], list[Placement]] = {}
+        self.instances_destroyed = 0
+        self.reconfig_seconds = 0.0
         # the MIG nodes of each model (one geometry each), found once: fits() reads them per task
         groups: dict[str, list[int]] = {}
         for i in np.flatnonzero(self.mig_node).tolist():
@@ -214,25 +224,57 @@ class SharedNodes:
         assert size is not None  # fits() said the node can hold it
         real = int(self.table.num_gpus[node])
         busy = self.mig_busy[node, :real].tolist()
-        if not task.shares_gpu:  # whole GPUs: the lowest GPUs with nothing on them
+        if not task.shares_gpu:  # whole GPUs: the lowest GPUs with nothing running on them
             return tuple([slot for slot, b in enumerate(busy) if b == 0][: task.num_gpus])
-        chosen = best_place(model, busy, size)
+        reusable = [slot for slot in range(real) if self._idle_of_size(node, slot, size)]
+        if reusable:  # an idle instance of the size: no reconfiguration (the fullest such GPU, then the lowest)
+            return (max(reusable, key=lambda slot: (bin(busy[slot]).count("1"), -slot)),)
+        both = [b | i for b, i in zip(busy, self.mig_idle[node, :real].tolist())]
+        chosen = best_place(model, both, size) or best_place(model, busy, size)  # free slices, else idle ones
         assert chosen is not None
         return (chosen[0],)
 
-    def _take_instance(self, task: TaskRequest, node: int, slot: int) -> Placement:
-        """Create the task's instance on one GPU of a MIG node, where it leaves the most room."""
+    def _idle_of_size(self, node: int, slot: int, size: int) -> list[Placement]:
+        return [p for p in self.idle_instances.get((node, slot), ()) if p.size == size]
+
+    def _take_instance(self, task: TaskRequest, node: int, slot: int) -> tuple[Placement, float]:
+        """The task's instance on one GPU of a MIG node and the seconds its reconfiguration takes: an idle instance of
+        the size (0 s), else a new one where it leaves the most room, on free slices if it can, else on slices of idle
+        instances, which are destroyed first (module docstring)."""
         model = self.table.models[node]
         size = self.mig_size(task, model)
         assert size is not None
-        chosen = best_place(model, [int(self.mig_busy[node, slot])], size)
-        assert chosen is not None  # the caller picked a slot with room
-        _, placement, mask = chosen
+        key = (node, slot)
+        same = self._idle_of_size(node, slot, size)
+        seconds = 0.0
+        if same:
+            placement = min(same, key=lambda p: p.start)
+            mask = self._drop_idle(key, [placement])
+        else:
+            busy, idle = int(self.mig_busy[node, slot]), int(self.mig_idle[node, slot])
+            chosen = best_place(model, [busy | idle], size) or best_place(model, [busy], size)
+            assert chosen is not None  # the caller picked a slot with room
+            _, placement, mask = chosen
+            geometry = layout_of(model).geometry
+            in_the_way = [p for p in self.idle_instances.get(key, ()) if occupancy_mask(p) & mask]
+            self._drop_idle(key, in_the_way)
+            self.instances_destroyed += len(in_the_way)
+            seconds = sum(geometry.destroy_time(p.size) for p in in_the_way) + geometry.create_time(size)
+            self.instances_created += 1
         self.mig_busy[node, slot] |= mask
-        self.instances.setdefault((node, slot), []).append(placement)
-        self.instances_created += 1
+        self.instances.setdefault(key, []).append(placement)
+        self.reconfig_seconds += seconds
         self._set_mig_free(node, slot)
-        return placement
+        return placement, seconds
+
+    def _drop_idle(self, key: tuple[int, int], gone: list[Placement]) -> int:
+        """Take idle instances off a GPU's idle list (reused or destroyed); returns the last one's mask."""
+        mask = 0
+        for placement in gone:
+            self.idle_instances[key].remove(placement)
+            mask = occupancy_mask(placement)
+            self.mig_idle[key] &= ~mask
+        return mask
 
     def _set_mig_free(self, node: int, slot: int) -> None:
         """A MIG GPU's free share: its slices no instance computes on, in milli-GPUs (what the scores read)."""
@@ -248,8 +290,11 @@ class SharedNodes:
         self.cpu_free[node] -= task.cpu_milli
         self.memory_free[node] -= task.memory_mib
         instances: tuple[Placement, ...] = ()
+        reconfig_s = 0.0
         if self.mig_node[node]:
-            instances = tuple(self._take_instance(task, node, slot) for slot in gpus)
+            taken = [self._take_instance(task, node, slot) for slot in gpus]
+            instances = tuple(placement for placement, _ in taken)
+            reconfig_s = sum(seconds for _, seconds in taken)  # the driver runs MIG operations one at a time
         else:
             for slot in gpus:
                 self.gpu_free[node, slot] -= task.gpu_milli
@@ -259,17 +304,20 @@ class SharedNodes:
             column = self.kind_column(task.kind)  # may widen kind_counts: read it after
             self.kind_counts[node, column] += 1
         self.version[node] += 1
-        return Assignment(node, gpus, instances)
+        return Assignment(node, gpus, instances, reconfig_s)
 
     def release(self, task: TaskRequest, assignment: Assignment) -> None:
         """Give back what :meth:`assign` took."""
         node = assignment.node
         self.cpu_free[node] += task.cpu_milli
         self.memory_free[node] += task.memory_mib
-        if assignment.instances:  # the instances go with their task (MIG's dynamic reconfiguration)
+        if assignment.instances:  # each instance stays, idle, for the next task of its size (module docstring)
             for slot, placement in zip(assignment.gpus, assignment.instances):
                 self.instances[(node, slot)].remove(placement)
-                self.mig_busy[node, slot] &= ~sum(1 << s for s in placement.occupancy)
+                mask = occupancy_mask(placement)
+                self.mig_busy[node, slot] &= ~mask
+                self.mig_idle[node, slot] |= mask
+                self.idle_instances.setdefault((node, slot), []).append(placement)
                 self._set_mig_free(node, slot)
         else:
             for slot in assignment.gpus:
