@@ -585,6 +585,60 @@ def bench_import_slurm(lines: int, seed: int) -> dict:
     }
 
 
+def bench_replay(
+    trace: str | Path,
+    cluster: str,
+    placements: list[str],
+    policy: str = "fifo",
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """A trace of tasks sharing GPUs (``cluster simulate --profiles traced --placement-rule NAME``, openb's pods over
+    time) under each of ``placements`` and one queue policy: CPU and wall seconds of the simulation alone (trace and
+    cluster read once, before the clock starts), jobs per CPU second, and each placement's CPU time as a multiple of
+    ``best-fit``'s (timed in the same run; added when not asked for)."""
+    from gpuweave.cluster.config import parse_config
+    from gpuweave.cluster.metrics import summarize
+    from gpuweave.cluster.placements import make_task_placement
+    from gpuweave.cluster.run import prepare, simulate
+
+    for name in placements:
+        make_task_placement(name)  # an unknown name or a gang rule: one line before the files are read
+    order = ["best-fit"] + [p for p in placements if p != "best-fit"]
+    base = {"policy": policy, "trace": str(trace), "cluster": cluster, "profiles": "traced"}
+    prepared = prepare(parse_config({**base, "placement_rule": "best-fit"}))
+    runs: list[dict[str, Any]] = []
+    for name in order:
+        if progress is not None:
+            progress(name)
+        config = parse_config({**base, "placement_rule": name})
+        gc.collect()
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        rec = simulate(config, prepared, record_segments=False)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        metrics = summarize(rec)
+        runs.append(
+            {
+                "placement": name,
+                "cpu_s": round(cpu, 3),
+                "wall_s": round(wall, 3),
+                "jobs": len(rec.jobs),
+                "jobs_per_cpu_s": round(len(rec.jobs) / max(cpu, 1e-9)),
+                "avg_jct_s": round(float(metrics["avg_jct_s"]), 1),
+                "mean_fragment_ratio_pct": round(float(metrics.get("mean_fragment_ratio_pct", 0.0)), 3),
+            }
+        )
+    reference = float(runs[0]["cpu_s"])
+    for run in runs:
+        run["ratio_to_best_fit"] = round(run["cpu_s"] / max(reference, 1e-9), 2)
+    return {
+        "trace": str(trace),
+        "cluster": cluster,
+        "policy": policy,
+        "gpus": sum(n.num_gpus for n in prepared.nodes),
+        "runs": [r for r in runs if r["placement"] in placements or r["placement"] == "best-fit"],
+    }
+
+
 def bench_fill(
     nodes: str | Path,
     pods: str | Path,

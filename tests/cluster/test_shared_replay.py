@@ -354,3 +354,15 @@ def test_openb_cpu_tasks_kept_on_request_and_gpu_pods_unchanged():
     assert gpu["job_type"].tolist() == plain["job_type"].tolist()  # the seeded draws are the GPU pods' alone
     with pytest.raises(InputError, match="--cpu-tasks"):
         load_trace_frame(REPO / "examples" / "live" / "trace.csv", "schema", cpu_tasks=True)
+
+
+def test_bench_replay_times_each_placement_beside_best_fit(tmp_path):
+    from gpuweave.bench import bench_replay
+
+    trace, cluster = _small_replay(tmp_path)
+    result = bench_replay(trace, str(cluster), ["fgd"], "sjf")
+    assert [run["placement"] for run in result["runs"]] == ["best-fit", "fgd"]
+    assert result["runs"][0]["ratio_to_best_fit"] == 1.0 and result["gpus"] == 8
+    assert all(run["jobs"] == 40 and run["cpu_s"] >= 0 and "mean_fragment_ratio_pct" in run for run in result["runs"])
+    with pytest.raises(InputError, match="unknown placement rule 'packed'|places whole-GPU gangs"):
+        bench_replay(trace, str(cluster), ["packed"])

@@ -1,4 +1,4 @@
-"""``gpuweave bench sim|scale|round|pop|kernel|import-slurm|fill``: speed figures measured the same way every time.
+"""``gpuweave bench sim|scale|round|pop|kernel|import-slurm|fill|replay``: speed figures measured the same way.
 
 The logic lives in :mod:`gpuweave.bench`.
 """
@@ -256,3 +256,37 @@ def fill(
     print_table(
         Console(), f"bench fill: {result['gpus']} GPUs, {Path(result['pods']).name}", headers, rows, right=headers[1:]
     )
+
+
+@app.command("replay")
+def replay(
+    trace: Path = typer.Option(..., "--trace", help="Trace with shares (trace convert --from alibaba-pods of openb)."),
+    cluster: str = typer.Option(..., "--cluster", help="Cluster YAML whose groups share GPUs (trace cluster)."),
+    placements: str = typer.Option(
+        "random,dotprod,gpu-clustering,gpu-packing,best-fit,fgd", "--placements", help="Comma list of task placements."
+    ),
+    policy: str = typer.Option("fifo", "--policy", help="Queue policy (fifo, sjf, yarn-cs)."),
+    quiet: bool = quiet_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Time a shared run over time (cluster simulate --profiles traced --placement-rule NAME) per task placement; CPU
+    time as a multiple of best-fit's."""
+    from gpuweave.bench import bench_replay
+
+    names = [p.strip() for p in placements.split(",") if p.strip()]
+    if not names:
+        raise InputError("--placements names no placement", field="placements")
+    with ProgressBar(show_progress(quiet or as_json)) as bar:
+        hook = bar.task("bench replay")
+        result = bench_replay(trace, cluster, names, policy, progress=(lambda name: hook(0)) if hook else None)
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    from rich.console import Console
+
+    headers = ("placement", "CPU s", "wall s", "jobs", "jobs/CPU s", "x best-fit", "mean JCT s", "fragmentation %")
+    keys = ["placement", "cpu_s", "wall_s", "jobs", "jobs_per_cpu_s", "ratio_to_best_fit", "avg_jct_s"]
+    keys += ["mean_fragment_ratio_pct"]
+    rows = [tuple(str(run[k]) for k in keys) for run in result["runs"]]
+    title = f"bench replay: {result['policy']}, {result['gpus']} GPUs, {Path(result['trace']).name}"
+    print_table(Console(), title, headers, rows, right=headers[1:])

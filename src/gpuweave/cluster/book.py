@@ -396,6 +396,8 @@ class ClusterBook:
         js = JobState(job=job, remaining=float(job.work))
         self.states.append(js)
         self.by_id[job.job_id] = js
+        if self.shares is not None:
+            self.shares.add(job)
         return js
 
     def arrive(self, js: JobState) -> None:

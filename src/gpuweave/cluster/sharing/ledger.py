@@ -139,6 +139,10 @@ class ShareLedger:
         self._runnable: dict[tuple[str, int, tuple[str, ...] | None], np.ndarray] = {}
         self.series: list[FragmentRow] = []
 
+    def add(self, job: Job) -> None:
+        """A job handed over while the run goes on (its request; the typical tasks stay those of the start)."""
+        self.requests[job.job_id] = job_request(job, len(self.requests), whole=self.whole)
+
     # ------------------------------------------------------------------ reading
     def open_gpus(self, node: int) -> int:
         """GPUs of ``node`` with some share free (the book's ``free[node]`` in a shared run)."""
@@ -278,6 +282,7 @@ class ShareLedger:
             self.nodes.release(self.requests[job_id], self.provisional.pop(job_id))
         self.assignments.update(self.provisional)
         self.provisional.clear()
+        self._choices.clear()  # the plan's choices are spent (a later plan chooses anew)
 
     def rollback(self) -> None:
         """Give back every provisional take (a plan that was not applied), last taken first."""
