@@ -84,9 +84,21 @@ def test_a_policy_with_its_own_placement_cannot_run_shared(tmp_path):
         LiveRuntime(load_live_config(config), LocalExecutor(), tmp_path / "out", config_dir=tmp_path)
 
 
-def test_the_slurm_executor_refuses_a_shared_run_by_name(tmp_path):
-    from gpuweave.live.slurm import SlurmExecutor
+def test_slurm_shards_are_read_from_the_nodes_and_required_for_a_shared_run(tmp_path):
+    """Slurm runs shares as gres/shard (tests/slurm/test_slurm_sharing.py runs it): the shards per GPU come from
+    scontrol's Gres, and a node without them is refused by name before anything starts."""
+    from gpuweave.hardware.cluster_spec import Node
+    from gpuweave.live.slurm import SlurmExecutor, shards_per_gpu
+    from gpuweave.workload.traces.slurm_nodes import GpuSlot
 
-    config = _shared_run(tmp_path)
-    with pytest.raises(InputError, match="executor slurm cannot run tasks that share GPUs"):
-        LiveRuntime(load_live_config(config), SlurmExecutor(tmp_path / "s"), tmp_path / "out", config_dir=tmp_path)
+    text = (
+        "NodeName=gw0 Arch=x86_64 Gres=gpu:v100:4,gpu:k80:2,shard:v100:400,shard:k80:200 State=IDLE\n"
+        "NodeName=gw1 Gres=gpu:2(S:0),shard:16 State=MIXED\nNodeName=gw2 Gres=gpu:a100:8 State=IDLE"
+    )
+    assert shards_per_gpu(text) == {("gw0", "v100"): 100, ("gw0", "k80"): 100, ("gw1", ""): 8}
+    executor = SlurmExecutor(tmp_path / "s")
+    executor._slots = {0: GpuSlot("gw2", "a100", "A100-40GB", 8, "gw2-a100")}
+    executor._shards = shards_per_gpu(text)
+    node = Node(0, "gw2-a100", "A100-40GB", 8, 0.1, 1.0, sharing="fraction")
+    with pytest.raises(InputError, match="Slurm node gw2 has no shard GRES for its a100s"):
+        executor.check_shares([node])

@@ -79,6 +79,10 @@ class Executor(ABC, Generic[H]):
     def kill(self, handle: H) -> None:
         """End the worker now (no checkpoint)."""
 
+    def check_shares(self, nodes: list[Node]) -> None:
+        """A shared run (after :meth:`check_cluster`): raise InputError when the cluster cannot hold shares of its
+        GPUs. Only an executor with ``shares_gpus`` is asked; by default it can."""
+
     def can_launch(self, node: int, gpus: int) -> bool:
         """Whether ``gpus`` GPUs of ``node`` are free now. An executor that hands out GPUs itself answers False while
         a stopped worker still holds them (it checkpoints before it exits); Ray and Slurm queue a worker until its

@@ -106,6 +106,8 @@ class LiveRuntime:
                 field="executor",
             )
         executor.check_cluster(self.nodes)
+        if self.book.shared:
+            executor.check_shares(self.nodes)
         self.measured: dict[RateKey, float] = {}
         self.measured_changed = False
         self.start_time = self.book.states[0].job.arrival if self.book.states else 0.0

@@ -35,6 +35,7 @@ V100 is free. Updating the count of the same type works.
 from __future__ import annotations
 
 import csv
+import re
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -114,6 +115,7 @@ class SlurmOptions:
 
 class SlurmExecutor(Executor["_Handle"]):
     name = "slurm"
+    shares_gpus = True  # a share of one GPU is Slurm's gres/shard (GresTypes=gpu,shard)
 
     def __init__(self, out: Path, options: SlurmOptions | None = None) -> None:
         self.out = Path(out).resolve()
@@ -122,6 +124,7 @@ class SlurmExecutor(Executor["_Handle"]):
         self.tag = f"gpuweave:{self.out}"
         self.emulated = True
         self._slots: dict[int, GpuSlot] = {}
+        self._shards: dict[tuple[str, str], int] = {}  # (host, GPU type) -> shards per GPU (gres/shard)
         self._jobs: dict[tuple[str, int, int], _SlurmJob] = {}
         self._live: dict[str, _Handle] = {}  # Slurm job id -> the handle of its current attempt
         self._states: dict[str, tuple[str, str]] = {}  # Slurm job id -> (state, reason) from the last poll
@@ -138,6 +141,7 @@ class SlurmExecutor(Executor["_Handle"]):
                 raise InputError(f"Slurm partition {self.options.partition!r} has no nodes", field="executor.slurm")
         slots, _ = gpu_slots(slurm_nodes, skip_unknown=True, source="scontrol show node")
         self._slots = match_nodes(nodes, slots, {n.name: n for n in slurm_nodes})
+        self._shards = shards_per_gpu(text)
         if self.options.gpus == "auto":
             self.emulated = nvml_gpu_count() == 0
         else:
@@ -159,10 +163,33 @@ class SlurmExecutor(Executor["_Handle"]):
         if mine:
             try_slurm(["scancel", *[i for i, _ in mine]])
 
+    def check_shares(self, nodes: list[Node]) -> None:
+        """A shared run: every node's GPUs must offer Slurm shards (``gres/shard``), what a share of one asks for."""
+        for node in nodes:
+            slot = self._slots[node.index]
+            if self._shards.get((slot.host, slot.slurm_type), 0) <= 0:
+                raise InputError(
+                    f"Slurm node {slot.host} has no shard GRES for its {slot.slurm_type or 'GPU'}s, so tasks cannot "
+                    "share them: GresTypes=gpu,shard, Name=shard Count=N in gres.conf and shard:TYPE:N in the node's "
+                    "Gres (docs/slurm.md)",
+                    field="cluster",
+                )
+
+    def _gres(self, spec: LaunchSpec, slot: GpuSlot) -> str:
+        """What the worker's Slurm job asks: its GPUs, or a shared run's share of one GPU as shards (none for a
+        CPU-only task)."""
+        typed = f"{slot.slurm_type}:" if slot.slurm_type else ""
+        if spec.gpu_slots is not None and spec.gpus == 0:
+            return ""
+        if spec.gpu_slots is not None and spec.gpu_share < 1.0:
+            per_gpu = self._shards.get((slot.host, slot.slurm_type), 0)
+            return f"shard:{typed}{max(1, round(spec.gpu_share * per_gpu))}"
+        return f"gpu:{typed}{spec.gpus}"
+
     # ------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> _Handle:
         slot = self._slots[spec.node]
-        gres = f"gpu:{slot.slurm_type}:{spec.gpus}" if slot.slurm_type else f"gpu:{spec.gpus}"
+        gres = self._gres(spec, slot)
         key = (spec.job_id, spec.copy, spec.rank)
         job = self._jobs.get(key)
         folder = job.folder if job else self.folder / f"{job_folder_name(spec.job_id)}-c{spec.copy}-r{spec.rank}"
@@ -171,7 +198,9 @@ class SlurmExecutor(Executor["_Handle"]):
         _write_attempt(folder, spec, self.emulated)
         launched = time.time()
         try:
-            if job is not None and job.slurm_type == slot.slurm_type and self._requeue(job, slot.host, gres):
+            # (a shared run's task is submitted afresh: its GRES may be shards or none, which a requeue cannot set)
+            reusable = job is not None and spec.gpu_slots is None and job.slurm_type == slot.slurm_type
+            if job is not None and reusable and self._requeue(job, slot.host, gres):
                 action = "requeue"
             else:
                 if job is not None:
@@ -203,7 +232,7 @@ class SlurmExecutor(Executor["_Handle"]):
             "--nodes=1",
             "--ntasks=1",
             f"--nodelist={host}",
-            f"--gres={gres}",
+            *([f"--gres={gres}"] if gres else []),  # a CPU-only task of a shared run asks no GRES
             f"--output={folder / 'slurm-%j.out'}",
             "--open-mode=append",
         ]
@@ -480,3 +509,24 @@ def _pct(values: list[float], p: float) -> float | None:
     if not values:
         return None
     return round(values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))], 4)
+
+
+def shards_per_gpu(text: str) -> dict[tuple[str, str], int]:
+    """(host, GPU type) -> Slurm shards per GPU from ``scontrol show node --oneliner``: each node's
+    ``shard:TYPE:N`` (or untyped ``shard:N``) over its ``gpu:TYPE:M``. Nodes without shards are absent."""
+    found: dict[tuple[str, str], int] = {}
+    for line in text.splitlines():
+        host = re.search(r"NodeName=(\S+)", line)
+        gres = re.search(r"\bGres=(\S+)", line)
+        if host is None or gres is None:
+            continue
+        gpus: dict[str, int] = {}
+        shards: dict[str, int] = {}
+        for entry in gres.group(1).split(","):
+            parts = entry.split("(")[0].split(":")
+            if parts[0] in ("gpu", "shard") and len(parts) in (2, 3) and parts[-1].isdigit():
+                (gpus if parts[0] == "gpu" else shards)[parts[1] if len(parts) == 3 else ""] = int(parts[-1])
+        for kind, count in shards.items():
+            if gpus.get(kind):
+                found[(host.group(1), kind)] = count // gpus[kind]
+    return found

@@ -427,8 +427,9 @@ class SlurmSandbox:
         sock = root / "run" / "munge.sock"
         dbd_port = _free_port()
         devices = self._make_devices()
-        gres_types = ",".join(f"gres/gpu:{t}" for t in self.gpus)
-        node_gres = ",".join(f"gpu:{t}:{n}" for t, n in self.gpus.items())
+        gres_types = ",".join(f"gres/gpu:{t}" for t in self.gpus) + ",gres/shard"
+        shards = SHARDS_PER_GPU * sum(self.gpus.values())
+        node_gres = ",".join(f"gpu:{t}:{n}" for t, n in self.gpus.items()) + f",shard:{shards}"
         (etc / "slurm.conf").write_text(
             SLURM_CONF.format(
                 cluster=self.cluster,
@@ -447,6 +448,10 @@ class SlurmSandbox:
         (etc / "gres.conf").write_text(
             "AutoDetect=off\n"
             + "".join(f"NodeName={self.node} Name=gpu Type={t} File={f}\n" for t, f in devices.items())
+            + "".join(
+                f"NodeName={self.node} Name=shard Count={SHARDS_PER_GPU * self.gpus[t]} File={f}\n"
+                for t, f in devices.items()
+            )
         )
         dbd = etc / "slurmdbd.conf"
         dbd.write_text(SLURMDBD_CONF.format(sock=sock, dbd_port=dbd_port, root=root, db_port=db_port))
@@ -485,6 +490,9 @@ class SlurmSandbox:
         self.procs.clear()
 
 
+#: Slurm shards per GPU (gres/shard): a task asking a share of one GPU asks that share of them (0.46 -> 46)
+SHARDS_PER_GPU = 100
+
 SLURM_CONF = """\
 # gpuweave's throwaway Slurm (gpuweave.live.slurm_sandbox): one node, typed fake GPUs, everything on loopback
 ClusterName={cluster}
@@ -520,7 +528,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SlurmdParameters=config_overrides
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
-GresTypes=gpu
+GresTypes=gpu,shard
 ReturnToService=2
 KillWait=5
 MinJobAge=600
