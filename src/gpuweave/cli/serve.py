@@ -56,6 +56,7 @@ def serve(
         None, "--policy", "-p", help="Cluster policy (default: the one in the database, else fifo)."
     ),
     policy_option: list[str] = typer.Option([], "--policy-option", "-O", help="Policy option KEY=VALUE (repeat)."),
+    placement_rule: Optional[str] = typer.Option(None, "--placement-rule", help="Task placement: jobs share GPUs."),
     time_scale: float = typer.Option(1.0, "--time-scale", help="Emulated seconds per wall second (GPU-less demos)."),
     checkpoint_every: float = typer.Option(5.0, "--checkpoint-every", help="Wall seconds between checkpoints."),
     max_retries: int = typer.Option(2, "--max-retries", help="Restarts of a crashed job before it fails."),
@@ -100,6 +101,7 @@ def serve(
             cluster=cluster,
             policy=policy,
             policy_options=_policy_options(policy_option),
+            placement_rule=placement_rule,
             seed=seed,
             restart_delay=restart_delay,
             time_scale=time_scale,

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from gpuweave.checks import GPUS, POSITIVE_COUNT, finite_options
 from gpuweave.cluster.config import SimulationConfig
+from gpuweave.cluster.placements import names_placing
 from gpuweave.errors import InputError
 from gpuweave.executors import known_executor
 from gpuweave.live.config import ExecutorSection, LiveConfig
@@ -46,6 +47,7 @@ class ServiceConfig(BaseModel):
     cluster: str = _as_in(SimulationConfig, "cluster")
     policy: str | None = None  # None: the policy stored in the database, else fifo
     policy_options: dict[str, Any] = _as_in(SimulationConfig, "policy_options")
+    placement_rule: str | None = _as_in(SimulationConfig, "placement_rule")
     seed: int = _as_in(SimulationConfig, "seed")
     restart_delay: float = _as_in(SimulationConfig, "restart_delay")
     time_scale: float = _as_in(ExecutorSection, "time_scale")
@@ -79,6 +81,14 @@ class ServiceConfig(BaseModel):
     @classmethod
     def _known_executor(cls, value: str) -> str:
         return known_executor(value)
+
+    @field_validator("placement_rule")
+    @classmethod
+    def _known_rule(cls, value: str | None) -> str | None:
+        known = names_placing("gangs") + names_placing("tasks")
+        if value is not None and value not in known:
+            raise ValueError(f"unknown placement rule {value!r} (known: {', '.join(known)})")
+        return value
 
     @field_validator("policy_options")
     @classmethod
@@ -117,6 +127,7 @@ class ServiceConfig(BaseModel):
             policy=policy,
             policy_options=options,
             cluster=self.cluster,
+            placement_rule=self.placement_rule,
             seed=self.seed,
             restart_delay=self.restart_delay,
             executor=section,

@@ -79,6 +79,10 @@ jobs = Table(
     Column("job_type", String(128), nullable=False),
     Column("gpus", Integer, nullable=False),
     Column("gpu_types", Text, nullable=True),  # JSON list; None = any
+    # a service whose placement is a task placement: the job's share of each GPU, CPU and memory (None: not asked)
+    Column("gpu_milli", Integer, nullable=True),
+    Column("cpu_milli", Integer, nullable=True),
+    Column("memory_mib", Integer, nullable=True),
     Column("steps", Integer, nullable=False),
     Column("priority", Float, nullable=False, default=1.0),
     Column("deadline_s", Float, nullable=True),  # simulated seconds after submission

@@ -68,6 +68,29 @@ def never_fits(
     return InputError(f"{gpus} GPUs of {job_type!r} can never run on any node{allowed} ({where})", field="gpus")
 
 
+#: what a job of a service with a task placement may ask beside its GPUs (the trace schema's resource columns)
+SHARE_FIELDS = ("gpu_milli", "cpu_milli", "memory_mib")
+
+
+def never_fits_shares(nodes: list[Node], spec: Any, shared: bool) -> InputError | None:
+    """Why a job's shares can never be held (a service without a task placement takes none; a request larger than
+    every node of its allowed types), or None. Checked on the empty cluster, as the run's ledger checks a trace."""
+    asked = {name: getattr(spec, name) for name in SHARE_FIELDS if getattr(spec, name) is not None}
+    if not asked:
+        return None
+    if not shared:
+        return InputError(
+            f"{', '.join(asked)}: this service places whole GPUs; shares need a task placement (gpuweave serve "
+            "--placement-rule best-fit, fgd, ...)",
+            field=next(iter(asked)),
+        )
+    from gpuweave.cluster.sharing.ledger import task_fits_somewhere
+
+    allowed = tuple(sorted(set(spec.gpu_types))) if spec.gpu_types else None
+    job = Job("admission", 0.0, spec.gpus, 1.0, spec.job_type, attrs=asked, allowed_models=allowed)
+    return task_fits_somewhere(nodes, job)
+
+
 def runtime_job(row: Row[Any], origin: float, time_scale: float, limits: WorkerLimits | None = None) -> Job:
     """The runtime's Job for a database row (ids are the row's id as text; times simulated). ``limits``: what each
     of its workers may take on its host (the service's quota for a user who is not an admin; local executor)."""
@@ -83,6 +106,11 @@ def runtime_job(row: Row[Any], origin: float, time_scale: float, limits: WorkerL
         job_type=row.job_type,
         priority=row.priority,
         deadline=deadline if deadline is None else max(deadline, arrival + 1e-9),
-        attrs={"user": row.user_id, "name": row.name, **({LIMITS_ATTR: limits} if limits is not None else {})},
+        attrs={
+            "user": row.user_id,
+            "name": row.name,
+            **({LIMITS_ATTR: limits} if limits is not None else {}),
+            **{name: getattr(row, name) for name in SHARE_FIELDS if getattr(row, name, None) is not None},
+        },
         allowed_models=tuple(sorted(gpu_types)) if gpu_types else None,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from gpuweave.checks import finite_options
 
@@ -40,6 +40,23 @@ class JobSubmit(BaseModel):
         None, gt=0, le=1e12, allow_inf_nan=False, description="seconds after submission (simulated clock)"
     )
     priority: float = Field(1.0, gt=0, le=1e6, allow_inf_nan=False, description="weight; larger is more important")
+    gpu_milli: int | None = Field(
+        None,
+        ge=1,
+        le=1000,
+        description="share of each GPU in milli-GPUs, below 1000 for 1-GPU jobs only (a service "
+        "with a task placement: --placement-rule)",
+    )
+    cpu_milli: int | None = Field(
+        None, ge=1, le=10**9, description="CPU in milli-cores (a service with a task placement)"
+    )
+    memory_mib: int | None = Field(None, ge=1, le=10**12, description="memory in MiB (a service with a task placement)")
+
+    @model_validator(mode="after")
+    def _fraction_of_one_gpu(self) -> JobSubmit:
+        if self.gpu_milli is not None and self.gpu_milli < 1000 and self.gpus > 1:
+            raise ValueError("gpu_milli: a share of a GPU (below 1000) is for 1-GPU jobs only")
+        return self
 
 
 class PlacementPart(BaseModel):
@@ -68,6 +85,9 @@ class Job(BaseModel):
     job_type: str
     gpus: int
     gpu_types: list[str] | None
+    gpu_milli: int | None = None
+    cpu_milli: int | None = None
+    memory_mib: int | None = None
     steps: int
     committed_steps: int = Field(description="steps saved in checkpoints and committed")
     steps_done: int = Field(description="committed steps plus those the running attempt reported")

@@ -60,13 +60,16 @@ class Store:
         live_energy: Callable[[], dict[int, tuple[float, float]]] | None = None,
         live_totals: Callable[[], dict[str, float] | None] | None = None,
         currency: str = "$",
+        shared: bool = False,
     ) -> None:
         """``live_steps()``: steps done per running job as the scheduling loop last saw them (optional);
         ``ideal_placement``: the cluster's (a job too wide for one node may still run, as the book judges it);
         ``live_energy()``: energy (J) and cost so far per job holding GPUs, its current placement included (the
         database has them only up to the job's last ended attempt); ``live_totals()``: the cluster's power (W),
         energy (J) and cost now (None: the last utilisation sample's are shown); ``currency``: the cluster
-        spec's, what every cost is in."""
+        spec's, what every cost is in; ``shared``: the service's placement is a task placement, so jobs may ask
+        shares of GPUs, CPU and memory (gpuweave.cluster.sharing.ledger)."""
+        self.shared = shared
         self.currency = currency
         self.live_steps = live_steps or dict
         self.live_energy = live_energy or dict
@@ -79,7 +82,7 @@ class Store:
 
     # ------------------------------------------------------------------ jobs
     def submit(self, user: User, spec: JobSubmit) -> dict[str, Any]:
-        from gpuweave.service.jobs import check_program, is_builtin, never_fits
+        from gpuweave.service.jobs import SHARE_FIELDS, check_program, is_builtin, never_fits, never_fits_shares
 
         if not is_builtin(spec.program) and not (user.admin or self.limits.allow_commands):
             raise ApiError(
@@ -91,6 +94,7 @@ class Store:
             raise ApiError(422, exc.message, "program") from None
         gpu_types = sorted(set(spec.gpu_types)) if spec.gpu_types else None
         problem = never_fits(self.nodes, self.profiles, spec.job_type, spec.gpus, gpu_types, self.ideal_placement)
+        problem = problem or never_fits_shares(self.nodes, spec, self.shared)
         if problem is not None:
             raise ApiError(422, problem.message, problem.field)
         max_gpus = user.max_running_gpus or self.limits.default_max_running_gpus
@@ -106,6 +110,7 @@ class Store:
             "job_type": spec.job_type,
             "gpus": spec.gpus,
             "gpu_types": json.dumps(gpu_types) if gpu_types else None,
+            **{name: getattr(spec, name) for name in SHARE_FIELDS},
             "steps": spec.steps,
             "priority": spec.priority,
             "deadline_s": spec.deadline_s,
@@ -228,6 +233,9 @@ class Store:
             "job_type": r.job_type,
             "gpus": r.gpus,
             "gpu_types": json.loads(r.gpu_types) if r.gpu_types else None,
+            "gpu_milli": getattr(r, "gpu_milli", None),
+            "cpu_milli": getattr(r, "cpu_milli", None),
+            "memory_mib": getattr(r, "memory_mib", None),
             "steps": r.steps,
             "committed_steps": r.committed,
             "steps_done": done,
@@ -269,7 +277,8 @@ class Store:
     # ------------------------------------------------------------------ nodes, events, users
     def nodes_out(self, user: User) -> list[dict[str, Any]]:
         query = (
-            select(jobs.c.id, jobs.c.name, jobs.c.user_id, jobs.c.placement, users.c.name.label("user"))
+            select(jobs.c.id, jobs.c.name, jobs.c.user_id, jobs.c.placement, jobs.c.gpu_milli)
+            .add_columns(users.c.name.label("user"))
             .join(users, users.c.id == jobs.c.user_id)
             .where(jobs.c.state.in_(("running", "checkpointing")), jobs.c.placement.isnot(None))
         )
@@ -281,15 +290,17 @@ class Store:
             rows = conn.execute(query).all()
         for r in rows:
             mine = user.admin or r.user_id == user.id
+            share = (r.gpu_milli or 1000) / 1000  # a task of a shared run holds this much of each GPU
             for node, gpus in json.loads(r.placement):
                 if 0 <= node < len(out):
-                    out[node]["busy"] += gpus
+                    out[node]["busy"] = round(out[node]["busy"] + gpus * share, 3)
                     out[node]["jobs"].append(
                         {
                             "id": r.id if mine else None,
                             "name": r.name if mine else None,
                             "user": r.user if mine else None,
                             "gpus": gpus,
+                            "share": share,
                         }
                     )
         return out
@@ -350,6 +361,13 @@ class Store:
             return get_setting(conn, "policy") or {}
 
     def set_policy(self, user: User, name: str, options: dict[str, Any], round_length: float | None) -> dict[str, Any]:
+        if self.shared:  # only a policy that places through the run's rule can drive tasks sharing GPUs
+            from gpuweave.cluster.policies import POLICIES
+
+            if name in POLICIES and not getattr(POLICIES.get(name).impl, "places_tasks", False):
+                raise ApiError(
+                    422, f"policy '{name}' places jobs by its own rule; this service's tasks share GPUs", "name"
+                )
         with writing(self.engine) as conn:
             current = get_setting(conn, "policy") or {"version": 0}
             value = {"name": name, "options": options, "round_length": round_length, "version": current["version"] + 1}

@@ -191,18 +191,9 @@ class ShareLedger:
             if shape in seen:
                 continue
             seen.add(shape)
-            ok = empty.fits(task)
-            if task.shares_gpu:
-                ok &= self.fraction_ok
-            if not ok.any():
-                raise InputError(
-                    f"job '{job.job_id}' ({task.num_gpus} GPU(s) of {task.gpu_milli} milli, {task.cpu_milli} "
-                    f"milli-CPU, {task.memory_mib} MiB) fits on no node of the cluster"
-                    + (f" of the models it allows ({'+'.join(task.allowed_models)})" if task.allowed_models else "")
-                    + (" that shares GPUs" if task.shares_gpu else ""),
-                    row=row,
-                    field="gpu_milli" if task.shares_gpu else "num_gpus" if task.num_gpus else "cpu_milli",
-                )
+            problem = _fits_nowhere(empty, self.fraction_ok, task, job.job_id, row)
+            if problem is not None:
+                raise problem
 
     # ------------------------------------------------------------------ choosing
     def _runnable_nodes(self, view: ClusterView, js: JobState) -> np.ndarray:
@@ -336,6 +327,34 @@ def shared_run(
         )
     ledger = ShareLedger(nodes, jobs, placement, policy.seed)
     return ledger, ShareRule(ledger)
+
+
+def _fits_nowhere(
+    empty: SharedNodes, fraction_ok: np.ndarray, task: TaskRequest, job_id: str, row: int | None
+) -> InputError | None:
+    """The error of a task no node of the empty cluster ``empty`` can hold (None: some node can)."""
+    ok = empty.fits(task)
+    if task.shares_gpu:
+        ok &= fraction_ok
+    if ok.any():
+        return None
+    return InputError(
+        (f"job '{job_id}'" if job_id else "the job")
+        + f" ({task.num_gpus} GPU(s) of {task.gpu_milli} milli, {task.cpu_milli} "
+        f"milli-CPU, {task.memory_mib} MiB) fits on no node of the cluster"
+        + (f" of the models it allows ({'+'.join(task.allowed_models)})" if task.allowed_models else "")
+        + (" that shares GPUs" if task.shares_gpu else ""),
+        row=row,
+        field="gpu_milli" if task.shares_gpu else "num_gpus" if task.num_gpus else "cpu_milli",
+    )
+
+
+def task_fits_somewhere(nodes: list[Node], job: Job) -> InputError | None:
+    """Why ``job``'s request fits on no node of an empty cluster of ``nodes`` (the service's admission check of a
+    shared run's job), or None. O(nodes x GPU slots)."""
+    whole = not any(n.sharing in ("fraction", "mig") for n in nodes)
+    fraction_ok = np.array([n.sharing != "whole" for n in nodes], dtype=bool)
+    return _fits_nowhere(SharedNodes(node_table_of(nodes)), fraction_ok, job_request(job, 0, whole=whole), "", None)
 
 
 class ShareRule(PlacementRule):

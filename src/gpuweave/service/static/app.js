@@ -37,6 +37,8 @@ function fillTable(id, rows, cells) {
 }
 
 const pct = (x) => `${Math.round(100 * x)}%`;
+// A job's GPUs as people read them: "2", or "1 × 0.5" for a share of one GPU (a service with a task placement)
+const gpusText = (j) => (j.gpu_milli && j.gpu_milli < 1000 ? `${j.gpus} × ${j.gpu_milli / 1000}` : `${j.gpus}`);
 const where = (p) => (p || []).map((x) => `${x.node}:${x.gpus}`).join(" ") || "–";
 
 // One energy unit and one currency for the whole page. The unit follows the magnitude of the cluster's energy so
@@ -93,13 +95,23 @@ function drawNodes(nodes) {
     const div = el("div", { class: "node", "data-node": n.name });
     div.appendChild(el("div", {}, `${n.name} · ${n.gpu_type} · ${n.busy}/${n.gpus}`));
     const gpus = el("div", { class: "gpus" });
+    // Each GPU cell lists the jobs on it: whole GPUs one job a cell, shares of a GPU packed into cells in turn
+    // (the database keeps a job's node, not which of its GPUs: the picture shows how full the node is).
     const slots = [];
-    for (const j of n.jobs) for (let i = 0; i < j.gpus; i++) slots.push(j);
+    let open = null;
+    for (const j of n.jobs) {
+      if ((j.share ?? 1) < 1) {
+        if (!open || open.used + j.share > 1 + 1e-9) slots.push(open = { jobs: [], used: 0 });
+        open.jobs.push(j);
+        open.used += j.share;
+      } else for (let i = 0; i < j.gpus; i++) slots.push({ jobs: [j], used: 1 });
+    }
     for (let i = 0; i < n.gpus; i++) {
-      const j = slots[i];
-      const cell = el("div", { class: "gpu", title: j ? `job ${j.id ?? "(another user's)"} ${j.name ?? ""}` : "free" },
-        j ? (j.id ?? "·") : "");
-      if (j) cell.style.background = j.id === null ? "#9aa3b5" : colour(j.id);
+      const s = slots[i];
+      const names = s ? s.jobs.map((j) => `job ${j.id ?? "(another user's)"} ${j.name ?? ""}`.trim()) : [];
+      const cell = el("div", { class: "gpu", title: s ? names.join(", ") : "free" },
+        s ? s.jobs.map((j) => j.id ?? "·").join("+") : "");
+      if (s) cell.style.background = s.jobs[0].id === null ? "#9aa3b5" : colour(s.jobs[0].id);
       gpus.appendChild(cell);
     }
     div.appendChild(gpus);
@@ -197,8 +209,8 @@ function draw(data) {
   drawNodes(data.nodes);
   drawPlot(data.series, data.totals.gpus, data.now);
   fillTable("running", data.running.jobs, (j) => [[j.id], [j.name], [j.user], [j.state, `state-${j.state}`],
-    [j.gpus], [where(j.placement)], [pct(j.progress)]]);
-  fillTable("queue", data.queue.jobs, (j) => [[j.id], [j.name], [j.user], [j.state, `state-${j.state}`], [j.gpus],
+    [gpusText(j)], [where(j.placement)], [pct(j.progress)]]);
+  fillTable("queue", data.queue.jobs, (j) => [[j.id], [j.name], [j.user], [j.state, `state-${j.state}`], [gpusText(j)],
     [pct(j.progress)], [j.held]]);
   fillTable("users", data.users, (u) => [[u.name], [u.waiting], [u.running], [u.gpus], [u.done],
     [energy(u.energy_j), "num"], [money(u.cost), "num"]]);

@@ -1,0 +1,47 @@
+"""Jobs that share GPUs through the service: a service started with a task placement takes gpu_milli, cpu_milli
+and memory_mib (database columns of migration 0002), its book's ledger places them (several on one GPU), and what
+cannot be held is a 422 naming the field."""
+
+from __future__ import annotations
+
+from tests.service.helpers import auth, job_spec, token, wait_for
+
+SHARED = (
+    "name: one-v100\nnodes:\n  - {gpu: V100, gpus_per_node: 1, cpu_milli: 8000, memory_mib: 65536, sharing: fraction}\n"
+)
+
+
+def _shared_service(tmp_path, db, make_service, **overrides):
+    (tmp_path / "shared.yaml").write_text(SHARED)
+    return make_service(db, cluster=str(tmp_path / "shared.yaml"), placement_rule="best-fit", **overrides)
+
+
+def test_halves_of_one_gpu_run_together(sqlite_url, make_service, tmp_path):
+    service, client = _shared_service(tmp_path, sqlite_url, make_service)
+    alice = token(sqlite_url, "alice")
+    half = {"gpu_milli": 500, "cpu_milli": 2000, "memory_mib": 4096}
+    ids = [client.post("/api/v1/jobs", json=job_spec(f"h{i}", steps=200000, **half), headers=auth(alice)).json()["id"]
+           for i in range(2)]  # fmt: skip
+    jobs = lambda: [client.get(f"/api/v1/jobs/{i}", headers=auth(alice)).json() for i in ids]  # noqa: E731
+    both = wait_for(lambda: all(j["state"] == "running" for j in jobs()) and jobs(), timeout=30)
+    assert [j["gpu_milli"] for j in both] == [500, 500] and both[0]["cpu_milli"] == 2000  # one GPU, two tasks
+    (node,) = client.get("/api/v1/dashboard", headers=auth(alice)).json()["nodes"]
+    assert node["gpus"] == 1 and node["busy"] == 1.0 and [j["share"] for j in node["jobs"]] == [0.5, 0.5]
+
+
+def test_what_cannot_be_held_is_a_422(sqlite_url, make_service, tmp_path):
+    service, client = _shared_service(tmp_path, sqlite_url, make_service, start=False)
+    alice, root = token(sqlite_url, "alice"), token(sqlite_url, "root", admin=True)
+    big = client.post("/api/v1/jobs", json=job_spec("big", cpu_milli=9000), headers=auth(alice))
+    assert big.status_code == 422 and "fits on no node" in big.text
+    wide = client.post("/api/v1/jobs", json=job_spec("wide", gpus=2, gpu_milli=500), headers=auth(alice))
+    assert wide.status_code == 422 and "1-GPU jobs only" in wide.text
+    refused = client.put("/api/v1/policy", json={"name": "gavel"}, headers=auth(root))
+    assert refused.status_code == 422 and "places jobs by its own rule" in refused.text
+
+
+def test_a_whole_gpu_service_refuses_shares(sqlite_url, make_service):
+    service, client = make_service(sqlite_url, start=False)
+    alice = token(sqlite_url, "alice")
+    answer = client.post("/api/v1/jobs", json=job_spec("s", gpu_milli=300), headers=auth(alice))
+    assert answer.status_code == 422 and "this service places whole GPUs" in answer.text
