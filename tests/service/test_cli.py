@@ -112,6 +112,8 @@ def test_token_create_prints_once_and_clients_work(tmp_path):
         for args, words in (
             (["cancel", "999"], ["404", "job_id"]),
             (["submit", "x", "--steps", "10", "--gpus", "4"], ["quota of 2", "gpus"]),
+            # the flags reach the API: a service that places whole GPUs refuses a share, naming it
+            (["submit", "s", "--steps", "10", "--gpu-milli", "300"], ["this service places whole GPUs", "gpu_milli"]),
         ):
             refused = CliRunner().invoke(app, args, env={"GPUWEAVE_TOKEN": tok, "GPUWEAVE_SERVER": service.url})
             assert isinstance(refused.exception, InputError) and all(w in refused.exception.one_line() for w in words)

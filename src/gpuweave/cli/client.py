@@ -51,15 +51,20 @@ def submit(
     gpu_type: list[str] = typer.Option([], "--gpu-type", help="Allowed GPU type (repeat; default any)."),
     deadline: Optional[float] = typer.Option(None, "--deadline", help="Seconds after submission."),
     priority: float = typer.Option(1.0, "--priority", help="Weight (> 0)."),
+    gpu_milli: Optional[int] = typer.Option(None, "--gpu-milli", help="Share of each GPU, 1..1000 (shared service)."),
+    cpu_milli: Optional[int] = typer.Option(None, "--cpu-milli", help="CPU in milli-cores (shared service)."),
+    memory_mib: Optional[int] = typer.Option(None, "--memory-mib", help="Memory in MiB (shared service)."),
     server: Optional[str] = typer.Option(None, "--server", help=SERVER_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Submit a job to the service."""
+    """Submit a job to the service (shares of GPUs, CPU and memory on a service with a task placement)."""
     spec = {"name": name, "steps": steps, "gpus": gpus, "job_type": job_type, "program": program, "priority": priority}
     if gpu_type:
         spec["gpu_types"] = gpu_type
     if deadline is not None:
         spec["deadline_s"] = deadline
+    shares = {"gpu_milli": gpu_milli, "cpu_milli": cpu_milli, "memory_mib": memory_mib}
+    spec.update({key: value for key, value in shares.items() if value is not None})
     job = _client(server).submit(spec)
     typer.echo(json.dumps(job, indent=2) if as_json else f"submitted job {job['id']} ({job['name']}): {job['state']}")
 

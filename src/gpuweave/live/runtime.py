@@ -188,6 +188,11 @@ class LiveRuntime:
         return self.book.now
 
     @property
+    def shared(self) -> bool:
+        """Its jobs are tasks sharing GPUs (a task placement: gpuweave.cluster.sharing.ledger)."""
+        return self.book.shared
+
+    @property
     def time_scale(self) -> float:
         """Simulated seconds per wall second."""
         return self.ex.time_scale

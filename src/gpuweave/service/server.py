@@ -132,7 +132,7 @@ def build_service(config: ServiceConfig) -> Service:
         live_energy=lambda: scheduler.live_energy,
         live_totals=lambda: scheduler.live_totals,
         currency=load_cluster(config.cluster).currency,
-        shared=scheduler.runtime.book.shared,
+        shared=scheduler.runtime.shared,
     )
     state = ServiceState(store, metrics, scheduler, seed=config.seed, max_body_bytes=config.max_body_bytes)
     return Service(config, engine, scheduler, create_app(state), metrics)
