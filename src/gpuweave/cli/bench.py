@@ -6,6 +6,7 @@ The logic lives in :mod:`gpuweave.bench`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -239,23 +240,45 @@ def fill(
     """Time FGD's experiment (gpuweave cluster fill) per placement; CPU time as a multiple of best-fit's."""
     from gpuweave.bench import bench_fill
 
+    columns = [("placement", "placement"), ("CPU s", "cpu_s"), ("wall s", "wall_s"), ("tasks", "tasks")]
+    columns += [("tasks/CPU s", "tasks_per_cpu_s"), ("x best-fit", "ratio_to_best_fit")]
+    columns += [("allocation at 130 %", "allocation_at_130")]
+    _bench_placements(
+        "bench fill",
+        placements,
+        lambda names, progress: bench_fill(nodes, pods, names, seed, progress=progress),
+        columns,
+        lambda result: f"bench fill: {result['gpus']} GPUs, {Path(result['pods']).name}",
+        quiet or as_json,
+        as_json,
+    )
+
+
+def _bench_placements(
+    what: str,
+    placements: str,
+    run: Callable[[list[str], Callable[[str], None] | None], dict],
+    columns: list[tuple[str, str]],
+    title: Callable[[dict], str],
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """``bench fill`` and ``bench replay``: ``run`` the comma list of placements (progress per placement), then
+    print the result as JSON or a table of ``columns`` (header, key of each run) under ``title(result)``."""
     names = [p.strip() for p in placements.split(",") if p.strip()]
     if not names:
         raise InputError("--placements names no placement", field="placements")
-    with ProgressBar(show_progress(quiet or as_json)) as bar:
-        hook = bar.task("bench fill")
-        result = bench_fill(nodes, pods, names, seed, progress=(lambda name: hook(0)) if hook else None)
+    with ProgressBar(show_progress(quiet)) as bar:
+        hook = bar.task(what)
+        result = run(names, (lambda name: hook(0)) if hook else None)
     if as_json:
         print(json.dumps(result, indent=2))
         return
     from rich.console import Console
 
-    headers = ("placement", "CPU s", "wall s", "tasks", "tasks/CPU s", "x best-fit", "allocation at 130 %")
-    keys = ("placement", "cpu_s", "wall_s", "tasks", "tasks_per_cpu_s", "ratio_to_best_fit", "allocation_at_130")
-    rows = [tuple(str(run[k]) for k in keys) for run in result["runs"]]
-    print_table(
-        Console(), f"bench fill: {result['gpus']} GPUs, {Path(result['pods']).name}", headers, rows, right=headers[1:]
-    )
+    headers = tuple(header for header, _ in columns)
+    rows = [tuple(str(run[key]) for _, key in columns) for run in result["runs"]]
+    print_table(Console(), title(result), headers, rows, right=headers[1:])
 
 
 @app.command("replay")
@@ -273,20 +296,15 @@ def replay(
     time as a multiple of best-fit's."""
     from gpuweave.bench import bench_replay
 
-    names = [p.strip() for p in placements.split(",") if p.strip()]
-    if not names:
-        raise InputError("--placements names no placement", field="placements")
-    with ProgressBar(show_progress(quiet or as_json)) as bar:
-        hook = bar.task("bench replay")
-        result = bench_replay(trace, cluster, names, policy, progress=(lambda name: hook(0)) if hook else None)
-    if as_json:
-        print(json.dumps(result, indent=2))
-        return
-    from rich.console import Console
-
-    headers = ("placement", "CPU s", "wall s", "jobs", "jobs/CPU s", "x best-fit", "mean JCT s", "fragmentation %")
-    keys = ["placement", "cpu_s", "wall_s", "jobs", "jobs_per_cpu_s", "ratio_to_best_fit", "avg_jct_s"]
-    keys += ["mean_fragment_ratio_pct"]
-    rows = [tuple(str(run[k]) for k in keys) for run in result["runs"]]
-    title = f"bench replay: {result['policy']}, {result['gpus']} GPUs, {Path(result['trace']).name}"
-    print_table(Console(), title, headers, rows, right=headers[1:])
+    columns = [("placement", "placement"), ("CPU s", "cpu_s"), ("wall s", "wall_s"), ("jobs", "jobs")]
+    columns += [("jobs/CPU s", "jobs_per_cpu_s"), ("x best-fit", "ratio_to_best_fit"), ("mean JCT s", "avg_jct_s")]
+    columns += [("fragmentation %", "mean_fragment_ratio_pct")]
+    _bench_placements(
+        "bench replay",
+        placements,
+        lambda names, progress: bench_replay(trace, cluster, names, policy, progress=progress),
+        columns,
+        lambda result: f"bench replay: {result['policy']}, {result['gpus']} GPUs, {Path(result['trace']).name}",
+        quiet or as_json,
+        as_json,
+    )

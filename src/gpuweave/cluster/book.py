@@ -460,10 +460,10 @@ class ClusterBook:
     def gpu_slots(self, job_id: str) -> tuple[tuple[int, ...], float] | None:
         """A running task's GPU slots on its node and the part of each it holds, in a shared run (None: whole
         GPUs, or the job is not running)."""
-        held = self.shares.assignments.get(job_id) if self.shares is not None else None
-        if held is None or self.shares is None:
+        if self.shares is None:
             return None
-        return held.gpus, self.shares.share(job_id)
+        held = self.shares.assignments.get(job_id)
+        return None if held is None else (held.gpus, self.shares.share(job_id))
 
     # ------------------------------------------------------------------ records
     def record_timeseries(self) -> None:

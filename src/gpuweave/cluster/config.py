@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpuweave.checks import MAX_SECONDS, RATE_PER_HOUR, ROUND_LENGTH, SEED, finite_options, validation_error
-from gpuweave.cluster.placements import names_placing
+from gpuweave.cluster.placements import known_placement, names_placing
 from gpuweave.errors import InputError
 from gpuweave.files import check_path, load_yaml
 from gpuweave.limits import check_limit
@@ -77,10 +77,7 @@ class SimulationConfig(BaseModel):
     @field_validator("placement_rule")
     @classmethod
     def _known_rule(cls, value: str | None) -> str | None:
-        known = names_placing("gangs") + names_placing("tasks")
-        if value is not None and value not in known:
-            raise ValueError(f"unknown placement rule {value!r} (known: {', '.join(known)})")
-        return value
+        return known_placement(value)
 
     @model_validator(mode="after")
     def _within_limits(self) -> SimulationConfig:

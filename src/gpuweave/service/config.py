@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from gpuweave.checks import GPUS, POSITIVE_COUNT, finite_options
 from gpuweave.cluster.config import SimulationConfig
-from gpuweave.cluster.placements import names_placing
+from gpuweave.cluster.placements import known_placement
 from gpuweave.errors import InputError
 from gpuweave.executors import known_executor
 from gpuweave.live.config import ExecutorSection, LiveConfig
@@ -85,10 +85,7 @@ class ServiceConfig(BaseModel):
     @field_validator("placement_rule")
     @classmethod
     def _known_rule(cls, value: str | None) -> str | None:
-        known = names_placing("gangs") + names_placing("tasks")
-        if value is not None and value not in known:
-            raise ValueError(f"unknown placement rule {value!r} (known: {', '.join(known)})")
-        return value
+        return known_placement(value)
 
     @field_validator("policy_options")
     @classmethod

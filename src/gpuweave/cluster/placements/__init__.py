@@ -158,6 +158,15 @@ def make_placement(name: str | None = None) -> PlacementRule:
         raise InputError(f"placement rule '{name}' cannot be built: {exc}", field="placement_rule") from None
 
 
+def known_placement(name: str | None) -> str | None:
+    """A run config's ``placement_rule`` as given (None: the default); ValueError (a config field's error) for a
+    name no rule of either kind is registered under."""
+    known = names_placing("gangs") + names_placing("tasks")
+    if name is not None and name not in known:
+        raise ValueError(f"unknown placement rule {name!r} (known: {', '.join(known)})")
+    return name
+
+
 def make_run_placement(name: str | None = None) -> PlacementRule | TaskPlacement:
     """A simulation's placement (a run config's ``placement_rule``): a gang rule, or a task placement, which makes
     the run's jobs tasks on shared GPUs (:mod:`gpuweave.cluster.sharing.ledger`)."""
