@@ -33,6 +33,8 @@ def test_every_json_and_yaml_reader_goes_through_files_py():
         "src/gpuweave/kernel/protocol.py",
         "src/gpuweave/live/results.py",
         "src/gpuweave/live/channel.py",
+        "src/gpuweave/live/gang.py",  # the rendezvous file node 0's agent wrote
+        "src/gpuweave/live/testbed.py",  # the testbed records under /run/gpuweave
         "src/gpuweave/live/journal.py",
         "src/gpuweave/service/jobs.py",
         "src/gpuweave/service/ledger.py",

@@ -14,7 +14,8 @@ from gpuweave.executors import register_executor
 def _local_live(address, config, out: Path):
     from gpuweave.live.local import LocalExecutor
 
-    return LocalExecutor()
+    namespaces = list(config.executor.local.namespaces) if config is not None else []
+    return LocalExecutor(namespaces=namespaces)
 
 
 def _local_sweep(workers, address):

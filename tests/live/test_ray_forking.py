@@ -39,7 +39,15 @@ def _run(live_config, tmp_path: Path, policy: str) -> tuple[dict, list[dict], Pa
         # Profile rates, not measured ones: torch workers paced to an emulated V100 fall behind their pace when
         # the CPUs are busy, and measured V100 and K80 rates then look alike, so whether Hadar moves c would
         # depend on the machine's load. Measured rates feeding the policies are tested in test_rates.py.
-        executor={"program": "torch", "time_scale": 10, "checkpoint_every": 0.5, "measured_rates": False},
+        # One process per node: these runs are about preemption, moves and forks, timed for one torch process per
+        # copy; gangs of one rank per GPU are tests/gang's.
+        executor={
+            "program": "torch",
+            "time_scale": 10,
+            "checkpoint_every": 0.5,
+            "measured_rates": False,
+            "ranks": "per-node",
+        },
     )
     trace = config.parent / "trace.csv"
     trace.write_text(trace.read_text().replace("duration", "work", 1))

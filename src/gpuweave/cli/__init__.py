@@ -43,6 +43,7 @@ from gpuweave.cli import (
     serve,
     slurm,
     sweep,
+    testbed,
     trace,
 )
 from gpuweave.errors import InputError
@@ -89,7 +90,7 @@ def _root(
         set_overrides(limit)
 
 
-for _group in (cluster, mig, packs, kernel, trace, repro, bench, serve, slurm):
+for _group in (cluster, mig, packs, kernel, trace, repro, bench, serve, slurm, testbed):
     app.add_typer(_group.app, name=_group.NAME)
 for _single in (sweep, report, demo, gpus, crosscheck, limits):
     app.command(_single.NAME)(_single.command)

@@ -16,7 +16,9 @@
 The runtime passes everything through environment variables (``GPUWEAVE_*``, see :func:`_env`); steps count from
 the start of the attempt. ``report`` paces the loop to the emulated GPU's speed when the runtime asks for it (no
 real GPU: a step takes at least ``1 / GPUWEAVE_PACE`` seconds). SIGTERM makes ``should_checkpoint()`` true and the
-following ``checkpointed`` call exit with status 0.
+following ``checkpointed`` call exit with status 0. The ranks of a gang (:mod:`gpuweave.live.gang`) each use the
+api on their own channel; a data-parallel script agrees on checkpoints and stops with its peers (an all-reduce of
+``should_checkpoint()`` and ``stop_requested()``, then :func:`request_stop`), as the bundled torch worker does.
 """
 
 from __future__ import annotations
@@ -129,6 +131,17 @@ def report(steps: int) -> None:
 def should_checkpoint() -> bool:
     """True when a checkpoint is due: asked by the runtime, SIGTERM, the period elapsed, or the target reached."""
     return _get().should_checkpoint()
+
+
+def stop_requested() -> bool:
+    """True once the runtime asked this worker to stop (SIGTERM) or :func:`request_stop` was called."""
+    return _get().stop_requested
+
+
+def request_stop() -> None:
+    """Leave at the next :func:`checkpointed`, as on SIGTERM: a gang whose ranks agreed to stop together (the runtime
+    signals each node on its own, so one rank may hear of a stop before the others)."""
+    _get().stop_requested = True
 
 
 def checkpointed(steps: int) -> None:

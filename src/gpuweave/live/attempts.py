@@ -63,6 +63,7 @@ class Attempt:
     stop_wall: float | None = None  # when the runtime asked the workers to stop (SIGTERM)
     crash: str = ""
     node_lost: bool = False  # a node of the placement disappeared: the job went back to the queue
+    lost_node: str = ""  # its name
 
     @property
     def workers(self) -> list[Worker]:
@@ -114,6 +115,16 @@ def attempt_outcome(job: LiveJob, attempt: Attempt) -> str:
     if job.done and job.history and attempt is job.history[-1]:
         return "done"
     return "stopped" if attempt.stopping else "done"
+
+
+def attempt_cause(attempt: Attempt) -> str:
+    """Why an attempt ended other than by finishing, for live.csv's ``cause``: the crash (a worker's exit status
+    and its log's last lines, or the silence that timed out), the node that was lost, or empty."""
+    if attempt.crash:
+        return attempt.crash
+    if attempt.node_lost:
+        return f"node {attempt.lost_node} lost" if attempt.lost_node else "node lost"
+    return ""
 
 
 def commit(job: LiveJob, attempt: Attempt) -> int:

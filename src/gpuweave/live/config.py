@@ -41,6 +41,18 @@ class SlurmSection(BaseModel):
     poll_interval: float = Field(0.2, ge=0.01, le=3600, description="wall seconds between squeue polls")
 
 
+class LocalSection(BaseModel):
+    """Settings of the ``local`` executor (docs/live.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    namespaces: list[str] = Field(
+        default_factory=list,
+        description="one network namespace per cluster node (in node order) whose workers run in it, e.g. a "
+        "`gpuweave testbed` cluster's; empty: every node on this host's network",
+    )
+
+
 class ExecutorSection(BaseModel):
     # finite, physical numbers (gpuweave.checks): a day is the longest sensible wall-clock interval here
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -58,8 +70,14 @@ class ExecutorSection(BaseModel):
     stop_timeout: float = Field(
         30.0, gt=0, le=86400, description="wall seconds a stopped worker may take to exit before it is killed"
     )
+    ranks: Literal["per-gpu", "per-node"] = Field(
+        "per-gpu",
+        description="processes of a job: one rank per GPU, as torchrun --nproc-per-node=gpu starts them, or one per "
+        "node holding the node's GPUs (--nproc-per-node=1); more than one rank form one torch.distributed gang",
+    )
     measured_rates: bool = Field(True, description="policies see measured steps/s per GPU type once known")
     poll_interval: float = Field(0.05, ge=0.001, le=3600, description="wall seconds between polls of the workers")
+    local: LocalSection = Field(default_factory=LocalSection, description="settings of the local executor")
     slurm: SlurmSection = Field(default_factory=SlurmSection, description="settings of the slurm executor")
 
     @field_validator("kind")

@@ -1,6 +1,8 @@
 """The executor interface: start one worker process for a placement, watch it, signal it, end it.
 
-A worker is one process of one job attempt on one node, holding ``gpus`` GPUs of that node's model. Executors
+A worker is one process of one job attempt on one node, holding ``gpus`` GPUs of that node's model (for a gang of
+several ranks, the node agent that starts them: :mod:`gpuweave.live.gang`). An executor sets ``GPUWEAVE_NODE_ADDR``
+for the worker to the address its node is reached at by the gang's other nodes. Executors
 differ only in where the process runs (:mod:`gpuweave.live.local`: a subprocess here; :mod:`gpuweave.live.ray_executor`:
 a process started by a Ray task on the chosen Ray node; :mod:`gpuweave.live.slurm`: a Slurm batch job). Progress
 never travels through the executor: the worker writes it to its channel directory (:mod:`gpuweave.live.channel`).
@@ -66,6 +68,12 @@ class Executor(ABC, Generic[H]):
     @abstractmethod
     def launch(self, spec: LaunchSpec) -> H:
         """Start the worker; returns a handle for the calls below."""
+
+    def launch_gang(self, specs: list[LaunchSpec]) -> list[H]:
+        """Start the workers of one copy of an attempt (one per node of its placement) together. By default one
+        :meth:`launch` each; an executor that can reserve a gang's resources at once (Ray's placement groups)
+        overrides it."""
+        return [self.launch(spec) for spec in specs]
 
     @abstractmethod
     def exit_code(self, handle: H) -> int | None:

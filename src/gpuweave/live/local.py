@@ -1,8 +1,10 @@
 """The ``local`` executor: one subprocess per worker on this machine.
 
-Every declared node lives here. ``CUDA_VISIBLE_DEVICES`` is set from the placement: the node's GPU slots
-``0..num_gpus-1`` are handed out to its workers; when NVML sees at least that many GPUs the ids are real and the
-workers are not paced, otherwise the GPUs are emulated (``CUDA_VISIBLE_DEVICES`` empty, steps paced). A slot
+Every declared node lives here, on this host's network, or each in its own network namespace
+(``executor.local.namespaces``, e.g. a ``gpuweave testbed`` cluster's: the worker runs under ``ip netns exec`` and
+its gang's traffic crosses the namespaces' links). ``CUDA_VISIBLE_DEVICES`` is set from the placement: the node's
+GPU slots ``0..num_gpus-1`` are handed out to its workers; when NVML sees at least that many GPUs the ids are real
+and the workers are not paced, otherwise the GPUs are emulated (``CUDA_VISIBLE_DEVICES`` empty, steps paced). A slot
 comes back when its worker has exited, not when it is asked to stop: :meth:`LocalExecutor.can_launch` says whether
 a node has the slots a launch needs, and :meth:`LocalExecutor.launch` refuses to start a worker short of them.
 
@@ -25,8 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuweave.errors import InputError
 from gpuweave.hardware.cluster_spec import Node
 from gpuweave.live.executor import LOG_FILE, Executor, LaunchSpec
+from gpuweave.live.gang import LOOPBACK, NODE_ADDR_ENV
 
 
 def nvml_gpu_count() -> int:
@@ -41,6 +45,27 @@ def nvml_gpu_count() -> int:
             pynvml.nvmlShutdown()
     except Exception:  # no library, no driver, no device: all mean "no GPUs here"
         return 0
+
+
+def namespace_address(namespace: str) -> str:
+    """The first IPv4 address (not loopback) of network namespace ``namespace``; InputError when it has none."""
+    try:
+        out = subprocess.run(
+            ["ip", "-n", namespace, "-4", "-o", "addr", "show"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise InputError(
+            f"cannot read network namespace {namespace!r} ({exc}); `ip netns list` shows the namespaces "
+            "(`gpuweave testbed up` makes some)",
+            field="executor.local.namespaces",
+        ) from None
+    for line in out.splitlines():
+        words = line.split()
+        if "inet" in words:
+            addr = words[words.index("inet") + 1].split("/")[0]
+            if not addr.startswith("127."):
+                return addr
+    raise InputError(f"network namespace {namespace!r} has no IPv4 address", field="executor.local.namespaces")
 
 
 #: the job attribute that holds a worker's :class:`WorkerLimits`
@@ -110,15 +135,27 @@ class LocalExecutor(Executor["_Proc"]):
     name = "local"
     shares_gpus = True
 
-    def __init__(self) -> None:
+    def __init__(self, namespaces: list[str] | None = None) -> None:
         self._free: dict[int, list[int]] = {}
         self._held: list[_Proc] = []  # workers whose GPU slots are not yet back in _free
         self._real_gpus = nvml_gpu_count()
         self.emulated = True
+        self.namespaces = list(namespaces or [])
+        self._addr: dict[int, str] = {}  # each node's address (loopback without namespaces)
 
     def check_cluster(self, nodes: list[Node]) -> None:
         self._free = {n.index: list(range(n.num_gpus)) for n in nodes}
         self.emulated = not (len(nodes) == 1 and self._real_gpus >= nodes[0].num_gpus)
+        if not self.namespaces:
+            self._addr = {n.index: LOOPBACK for n in nodes}
+            return
+        if len(self.namespaces) != len(nodes):
+            raise InputError(
+                f"executor.local.namespaces names {len(self.namespaces)} network namespace(s) for "
+                f"{len(nodes)} node(s): give one per node, in node order",
+                field="executor.local.namespaces",
+            )
+        self._addr = {n.index: namespace_address(ns) for n, ns in zip(nodes, self.namespaces)}
 
     def launch(self, spec: LaunchSpec) -> _Proc:
         free = self._free[spec.node]
@@ -132,9 +169,12 @@ class LocalExecutor(Executor["_Proc"]):
             held = slots
         env = dict(os.environ, **spec.env)
         env["CUDA_VISIBLE_DEVICES"] = "" if self.emulated else ",".join(map(str, slots))
+        env[NODE_ADDR_ENV] = self._addr.get(spec.node, LOOPBACK)
         spec.channel.mkdir(parents=True, exist_ok=True)
         limits = worker_limits(spec.attrs)
         argv = limits.wrap(list(spec.argv)) if limits is not None else list(spec.argv)
+        if self.namespaces:  # `ip netns exec` enters the namespace and execs the worker: the pid stays the worker's
+            argv = ["ip", "netns", "exec", self.namespaces[spec.node], *argv]
         with open(spec.channel / LOG_FILE, "ab") as log:
             popen = subprocess.Popen(
                 argv,
@@ -171,7 +211,10 @@ class LocalExecutor(Executor["_Proc"]):
     def kill(self, handle: _Proc) -> None:
         if handle.popen.poll() is None:
             handle.killed = True
-            handle.popen.kill()
+            try:  # the worker's whole process group: a gang's node agent and its ranks
+                os.killpg(handle.popen.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         handle.popen.wait()
         self.exit_code(handle)
 

@@ -23,8 +23,6 @@ on 127.0.0.1 only (every Ray process binds the loopback address; see :mod:`gpuwe
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import signal
 import subprocess
@@ -34,10 +32,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, PlacementGroupSchedulingStrategy
 
 from gpuweave.errors import InputError
 from gpuweave.live.executor import LOG_FILE, Executor, LaunchSpec
+from gpuweave.live.gang import NODE_ADDR_ENV, die_with_parent
 from gpuweave.local_ray import join_ray, start_local_ray
 
 if TYPE_CHECKING:
@@ -49,16 +49,8 @@ GPU_LABEL = "gpuweave_gpu:"  # one per GPU of a local Ray: <node name>/<slot>, 1
 STOP_REQUEST = "stop-request"  # the task sends SIGTERM: checkpoint and exit
 KILL_REQUEST = "kill-request"  # the task sends SIGKILL
 CONTROL_POLL_S = 0.05
+NODE_CHECK_S = 1.0  # seconds between reads of GCS's node table (lost_nodes)
 KILL_WAIT_S = 10.0
-_PR_SET_PDEATHSIG = 1
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-
-
-def _die_with_parent() -> None:
-    """In the forked worker, before exec: SIGKILL when the Ray worker that started it dies (Linux only)."""
-    prctl = getattr(_LIBC, "prctl", None)
-    if prctl is not None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 @ray.remote(num_cpus=0, max_retries=0)
@@ -66,6 +58,8 @@ def run_worker(argv: list[str], env: dict[str, str], channel: str, use_gpu_ids: 
     """Run one worker process to its end on this Ray node; forward the runtime's stop/kill requests. ``visible``
     (a shared run's GPUs) replaces Ray's GPU ids when the worker uses GPUs."""
     env = dict(os.environ, **env)
+    # where this node's ranks are reached by the gang's other nodes
+    env.setdefault(NODE_ADDR_ENV, ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]  # unannotated
     ids = visible if visible is not None else ",".join(str(i) for i in ray.get_gpu_ids())
     env["CUDA_VISIBLE_DEVICES"] = ids if use_gpu_ids else ""
     folder = Path(channel)
@@ -77,7 +71,7 @@ def run_worker(argv: list[str], env: dict[str, str], channel: str, use_gpu_ids: 
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
     stopped = False
     while True:
@@ -99,6 +93,15 @@ class _Target:
     label: str = ""
     node_id: str = ""
     gpus: bool = False  # the Ray node offers Ray GPUs
+    ip: str = ""  # the Ray node's address (its ``node:<ip>`` resource pins a placement group's bundle there)
+
+
+@dataclass(slots=True)
+class _Gang:
+    """The placement group that reserved a gang's bundles at once; removed when its last worker has ended."""
+
+    group: PlacementGroup
+    open: int  # workers not yet ended
 
 
 @dataclass(slots=True)
@@ -107,6 +110,7 @@ class _RayWorker:
     channel: Path
     node: int  # cluster node index
     code: int | None = None
+    gang: _Gang | None = None
 
 
 class RayExecutor(Executor["_RayWorker"]):
@@ -119,6 +123,8 @@ class RayExecutor(Executor["_RayWorker"]):
         self._target: dict[int, _Target] = {}
         self._lost: set[int] = set()  # cluster nodes found dead, not yet reported
         self._reported: set[int] = set()
+        self._pinned = False  # some cluster node is a Ray node of its own (pinned by id): its liveness is watched
+        self._checked = 0.0  # monotonic time of the last read of GCS's node table
         self.emulated = True
 
     def _connect(self, nodes: list[Node]) -> None:
@@ -164,13 +170,19 @@ class RayExecutor(Executor["_RayWorker"]):
                 )
             used[node.gpu_model] = i + 1
             ray_node = candidates[i]
-            self._target[node.index] = _Target(node_id=ray_node["NodeID"], gpus=ray_node["Resources"].get("GPU", 0) > 0)
+            self._pinned = True
+            self._target[node.index] = _Target(
+                node_id=ray_node["NodeID"],
+                gpus=ray_node["Resources"].get("GPU", 0) > 0,
+                ip=str(ray_node.get("NodeManagerAddress", "")),
+            )
 
-    def launch(self, spec: LaunchSpec) -> _RayWorker:
+    def _request(self, spec: LaunchSpec) -> dict[str, Any]:
+        """The Ray options of ``spec``'s task: its resources (zeros left out) and where it may run."""
         target = self._target[spec.node]
         amount = spec.gpu_amount  # whole GPUs, or a shared run's share of them (0 for a CPU-only task)
         resources: dict[str, float] = {f"{TYPE_LABEL}{spec.gpu_model}": amount}
-        options: dict[str, Any] = {"resources": resources}
+        options: dict[str, Any] = {}
         if target.label:
             resources[f"{NODE_LABEL}{target.label}"] = amount
             if spec.gpu_slots is not None:  # the local Ray's per-GPU resources: Ray, too, keeps each GPU whole
@@ -180,12 +192,55 @@ class RayExecutor(Executor["_RayWorker"]):
             if target.gpus and amount > 0:
                 options["num_gpus"] = amount  # fractional for a share of one GPU
         options["resources"] = {key: value for key, value in resources.items() if value > 0}
+        return options
+
+    def _submit(self, spec: LaunchSpec, options: dict[str, Any]) -> _RayWorker:
+        target = self._target[spec.node]
         spec.channel.mkdir(parents=True, exist_ok=True)
         visible = None if spec.gpu_slots is None else ",".join(map(str, spec.gpu_slots))
         ref = run_worker.options(**options).remote(
             list(spec.argv), spec.env, str(spec.channel), target.gpus and not self.emulated, visible
         )
         return _RayWorker(ref, spec.channel, spec.node)
+
+    def launch(self, spec: LaunchSpec) -> _RayWorker:
+        return self._submit(spec, self._request(spec))
+
+    def launch_gang(self, specs: list[LaunchSpec]) -> list[_RayWorker]:
+        """A gang on several nodes: one placement group whose bundles follow the placement (bundle i holds what node
+        i's worker asks, pinned to that node by its label or its ``node:<ip>`` resource), so Ray reserves the whole
+        gang at once or none of it; each worker's task runs in its bundle. Ray nodes sharing an address (several on
+        one host) cannot be told apart by ``node:<ip>``: their workers are pinned one by one instead."""
+        targets = [self._target[spec.node] for spec in specs]
+        ips = [t.ip for t in targets if not t.label]
+        if len(specs) < 2 or (ips and (len(set(ips)) < len(ips) or not all(ips))):
+            return [self.launch(spec) for spec in specs]
+        requests = [self._request(spec) for spec in specs]
+        bundles = []
+        for target, request in zip(targets, requests):
+            bundle = dict(request["resources"])
+            if request.get("num_gpus"):
+                bundle["GPU"] = request["num_gpus"]
+            if not target.label:
+                bundle[f"node:{target.ip}"] = 0.001
+                request.pop("scheduling_strategy")
+            bundles.append(bundle)
+        gang = _Gang(placement_group(bundles, strategy="SPREAD"), open=len(specs))
+        workers = []
+        for index, (spec, request) in enumerate(zip(specs, requests)):
+            request["scheduling_strategy"] = PlacementGroupSchedulingStrategy(gang.group, index)
+            worker = self._submit(spec, request)
+            worker.gang = gang
+            workers.append(worker)
+        return workers
+
+    def _ended(self, handle: _RayWorker) -> None:
+        """A worker's task is over: its gang's placement group goes with the gang's last worker."""
+        gang, handle.gang = handle.gang, None
+        if gang is not None:
+            gang.open -= 1
+            if gang.open == 0:
+                remove_placement_group(gang.group)
 
     def exit_code(self, handle: _RayWorker) -> int | None:
         if handle.code is None:
@@ -203,6 +258,7 @@ class RayExecutor(Executor["_RayWorker"]):
         except ray.exceptions.RayError:
             handle.code = -9
             self._note_if_lost(handle.node)
+        self._ended(handle)
 
     def _note_if_lost(self, node: int) -> None:
         target = self._target[node]
@@ -213,6 +269,15 @@ class RayExecutor(Executor["_RayWorker"]):
             self._lost.update(i for i, t in self._target.items() if t.node_id == target.node_id)
 
     def lost_nodes(self) -> list[int]:
+        """Nodes Ray has declared dead since the last call. Besides a task that failed with its node, GCS's node
+        table is read at most every ``NODE_CHECK_S``: a node cut off from the network takes the tasks it ran out of
+        reach without failing them at their owner (seen on a testbed: nothing for 120 s, while GCS had declared
+        the node dead after about 7 s of missed health checks)."""
+        now = time.monotonic()
+        if self._pinned and now - self._checked >= NODE_CHECK_S:
+            self._checked = now
+            alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}  # type: ignore[no-untyped-call]  # ray.nodes is unannotated
+            self._lost.update(i for i, t in self._target.items() if t.node_id and t.node_id not in alive)
         lost = sorted(self._lost - self._reported)
         self._reported.update(lost)
         self._lost.clear()
@@ -223,6 +288,13 @@ class RayExecutor(Executor["_RayWorker"]):
             (handle.channel / STOP_REQUEST).touch()
 
     def kill(self, handle: _RayWorker) -> None:
+        if handle.code is not None:
+            return
+        if handle.node in self._reported or handle.node in self._lost:  # its node is gone: nothing will answer
+            ray.cancel(handle.ref, force=True)
+            handle.code = -9
+            self._ended(handle)
+            return
         if handle.code is None:
             (handle.channel / KILL_REQUEST).touch()
             deadline = time.time() + KILL_WAIT_S
@@ -231,6 +303,7 @@ class RayExecutor(Executor["_RayWorker"]):
             if handle.code is None:  # the task never answered: its node is unreachable
                 ray.cancel(handle.ref, force=True)
                 handle.code = -9
+                self._ended(handle)
 
     def close(self) -> None:
         if self.started_ray:

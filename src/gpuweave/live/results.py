@@ -23,7 +23,7 @@ from gpuweave.cluster.metrics import summarize
 from gpuweave.cluster.results import SHARING_FILE, fmt, write_run
 from gpuweave.errors import InputError
 from gpuweave.files import check_unique_columns, csv_rows, read_input_text
-from gpuweave.live.attempts import attempt_outcome
+from gpuweave.live.attempts import attempt_cause, attempt_outcome
 from gpuweave.live.rates import MEASURED_PROFILES, write_measured_profiles
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ LIVE_COLUMNS = [
     "steps_per_s",
     "emulated",
     "outcome",
+    "cause",
 ]
 RESULT_FILES = ("jobs.csv", "allocations.csv", "timeseries.csv", "summary.json")
 #: exit status of a run that ended with jobs that did not finish (failed after their retries, or cancelled):
@@ -132,6 +133,7 @@ def _write_live_csv(runtime: LiveRuntime, path: Path) -> list[float]:
                         fmt(rate),
                         int(runtime.executor.emulated),
                         outcome,
+                        attempt_cause(a),
                     ]
                 )
     return latencies

@@ -37,6 +37,7 @@ from gpuweave.live.attempts import Attempt, Copy, LiveJob, Worker, commit, split
 from gpuweave.live.book import Action, LiveBook
 from gpuweave.live.config import LiveConfig, program_argv
 from gpuweave.live.executor import Executor, LaunchSpec, log_tail
+from gpuweave.live.gang import agent_argv, agent_env, gang_sizes, single_rank_env
 from gpuweave.live.journal import Journal
 from gpuweave.live.journal_contract import RunJournal
 from gpuweave.live.names import job_folder_name
@@ -434,12 +435,14 @@ class LiveRuntime:
             return
         if attempt.crash:
             return
+        finished = []  # copies whose lead saved their target: their other workers are stopped, however they end
         for copy in attempt.copies:
             lead = copy.workers[0]
             if lead.code == 0 and copy.steps >= copy.target:
+                finished.append(copy)
                 for w in copy.workers[1:]:
                     self.executor.terminate(w.handle)
-        bad = [w for w in attempt.workers if w.code not in (None, 0)]
+        bad = [w for c in attempt.copies if c not in finished for w in c.workers if w.code not in (None, 0)]
         early = [c for c in attempt.copies if c.workers[0].code == 0 and c.steps < c.target]
         silent = wall - attempt.last_progress_wall > self.ex.report_timeout
         if bad:
@@ -455,8 +458,11 @@ class LiveRuntime:
                 w.code = self.executor.exit_code(w.handle) if w.code is None else w.code
 
     def _lose_nodes(self, nodes: list[int]) -> bool:
-        """Nodes the executor lost: their jobs go back to the queue from their last checkpoint (no crash counted);
-        the job's workers on other nodes checkpoint and exit. True when some job was sent back (a policy event)."""
+        """Nodes the executor lost: their jobs go back to the queue from their last checkpoint (no crash counted).
+        A copy that had a worker there is a gang that lost a member: its other ranks wait in a collective for a
+        peer that will never answer (a cut link sends no reset), so they can neither checkpoint nor stop, and are
+        killed at once; what the copy's last checkpoint holds is kept. The job's other copies checkpoint and exit.
+        True when some job was sent back (a policy event)."""
         sent_back = False
         for index in nodes:
             for job_id in self.book.lose_node(index):
@@ -466,8 +472,18 @@ class LiveRuntime:
                 attempt = job.attempt
                 if attempt is not None and not attempt.crash:
                     attempt.node_lost = True
+                    attempt.lost_node = self.nodes[index].name
                     self._stop(job, attempt)
+                    for copy in attempt.copies:
+                        if any(w.spec.node == index for w in copy.workers):
+                            self._kill_copy(copy)
         return sent_back
+
+    def _kill_copy(self, copy: Copy) -> None:
+        for w in copy.workers:
+            if w.code is None:
+                self.executor.kill(w.handle)
+                w.code = self.executor.exit_code(w.handle)
 
     # ------------------------------------------------------------------ attempt ends
     def _end_attempt(self, job: LiveJob, attempt: Attempt, wall: float) -> bool:
@@ -575,37 +591,73 @@ class LiveRuntime:
             return  # the journal refused (the job was cancelled meanwhile): nothing starts
         job.attempts = number
         base.mkdir(parents=True, exist_ok=True)
-        copies = []
         held = self.book.gpu_slots(js.job.job_id)  # a shared run's GPU slots and share (None: whole GPUs)
-        for index, slot, share, ckpt, channels in plan:
-            rate = emulated_rate(self.base_profiles, js.job.job_type, js.num_gpus, self.nodes, slot)
-            pace = rate * self.ex.time_scale if self.executor.emulated else 0.0
-            workers = []
-            for rank, ((node, k), channel) in enumerate(zip(slot, channels)):
-                channel.mkdir(parents=True, exist_ok=True)
-                env = {
-                    "GPUWEAVE_CHANNEL": str(channel),
-                    "GPUWEAVE_TARGET_STEPS": str(share),
-                    "GPUWEAVE_PACE": f"{pace:.6f}" if pace else "0",
-                    "GPUWEAVE_CHECKPOINT_EVERY": str(self.ex.checkpoint_every),
-                    "GPUWEAVE_CHECKPOINT": str(ckpt if rank == 0 else channel / "rank.ckpt"),
-                    "GPUWEAVE_RESUME_FROM": str(job.checkpoint) if job.checkpoint.exists() else "",
-                    "GPUWEAVE_ATTEMPT": str(number - 1),
-                    "GPUWEAVE_RANK": str(rank),
-                    "GPUWEAVE_COPY": str(index),
-                    "GPUWEAVE_JOB": js.job.job_id,
-                }
-                node_spec = self.nodes[node]
-                gpu_slots, part = held if held is not None else (None, 1.0)
-                if gpu_slots is not None:  # a task on shared GPUs: the ledger's GPUs, told to the worker too
-                    env["GPUWEAVE_GPU_SLOTS"], env["GPUWEAVE_GPU_SHARE"] = ",".join(map(str, gpu_slots)), f"{part:g}"
-                spec = LaunchSpec(
-                    js.job.job_id, number, index, rank, node, node_spec.name, node_spec.gpu_model, k,
-                    tuple(job.argv), channel, env, js.job.attrs, gpu_slots, part,
-                )  # fmt: skip
-                workers.append(Worker(spec, self.executor.launch(spec)))
-            copies.append(Copy(index, share, ckpt, workers))
+        copies = [self._start_copy(job, number, *planned_copy, held) for planned_copy in plan]
         attempt = Attempt(number, kind, placement, forked, copies, decided_wall, decided_sim, time.time())
         job.attempt = attempt
         job.history.append(attempt)
         self.journal.attempt_started(job, attempt, self.executor)
+
+    def _start_copy(
+        self,
+        job: LiveJob,
+        number: int,
+        index: int,
+        slot: Placement,
+        share: int,
+        ckpt: Path,
+        channels: list[Path],
+        held: tuple[tuple[int, ...], float] | None,
+    ) -> Copy:
+        """Launch one copy of an attempt: a worker per node of ``slot``, all at once (a gang's reservation is the
+        executor's: :meth:`Executor.launch_gang`). More than one rank makes each worker a torchrun-style node agent
+        (:mod:`gpuweave.live.gang`) that starts its node's ranks, one per GPU."""
+        js = job.js
+        rate = emulated_rate(self.base_profiles, js.job.job_type, js.num_gpus, self.nodes, slot)
+        pace = rate * self.ex.time_scale if self.executor.emulated else 0.0
+        sizes = gang_sizes(slot, per_gpu=self.ex.ranks == "per-gpu")
+        gang = sum(sizes) > 1
+        run_id = f"{js.job.job_id}-a{number}-c{index}"
+        argv = tuple(agent_argv(job.argv) if gang else job.argv)
+        rendezvous = channels[0].parent / f"a{number}-c{index}.rendezvous.json"
+        gpu_slots, part = held if held is not None else (None, 1.0)
+        specs = []
+        for rank, ((node, k), channel) in enumerate(zip(slot, channels)):
+            channel.mkdir(parents=True, exist_ok=True)
+            env = {
+                "GPUWEAVE_CHANNEL": str(channel),
+                "GPUWEAVE_TARGET_STEPS": str(share),
+                "GPUWEAVE_PACE": f"{pace:.6f}" if pace else "0",
+                "GPUWEAVE_CHECKPOINT_EVERY": str(self.ex.checkpoint_every),
+                "GPUWEAVE_CHECKPOINT": str(ckpt if rank == 0 else channel / "rank.ckpt"),
+                "GPUWEAVE_CHECKPOINT_DIR": str(job.checkpoint.parent),
+                "GPUWEAVE_RESUME_FROM": str(job.checkpoint) if job.checkpoint.exists() else "",
+                "GPUWEAVE_ATTEMPT": str(number - 1),
+                "GPUWEAVE_RANK": str(rank),
+                "GPUWEAVE_COPY": str(index),
+                "GPUWEAVE_JOB": js.job.job_id,
+            }
+            env.update(agent_env(sizes, rank, rendezvous, run_id) if gang else single_rank_env(run_id))
+            if gpu_slots is not None:  # a task on shared GPUs: the ledger's GPUs, told to the worker too
+                env["GPUWEAVE_GPU_SLOTS"], env["GPUWEAVE_GPU_SHARE"] = ",".join(map(str, gpu_slots)), f"{part:g}"
+            node_spec = self.nodes[node]
+            specs.append(
+                LaunchSpec(
+                    js.job.job_id,
+                    number,
+                    index,
+                    rank,
+                    node,
+                    node_spec.name,
+                    node_spec.gpu_model,
+                    k,
+                    argv,
+                    channel,
+                    env,
+                    js.job.attrs,
+                    gpu_slots,
+                    part,
+                )  # fmt: skip
+            )
+        handles = self.executor.launch_gang(specs)
+        return Copy(index, share, ckpt, [Worker(spec, handle) for spec, handle in zip(specs, handles)])

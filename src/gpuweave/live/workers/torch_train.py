@@ -1,8 +1,27 @@
-"""A real PyTorch training job: a small MLP regressing generated data, for a given number of steps.
+"""A real PyTorch training job: a small MLP regressing generated data, data-parallel over a gang of ranks.
 
-Data come from a fixed-seed generator (a random linear teacher plus noise), so runs are reproducible without
-any download. The checkpoint is ``{"model": state_dict, "optimizer": state_dict, "steps": n}`` (torch.save),
-which is what HadarE consolidation averages. Runs on CPU unless CUDA is visible (then on the first visible GPU).
+A torchrun-style script: it reads torchrun's environment (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``,
+``MASTER_PORT``; :mod:`gpuweave.live.gang` gives it, as ``torchrun`` would), joins one ``torch.distributed`` process
+group (``gloo`` on CPU, NCCL on GPUs) when the world has more than one rank, wraps the model in
+``DistributedDataParallel`` and all-reduces gradients every step. Runs on CPU unless CUDA is visible (then on GPU
+``LOCAL_RANK`` of the visible ones).
+
+Data come from a fixed-seed generator (a random linear teacher plus noise), so runs are reproducible without any
+download. Each step trains on one *global batch* of ``--batch`` samples: global batch ``s`` is the slice
+``[j B, (j + 1) B)`` of epoch ``s // (n // B)``'s permutation, and rank ``r`` of ``W`` takes its contiguous part of
+that slice (:class:`GlobalBatchSampler`, a distributed sampler over global batches: torch's ``DistributedSampler``
+splits an epoch by rank, so it gives other batches at another world size and cannot start mid-epoch). Each rank's
+loss is its samples' squared-error sum times ``W / B``, so DDP's mean over ranks is the global batch's mean: the
+gang computes the same update as one process on the same global batch, whatever its size, uneven parts included.
+``--batch-per-rank b`` lets the global batch change with the gang (``b x W``) instead.
+
+The checkpoint (global rank 0 writes it) is ``{"model", "optimizer", "steps", "position"}`` (torch.save):
+``steps`` this attempt's steps (what the runtime commits), ``position`` global batches trained since the job began
+(where a resumed gang, of any size, goes on). HadarE consolidation averages ``model``. Stops are collective: every
+step the ranks all-reduce "checkpoint due" and "stop asked" (the runtime signals each node on its own), so every
+rank checkpoints and leaves at the same step. A forked copy (``GPUWEAVE_COPY``) draws its own permutations, so the
+copies HadarE consolidates trained on different data. ``--crash-attempts K`` (fault tests) makes the last rank of
+the first K attempts exit with status 3 at ``--crash-step`` (default: halfway).
 """
 
 from __future__ import annotations
@@ -10,66 +29,163 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
+from datetime import timedelta
 
 import torch
+import torch.distributed as dist
 
 from gpuweave.live import api
+
+SAMPLES = 512
+FEATURES = 32
+COPY_SEED_STRIDE = 7919  # a forked copy's permutations: seed + copy x this
 
 
 def build(width: int, seed: int) -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
-    inputs = torch.randn(512, 32, generator=gen)
-    teacher = torch.randn(32, 1, generator=gen)
-    targets = inputs @ teacher + 0.01 * torch.randn(512, 1, generator=gen)
+    inputs = torch.randn(SAMPLES, FEATURES, generator=gen)
+    teacher = torch.randn(FEATURES, 1, generator=gen)
+    targets = inputs @ teacher + 0.01 * torch.randn(SAMPLES, 1, generator=gen)
     torch.manual_seed(seed)
-    model = torch.nn.Sequential(torch.nn.Linear(32, width), torch.nn.ReLU(), torch.nn.Linear(width, 1))
+    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, width), torch.nn.ReLU(), torch.nn.Linear(width, 1))
     return model, inputs, targets
 
 
-def save(model: torch.nn.Module, optimizer: torch.optim.Optimizer, steps: int) -> None:
+class GlobalBatchSampler(torch.utils.data.Sampler[list[int]]):
+    """Rank ``rank``'s part of every global batch from ``start`` on: contiguous, sizes differing by at most one.
+
+    Epoch ``e``'s order is ``randperm(samples)`` seeded ``seed + e``; an epoch has ``samples // batch`` global batches
+    (the tail that does not fill one is dropped, whatever the world size). O(samples) per epoch."""
+
+    def __init__(self, samples: int, batch: int, rank: int, world: int, seed: int, start: int = 0) -> None:
+        if not 0 < batch <= samples:
+            raise ValueError(f"global batch {batch} must be in 1..{samples}")
+        if world > batch:
+            raise ValueError(f"a global batch of {batch} cannot be split over {world} ranks")
+        self.samples, self.batch, self.rank, self.world, self.seed, self.start = (
+            samples,
+            batch,
+            rank,
+            world,
+            seed,
+            start,
+        )
+        per, extra = divmod(batch, world)
+        self.lo = rank * per + min(rank, extra)
+        self.hi = self.lo + per + (1 if rank < extra else 0)
+
+    def batches(self, start: int) -> Iterator[list[int]]:
+        per_epoch = self.samples // self.batch
+        step = start
+        while True:
+            epoch, j = divmod(step, per_epoch)
+            order = torch.randperm(self.samples, generator=torch.Generator().manual_seed(self.seed + epoch))
+            for j in range(j, per_epoch):
+                yield order[j * self.batch + self.lo : j * self.batch + self.hi].tolist()
+                step += 1
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return self.batches(self.start)
+
+
+def save(model: torch.nn.Module, optimizer: torch.optim.Optimizer, steps: int, position: int) -> None:
     path = api.checkpoint_path()
     tmp = path.with_name(path.name + ".tmp")
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "steps": steps}, tmp)
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "steps": steps, "position": position}
+    torch.save(state, tmp)
     os.replace(tmp, path)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--width", type=int, default=64)
-    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=32, help="global batch (samples per step over all ranks)")
+    parser.add_argument(
+        "--batch-per-rank", type=int, default=0, help="samples per rank per step: the global batch follows the gang"
+    )
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    parser.add_argument("--init-timeout", type=float, default=120.0, help="seconds to wait for the gang to form")
+    parser.add_argument(
+        "--crash-attempts", type=int, default=0, help="fault tests: in the first K attempts the last rank exits 3"
+    )
+    parser.add_argument("--crash-step", type=int, default=0, help="the attempt step it exits at (0: halfway)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
     torch.set_num_threads(1)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    cuda = torch.cuda.is_available() and local_rank < torch.cuda.device_count()
+    device = torch.device(f"cuda:{local_rank}" if cuda else "cpu")
+    if world > 1:
+        dist.init_process_group(
+            "nccl" if cuda else "gloo", init_method="env://", timeout=timedelta(seconds=args.init_timeout)
+        )
+    try:
+        return _train(args, rank, world, device)
+    finally:
+        if world > 1 and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device) -> int:
     model, inputs, targets = build(args.width, args.seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    position = 0
     resume = api.resume_path()
     if resume is not None:
         state = torch.load(resume, map_location="cpu")
         model.load_state_dict(state["model"])
         if "optimizer" in state:
             optimizer.load_state_dict(state["optimizer"])
+        position = int(state.get("position", 0))
     model.to(device)
     inputs, targets = inputs.to(device), targets.to(device)
-    # Each attempt, and each forked copy of one, draws its own batches (copies of one round are data-parallel
-    # shards, so their parameters differ and consolidation averages distinct models).
-    attempt = int(os.environ.get("GPUWEAVE_ATTEMPT", "0"))
-    copy = int(os.environ.get("GPUWEAVE_COPY", "0"))
-    gen = torch.Generator().manual_seed(args.seed + 1000 * attempt + copy)
+    trained: torch.nn.Module = model
+    if world > 1:
+        trained = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None
+        )
+    batch = args.batch_per_rank * world if args.batch_per_rank > 0 else args.batch
+    seed = args.seed + COPY_SEED_STRIDE * int(os.environ.get("GPUWEAVE_COPY", "0"))
+    batches = GlobalBatchSampler(inputs.shape[0], batch, rank, world, seed).batches(position)
     steps, target = 0, api.target_steps()
+    crash_at = -1
+    if rank == world - 1 and int(os.environ.get("GPUWEAVE_ATTEMPT", "0")) < args.crash_attempts:
+        crash_at = args.crash_step or max(1, target // 2)
     while steps < target:
-        idx = torch.randint(0, inputs.shape[0], (args.batch,), generator=gen)
-        loss = torch.nn.functional.mse_loss(model(inputs[idx.to(device)]), targets[idx.to(device)])
+        if steps == crash_at:
+            print(f"torch worker: rank {rank}: injected crash at step {steps}", file=sys.stderr, flush=True)
+            os._exit(3)  # as a dying process does: no clean exit, no checkpoint
+        idx = torch.tensor(next(batches), device=device)
+        error = trained(inputs[idx]) - targets[idx]
+        loss = (error * error).sum() * (world / batch)  # DDP averages over ranks: the global batch's mean
         optimizer.zero_grad()
-        loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward carries no annotations
+        loss.backward()
         optimizer.step()
         steps += 1
         api.report(steps)
-        if api.should_checkpoint():
-            save(model, optimizer, steps)
-            api.checkpointed(steps)
+        due, stop = _agree(api.should_checkpoint(), api.stop_requested(), world, device)
+        if stop:
+            api.request_stop()
+        if due:
+            if rank == 0:
+                save(model, optimizer, steps, position + steps)
+            api.checkpointed(steps)  # exits here when the gang was asked to stop
     return 0
+
+
+def _agree(due: bool, stop: bool, world: int, device: torch.device) -> tuple[bool, bool]:
+    """Whether any rank wants a checkpoint, and whether any was asked to stop (one all-reduce of two flags)."""
+    if world == 1:
+        return due, stop
+    flags = torch.tensor([int(due), int(stop)], device=device)
+    dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+    return bool(flags[0]), bool(flags[1])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,282 @@
+"""Gangs: a job's ranks on the nodes of its placement, started with the environment torchrun gives them.
+
+Problem: a job of N GPUs placed on K nodes (``k_0 + ... + k_{K-1} = N``, uneven allowed) must run as N processes of
+one ``torch.distributed`` process group, so that an existing torchrun-style script runs unchanged. The executor's
+unit stays one process per node of the placement (:class:`~gpuweave.live.executor.LaunchSpec`); for a gang of more
+than one rank that process is the *node agent* below (``python -m gpuweave.live.gang -- PROGRAM ...``), which does
+what torchrun's agent does on its node:
+
+1. rendezvous: node 0's agent takes its node's address (``GPUWEAVE_NODE_ADDR``, set by the executor; loopback by
+   default) and a free port there, and writes both to the attempt's rendezvous file (the channel directory is shared
+   by the runtime and every node, as for progress); the other agents wait for that file (``GANG_JOIN_TIMEOUT_S``);
+2. starts the node's ``k_i`` ranks with torchrun's variables (:func:`rank_env`): ``RANK = k_0 + ... + k_{i-1} +
+   LOCAL_RANK``, ``WORLD_SIZE = N``, ``LOCAL_WORLD_SIZE = k_i``, ``GROUP_RANK = i``, ``MASTER_ADDR``/``MASTER_PORT``
+   from the rendezvous, and ``GLOO_SOCKET_IFNAME``/``NCCL_SOCKET_IFNAME`` naming the interface that holds the
+   node's address (several network namespaces share one host name, so gloo cannot find its address from it);
+3. supervises them: SIGTERM (the runtime's stop) is forwarded to every rank; a rank that fails ends the node's other
+   ranks (SIGTERM, then SIGKILL after ``RANK_GRACE_S``) and the agent exits with its status, which the runtime reads
+   as the attempt's crash; every rank dies with the agent (``PR_SET_PDEATHSIG``), so a killed agent leaks none.
+
+Each rank reports through its own channel: local rank 0 through the node's (what the runtime reads, as before),
+local rank ``j > 0`` through ``<channel>/local-<j>``. Global rank 0 writes the job's checkpoint; every other rank
+gets a checkpoint path of its own. A single-rank job needs no agent: the runtime gives the program the same
+variables itself (:func:`single_rank_env`). Complexity: O(ranks of the node) per poll of ``POLL_S``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import fcntl
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+LOOPBACK = "127.0.0.1"
+#: the node agent's module (``python -m``)
+AGENT_MODULE = "gpuweave.live.gang"
+#: environment the runtime gives a node agent
+SIZES_ENV = "GPUWEAVE_GANG_SIZES"  # ranks per node of the placement, in placement order: "2,2"
+NODE_ENV = "GPUWEAVE_GANG_NODE"  # this node's index in the placement (torchrun's GROUP_RANK)
+RENDEZVOUS_ENV = "GPUWEAVE_GANG_RENDEZVOUS"  # the attempt's rendezvous file
+RUN_ID_ENV = "GPUWEAVE_GANG_ID"  # torchrun's TORCHELASTIC_RUN_ID
+NODE_ADDR_ENV = "GPUWEAVE_NODE_ADDR"  # set by the executor: the address this node's ranks are reached at
+TIMEOUT_ENV = "GPUWEAVE_GANG_TIMEOUT"
+#: seconds an agent waits for node 0's rendezvous file (GPUWEAVE_GANG_TIMEOUT overrides)
+GANG_JOIN_TIMEOUT_S = 120.0
+#: seconds a rank asked to stop (its peer failed) may take before it is killed
+RANK_GRACE_S = 10.0
+POLL_S = 0.05
+_SIOCGIFADDR = 0x8915
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+
+def die_with_parent() -> None:
+    """In a forked child, before exec: SIGKILL when the process that started it dies (Linux only)."""
+    prctl = getattr(_LIBC, "prctl", None)
+    if prctl is not None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def rank_env(
+    *,
+    rank: int,
+    local_rank: int,
+    world: int,
+    local_world: int,
+    node: int,
+    nodes: int,
+    addr: str,
+    port: int,
+    run_id: str,
+) -> dict[str, str]:
+    """torchrun's per-rank environment (``torch.distributed.run``; ``init_process_group("env://")`` reads it)."""
+    env = {
+        "RANK": str(rank),
+        "LOCAL_RANK": str(local_rank),
+        "WORLD_SIZE": str(world),
+        "LOCAL_WORLD_SIZE": str(local_world),
+        "GROUP_RANK": str(node),
+        "GROUP_WORLD_SIZE": str(nodes),
+        "ROLE_NAME": "default",
+        "ROLE_RANK": str(rank),
+        "ROLE_WORLD_SIZE": str(world),
+        "MASTER_ADDR": addr,
+        "MASTER_PORT": str(port),
+        "TORCHELASTIC_RUN_ID": run_id,
+        "TORCHELASTIC_RESTART_COUNT": "0",
+        "TORCHELASTIC_MAX_RESTARTS": "0",
+    }
+    if world > 1:
+        env["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS", "1")  # torchrun's default for several ranks
+    return env
+
+
+def single_rank_env(run_id: str) -> dict[str, str]:
+    """The variables of a one-rank job (no agent): world 1 on loopback, a free port for ``env://``."""
+    return rank_env(
+        rank=0, local_rank=0, world=1, local_world=1, node=0, nodes=1, addr=LOOPBACK, port=free_port(LOOPBACK),
+        run_id=run_id,
+    )  # fmt: skip
+
+
+def agent_env(sizes: list[int], node: int, rendezvous: Path, run_id: str) -> dict[str, str]:
+    """What the runtime adds to node ``node``'s environment for a gang of ``sizes`` ranks per node."""
+    return {
+        SIZES_ENV: ",".join(map(str, sizes)),
+        NODE_ENV: str(node),
+        RENDEZVOUS_ENV: str(rendezvous),
+        RUN_ID_ENV: run_id,
+    }
+
+
+def agent_argv(program: list[str]) -> list[str]:
+    """The node agent's command line around a job's program."""
+    return [sys.executable, "-m", AGENT_MODULE, "--", *program]
+
+
+def gang_sizes(placement: tuple[tuple[int, int], ...] | list[tuple[int, int]], per_gpu: bool = True) -> list[int]:
+    """Ranks per node of a placement: one per GPU (a CPU-only task on a node still runs one), or one per node."""
+    return [max(1, k) if per_gpu else 1 for _, k in placement]
+
+
+def free_port(addr: str) -> int:
+    """A TCP port nothing listens on at ``addr`` now (the OS's pick; the rank that binds it comes shortly after)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((addr, 0))
+        return int(s.getsockname()[1])
+
+
+def interface_of(addr: str) -> str | None:
+    """The network interface that holds IPv4 address ``addr`` in this network namespace, or None."""
+    if addr.startswith("127."):
+        return "lo"
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            try:
+                packed = fcntl.ioctl(s.fileno(), _SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
+            except OSError:  # no IPv4 address on it
+                continue
+            if socket.inet_ntoa(packed[20:24]) == addr:
+                return name
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- the node agent
+def _rendezvous(path: Path, node: int, addr: str, timeout: float, stopped: list[bool]) -> tuple[str, int] | None:
+    """Node 0 publishes its address and a free port; the others read them. None: stopped or timed out (logged)."""
+    if node == 0:
+        port = free_port(addr)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"addr": addr, "port": port}))
+        os.replace(tmp, path)
+        return addr, port
+    deadline = time.monotonic() + timeout
+    while not stopped[0]:
+        try:
+            data = json.loads(path.read_text())
+            return str(data["addr"]), int(data["port"])
+        except (FileNotFoundError, json.JSONDecodeError):  # not yet written (it is renamed into place whole)
+            pass
+        if time.monotonic() > deadline:
+            print(f"gang agent: node {node}: no rendezvous from node 0 within {timeout:g} s ({path})", flush=True)
+            return None
+        time.sleep(POLL_S)
+    return None
+
+
+def _rank_envs(sizes: list[int], node: int, addr: str, port: int, run_id: str) -> list[dict[str, str]]:
+    """Every local rank's environment on node ``node``: torchrun's, its channel, its checkpoint, its interface."""
+    world, first = sum(sizes), sum(sizes[:node])
+    channel = Path(os.environ["GPUWEAVE_CHANNEL"])
+    own_addr = os.environ.get(NODE_ADDR_ENV) or LOOPBACK
+    interface = interface_of(own_addr)
+    envs = []
+    for local in range(sizes[node]):
+        env = dict(os.environ)
+        for name in (SIZES_ENV, NODE_ENV, RENDEZVOUS_ENV, RUN_ID_ENV):
+            env.pop(name, None)
+        rank = first + local
+        env.update(
+            rank_env(
+                rank=rank,
+                local_rank=local,
+                world=world,
+                local_world=sizes[node],
+                node=node,
+                nodes=len(sizes),
+                addr=addr,
+                port=port,
+                run_id=run_id,
+            )  # fmt: skip
+        )
+        own = channel if local == 0 else channel / f"local-{local}"
+        own.mkdir(parents=True, exist_ok=True)
+        env["GPUWEAVE_CHANNEL"] = str(own)
+        if rank > 0:  # only global rank 0 writes the job's checkpoint
+            env["GPUWEAVE_CHECKPOINT"] = str(own / "rank.ckpt")
+        if interface is not None:
+            env.setdefault("GLOO_SOCKET_IFNAME", interface)
+            env.setdefault("NCCL_SOCKET_IFNAME", interface)
+        envs.append(env)
+    return envs
+
+
+def _supervise(procs: list[subprocess.Popen[bytes]], envs: list[dict[str, str]], stopped: list[bool]) -> int:
+    """Wait for every rank; the first failure ends the others. The agent's exit status."""
+    forwarded = False
+    while True:
+        if stopped[0] and not forwarded:
+            forwarded = True
+            _signal_all(procs, signal.SIGTERM)
+        codes = [p.poll() for p in procs]
+        failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
+        if failed:
+            index, code = failed[0]
+            _end(procs)
+            # last in the node's log (the ranks' own last words come before it): the attempt's crash reason
+            print(f"gang agent: rank {envs[index]['RANK']} (local rank {index}) exited with status {code}", flush=True)
+            return code if code > 0 else 128 - code  # a signal: the shell's 128 + N
+        if all(c == 0 for c in codes):
+            return 0
+        time.sleep(POLL_S)
+
+
+def _signal_all(procs: list[subprocess.Popen[bytes]], signum: int) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signum)
+
+
+def _end(procs: list[subprocess.Popen[bytes]]) -> None:
+    _signal_all(procs, signal.SIGTERM)
+    deadline = time.monotonic() + RANK_GRACE_S
+    while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+        time.sleep(POLL_S)
+    _signal_all(procs, signal.SIGKILL)
+    for p in procs:
+        p.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m gpuweave.live.gang -- PROGRAM [ARGS]``: start this node's ranks of a gang and supervise them."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--"]:
+        args = args[1:]
+    if not args or SIZES_ENV not in os.environ:
+        print("usage: python -m gpuweave.live.gang -- PROGRAM [ARGS] (run by gpuweave's runtime)", file=sys.stderr)
+        return 2
+    stopped = [False]
+
+    def on_stop(_signum: int, _frame: FrameType | None) -> None:
+        stopped[0] = True
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, on_stop)
+    sizes = [int(x) for x in os.environ[SIZES_ENV].split(",")]
+    node = int(os.environ[NODE_ENV])
+    timeout = float(os.environ.get(TIMEOUT_ENV) or GANG_JOIN_TIMEOUT_S)
+    addr = os.environ.get(NODE_ADDR_ENV) or LOOPBACK
+    found = _rendezvous(Path(os.environ[RENDEZVOUS_ENV]), node, addr, timeout, stopped)
+    if found is None:
+        return 0 if stopped[0] else 1
+    envs = _rank_envs(sizes, node, *found, os.environ.get(RUN_ID_ENV, "gpuweave"))
+    procs = [subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent) for env in envs]
+    return _supervise(procs, envs, stopped)
+
+
+if __name__ == "__main__":
+    status = main()
+    sys.stdout.flush()
+    # No interpreter shutdown: Python restores SIGTERM's default action while it finalizes, so the runtime's stop
+    # arriving in those milliseconds (a finished gang's other nodes are stopped once node 0 is done) would turn a
+    # clean exit into death by SIGTERM.
+    os._exit(status)

@@ -1,0 +1,50 @@
+"""Fixtures of the gang tests (issue 37): testbeds of network namespaces, made by the tests and always removed.
+
+Every test here carries the ``gang`` marker. A testbed needs root (``ip netns``), as CI and this machine have; the
+name is unique per test process, so the two xdist workers never share one.
+"""
+
+import os
+
+import pytest
+
+from gpuweave.live import testbed
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "tests/gang/" in item.nodeid:
+            item.add_marker(pytest.mark.gang)
+
+
+def _name(tag: str) -> str:
+    return f"{tag}{os.getpid() % 100000}"
+
+
+@pytest.fixture(scope="module")
+def netns_bed():
+    """Three namespaces on a private bridge (no Ray): node i is gw-<name>-i at 10.213.X.(10 + i)."""
+    if os.geteuid() != 0:
+        pytest.fail("the gang tests need root for `ip netns` (CI runs as root)")
+    name = _name("n")
+    testbed.down(name)  # a previous run of this process id that was killed
+    bed = testbed.up(name, 3)
+    try:
+        yield bed
+    finally:
+        testbed.down(name)
+
+
+@pytest.fixture(scope="module")
+def ray_bed():
+    """A Ray head on node 0 and Ray worker nodes 1-3 (2 x gpu_type:V100 each), each in its own namespace. A test
+    that cuts a node off must be the module's last (the testbed is not mended)."""
+    if os.geteuid() != 0:
+        pytest.fail("the gang tests need root for `ip netns` (CI runs as root)")
+    name = _name("r")
+    testbed.down(name)
+    bed = testbed.up(name, 4, ray=True, gpus_per_node=2, gpu_model="V100")
+    try:
+        yield bed
+    finally:
+        testbed.down(name)

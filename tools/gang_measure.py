@@ -1,0 +1,140 @@
+"""Measure gangs on a testbed (issue 37's targets): launch latency and recovery from a node cut off, p50/p95.
+
+    sudo .venv/bin/python tools/gang_measure.py launch --jobs 10 [--executor ray|local] [--json]
+    sudo .venv/bin/python tools/gang_measure.py recovery --trials 10 [--json]
+
+``launch``: ``--jobs`` 4-GPU torch jobs, one after another (FIFO on a cluster of two 2-GPU nodes, so each is a
+4-rank gang across two namespaces), on a fresh testbed; the figure is ``live.csv``'s ``launch_latency_wall_s``
+(the policy's decision to the gang's first reported step: Ray's placement group, the node agents, torch's import,
+the process group's forming). ``recovery``: each trial makes a fresh Ray testbed (a head and three worker nodes),
+starts one 4-GPU job, cuts the link of the node that holds rank 0 once a checkpoint is saved, and measures from
+the cut to the job's first step on the other two nodes; a trial counts a lost job when the run does not finish
+every step. Needs root (``ip netns``). Prints a table, or JSON with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from gpuweave.live import testbed
+
+RESNET = "ResNet-18 (batch size 128)"
+
+
+def _config(folder: Path, nodes: int, jobs: list[str], executor: dict) -> Path:
+    cluster = {"name": "tb", "nodes": [{"gpu": "V100", "gpus_per_node": 2, "count": nodes, "name_prefix": "w"}]}
+    (folder / "cluster.yaml").write_text(yaml.safe_dump(cluster))
+    (folder / "trace.csv").write_text("job_id,arrival,num_gpus,job_type,work\n" + "".join(f"{j}\n" for j in jobs))
+    run = {"policy": "fifo", "cluster": "cluster.yaml", "trace": "trace.csv", "restart_delay": 0, "executor": executor}
+    path = folder / "run.yaml"
+    path.write_text(yaml.safe_dump(run))
+    return path
+
+
+def _run_argv(bed: testbed.Testbed, config: Path, out: Path, kind: str) -> list[str]:
+    argv = [sys.executable, "-m", "gpuweave.cli", "cluster", "run", str(config), "--out", str(out)]
+    if kind == "ray":
+        return ["ip", "netns", "exec", bed.nodes[0].namespace, *argv, "--executor", "ray", "--address", bed.ray_address]
+    return argv
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    q = statistics.quantiles(ordered, n=20, method="inclusive") if len(ordered) > 1 else ordered * 19
+    return {"p50_s": statistics.median(ordered), "p95_s": q[18], "min_s": ordered[0], "max_s": ordered[-1]}
+
+
+def launch(jobs: int, kind: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix="gw-gang-") as tmp:
+        folder = Path(tmp)
+        bed = testbed.up("lat", 3, ray=kind == "ray")
+        try:
+            executor = {"program": "torch", "time_scale": 1, "checkpoint_every": 5, "report_timeout": 120}
+            if kind == "local":
+                executor |= {"kind": "local", "local": {"namespaces": bed.namespaces[1:]}}
+            trace = [f"g{i},{i},4,{RESNET},60" for i in range(jobs)]
+            config = _config(folder, 2, trace, executor)
+            out = folder / "out"
+            done = subprocess.run(_run_argv(bed, config, out, kind), capture_output=True, text=True)
+            if done.returncode != 0:
+                raise SystemExit(f"run failed: {done.stderr[-2000:]}")
+            with open(out / "live.csv") as fh:
+                rows = list(csv.DictReader(fh))
+        finally:
+            testbed.down("lat")
+    latencies = [float(r["launch_latency_wall_s"]) for r in rows]
+    return {"executor": kind, "gangs": len(latencies), "ranks": 4, "nodes": 2, **_percentiles(latencies)}
+
+
+def _recovery_trial(folder: Path, steps: int) -> tuple[float | None, bool]:
+    bed = testbed.up("rec", 4, ray=True)
+    try:
+        executor = {"program": "torch", "time_scale": 1, "checkpoint_every": 0.2, "report_timeout": 120}
+        config = _config(folder, 3, [f"g4,0,4,{RESNET},{steps}"], executor)
+        out = folder / "out"
+        run = subprocess.Popen(_run_argv(bed, config, out, "ray"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        status = out / "channels" / "g4" / "a1-c0-r0" / "status.json"
+        while not (status.exists() and json.loads(status.read_text() or "{}").get("checkpoint_steps", 0) > 0):
+            if run.poll() is not None:
+                raise SystemExit(f"run ended early: {run.stderr.read().decode()[-2000:]}")
+            time.sleep(0.05)
+        rendezvous = json.loads((out / "channels" / "g4" / "a1-c0.rendezvous.json").read_text())
+        victim = next(i for i, n in enumerate(bed.nodes) if n.addr == rendezvous["addr"])
+        cut = time.time()
+        bed.set_link(victim, up=False)
+        run.wait(timeout=600)
+        again = out / "channels" / "g4" / "a2-c0-r0" / "status.json"
+        first = json.loads(again.read_text()).get("first_step_wall") if again.exists() else None
+        with open(out / "live.csv") as fh:
+            rows = list(csv.DictReader(fh))
+        finished = run.returncode == 0 and rows[-1]["outcome"] == "done"
+        return (first - cut if first else None), finished
+    finally:
+        testbed.down("rec")
+
+
+def recovery(trials: int, steps: int) -> dict:
+    times, lost = [], 0
+    for trial in range(trials):
+        with tempfile.TemporaryDirectory(prefix="gw-rec-") as tmp:
+            seconds, finished = _recovery_trial(Path(tmp), steps)
+        lost += not finished
+        if seconds is not None:
+            times.append(seconds)
+        print(f"trial {trial + 1}/{trials}: {seconds if seconds is None else round(seconds, 2)} s", file=sys.stderr)
+    return {"trials": trials, "recovered": len(times), "jobs_lost": lost, **(_percentiles(times) if times else {})}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="what", required=True)
+    one = sub.add_parser("launch", help="launch latency of 4-rank gangs across two nodes")
+    one.add_argument("--jobs", type=int, default=10)
+    one.add_argument("--executor", choices=("ray", "local"), default="ray")
+    two = sub.add_parser("recovery", help="node link down to the gang running again elsewhere")
+    two.add_argument("--trials", type=int, default=10)
+    two.add_argument("--steps", type=int, default=400)
+    for p in (one, two):
+        p.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    result = launch(args.jobs, args.executor) if args.what == "launch" else recovery(args.trials, args.steps)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for key, value in result.items():
+            print(f"{key:>10}: {value:.2f}" if isinstance(value, float) else f"{key:>10}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
