@@ -1,12 +1,13 @@
 """Measure gangs on a testbed (issue 37's targets): launch latency and recovery from a node cut off, p50/p95.
 
-    sudo .venv/bin/python tools/gang_measure.py launch --jobs 10 [--executor ray|local] [--json]
+    sudo .venv/bin/python tools/gang_measure.py launch --jobs 10 [--executor ray|local|slurm] [--json]
     sudo .venv/bin/python tools/gang_measure.py recovery --trials 10 [--json]
 
 ``launch``: ``--jobs`` 4-GPU torch jobs, one after another (FIFO on a cluster of two 2-GPU nodes, so each is a
 4-rank gang across two namespaces), on a fresh testbed; the figure is ``live.csv``'s ``launch_latency_wall_s``
-(the policy's decision to the gang's first reported step: Ray's placement group, the node agents, torch's import,
-the process group's forming). ``recovery``: each trial makes a fresh Ray testbed (a head and three worker nodes),
+(the policy's decision to the gang's first reported step: Ray's placement group or Slurm's allocation, the node
+agents, torch's import, the process group's forming; Slurm: a control plane in namespace 0 and a slurmd in each of
+three more). ``recovery``: each trial makes a fresh Ray testbed (a head and three worker nodes),
 starts one 4-GPU job, cuts the link of the node that holds rank 0 once a checkpoint is saved, and measures from
 the cut to the job's first step on the other two nodes; a trial counts a lost job when the run does not finish
 every step. Needs root (``ip netns``). Prints a table, or JSON with ``--json``.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -27,12 +29,14 @@ from pathlib import Path
 import yaml
 
 from gpuweave.live import testbed
+from gpuweave.live.slurm_sandbox import SlurmSandbox
 
 RESNET = "ResNet-18 (batch size 128)"
 
 
-def _config(folder: Path, nodes: int, jobs: list[str], executor: dict) -> Path:
-    cluster = {"name": "tb", "nodes": [{"gpu": "V100", "gpus_per_node": 2, "count": nodes, "name_prefix": "w"}]}
+def _config(folder: Path, nodes: int, jobs: list[str], executor: dict, names: list[str] | None = None) -> Path:
+    group = {"gpu": "V100", "gpus_per_node": 2, "count": nodes}
+    cluster = {"name": "tb", "nodes": [group | ({"names": names} if names else {"name_prefix": "w"})]}
     (folder / "cluster.yaml").write_text(yaml.safe_dump(cluster))
     (folder / "trace.csv").write_text("job_id,arrival,num_gpus,job_type,work\n" + "".join(f"{j}\n" for j in jobs))
     run = {"policy": "fifo", "cluster": "cluster.yaml", "trace": "trace.csv", "restart_delay": 0, "executor": executor}
@@ -57,20 +61,33 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 def launch(jobs: int, kind: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="gw-gang-") as tmp:
         folder = Path(tmp)
-        bed = testbed.up("lat", 3, ray=kind == "ray")
+        bed = testbed.up("lat", 4 if kind == "slurm" else 3, ray=kind == "ray")
+        box = None
         try:
             executor = {"program": "torch", "time_scale": 1, "checkpoint_every": 5, "report_timeout": 120}
+            env = dict(os.environ)
             if kind == "local":
                 executor |= {"kind": "local", "local": {"namespaces": bed.namespaces[1:]}}
+            if kind == "slurm":  # control plane in namespace 0, a slurmd in each of namespaces 1-3
+                box = SlurmSandbox(
+                    folder / "slurm",
+                    namespaces=[(n.namespace, n.addr) for n in bed.nodes[1:]],
+                    control=(bed.nodes[0].namespace, bed.nodes[0].addr),
+                ).start()
+                env |= box.env
+                executor |= {"kind": "slurm", "slurm": {"poll_interval": 0.1, "gpus": "emulated"}}
             trace = [f"g{i},{i},4,{RESNET},60" for i in range(jobs)]
-            config = _config(folder, 2, trace, executor)
+            names = ["gw0-v100", "gw1-v100"] if kind == "slurm" else None
+            config = _config(folder, 2, trace, executor, names)
             out = folder / "out"
-            done = subprocess.run(_run_argv(bed, config, out, kind), capture_output=True, text=True)
+            done = subprocess.run(_run_argv(bed, config, out, kind), capture_output=True, text=True, env=env)
             if done.returncode != 0:
                 raise SystemExit(f"run failed: {done.stderr[-2000:]}")
             with open(out / "live.csv") as fh:
                 rows = list(csv.DictReader(fh))
         finally:
+            if box is not None:
+                box.stop()
             testbed.down("lat")
     latencies = [float(r["launch_latency_wall_s"]) for r in rows]
     return {"executor": kind, "gangs": len(latencies), "ranks": 4, "nodes": 2, **_percentiles(latencies)}
@@ -120,7 +137,7 @@ def main() -> int:
     sub = parser.add_subparsers(dest="what", required=True)
     one = sub.add_parser("launch", help="launch latency of 4-rank gangs across two nodes")
     one.add_argument("--jobs", type=int, default=10)
-    one.add_argument("--executor", choices=("ray", "local"), default="ray")
+    one.add_argument("--executor", choices=("ray", "local", "slurm"), default="ray")
     two = sub.add_parser("recovery", help="node link down to the gang running again elsewhere")
     two.add_argument("--trials", type=int, default=10)
     two.add_argument("--steps", type=int, default=400)

@@ -48,3 +48,30 @@ def ray_bed():
         yield bed
     finally:
         testbed.down(name)
+
+
+@pytest.fixture(scope="module")
+def slurm_bed(tmp_path_factory):
+    """A Slurm whose control plane (MariaDB, slurmdbd, slurmctld) lives in namespace 0 and whose three slurmd live
+    in namespaces 1-3, each with its own NodeAddr (nodes gw0-gw2, 4 V100 + 2 K80 fake GPUs each); yields
+    (testbed, sandbox)."""
+    from gpuweave.live.slurm_sandbox import SlurmSandbox, missing_requirements
+
+    missing = missing_requirements()
+    if missing:
+        pytest.fail(missing)
+    name = _name("s")
+    testbed.down(name)
+    bed = testbed.up(name, 4)
+    box = None
+    try:
+        box = SlurmSandbox(
+            tmp_path_factory.mktemp("slurm"),
+            namespaces=[(n.namespace, n.addr) for n in bed.nodes[1:]],
+            control=(bed.nodes[0].namespace, bed.nodes[0].addr),
+        ).start()
+        yield bed, box
+    finally:
+        if box is not None:
+            box.stop()
+        testbed.down(name)

@@ -1,7 +1,7 @@
 """Gangs through the live runtime (issue 37): the policy's placement becomes one torchrun-style gang across nodes,
-on the local executor with each node in its own network namespace, and a rank that crashes sends the gang back to
-its last checkpoint, after which it ends with the parameters of an uninterrupted run (nothing lost, nothing
-trained twice)."""
+on the local executor with each node in its own network namespace. A rank that crashes, or one that hangs (its
+peers wait for it in an all-reduce, so nobody reports a step), sends the gang back to its last checkpoint, after
+which it ends with the parameters of an uninterrupted run (nothing lost, nothing trained twice)."""
 
 import csv
 import json
@@ -19,7 +19,7 @@ STEPS = 30
 RESNET = "ResNet-18 (batch size 128)"
 
 
-def _config(tmp_path, bed, program: str) -> object:
+def _config(tmp_path, bed, program: str, report_timeout: float = 120) -> object:
     (tmp_path / "cluster.yaml").write_text(
         yaml.safe_dump({"name": "gang", "nodes": [{"gpu": "V100", "gpus_per_node": 2, "count": 2, "name_prefix": "n"}]})
     )
@@ -35,7 +35,8 @@ def _config(tmp_path, bed, program: str) -> object:
             "time_scale": 1,
             "checkpoint_every": 0.05,
             "poll_interval": 0.05,
-            "report_timeout": 120,
+            "report_timeout": report_timeout,
+            "launch_timeout": 120,
             "local": {"namespaces": bed.namespaces[1:]},
         },
     }
@@ -61,6 +62,20 @@ def test_a_crashed_rank_sends_the_gang_back_to_its_checkpoint_and_the_result_mat
     assert rows[1]["cause"] == ""
     rendezvous = json.loads((out / "channels" / "g4" / "a2-c0.rendezvous.json").read_text())
     assert rendezvous["addr"] == netns_bed.nodes[1].addr
+    final = torch.load(out / "checkpoints" / "g4" / "model.ckpt", map_location="cpu")
+    assert final["position"] == STEPS
+    assert _max_difference(final, reference(STEPS)) < TOLERANCE
+
+
+def test_a_hung_rank_stalls_its_gang_which_is_retried_from_its_checkpoint_after_report_timeout(netns_bed, tmp_path):
+    config = _config(tmp_path, netns_bed, "torch --hang-attempts 1 --crash-step 20", report_timeout=3)
+    out = tmp_path / "out"
+    summary = run_live(config, None, None, out)
+    assert summary["completed"] == 1
+    with open(out / "live.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["outcome"] for r in rows] == ["crash", "done"]
+    assert rows[0]["cause"] == "no report from the workers for 3 s"
     final = torch.load(out / "checkpoints" / "g4" / "model.ckpt", map_location="cpu")
     assert final["position"] == STEPS
     assert _max_difference(final, reference(STEPS)) < TOLERANCE

@@ -44,7 +44,7 @@ def _one_line_exit_2(proc: subprocess.CompletedProcess, *words: str) -> None:
         (["--cluster", "nope"], ["cluster", "unknown cluster 'nope'"]),
         (["--db", "postgresql://nobody@127.0.0.1:1/none"], ["field 'db'", "cannot reach the database"]),
         (["--db", "mysql://x@localhost/y"], ["field 'db'", "unsupported database"]),
-        (["--executor", "slurm"], ["scontrol"]),  # no Slurm to ask for its nodes (SLURM_CONF points nowhere)
+        (["--executor", "slurm"], ["scontrol"]),  # no Slurm to ask for its nodes (SLURM_CONF is empty)
         (["--executor", "kubernetes"], ["executor"]),
         (["--time-scale", "0"], ["time-scale"]),
         (["--stop-timeout", "0"], ["stop-timeout", "greater than 0"]),
@@ -56,7 +56,11 @@ def test_serve_bad_input_is_one_line_and_writes_nothing(tmp_path, monkeypatch, c
     data = tmp_path / "data"
     argv = ["gpuweave", "serve", "--data-dir", str(data), "--port", str(free_port()), "--cluster", str(CLUSTER), *args]
     monkeypatch.setattr(sys, "argv", argv)
-    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "no-slurm.conf"))  # never a test Slurm started elsewhere
+    # never a test Slurm started elsewhere; an empty file, not a missing one: without a config scontrol looks for a
+    # controller in DNS (configless Slurm) and answers after a minute of resolver timeouts
+    empty = tmp_path / "no-slurm.conf"
+    empty.write_text("")
+    monkeypatch.setenv("SLURM_CONF", str(empty))
     monkeypatch.setattr("gpuweave.service.logs.configure", lambda *a, **k: None)  # keep this process's logging
     with pytest.raises(SystemExit) as exit_:
         main()

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,7 +25,7 @@ def _rows(path: Path) -> list[dict]:
 
 
 def _sacct(*job_ids: str, duplicates: bool = False) -> list[dict]:
-    args = ["sacct", "-X", "--parsable2", "--format=JobID,State,AllocTRES", f"--jobs={','.join(job_ids)}"]
+    args = ["sacct", "-X", "--parsable2", "--format=JobID,State,AllocTRES,QOS", f"--jobs={','.join(job_ids)}"]
     proc = subprocess.run([*args, *(["--duplicates"] if duplicates else [])], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return list(csv.DictReader(proc.stdout.splitlines(), delimiter="|"))
@@ -39,7 +40,8 @@ def test_fifo_runs_synthetic_and_torch_jobs_as_slurm_jobs_and_a_rejected_job_fai
         "c,40,1,A3C,200",
     ]
     out = tmp_path / "out"
-    summary = run_live(slurm_config(rows, cluster="imported"), None, None, out)
+    slurm = {"poll_interval": 0.1, "gpus": "emulated", "qos": "normal"}  # the QoS passes through to every job
+    summary = run_live(slurm_config(rows, cluster="imported", executor={"slurm": slurm}), None, None, out)
     assert summary["completed"] == 4
     meta = json.loads((out / "summary.json").read_text())
     assert meta["executor"] == "slurm" and meta["emulated_gpus"] is True
@@ -57,6 +59,7 @@ def test_fifo_runs_synthetic_and_torch_jobs_as_slurm_jobs_and_a_rejected_job_fai
     for job, row in ran.items():  # Slurm's own record agrees: it ran, on the GPUs the policy chose
         kind, count = row["gres"].split(":")[1:]
         assert accounted[row["slurm_job_id"]]["State"] == "COMPLETED"
+        assert accounted[row["slurm_job_id"]]["QOS"] == "normal"
         assert f"gres/gpu:{kind}={count}" in accounted[row["slurm_job_id"]]["AllocTRES"]
     torch_log = next((out / "channels" / "t").glob("a1-c0-r0")) / "worker.log"
     assert "slurm: job" in torch_log.read_text()
@@ -180,3 +183,38 @@ def test_a_job_slurm_keeps_waiting_fails_with_slurms_reason_and_the_rest_go_on(s
     assert "was still PENDING (Reason=BeginTime) when gpuweave cancelled it" in log
     launch = next(r for r in _rows(out / "slurm.csv") if r["job_id"] == "late")
     assert launch["launch_to_running_s"] == "" and launch["exit_code"] == "-9"
+
+
+def test_a_job_slurm_requeues_by_itself_runs_again_from_its_checkpoint_without_counting_a_crash(
+    slurm, slurm_config, tmp_path
+):
+    """``scontrol requeue`` is what Slurm does to a job whose node failed: the runtime starts it again from its last
+    checkpoint, live.csv says ``requeued`` with Slurm's word, and no crash is counted (max_retries 0)."""
+    out = tmp_path / "out"
+    # 20 simulated seconds: about 360 steps, 10 wall seconds at time scale 2
+    config = slurm_config([f"a,0,1,{RESNET},20"], executor={"time_scale": 2, "max_retries": 0})
+    requeued: list[str] = []
+
+    def requeue_once_saved() -> None:
+        status = out / "channels" / "a" / "a1-c0-r0" / "status.json"
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if status.exists() and json.loads(status.read_text() or "{}").get("checkpoint_steps", 0) > 0:
+                ids = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%k"], capture_output=True, text=True)
+                mine = [i for i, _, k in (line.partition("|") for line in ids.stdout.split()) if k.endswith(str(out))]
+                if mine:
+                    subprocess.run(["scontrol", "requeue", mine[0]], check=True, capture_output=True)
+                    requeued.append(mine[0])
+                    return
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=requeue_once_saved, daemon=True)
+    thread.start()
+    summary = run_live(config, None, None, out)
+    thread.join(timeout=5)
+    assert requeued, "the job was never seen running with a checkpoint"
+    assert summary["completed"] == 1
+    live = _rows(out / "live.csv")
+    assert [r["outcome"] for r in live] == ["requeued", "done"]
+    assert live[0]["cause"].startswith(f"slurm requeued job {requeued[0]} by itself")
+    assert int(live[0]["steps"]) > 0 and sum(1 for r in live if r["kind"] == "retry") == 1

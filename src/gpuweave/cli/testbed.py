@@ -40,6 +40,15 @@ def _usage_lines(bed: object) -> list[str]:
             f"  ip netns exec {bed.nodes[0].namespace} gpuweave cluster run RUN.yaml --executor ray "
             f"--address {bed.ray_address} --out OUT",
         ]
+    if bed.slurm_conf:
+        names = ", ".join(f"gw{i}" for i in range(len(bed.nodes) - 1))
+        lines += [
+            f"Slurm: control plane on node 0, slurmd {names} on nodes 1..{len(bed.nodes) - 1} (4 V100 + 2 K80 fake "
+            "GPUs each, typed GRES). From this shell:",
+            f"  export SLURM_CONF={bed.slurm_conf}",
+            "  sinfo -N",
+            "  gpuweave cluster run RUN.yaml --executor slurm --out OUT   # cluster nodes gw0-v100, gw1-v100, ...",
+        ]
     lines.append(f"remove it: gpuweave testbed down --name {bed.name}")
     return lines
 
@@ -49,6 +58,9 @@ def up(
     nodes: int = typer.Option(3, "--nodes", min=1, help="Nodes (network namespaces)."),
     name: str = typer.Option("tb", "--name", help=NAME_HELP),
     ray: bool = typer.Option(False, "--ray", help="Start a Ray head on node 0 and a Ray worker node on the others."),
+    slurm: bool = typer.Option(
+        False, "--slurm", help="Start Slurm's control plane on node 0 and a slurmd on the others (Debian's Slurm)."
+    ),
     gpus_per_node: int = typer.Option(2, "--gpus-per-node", min=1, help="GPUs each Ray worker node offers (emulated)."),
     gpu_model: str = typer.Option("V100", "--gpu-model", help="GPU model of the Ray worker nodes' gpu_type resource."),
     as_json: bool = typer.Option(False, "--json", help="Print the testbed's record as JSON."),
@@ -59,7 +71,7 @@ def up(
     subnet routed nowhere. Prints each node's address and how to run on it (local executor or Ray)."""
     from gpuweave.live import testbed
 
-    bed = testbed.up(name, nodes, ray=ray, gpus_per_node=gpus_per_node, gpu_model=gpu_model)
+    bed = testbed.up(name, nodes, ray=ray, slurm=slurm, gpus_per_node=gpus_per_node, gpu_model=gpu_model)
     if as_json:
         print_json(bed.describe())
         return

@@ -64,6 +64,7 @@ class Attempt:
     crash: str = ""
     node_lost: bool = False  # a node of the placement disappeared: the job went back to the queue
     lost_node: str = ""  # its name
+    requeued: str = ""  # why the cluster manager ended it though nothing failed (Executor.ended_by_cluster)
 
     @property
     def workers(self) -> list[Worker]:
@@ -105,13 +106,16 @@ class LiveJob:
 
 
 def attempt_outcome(job: LiveJob, attempt: Attempt) -> str:
-    """How an attempt ended, for live.csv: ``crash``, ``node-lost``, ``stopped`` (preempted, moved or cancelled)
-    or ``done``. The attempt that finished the job is ``done`` even when a stop reached it as it finished (seen on
-    a real GPU: Hadar's round gave the GPU to the next job just as the running one wrote its last checkpoint)."""
+    """How an attempt ended, for live.csv: ``crash``, ``node-lost``, ``requeued`` (by the cluster manager, e.g.
+    Slurm after a node failure), ``stopped`` (preempted, moved or cancelled) or ``done``. The attempt that finished
+    the job is ``done`` even when a stop reached it as it finished (seen on a real GPU: Hadar's round gave the GPU to
+    the next job just as the running one wrote its last checkpoint)."""
     if attempt.crash:
         return "crash"
     if attempt.node_lost:
         return "node-lost"
+    if attempt.requeued:
+        return "requeued"
     if job.done and job.history and attempt is job.history[-1]:
         return "done"
     return "stopped" if attempt.stopping else "done"
@@ -124,7 +128,7 @@ def attempt_cause(attempt: Attempt) -> str:
         return attempt.crash
     if attempt.node_lost:
         return f"node {attempt.lost_node} lost" if attempt.lost_node else "node lost"
-    return ""
+    return attempt.requeued
 
 
 def commit(job: LiveJob, attempt: Attempt) -> int:

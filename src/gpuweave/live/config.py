@@ -34,6 +34,7 @@ class SlurmSection(BaseModel):
 
     partition: str | None = Field(None, description="Slurm partition of every job (default: Slurm's default)")
     account: str | None = Field(None, description="Slurm account charged for every job")
+    qos: str | None = Field(None, description="Slurm quality of service of every job (sbatch --qos)")
     sbatch_args: list[str] = Field(default_factory=list, description="extra sbatch options, e.g. --time=02:00:00")
     gpus: Literal["auto", "emulated", "real"] = Field(
         "auto", description="auto: real when NVML sees GPUs here; emulated: workers pace their steps"
@@ -67,6 +68,12 @@ class ExecutorSection(BaseModel):
     )
     max_retries: int = Field(2, ge=0, le=1000, description="restarts of a crashed worker before its job fails")
     report_timeout: float = Field(30.0, gt=0, le=86400, description="wall seconds a worker may go without reporting")
+    launch_timeout: float | None = Field(
+        None,
+        gt=0,
+        le=86400,
+        description="wall seconds a launched attempt may take to report its first step (default: report_timeout)",
+    )
     stop_timeout: float = Field(
         30.0, gt=0, le=86400, description="wall seconds a stopped worker may take to exit before it is killed"
     )

@@ -97,6 +97,12 @@ class Executor(ABC, Generic[H]):
         resources are free, so by default every launch may go ahead."""
         return True
 
+    def ended_by_cluster(self, handle: H) -> str:
+        """Why the cluster manager itself ended a worker that did not fail (Slurm requeued its job after a node
+        failure or for a preemption of its own), or "" (by default nothing does). The runtime then starts the
+        attempt again from its last checkpoint without counting a crash."""
+        return ""
+
     def pid(self, handle: H) -> int | None:
         """The worker's process id where it runs on this machine (journalled for a restarted runtime)."""
         return None

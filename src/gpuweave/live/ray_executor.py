@@ -295,15 +295,14 @@ class RayExecutor(Executor["_RayWorker"]):
             handle.code = -9
             self._ended(handle)
             return
-        if handle.code is None:
-            (handle.channel / KILL_REQUEST).touch()
-            deadline = time.time() + KILL_WAIT_S
-            while handle.code is None and time.time() < deadline:
-                self._collect(handle, timeout=CONTROL_POLL_S * 4)
-            if handle.code is None:  # the task never answered: its node is unreachable
-                ray.cancel(handle.ref, force=True)
-                handle.code = -9
-                self._ended(handle)
+        (handle.channel / KILL_REQUEST).touch()
+        deadline = time.time() + KILL_WAIT_S
+        while handle.code is None and time.time() < deadline:
+            self._collect(handle, timeout=CONTROL_POLL_S * 4)
+        if handle.code is None:  # the task never answered: its node is unreachable
+            ray.cancel(handle.ref, force=True)
+            handle.code = -9
+            self._ended(handle)
 
     def close(self) -> None:
         if self.started_ray:

@@ -324,8 +324,9 @@ class LiveRuntime:
         stops a job and starts it again one round later (Hadar drops an aged job whose utility fell under the
         GPU price, and its starvation guard restarts it on the idle cluster) livelocks whenever a launch takes
         longer than a scaled round: each stop lands before the worker's first step, so nothing is ever saved.
-        The wait is bounded by ``report_timeout`` (a silent worker is then a crash). A decided attempt still waiting
-        for its GPUs counts too (bounded by ``stop_timeout``, after which the worker holding them is killed)."""
+        The wait is bounded by ``launch_timeout`` (default ``report_timeout``; a silent worker is then a crash). A
+        decided attempt still waiting for its GPUs counts too (bounded by ``stop_timeout``, after which the worker
+        holding them is killed)."""
         for job in self.jobs.values():
             if job.next_start is not None and job.attempt is None and not job.finished:
                 return True
@@ -428,12 +429,9 @@ class LiveRuntime:
             if attempt.stop_wall is None:  # stopped before a restart of the runtime: the clock starts now
                 attempt.stop_wall = wall
             elif wall - attempt.stop_wall > self.ex.stop_timeout:
-                for w in attempt.workers:
-                    if w.code is None:
-                        self.executor.kill(w.handle)
-                        w.code = self.executor.exit_code(w.handle)
+                self._kill_workers(attempt.workers)
             return
-        if attempt.crash:
+        if attempt.crash or attempt.requeued:
             return
         finished = []  # copies whose lead saved their target: their other workers are stopped, however they end
         for copy in attempt.copies:
@@ -443,19 +441,36 @@ class LiveRuntime:
                 for w in copy.workers[1:]:
                     self.executor.terminate(w.handle)
         bad = [w for c in attempt.copies if c not in finished for w in c.workers if w.code not in (None, 0)]
-        early = [c for c in attempt.copies if c.workers[0].code == 0 and c.steps < c.target]
-        silent = wall - attempt.last_progress_wall > self.ex.report_timeout
+        requeued = [r for r in (self.executor.ended_by_cluster(w.handle) for w in bad) if r]
+        if requeued and len(requeued) == len(bad):  # the cluster manager ended it, nothing failed
+            attempt.requeued = requeued[0]
+        else:
+            attempt.crash = self._crash_reason(attempt, bad, wall)
+        if attempt.crash or attempt.requeued:
+            self._kill_workers(attempt.workers)
+
+    def _crash_reason(self, attempt: Attempt, bad: list[Worker], wall: float) -> str:
+        """Why the attempt counts as crashed now (a worker failed, left early or went silent), or ""."""
         if bad:
             w = bad[0]
-            attempt.crash = f"worker {w.spec.label} exited with status {w.code}: {log_tail(w.spec.channel)}"
-        elif early:
-            attempt.crash = f"worker {early[0].workers[0].spec.label} exited before its target"
-        elif silent:
-            attempt.crash = f"no report from the workers for {self.ex.report_timeout:g} s"
-        if attempt.crash:
-            for w in attempt.workers:
+            return f"worker {w.spec.label} exited with status {w.code}: {log_tail(w.spec.channel)}"
+        early = [c for c in attempt.copies if c.workers[0].code == 0 and c.steps < c.target]
+        if early:
+            return f"worker {early[0].workers[0].spec.label} exited before its target"
+        # before the first step the attempt may take launch_timeout (a gang's ranks import torch and form their
+        # process group), after it report_timeout between steps (a hung rank stalls its whole gang)
+        launch_timeout = self.ex.launch_timeout
+        launching = attempt.first_step_wall is None and launch_timeout is not None
+        limit = launch_timeout if launch_timeout is not None and launching else self.ex.report_timeout
+        if wall - attempt.last_progress_wall > limit:
+            return f"no report from the workers for {limit:g} s" + (" after their launch" if launching else "")
+        return ""
+
+    def _kill_workers(self, workers: list[Worker]) -> None:
+        for w in workers:
+            if w.code is None:
                 self.executor.kill(w.handle)
-                w.code = self.executor.exit_code(w.handle) if w.code is None else w.code
+                w.code = self.executor.exit_code(w.handle)
 
     def _lose_nodes(self, nodes: list[int]) -> bool:
         """Nodes the executor lost: their jobs go back to the queue from their last checkpoint (no crash counted).
@@ -476,14 +491,8 @@ class LiveRuntime:
                     self._stop(job, attempt)
                     for copy in attempt.copies:
                         if any(w.spec.node == index for w in copy.workers):
-                            self._kill_copy(copy)
+                            self._kill_workers(copy.workers)
         return sent_back
-
-    def _kill_copy(self, copy: Copy) -> None:
-        for w in copy.workers:
-            if w.code is None:
-                self.executor.kill(w.handle)
-                w.code = self.executor.exit_code(w.handle)
 
     # ------------------------------------------------------------------ attempt ends
     def _end_attempt(self, job: LiveJob, attempt: Attempt, wall: float) -> bool:
@@ -506,8 +515,8 @@ class LiveRuntime:
                 book.fail(js)
                 self.journal.job_failed(job)
                 return True
-            if js.job.job_id in book.running:
-                job.next_start = (js.placement, "retry", wall, self.sim_time(wall))  # type: ignore[assignment]  # running
+        if (attempt.crash or attempt.requeued) and js.job.job_id in book.running:
+            job.next_start = (js.placement, "retry", wall, self.sim_time(wall))  # type: ignore[assignment]  # running
         book.set_remaining(js, job.remaining)
         return False
 

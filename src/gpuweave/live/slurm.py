@@ -6,7 +6,8 @@ Slurm's word on every job's state. Everything goes through Slurm's commands (:mo
 * **nodes** come from ``scontrol show node``: each (Slurm node, GPU type) is a slot (``gw0-v100``); a cluster
   config node is matched to the slot of its name, else to the first slot of its GPU model with room left;
 * **start** = ``sbatch --nodelist=<node> --gres=gpu:<type>:<n> --requeue`` (one batch job per worker: per job,
-  per forked copy, per node of a multi-node placement), at decision time;
+  per forked copy), at decision time; a gang on several nodes with the same GPUs on each is one job over all of
+  them (``--nodes=K``, ``srun`` starting each node's gang agent: :meth:`SlurmExecutor.launch_gang`);
 * **stop** = ``scancel --batch --signal=TERM``: the worker checkpoints and exits, and Slurm records the job
   COMPLETED; a job stopped before it ran is held instead (``scontrol hold``);
 * **start again / move** = requeue the worker's Slurm job: ``scontrol requeuehold``, ``scontrol update`` of its
@@ -17,7 +18,8 @@ Slurm's word on every job's state. Everything goes through Slurm's commands (:mo
   stop: half the moves change the GPU type, and a requeue then would only be cancelled (70 ms each, measured);
 * **ends** come from ``squeue`` (state) and ``scontrol show job`` (``ExitCode``), polled at most every
   ``executor.slurm.poll_interval`` seconds; a job Slurm requeued by itself (node failure) is held and read as
-  killed, so the runtime retries it from its checkpoint. A rejected submission fails the attempt with Slurm's
+  ended by the cluster (``live.csv``: ``requeued``, with Slurm's reason), and the runtime starts it again from its
+  checkpoint without counting a crash. A rejected submission fails the attempt with Slurm's
   reason (written to the worker's log); the runtime retries it and then fails the job, and the rest go on.
 
 The batch script is fixed when a job is submitted, so it only runs ``attempt.sh`` from the job's folder, which
@@ -45,6 +47,7 @@ from typing import Any
 from gpuweave.errors import InputError
 from gpuweave.hardware.cluster_spec import Node
 from gpuweave.live.executor import LOG_FILE, Executor, LaunchSpec
+from gpuweave.live.gang import NODE_ADDR_ENV
 from gpuweave.live.local import nvml_gpu_count
 from gpuweave.live.names import job_folder_name
 from gpuweave.live.slurm_commands import TIMINGS, SlurmCommandError, first_line, run_slurm, try_slurm
@@ -96,6 +99,9 @@ class _Handle:
     stopping: bool = False
     held: bool = False  # stopped before it ran: held in Slurm's queue
     state: str = ""
+    requeued: str = ""  # why Slurm requeued it by itself (it did not fail)
+    gang: bool = False  # the lead of a gang's one allocation: its ranks run as srun tasks, one per node
+    lead: _Handle | None = None  # another node of a gang's allocation: it follows the lead's Slurm job
 
     @property
     def submitted(self) -> _SlurmJob:
@@ -108,6 +114,7 @@ class _Handle:
 class SlurmOptions:
     partition: str | None = None
     account: str | None = None
+    qos: str | None = None
     sbatch_args: list[str] = field(default_factory=list)
     gpus: str = "auto"  # auto | emulated | real
     poll_interval: float = 0.2
@@ -130,6 +137,7 @@ class SlurmExecutor(Executor["_Handle"]):
         self._states: dict[str, tuple[str, str]] = {}  # Slurm job id -> (state, reason) from the last poll
         self._polled = 0.0
         self._ended: list[_Handle] = []
+        self._addr: dict[str, str] = {}  # Slurm node -> NodeAddr
 
     # ------------------------------------------------------------------ cluster
     def check_cluster(self, nodes: list[Node]) -> None:
@@ -139,6 +147,7 @@ class SlurmExecutor(Executor["_Handle"]):
             slurm_nodes = [n for n in slurm_nodes if self.options.partition in n.partitions]
             if not slurm_nodes:
                 raise InputError(f"Slurm partition {self.options.partition!r} has no nodes", field="executor.slurm")
+        self._addr = {n.name: n.addr for n in slurm_nodes if n.addr}
         slots, _ = gpu_slots(slurm_nodes, skip_unknown=True, source="scontrol show node")
         self._slots = match_nodes(nodes, slots, {n.name: n for n in slurm_nodes})
         self._shards = shards_per_gpu(text)
@@ -195,7 +204,7 @@ class SlurmExecutor(Executor["_Handle"]):
         folder = job.folder if job else self.folder / f"{job_folder_name(spec.job_id)}-c{spec.copy}-r{spec.rank}"
         folder.mkdir(parents=True, exist_ok=True)
         spec.channel.mkdir(parents=True, exist_ok=True)
-        _write_attempt(folder, spec, self.emulated)
+        _write_attempt(folder, spec, self.emulated, self._addr.get(slot.host, ""))
         launched = time.time()
         try:
             # (a shared run's task is submitted afresh: its GRES may be shards or none, which a requeue cannot set)
@@ -215,22 +224,72 @@ class SlurmExecutor(Executor["_Handle"]):
         self._states[job.slurm_id] = ("PENDING", "launched")  # until the next poll: never a stale final state
         return handle
 
+    def launch_gang(self, specs: list[LaunchSpec]) -> list[_Handle]:
+        """A gang on several Slurm nodes with the same GPUs on each: one allocation (``sbatch --nodes=K
+        --nodelist=... --gres=gpu:TYPE:n``, n per node) whose batch script starts one task per node with ``srun``;
+        each task runs its node's attempt script (the node's gang agent, which starts the node's ranks). So the gang
+        is one job in ``squeue`` and ``sacct``, with all its GPUs, and Slurm starts it whole or not at all. An
+        uneven gang (other GPU counts or types per node) or a shared run's task gets one job per node instead. A
+        gang's job is submitted afresh for every attempt (a requeue could not change its node count)."""
+        slots = [self._slots[spec.node] for spec in specs]
+        even = len({(spec.gpus, slot.slurm_type) for spec, slot in zip(specs, slots)}) == 1
+        hosts = [slot.host for slot in slots]
+        if len(specs) < 2 or not even or len(set(hosts)) < len(hosts) or specs[0].gpu_slots is not None:
+            return [self.launch(spec) for spec in specs]
+        lead_spec = specs[0]
+        folder = self.folder / f"{job_folder_name(lead_spec.job_id)}-c{lead_spec.copy}-a{lead_spec.attempt}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for spec, host in zip(specs, hosts):
+            spec.channel.mkdir(parents=True, exist_ok=True)
+            _write_attempt(folder, spec, self.emulated, self._addr.get(host, ""), name=f"attempt-{host}.sh")
+        gres = self._gres(lead_spec, slots[0])
+        launched = time.time()
+        try:
+            sid = self._submit(lead_spec, folder, ",".join(hosts), gres, nodes=len(hosts))
+        except SlurmCommandError as exc:
+            return [self._rejected(spec, host, gres, launched, exc) for spec, host in zip(specs, hosts)]
+        job = _SlurmJob(sid, folder, slots[0].slurm_type)
+        lead = _Handle(job, lead_spec, "submit", hosts[0], gres, launched, gang=True)
+        self._live[sid] = lead
+        self._states[sid] = ("PENDING", "launched")
+        followers = [
+            _Handle(job, spec, "submit", host, gres, launched, lead=lead) for spec, host in zip(specs[1:], hosts[1:])
+        ]
+        return [lead, *followers]
+
+    def _follow(self, handle: _Handle) -> int | None:
+        """A gang's other node: its Slurm job is the lead's, so is its end."""
+        lead = handle.lead
+        assert lead is not None
+        code = self.exit_code(lead)
+        if code is not None and handle.code is None:
+            handle.code, handle.state, handle.running_at = code, lead.state, lead.running_at
+            handle.stopping, handle.requeued = lead.stopping, lead.requeued
+            self._ended.append(handle)
+        return handle.code
+
     def _drop_if_held(self, job: _SlurmJob) -> None:
         """A job held after a stop before it ran cannot change GPU type (module docstring): cancel it."""
         if self._state(job.slurm_id)[0] in WAITING:
             try_slurm(["scancel", job.slurm_id])
 
-    def _submit(self, spec: LaunchSpec, folder: Path, host: str, gres: str) -> str:
+    def _submit(self, spec: LaunchSpec, folder: Path, host: str, gres: str, nodes: int = 1) -> str:
         batch = folder / "batch.sh"
-        batch.write_text(f"#!/bin/sh\nexec /bin/sh {shlex.quote(str(folder / 'attempt.sh'))}\n")
+        if nodes > 1:  # a gang's allocation: one srun task per node runs that node's attempt script
+            each = 'exec /bin/sh "$0/attempt-$SLURMD_NODENAME.sh"'
+            start = f"exec srun --ntasks-per-node=1 --kill-on-bad-exit=1 /bin/sh -c {shlex.quote(each)}"
+            batch.write_text(f"#!/bin/sh\n{start} {shlex.quote(str(folder))}\n")
+            name, tasks = f"gw:{spec.job_id}/a{spec.attempt}/c{spec.copy}", [f"--nodes={nodes}", "--ntasks-per-node=1"]
+        else:
+            batch.write_text(f"#!/bin/sh\nexec /bin/sh {shlex.quote(str(folder / 'attempt.sh'))}\n")
+            name, tasks = f"gw:{spec.label}", ["--nodes=1", "--ntasks=1"]
         args = [
             "sbatch",
             "--parsable",
             "--requeue",
-            f"--job-name=gw:{spec.label}",
+            f"--job-name={name}",
             f"--comment={self.tag}",
-            "--nodes=1",
-            "--ntasks=1",
+            *tasks,
             f"--nodelist={host}",
             *([f"--gres={gres}"] if gres else []),  # a CPU-only task of a shared run asks no GRES
             f"--output={folder / 'slurm-%j.out'}",
@@ -240,6 +299,8 @@ class SlurmExecutor(Executor["_Handle"]):
             args.append(f"--partition={self.options.partition}")
         if self.options.account:
             args.append(f"--account={self.options.account}")
+        if self.options.qos:
+            args.append(f"--qos={self.options.qos}")
         args += self.options.sbatch_args
         extra = spec.attrs.get("sbatch_args")
         if isinstance(extra, str) and extra.strip():
@@ -320,6 +381,8 @@ class SlurmExecutor(Executor["_Handle"]):
     def exit_code(self, handle: _Handle) -> int | None:
         if handle.code is not None:
             return handle.code
+        if handle.lead is not None:
+            return self._follow(handle)
         self._refresh()
         sid = handle.submitted.slurm_id
         state, reason = self._states.get(sid, ("PENDING", ""))
@@ -330,8 +393,10 @@ class SlurmExecutor(Executor["_Handle"]):
             return None
         if state in WAITING:
             if handle.running_at is not None and not handle.held:  # Slurm requeued it itself (node failure)
-                try_slurm(["scontrol", "hold", sid])
-                self._finish(handle, -9, f"slurm requeued job {sid} by itself ({reason}): read as killed")
+                try_slurm(["scontrol", "hold", sid])  # held: the runtime starts it again when its policy says
+                why = reason if reason and reason != "None" else "no reason given"
+                handle.requeued = f"slurm requeued job {sid} by itself ({why})"
+                self._finish(handle, -9, handle.requeued)
             return handle.code
         self._finish(handle, *self._final_code(sid, state))
         return handle.code
@@ -363,8 +428,14 @@ class SlurmExecutor(Executor["_Handle"]):
         self._live.pop(sid, None)
         self._ended.append(handle)
 
+    def ended_by_cluster(self, handle: _Handle) -> str:
+        return handle.lead.requeued if handle.lead is not None else handle.requeued
+
     # ------------------------------------------------------------------ signal
     def terminate(self, handle: _Handle) -> None:
+        if handle.lead is not None:  # the lead's signal reaches every node's task
+            self.terminate(handle.lead)
+            return
         if handle.code is not None or handle.stopping:
             return
         handle.stopping = True
@@ -375,9 +446,14 @@ class SlurmExecutor(Executor["_Handle"]):
                 handle.held = True
                 self._finish(handle, 0, "")
                 return
-        try_slurm(["scancel", "--batch", "--signal=TERM", sid])
+        # a gang's ranks are srun tasks: signal every step's tasks (srun, the batch step, ends when they have)
+        try_slurm(["scancel", "--signal=TERM", sid] if handle.gang else ["scancel", "--batch", "--signal=TERM", sid])
 
     def kill(self, handle: _Handle) -> None:
+        if handle.lead is not None:
+            self.kill(handle.lead)
+            self._follow(handle)
+            return
         if handle.code is not None:
             return
         sid = handle.submitted.slurm_id
@@ -487,11 +563,14 @@ def match_nodes(nodes: list[Node], slots: list[GpuSlot], hosts: dict[str, SlurmN
     return chosen
 
 
-def _write_attempt(folder: Path, spec: LaunchSpec, emulated: bool) -> None:
-    """The script the batch job runs for this attempt (written to a temporary file, then renamed)."""
+def _write_attempt(folder: Path, spec: LaunchSpec, emulated: bool, addr: str, name: str = "attempt.sh") -> None:
+    """The script the batch job (or a gang's srun task on one node) runs for this attempt (written to a temporary
+    file, then renamed). ``addr``: the node's NodeAddr, where a gang's other nodes reach its ranks."""
     env = dict(spec.env)
     if emulated:
         env["CUDA_VISIBLE_DEVICES"] = ""  # Slurm's GPU indices name declared, not real, GPUs
+    if addr:
+        env[NODE_ADDR_ENV] = addr
     log = shlex.quote(str(spec.channel / LOG_FILE))
     lines = [
         "#!/bin/sh",
@@ -500,9 +579,9 @@ def _write_attempt(folder: Path, spec: LaunchSpec, emulated: bool) -> None:
         f'echo "slurm: job $SLURM_JOB_ID on $(hostname) (restart ${{SLURM_RESTART_COUNT:-0}})" >> {log}',
         f"exec {' '.join(shlex.quote(a) for a in spec.argv)} >> {log} 2>&1",
     ]
-    tmp = folder / ".attempt.sh.tmp"
+    tmp = folder / f".{name}.tmp"
     tmp.write_text("\n".join(lines) + "\n")
-    tmp.replace(folder / "attempt.sh")
+    tmp.replace(folder / name)
 
 
 def _pct(values: list[float], p: float) -> float | None:

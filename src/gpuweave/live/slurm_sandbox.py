@@ -1,5 +1,9 @@
 """A throwaway Slurm on this machine: munged, MariaDB + slurmdbd, slurmctld and one slurmd with typed GPU GRES.
 
+Or a multi-node one (``namespaces``, ``control``): the control plane in one network namespace and one slurmd per
+further namespace with its own ``NodeAddr`` (a ``gpuweave testbed``'s, :func:`gpuweave.live.testbed.start_slurm`),
+each daemon entering its namespace with ``nsenter`` (:func:`gpuweave.live.testbed.enter_argv`).
+
 The implementation of ``gpuweave slurm sandbox start|status|stop`` (:mod:`gpuweave.cli.slurm`: try the ``slurm``
 executor without a cluster, docs/slurm.md "Try it"), and what the Slurm tests (``tests/slurm/conftest.py``),
 ``tools/slurm_capture.py`` and ``tools/bench_slurm.py`` start. Every daemon runs in the foreground (``-D``/``-F``)
@@ -45,6 +49,7 @@ from typing import Any
 
 from gpuweave.errors import InputError
 from gpuweave.files import load_json
+from gpuweave.live.testbed import enter_argv
 
 DAEMONS = ("munged", "mariadbd", "mariadb-install-db", "slurmdbd", "slurmctld", "slurmd")
 COMMANDS = ("sbatch", "scontrol", "squeue", "scancel", "sacct", "sacctmgr", "sinfo", "munge", "mariadb")
@@ -260,6 +265,17 @@ class SlurmSandbox:
     cpus: int = 16
     procs: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
     dbd_port: int = 0
+    # A multi-node Slurm: one slurmd per (network namespace, its address), nodes gw0, gw1, ... (a testbed's
+    # namespaces, gpuweave.live.testbed), and the control plane (MariaDB, slurmdbd, slurmctld) in the namespace
+    # ``control`` (namespace, address): there slurmctld may bind every address, all of them private, and a client on
+    # this machine reaches it at that address (slurmctld binds its host name's address, loopback, when told not to
+    # bind them all). Empty: the one node `node` on loopback, the daemons on this machine's loopback.
+    namespaces: list[tuple[str, str]] = field(default_factory=list)
+    control: tuple[str, str] = ("", "127.0.0.1")
+
+    @property
+    def node_names(self) -> list[str]:
+        return [f"gw{i}" for i in range(len(self.namespaces))] if self.namespaces else [self.node]
 
     @property
     def conf(self) -> Path:
@@ -286,7 +302,9 @@ class SlurmSandbox:
             raise RuntimeError(f"{' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}")
         return proc.stdout
 
-    def _spawn(self, name: str, args: list[str]) -> None:
+    def _spawn(self, name: str, args: list[str], netns: str = "") -> None:
+        if netns:
+            args = [*enter_argv(netns), *args]
         log = open(self.root / "log" / f"{name}.out", "ab")
         proc = subprocess.Popen(
             args,
@@ -336,7 +354,7 @@ class SlurmSandbox:
             self._start_munge()
             db_port = self._start_mariadb()
             dbd_port = self._write_configs(db_port)
-            self._spawn("slurmdbd", ["slurmdbd", "-D"])
+            self._spawn("slurmdbd", ["slurmdbd", "-D"], self.control[0])
             self._wait("slurmdbd", lambda: self._run(["sacctmgr", "-n", "-P", "show", "cluster"]) is not None)
             for args in (
                 ["add", "cluster", self.cluster],
@@ -344,16 +362,30 @@ class SlurmSandbox:
                 ["add", "user", "root", "account=gpuweave"],
             ):
                 self._run(["sacctmgr", "-i", *args])
-            self._spawn("slurmctld", ["slurmctld", "-D", "-i"])
+            self._spawn("slurmctld", ["slurmctld", "-D", "-i"], self.control[0])
             self._wait("slurmctld", lambda: "UP" in self._run(["scontrol", "ping"]))
-            self._spawn("slurmd", ["slurmd", "-D", "-N", self.node])
-            self._wait(f"node {self.node} idle", lambda: self._run(["sinfo", "-h", "-o", "%T"]).strip() == "idle")
+            self._start_slurmds()
             self.dbd_port = dbd_port
             self._write_state()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _start_slurmds(self) -> None:
+        """One slurmd per node (each in its namespace in a multi-node Slurm), then wait until every node is idle."""
+        names = self.node_names
+        for name in names if self.namespaces else []:
+            (self.root / f"spool-{name}").mkdir(exist_ok=True)
+        for i, name in enumerate(names):
+            netns = self.namespaces[i][0] if self.namespaces else ""
+            self._spawn(f"slurmd-{name}" if self.namespaces else "slurmd", ["slurmd", "-D", "-N", name], netns)
+
+        def idle() -> bool:
+            states = self._run(["sinfo", "-h", "-N", "-o", "%N|%T"]).split()
+            return sorted(states) == sorted(f"{n}|idle" for n in names)
+
+        self._wait(f"node(s) {', '.join(names)} idle", idle)
 
     def _start_munge(self) -> None:
         key = self.root / "munge" / "munge.key"
@@ -409,6 +441,7 @@ class SlurmSandbox:
                 "--innodb-buffer-pool-size=32M",
                 f"--log-error={self.root / 'log' / 'mariadb.err'}",
             ],
+            self.control[0],  # the namespace's own loopback: slurmdbd beside it reaches it there
         )
         client = ["mariadb", "--no-defaults", f"--socket={sock}", "-uroot"]
         self._wait("mariadb", lambda: bool(self._run([*client, "-e", "select 1"])))
@@ -430,31 +463,53 @@ class SlurmSandbox:
         gres_types = ",".join(f"gres/gpu:{t}" for t in self.gpus) + ",gres/shard"
         shards = SHARDS_PER_GPU * sum(self.gpus.values())
         node_gres = ",".join(f"gpu:{t}:{n}" for t, n in self.gpus.items()) + f",shard:{shards}"
+        names = self.node_names
+        if self.namespaces:  # each daemon binds every address of its own namespace, all of them private
+            addrs, comm, per_node = [a for _, a in self.namespaces], "", "-%n"
+        else:
+            addrs, comm, per_node = ["127.0.0.1"], "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny\n", ""
+        node_lines = "".join(
+            f"NodeName={name} NodeHostname=localhost NodeAddr={addr} CPUs={self.cpus} RealMemory=4000 "
+            f"Gres={node_gres} State=UNKNOWN\n"
+            for name, addr in zip(names, addrs)
+        )
         (etc / "slurm.conf").write_text(
             SLURM_CONF.format(
                 cluster=self.cluster,
+                ctld_addr=self.control[1],
                 ctld_port=_free_port(),
                 slurmd_port=_free_port(),
                 root=root,
                 sock=sock,
                 dbd_port=dbd_port,
                 gres_types=gres_types,
-                node=self.node,
-                cpus=self.cpus,
-                node_gres=node_gres,
+                comm=comm,
+                per_node=per_node,
+                node_lines=node_lines,
+                nodes=",".join(names),
                 partition=PARTITION,
             )
         )
+        nodes = ",".join(names)
         (etc / "gres.conf").write_text(
             "AutoDetect=off\n"
-            + "".join(f"NodeName={self.node} Name=gpu Type={t} File={f}\n" for t, f in devices.items())
+            + "".join(f"NodeName={nodes} Name=gpu Type={t} File={f}\n" for t, f in devices.items())
             + "".join(
-                f"NodeName={self.node} Name=shard Count={SHARDS_PER_GPU * self.gpus[t]} File={f}\n"
+                f"NodeName={nodes} Name=shard Count={SHARDS_PER_GPU * self.gpus[t]} File={f}\n"
                 for t, f in devices.items()
             )
         )
         dbd = etc / "slurmdbd.conf"
-        dbd.write_text(SLURMDBD_CONF.format(sock=sock, dbd_port=dbd_port, root=root, db_port=db_port))
+        dbd.write_text(
+            SLURMDBD_CONF.format(
+                sock=sock,
+                dbd_port=dbd_port,
+                root=root,
+                db_port=db_port,
+                dbd_addr=self.control[1],
+                comm="" if self.namespaces else "CommunicationParameters=NoInAddrAny\n",
+            )
+        )
         dbd.chmod(0o600)
         return dbd_port
 
@@ -496,7 +551,7 @@ SHARDS_PER_GPU = 100
 SLURM_CONF = """\
 # gpuweave's throwaway Slurm (gpuweave.live.slurm_sandbox): one node, typed fake GPUs, everything on loopback
 ClusterName={cluster}
-SlurmctldHost=localhost(127.0.0.1)
+SlurmctldHost=localhost({ctld_addr})
 SlurmctldPort={ctld_port}
 SlurmdPort={slurmd_port}
 SlurmUser=root
@@ -505,21 +560,20 @@ AuthType=auth/munge
 AuthInfo=socket={sock}
 CredType=cred/munge
 StateSaveLocation={root}/state
-SlurmdSpoolDir={root}/spool
+SlurmdSpoolDir={root}/spool{per_node}
 SlurmctldPidFile={root}/run/slurmctld.pid
-SlurmdPidFile={root}/run/slurmd.pid
+SlurmdPidFile={root}/run/slurmd{per_node}.pid
 SlurmctldLogFile={root}/log/slurmctld.log
-SlurmdLogFile={root}/log/slurmd.log
+SlurmdLogFile={root}/log/slurmd{per_node}.log
 SlurmctldDebug=info
 SlurmdDebug=info
 MessageTimeout=5
-CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
-ProctrackType=proctrack/linuxproc
+{comm}ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 MpiDefault=none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/slurmdbd
-AccountingStorageHost=127.0.0.1
+AccountingStorageHost={ctld_addr}
 AccountingStoragePort={dbd_port}
 AccountingStoragePass={sock}
 AccountingStorageTRES=gres/gpu,{gres_types}
@@ -532,18 +586,16 @@ GresTypes=gpu,shard
 ReturnToService=2
 KillWait=5
 MinJobAge=600
-NodeName={node} NodeHostname=localhost NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=4000 Gres={node_gres} State=UNKNOWN
-PartitionName={partition} Nodes={node} Default=YES MaxTime=INFINITE State=UP
+{node_lines}PartitionName={partition} Nodes={nodes} Default=YES MaxTime=INFINITE State=UP
 """
 
 SLURMDBD_CONF = """\
 AuthType=auth/munge
 AuthInfo=socket={sock}
 DbdHost=localhost
-DbdAddr=127.0.0.1
+DbdAddr={dbd_addr}
 DbdPort={dbd_port}
-CommunicationParameters=NoInAddrAny
-SlurmUser=root
+{comm}SlurmUser=root
 LogFile={root}/log/slurmdbd.log
 PidFile={root}/run/slurmdbd.pid
 StorageType=accounting_storage/mysql

@@ -6,9 +6,10 @@ veth link, ``gw0``, to a bridge on the host; the bridge holds ``10.213.X.1/24`` 
 ``10.213.X.(10 + i)``, a private test subnet that is routed nowhere (nothing is forwarded: traffic stays inside the
 machine). Taking a node's link down (:meth:`Testbed.set_link`) cuts it off as a pulled cable would.
 
-Optionally (``ray=True``) the first namespace runs a Ray head and every other one a Ray worker node that offers
-``gpu_type:<MODEL>`` resources (``gpus_per_node`` each), the cluster the ``ray`` executor joins with ``--address``;
-the head checks its nodes' health every second, so a node cut off is declared dead within seconds.
+Optionally (``slurm=True``) the first namespace runs a Slurm control plane and every other one a slurmd
+(:func:`start_slurm`), or (``ray=True``) the first namespace runs a Ray head and every other one a Ray worker node
+that offers ``gpu_type:<MODEL>`` resources (``gpus_per_node`` each), the cluster the ``ray`` executor joins with
+``--address``; the head checks its nodes' health every second, so a node cut off is declared dead within seconds.
 
 State lives in ``/run/gpuweave/testbeds/<name>.json``: :func:`down` removes every process in the namespaces (not
 by name: ``ray stop`` would end every Ray on the machine), the namespaces (which deletes their veths), the bridge and
@@ -24,6 +25,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -75,6 +77,8 @@ class Testbed:
     ray_temp: str = ""
     gpu_model: str = ""
     gpus_per_node: int = 0
+    slurm_dir: str = ""  # a Slurm on it: its sandbox folder (control plane in node 0, a slurmd in every other node)
+    slurm_conf: str = ""
 
     @property
     def host_addr(self) -> str:
@@ -97,6 +101,16 @@ class Testbed:
         data = asdict(self)
         data["host_addr"] = self.host_addr
         return data
+
+
+def enter_argv(namespace: str) -> list[str]:
+    """The command prefix that runs a program in ``namespace``'s network with the node's hosts file, keeping this
+    machine's /sys: ``ip netns exec`` mounts a fresh sysfs, without the cgroup hierarchies slurmd needs."""
+    hosts = NETNS_ETC / namespace / "hosts"
+    script = 'mount --bind "$0" /etc/hosts && exec "$@"' if hosts.exists() else 'exec "$@"'
+    return ["nsenter", f"--net=/run/netns/{namespace}", "unshare", "--mount", "--propagation", "private"] + [
+        "sh", "-c", script, str(hosts),
+    ]  # fmt: skip
 
 
 def _ip(*args: str) -> None:
@@ -154,10 +168,14 @@ def _free_subnet() -> int:
     raise InputError(f"no free {SUBNET_PREFIX}.X.0/24 subnet left for a testbed")
 
 
-def up(name: str, nodes: int, *, ray: bool = False, gpus_per_node: int = 2, gpu_model: str = "V100") -> Testbed:
-    """Make testbed ``name`` of ``nodes`` namespaces (with a Ray on them when ``ray``). A failure midway removes what
-    was made; an existing testbed of that name is refused."""
+def up(
+    name: str, nodes: int, *, ray: bool = False, slurm: bool = False, gpus_per_node: int = 2, gpu_model: str = "V100"
+) -> Testbed:
+    """Make testbed ``name`` of ``nodes`` namespaces (with a Ray on them when ``ray``, a Slurm when ``slurm``). A
+    failure midway removes what was made; an existing testbed of that name is refused."""
     _check_can(name, nodes)
+    if ray and slurm:
+        raise InputError("a testbed runs Ray or Slurm, not both", field="slurm")
     with _locked():
         if load(name) is not None:
             raise InputError(f"testbed {name!r} exists: `gpuweave testbed down --name {name}` first", field="name")
@@ -169,13 +187,40 @@ def up(name: str, nodes: int, *, ray: bool = False, gpus_per_node: int = 2, gpu_
             _remove(bed)
             raise
         _state_file(name).write_text(json.dumps(bed.describe()))
-    if ray:
+    if ray or slurm:
         try:
-            start_ray(bed, gpus_per_node=gpus_per_node, gpu_model=gpu_model)
+            if ray:
+                start_ray(bed, gpus_per_node=gpus_per_node, gpu_model=gpu_model)
+            else:
+                start_slurm(bed)
         except BaseException:
             down(name)
             raise
     return bed
+
+
+def start_slurm(bed: Testbed) -> None:
+    """A Slurm whose control plane (MariaDB, slurmdbd, slurmctld) runs in node 0 and a slurmd in every other node,
+    with its own NodeAddr (nodes gw0, gw1, ...: :class:`~gpuweave.live.slurm_sandbox.SlurmSandbox`'s fake GPUs).
+    Its daemons outlive this process; :func:`down` ends them."""
+    from gpuweave.live.slurm_sandbox import SlurmSandbox, missing_requirements  # the sandbox enters namespaces here
+
+    if len(bed.nodes) < 2:
+        raise InputError("a testbed with Slurm needs 2 or more nodes (the control plane and slurmd nodes)")
+    problem = missing_requirements()
+    if problem:
+        raise InputError(problem)
+    bed.slurm_dir = f"/tmp/gwtb-{bed.name}/slurm"
+    with _locked():
+        _state_file(bed.name).write_text(json.dumps(bed.describe()))
+    box = SlurmSandbox(
+        Path(bed.slurm_dir),
+        namespaces=[(n.namespace, n.addr) for n in bed.nodes[1:]],
+        control=(bed.nodes[0].namespace, bed.nodes[0].addr),
+    ).start()
+    bed.slurm_conf = str(box.conf)
+    with _locked():
+        _state_file(bed.name).write_text(json.dumps(bed.describe()))
 
 
 def _make_network(bed: Testbed, nodes: int) -> None:
@@ -207,7 +252,10 @@ def _write_hosts(bed: Testbed) -> None:
     for node in bed.nodes:
         folder = NETNS_ETC / node.namespace
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "hosts").write_text(base.rstrip("\n") + "\n" + lines)
+        # first, so it wins: inside its namespace this machine's name is the node's address, which a program that
+        # tells its peers "reach me at my host name" (srun, c10d) must give, not the host's loopback or LAN address
+        own = f"{node.addr} {socket.gethostname()}\n"
+        (folder / "hosts").write_text(own + base.rstrip("\n") + "\n" + lines)
 
 
 def _ray_start(bed: Testbed, node: int, *args: str, env: dict[str, str] | None = None) -> None:
@@ -274,9 +322,20 @@ def down(name: str) -> bool:
 
 
 def _remove(bed: Testbed) -> None:
+    if bed.slurm_dir:
+        from gpuweave.live.slurm_sandbox import stop_recorded
+
+        try:
+            stop_recorded(Path(bed.slurm_dir))  # munged runs on this machine, not in a namespace
+        except RuntimeError:  # a daemon that outlived SIGKILL: the namespaces' kill below still runs
+            pass
+        shutil.rmtree(f"/tmp/gwtb-{bed.name}", ignore_errors=True)
     for i in range(len(bed.nodes)):
         _kill_namespace(bed, i)
     for node in bed.nodes:
+        # the host's end first: deleting a veth deletes its peer, while a deleted namespace can outlive its name
+        # (the kernel dismantles it later: seen keeping its links, and so their names, for minutes)
+        subprocess.run(["ip", "link", "del", node.veth], capture_output=True)
         subprocess.run(["ip", "netns", "del", node.namespace], capture_output=True)
         shutil.rmtree(NETNS_ETC / node.namespace, ignore_errors=True)
     subprocess.run(["ip", "link", "del", bed.bridge], capture_output=True)

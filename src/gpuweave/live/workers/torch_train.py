@@ -21,7 +21,8 @@ The checkpoint (global rank 0 writes it) is ``{"model", "optimizer", "steps", "p
 step the ranks all-reduce "checkpoint due" and "stop asked" (the runtime signals each node on its own), so every
 rank checkpoints and leaves at the same step. A forked copy (``GPUWEAVE_COPY``) draws its own permutations, so the
 copies HadarE consolidates trained on different data. ``--crash-attempts K`` (fault tests) makes the last rank of
-the first K attempts exit with status 3 at ``--crash-step`` (default: halfway).
+the first K attempts exit with status 3 at ``--crash-step`` (default: halfway), ``--hang-attempts K`` makes it hang
+there.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -111,6 +113,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--crash-attempts", type=int, default=0, help="fault tests: in the first K attempts the last rank exits 3"
     )
     parser.add_argument("--crash-step", type=int, default=0, help="the attempt step it exits at (0: halfway)")
+    parser.add_argument(
+        "--hang-attempts", type=int, default=0, help="fault tests: in the first K attempts the last rank hangs"
+    )
     return parser.parse_args(argv)
 
 
@@ -154,13 +159,17 @@ def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device
     seed = args.seed + COPY_SEED_STRIDE * int(os.environ.get("GPUWEAVE_COPY", "0"))
     batches = GlobalBatchSampler(inputs.shape[0], batch, rank, world, seed).batches(position)
     steps, target = 0, api.target_steps()
-    crash_at = -1
-    if rank == world - 1 and int(os.environ.get("GPUWEAVE_ATTEMPT", "0")) < args.crash_attempts:
-        crash_at = args.crash_step or max(1, target // 2)
+    attempt, last = int(os.environ.get("GPUWEAVE_ATTEMPT", "0")), rank == world - 1
+    fault_at = args.crash_step or max(1, target // 2)
+    crash_at = fault_at if last and attempt < args.crash_attempts else -1
+    hang_at = fault_at if last and attempt < args.hang_attempts else -1
     while steps < target:
         if steps == crash_at:
             print(f"torch worker: rank {rank}: injected crash at step {steps}", file=sys.stderr, flush=True)
             os._exit(3)  # as a dying process does: no clean exit, no checkpoint
+        if steps == hang_at:
+            print(f"torch worker: rank {rank}: injected hang at step {steps}", file=sys.stderr, flush=True)
+            time.sleep(86400)  # its peers wait for it in the next all-reduce: nobody reports a step
         idx = torch.tensor(next(batches), device=device)
         error = trained(inputs[idx]) - targets[idx]
         loss = (error * error).sum() * (world / batch)  # DDP averages over ranks: the global batch's mean

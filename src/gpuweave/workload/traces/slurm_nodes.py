@@ -42,6 +42,7 @@ class SlurmNode:
     partitions: list[str] = field(default_factory=list)
     reason: str = ""
     line: int = 0  # where the record starts in the source (1-based), for messages
+    addr: str = ""  # NodeAddr: where its slurmd (and a gang's ranks there) are reached
 
     @property
     def healthy(self) -> bool:
@@ -134,6 +135,7 @@ def parse_scontrol_text(text: str, *, source: str = "scontrol show node") -> lis
                 partitions=[p for p in rec.get("Partitions", "").split(",") if p and p != "(null)"],
                 reason=rec.get("Reason", ""),
                 line=number,
+                addr=rec.get("NodeAddr", ""),
             )
         )
     return nodes
@@ -171,6 +173,7 @@ def parse_scontrol_json(text: str, *, source: str = "scontrol show node --json")
                 parts,
                 str(item.get("reason") or ""),
                 index,
+                str(item.get("address") or ""),
             )
         )
     return nodes
