@@ -6,6 +6,8 @@ parameters of one process on the same global batches."""
 import csv
 import json
 import subprocess
+import threading
+import time
 
 import pytest
 import yaml
@@ -19,28 +21,30 @@ from .test_ddp import TOLERANCE, _max_difference, reference  # noqa: E402
 STEPS = 30
 
 
-def test_a_gang_is_one_slurm_allocation_over_two_namespaced_nodes(slurm_bed, tmp_path, monkeypatch):
-    bed, box = slurm_bed
-    for key, value in box.env.items():
-        monkeypatch.setenv(key, value)
-    group = {"gpu": "V100", "gpus_per_node": 2, "count": 2, "names": ["gw0-v100", "gw1-v100"]}
-    cluster = {"name": "slurm3", "nodes": [group]}
-    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(cluster))
-    (tmp_path / "trace.csv").write_text(
-        f"job_id,arrival,num_gpus,job_type,work\ng4,0,4,ResNet-18 (batch size 128),{STEPS}\n"
-    )
+def _config(tmp_path, names: list[str], steps: int, checkpoint_every: float = 0.2):
+    group = {"gpu": "V100", "gpus_per_node": 2, "count": len(names), "names": names}
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump({"name": "slurm3", "nodes": [group]}))
+    trace = f"job_id,arrival,num_gpus,job_type,work\ng4,0,4,ResNet-18 (batch size 128),{steps}\n"
+    (tmp_path / "trace.csv").write_text(trace)
     executor = {
         "kind": "slurm",
         "program": "torch",
         "time_scale": 1,
-        "checkpoint_every": 0.2,
+        "checkpoint_every": checkpoint_every,
         "report_timeout": 120,
         "slurm": {"poll_interval": 0.1, "gpus": "emulated"},
     }
     run = {"policy": "fifo", "cluster": "cluster.yaml", "trace": "trace.csv", "restart_delay": 0, "executor": executor}
     (tmp_path / "run.yaml").write_text(yaml.safe_dump(run))
+    return tmp_path / "run.yaml"
+
+
+def test_a_gang_is_one_slurm_allocation_over_two_namespaced_nodes(slurm_bed, tmp_path, monkeypatch):
+    bed, box = slurm_bed
+    for key, value in box.env.items():
+        monkeypatch.setenv(key, value)
     out = tmp_path / "out"
-    summary = run_live(tmp_path / "run.yaml", None, None, out)
+    summary = run_live(_config(tmp_path, ["gw0-v100", "gw1-v100"], STEPS), None, None, out)
     assert summary["completed"] == 1
     with open(out / "slurm.csv") as fh:
         launches = list(csv.DictReader(fh))
@@ -57,3 +61,46 @@ def test_a_gang_is_one_slurm_allocation_over_two_namespaced_nodes(slurm_bed, tmp
     final = torch.load(out / "checkpoints" / "g4" / "model.ckpt", map_location="cpu")
     assert final["position"] == STEPS
     assert _max_difference(final, reference(STEPS)) < TOLERANCE
+
+
+def test_a_node_that_leaves_slurm_sends_the_gang_back_to_its_checkpoint_on_other_nodes(
+    slurm_bed, tmp_path, monkeypatch
+):
+    """The node holding rank 0 dies mid-run (every process in its namespace, its slurmd too): Slurm declares it DOWN
+    once its slurmd has not answered for SlurmdTimeout (5 s here), the executor reads that from ``scontrol show
+    node``, and the job goes back to the queue and runs on the two other nodes from its last checkpoint, to the
+    parameters of an uninterrupted run. The module's last test: the node stays dead."""
+    bed, box = slurm_bed
+    for key, value in box.env.items():
+        monkeypatch.setenv(key, value)
+    steps = 300
+    out = tmp_path / "out"
+    config = _config(tmp_path, ["gw0-v100", "gw1-v100", "gw2-v100"], steps, checkpoint_every=0.1)
+    downed: list[str] = []
+
+    def down_once_saved() -> None:
+        status = out / "channels" / "g4" / "a1-c0-r0" / "status.json"
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if status.exists() and json.loads(status.read_text() or "{}").get("checkpoint_steps", 0) > 0:
+                rendezvous = json.loads((out / "channels" / "g4" / "a1-c0.rendezvous.json").read_text())
+                index = next(i for i, n in enumerate(bed.nodes) if n.addr == rendezvous["addr"])
+                bed.kill(index)  # the machine dies: its slurmd, its gang agent and ranks
+                downed.append(f"gw{index - 1}")
+                return
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=down_once_saved, daemon=True)
+    thread.start()
+    summary = run_live(config, None, None, out)
+    thread.join(timeout=5)
+    assert downed and summary["completed"] == 1
+    with open(out / "live.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows[-1]["outcome"] == "done" and downed[0] not in rows[-1]["placement"]
+    assert any(r["outcome"] == "node-lost" and r["cause"] == f"node {downed[0]}-v100 lost" for r in rows), rows
+    final = torch.load(out / "checkpoints" / "g4" / "model.ckpt", map_location="cpu")
+    assert final["position"] == steps
+    assert _max_difference(final, reference(steps)) < TOLERANCE
+    left = subprocess.run(["squeue", "-h", "-o", "%i|%k"], capture_output=True, text=True).stdout
+    assert str(out) not in left  # no job of the run is left in Slurm's queue

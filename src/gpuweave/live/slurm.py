@@ -57,6 +57,7 @@ ACTIVE = ("RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "RESIZ
 WAITING = ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD")
 KILL_WAIT_S = 15.0
 ORPHAN_WAIT_S = 15.0
+NODE_CHECK_S = 2.0  # s between reads of scontrol show node while workers run (lost_nodes)
 RELAUNCH_GAP_S = 2  # s between an attempt's end and the next launch of the same Slurm job (credential seconds)
 SQUEUE_CHUNK = 400  # job ids per squeue call
 SLURM_CSV = "slurm.csv"
@@ -138,6 +139,8 @@ class SlurmExecutor(Executor["_Handle"]):
         self._polled = 0.0
         self._ended: list[_Handle] = []
         self._addr: dict[str, str] = {}  # Slurm node -> NodeAddr
+        self._nodes_checked = 0.0  # monotonic time of the last scontrol show node (lost_nodes)
+        self._lost_reported: set[int] = set()
 
     # ------------------------------------------------------------------ cluster
     def check_cluster(self, nodes: list[Node]) -> None:
@@ -393,7 +396,8 @@ class SlurmExecutor(Executor["_Handle"]):
             return None
         if state in WAITING:
             if handle.running_at is not None and not handle.held:  # Slurm requeued it itself (node failure)
-                try_slurm(["scontrol", "hold", sid])  # held: the runtime starts it again when its policy says
+                # held, for the runtime to start again when its policy says; a gang's job is submitted afresh
+                try_slurm(["scancel", sid] if handle.gang else ["scontrol", "hold", sid])
                 why = reason if reason and reason != "None" else "no reason given"
                 handle.requeued = f"slurm requeued job {sid} by itself ({why})"
                 self._finish(handle, -9, handle.requeued)
@@ -427,6 +431,23 @@ class SlurmExecutor(Executor["_Handle"]):
                 log.write(note + "\n")
         self._live.pop(sid, None)
         self._ended.append(handle)
+
+    def lost_nodes(self) -> list[int]:
+        """Cluster nodes whose Slurm node has left: DOWN, FAIL or NOT_RESPONDING (a dead slurmd, once Slurm's
+        SlurmdTimeout has passed), or gone from ``scontrol show node``; read at most every ``NODE_CHECK_S`` while
+        workers run. A draining node still runs its jobs: it is not lost. Each node is reported once."""
+        now = time.monotonic()
+        if not self._live or now - self._nodes_checked < NODE_CHECK_S:
+            return []
+        self._nodes_checked = now
+        ok, text = try_slurm(["scontrol", "show", "node", "--oneliner"])
+        if not ok:
+            return []  # the controller did not answer: nothing is known lost
+        states = {n.name: n.state.upper().replace("*", "").split("+") for n in parse_scontrol_text(text)}
+        gone = {host for host in {slot.host for slot in self._slots.values()} if _left(states.get(host))}
+        lost = sorted(i for i, slot in self._slots.items() if slot.host in gone and i not in self._lost_reported)
+        self._lost_reported.update(lost)
+        return lost
 
     def ended_by_cluster(self, handle: _Handle) -> str:
         return handle.lead.requeued if handle.lead is not None else handle.requeued
@@ -561,6 +582,11 @@ def match_nodes(nodes: list[Node], slots: list[GpuSlot], hosts: dict[str, SlurmN
             raise InputError(f"Slurm node {host.name} is {host.state}{reason}", field="cluster")
         chosen[node.index] = slot
     return chosen
+
+
+def _left(state: list[str] | None) -> bool:
+    """A Slurm node's state flags say it has left the cluster (None: it is gone from scontrol's list)."""
+    return state is None or any(flag in state for flag in ("DOWN", "FAIL", "NOT_RESPONDING"))
 
 
 def _write_attempt(folder: Path, spec: LaunchSpec, emulated: bool, addr: str, name: str = "attempt.sh") -> None:

@@ -465,7 +465,8 @@ class SlurmSandbox:
         node_gres = ",".join(f"gpu:{t}:{n}" for t, n in self.gpus.items()) + f",shard:{shards}"
         names = self.node_names
         if self.namespaces:  # each daemon binds every address of its own namespace, all of them private
-            addrs, comm, per_node = [a for _, a in self.namespaces], "", "-%n"
+            # a node whose slurmd is gone is DOWN after 5 s without an answer (Slurm's default waits 300 s)
+            addrs, comm, per_node = [a for _, a in self.namespaces], "SlurmdTimeout=5\n", "-%n"
         else:
             addrs, comm, per_node = ["127.0.0.1"], "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny\n", ""
         node_lines = "".join(

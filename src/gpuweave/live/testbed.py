@@ -92,6 +92,10 @@ class Testbed:
         """Bring node ``node``'s link up or down (down: it can reach nobody and nobody can reach it)."""
         _ip("-n", self.nodes[node].namespace, "link", "set", NODE_LINK, "up" if up else "down")
 
+    def kill(self, node: int) -> None:
+        """Every process in node ``node``'s namespace dies at once, as on a machine that crashed (its daemons too)."""
+        _kill_namespace(self, node)
+
     def pids(self, node: int) -> list[int]:
         """The processes in node ``node``'s namespace."""
         out = subprocess.run(["ip", "netns", "pids", self.nodes[node].namespace], capture_output=True, text=True)
