@@ -37,13 +37,13 @@ def netns_bed():
 
 @pytest.fixture(scope="module")
 def ray_bed():
-    """A Ray head on node 0 and Ray worker nodes 1-3 (2 x gpu_type:V100 each), each in its own namespace. A test
+    """A Ray head on node 0 and Ray worker nodes 1-3 (1 x gpu_type:V100 each), each in its own namespace. A test
     that cuts a node off must be the module's last (the testbed is not mended)."""
     if os.geteuid() != 0:
         pytest.fail("the gang tests need root for `ip netns` (CI runs as root)")
     name = _name("r")
     testbed.down(name)
-    bed = testbed.up(name, 4, ray=True, gpus_per_node=2, gpu_model="V100")
+    bed = testbed.up(name, 4, ray=True, gpus_per_node=1, gpu_model="V100")
     try:
         yield bed
     finally:

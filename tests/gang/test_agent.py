@@ -18,13 +18,14 @@ import json, os, signal, sys, time
 from pathlib import Path
 keys = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "MASTER_ADDR",
         "MASTER_PORT", "GPUWEAVE_CHANNEL", "GPUWEAVE_CHECKPOINT", "GLOO_SOCKET_IFNAME", "TORCHELASTIC_RUN_ID"]
+mode = sys.argv[2]
+if mode in ("crash", "wait"):  # before the file below says this rank is up
+    signal.signal(signal.SIGTERM, lambda *a: (Path(sys.argv[1], f"term{os.environ['RANK']}").touch(), sys.exit(0)))
 out = Path(sys.argv[1]) / f"rank{os.environ['RANK']}.json"
 Path(out).write_text(json.dumps({k: os.environ.get(k) for k in keys} | {"pid": os.getpid()}))
-mode = sys.argv[2]
 if mode == "crash" and os.environ["RANK"] == "2":
     sys.exit(3)
 if mode in ("crash", "wait"):
-    signal.signal(signal.SIGTERM, lambda *a: (Path(sys.argv[1], f"term{os.environ['RANK']}").touch(), sys.exit(0)))
     time.sleep(60)
 """
 
@@ -89,6 +90,7 @@ def test_a_failed_rank_ends_its_nodes_other_ranks_and_the_agent_reports_its_stat
     codes[1] = procs[1].wait(timeout=30)
     assert codes[1] == 3
     _wait_files(tmp_path, "term1", 1)  # rank 1, its node's other rank, was asked to stop (SIGTERM)
+    _wait_files(tmp_path, "rank0.json", 1)  # node 0's rank is up (its handler set)
     os.killpg(procs[0].pid, signal.SIGTERM)  # node 0 is stopped by the runtime as the attempt crashed
     assert procs[0].wait(timeout=30) == 0
     assert (tmp_path / "term0").exists()

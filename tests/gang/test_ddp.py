@@ -82,8 +82,3 @@ def test_a_four_rank_gang_and_one_resumed_at_two_ranks_train_as_one_process(netn
     resumed = _train(netns_bed, tmp_path / "two", [1, 1], 10, resume=first / "model.ckpt")
     assert (resumed["steps"], resumed["position"]) == (10, 20)
     assert _max_difference(resumed, reference(20)) < TOLERANCE
-
-
-def test_an_uneven_gang_splits_each_global_batch_and_still_trains_as_one_process(netns_bed, tmp_path):
-    three = _train(netns_bed, tmp_path / "three", [2, 1], 10, batch=30)  # 30 samples: parts of 10 each
-    assert _max_difference(three, reference(10, batch=30)) < TOLERANCE

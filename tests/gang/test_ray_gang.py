@@ -1,7 +1,7 @@
 """Gangs on a Ray cluster whose head and three worker nodes each live in their own network namespace (issue 37).
 
-The driver runs `gpuweave cluster run --executor ray` on the head, as on a real cluster. The policy's placement (2
-GPUs on each of two worker nodes) becomes one placement group, one bundle per node, and the gang trains across the
+The driver runs `gpuweave cluster run --executor ray` on the head, as on a real cluster. The policy's placement (a
+GPU on each of two worker nodes) becomes one placement group, one bundle per node, and the gang trains across the
 namespaces. Mid-run the link of the node holding rank 0 is cut: Ray declares the node dead, the runtime kills the
 gang's ranks left waiting on it, and the job runs again on the other two nodes from its last checkpoint, ending with
 the parameters of one process on the same global batches (nothing lost, nothing trained twice).
@@ -26,9 +26,9 @@ RUN_LIMIT_S = 240
 
 
 def _setup(tmp_path, nodes: int, steps: int, checkpoint_every: float) -> list[str]:
-    cluster = {"name": "tb", "nodes": [{"gpu": "V100", "gpus_per_node": 2, "count": nodes, "name_prefix": "w"}]}
+    cluster = {"name": "tb", "nodes": [{"gpu": "V100", "gpus_per_node": 1, "count": nodes, "name_prefix": "w"}]}
     (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(cluster))
-    trace = f"job_id,arrival,num_gpus,job_type,work\ng4,0,4,ResNet-18 (batch size 128),{steps}\n"
+    trace = f"job_id,arrival,num_gpus,job_type,work\ng4,0,2,ResNet-18 (batch size 128),{steps}\n"
     (tmp_path / "trace.csv").write_text(trace)
     executor = {"program": "torch", "time_scale": 1, "checkpoint_every": checkpoint_every, "report_timeout": 120}
     run = {"policy": "fifo", "cluster": "cluster.yaml", "trace": "trace.csv", "restart_delay": 0, "executor": executor}
@@ -70,7 +70,7 @@ def test_a_node_whose_link_goes_down_sends_the_gang_back_to_its_checkpoint_on_th
     assert run.returncode == 0, err.decode()[-3000:]
     rows = _rows(out)
     assert [r["outcome"] for r in rows] == ["node-lost", "done"]
-    assert all(r["placement"].count(":2") == 2 for r in rows)  # each attempt one gang over two Ray nodes
+    assert all(r["placement"].count(":1") == 2 for r in rows)  # each attempt one gang over two Ray nodes
     assert victim != 0 and rendezvous["addr"] in {n.addr for n in ray_bed.nodes[1:]}  # a worker node's address
     lost = rows[0]["cause"]
     assert lost.startswith("node w") and lost.endswith(" lost")

@@ -1,6 +1,6 @@
-"""A gang on a Slurm of three slurmd, each in its own network namespace (issue 37): the policy's placement (2 GPUs
-on each of two nodes) becomes one Slurm job (``--nodes=2 --gres=gpu:v100:2``) whose ``srun`` tasks start the two
-nodes' gang agents; sacct lists that one job with all four GPUs, and the gang trains across the namespaces to the
+"""A gang on a Slurm of three slurmd, each in its own network namespace (issue 37): the policy's placement (a GPU on
+each of two nodes) becomes one Slurm job (``--nodes=2 --gres=gpu:v100:1``) whose ``srun`` tasks start the two
+nodes' gang agents; sacct lists that one job with both GPUs, and the gang trains across the namespaces to the
 parameters of one process on the same global batches."""
 
 import csv
@@ -22,9 +22,9 @@ STEPS = 30
 
 
 def _config(tmp_path, names: list[str], steps: int, checkpoint_every: float = 0.2):
-    group = {"gpu": "V100", "gpus_per_node": 2, "count": len(names), "names": names}
+    group = {"gpu": "V100", "gpus_per_node": 1, "count": len(names), "names": names}
     (tmp_path / "cluster.yaml").write_text(yaml.safe_dump({"name": "slurm3", "nodes": [group]}))
-    trace = f"job_id,arrival,num_gpus,job_type,work\ng4,0,4,ResNet-18 (batch size 128),{steps}\n"
+    trace = f"job_id,arrival,num_gpus,job_type,work\ng4,0,2,ResNet-18 (batch size 128),{steps}\n"
     (tmp_path / "trace.csv").write_text(trace)
     executor = {
         "kind": "slurm",
@@ -55,7 +55,7 @@ def test_a_gang_is_one_slurm_allocation_over_two_namespaced_nodes(slurm_bed, tmp
         ["sacct", "-X", "-n", "-P", "--format=JobID,State,NNodes,NodeList,AllocTRES", f"--jobs={sid}"],
         capture_output=True, text=True, check=True,
     ).stdout.strip().split("|")  # fmt: skip
-    assert sacct[1:3] == ["COMPLETED", "2"] and "gres/gpu:v100=4" in sacct[4], sacct
+    assert sacct[1:3] == ["COMPLETED", "2"] and "gres/gpu:v100=2" in sacct[4], sacct
     rendezvous = json.loads((out / "channels" / "g4" / "a1-c0.rendezvous.json").read_text())
     assert rendezvous["addr"] in {n.addr for n in bed.nodes[1:3]}  # node 0's NodeAddr, a namespace's address
     final = torch.load(out / "checkpoints" / "g4" / "model.ckpt", map_location="cpu")

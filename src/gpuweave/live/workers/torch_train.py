@@ -22,7 +22,7 @@ step the ranks all-reduce "checkpoint due" and "stop asked" (the runtime signals
 rank checkpoints and leaves at the same step. A forked copy (``GPUWEAVE_COPY``) draws its own permutations, so the
 copies HadarE consolidates trained on different data. ``--crash-attempts K`` (fault tests) makes the last rank of
 the first K attempts exit with status 3 at ``--crash-step`` (default: halfway), ``--hang-attempts K`` makes it hang
-there.
+there in the K attempts after those.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--crash-step", type=int, default=0, help="the attempt step it exits at (0: halfway)")
     parser.add_argument(
-        "--hang-attempts", type=int, default=0, help="fault tests: in the first K attempts the last rank hangs"
+        "--hang-attempts", type=int, default=0, help="fault tests: in the K attempts after those, the last rank hangs"
     )
     return parser.parse_args(argv)
 
@@ -162,7 +162,8 @@ def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device
     attempt, last = int(os.environ.get("GPUWEAVE_ATTEMPT", "0")), rank == world - 1
     fault_at = args.crash_step or max(1, target // 2)
     crash_at = fault_at if last and attempt < args.crash_attempts else -1
-    hang_at = fault_at if last and attempt < args.hang_attempts else -1
+    hanging = args.crash_attempts <= attempt < args.crash_attempts + args.hang_attempts
+    hang_at = fault_at if last and hanging else -1
     while steps < target:
         if steps == crash_at:
             print(f"torch worker: rank {rank}: injected crash at step {steps}", file=sys.stderr, flush=True)
