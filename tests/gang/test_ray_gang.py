@@ -47,7 +47,7 @@ def _rows(out) -> list[dict]:
 
 
 def test_a_node_whose_link_goes_down_sends_the_gang_back_to_its_checkpoint_on_the_other_nodes(ray_bed, tmp_path):
-    steps = 200  # long enough to be cut off midway (about 35 steps per second; cut at the first checkpoint)
+    steps = 100  # long enough to be cut off midway (about 35 steps per second; cut at the first checkpoint)
     out = tmp_path / "out"
     run = subprocess.Popen(
         _on_head(ray_bed, _setup(tmp_path, 3, steps, 0.1), out), stdout=subprocess.PIPE, stderr=subprocess.PIPE

@@ -73,7 +73,7 @@ def test_a_node_that_leaves_slurm_sends_the_gang_back_to_its_checkpoint_on_other
     bed, box = slurm_bed
     for key, value in box.env.items():
         monkeypatch.setenv(key, value)
-    steps = 150  # about 4 s at 35 steps per second: the node dies at the first checkpoint
+    steps = 100  # about 3 s at 35 steps per second: the node dies at the first checkpoint
     out = tmp_path / "out"
     config = _config(tmp_path, ["gw0-v100", "gw1-v100", "gw2-v100"], steps, checkpoint_every=0.1)
     downed: list[str] = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import subprocess
+import time
 from pathlib import Path
 
 from gpuweave.live.launch import run_live
@@ -52,8 +53,13 @@ def test_shares_of_gpus_run_as_slurm_shards(slurm, tmp_path):
     assert launches["cpu"]["gres"] == ""
     ids = ",".join(r["slurm_job_id"] for r in launches.values())
     sacct = ["sacct", "-X", "--parsable2", "--format=JobID,State,AllocTRES", f"--jobs={ids}"]
-    proc = subprocess.run(sacct, capture_output=True, text=True)
-    accounted = {r["JobID"]: r for r in csv.DictReader(proc.stdout.splitlines(), delimiter="|")}
+    deadline = time.time() + 20
+    while True:  # slurmdbd records a job's end a moment after slurmctld (seen lagging on a loaded machine)
+        proc = subprocess.run(sacct, capture_output=True, text=True)
+        accounted = {r["JobID"]: r for r in csv.DictReader(proc.stdout.splitlines(), delimiter="|")}
+        if time.time() > deadline or all(r["State"] not in ("RUNNING", "PENDING") for r in accounted.values()):
+            break
+        time.sleep(0.2)
     for job, row in launches.items():  # Slurm's own record: it ran, with the shards or GPUs the ledger asked
         record = accounted[row["slurm_job_id"]]
         assert record["State"] == "COMPLETED", (job, record)

@@ -296,23 +296,25 @@ def start_ray(bed: Testbed, *, gpus_per_node: int, gpu_model: str) -> None:
 
 
 def _wait_for_ray(bed: Testbed, count: int) -> None:
-    """Until the head lists ``count`` live nodes (asked from inside the head's namespace)."""
+    """Until the head lists ``count`` live nodes (one driver in the head's namespace polls; importing Ray costs a
+    second of CPU, so it is not started again for every look)."""
     probe = (
-        "import sys,ray;ray.init(address=sys.argv[1],logging_level='ERROR',log_to_driver=False);"
-        "print(sum(1 for n in ray.nodes() if n.get('Alive')))"
+        "import sys,time,ray;ray.init(address=sys.argv[1],logging_level='ERROR',log_to_driver=False)\n"
+        "n=int(sys.argv[2]);end=time.monotonic()+float(sys.argv[3]);alive=0\n"
+        "while time.monotonic()<end:\n"
+        " alive=sum(1 for x in ray.nodes() if x.get('Alive'))\n"
+        " if alive>=n: break\n"
+        " time.sleep(0.2)\n"
+        "print(alive)"
     )
-    deadline = time.monotonic() + RAY_JOIN_S
-    seen = ""
-    while time.monotonic() < deadline:
-        result = subprocess.run(
-            ["ip", "netns", "exec", bed.nodes[0].namespace, sys.executable, "-c", probe, bed.ray_address],
-            capture_output=True, text=True, timeout=RAY_JOIN_S, env=dict(os.environ, **RAY_HEALTH_ENV),
-        )  # fmt: skip
-        seen = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else result.stderr.strip()[-200:]
-        if seen == str(count):
-            return
-        time.sleep(0.5)
-    raise InputError(f"the testbed's Ray did not reach {count} live nodes within {RAY_JOIN_S:g} s (last: {seen})")
+    argv = ["ip", "netns", "exec", bed.nodes[0].namespace, sys.executable, "-c", probe, bed.ray_address]
+    result = subprocess.run(
+        [*argv, str(count), str(RAY_JOIN_S)], capture_output=True, text=True, timeout=RAY_JOIN_S * 2,
+        env=dict(os.environ, **RAY_HEALTH_ENV),
+    )  # fmt: skip
+    seen = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else result.stderr.strip()[-200:]
+    if seen != str(count):
+        raise InputError(f"the testbed's Ray did not reach {count} live nodes within {RAY_JOIN_S:g} s (last: {seen})")
 
 
 def down(name: str) -> bool:
