@@ -19,6 +19,8 @@ import yaml
 torch = pytest.importorskip("torch")
 pytest.importorskip("ray")
 
+from tests.checkpoints import has_checkpoint  # noqa: E402
+
 from .test_ddp import TOLERANCE, _max_difference, reference  # noqa: E402
 
 pytestmark = pytest.mark.ray  # Ray's tests share one xdist worker (tests/conftest.py)
@@ -55,9 +57,7 @@ def test_a_node_whose_link_goes_down_sends_the_gang_back_to_its_checkpoint_on_th
     try:
         status = out / "channels" / "g4" / "a1-c0-r0" / "status.json"
         deadline = time.monotonic() + RUN_LIMIT_S
-        while time.monotonic() < deadline and not (
-            status.exists() and json.loads(status.read_text() or "{}").get("checkpoint_steps", 0) > 0
-        ):
+        while time.monotonic() < deadline and not has_checkpoint(status):
             assert run.poll() is None, run.stderr.read().decode()[-3000:]
             time.sleep(0.1)
         rendezvous = json.loads((out / "channels" / "g4" / "a1-c0.rendezvous.json").read_text())

@@ -15,6 +15,7 @@ import yaml
 torch = pytest.importorskip("torch")
 
 from gpuweave.live.launch import run_live  # noqa: E402
+from tests.checkpoints import has_checkpoint  # noqa: E402
 
 from .test_ddp import TOLERANCE, _max_difference, reference  # noqa: E402
 
@@ -82,7 +83,7 @@ def test_a_node_that_leaves_slurm_sends_the_gang_back_to_its_checkpoint_on_other
         status = out / "channels" / "g4" / "a1-c0-r0" / "status.json"
         deadline = time.time() + 120
         while time.time() < deadline:
-            if status.exists() and json.loads(status.read_text() or "{}").get("checkpoint_steps", 0) > 0:
+            if has_checkpoint(status):
                 rendezvous = json.loads((out / "channels" / "g4" / "a1-c0.rendezvous.json").read_text())
                 index = next(i for i, n in enumerate(bed.nodes) if n.addr == rendezvous["addr"])
                 bed.kill(index)  # the machine dies: its slurmd, its gang agent and ranks

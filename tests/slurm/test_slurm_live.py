@@ -14,6 +14,7 @@ import pytest
 
 from gpuweave.errors import InputError
 from gpuweave.live.launch import run_live
+from tests.checkpoints import has_checkpoint
 
 RESNET = "ResNet-18 (batch size 128)"
 ROOT = Path(__file__).resolve().parents[2]
@@ -199,7 +200,7 @@ def test_a_job_slurm_requeues_by_itself_runs_again_from_its_checkpoint_without_c
         status = out / "channels" / "a" / "a1-c0-r0" / "status.json"
         deadline = time.time() + 60
         while time.time() < deadline:
-            if status.exists() and json.loads(status.read_text() or "{}").get("checkpoint_steps", 0) > 0:
+            if has_checkpoint(status):
                 ids = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%k"], capture_output=True, text=True)
                 mine = [i for i, _, k in (line.partition("|") for line in ids.stdout.split()) if k.endswith(str(out))]
                 if mine:
