@@ -75,3 +75,23 @@ def test_a_job_whose_models_cannot_hold_it_is_refused_before_the_run(tmp_path):
     with pytest.raises(InputError, match="cannot run on any GPU model of the cluster .*allowed_models: A100") as exc:
         run_simulation(SimulationConfig(policy="fifo", trace=str(trace)), out)
     assert exc.value.field == "allowed_models" and not out.exists()
+
+
+@pytest.mark.parametrize("policy, options", [("sjf", {}), ("fifo", {"strict": False}), ("yarn-cs", {})])
+def test_a_waiting_job_of_one_model_does_not_hold_back_one_of_another(tmp_path, policy, options):
+    """Jobs of one type and GPU count but different constraints are different start classes of the pending index:
+    a V100-only job that cannot start says nothing of a K80-only one behind it (found by Slurm's advisor mode)."""
+    cluster = tmp_path / "two.yaml"
+    cluster.write_text(
+        "name: two\nnodes:\n  - {count: 1, gpu: V100, gpus_per_node: 1}\n  - {count: 1, gpu: K80, gpus_per_node: 1}\n"
+    )
+    trace = _trace(
+        tmp_path,
+        [f"v-running,0,1,{RESNET},50000,V100", f"v-waiting,1,1,{RESNET},1000,V100", f"k-next,2,1,{RESNET},1000,K80"],
+    )
+    out = tmp_path / "run"
+    run_simulation(SimulationConfig(policy=policy, policy_options=options, trace=str(trace), cluster=str(cluster)), out)
+    with open(out / "jobs.csv") as fh:
+        starts = {r["job_id"]: float(r["start"]) for r in csv.DictReader(fh)}
+    assert starts["k-next"] == pytest.approx(2.0)  # at its arrival, on the free K80
+    assert starts["v-waiting"] > starts["k-next"]

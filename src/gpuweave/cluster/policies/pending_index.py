@@ -4,18 +4,18 @@ Problem: a non-preemptive policy (FIFO, SJF, YARN-CS) offers waiting jobs, in it
 starts each one that fits. Re-scanning or re-sorting the whole queue on every event costs O(P) or O(P log P) per
 event and O(N·P) per run under a backlog.
 
-Index: jobs are grouped into *start classes* ``(num_gpus, job_type)``; every job of a class fits exactly where any
-other does (same gang size, same profiled rates), and capacity only shrinks within one call, so once a class's
-first job fails to start no later job of that class can start in that call. Each class keeps a heap keyed by the
-policy's order (keys are unique); for each GPU count a heap of its classes' head keys (stale entries dropped
-lazily) lets a call look only at counts no wider than the room the caller gives (the free GPUs of one GPU model,
-since a gang runs on one), never at a job that cannot fit. A call takes the smallest head among those counts,
-offers it, and sets a failed class aside until the call ends.
+Index: jobs are grouped into *start classes* ``(num_gpus, job_type, allowed GPU models)``; every job of a class
+fits exactly where any other does (same gang size, same profiled rates, same GPU-type constraint), and capacity only
+shrinks within one call, so once a class's first job fails to start no later job of that class can start in that
+call. Each class keeps a heap keyed by the policy's order (keys are unique); for each GPU count a heap of its
+classes' head keys (stale entries dropped lazily) lets a call look only at counts no wider than the room the caller
+gives (the free GPUs of one GPU model, since a gang runs on one), never at a job that cannot fit. A call takes the
+smallest head among those counts, offers it, and sets a failed class aside until the call ends.
 ``strict`` (head-of-line blocking) keeps one queue: only its head is ever offered.
 
 Complexity: O((S + F) (G + log P)) per call for S jobs started, F classes that failed and G distinct GPU counts
-(F and G are bounded by the trace's distinct (GPU count, job type) pairs, not by P); O(log P) per arrival. Only
-counts no wider than the caller's ``room`` (the GPUs free on one GPU model) are offered. The
+(F and G are bounded by the trace's distinct (GPU count, job type, constraint) triples, not by P); O(log P) per
+arrival. Only counts no wider than the caller's ``room`` (the GPUs free on one GPU model) are offered. The
 index learns arrivals from the tail of ``view.pending`` (insertion-ordered: a job that becomes pending goes to its
 end) and rebuilds itself, O(P), only if the queue changed in some other way (a driver that dropped a job or did
 not apply a start).
@@ -32,10 +32,17 @@ from gpuweave.cluster.state import ClusterView, JobState
 
 if TYPE_CHECKING:
     from gpuweave.cluster.sharing.ledger import ShareLedger
+    from gpuweave.workload.job import Job
 
 Key = Any  # the policy's order; must be unique per job and comparable
 StartClass = tuple[int, str]
 _ONE_QUEUE: StartClass = (0, "")  # the class of every job under strict
+
+
+def _whole_gpu_class(job: Job) -> str:
+    """A job's start class among whole-GPU jobs of its GPU count: its type and, if it has one, its GPU-type
+    constraint (a V100-only job that does not fit says nothing of a K80-only one of the same type)."""
+    return job.job_type if job.allowed_models is None else f"{job.job_type}|{'+'.join(job.allowed_models)}"
 
 
 def arrival_order(_js: JobState, seq: int) -> int:
@@ -111,7 +118,7 @@ class PendingIndex:
         if self._strict:
             cls = _ONE_QUEUE
         else:
-            cls = (count, job.job_type if self._shares is None else self._shares.start_class(job))
+            cls = (count, _whole_gpu_class(job) if self._shares is None else self._shares.start_class(job))
         heap = self._classes.get(cls)
         if heap is None:
             heap = self._classes[cls] = deque() if self._fifo else []
