@@ -128,3 +128,28 @@ def test_rank_env_and_layout_arithmetic():
     assert 0 < int(env["MASTER_PORT"]) < 65536
     assert gang.interface_of("127.0.0.1") == "lo"
     assert gang.interface_of("203.0.113.7") is None  # TEST-NET-3: held by no interface here
+
+
+FORKED = """
+import json, os, sys
+from pathlib import Path
+Path(sys.argv[1], f"rank{os.environ['RANK']}.json").write_text(json.dumps({"rank": os.environ["RANK"],
+    "name": __name__, "argv": sys.argv[1:], "ppid": os.getppid()}))
+sys.exit(int(sys.argv[2]))
+"""
+
+
+def test_a_bundled_programs_ranks_are_forked_and_others_exec(tmp_path, monkeypatch):
+    """Ranks of `python -m gpuweave.live.workers.X` are forked from the agent, which imported X once; each runs X as
+    __main__ with its own environment and argv and exits with X's status; any other program is exec'd."""
+    assert gang.forked_module([sys.executable, "-m", "gpuweave.live.workers.torch_train"]) is not None
+    assert gang.forked_module([sys.executable, "train.py"]) is None  # a user's script: exec'd, as torchrun does
+    assert gang.forked_module([sys.executable, "-m", "mypackage.train"]) is None  # importing it might run it
+    (tmp_path / "gw_forked_probe.py").write_text(FORKED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ranks = [gang._ForkedRank("gw_forked_probe", [str(tmp_path), code], {"RANK": str(i)}) for i, code in
+             enumerate(("0", "3"))]  # fmt: skip
+    assert [r.wait() for r in ranks] == [0, 3]
+    seen = [json.loads((tmp_path / f"rank{i}.json").read_text()) for i in range(2)]
+    assert [s["name"] for s in seen] == ["__main__", "__main__"] and seen[1]["argv"] == [str(tmp_path), "3"]
+    assert {s["ppid"] for s in seen} == {os.getpid()}  # children of this process: forked, not exec'd elsewhere
