@@ -70,6 +70,7 @@ def _serve(tmp_path, monkeypatch, capsys, *args: str) -> tuple[int, str]:
         (["-O", "round_length=60"], ["field 'policy-option'", "--policy"]),
         (["--policy", "gavel", "-O", "reset_interval=.inf"], ["field 'policy-option'", "reset_interval", "finite"]),
         (["--policy", "edf", "-O", "rho=.nan"], ["field 'policy-option'", "rho", "finite"]),
+        (["--slurm-account", "ml"], ["field 'slurm-account'", "--executor slurm"]),
     ],
 )
 def test_serve_settings_are_one_line_exit_2(tmp_path, monkeypatch, capsys, args, words):
@@ -78,6 +79,18 @@ def test_serve_settings_are_one_line_exit_2(tmp_path, monkeypatch, capsys, args,
     assert "Traceback" not in err and "validation error" not in err
     for word in words:
         assert word in err, err
+
+
+def test_the_slurm_executor_of_the_service_submits_to_its_partition_account_and_qos(tmp_path):
+    from gpuweave.live.slurm import SlurmExecutor
+    from gpuweave.service.server import open_executor
+
+    config = ServiceConfig(db="sqlite://", data_dir=tmp_path, executor="slurm", slurm_partition="gpu",
+                           slurm_account="ml", slurm_qos="short")  # fmt: skip
+    executor = open_executor(config, tmp_path / "executor")
+    assert isinstance(executor, SlurmExecutor)
+    assert (executor.options.partition, executor.options.account, executor.options.qos) == ("gpu", "ml", "short")
+    assert config.live_config("fifo", {}).executor.slurm.account == "ml"
 
 
 def test_simulate_refuses_non_finite_policy_options(tmp_path):
@@ -155,3 +168,40 @@ def test_the_quota_reaches_the_workers_of_builtin_programs(sqlite_url, make_serv
 def test_no_quota_when_set_to_zero(tmp_path):
     config = ServiceConfig(db="sqlite://", data_dir=Path(tmp_path), job_memory_gib=0, job_cpu_seconds=0)
     assert config.worker_limits() is None
+
+
+def test_a_users_slurm_account_and_qos_reach_sbatch_before_the_services(sqlite_url, monkeypatch):
+    """`token create --slurm-account/--slurm-qos` set them on the user; the scheduler reads them with each job's row
+    (the same join as its quota) and the slurm executor submits with them, over the service's --slurm-*."""
+    from types import SimpleNamespace
+
+    from gpuweave.errors import InputError
+    from gpuweave.live import slurm as slurm_module
+    from gpuweave.live.slurm import SlurmExecutor, SlurmOptions
+    from gpuweave.service.auth import create_token, list_users
+    from gpuweave.service.db import open_database
+    from gpuweave.service.jobs import runtime_job
+
+    engine = open_database(sqlite_url)
+    create_token(engine, "ana", slurm_account="ml", slurm_qos="short")
+    create_token(engine, "bo")
+    create_token(engine, "bo", slurm_account="vision")  # an existing user gets it on the next token
+    shown = {u["name"]: (u["slurm_account"], u["slurm_qos"]) for u in list_users(engine)}
+    assert shown == {"ana": ("ml", "short"), "bo": ("vision", None)}
+    with pytest.raises(InputError, match="a Slurm name"):
+        create_token(engine, "cy", slurm_account="ml; rm -rf /")
+    row = SimpleNamespace(id=1, gpu_types=None, submitted_at=0.0, deadline_s=None, arrival=0.0, gpus=1, steps=10,
+                          job_type="ResNet-18 (batch size 32)", priority=1.0, user_id=1, name="j", gpu_milli=None,
+                          cpu_milli=None, memory_mib=None, slurm_account="ml", slurm_qos="short")  # fmt: skip
+    job = runtime_job(row, 0.0, 1.0)  # type: ignore[arg-type]  # a row's attributes are all it reads
+    assert (job.attrs["slurm_account"], job.attrs["slurm_qos"]) == ("ml", "short")
+    calls = []
+    monkeypatch.setattr(slurm_module, "run_slurm", lambda args, **_: calls.append(args) or "42")
+    executor = SlurmExecutor(Path("."), SlurmOptions(account="lab", qos="normal", partition="gpu"))
+    spec = SimpleNamespace(  # the fields of a LaunchSpec that _submit reads
+        job_id="1", attempt=1, copy=0, label="1/a1", attrs=job.attrs
+    )
+    (folder := Path(sqlite_url.removeprefix("sqlite:///")).parent / "job").mkdir()
+    executor._submit(spec, folder, "gw0", "gpu:v100:1")  # type: ignore[arg-type]
+    assert {"--account=ml", "--qos=short", "--partition=gpu"} <= set(calls[0]) and "--account=lab" not in calls[0]
+    engine.dispose()

@@ -51,6 +51,13 @@ def serve(
     port: int = typer.Option(8765, "--port", help="TCP port (0 = any free port)."),
     executor: str = typer.Option("local", "--executor", help=f"Where workers run: {spoken(executor_names())}."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (ray executor)."),
+    slurm_partition: Optional[str] = typer.Option(
+        None, "--slurm-partition", help="Slurm partition of every job (slurm executor; default: Slurm's)."
+    ),
+    slurm_account: Optional[str] = typer.Option(
+        None, "--slurm-account", help="Slurm account charged for every job (slurm executor)."
+    ),
+    slurm_qos: Optional[str] = typer.Option(None, "--slurm-qos", help="Slurm QoS of every job (slurm executor)."),
     cluster: str = typer.Option("gavel-60", "--cluster", "-c", help="Bundled cluster name or cluster YAML."),
     policy: Optional[str] = typer.Option(
         None, "--policy", "-p", help="Cluster policy (default: the one in the database, else fifo)."
@@ -76,11 +83,13 @@ def serve(
     ),
     allow_commands: bool = typer.Option(False, "--allow-commands", help="Users (not only admins) may submit commands."),
 ) -> None:
-    """Start the service (without a subcommand): `gpuweave serve --db URL --cluster NAME --policy NAME`."""
+    """Start the service (without a subcommand): `gpuweave serve --db URL --cluster NAME --policy NAME`.
+
+    Long because every flag of the command is a parameter of this function (typer reads them from it)."""
     from pydantic import ValidationError
 
     from gpuweave.checks import validation_error
-    from gpuweave.cli.cluster import _policy_options
+    from gpuweave.cli.cluster import parse_policy_options
 
     ctx.obj = {"db": db, "data_dir": data_dir}
     if ctx.invoked_subcommand is not None:
@@ -98,9 +107,12 @@ def serve(
             port=port,
             executor=executor,
             address=address,
+            slurm_partition=slurm_partition,
+            slurm_account=slurm_account,
+            slurm_qos=slurm_qos,
             cluster=cluster,
             policy=policy,
-            policy_options=_policy_options(policy_option),
+            policy_options=parse_policy_options(policy_option),
             placement_rule=placement_rule,
             seed=seed,
             restart_delay=restart_delay,
@@ -148,12 +160,24 @@ def token_create(
     admin: bool = typer.Option(False, "--admin", help="The user may see every job and change the policy."),
     max_running_gpus: Optional[int] = typer.Option(None, "--max-running-gpus", help="The user's GPU quota."),
     max_queued_jobs: Optional[int] = typer.Option(None, "--max-queued-jobs", help="The user's waiting-job quota."),
+    slurm_account: Optional[str] = typer.Option(
+        None, "--slurm-account", help="Slurm account the user's jobs are charged to (slurm executor)."
+    ),
+    slurm_qos: Optional[str] = typer.Option(None, "--slurm-qos", help="Slurm QoS of the user's jobs (slurm executor)."),
 ) -> None:
     """Create a token for NAME and print it once (only its hash is stored)."""
     from gpuweave.service.auth import create_token
 
     engine = _engine(ctx)
-    token = create_token(engine, name, admin=admin, max_running_gpus=max_running_gpus, max_queued_jobs=max_queued_jobs)
+    token = create_token(
+        engine,
+        name,
+        admin=admin,
+        max_running_gpus=max_running_gpus,
+        max_queued_jobs=max_queued_jobs,
+        slurm_account=slurm_account,
+        slurm_qos=slurm_qos,
+    )
     typer.echo(token)
 
 
@@ -170,10 +194,10 @@ def token_list(ctx: typer.Context, as_json: bool = typer.Option(False, "--json",
 
     from gpuweave.cli.output import print_table
 
-    columns = ("name", "admin", "tokens", "max_running_gpus", "max_queued_jobs")
+    columns = ("name", "admin", "tokens", "max_running_gpus", "max_queued_jobs", "slurm_account", "slurm_qos")
     table_rows = [
         [r["name"], str(bool(r["admin"])), str(r["tokens"]), str(r["max_running_gpus"] or "-"),
-         str(r["max_queued_jobs"] or "-")]
+         str(r["max_queued_jobs"] or "-"), r["slurm_account"] or "-", r["slurm_qos"] or "-"]
         for r in rows
     ]  # fmt: skip
     print_table(Console(), "users", columns, table_rows)

@@ -300,10 +300,13 @@ class SlurmExecutor(Executor["_Handle"]):
         ]
         if self.options.partition:
             args.append(f"--partition={self.options.partition}")
-        if self.options.account:
-            args.append(f"--account={self.options.account}")
-        if self.options.qos:
-            args.append(f"--qos={self.options.qos}")
+        # a job's own account and QoS (the service's user's) before the run's
+        account = spec.attrs.get("slurm_account") or self.options.account
+        qos = spec.attrs.get("slurm_qos") or self.options.qos
+        if account:
+            args.append(f"--account={account}")
+        if qos:
+            args.append(f"--qos={qos}")
         args += self.options.sbatch_args
         extra = spec.attrs.get("sbatch_args")
         if isinstance(extra, str) and extra.strip():

@@ -43,10 +43,17 @@ def create_token(
     admin: bool = False,
     max_running_gpus: int | None = None,
     max_queued_jobs: int | None = None,
+    slurm_account: str | None = None,
+    slurm_qos: str | None = None,
 ) -> str:
-    """A new token for user ``name`` (created if new; ``admin`` and quotas given here are set on the user)."""
+    """A new token for user ``name`` (created if new; ``admin``, quotas and the Slurm account and QoS given here are
+    set on the user)."""
     if not USER_NAME.match(name):
         raise InputError(f"user name {name!r} must be 1-64 letters, digits, '.', '_' or '-'", field="NAME")
+    for label, text in (("slurm-account", slurm_account), ("slurm-qos", slurm_qos)):
+        if text is not None and not USER_NAME.match(text):
+            raise InputError(f"{text!r} must be 1-64 letters, digits, '.', '_' or '-' (a Slurm name)", field=label)
+    slurm = {k: v for k, v in (("slurm_account", slurm_account), ("slurm_qos", slurm_qos)) if v is not None}
     for label, value in (("max-running-gpus", max_running_gpus), ("max-queued-jobs", max_queued_jobs)):
         if value is not None and value < 1:
             raise InputError(f"must be >= 1, got {value}", field=label)
@@ -62,13 +69,15 @@ def create_token(
                     max_running_gpus=max_running_gpus,
                     max_queued_jobs=max_queued_jobs,
                     created_at=now,
+                    **slurm,
                 )
             ).inserted_primary_key
             assert new is not None  # a one-row INSERT without RETURNING always has its primary key
             user_id = new[0]
         else:
             user_id = row.id
-            changes: dict[str, bool | int] = {"admin": True} if admin else {}
+            changes: dict[str, bool | int | str] = {"admin": True} if admin else {}
+            changes.update(slurm)
             if max_running_gpus is not None:
                 changes["max_running_gpus"] = max_running_gpus
             if max_queued_jobs is not None:

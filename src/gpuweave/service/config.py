@@ -18,7 +18,7 @@ from gpuweave.cluster.config import SimulationConfig
 from gpuweave.cluster.placements import known_placement
 from gpuweave.errors import InputError
 from gpuweave.executors import known_executor
-from gpuweave.live.config import ExecutorSection, LiveConfig
+from gpuweave.live.config import ExecutorSection, LiveConfig, SlurmSection
 from gpuweave.live.local import WorkerLimits
 
 DEFAULT_PORT = 8765
@@ -44,6 +44,10 @@ class ServiceConfig(BaseModel):
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
     executor: str = "local"  # a name in gpuweave.executors.EXECUTORS
     address: str | None = None  # Ray cluster address (ray executor)
+    # where the slurm executor's jobs go and who pays: the run config's executor.slurm fields (sbatch's options)
+    slurm_partition: str | None = _as_in(SlurmSection, "partition")
+    slurm_account: str | None = _as_in(SlurmSection, "account")
+    slurm_qos: str | None = _as_in(SlurmSection, "qos")
     cluster: str = _as_in(SimulationConfig, "cluster")
     policy: str | None = None  # None: the policy stored in the database, else fifo
     policy_options: dict[str, Any] = _as_in(SimulationConfig, "policy_options")
@@ -93,6 +97,15 @@ class ServiceConfig(BaseModel):
         return finite_options(value)
 
     @model_validator(mode="after")
+    def _slurm_settings_need_slurm(self) -> ServiceConfig:
+        given = [name for name in ("slurm_partition", "slurm_account", "slurm_qos") if getattr(self, name)]
+        if given and self.executor != "slurm":
+            raise InputError(
+                f"{given[0].replace('_', '-')} is for the slurm executor (--executor slurm)", field=given[0]
+            )
+        return self
+
+    @model_validator(mode="after")
     def _options_have_a_policy(self) -> ServiceConfig:
         if self.policy_options and self.policy is None:
             raise InputError(
@@ -108,6 +121,10 @@ class ServiceConfig(BaseModel):
         cpu = self.job_cpu_seconds or None
         return WorkerLimits(memory, cpu) if memory or cpu else None
 
+    def slurm_section(self) -> SlurmSection:
+        """The slurm executor's settings: the partition, account and QoS every job of the service is submitted to."""
+        return SlurmSection(partition=self.slurm_partition, account=self.slurm_account, qos=self.slurm_qos)
+
     def live_config(self, policy: str, options: dict[str, Any]) -> LiveConfig:
         """The live runtime's config for this service (no trace: jobs come from the database)."""
         section = ExecutorSection(
@@ -119,6 +136,7 @@ class ServiceConfig(BaseModel):
             report_timeout=self.report_timeout,
             stop_timeout=self.stop_timeout,
             poll_interval=self.poll_interval,
+            slurm=self.slurm_section(),
         )
         return LiveConfig(
             policy=policy,

@@ -56,6 +56,9 @@ users = Table(
     Column("max_running_gpus", Integer, nullable=True),  # None: the service's default
     Column("max_queued_jobs", Integer, nullable=True),
     Column("created_at", Float, nullable=False),
+    # the Slurm account its jobs are charged to and their QoS (slurm executor; None: the service's --slurm-*)
+    Column("slurm_account", String(64), nullable=True),
+    Column("slurm_qos", String(64), nullable=True),
 )
 
 tokens = Table(

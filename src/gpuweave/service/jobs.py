@@ -68,6 +68,9 @@ def never_fits(
     return InputError(f"{gpus} GPUs of {job_type!r} can never run on any node{allowed} ({where})", field="gpus")
 
 
+#: a user's columns that reach the slurm executor through the job's attributes (``sbatch --account``, ``--qos``)
+SLURM_FIELDS = ("slurm_account", "slurm_qos")
+
 #: what a job of a service with a task placement may ask beside its GPUs (the trace schema's resource columns)
 SHARE_FIELDS = ("gpu_milli", "cpu_milli", "memory_mib")
 
@@ -111,6 +114,8 @@ def runtime_job(row: Row[Any], origin: float, time_scale: float, limits: WorkerL
             "name": row.name,
             **({LIMITS_ATTR: limits} if limits is not None else {}),
             **{name: getattr(row, name) for name in SHARE_FIELDS if getattr(row, name, None) is not None},
+            # the user's Slurm account and QoS (read with the job's row; the slurm executor submits with them)
+            **{name: getattr(row, name) for name in SLURM_FIELDS if getattr(row, name, None)},
         },
         allowed_models=tuple(sorted(gpu_types)) if gpu_types else None,
     )

@@ -261,7 +261,7 @@ class Ledger(RunJournal):
         runtime.resume_clock((wall_now - origin) * scale, last.energy_j if last else 0.0, last.cost if last else 0.0)
         with reading(self.engine) as conn:
             rows = conn.execute(
-                select(jobs, users.c.admin)
+                select(jobs, users.c.admin, users.c.slurm_account, users.c.slurm_qos)
                 .join(users, users.c.id == jobs.c.user_id)
                 .where(jobs.c.admitted.is_(True), jobs.c.state.in_(ACTIVE_STATES))
                 .order_by(jobs.c.arrival, jobs.c.id)

@@ -164,7 +164,7 @@ class Scheduler:
         default = self.config.default_max_running_gpus
         with reading(self.engine) as conn:
             waiting = conn.execute(
-                select(jobs, users.c.max_running_gpus, users.c.admin)
+                select(jobs, users.c.max_running_gpus, users.c.admin, users.c.slurm_account, users.c.slurm_qos)
                 .join(users, users.c.id == jobs.c.user_id)
                 .where(jobs.c.admitted.is_(False), jobs.c.state == "queued")
                 .order_by(jobs.c.id)

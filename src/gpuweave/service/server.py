@@ -71,12 +71,14 @@ def check_cluster(config: ServiceConfig) -> None:
     load_cluster(config.cluster)
 
 
-def open_executor(kind: str, address: str | None, work_dir: Path) -> Executor[Any]:
-    """The executor the service drives (``work_dir`` holds what the executor writes, e.g. Slurm's batch scripts)."""
+def open_executor(config: ServiceConfig, work_dir: Path) -> Executor[Any]:
+    """The executor the service drives (``work_dir`` holds what the executor writes, e.g. Slurm's batch scripts;
+    the slurm executor submits to the service's partition, account and QoS)."""
     # imported here: importing gpuweave.service.server does without numpy
     from gpuweave.live.launch import make_executor
 
-    return make_executor(kind, address, out=work_dir)
+    settings = config.live_config("fifo", {})  # only its executor section is read here; the policy comes later
+    return make_executor(config.executor, config.address, settings, out=work_dir)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -108,7 +110,7 @@ def build_service(config: ServiceConfig) -> Service:
     try:
         engine = make_engine(config.db)
         check_reachable(engine)
-        executor = open_executor(config.executor, config.address, config.data_dir / "executor")
+        executor = open_executor(config, config.data_dir / "executor")
         config.data_dir.mkdir(parents=True, exist_ok=True)
         migrate(engine)
         store_policy(engine, wanted)
