@@ -35,6 +35,7 @@ def test_every_json_and_yaml_reader_goes_through_files_py():
         "src/gpuweave/live/channel.py",
         "src/gpuweave/live/gang.py",  # the rendezvous file node 0's agent wrote
         "src/gpuweave/live/testbed.py",  # the testbed records under /run/gpuweave
+        "src/gpuweave/live/slurm_advisor.py",  # the list of jobs it held (held.json), its own
         "src/gpuweave/live/journal.py",
         "src/gpuweave/service/jobs.py",
         "src/gpuweave/service/ledger.py",

@@ -1,13 +1,14 @@
 """Measure gangs on a testbed (issue 37's targets): launch latency and recovery from a node cut off, p50/p95.
 
     sudo .venv/bin/python tools/gang_measure.py launch --jobs 10 [--executor ray|local|slurm] [--json]
-    sudo .venv/bin/python tools/gang_measure.py recovery --trials 10 [--json]
+    sudo .venv/bin/python tools/gang_measure.py recovery --trials 10 [--executor ray|slurm] [--json]
 
 ``launch``: ``--jobs`` 4-GPU torch jobs, one after another (FIFO on a cluster of two 2-GPU nodes, so each is a
 4-rank gang across two namespaces), on a fresh testbed; the figure is ``live.csv``'s ``launch_latency_wall_s``
 (the policy's decision to the gang's first reported step: Ray's placement group or Slurm's allocation, the node
 agents, torch's import, the process group's forming; Slurm: a control plane in namespace 0 and a slurmd in each of
-three more). ``recovery``: each trial makes a fresh Ray testbed (a head and three worker nodes),
+three more). ``recovery``: each trial makes a fresh testbed (Ray: a head and three worker nodes; Slurm: the control
+plane and three slurmd, ``SlurmdTimeout`` 5 s),
 starts one 4-GPU job, cuts the link of the node that holds rank 0 once a checkpoint is saved, and measures from
 the cut to the job's first step on the other two nodes; a trial counts a lost job when the run does not finish
 every step. Needs root (``ip netns``). Prints a table, or JSON with ``--json``.
@@ -58,6 +59,19 @@ def _percentiles(values: list[float]) -> dict[str, float]:
     return {"p50_s": statistics.median(ordered), "p95_s": q[18], "min_s": ordered[0], "max_s": ordered[-1]}
 
 
+def _slurm_on(bed: testbed.Testbed, folder: Path, env: dict, executor: dict) -> SlurmSandbox:
+    """A Slurm on the testbed (control plane in namespace 0, a slurmd in each other, SlurmdTimeout 5 s); its
+    environment into ``env`` and the slurm executor's settings into ``executor``."""
+    box = SlurmSandbox(
+        folder / "slurm",
+        namespaces=[(n.namespace, n.addr) for n in bed.nodes[1:]],
+        control=(bed.nodes[0].namespace, bed.nodes[0].addr),
+    ).start()
+    env |= box.env
+    executor |= {"kind": "slurm", "slurm": {"poll_interval": 0.1, "gpus": "emulated"}}
+    return box
+
+
 def launch(jobs: int, kind: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="gw-gang-") as tmp:
         folder = Path(tmp)
@@ -68,14 +82,8 @@ def launch(jobs: int, kind: str) -> dict:
             env = dict(os.environ)
             if kind == "local":
                 executor |= {"kind": "local", "local": {"namespaces": bed.namespaces[1:]}}
-            if kind == "slurm":  # control plane in namespace 0, a slurmd in each of namespaces 1-3
-                box = SlurmSandbox(
-                    folder / "slurm",
-                    namespaces=[(n.namespace, n.addr) for n in bed.nodes[1:]],
-                    control=(bed.nodes[0].namespace, bed.nodes[0].addr),
-                ).start()
-                env |= box.env
-                executor |= {"kind": "slurm", "slurm": {"poll_interval": 0.1, "gpus": "emulated"}}
+            if kind == "slurm":
+                box = _slurm_on(bed, folder, env, executor)
             trace = [f"g{i},{i},4,{RESNET},60" for i in range(jobs)]
             names = ["gw0-v100", "gw1-v100"] if kind == "slurm" else None
             config = _config(folder, 2, trace, executor, names)
@@ -93,13 +101,19 @@ def launch(jobs: int, kind: str) -> dict:
     return {"executor": kind, "gangs": len(latencies), "ranks": 4, "nodes": 2, **_percentiles(latencies)}
 
 
-def _recovery_trial(folder: Path, steps: int) -> tuple[float | None, bool]:
-    bed = testbed.up("rec", 4, ray=True)
+def _recovery_trial(folder: Path, steps: int, kind: str) -> tuple[float | None, bool]:
+    bed = testbed.up("rec", 4, ray=kind == "ray")
+    box = None
     try:
         executor = {"program": "torch", "time_scale": 1, "checkpoint_every": 0.2, "report_timeout": 120}
-        config = _config(folder, 3, [f"g4,0,4,{RESNET},{steps}"], executor)
+        env, names = dict(os.environ), None
+        if kind == "slurm":
+            box = _slurm_on(bed, folder, env, executor)
+            names = ["gw0-v100", "gw1-v100", "gw2-v100"]
+        config = _config(folder, 3, [f"g4,0,4,{RESNET},{steps}"], executor, names)
         out = folder / "out"
-        run = subprocess.Popen(_run_argv(bed, config, out, "ray"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        argv = _run_argv(bed, config, out, kind)
+        run = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         status = out / "channels" / "g4" / "a1-c0-r0" / "status.json"
         while not (status.exists() and json.loads(status.read_text() or "{}").get("checkpoint_steps", 0) > 0):
             if run.poll() is not None:
@@ -117,19 +131,22 @@ def _recovery_trial(folder: Path, steps: int) -> tuple[float | None, bool]:
         finished = run.returncode == 0 and rows[-1]["outcome"] == "done"
         return (first - cut if first else None), finished
     finally:
+        if box is not None:
+            box.stop()
         testbed.down("rec")
 
 
-def recovery(trials: int, steps: int) -> dict:
+def recovery(trials: int, steps: int, kind: str = "ray") -> dict:
     times, lost = [], 0
     for trial in range(trials):
         with tempfile.TemporaryDirectory(prefix="gw-rec-") as tmp:
-            seconds, finished = _recovery_trial(Path(tmp), steps)
+            seconds, finished = _recovery_trial(Path(tmp), steps, kind)
         lost += not finished
         if seconds is not None:
             times.append(seconds)
         print(f"trial {trial + 1}/{trials}: {seconds if seconds is None else round(seconds, 2)} s", file=sys.stderr)
-    return {"trials": trials, "recovered": len(times), "jobs_lost": lost, **(_percentiles(times) if times else {})}
+    return {"executor": kind, "trials": trials, "recovered": len(times), "jobs_lost": lost,
+            **(_percentiles(times) if times else {})}  # fmt: skip
 
 
 def main() -> int:
@@ -141,10 +158,14 @@ def main() -> int:
     two = sub.add_parser("recovery", help="node link down to the gang running again elsewhere")
     two.add_argument("--trials", type=int, default=10)
     two.add_argument("--steps", type=int, default=400)
+    two.add_argument("--executor", choices=("ray", "slurm"), default="ray")
     for p in (one, two):
         p.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    result = launch(args.jobs, args.executor) if args.what == "launch" else recovery(args.trials, args.steps)
+    if args.what == "launch":
+        result = launch(args.jobs, args.executor)
+    else:
+        result = recovery(args.trials, args.steps, args.executor)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

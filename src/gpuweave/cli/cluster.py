@@ -194,7 +194,7 @@ def _note_to_stderr(note: str) -> None:
     typer.echo(f"note: {note}", err=True)
 
 
-def _policy_options(pairs: list[str]) -> dict[str, object]:
+def parse_policy_options(pairs: list[str]) -> dict[str, object]:
     """``KEY=VALUE`` pairs of --policy-option, each VALUE parsed as YAML (numbers, booleans, lists stay typed)."""
     from gpuweave.checks import finite_options
     from gpuweave.errors import InputError
@@ -220,7 +220,7 @@ def _config_with_flags(config: Path | None, overrides: dict, policy_option: list
     data = load_config(config).model_dump() if config else {}
     data.update({key: value for key, value in overrides.items() if value is not None})
     if policy_option:
-        data["policy_options"] = {**data.get("policy_options", {}), **_policy_options(policy_option)}
+        data["policy_options"] = {**data.get("policy_options", {}), **parse_policy_options(policy_option)}
     if "policy" not in data:
         raise InputError("no policy given: pass --policy NAME or a config with 'policy:'", field="policy")
     return parse_config(data, config or "<command line>")

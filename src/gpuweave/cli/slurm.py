@@ -8,7 +8,7 @@ read. The implementation is :mod:`gpuweave.live.slurm_sandbox`; docs/slurm.md, "
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -143,3 +143,71 @@ def stop(dir: Path = typer.Option(DEFAULT_DIR, "--dir", help=DIR_HELP)) -> None:
         typer.echo(f"the sandbox in {dir} is not running: nothing to stop")
         return
     typer.echo(f"stopped the sandbox in {dir.resolve()}: " + ", ".join(f"{d.name} {d.pid}" for d in ended))
+
+
+@app.command("advise")
+def advise(
+    policy: str = typer.Option(..., "--policy", "-p", help="The policy whose order Slurm's pending GPU jobs get."),
+    policy_option: list[str] = typer.Option([], "--policy-option", "-O", help="Policy option KEY=VALUE (repeat)."),
+    mode: str = typer.Option(
+        "priority",
+        "--mode",
+        help="priority: set each ranked job's priority (Slurm still backfills); hold: also hold every job the "
+        "policy would not start now (its order exactly).",
+    ),
+    partition: Optional[str] = typer.Option(None, "--partition", help="Only this partition's nodes and jobs."),
+    interval: float = typer.Option(5.0, "--interval", min=0.1, max=86400, help="Seconds between rounds."),
+    rounds: int = typer.Option(0, "--rounds", min=0, help="Stop after this many rounds (0: until stopped)."),
+    until_idle: bool = typer.Option(False, "--until-idle", help="Stop once no GPU job is pending or running."),
+    gpu_map: list[str] = typer.Option([], "--gpu-map", help="Slurm GPU type=catalog model, e.g. a6000=A10 (repeat)."),
+    out: Path = typer.Option(Path("gpuweave-out/slurm-advise"), "--out", help="advice.csv and held.json go here."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per round on standard output."),
+) -> None:
+    """Advisor mode: order Slurm's own pending GPU jobs under a gpuweave policy; launch nothing.
+
+    Every round reads squeue and scontrol, projects the queue under the policy (each job runs for its time
+    limit) and sets the ranked jobs' priorities (and holds, in hold mode) with scontrol; Slurm keeps placing,
+    backfilling and accounting. Needs a Slurm operator or admin (scontrol update Priority). Ctrl-C, SIGTERM and
+    SIGHUP release every job it holds. docs/slurm.md, "Advisor mode"."""
+    import json as jsonlib
+    import signal
+    import time
+
+    from gpuweave.cli.cluster import parse_policy_options
+    from gpuweave.cluster.policies import make_policy
+    from gpuweave.live.slurm_advisor import SlurmAdvisor
+    from gpuweave.workload.traces.slurm_nodes import parse_gpu_map
+
+    options: dict[str, Any] = parse_policy_options(policy_option)
+    advisor = SlurmAdvisor(
+        lambda: make_policy(policy, **options), out, mode=mode, partition=partition, gpu_map=parse_gpu_map(gpu_map)
+    )
+
+    def _stop(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _stop)
+    try:
+        while True:
+            result = advisor.round()
+            if as_json:
+                typer.echo(jsonlib.dumps(result.to_json()))
+            else:
+                r = result.ranking
+                typer.echo(
+                    f"round {result.round}: {len(r.order)} ranked, {len(r.starts_now)} to start now, "
+                    f"{result.changed} priorities set, {result.held} held"
+                    + (f", {len(r.would_preempt)} the policy would preempt (not done)" if r.would_preempt else "")
+                    + (f", {len(r.unranked)} keep Slurm's order" if r.unranked else "")
+                    + f" ({result.seconds:.2f} s)"
+                )
+            if (rounds and result.round >= rounds) or (until_idle and result.idle):
+                break
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        released = advisor.close()
+        if released and not as_json:
+            typer.echo(f"released the {released} job(s) it held")

@@ -282,8 +282,8 @@ def _job_rows(raw: dict[str, list], source: str) -> "pd.DataFrame":
         raise InputError("every job has a submission time", file=source, row=row, field="Submit")
     _check_order(frame, source)
     seen: dict[str, tuple[int, str]] = {}  # TRES strings repeat: parse each distinct one once
-    alloc = [_gpu_tres(t, source, r, "AllocTRES", seen) for t, r in zip(frame["AllocTRES"], frame[ROW])]
-    req = [_gpu_tres(t, source, r, "ReqTRES", seen) for t, r in zip(frame["ReqTRES"], frame[ROW])]
+    alloc = [gpu_tres(t, source, r, "AllocTRES", seen) for t, r in zip(frame["AllocTRES"], frame[ROW])]
+    req = [gpu_tres(t, source, r, "ReqTRES", seen) for t, r in zip(frame["ReqTRES"], frame[ROW])]
     chosen = [a if a[0] > 0 else q for a, q in zip(alloc, req)]
     frame["num_gpus"] = [c[0] for c in chosen]
     frame["slurm_gpu_type"] = [c[1] for c in chosen]
@@ -292,7 +292,7 @@ def _job_rows(raw: dict[str, list], source: str) -> "pd.DataFrame":
     return frame
 
 
-def _gpu_tres(text: str, source: str, row: int, field: str, seen: dict[str, tuple[int, str]]) -> tuple[int, str]:
+def gpu_tres(text: str, source: str, row: int, field: str, seen: dict[str, tuple[int, str]]) -> tuple[int, str]:
     """(GPUs, '+'-joined types with a count) of a TRES list such as ``cpu=1,gres/gpu:v100=2,gres/gpu=2``."""
     if "gres/gpu" not in text:
         return 0, ""

@@ -346,3 +346,47 @@ def import_cluster(
     spec = cluster_from_slots(slots, name=name, source=source, price_per_kwh=price_per_kwh, pue=pue)
     cluster_from_document(spec, file=source)  # the loader's checks, node names distinct among them
     return spec, notes
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """The node names of a Slurm host list (``gw[0-2,5],login1`` -> gw0, gw1, gw2, gw5, login1), as
+    ``scontrol show hostnames`` prints them: ranges keep their zero padding (``n[08-10]``), several bracket groups
+    in one name expand as a product (``r[1-2]n[1-2]``). O(names). ValueError on an unbalanced or malformed range."""
+    names: list[str] = []
+    for part in _split_outside_brackets(text.strip()):
+        names.extend(_expand_name(part))
+    return names
+
+
+def _split_outside_brackets(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
+        if depth < 0 or depth > 1:
+            raise ValueError(f"unbalanced brackets in host list {text!r}")
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise ValueError(f"unbalanced brackets in host list {text!r}")
+    parts.append(text[start:])
+    return [p for p in parts if p]
+
+
+def _expand_name(name: str) -> list[str]:
+    open_at = name.find("[")
+    if open_at < 0:
+        return [name]
+    close_at = name.index("]", open_at)
+    head, body, tail = name[:open_at], name[open_at + 1 : close_at], name[close_at + 1 :]
+    values: list[str] = []
+    for item in body.split(","):
+        lo, dash, hi = item.partition("-")
+        if not lo.isascii() or not lo.isdigit() or (dash and (not hi.isascii() or not hi.isdigit())):
+            raise ValueError(f"bad range {item!r} in host list {name!r}")
+        if not dash:
+            values.append(lo)
+            continue
+        width = len(lo) if lo.startswith("0") else 0
+        values.extend(str(k).zfill(width) for k in range(int(lo), int(hi) + 1))
+    return [head + v + rest for v in values for rest in _expand_name(tail)]
