@@ -1,17 +1,18 @@
 """Measure gangs on a testbed (issue 37's targets): launch latency and recovery from a node cut off, p50/p95.
 
     sudo .venv/bin/python tools/gang_measure.py launch --jobs 10 [--executor ray|local|slurm] [--json]
-    sudo .venv/bin/python tools/gang_measure.py recovery --trials 10 [--executor ray|slurm] [--json]
+    sudo .venv/bin/python tools/gang_measure.py recovery --trials 10 [--executor ray|slurm] [--failure link|daemon]
 
 ``launch``: ``--jobs`` 4-GPU torch jobs, one after another (FIFO on a cluster of two 2-GPU nodes, so each is a
 4-rank gang across two namespaces), on a fresh testbed; the figure is ``live.csv``'s ``launch_latency_wall_s``
 (the policy's decision to the gang's first reported step: Ray's placement group or Slurm's allocation, the node
 agents, torch's import, the process group's forming; Slurm: a control plane in namespace 0 and a slurmd in each of
-three more). ``recovery``: each trial makes a fresh testbed (Ray: a head and three worker nodes; Slurm: the control
-plane and three slurmd, ``SlurmdTimeout`` 5 s),
-starts one 4-GPU job, cuts the link of the node that holds rank 0 once a checkpoint is saved, and measures from
-the cut to the job's first step on the other two nodes; a trial counts a lost job when the run does not finish
-every step. Needs root (``ip netns``). Prints a table, or JSON with ``--json``.
+three more). ``recovery``: each trial makes a fresh testbed (Ray: a head and three worker nodes; Slurm: the
+control plane and three slurmd, ``SlurmdTimeout`` 5 s), starts one 4-GPU job, cuts the link of the node that
+holds rank 0 once a checkpoint is saved (``--failure daemon``: kills only that node's raylet or slurmd; the
+ranks there live on until their peers are gone), and measures from the cut to the job's first step on the other
+two nodes; a trial counts a lost job when the run does not finish every step. Needs root (``ip netns``). Prints
+a table, or JSON with ``--json``.
 """
 
 from __future__ import annotations
@@ -101,7 +102,11 @@ def launch(jobs: int, kind: str) -> dict:
     return {"executor": kind, "gangs": len(latencies), "ranks": 4, "nodes": 2, **_percentiles(latencies)}
 
 
-def _recovery_trial(folder: Path, steps: int, kind: str) -> tuple[float | None, bool]:
+#: the daemon a ``--failure daemon`` trial kills on the node of rank 0 (the machine and its link live on)
+DAEMON = {"ray": "raylet", "slurm": "slurmd"}
+
+
+def _recovery_trial(folder: Path, steps: int, kind: str, failure: str) -> tuple[float | None, bool]:
     bed = testbed.up("rec", 4, ray=kind == "ray")
     box = None
     try:
@@ -122,7 +127,10 @@ def _recovery_trial(folder: Path, steps: int, kind: str) -> tuple[float | None, 
         rendezvous = json.loads((out / "channels" / "g4" / "a1-c0.rendezvous.json").read_text())
         victim = next(i for i, n in enumerate(bed.nodes) if n.addr == rendezvous["addr"])
         cut = time.time()
-        bed.set_link(victim, up=False)
+        if failure == "link":
+            bed.set_link(victim, up=False)
+        elif not bed.kill_program(victim, DAEMON[kind]):
+            raise SystemExit(f"no {DAEMON[kind]} found on testbed node {victim}")
         run.wait(timeout=600)
         again = out / "channels" / "g4" / "a2-c0-r0" / "status.json"
         first = json.loads(again.read_text()).get("first_step_wall") if again.exists() else None
@@ -136,16 +144,16 @@ def _recovery_trial(folder: Path, steps: int, kind: str) -> tuple[float | None, 
         testbed.down("rec")
 
 
-def recovery(trials: int, steps: int, kind: str = "ray") -> dict:
+def recovery(trials: int, steps: int, kind: str = "ray", failure: str = "link") -> dict:
     times, lost = [], 0
     for trial in range(trials):
         with tempfile.TemporaryDirectory(prefix="gw-rec-") as tmp:
-            seconds, finished = _recovery_trial(Path(tmp), steps, kind)
+            seconds, finished = _recovery_trial(Path(tmp), steps, kind, failure)
         lost += not finished
         if seconds is not None:
             times.append(seconds)
         print(f"trial {trial + 1}/{trials}: {seconds if seconds is None else round(seconds, 2)} s", file=sys.stderr)
-    return {"executor": kind, "trials": trials, "recovered": len(times), "jobs_lost": lost,
+    return {"executor": kind, "failure": failure, "trials": trials, "recovered": len(times), "jobs_lost": lost,
             **(_percentiles(times) if times else {})}  # fmt: skip
 
 
@@ -159,13 +167,16 @@ def main() -> int:
     two.add_argument("--trials", type=int, default=10)
     two.add_argument("--steps", type=int, default=400)
     two.add_argument("--executor", choices=("ray", "slurm"), default="ray")
+    two.add_argument(
+        "--failure", choices=("link", "daemon"), default="link", help="cut the link, or kill only raylet/slurmd"
+    )
     for p in (one, two):
         p.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.what == "launch":
         result = launch(args.jobs, args.executor)
     else:
-        result = recovery(args.trials, args.steps, args.executor)
+        result = recovery(args.trials, args.steps, args.executor, args.failure)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -63,6 +63,10 @@ def test_the_projection_ranks_pending_jobs_in_the_policy_order():
     ranking = rank_pending(jobs, SLOTS, lambda: make_policy("sjf"), time.time())
     assert ranking.order == ["k80", "short", "long"] and ranking.starts_now == ["k80"]  # the order they start in
     assert set(ranking.unranked) == {"huge", "later"} and "Dependency" in ranking.unranked["later"]
+    elsewhere = _job("other-partition", "RUNNING", gpus=4, limit=600)
+    elsewhere.hosts = ["gw9"]  # a node the advisor does not see: it holds none of these GPUs
+    free = rank_pending([elsewhere, *jobs[1:]], SLOTS, lambda: make_policy("sjf"), time.time())
+    assert free.starts_now == ["short", "k80", "long"]
     fifo = rank_pending(jobs, SLOTS, lambda: make_policy("fifo"), time.time())
     assert fifo.order == ["long", "short", "k80"]  # arrival order (ties by id); strict FIFO starts nothing now
     assert fifo.starts_now == [] and not fifo.would_preempt

@@ -249,6 +249,17 @@ def rank_pending(
             kept.append(qj)
         else:
             ranking.unranked[qj.slurm_id] = why
+    # the running jobs where Slurm runs them; one on nodes the advisor does not see holds none of these GPUs
+    index = {(s.host, s.slurm_type): i for i, s in enumerate(slots)}
+    by_host: dict[str, list[int]] = {}
+    for i, s in enumerate(slots):
+        by_host.setdefault(s.host, []).append(i)
+    free = [s.count for s in slots]
+    running = Decision()
+    for q in kept:
+        if q.state == "RUNNING" and (where := _placement(q, index, by_host, free)) is not None:
+            running.assign[q.slurm_id] = where
+    kept = [q for q in kept if q.state == "PENDING" or q.slurm_id in running.assign]
     if not kept:
         return ranking
     origin = min(min(q.submit for q in kept), now)
@@ -265,15 +276,6 @@ def rank_pending(
     book.start_clock(t)
     for js in book.states:
         book.arrive(js)
-    index = {(s.host, s.slurm_type): i for i, s in enumerate(slots)}
-    by_host: dict[str, list[int]] = {}
-    for i, s in enumerate(slots):
-        by_host.setdefault(s.host, []).append(i)
-    free = [s.count for s in slots]
-    running = Decision()
-    for q in kept:
-        if q.state == "RUNNING" and (where := _placement(q, index, by_host, free)) is not None:
-            running.assign[q.slurm_id] = where
     if running:
         book.apply_decision(running)
     ends = {jid: t + max(remaining[jid], 1.0) for jid in running.assign}

@@ -96,6 +96,23 @@ class Testbed:
         """Every process in node ``node``'s namespace dies at once, as on a machine that crashed (its daemons too)."""
         _kill_namespace(self, node)
 
+    def kill_program(self, node: int, program: str) -> list[int]:
+        """SIGKILL the processes in node ``node``'s namespace that run ``program`` (the base name of their
+        executable, e.g. ``raylet`` or ``slurmd``): one daemon dies, the rest of the machine lives on."""
+        hit = []
+        for pid in self.pids(node):
+            try:
+                argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+            except OSError:  # it ended meanwhile
+                continue
+            if os.path.basename(argv0) == program:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    hit.append(pid)
+                except ProcessLookupError:
+                    pass
+        return hit
+
     def pids(self, node: int) -> list[int]:
         """The processes in node ``node``'s namespace."""
         out = subprocess.run(["ip", "netns", "pids", self.nodes[node].namespace], capture_output=True, text=True)
