@@ -132,8 +132,11 @@ def _recovery_trial(folder: Path, steps: int, kind: str, failure: str) -> tuple[
         elif not bed.kill_program(victim, DAEMON[kind]):
             raise SystemExit(f"no {DAEMON[kind]} found on testbed node {victim}")
         run.wait(timeout=600)
-        again = out / "channels" / "g4" / "a2-c0-r0" / "status.json"
-        first = json.loads(again.read_text()).get("first_step_wall") if again.exists() else None
+        # the attempt that ran again: the last one (a killed raylet may fail the first attempt's task before GCS
+        # declares its node dead, and the retry on the same nodes is then sent back too)
+        last = max(int(p.name[1:].split("-")[0]) for p in (out / "channels" / "g4").glob("a*-c0-r0"))
+        again = out / "channels" / "g4" / f"a{last}-c0-r0" / "status.json"
+        first = json.loads(again.read_text()).get("first_step_wall") if last > 1 and again.exists() else None
         with open(out / "live.csv") as fh:
             rows = list(csv.DictReader(fh))
         finished = run.returncode == 0 and rows[-1]["outcome"] == "done"

@@ -121,7 +121,7 @@ def _finished(ids: list[str], timeout: float = 90.0) -> dict[str, str]:
 
 
 def test_slurm_starts_its_own_jobs_in_the_policy_order(slurm, tmp_path):
-    blocker = _sbatch("--gres=gpu:v100:4", "--time=1", "--job-name=adv-block", "--wrap", "sleep 5")
+    blocker = _sbatch("--gres=gpu:v100:4", "--time=1", "--job-name=adv-block", "--wrap", "sleep 3")
     _running(blocker)
     # each asks for every V100, so they run one at a time: submitted longest limit first
     limits = {

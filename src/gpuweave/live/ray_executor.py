@@ -51,6 +51,10 @@ KILL_REQUEST = "kill-request"  # the task sends SIGKILL
 CONTROL_POLL_S = 0.05
 NODE_CHECK_S = 1.0  # seconds between reads of GCS's node table (lost_nodes)
 KILL_WAIT_S = 10.0
+#: seconds a task that died with its Ray worker waits for GCS to say whether its node died too: a raylet killed on
+#: its own takes its workers at once but is declared dead only after missed health checks (Ray's defaults: 5 x 3 s;
+#: the testbed's: 3 x 1 s). Dead by then: the node was lost (no crash counted); alive: the worker crashed.
+NODE_VERDICT_S = 20.0
 
 
 @ray.remote(num_cpus=0, max_retries=0)
@@ -111,6 +115,7 @@ class _RayWorker:
     node: int  # cluster node index
     code: int | None = None
     gang: _Gang | None = None
+    failed_at: float | None = None  # monotonic time its task died with its Ray worker (its node's fate unknown yet)
 
 
 class RayExecutor(Executor["_RayWorker"]):
@@ -125,6 +130,7 @@ class RayExecutor(Executor["_RayWorker"]):
         self._reported: set[int] = set()
         self._pinned = False  # some cluster node is a Ray node of its own (pinned by id): its liveness is watched
         self._checked = 0.0  # monotonic time of the last read of GCS's node table
+        self._alive: set[str] = set()  # the Ray node ids alive at that read
         self.emulated = True
 
     def _connect(self, nodes: list[Node]) -> None:
@@ -256,27 +262,38 @@ class RayExecutor(Executor["_RayWorker"]):
         except ray.exceptions.GetTimeoutError:
             return
         except ray.exceptions.RayError:
+            now = time.monotonic()
+            handle.failed_at = handle.failed_at or now
+            if not self._note_if_lost(handle.node) and now - handle.failed_at < NODE_VERDICT_S:
+                return  # undecided: GCS may yet declare its node dead (NODE_VERDICT_S)
             handle.code = -9
-            self._note_if_lost(handle.node)
         self._ended(handle)
 
-    def _note_if_lost(self, node: int) -> None:
+    def _alive_nodes(self) -> set[str]:
+        """The Ray node ids GCS lists alive, read at most every ``NODE_CHECK_S``."""
+        now = time.monotonic()
+        if now - self._checked >= NODE_CHECK_S:
+            self._checked = now
+            self._alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}  # type: ignore[no-untyped-call]  # ray.nodes is unannotated
+        return self._alive
+
+    def _note_if_lost(self, node: int) -> bool:
+        """Whether ``node``'s Ray node is dead (its cluster nodes are then noted lost)."""
         target = self._target[node]
-        if not target.node_id or node in self._reported:
-            return
-        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}  # type: ignore[no-untyped-call]  # ray.nodes is unannotated
-        if target.node_id not in alive:
-            self._lost.update(i for i, t in self._target.items() if t.node_id == target.node_id)
+        if node in self._reported:
+            return True
+        if not target.node_id or target.node_id in self._alive_nodes():
+            return False
+        self._lost.update(i for i, t in self._target.items() if t.node_id == target.node_id)
+        return True
 
     def lost_nodes(self) -> list[int]:
         """Nodes Ray has declared dead since the last call. Besides a task that failed with its node, GCS's node
         table is read at most every ``NODE_CHECK_S``: a node cut off from the network takes the tasks it ran out of
         reach without failing them at their owner (seen on a testbed: nothing for 120 s, while GCS had declared
         the node dead after about 7 s of missed health checks)."""
-        now = time.monotonic()
-        if self._pinned and now - self._checked >= NODE_CHECK_S:
-            self._checked = now
-            alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}  # type: ignore[no-untyped-call]  # ray.nodes is unannotated
+        if self._pinned:
+            alive = self._alive_nodes()
             self._lost.update(i for i, t in self._target.items() if t.node_id and t.node_id not in alive)
         lost = sorted(self._lost - self._reported)
         self._reported.update(lost)
