@@ -73,15 +73,19 @@ def test_import_slurm_commands_read_this_slurm(slurm, tmp_path):
         out, raw = tmp_path / "trace.csv", tmp_path / "raw.sacct"
         expected = {v100, k80, f"{array}_0", f"{array}_1", requeued}
 
+        seen: list[dict] = [{}]
+
         def imported() -> bool:  # slurmdbd stores job ends a moment after squeue shows them
             proc = _cli("trace", "import-slurm", "-S", start, "--out", str(out), "--save-sacct", str(raw))
             assert proc.returncode == 0, proc.stderr
             with open(out) as fh:
-                rows = {r["job_id"]: r for r in csv.DictReader(fh)}
+                # only this test's jobs: an earlier test's that ended within the window's first 2 s are there too
+                rows = {r["job_id"]: r for r in csv.DictReader(fh) if int(r["job_id"].split("_")[0]) >= int(v100)}
+            seen[0] = {j: (r["state"], r["restarts"]) for j, r in rows.items()}
             done = set(rows) == expected and all(rows[j]["state"] == "COMPLETED" for j in expected - {requeued})
             return done and rows[requeued]["restarts"] == "1"  # the first run's REQUEUED record is stored too
 
-        _wait("sacct to record every job", imported, timeout=30)
+        _wait("sacct to record every job", imported, timeout=30, why=lambda: f"imported {seen[0]}, want {expected}")
         with open(out) as fh:
             rows = {r["job_id"]: r for r in csv.DictReader(fh)}
         assert rows[v100]["num_gpus"] == "2" and rows[v100]["gpu_model"] == "V100"
