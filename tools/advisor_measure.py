@@ -26,8 +26,10 @@ from datetime import datetime
 from pathlib import Path
 
 from gpuweave.live.slurm_sandbox import SlurmSandbox
+from gpuweave.workload.traces.slurm import TIME_FORMAT
 
 BLOCK_S = 4
+SACCT_WAIT_S = 600.0  # the longest a run of the jobs below may take to be in sacct, all of them completed
 
 
 def _sbatch(*args: str) -> str:
@@ -37,17 +39,20 @@ def _sbatch(*args: str) -> str:
     return out.strip().split(";")[0]
 
 
-def _wait_running(jid: str) -> None:
+def _wait_running(jid: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
     while subprocess.run(["squeue", "-h", "-o", "%T", "-j", jid], capture_output=True, text=True).stdout.strip() != (
         "RUNNING"
     ):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"job {jid} did not start within {timeout:g} s")
         time.sleep(0.2)
 
 
 def _sacct(ids: list[str]) -> dict[str, tuple[float, float, float]]:
     """(submit, start, end) epoch seconds of each job, once slurmdbd has every end."""
-    fmt = "%Y-%m-%dT%H:%M:%S"
-    while True:
+    deadline = time.monotonic() + SACCT_WAIT_S
+    while time.monotonic() < deadline:
         proc = subprocess.run(
             ["sacct", "-X", "-n", "--parsable2", "--format=JobID,Submit,Start,End,State", f"--jobs={','.join(ids)}"],
             capture_output=True,
@@ -56,8 +61,9 @@ def _sacct(ids: list[str]) -> dict[str, tuple[float, float, float]]:
         rows = [line.split("|") for line in proc.stdout.splitlines()]
         done = {r[0]: r for r in rows if len(r) == 5 and r[4] == "COMPLETED"}
         if len(done) == len(ids):
-            return {j: tuple(datetime.strptime(done[j][k], fmt).timestamp() for k in (1, 2, 3)) for j in ids}
+            return {j: tuple(datetime.strptime(done[j][k], TIME_FORMAT).timestamp() for k in (1, 2, 3)) for j in ids}
         time.sleep(1.0)
+    raise SystemExit(f"sacct did not show every job completed within {SACCT_WAIT_S:g} s: {proc.stdout[-500:]}")
 
 
 def _workload(n: int, seed: int) -> list[tuple[int, int]]:

@@ -170,7 +170,7 @@ def test_no_quota_when_set_to_zero(tmp_path):
     assert config.worker_limits() is None
 
 
-def test_a_users_slurm_account_and_qos_reach_sbatch_before_the_services(sqlite_url, monkeypatch):
+def test_a_users_slurm_account_and_qos_reach_sbatch_before_the_services(sqlite_url, monkeypatch, tmp_path):
     """`token create --slurm-account/--slurm-qos` set them on the user; the scheduler reads them with each job's row
     (the same join as its quota) and the slurm executor submits with them, over the service's --slurm-*."""
     from types import SimpleNamespace
@@ -201,7 +201,6 @@ def test_a_users_slurm_account_and_qos_reach_sbatch_before_the_services(sqlite_u
     spec = SimpleNamespace(  # the fields of a LaunchSpec that _submit reads
         job_id="1", attempt=1, copy=0, label="1/a1", attrs=job.attrs
     )
-    (folder := Path(sqlite_url.removeprefix("sqlite:///")).parent / "job").mkdir()
-    executor._submit(spec, folder, "gw0", "gpu:v100:1")  # type: ignore[arg-type]
+    executor._submit(spec, tmp_path, "gw0", "gpu:v100:1")  # type: ignore[arg-type]
     assert {"--account=ml", "--qos=short", "--partition=gpu"} <= set(calls[0]) and "--account=lab" not in calls[0]
     engine.dispose()

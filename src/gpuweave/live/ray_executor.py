@@ -264,7 +264,8 @@ class RayExecutor(Executor["_RayWorker"]):
         except ray.exceptions.RayError:
             now = time.monotonic()
             handle.failed_at = handle.failed_at or now
-            if not self._note_if_lost(handle.node) and now - handle.failed_at < NODE_VERDICT_S:
+            watched = bool(self._target[handle.node].node_id)  # a node of unknown id has no verdict to wait for
+            if not self._note_if_lost(handle.node) and watched and now - handle.failed_at < NODE_VERDICT_S:
                 return  # undecided: GCS may yet declare its node dead (NODE_VERDICT_S)
             handle.code = -9
         self._ended(handle)

@@ -47,7 +47,7 @@ from gpuweave.hardware.cluster_spec import Node
 from gpuweave.live.book import LiveBook
 from gpuweave.live.slurm_commands import first_line, run_slurm, try_slurm
 from gpuweave.workload.job import Job
-from gpuweave.workload.traces.slurm import gpu_tres
+from gpuweave.workload.traces.slurm import TIME_FORMAT, gpu_tres
 from gpuweave.workload.traces.slurm_nodes import GpuSlot, expand_hostlist, gpu_slots, parse_scontrol_text
 
 MODES = ("priority", "hold")
@@ -128,7 +128,7 @@ def parse_duration(text: str) -> float:
 def _epoch(text: str) -> float | None:
     """Epoch seconds of a Slurm timestamp (local time, ``YYYY-MM-DDTHH:MM:SS``); None for N/A or Unknown."""
     try:
-        return datetime.strptime(text.strip(), "%Y-%m-%dT%H:%M:%S").timestamp()
+        return datetime.strptime(text.strip(), TIME_FORMAT).timestamp()
     except ValueError:
         return None
 
