@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from gpuweave.live import gang
+from gpuweave.live.channel import read_failure
 
 DUMP = """
 import json, os, signal, sys, time
@@ -24,6 +25,8 @@ if mode in ("crash", "wait"):  # before the file below says this rank is up
 out = Path(sys.argv[1]) / f"rank{os.environ['RANK']}.json"
 Path(out).write_text(json.dumps({k: os.environ.get(k) for k in keys} | {"pid": os.getpid()}))
 if mode == "crash" and os.environ["RANK"] == "2":
+    while not Path(sys.argv[1], "rank1.json").exists():  # its node's other rank is up (its handler set)
+        time.sleep(0.01)
     sys.exit(3)
 if mode in ("crash", "wait"):
     time.sleep(60)
@@ -90,10 +93,19 @@ def test_a_failed_rank_ends_its_nodes_other_ranks_and_the_agent_reports_its_stat
     codes[1] = procs[1].wait(timeout=30)
     assert codes[1] == 3
     _wait_files(tmp_path, "term1", 1)  # rank 1, its node's other rank, was asked to stop (SIGTERM)
+    failure = read_failure(tmp_path / "node1")  # in the node's channel (local rank 0's), as torchrun's error file
+    assert failure is not None and (failure.rank, failure.local_rank, failure.status) == (2, 1, 3)
+    # the time is the rank's exit: after its last write, before its agent asked the node's other rank to stop
+    # (files' times come from the kernel's coarse clock, up to a tick of 10 ms behind time.time())
+    tick = 0.01
+    assert (
+        (tmp_path / "rank2.json").stat().st_mtime - tick <= failure.time <= (tmp_path / "term1").stat().st_mtime + tick
+    )
     _wait_files(tmp_path, "rank0.json", 1)  # node 0's rank is up (its handler set)
-    os.killpg(procs[0].pid, signal.SIGTERM)  # node 0 is stopped by the runtime as the attempt crashed
+    procs[0].send_signal(signal.SIGTERM)  # node 0 is stopped by the runtime, to its agent, as the attempt crashed
     assert procs[0].wait(timeout=30) == 0
     assert (tmp_path / "term0").exists()
+    assert read_failure(tmp_path / "node0") is None  # a rank stopped that exits 0 is no failure
 
 
 def test_sigterm_reaches_every_rank_and_a_killed_agent_leaks_none(tmp_path):

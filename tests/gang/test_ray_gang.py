@@ -48,11 +48,13 @@ def _rows(out) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
-def test_a_node_whose_link_goes_down_sends_the_gang_back_to_its_checkpoint_on_the_other_nodes(ray_bed, tmp_path):
-    steps = 100  # long enough to be cut off midway (about 35 steps per second; cut at the first checkpoint)
+def run_and_fail_rank0s_node(bed, tmp_path, fail) -> tuple[list[dict], int, object]:
+    """Run a 2-rank gang on two of the three Ray worker nodes; at its first checkpoint ``fail(victim)`` on the node
+    that holds rank 0. The rows of live.csv, the victim and the run's folder."""
+    steps = 100  # long enough to fail midway (about 35 steps per second; failed at the first checkpoint)
     out = tmp_path / "out"
     run = subprocess.Popen(
-        _on_head(ray_bed, _setup(tmp_path, 3, steps, 0.1), out), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        _on_head(bed, _setup(tmp_path, 3, steps, 0.1), out), stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
         status = out / "channels" / "g4" / "a1-c0-r0" / "status.json"
@@ -61,20 +63,25 @@ def test_a_node_whose_link_goes_down_sends_the_gang_back_to_its_checkpoint_on_th
             assert run.poll() is None, run.stderr.read().decode()[-3000:]
             time.sleep(0.1)
         rendezvous = json.loads((out / "channels" / "g4" / "a1-c0.rendezvous.json").read_text())
-        victim = next(i for i, n in enumerate(ray_bed.nodes) if n.addr == rendezvous["addr"])
-        ray_bed.set_link(victim, up=False)  # the node that holds rank 0 is cut off
+        victim = next(i for i, n in enumerate(bed.nodes) if n.addr == rendezvous["addr"])
+        assert victim != 0  # a worker node's address, not the head's
+        fail(victim)
         _, err = run.communicate(timeout=RUN_LIMIT_S)
     finally:
         if run.poll() is None:
             run.kill()
     assert run.returncode == 0, err.decode()[-3000:]
     rows = _rows(out)
-    assert [r["outcome"] for r in rows] == ["node-lost", "done"]
     assert all(r["placement"].count(":1") == 2 for r in rows)  # each attempt one gang over two Ray nodes
-    assert victim != 0 and rendezvous["addr"] in {n.addr for n in ray_bed.nodes[1:]}  # a worker node's address
+    final = torch.load(out / "checkpoints" / "g4" / "model.ckpt", map_location="cpu")
+    assert final["position"] == steps
+    assert _max_difference(final, reference(steps)) < TOLERANCE  # nothing lost, nothing trained twice
+    return rows, victim, out
+
+
+def test_a_node_whose_link_goes_down_sends_the_gang_back_to_its_checkpoint_on_the_other_nodes(ray_bed, tmp_path):
+    rows, _, _ = run_and_fail_rank0s_node(ray_bed, tmp_path, lambda victim: ray_bed.set_link(victim, up=False))
+    assert [r["outcome"] for r in rows] == ["node-lost", "done"]
     lost = rows[0]["cause"]
     assert lost.startswith("node w") and lost.endswith(" lost")
     assert lost.split()[1] not in rows[1]["placement"]  # it ran again elsewhere: on the two other nodes
-    final = torch.load(out / "checkpoints" / "g4" / "model.ckpt", map_location="cpu")
-    assert final["position"] == steps
-    assert _max_difference(final, reference(steps)) < TOLERANCE

@@ -62,6 +62,7 @@ class Attempt:
     stopping: bool = False
     stop_wall: float | None = None  # when the runtime asked the workers to stop (SIGTERM)
     crash: str = ""
+    failed_wall: float | None = None  # when the runtime first saw one of its workers fail (the crash verdict waits)
     node_lost: bool = False  # a node of the placement disappeared: the job went back to the queue
     lost_node: str = ""  # its name
     requeued: str = ""  # why the cluster manager ended it though nothing failed (Executor.ended_by_cluster)

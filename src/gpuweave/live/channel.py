@@ -16,6 +16,7 @@ from pathlib import Path
 
 STATUS_FILE = "status.json"
 CHECKPOINT_REQUEST = "checkpoint-request"
+FAILURE_FILE = "failure.json"
 
 
 @dataclass(slots=True)
@@ -40,6 +41,33 @@ def read_status(channel: Path) -> WorkerStatus | None:
     except FileNotFoundError:
         return None
     return WorkerStatus(**data)
+
+
+@dataclass(slots=True)
+class RankFailure:
+    """A gang agent's account of its node's first failed rank, as torchrun's error file gives it: which rank, its
+    exit status (``-N``: signal N) and when it exited (``time.time()``). The runtime names the gang's crash after the
+    earliest of its nodes' failures: a rank's death fails its peers' collectives a few milliseconds later."""
+
+    rank: int
+    local_rank: int
+    status: int
+    time: float
+
+
+def write_failure(channel: Path, failure: RankFailure) -> None:
+    tmp = channel / f".{FAILURE_FILE}.{os.getpid()}"
+    tmp.write_text(json.dumps(asdict(failure)))
+    os.replace(tmp, channel / FAILURE_FILE)
+
+
+def read_failure(channel: Path) -> RankFailure | None:
+    """The node agent's failure record, or None (no agent, no failed rank, or an agent killed before it wrote)."""
+    try:
+        data = json.loads((channel / FAILURE_FILE).read_text())
+    except FileNotFoundError:
+        return None
+    return RankFailure(**data)
 
 
 def request_checkpoint(channel: Path) -> None:

@@ -103,6 +103,13 @@ class Executor(ABC, Generic[H]):
         attempt again from its last checkpoint without counting a crash."""
         return ""
 
+    def undecided(self, handle: H) -> bool:
+        """Whether a worker that has not ended yet is known to have gone, its node's fate still unknown (Ray: its
+        task failed with its Ray worker and GCS has not yet said whether the node died too). While any of a gang's
+        workers is undecided the runtime holds the crash verdict its peers' failures would give, since a node lost
+        is no crash. By default none is."""
+        return False
+
     def pid(self, handle: H) -> int | None:
         """The worker's process id where it runs on this machine (journalled for a restarted runtime)."""
         return None

@@ -16,6 +16,9 @@ what torchrun's agent does on its node:
 3. supervises them: SIGTERM (the runtime's stop) is forwarded to every rank; a rank that fails ends the node's other
    ranks (SIGTERM, then SIGKILL after ``RANK_GRACE_S``) and the agent exits with its status, which the runtime reads
    as the attempt's crash; every rank dies with the agent (``PR_SET_PDEATHSIG``), so a killed agent leaks none.
+   Like torchrun's error file, the agent first writes which rank failed, how and when it exited (a pidfd per rank
+   wakes the agent at the exit) to the node's channel: a rank's death fails its peers on every node within
+   milliseconds, and the runtime names the gang's crash after the earliest exit.
 
 A program of gpuweave's own (``python -m gpuweave.live.workers.MODULE``, the bundled torch worker among them) is
 imported once by the agent and each rank is forked from it (:class:`_ForkedRank`) and runs the module as
@@ -38,6 +41,7 @@ import importlib
 import json
 import os
 import runpy
+import select
 import signal
 import socket
 import struct
@@ -47,6 +51,8 @@ import time
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+from gpuweave.live.channel import RankFailure, write_failure
 
 LOOPBACK = "127.0.0.1"
 #: the node agent's module (``python -m``)
@@ -310,24 +316,62 @@ def _start_ranks(args: list[str], envs: list[dict[str, str]]) -> list[Any]:
 
 
 def _supervise(procs: list[Any], envs: list[dict[str, str]], stopped: list[bool]) -> int:
-    """Wait for every rank; the first failure ends the others. The agent's exit status."""
+    """Wait for every rank; the first failure ends the others and is written to the node's channel with the time
+    the rank exited (:class:`~gpuweave.live.channel.RankFailure`). The agent's exit status."""
     forwarded = False
-    while True:
-        if stopped[0] and not forwarded:
-            forwarded = True
-            _signal_all(procs, signal.SIGTERM)
-        codes: list[int | None] = [p.poll() for p in procs]
-        failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
-        if failed:
-            index, code = failed[0]
-            assert code is not None
-            _end(procs)
-            # last in the node's log (the ranks' own last words come before it): the attempt's crash reason
-            print(f"gang agent: rank {envs[index]['RANK']} (local rank {index}) exited with status {code}", flush=True)
-            return code if code > 0 else 128 - code  # a signal: the shell's 128 + N
-        if all(c == 0 for c in codes):
-            return 0
-        time.sleep(POLL_S)
+    exits = _ExitWatch(procs)
+    try:
+        while True:
+            if stopped[0] and not forwarded:
+                forwarded = True
+                _signal_all(procs, signal.SIGTERM)
+            codes: list[int | None] = [p.poll() for p in procs]
+            failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
+            if failed:
+                index, code = failed[0]
+                assert code is not None
+                env = envs[index]
+                failure = RankFailure(int(env["RANK"]), index, code, exits.seen)
+                write_failure(Path(envs[0]["GPUWEAVE_CHANNEL"]), failure)  # local rank 0's channel: the node's
+                _end(procs)
+                # last in the node's log (the ranks' own last words come before it): the attempt's crash reason
+                print(f"gang agent: rank {env['RANK']} (local rank {index}) exited with status {code}", flush=True)
+                return code if code > 0 else 128 - code  # a signal: the shell's 128 + N
+            if all(c == 0 for c in codes):
+                return 0
+            exits.wait(POLL_S)
+    finally:
+        exits.close()
+
+
+class _ExitWatch:
+    """Sleeps until one of the ranks exits (a pidfd per rank: readable once its process has ended) or a timeout
+    passes, and notes when it woke: a failed rank's exit time to the millisecond, not to the poll, since the
+    earliest failure across the gang's nodes names its crash and a peer fails a few milliseconds after a rank dies.
+    Without pidfds (Linux before 5.3) it sleeps, and the time is the poll's."""
+
+    def __init__(self, procs: list[Any]) -> None:
+        self.seen = time.time()
+        self.fds: list[int] = []
+        try:
+            self.fds = [os.pidfd_open(p.pid) for p in procs]
+        except (AttributeError, OSError):  # no pidfd_open: poll
+            self.close()
+
+    def wait(self, timeout: float) -> None:
+        if self.fds:
+            ready, _, _ = select.select(self.fds, [], [], timeout)
+            for fd in ready:  # an ended rank stays readable: watched no longer once it has been seen
+                self.fds.remove(fd)
+                os.close(fd)
+        else:
+            time.sleep(timeout)
+        self.seen = time.time()
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
 
 
 def _signal_all(procs: list[Any], signum: int) -> None:

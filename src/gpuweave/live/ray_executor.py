@@ -87,7 +87,9 @@ def run_worker(argv: list[str], env: dict[str, str], channel: str, use_gpu_ids: 
             os.killpg(proc.pid, signal.SIGKILL)
         elif not stopped and (folder / STOP_REQUEST).exists():
             stopped = True
-            os.killpg(proc.pid, signal.SIGTERM)
+            # to the worker alone, as the local executor does: a gang's agent forwards it to its ranks, and a rank
+            # signalled twice could take the second while its interpreter exits, when SIGTERM kills again
+            proc.send_signal(signal.SIGTERM)
 
 
 @dataclass(slots=True)
@@ -254,6 +256,9 @@ class RayExecutor(Executor["_RayWorker"]):
             if ready:
                 self._collect(handle)
         return handle.code
+
+    def undecided(self, handle: _RayWorker) -> bool:
+        return handle.code is None and handle.failed_at is not None
 
     def _collect(self, handle: _RayWorker, timeout: float | None = None) -> None:
         """The task's result; a task that died with its Ray node or worker reads as killed (-9)."""

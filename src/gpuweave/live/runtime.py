@@ -35,6 +35,7 @@ from gpuweave.cluster.state import JobState, Placement
 from gpuweave.errors import InputError, InvalidDecisionError
 from gpuweave.live.attempts import Attempt, Copy, LiveJob, Worker, commit, split_steps
 from gpuweave.live.book import Action, LiveBook
+from gpuweave.live.channel import read_failure
 from gpuweave.live.config import LiveConfig, program_argv
 from gpuweave.live.executor import Executor, LaunchSpec, log_tail
 from gpuweave.live.gang import agent_argv, agent_env, gang_sizes, single_rank_env
@@ -45,6 +46,8 @@ from gpuweave.live.rates import MeasuredProfiles, RateKey, emulated_rate, measur
 from gpuweave.workload.job import Job
 from gpuweave.workload.profile_source import ProfileSource
 
+#: seconds the crash verdict on a gang waits for its other workers' ends once one has failed (Runtime._settling)
+CRASH_SETTLE_S = 3.0
 MIN_MEASURE_STEPS = 5  # a rate is measured once a copy has done this many steps
 
 
@@ -55,7 +58,7 @@ class ClusterUsage:
     now: float
     waiting: int  # jobs in the policy's queue
     running: int  # jobs holding GPUs
-    busy: dict[str, int]  # GPUs in use per GPU model
+    busy: dict[str, float]  # GPUs in use per GPU model (a shared run: the shares held, in GPUs)
     total: dict[str, int]  # GPUs per GPU model
     power_w: float
     energy_j: float  # since the start (a restarted service's included)
@@ -218,13 +221,20 @@ class LiveRuntime:
         self.book.complete(job.js)
 
     def usage(self) -> ClusterUsage:
-        """Jobs and GPUs in use, power, energy and cost now. O(GPU models)."""
+        """Jobs and GPUs in use, power, energy and cost now. O(GPU models); a shared run's O(GPUs), its busy GPUs
+        being the shares held (a GPU with one half-GPU task is half busy, not busy)."""
         book = self.book.cluster
+        busy: dict[str, float] = {m: book.busy_by_model[i] for i, m in enumerate(book.models)}
+        if book.shares is not None:
+            busy = dict.fromkeys(book.models, 0.0)
+            for node, spec in enumerate(book.nodes):
+                busy[spec.gpu_model] += book.shares.held_gpus(node)
+            busy = {m: round(b, 3) for m, b in busy.items()}
         return ClusterUsage(
             now=book.now,
             waiting=len(book.pending),
             running=len(book.running),
-            busy={m: book.busy_by_model[i] for i, m in enumerate(book.models)},
+            busy=busy,
             total=book.gpus_by_model,
             power_w=book.power_w,
             energy_j=book.energy_j,
@@ -441,6 +451,8 @@ class LiveRuntime:
                 for w in copy.workers[1:]:
                     self.executor.terminate(w.handle)
         bad = [w for c in attempt.copies if c not in finished for w in c.workers if w.code not in (None, 0)]
+        if bad and self._settling(attempt, wall):
+            return
         requeued = [r for r in (self.executor.ended_by_cluster(w.handle) for w in bad) if r]
         if requeued and len(requeued) == len(bad):  # the cluster manager ended it, nothing failed
             attempt.requeued = requeued[0]
@@ -449,10 +461,23 @@ class LiveRuntime:
         if attempt.crash or attempt.requeued:
             self._kill_workers(attempt.workers)
 
+    def _settling(self, attempt: Attempt, wall: float) -> bool:
+        """Whether the verdict on a gang with a failed worker waits: while one of its workers is undecided (its
+        node's fate unknown: :meth:`Executor.undecided`, bounded by the executor), or for up to ``CRASH_SETTLE_S``
+        while the failed copy's other workers are still running (a rank's death fails its peers a few milliseconds
+        later, each node's agent reports when it has ended its ranks, and the cause is the earliest failure)."""
+        if attempt.failed_wall is None:
+            attempt.failed_wall = wall
+        if any(w.code is None and self.executor.undecided(w.handle) for w in attempt.workers):
+            return True
+        failed = [c for c in attempt.copies if any(w.code not in (None, 0) for w in c.workers)]
+        running = any(w.code is None for c in failed for w in c.workers)
+        return running and wall - attempt.failed_wall < CRASH_SETTLE_S
+
     def _crash_reason(self, attempt: Attempt, bad: list[Worker], wall: float) -> str:
         """Why the attempt counts as crashed now (a worker failed, left early or went silent), or ""."""
         if bad:
-            w = bad[0]
+            w = root_cause(bad)
             return f"worker {w.spec.label} exited with status {w.code}: {log_tail(w.spec.channel)}"
         early = [c for c in attempt.copies if c.workers[0].code == 0 and c.steps < c.target]
         if early:
@@ -670,3 +695,19 @@ class LiveRuntime:
             )
         handles = self.executor.launch_gang(specs)
         return Copy(index, share, ckpt, [Worker(spec, handle) for spec, handle in zip(specs, handles)])
+
+
+def root_cause(bad: list[Worker]) -> Worker:
+    """The failed worker a gang's crash is named after, as torchrun names its root cause: first a worker killed by a
+    signal without a failure record (killed from outside, or with its node: its ranks died with it and failed their
+    peers), then the earliest rank exit in the node agents' failure records
+    (:class:`~gpuweave.live.channel.RankFailure`), then placement order. O(failed workers)."""
+
+    def order(item: tuple[int, Worker]) -> tuple[int, float, int]:
+        index, worker = item
+        record = read_failure(worker.spec.channel)
+        if record is not None:
+            return (1, record.time, index)
+        return (0 if (worker.code or 0) < 0 else 2, 0.0, index)
+
+    return min(enumerate(bad), key=order)[1]
