@@ -29,6 +29,27 @@ def test_halves_of_one_gpu_run_together(sqlite_url, make_service, tmp_path):
     assert node["gpus"] == 1 and node["busy"] == 1.0 and [j["share"] for j in node["jobs"]] == [0.5, 0.5]
 
 
+def test_a_half_gpu_task_counts_half_a_gpu_busy_in_the_nodes_view_the_metrics_and_the_samples(
+    sqlite_url, make_service, tmp_path
+):
+    service, client = _shared_service(tmp_path, sqlite_url, make_service)
+    alice = token(sqlite_url, "alice")
+    spec = job_spec("h", steps=200000, gpu_milli=500, cpu_milli=2000, memory_mib=4096)
+    job = client.post("/api/v1/jobs", json=spec, headers=auth(alice)).json()
+    wait_for(lambda: client.get(f"/api/v1/jobs/{job['id']}", headers=auth(alice)).json()["state"] == "running")
+    (node,) = client.get("/api/v1/nodes", headers=auth(alice)).json()
+    assert node["busy"] == 0.5 and node["jobs"][0]["share"] == 0.5  # the GPU is half taken, not taken
+    gauge = 'gpuweave_busy_gpus{gpu_type="V100"} '
+
+    def busy() -> list[float]:
+        lines = client.get("/metrics").text.splitlines()
+        return [float(line.split()[-1]) for line in lines if line.startswith(gauge)]
+
+    assert wait_for(lambda: busy() == [0.5], timeout=30)
+    history = lambda: client.get("/api/v1/dashboard", headers=auth(alice)).json()["series"]  # noqa: E731
+    assert wait_for(lambda: any(s["busy"] == {"V100": 0.5} for s in history()), timeout=30)  # the dashboard's chart
+
+
 def test_what_cannot_be_held_is_a_422(sqlite_url, make_service, tmp_path):
     service, client = _shared_service(tmp_path, sqlite_url, make_service, start=False)
     alice, root = token(sqlite_url, "alice"), token(sqlite_url, "root", admin=True)

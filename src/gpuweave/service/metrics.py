@@ -43,7 +43,7 @@ class ServiceMetrics:
         *,
         queued: int,
         running: int,
-        busy: dict[str, int],
+        busy: dict[str, float],
         total: dict[str, int],
         power_w: float,
         energy_j: float,

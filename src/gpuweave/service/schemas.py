@@ -121,6 +121,7 @@ class NodeJob(BaseModel):
     name: str | None
     user: str | None
     gpus: int
+    share: float = Field(1.0, description="the part of each of its GPUs the job holds (a shared run's task: < 1)")
 
 
 class Node(BaseModel):
@@ -128,7 +129,7 @@ class Node(BaseModel):
     name: str
     gpu_type: str
     gpus: int
-    busy: int
+    busy: float = Field(description="GPUs in use: a GPU shared by tasks counts the shares they hold")
     jobs: list[NodeJob]
 
 

@@ -153,6 +153,11 @@ class ShareLedger:
         row = self.nodes.gpu_free[node]
         return int(((row >= 0) & (row < FULL_GPU_MILLI)).sum())
 
+    def held_gpus(self, node: int) -> float:
+        """The shares of ``node``'s GPUs its tasks hold, in GPUs (two halves of one GPU: 1.0)."""
+        row = self.nodes.gpu_free[node]
+        return float(np.where(row >= 0, FULL_GPU_MILLI - row, 0).sum()) / FULL_GPU_MILLI
+
     def start_class(self, job: Job) -> str:
         """The job's type and request: jobs of one GPU count and start class fit exactly where each other does
         (:mod:`gpuweave.cluster.policies.pending_index`)."""
