@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check src tests tools
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q -n 2 --dist loadgroup
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=15 --durations-min=5
 
 # The documentation site into site/: reference pages generated from the commands and recordings, then mkdocs
 # (offline: no web fonts, no plugins that fetch anything). Links are page.html (use_directory_urls: false), so
