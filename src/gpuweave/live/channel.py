@@ -13,6 +13,7 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 STATUS_FILE = "status.json"
 CHECKPOINT_REQUEST = "checkpoint-request"
@@ -28,19 +29,29 @@ class WorkerStatus:
     error: str = ""
 
 
+def _write(channel: Path, name: str, record: WorkerStatus | RankFailure) -> None:
+    """A record of the channel as one JSON file, replaced whole (its reader never sees half of it)."""
+    tmp = channel / f".{name}.{os.getpid()}"
+    tmp.write_text(json.dumps(asdict(record)))
+    os.replace(tmp, channel / name)
+
+
+def _read(channel: Path, name: str) -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads((channel / name).read_text())
+    except FileNotFoundError:
+        return None
+    return data
+
+
 def write_status(channel: Path, status: WorkerStatus) -> None:
-    tmp = channel / f".{STATUS_FILE}.{os.getpid()}"
-    tmp.write_text(json.dumps(asdict(status)))
-    os.replace(tmp, channel / STATUS_FILE)
+    _write(channel, STATUS_FILE, status)
 
 
 def read_status(channel: Path) -> WorkerStatus | None:
     """The worker's last status, or None before its first report."""
-    try:
-        data = json.loads((channel / STATUS_FILE).read_text())
-    except FileNotFoundError:
-        return None
-    return WorkerStatus(**data)
+    data = _read(channel, STATUS_FILE)
+    return None if data is None else WorkerStatus(**data)
 
 
 @dataclass(slots=True)
@@ -56,18 +67,13 @@ class RankFailure:
 
 
 def write_failure(channel: Path, failure: RankFailure) -> None:
-    tmp = channel / f".{FAILURE_FILE}.{os.getpid()}"
-    tmp.write_text(json.dumps(asdict(failure)))
-    os.replace(tmp, channel / FAILURE_FILE)
+    _write(channel, FAILURE_FILE, failure)
 
 
 def read_failure(channel: Path) -> RankFailure | None:
     """The node agent's failure record, or None (no agent, no failed rank, or an agent killed before it wrote)."""
-    try:
-        data = json.loads((channel / FAILURE_FILE).read_text())
-    except FileNotFoundError:
-        return None
-    return RankFailure(**data)
+    data = _read(channel, FAILURE_FILE)
+    return None if data is None else RankFailure(**data)
 
 
 def request_checkpoint(channel: Path) -> None:

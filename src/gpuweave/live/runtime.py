@@ -46,7 +46,7 @@ from gpuweave.live.rates import MeasuredProfiles, RateKey, emulated_rate, measur
 from gpuweave.workload.job import Job
 from gpuweave.workload.profile_source import ProfileSource
 
-#: seconds the crash verdict on a gang waits for its other workers' ends once one has failed (Runtime._settling)
+#: seconds the crash verdict on a gang waits for its other workers' ends once one has failed (LiveRuntime._settling)
 CRASH_SETTLE_S = 3.0
 MIN_MEASURE_STEPS = 5  # a rate is measured once a copy has done this many steps
 
@@ -224,12 +224,13 @@ class LiveRuntime:
         """Jobs and GPUs in use, power, energy and cost now. O(GPU models); a shared run's O(GPUs), its busy GPUs
         being the shares held (a GPU with one half-GPU task is half busy, not busy)."""
         book = self.book.cluster
-        busy: dict[str, float] = {m: book.busy_by_model[i] for i, m in enumerate(book.models)}
-        if book.shares is not None:
-            busy = dict.fromkeys(book.models, 0.0)
+        if book.shares is None:
+            busy: dict[str, float] = {m: book.busy_by_model[i] for i, m in enumerate(book.models)}
+        else:
+            held = dict.fromkeys(book.models, 0.0)
             for node, spec in enumerate(book.nodes):
-                busy[spec.gpu_model] += book.shares.held_gpus(node)
-            busy = {m: round(b, 3) for m, b in busy.items()}
+                held[spec.gpu_model] += book.shares.held_gpus(node)
+            busy = {m: round(b, 3) for m, b in held.items()}
         return ClusterUsage(
             now=book.now,
             waiting=len(book.pending),
