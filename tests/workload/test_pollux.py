@@ -99,8 +99,9 @@ def test_rate_on_measured_and_interpolated_shapes(model):
     assert model.placement_rate(jt, "T4", (2,)) == pytest.approx(1 / 1.7)
     assert model.placement_rate(jt, "T4", (1, 1)) == pytest.approx(1 / 1.9)
     app = model.apps["toy"]
-    # 14 GPUs on 7 nodes, not measured: halfway between 12 and 16 GPUs on the 6- and 8-node lines (4.5 and 8.5
-    # s at local batch 15), then halfway between those lines.
+    # 14 GPUs on 7 nodes, not measured: linear on the triangulation of (nodes, GPUs, local batch); the toy table is
+    # linear in nodes and GPUs there, so that is the midpoint of 12 and 16 GPUs on the 6- and 8-node lines (4.5 and
+    # 8.5 s at local batch 15).
     assert app.step_times((2,) * 7, 15) == pytest.approx((6.5, 0.2))
     assert app.step_times((2,) * 6, 15) == pytest.approx((3.5, 0.2))  # a measured (nodes, GPUs) pair
     assert app.step_times((2,) * 6, 25) is None  # outside the measured local batches

@@ -45,6 +45,7 @@ from gpuweave.workload.job import Job
 from gpuweave.workload.profile_source import PlacementRateSource, ProfileSource
 
 if TYPE_CHECKING:
+    from gpuweave.cluster.epoch_rounding import EpochRounding
     from gpuweave.cluster.sharing.ledger import ShareLedger
 
 _NONE: list[JobState] = []  # no preemptions (read only)
@@ -103,13 +104,15 @@ class ClusterBook:
         ideal_placement: bool = False,
         forks_jobs: bool = False,
         shares: ShareLedger | None = None,
+        epoch_clock: EpochRounding | None = None,
     ) -> None:
         """``nodes`` are expanded cluster nodes (index, name, gpu_model, num_gpus, price_per_kwh, pue) indexed
         0..N-1; ``gpu_power`` maps a GPU model to (idle W, max W); ``ideal_placement`` gives every placement the
         consolidated rate (no placement effects, as Gavel's simulator); ``forks_jobs`` lets a decision give a job
         several whole copies of its GPUs (HadarE; the driver's policy says so); ``shares`` makes it a shared run:
         jobs are tasks holding shares of GPUs, CPU and memory, placed by a task placement
-        (:mod:`gpuweave.cluster.sharing.ledger`)."""
+        (:mod:`gpuweave.cluster.sharing.ledger`); ``epoch_clock`` rounds each epoch's end as Pollux's simulator does
+        (:mod:`gpuweave.cluster.epoch_rounding`; the simulator's, for a profile source that knows epochs)."""
         if not nodes:
             raise InputError("the cluster has no nodes")
         self.nodes = nodes
@@ -122,6 +125,7 @@ class ClusterBook:
         self.ideal_placement = bool(ideal_placement)
         self.forks_jobs = bool(forks_jobs)
         self.shares = shares
+        self.epoch_clock = epoch_clock
         self.now = 0.0
         self._last_t = 0.0
         self._index_nodes(nodes)
@@ -541,7 +545,10 @@ class ClusterBook:
         now = self.now
         # max(0, x) as conditionals (the same floats): two builtin calls fewer per job that leaves its GPUs
         productive = now - js.productive_start
-        progress = productive * js.rate if productive > 0.0 else 0.0
+        if self.epoch_clock is not None:
+            progress = self.epoch_clock.progress(js, now)
+        else:
+            progress = productive * js.rate if productive > 0.0 else 0.0
         left = js.remaining - progress
         js.remaining = left if left > 0.0 else 0.0
         if self.record_segments:

@@ -47,13 +47,14 @@ from typing import TYPE_CHECKING
 
 from gpuweave.cluster.book import AllocationChange, ClusterBook, RecordSink, Segment, TimeseriesRow
 from gpuweave.cluster.contract import ClusterPolicy
+from gpuweave.cluster.epoch_rounding import EpochRounding
 from gpuweave.cluster.placements import PlacementRule, TaskPlacement
 from gpuweave.cluster.state import ClusterView, JobState, queue_set
 from gpuweave.engine.loop import STALE, EventLoop
 from gpuweave.errors import InvalidDecisionError
 from gpuweave.hardware.cluster_spec import Node
 from gpuweave.workload.job import Job
-from gpuweave.workload.profile_source import ProfileSource
+from gpuweave.workload.profile_source import EpochStepSource, ProfileSource
 
 if TYPE_CHECKING:
     from gpuweave.cluster.sharing.ledger import ShareLedger
@@ -122,6 +123,14 @@ def book_records(book: ClusterBook, start_time: float, events: int, decisions: i
     )
 
 
+def _epoch_clock(profiles: ProfileSource, policy: ClusterPolicy) -> EpochRounding | None:
+    """Pollux's rounding at epoch ends, for a profile source that knows where epochs end (Pollux's job model) and a
+    policy on a round grid, as in Pollux's simulator (:mod:`gpuweave.cluster.epoch_rounding`); else None."""
+    if not isinstance(profiles, EpochStepSource) or not policy.round_length:
+        return None
+    return EpochRounding(profiles, policy.round_length)
+
+
 class Simulator:
     """The clock of a simulated run: arrivals, predicted completions and round ticks on one event loop."""
 
@@ -169,6 +178,7 @@ class Simulator:
             ideal_placement=ideal_placement,
             forks_jobs=policy.forks_jobs,  # opt-in job forking (HadarE, spec hadar.md §3)
             shares=shares,
+            epoch_clock=_epoch_clock(profiles, policy),
         )
         self.policy = policy
         self.round_length = policy.round_length
@@ -268,8 +278,9 @@ class Simulator:
             # spelled out: a Python call fewer per event.)
             if decision.assign or decision.preempt:
                 heap, seq = self._heap, self._next_seq
+                clock = book.epoch_clock
                 for js, _placement, _rate in book.apply(decision, self._policy_name):
-                    finish = js.productive_start + js.remaining / js.rate
+                    finish = js.productive_start + js.remaining / js.rate if clock is None else clock.finish(js)
                     heappush(heap, (finish, COMPLETION, seq(), COMPLETION, (js, js.version)))
             elif book.shares is not None:  # a plan that started nothing may still have taken shares
                 book.discard_plan()

@@ -19,6 +19,7 @@ from gpuweave.workload.job import Job
 if TYPE_CHECKING:
     from _typeshed import SupportsKeysAndGetItem
 
+    from gpuweave.cluster.epoch_rounding import EpochRounding
     from gpuweave.cluster.free_index import FreeIndex
     from gpuweave.cluster.sharing.ledger import ShareLedger
     from gpuweave.hardware.cluster_spec import Node
@@ -137,6 +138,7 @@ class ClusterState(Protocol):
     ideal_placement: bool
     fastest_cache: dict[tuple[str, int, tuple[str, ...] | None], list[str]]
     shares: ShareLedger | None
+    epoch_clock: EpochRounding | None
 
     def placement_rate(self, job: Job, num_gpus: int, placement: Placement, strict: bool = True) -> float: ...
 
@@ -240,7 +242,10 @@ class ClusterView:
         """Iterations left now (running jobs progress continuously)."""
         if js.placement is None:
             return js.remaining
-        done = max(0.0, self._book.now - js.productive_start) * js.rate
+        book = self._book
+        if book.epoch_clock is not None:
+            return max(0.0, js.remaining - book.epoch_clock.progress(js, book.now))
+        done = max(0.0, book.now - js.productive_start) * js.rate
         return max(0.0, js.remaining - done)
 
     def attained_service(self, js: JobState) -> float:

@@ -9,7 +9,9 @@ A job's allowed GPU types are not a source's business: they are the job's ``allo
 policies' rates, run preparation's GPU models, trace checks' job types, the service's admission check).
 :class:`PlacementRateSource` is the optional extra of a source whose rate depends on the GPUs per node, not
 just on consolidated or not (Pollux's job model); a driver asks for it with ``isinstance(source,
-PlacementRateSource)``. Both are structural (:class:`typing.Protocol`): a source need not inherit from them.
+PlacementRateSource)``. :class:`EpochStepSource` is the extra of a source that knows where a job's epochs end
+(Pollux's job model again: the simulator then rounds each epoch's end as Pollux's simulator does). All are
+structural (:class:`typing.Protocol`): a source need not inherit from them.
 """
 
 from __future__ import annotations
@@ -55,4 +57,15 @@ class PlacementRateSource(Protocol):
     def placement_rate(self, job_type: str, gpu_model: str, counts: tuple[int, ...]) -> float:
         """Steps/s of ``job_type`` on ``counts`` GPUs per node of ``gpu_model``; 0.0 = do not place it there;
         MissingProfileError for an unknown job type."""
+        ...
+
+
+@runtime_checkable
+class EpochStepSource(Protocol):
+    """A source that knows where a job's epochs end (Pollux's job model): the simulator then runs Pollux's
+    simulator's clock at epoch ends (:mod:`gpuweave.cluster.epoch_rounding`)."""
+
+    def epoch_steps(self, job_type: str, num_gpus: int) -> list[float]:
+        """Steps done at the end of each epoch of a job of ``job_type`` on ``num_gpus`` GPUs, ascending, the last
+        one its whole work; MissingProfileError for an unknown job type."""
         ...

@@ -159,7 +159,7 @@ def _write_jobs(path: Path, ours: JobTimes, peer_jct: dict[str, float]) -> None:
         writer = csv.writer(fh)
         writer.writerow(["job_id", "arrival", "peer_jct", "ours_jct"])
         for job in sorted(peer_jct, key=lambda j: (ours.arrival[j], j)):
-            writer.writerow([job, f"{ours.arrival[job]:g}", f"{float(peer_jct[job]):g}", f"{ours.jct[job]:.6g}"])
+            writer.writerow([job, f"{ours.arrival[job]:g}", f"{float(peer_jct[job]):g}", f"{ours.jct[job]:.10g}"])
 
 
 def crosscheck_pollux(data_dir: Path, out_dir: Path) -> list[ComparisonRow]:
