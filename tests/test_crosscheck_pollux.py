@@ -17,34 +17,43 @@ POLLUX = shared_dir() / "data" / "pollux"
 
 
 @pytest.mark.skipif(not POLLUX.is_dir(), reason=f"shared Pollux data not found at {POLLUX}")
-def test_tiresias_pollux_preset_reproduces_every_jct_of_pollux(tmp_path):
+def test_tiresias_and_optimus_reproduce_every_jct_of_pollux_simulator(tmp_path):
     """Pollux's simulator's epoch rounding (cluster/epoch_rounding.py) and its interpolation of unmeasured
-    placements (qhull's triangulation) make every job's JCT Pollux's own, to the second it reports."""
+    placements (qhull's triangulation) make every job's JCT Pollux's own, to the second it reports: Tiresias
+    (tiresias-1.0-results.json) and Optimus on elastic jobs (results-1.0/optimus-1.0-results.json)."""
     rows = crosscheck_pollux(POLLUX, tmp_path)
-    metrics = [r for r in rows if r.metric in ("avg JCT", "median JCT", "makespan")]
-    assert len(metrics) == 12
+    metrics = [r for r in rows if r.metric in ("avg JCT", "median JCT", "makespan") and r.ours is not None]
+    assert len(metrics) == 24
     for row in metrics:
-        assert row.experiment.startswith("pollux tiresias")
         assert row.ours == pytest.approx(row.paper, rel=1e-9), (row.experiment, row.metric)
-    for workload in ("workload-1", "workload-2", "workload-3", "workload-4"):
-        with open(tmp_path / f"tiresias-1.0-{workload}-jobs.csv", newline="") as fh:
-            jobs = list(csv.DictReader(fh))
-        assert len(jobs) == 160
-        assert max(abs(float(j["ours_jct"]) - float(j["peer_jct"])) for j in jobs) < 1e-3, workload
+    for policy in ("tiresias", "optimus"):
+        for workload in ("workload-1", "workload-2", "workload-3", "workload-4"):
+            with open(tmp_path / f"{policy}-1.0-{workload}-jobs.csv", newline="") as fh:
+                jobs = list(csv.DictReader(fh))
+            assert len(jobs) == 160
+            assert max(abs(float(j["ours_jct"]) - float(j["peer_jct"])) for j in jobs) < 1e-3, (policy, workload)
+    assert (tmp_path / "optimus-1.0-workload-1.trace.csv").is_file()
+    pollux = [r for r in rows if r.experiment.startswith("pollux pollux")]
+    assert len(pollux) == 1 and pollux[0].ours is None and "no gpuweave counterpart" in pollux[0].note
 
 
 def make_data_dir(root: Path) -> Path:
     write_app(root / "traces")
     write_workload(root, ["toy-0,5,toy,1,10", "toy-1,70,toy,2,40", "toy-2,80,toy,1,10"])
     (root / "tiresias-1.0-results.json").write_text(json.dumps({"jcts": {"w": {"toy-0": 100, "toy-1": 90}}}))
-    (root / "optimus-1.0-results.json").write_text(json.dumps({"jcts": {"w": {"toy-0": 100}}}))
+    (root / "results-1.0").mkdir()  # Pollux's and Optimus' results, as in the shared data
+    (root / "results-1.0" / "optimus-1.0-results.json").write_text(json.dumps({"jcts": {"w": {"toy-0": 100}}}))
+    (root / "results-1.0" / "pollux-1.0-results.json").write_text(json.dumps({"jcts": {"w": {"toy-0": 100}}}))
     return root
 
 
 def test_rows_name_the_peer_policy_and_metric(tmp_path):
     rows = crosscheck_pollux(make_data_dir(tmp_path / "data"), tmp_path / "out")
-    optimus = [r for r in rows if "optimus" in r.experiment]
-    assert len(optimus) == 1 and optimus[0].ours is None and "no gpuweave counterpart" in optimus[0].note
+    pollux = [r for r in rows if "pollux pollux" in r.experiment]
+    assert len(pollux) == 1 and pollux[0].ours is None and "no gpuweave counterpart" in pollux[0].note
+    optimus = {r.metric: r for r in rows if r.experiment == "pollux optimus (load 1.0) w"}
+    assert optimus["avg JCT"].paper == 100.0 and optimus["avg JCT"].ours > 0
+    assert "elastic jobs" in optimus["avg JCT"].note
     tiresias = [r for r in rows if r.experiment == "pollux tiresias (load 1.0) w"]
     metrics = ["avg JCT", "median JCT", "makespan", "per-job JCT Pearson r", "per-job JCT Spearman rho"]
     assert [r.metric for r in tiresias] == metrics

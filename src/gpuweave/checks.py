@@ -227,10 +227,20 @@ def parse(text: Any, rng: Range, *, file: str | Path | None = None, row: int | N
     return number(text, rng, file=file, row=row, field=field)
 
 
+RUN_SETTINGS = frozenset({"seed", "round_length"})  # passed to every policy by the run, never as policy_options
+
+
 def finite_options(options: dict[str, Any]) -> dict[str, Any]:
     """``options`` (a policy's keyword options), unchanged; InputError naming the option when a number in it, at
     any depth, is NaN or infinite. Policies take their options as plain Python values, so nothing else refuses
-    ``.inf`` (YAML), ``Infinity`` (Python's json) or ``float('nan')``; a JSON column would store them as null."""
+    ``.inf`` (YAML), ``Infinity`` (Python's json) or ``float('nan')``; a JSON column would store them as null.
+    ``seed`` and ``round_length`` are the run's settings, which every policy takes: as options they are refused by
+    name (they reached the policy twice)."""
+    for key in RUN_SETTINGS.intersection(options):
+        raise InputError(
+            f"{key!r} is a run setting, not a policy option: give it as the run's {key} (--{key.replace('_', '-')})",
+            field="policy_options",
+        )
     for key, value in options.items():
         bad = _non_finite(value)
         if bad is not None:

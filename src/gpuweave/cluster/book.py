@@ -837,8 +837,13 @@ class ClusterBook:
 
 
 def _moldable_ok(job: Job, total: int) -> bool:
-    """Opt-in gang relaxation: ``Job.attrs["moldable"]`` True (any count >= 1) or a collection of counts."""
+    """Opt-in gang relaxation: ``Job.attrs["moldable"]`` True (any count >= 1), a number N (1..N GPUs: a trace
+    column, e.g. an elastic Pollux job's most replicas) or a collection of counts."""
     allowed = job.attrs.get("moldable") if job.attrs else None
     if not allowed:
         return False
-    return total >= 1 if allowed is True else total in allowed  # type: ignore[operator]  # a collection of counts
+    if allowed is True:
+        return total >= 1
+    if isinstance(allowed, (int, float)):
+        return 1 <= total <= allowed
+    return total in allowed  # type: ignore[operator]  # a collection of counts

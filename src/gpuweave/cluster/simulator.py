@@ -17,11 +17,11 @@ Model (issue #2, DESIGN.md):
   Pollux's simulator charges its 30 s re-scale delay on every allocation, the first included).
 - Energy: every GPU draws idle power when free and max power when allocated (restarting included), times
   its node's PUE; cost is that energy times the node's price per kWh.
-- Opt-in per job (``Job.attrs``): ``moldable`` (True = any GPU count with a positive rate, or a collection of
-  allowed counts) relaxes the gang rule to "as many GPUs as the placement gives", with the rate looked up for
-  that count (ANDREAS picks a job's GPU count at every rescheduling); ``snapshot_every`` (work units, e.g. 1
-  epoch) makes a preempted or moved job resume from its last snapshot: progress since the last multiple is
-  lost (counted in ``Simulator.rollback_lost``).
+- Opt-in per job (``Job.attrs``): ``moldable`` (True = any GPU count with a positive rate, a number N = 1..N GPUs,
+  or a collection of allowed counts) relaxes the gang rule to "as many GPUs as the placement gives", with the rate
+  looked up for that count (ANDREAS picks a job's GPU count at every rescheduling; Optimus an elastic Pollux job's);
+  ``snapshot_every`` (work units, e.g. 1 epoch) makes a preempted or moved job resume from its last snapshot:
+  progress since the last multiple is lost (counted in ``Simulator.rollback_lost``).
 - Forking (opt-in, HadarE): a policy with ``forks_jobs = True`` may give a job m >= 2 whole copies of
   ``num_gpus`` GPUs, each copy on one node; the job then progresses at the sum of the copies' consolidated
   rates (copies' steps add up) until its work is done.

@@ -248,6 +248,12 @@ class ClusterView:
         done = max(0.0, book.now - js.productive_start) * js.rate
         return max(0.0, js.remaining - done)
 
+    def epochs_done(self, js: JobState) -> int | None:
+        """Epochs the job has finished, as Pollux's simulator counts them; None when the run's profile source does
+        not know epochs (:mod:`gpuweave.cluster.epoch_rounding`)."""
+        clock = self._book.epoch_clock
+        return None if clock is None else clock.epochs_done(js, self._book.now)
+
     def attained_service(self, js: JobState) -> float:
         """GPU-seconds the job has held so far (Tiresias' attained service)."""
         placement = js.placement

@@ -136,6 +136,7 @@ class Validation:
     progress: np.ndarray
     grad_sqr: np.ndarray
     grad_var: np.ndarray
+    iteration: np.ndarray | None = None  # steps taken by each epoch's end (Optimus' remaining work); optional
 
 
 @dataclass(slots=True)
@@ -148,12 +149,15 @@ class PolluxApp:
     by_shape: dict[tuple[int, ...], StepCurve]
     by_size: SizeSurface  # any other shape, by (nodes, GPUs, local batch)
     validation: dict[int, Validation]  # ascending batch sizes
+    replica_cap: int | None = None  # Pollux's simulator's cap on an elastic job's GPUs (ncf: 1), None: none
     init_batch_size: int = field(init=False)
     max_batch_size: int = field(init=False)
+    min_local_bsz: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.init_batch_size = min(self.validation)
         self.max_batch_size = max(self.validation)
+        self.min_local_bsz = int(min(float(c.local_bsz[0]) for c in self.by_shape.values()))
 
     # ------------------------------------------------------------------ batch sizes
     def batch_plan(self, batch_size: int, replicas: int) -> BatchPlan:
@@ -205,6 +209,45 @@ class PolluxApp:
         ends = self.epoch_ends()
         spans = np.diff(np.concatenate(([0.0], ends)))
         return spans / self.gains(plan.batch_size)
+
+    def epoch_gains(self, batch_size: int, replicas: int) -> np.ndarray:
+        """Each epoch's gain at the effective batch ``batch_size`` takes on ``replicas`` GPUs."""
+        return self.gains(self.batch_plan(batch_size, replicas).batch_size)
+
+    # ------------------------------------------------------------------ Optimus' oracle (Pollux's optimus.py)
+    def iterations(self, batch_size: int, epoch: int) -> float:
+        """Steps the validation run had taken by the end of epoch index ``epoch``, linear between the validated
+        batch sizes around ``batch_size`` (Pollux's ``get_iteration``)."""
+        lower, upper = self._bracket(batch_size)
+        lo, hi = self.validation[lower].iteration, self.validation[upper].iteration
+        if lo is None or hi is None:
+            raise InputError(f"{self.name}: the validation tables have no 'iteration' column", field="iteration")
+        if lower == upper:
+            return float(lo[epoch])
+        return float(((batch_size - lower) * hi[epoch] + (upper - batch_size) * lo[epoch]) / (upper - lower))
+
+    def max_replicas(self, batch_size: int) -> int:
+        """The most GPUs an elastic job of ``batch_size`` may take: each needs the smallest measured local batch;
+        Pollux's simulator caps some applications (ncf at 1)."""
+        most = max(1, batch_size // self.min_local_bsz)
+        return most if self.replica_cap is None else min(most, self.replica_cap)
+
+    def packed_step_time(self, batch_size: int, replicas: int, gpus_per_node: int) -> float | None:
+        """Seconds per step of ``batch_size`` on ``replicas`` GPUs packed on full nodes, as Optimus predicts it in
+        Pollux's simulator: one GPU always accumulates at least once; None where the tables cannot answer."""
+        counts = (gpus_per_node,) * (replicas // gpus_per_node)
+        if replicas % gpus_per_node:
+            counts += (replicas % gpus_per_node,)
+        local = -(-batch_size // replicas)
+        accum = -(-local // self.max_local_bsz) - 1
+        if replicas == 1:
+            accum = max(1, accum)
+        atomic = min(-(-local // (accum + 1)), self.max_batch_size // (replicas * (accum + 1)))
+        times = self.step_times(placement_shape(counts), atomic)
+        if times is None:
+            return None
+        step, sync = times
+        return step + (step - sync) * accum
 
     # ------------------------------------------------------------------ speed
     def step_times(self, shape: tuple[int, ...], local_bsz: int) -> tuple[float, float] | None:
@@ -283,6 +326,31 @@ class PolluxJobModel:
         app, batch_size = self.app_of(job_type)
         return app.epoch_steps(batch_size, num_gpus)
 
+    def epoch_step_factors(self, job_type: str, num_gpus: int, gpus: int) -> list[float]:
+        """Per epoch, what one step on ``gpus`` GPUs is worth in steps on ``num_gpus``: the ratio of the epoch's
+        gains at the two effective batches (an elastic job's work is counted in steps at its trace's size)."""
+        app, batch_size = self.app_of(job_type)
+        return (app.epoch_gains(batch_size, gpus) / app.epoch_gains(batch_size, num_gpus)).tolist()
+
+    def optimus_remaining(self, job_type: str, epoch: int) -> float:
+        """Optimus' remaining steps after ``epoch`` finished epochs (Pollux's ``optimus.py``: the validation run's
+        steps from that epoch to the completion epoch, 1 once there)."""
+        app, batch_size = self.app_of(job_type)
+        last = app.max_epochs - 1
+        if last <= epoch:
+            return 1.0
+        return app.iterations(batch_size, last) - app.iterations(batch_size, epoch)
+
+    def optimus_step_time(self, job_type: str, replicas: int) -> float | None:
+        """Optimus' predicted seconds per step of ``job_type`` on ``replicas`` GPUs packed on full nodes."""
+        app, batch_size = self.app_of(job_type)
+        return app.packed_step_time(batch_size, replicas, self.gpus_per_node)
+
+    def max_replicas(self, job_type: str) -> int:
+        """The most GPUs an elastic job of ``job_type`` may take (see :meth:`PolluxApp.max_replicas`)."""
+        app, batch_size = self.app_of(job_type)
+        return app.max_replicas(batch_size)
+
     def job_types(self) -> tuple[str, ...]:
         return self._job_types
 
@@ -333,6 +401,11 @@ def _rows(path: Path, columns: tuple[str, ...]) -> list[list[float]]:
     return rows
 
 
+def _has_column(path: Path, name: str) -> bool:
+    header = next(csv_rows(io.StringIO(read_text(path)), file=path), [])
+    return name in (c.strip() for c in header)
+
+
 def _curves(groups: dict, what: Path) -> dict:
     """Mean step/sync time per (key, local_bsz), as one ascending curve per key."""
     out = {}
@@ -349,17 +422,22 @@ def _curves(groups: dict, what: Path) -> dict:
     return out
 
 
-def _app_constants() -> dict[str, tuple[int, int | None]]:
+def _app_constants() -> dict[str, tuple[int, int | None, int | None]]:
+    """``{application: (max_epochs, max_local_bsz or None, replica cap or None)}`` from the bundled table."""
     text = resources.files("gpuweave.workload").joinpath("data", APP_CONSTANTS).read_text(encoding="utf-8")
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
     out = {}
     for record in list(csv.DictReader(lines)):
-        local = record["max_local_bsz"].strip()
-        out[record["application"]] = (int(record["max_epochs"]), int(local) if local else None)
+        local, cap = record["max_local_bsz"].strip(), record["max_replicas"].strip()
+        out[record["application"]] = (
+            int(record["max_epochs"]),
+            int(local) if local else None,
+            int(cap) if cap else None,
+        )
     return out
 
 
-def load_app(folder: Path, constants: tuple[int, int | None] | None = None) -> PolluxApp:
+def load_app(folder: Path, constants: tuple[int, int | None, int | None] | None = None) -> PolluxApp:
     """One application's tables from ``folder`` (``placements.csv``, ``scalability.csv``, ``validation-*.csv``)."""
     shapes: dict[tuple[int, ...], list] = {}
     sizes: dict[tuple[int, int, float], list[tuple[float, float]]] = {}
@@ -385,10 +463,11 @@ def load_app(folder: Path, constants: tuple[int, int | None] | None = None) -> P
         if not batch.isdigit():
             raise InputError("expected validation-<batch size>.csv", file=path)
         table = np.array(_rows(path, ("progress", "grad_sqr", "grad_var")))
-        validation[int(batch)] = Validation(table[:, 0], table[:, 1], table[:, 2])
+        iteration = np.array(_rows(path, ("iteration",)))[:, 0] if _has_column(path, "iteration") else None
+        validation[int(batch)] = Validation(table[:, 0], table[:, 1], table[:, 2], iteration)
     if not validation:
         raise InputError("no validation-<batch size>.csv files", file=folder)
-    max_epochs, max_local = constants or (None, None)
+    max_epochs, max_local, cap = constants or (None, None, None)
     by_shape = _curves(shapes, folder / "placements.csv")
     epochs = min(len(v.progress) for v in validation.values())
     if max_epochs is not None and max_epochs > epochs:
@@ -400,17 +479,32 @@ def load_app(folder: Path, constants: tuple[int, int | None] | None = None) -> P
         by_shape=by_shape,
         by_size=SizeSurface(np.array(points, dtype=float), np.array(values, dtype=float)),
         validation=dict(sorted(validation.items())),
+        replica_cap=cap,
     )
 
 
 def load_pollux_job_model(path: str | Path, *, gpu_model: str = DEFAULT_GPU_MODEL) -> PolluxJobModel:
-    """The job model of every application under ``path`` (Pollux's ``simulator/traces`` layout)."""
+    """The job model of every application under ``path`` (Pollux's ``simulator/traces`` layout).
+
+    Loaded once per process while its files stay the same (their sizes and modification times): an import and the
+    simulation after it, or a crosscheck's runs, share one model and its caches (rates, triangulations)."""
     folder = Path(path)
     if not is_pollux_traces(folder):
         raise InputError("not a Pollux traces directory: expected <app>/placements.csv inside", file=folder)
+    files = sorted(p for p in folder.glob("*/*.csv") if p.is_file())
+    stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+    key = (str(folder.resolve()), gpu_model)
+    cached = _LOADED.get(key)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
     constants = _app_constants()
     apps = {}
     for placements in sorted(folder.glob("*/placements.csv")):
         app_dir = placements.parent
         apps[app_dir.name] = load_app(app_dir, constants.get(app_dir.name))
-    return PolluxJobModel(apps, source=str(folder), gpu_model=gpu_model)
+    model = PolluxJobModel(apps, source=str(folder), gpu_model=gpu_model)
+    _LOADED[key] = (stamp, model)
+    return model
+
+
+_LOADED: dict[tuple[str, str], tuple[tuple[tuple[str, int, int], ...], PolluxJobModel]] = {}

@@ -69,3 +69,7 @@ class EpochStepSource(Protocol):
         """Steps done at the end of each epoch of a job of ``job_type`` on ``num_gpus`` GPUs, ascending, the last
         one its whole work; MissingProfileError for an unknown job type."""
         ...
+
+    def epoch_step_factors(self, job_type: str, num_gpus: int, gpus: int) -> list[float]:
+        """Per epoch, what one step of the job on ``gpus`` GPUs is worth in its steps on ``num_gpus``."""
+        ...

@@ -20,6 +20,7 @@ POLICY_MODULES = [
     "gpuweave.cluster.policies.sjf",
     "gpuweave.cluster.policies.yarn_cs",
     "gpuweave.cluster.policies.tiresias",
+    "gpuweave.cluster.policies.optimus",
     "gpuweave.cluster.policies.gavel",
     "gpuweave.cluster.policies.hadar",
     "gpuweave.cluster.policies.hadare",

@@ -23,8 +23,9 @@ Presets (``preset``, one option; any option given explicitly wins over its prese
   Qiao et al., OSDI'21 sec. 5.1): 2 queues split at 16 x 3,600 = 57,600 GPU-seconds, 60 s rounds, GPUs taken
   greedily from the node with the most free GPUs (lowest index on ties) whatever the job's size
   (``placement="most-free"``), and each queue FIFO by the time the job *entered it*, so a demoted job queues
-  behind the jobs demoted before it (``queue_order="entry"``). Pollux's simulator also charges a 30 s re-scale
-  delay on every allocation: run it with ``restart_delay: 30`` and ``start_delay: 30``.
+  behind the jobs demoted before it (``queue_order="entry"``; jobs submitted in the same second in the workload's
+  row order, ``Job.attrs["submit_order"]`` as the Pollux importer sets it). Pollux's simulator also charges a 30 s
+  re-scale delay on every allocation: run it with ``restart_delay: 30`` and ``start_delay: 30``.
 
 Complexity per round: O(A log A) to sort A active jobs plus O(A x nodes of a model) placement; O(1) for a round
 after a round that changed nothing when no job arrived, started or finished since and none changed queue (the
@@ -47,12 +48,13 @@ from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.placement import CapacityCache, CapacityScratch, fewest_nodes, spread
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.rate_table import RateTableCache
+from gpuweave.workload.traces.pollux import SUBMIT_ORDER
 
 if TYPE_CHECKING:
     from gpuweave.cluster.rate_table import RateTable
     from gpuweave.cluster.state import ClusterView, JobState, Placement
 
-    # a job's sort key in the priority order: (queue, [time entered it,] arrival, id, job state)
+    # a job's sort key in the priority order: (queue, [time entered it,] arrival, [submit order,] id, job state)
     OrderKey = tuple[Any, ...]
 
 PLACEMENTS = ("fewest-nodes", "most-free")
@@ -214,8 +216,8 @@ class TiresiasPolicy(ClusterPolicy):
 
     def _key(self, js: JobState, queue: int, entered: float) -> OrderKey:
         job = js.job
-        if self.queue_order == "entry":
-            return (queue, entered, job.arrival, job.job_id, js)
+        if self.queue_order == "entry":  # Pollux's simulator: same-second submissions in the workload's row order
+            return (queue, entered, job.arrival, job.attrs.get(SUBMIT_ORDER, 0) if job.attrs else 0, job.job_id, js)
         return (queue, job.arrival, job.job_id, js)
 
     def _observe(self, js: JobState, queue: int, now: float) -> None:

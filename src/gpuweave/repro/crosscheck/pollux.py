@@ -6,14 +6,17 @@ like the artifact's ``simulator/`` folder:
 
 - ``traces/<app>/``: the applications' tables, read as Pollux's job model (:mod:`gpuweave.workload.pollux`);
 - ``workloads/*.csv`` (load 1.0) or ``workloads-<load>/*.csv``: the workloads (``name,time,application,...``);
-- ``<policy>-<load>-results.json``: ``{"jcts": {workload: {job: JCT s}}, "avgs": {...}}``, the peer's results.
+- ``<policy>-<load>-results.json``, in ``data_dir`` or a ``results-<load>/`` folder in it: ``{"jcts": {workload:
+  {job: JCT s}}, "avgs": {...}}``, the peer's results.
 
 For every results file whose policy has a counterpart here (:data:`COUNTERPARTS`; Pollux's Tiresias ->
-``tiresias`` with ``preset: pollux``) and every workload it holds, the workload is imported, simulated on the
+``tiresias`` with ``preset: pollux``; Pollux's Optimus -> ``optimus`` on elastic jobs, each job's most GPUs in the
+trace's ``moldable`` column) and every workload it holds, the workload is imported, simulated on the
 bundled ``pollux-64`` cluster with Pollux's 30 s re-scale delay on every allocation, and compared: average and
 median JCT and makespan (last completion - first arrival) as rows with the peer's value in ``paper``, and the
 per-job Pearson and Spearman correlations of the JCTs. A policy without a counterpart gets one row without ours.
-Each run's per-job JCTs are written to ``<policy>-<load>-<workload>-jobs.csv`` in ``out_dir``.
+Each run's per-job JCTs are written to ``<policy>-<load>-<workload>-jobs.csv`` in ``out_dir``, the trace it ran to
+``<policy>-<load>-<workload>.trace.csv``.
 
 The peer's results are checked before anything runs: a JCT that is not a positive number of seconds (a string,
 ``true``, a negative or zero value), a workload without jobs or a load that is not a number is one InputError naming
@@ -51,13 +54,18 @@ LOAD = Range("", 0.0, 1e3, lo_open=True)  # the job load of a results file (1.0 
 
 @dataclass(frozen=True, slots=True)
 class Counterpart:
-    """Our policy and options standing for one of Pollux's simulator's policies."""
+    """Our policy and options standing for one of Pollux's simulator's policies; ``elastic``: the jobs may take
+    any GPU count up to their most (the trace's ``moldable`` column), the batch size staying the trace's."""
 
     policy: str
     options: dict[str, object]
+    elastic: bool = False
 
 
-COUNTERPARTS: dict[str, Counterpart] = {"tiresias": Counterpart("tiresias", {"preset": "pollux"})}
+COUNTERPARTS: dict[str, Counterpart] = {
+    "tiresias": Counterpart("tiresias", {"preset": "pollux"}),
+    "optimus": Counterpart("optimus", {}, elastic=True),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +89,7 @@ def _peer_results(data_dir: Path) -> list[tuple[str, str, dict[str, dict[str, fl
     """``(policy, load, {workload: {job: JCT}})`` of every results file in ``data_dir``, checked (see the module
     docstring)."""
     found = []
-    for path in sorted(data_dir.glob("*-results.json")):
+    for path in sorted([*data_dir.glob("*-results.json"), *data_dir.glob("results-*/*-results.json")]):
         match = RESULTS_NAME.match(path.name)
         if match is None:
             continue
@@ -117,12 +125,17 @@ def _workloads_dir(data_dir: Path, load: str) -> Path:
     return folder
 
 
-def run_ours(workload: Path, data_dir: Path, counterpart: Counterpart, out_dir: Path) -> JobTimes:
-    """Import ``workload``, simulate it with ``counterpart`` as Pollux's simulator would, return per-job times."""
+def run_ours(
+    workload: Path, data_dir: Path, counterpart: Counterpart, out_dir: Path, name: str | None = None
+) -> JobTimes:
+    """Import ``workload``, simulate it with ``counterpart`` as Pollux's simulator would, return per-job times; the
+    imported trace is ``<name>.trace.csv`` in ``out_dir`` (default: the workload's name)."""
     traces = data_dir / "traces"
     model = load_pollux_job_model(traces)
     frame = validate_frame(read_pollux_workload(workload, model), file=workload, profiles=model)
-    trace = safe_child(out_dir, workload.stem, suffix=".trace.csv", file=workload, field="workload")
+    if counterpart.elastic:
+        frame["moldable"] = [model.max_replicas(job_type) for job_type in frame["job_type"]]
+    trace = safe_child(out_dir, name or workload.stem, suffix=".trace.csv", file=workload, field="workload")
     write_frame(frame, trace)
     config = SimulationConfig(
         policy=counterpart.policy,
@@ -177,13 +190,18 @@ def crosscheck_pollux(data_dir: Path, out_dir: Path) -> list[ComparisonRow]:
             continue
         folder = _workloads_dir(data_dir, load)
         options = ", ".join(f"{k}={v}" for k, v in counterpart.options.items())
-        note = f"ours: {counterpart.policy} ({options}) on {POLLUX_CLUSTER}, {RESCALE_DELAY:g} s per allocation"
+        elastic = ", elastic jobs" if counterpart.elastic else ""
+        note = (
+            f"ours: {counterpart.policy}{f' ({options})' if options else ''} on {POLLUX_CLUSTER}{elastic}, "
+            f"{RESCALE_DELAY:g} s per allocation"
+        )
         for workload, peer_jct in sorted(by_workload.items()):
             path = safe_child(folder, workload, suffix=".csv", field=f"jcts.{workload}")
             if not path.is_file():
                 raise InputError(f"the results name workload {workload!r}, which has no CSV", file=path)
-            ours = run_ours(path, data_dir, counterpart, out_dir)
-            jobs = safe_child(out_dir, f"{policy}-{load}-{workload}", suffix="-jobs.csv", field=f"jcts.{workload}")
+            stem = f"{policy}-{load}-{workload}"
+            ours = run_ours(path, data_dir, counterpart, out_dir, name=stem)
+            jobs = safe_child(out_dir, stem, suffix="-jobs.csv", field=f"jcts.{workload}")
             _write_jobs(jobs, ours, peer_jct)
             rows.extend(compare(f"pollux {policy} (load {load}) {workload}", ours, peer_jct, note))
     return rows

@@ -3,7 +3,8 @@
 One job per row, header ``name,time,application,num_replicas,batch_size``: ``time`` is the submission second,
 ``num_replicas`` the GPUs and ``batch_size`` the global batch Pollux's Tiresias runs the job with (its
 "TunedJobs" setting). Mapping to the schema: ``job_id = name``, ``arrival = time``, ``num_gpus = num_replicas``,
-``job_type = "<application> (batch size <batch_size>)"`` and ``work`` = the job's steps under Pollux's job model
+``job_type = "<application> (batch size <batch_size>)"``, ``submit_order`` = the row (1, 2, ...: Pollux's simulator
+breaks ties between jobs submitted in the same second by it) and ``work`` = the job's steps under Pollux's job model
 (:mod:`gpuweave.workload.pollux`), which needs the applications' traces: the ``profiles`` given when they are a
 Pollux job model, else the ``traces/`` directory beside the workload's folder (Pollux's own layout,
 ``<dir>/workloads/<file>.csv`` next to ``<dir>/traces/<app>/``).
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
+# The job's row among the workload's jobs: Pollux's simulator takes jobs submitted in the same second in row order
+# (its queues and Optimus' hand-out), where the schema's order is (arrival, job id). Read by the policies that
+# reproduce it (tiresias' pollux preset, optimus) through Job.attrs.
+SUBMIT_ORDER = "submit_order"
 
 
 def traces_beside(workload: str | Path) -> Path:
@@ -62,7 +67,7 @@ def read_pollux_workload(path: str | Path, profiles: ProfileSource | None = None
                 f"missing column '{column}' (expected {', '.join(COLUMNS)})", file=file, row=0, field=column
             )
     model = job_model_for(file, profiles)
-    records = []
+    records: list[dict[str, object]] = []
     for record in raw.to_dict("records"):
         row = int(record[ROW])
         app = record["application"].strip()
@@ -89,6 +94,7 @@ def read_pollux_workload(path: str | Path, profiles: ProfileSource | None = None
                 "job_type": job_type,
                 "work": work,
                 "note": f"from Pollux workload {file.name}",
+                SUBMIT_ORDER: len(records) + 1,
                 ROW: row,
             }
         )
