@@ -9,7 +9,8 @@ would otherwise squeeze the interesting part into a corner. Times are simulated 
 the magnitude of what it shows calls for (seconds, minutes, hours or days: :func:`gpuweave.units.axis_unit`, the
 unit the report's tables and sentences use for the same durations), named in the axis label and in the CSV's
 column (``jct_h``, ``time_min``). Shared runs (tasks holding shares of GPUs) add one figure, the share held and FGD's
-fragmentation ratio over time (:func:`plot_sharing`); a report of whole-GPU runs has none.
+fragmentation ratio over time (:func:`plot_sharing`); a report of whole-GPU runs has none. Runs in which a job
+changed its GPU count (elastic jobs: Optimus) add each job's GPUs over time (:func:`plot_job_gpus`).
 Complexity: O(rows of the runs' CSV files) plus matplotlib's drawing.
 """
 
@@ -38,7 +39,7 @@ from gpuweave.plotting import (
     series_style,
     write_csv,
 )
-from gpuweave.report.rundir import LABEL_MAX, SHARING_REQUIRED, RunData, _short, config_part
+from gpuweave.report.rundir import LABEL_MAX, SHARING_REQUIRED, RunData, _short, config_part, job_gpu_segments
 from gpuweave.report.section import Figure
 from gpuweave.units import Unit, axis_unit, duration_text, time_metric_unit
 
@@ -585,6 +586,85 @@ def plot_sharing(runs: Sequence[RunData], path: Path) -> Figure:
     return Figure(save(fig, path), caption + _clip_sentence(shared, clip, end) + _merged_sentence(shared), csv)
 
 
+#: the per-job GPUs figure draws at most this many runs (one panel each), those with the most resized jobs
+JOB_GPUS_MAX_RUNS = 4
+
+
+def resized_runs(runs: Sequence[RunData]) -> list[tuple[RunData, list[tuple[str, float, float, int]]]]:
+    """Runs in which some job held more than one GPU count over its life (elastic or moldable jobs), with their
+    per-job stretches (:func:`~gpuweave.report.rundir.job_gpu_segments`)."""
+    found = []
+    for run in runs:
+        segments = job_gpu_segments(run)
+        if not segments:
+            continue
+        counts: dict[str, set[int]] = {}
+        for job, _start, _end, gpus in segments:
+            counts.setdefault(job, set()).add(gpus)
+        if any(len(c) > 1 for c in counts.values()):
+            found.append((run, segments))
+    return found
+
+
+def plot_job_gpus(resized: Sequence[tuple[RunData, list[tuple[str, float, float, int]]]], path: Path) -> Figure:
+    """Each job's GPUs over time, one row per job (arrival order, first at the top), a bar coloured by its GPU
+    count for every stretch it held a constant count: where an elastic policy (Optimus, ANDREAS's moldable jobs)
+    grows and shrinks jobs. One panel per run with resized jobs, at most :data:`JOB_GPUS_MAX_RUNS`.
+    O(stretches) plus matplotlib's drawing."""
+    from matplotlib import colormaps
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import BoundaryNorm, LogNorm
+
+    shown = list(resized)[:JOB_GPUS_MAX_RUNS]
+    runs = [run for run, _ in shown]
+    t0 = _start(runs)
+    clip, end = activity_horizon(runs)
+    unit = _time_unit(clip)
+    most = max(g for _, segs in shown for *_, g in segs)
+    # on a log scale 1, 2 and 4 GPUs differ as much as 16, 32 and 64: most jobs are small
+    norm = LogNorm(vmin=1, vmax=most) if most > 8 else BoundaryNorm(np.arange(0.5, most + 1.5), 256)
+    ticks = [g for g in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if g <= most] if most > 8 else list(range(1, most + 1))
+    cmap = colormaps["viridis"]
+    fig, axes = figure(len(shown), 1, height=2.6 + 2.4 * len(shown), sharex=True)
+    rows: list[tuple[Any, ...]] = []
+    summary = []
+    for i, (run, segments) in enumerate(shown):
+        ax = axes[i, 0]
+        order = {job: k for k, job in enumerate(run.jobs.sort_values(["arrival", "job_id"])["job_id"])}
+        for job, start, stop, gpus in segments:
+            y = order.get(job)
+            if y is None:
+                continue
+            x0, x1 = (start - t0) / unit.seconds, (stop - t0) / unit.seconds
+            ax.broken_barh([(x0, x1 - x0)], (y - 0.4, 0.8), facecolors=cmap(norm(gpus)), linewidth=0)
+            rows.append((run.label, job, x0, x1, gpus))
+        ax.set_ylim(len(order) - 0.5, -0.5)
+        ax.set_ylabel("jobs (arrival order)", fontsize="small")
+        ax.set_title(plot_title(run.label), fontsize="small", loc="left")
+        counts: dict[str, set[int]] = {}
+        for job, _a, _b, gpus in segments:
+            counts.setdefault(job, set()).add(gpus)
+        summary.append(f"{run.label}: {sum(len(c) > 1 for c in counts.values())} of {len(counts)} jobs resized")
+    axes[-1, 0].set_xlabel(_time_label("time since the first arrival", unit), fontsize="small")
+    _clip_note(axes[0, 0], clip, end, unit, panel=False)
+    bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes[:, 0].tolist(), ticks=ticks)
+    bar.ax.set_yticklabels([str(t) for t in ticks])
+    bar.set_label("GPUs", fontsize="small")
+    _suptitle(fig, "GPUs of each job over time", clip, end)
+    csv = write_csv(
+        path.with_suffix(".csv"), ("series", "job_id", f"start_{unit.symbol}", f"end_{unit.symbol}", "gpus"), rows
+    )
+    caption = (
+        "Each job's GPUs over time since the first arrival: one row per job in arrival order, a bar for every "
+        "stretch it held a constant number of GPUs, coloured by that number (gaps: waiting or preempted). Look for "
+        "long jobs shrunk while short ones arrive and grown again after: the elastic policy trading one job's speed "
+        f"for another's. {'; '.join(summary)}."
+    )
+    if len(resized) > len(shown):
+        caption += f" Drawn: the first {len(shown)} of {len(resized)} runs with resized jobs."
+    return Figure(save(fig, path), caption + _clip_sentence(runs, clip, end), csv)
+
+
 def plot_runs(runs: Sequence[RunData], out_dir: Path) -> list[Figure]:
     """Every cluster plot of the runs into ``out_dir``, identical runs merged first; the sharing figure only when
     some run is a shared run (whole-GPU reports stay as they were)."""
@@ -599,6 +679,9 @@ def plot_runs(runs: Sequence[RunData], out_dir: Path) -> list[Figure]:
     ]
     if any(run.sharing is not None for run in merged):
         figures.append(plot_sharing(merged, out_dir / "sharing_over_time.png"))
+    resized = resized_runs(merged)
+    if resized:
+        figures.append(plot_job_gpus(resized, out_dir / "job_gpus.png"))
     return figures
 
 

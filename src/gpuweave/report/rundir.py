@@ -139,6 +139,44 @@ def read_sharing(path: Path):
     return df.sort_values("time_s", kind="stable").reset_index(drop=True)
 
 
+#: allocations.csv above this size is not read for the per-job GPUs figure (a run of 10^5 jobs writes hundreds of MB)
+ALLOCATIONS_MAX_BYTES = 32 * 1024 * 1024
+
+
+def job_gpu_segments(run: RunData) -> list[tuple[str, float, float, int]] | None:
+    """``(job, start, end, GPUs)`` of every stretch a job held a constant GPU count, from ``allocations.csv``
+    (``time,job_id,node,gpu_model,gpus``: a job's GPUs on a node from that time on), in time order; None when the
+    file is absent or larger than :data:`ALLOCATIONS_MAX_BYTES`. A job's last stretch ends at its end in jobs.csv.
+    O(rows)."""
+    path = run.path / "allocations.csv"
+    if not path.is_file() or path.stat().st_size > ALLOCATIONS_MAX_BYTES:
+        return None
+    table = _read_table(path, ("time", "job_id", "node", "gpus"), text_columns=("job_id", "node", "gpu_model"))
+    ends = dict(zip(run.jobs["job_id"], run.jobs["end"])) if "end" in run.jobs.columns else {}
+    held: dict[str, dict[str, int]] = {}
+    open_at: dict[str, tuple[float, int]] = {}
+    out: list[tuple[str, float, float, int]] = []
+    rows = table.sort_values("time", kind="stable")
+    for time, job, node, gpus in zip(rows["time"], rows["job_id"], rows["node"], rows["gpus"]):
+        nodes = held.setdefault(job, {})
+        nodes[node] = int(gpus)
+        total = sum(nodes.values())
+        started = open_at.get(job)
+        if started is not None and started[1] == total:
+            continue
+        if started is not None and started[0] < time:
+            out.append((job, started[0], float(time), started[1]))
+        if total > 0:
+            open_at[job] = (float(time), total)
+        else:
+            open_at.pop(job, None)
+    for job, (start, total) in open_at.items():
+        end = ends.get(job)
+        if end is not None and end == end and end > start:  # end == end: not NaN (a job that never finished)
+            out.append((job, start, float(end), total))
+    return out
+
+
 def load_run(run_dir: str | Path) -> RunData:
     """Load one run directory (summary.json, jobs.csv, timeseries.csv, and sharing.csv where there is one)."""
     run_dir = Path(run_dir)
