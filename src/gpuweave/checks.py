@@ -227,16 +227,18 @@ def parse(text: Any, rng: Range, *, file: str | Path | None = None, row: int | N
     return number(text, rng, file=file, row=row, field=field)
 
 
-RUN_SETTINGS = frozenset({"seed", "round_length"})  # passed to every policy by the run, never as policy_options
+RUN_SETTINGS = frozenset({"seed", "round_length"})  # passed to every policy by a run config, never as its options
+SERVICE_REFUSED = frozenset({"seed"})  # the service takes a policy's round_length from its options
 
 
-def finite_options(options: dict[str, Any]) -> dict[str, Any]:
+def finite_options(options: dict[str, Any], refused: frozenset[str] = frozenset()) -> dict[str, Any]:
     """``options`` (a policy's keyword options), unchanged; InputError naming the option when a number in it, at
     any depth, is NaN or infinite. Policies take their options as plain Python values, so nothing else refuses
     ``.inf`` (YAML), ``Infinity`` (Python's json) or ``float('nan')``; a JSON column would store them as null.
-    ``seed`` and ``round_length`` are the run's settings, which every policy takes: as options they are refused by
-    name (they reached the policy twice)."""
-    for key in RUN_SETTINGS.intersection(options):
+    ``refused`` names run settings the caller passes to every policy itself (a run config: :data:`RUN_SETTINGS`; the
+    service takes ``round_length`` from the options, so only ``seed``): as options they are refused by name (they
+    reached the policy twice, a TypeError)."""
+    for key in refused.intersection(options):
         raise InputError(
             f"{key!r} is a run setting, not a policy option: give it as the run's {key} (--{key.replace('_', '-')})",
             field="policy_options",

@@ -94,3 +94,13 @@ def test_optimus_needs_pollux_job_model():
     policy = make_policy("optimus")
     with pytest.raises(InputError, match="Pollux's job model"):
         policy.schedule(View([4], [state("A", "a", 0.0)], profiles=object()))  # type: ignore[arg-type]
+
+
+def test_optimus_is_listed_but_left_out_of_the_policies_for_any_trace():
+    from gpuweave.cluster.policies import POLICIES, check_runs_anywhere, policy_names
+
+    assert "optimus" in POLICIES.names() and "optimus" not in policy_names()
+    assert POLICIES.get("optimus").meta["needs"] == "pollux"
+    with pytest.raises(InputError, match="needs Pollux's job model and elastic jobs .*the service cannot give it"):
+        check_runs_anywhere("optimus", "the service")
+    check_runs_anywhere("fifo", "the service")  # any other: nothing to say

@@ -143,6 +143,8 @@ def test_policy_read_and_change_by_admins_only(sqlite_url, make_service):
     assert client.put("/api/v1/policy", json={"name": "sjf"}, headers=auth(alice)).status_code == 403
     bad = client.put("/api/v1/policy", json={"name": "nope"}, headers=auth(root))
     assert bad.status_code == 422 and bad.json()["field"] == "name"
+    bad = client.put("/api/v1/policy", json={"name": "optimus"}, headers=auth(root))  # Pollux's job model only
+    assert bad.status_code == 422 and bad.json()["field"] == "name" and "optimus" not in current["available"]
     bad = client.put("/api/v1/policy", json={"name": "hadar", "options": {"variant": "zzz"}}, headers=auth(root))
     assert bad.status_code == 422 and bad.json()["field"] == "options"
     changed = client.put(

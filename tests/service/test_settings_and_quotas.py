@@ -69,7 +69,6 @@ def _serve(tmp_path, monkeypatch, capsys, *args: str) -> tuple[int, str]:
         (["--job-memory", "inf"], ["field 'job-memory'", "finite"]),
         (["-O", "strict=false"], ["field 'policy-option'", "--policy"]),
         (["--policy", "fifo", "-O", "seed="], ["field 'policy-option'", "'seed' is a run setting", "--seed"]),
-        (["--policy", "tiresias", "-O", "round_length=60"], ["field 'policy-option'", "--round-length"]),
         (["--policy", "gavel", "-O", "reset_interval=.inf"], ["field 'policy-option'", "reset_interval", "finite"]),
         (["--policy", "edf", "-O", "rho=.nan"], ["field 'policy-option'", "rho", "finite"]),
         (["--slurm-account", "ml"], ["field 'slurm-account'", "--executor slurm"]),

@@ -10,7 +10,15 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gpuweave.checks import MAX_SECONDS, RATE_PER_HOUR, ROUND_LENGTH, SEED, finite_options, validation_error
+from gpuweave.checks import (
+    MAX_SECONDS,
+    RATE_PER_HOUR,
+    ROUND_LENGTH,
+    RUN_SETTINGS,
+    SEED,
+    finite_options,
+    validation_error,
+)
 from gpuweave.cluster.placements import known_placement, names_placing
 from gpuweave.errors import InputError
 from gpuweave.files import check_path, load_yaml
@@ -72,7 +80,7 @@ class SimulationConfig(BaseModel):
     @field_validator("policy_options")
     @classmethod
     def _finite_options(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return finite_options(value)  # YAML reads .inf and .nan; a policy takes plain values
+        return finite_options(value, RUN_SETTINGS)  # YAML reads .inf and .nan; a policy takes plain values
 
     @field_validator("placement_rule")
     @classmethod

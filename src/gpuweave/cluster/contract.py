@@ -44,6 +44,9 @@ class ClusterPolicy(ABC):
     forks_jobs: ClassVar[bool] = False
     # places every job through ClusterView.placement and never preempts: a task placement can drive it (shared GPUs)
     places_tasks: ClassVar[bool] = False
+    # what the run must give it beyond any trace and profile store (None: nothing; "pollux": Pollux's job model and
+    # elastic jobs, as Optimus in Pollux's simulator): such a policy is left out of policy_names()
+    needs: ClassVar[str | None] = None
 
     def __init__(
         self, *, round_length: float | None = None, seed: int = 0, reacts_to_events: bool | None = None

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gpuweave.checks import finite_options, validation_error
+from gpuweave.checks import RUN_SETTINGS, finite_options, validation_error
 from gpuweave.cluster.config import SimulationConfig, beside_config
 from gpuweave.errors import InputError
 from gpuweave.executors import known_executor
@@ -99,7 +99,7 @@ class LiveConfig(SimulationConfig):
     @field_validator("policy_options")
     @classmethod
     def _finite_options(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return finite_options(value)
+        return finite_options(value, RUN_SETTINGS)
 
 
 def load_live_config(path: str | Path) -> LiveConfig:

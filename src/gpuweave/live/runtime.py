@@ -30,6 +30,7 @@ from typing import Any, Callable
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.forking import copy_nodes, is_forked
 from gpuweave.cluster.placements import make_run_placement
+from gpuweave.cluster.policies import check_runs_anywhere
 from gpuweave.cluster.run import build_policy, prepare
 from gpuweave.cluster.state import JobState, Placement
 from gpuweave.errors import InputError, InvalidDecisionError
@@ -87,6 +88,7 @@ class LiveRuntime:
         self.prepared = prepared
         self.nodes = prepared.nodes
         self.base_profiles = prepared.profiles
+        check_runs_anywhere(config.policy, "the live runtime")
         self.policy = build_policy(config)
         self.book = LiveBook(
             self.nodes,
@@ -176,6 +178,7 @@ class LiveRuntime:
 
     def set_policy(self, policy: ClusterPolicy) -> None:
         """Drive the cluster with another policy from the next step on (running jobs keep their placements)."""
+        check_runs_anywhere(policy.name, "the live runtime")
         self.policy = policy
         self.book.use_policy(policy)
         self.next_tick = math.inf

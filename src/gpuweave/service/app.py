@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gpuweave import __version__
-from gpuweave.cluster.policies import POLICIES, make_policy
+from gpuweave.cluster.policies import check_runs_anywhere, make_policy, policy_names
 from gpuweave.errors import InputError
 from gpuweave.service import schemas
 from gpuweave.service.auth import User, user_for_token
@@ -90,7 +90,7 @@ def _document_choices(app: FastAPI, store: Store) -> None:
             items = fields["gpu_types"]["anyOf"][0]["items"]
             items["enum"] = models
 
-            schema["components"]["schemas"]["PolicyIn"]["properties"]["name"]["enum"] = list(POLICIES.names())
+            schema["components"]["schemas"]["PolicyIn"]["properties"]["name"]["enum"] = policy_names()
             app.openapi_schema = schema
         return app.openapi_schema
 
@@ -308,7 +308,7 @@ def _policy_routes(router: APIRouter, state: ServiceState) -> None:
     store = state.store
 
     def shown(value: dict[str, Any]) -> dict[str, Any]:
-        return {**value, "available": list(POLICIES.names())}
+        return {**value, "available": policy_names()}
 
     @router.get("/policy", response_model=schemas.Policy, tags=["policy"])
     def get_policy(_user_: User = Depends(_user)) -> dict[str, Any]:
@@ -321,6 +321,7 @@ def _policy_routes(router: APIRouter, state: ServiceState) -> None:
         options = dict(body.options)
         round_length = options.pop("round_length", None)
         try:
+            check_runs_anywhere(body.name, "the service")
             policy = make_policy(body.name, round_length=round_length, seed=state.seed, **options)
         except InputError as exc:
             field = "name" if exc.field == "policy" else "options"

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpuweave.checks import GPUS, POSITIVE_COUNT, finite_options
+from gpuweave.checks import GPUS, POSITIVE_COUNT, SERVICE_REFUSED, finite_options
 from gpuweave.cluster.config import SimulationConfig
 from gpuweave.cluster.placements import known_placement
 from gpuweave.errors import InputError
@@ -94,7 +94,7 @@ class ServiceConfig(BaseModel):
     @field_validator("policy_options")
     @classmethod
     def _finite_options(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return finite_options(value)
+        return finite_options(value, SERVICE_REFUSED)
 
     @model_validator(mode="after")
     def _slurm_settings_need_slurm(self) -> ServiceConfig:

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from gpuweave.checks import finite_options
+from gpuweave.checks import SERVICE_REFUSED, finite_options
 
 JOB_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 PRINTABLE = r"^[^\x00-\x1f\x7f]+$"  # no control characters (PostgreSQL refuses NUL in text)
@@ -143,7 +143,7 @@ class PolicyIn(BaseModel):
     @classmethod
     def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
         # the request body is read with Python's json, which takes Infinity and NaN (a JSON column stores null)
-        return finite_options(value)
+        return finite_options(value, SERVICE_REFUSED)
 
 
 class Policy(BaseModel):

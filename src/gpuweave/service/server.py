@@ -24,7 +24,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from gpuweave.cluster.policies import make_policy
+from gpuweave.cluster.policies import check_runs_anywhere, make_policy
 from gpuweave.errors import InputError
 from gpuweave.hardware.cluster_spec import load_cluster
 from gpuweave.service.config import ServiceConfig
@@ -61,6 +61,7 @@ def resolve_policy(config: ServiceConfig) -> dict[str, Any] | None:
     options = dict(config.policy_options)
     round_length = options.pop("round_length", None)
     try:
+        check_runs_anywhere(config.policy, "the service")
         make_policy(config.policy, round_length=round_length, seed=config.seed, **options)
     except InputError as exc:
         raise InputError(exc.message, field="policy" if exc.field == "policy" else "policy-option") from None

@@ -47,15 +47,35 @@ def register_policy(name: str) -> Callable[[type], type]:
             raise TypeError(f"cluster policy {name!r} must subclass ClusterPolicy")
         cls.name = name
         help_text = first_line(cls.__doc__) or first_line(sys.modules[cls.__module__].__doc__)
+        needs: dict[str, Any] = {"needs": cls.needs} if cls.needs else {}
         return POLICIES.register(
-            name, help=help_text, skip_options=("round_length", "seed", "reacts_to_events"), trigger=trigger_of(cls)
+            name,
+            help=help_text,
+            skip_options=("round_length", "seed", "reacts_to_events"),
+            trigger=trigger_of(cls),
+            **needs,
         )(cls)
 
     return deco
 
 
 def policy_names() -> list[str]:
-    return POLICIES.names()
+    """The policies that run on any trace and profile store (every one but those with ``needs``: see
+    :attr:`~gpuweave.cluster.contract.ClusterPolicy.needs`); ``POLICIES.names()`` lists them all."""
+    return [name for name in POLICIES.names() if not POLICIES.get(name).meta.get("needs")]
+
+
+NEEDS_TEXT = {"pollux": "Pollux's job model and elastic jobs (a simulation of Pollux's workloads: crosscheck pollux)"}
+
+
+def check_runs_anywhere(name: str, where: str) -> None:
+    """InputError naming the policy when it has ``needs`` (it runs only in simulations that give it them) and
+    ``where`` (the live runtime, the service) cannot."""
+    needs = POLICIES.get(name).meta.get("needs")
+    if needs:
+        raise InputError(
+            f"policy '{name}' needs {NEEDS_TEXT.get(needs, needs)}; {where} cannot give it", field="policy"
+        )
 
 
 def policy_class(name: str) -> type[ClusterPolicy]:

@@ -76,6 +76,7 @@ class OptimusPolicy(ClusterPolicy):
     """Optimus (Pollux's oracle baseline): GPUs by largest marginal drop in remaining time, every 60 s."""
 
     default_round_length = 60.0
+    needs = "pollux"  # Pollux's job model (its oracle) and elastic jobs: not a policy for any trace
 
     def __init__(self, *, round_length: float | None = None, seed: int = 0) -> None:
         super().__init__(round_length=round_length, seed=seed)
