@@ -238,7 +238,9 @@ def finite_options(options: dict[str, Any], refused: frozenset[str] = frozenset(
     ``refused`` names run settings the caller passes to every policy itself (a run config: :data:`RUN_SETTINGS`; the
     service takes ``round_length`` from the options, so only ``seed``): as options they are refused by name (they
     reached the policy twice, a TypeError)."""
-    for key in refused.intersection(options):
+    given = sorted(refused.intersection(options))
+    if given:
+        key = given[0]
         raise InputError(
             f"{key!r} is a run setting, not a policy option: give it as the run's {key} (--{key.replace('_', '-')})",
             field="policy_options",

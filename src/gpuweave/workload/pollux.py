@@ -78,6 +78,11 @@ def placement_shape(counts: Iterable[int]) -> tuple[int, ...]:
     return min(ordered[i:] + ordered[:i] for i in range(len(ordered)))
 
 
+def packed_counts(gpus: int, per_node: int) -> tuple[int, ...]:
+    """GPUs per node of ``gpus`` packed on full nodes of ``per_node``: ``(4, 4, 2)`` for 10 on 4-GPU nodes."""
+    return (per_node,) * (gpus // per_node) + ((gpus % per_node,) if gpus % per_node else ())
+
+
 @dataclass(frozen=True, slots=True)
 class StepCurve:
     """Step and sync time (s) over ascending local batch sizes; linear in between, nothing outside."""
@@ -160,11 +165,13 @@ class PolluxApp:
         self.min_local_bsz = int(min(float(c.local_bsz[0]) for c in self.by_shape.values()))
 
     # ------------------------------------------------------------------ batch sizes
-    def batch_plan(self, batch_size: int, replicas: int) -> BatchPlan:
-        """Per-GPU batch and accumulation steps of ``batch_size`` on ``replicas`` GPUs (Pollux's rules)."""
+    def batch_plan(self, batch_size: int, replicas: int, *, alone_accumulates: bool = False) -> BatchPlan:
+        """Per-GPU batch and accumulation steps of ``batch_size`` on ``replicas`` GPUs (Pollux's rules): a single GPU
+        accumulates at least once above the initial batch, or always with ``alone_accumulates`` (how Optimus
+        predicts it in Pollux's simulator)."""
         local = -(-batch_size // replicas)
         accum = -(-local // self.max_local_bsz) - 1
-        if replicas == 1 and batch_size > self.init_batch_size:
+        if replicas == 1 and (alone_accumulates or batch_size > self.init_batch_size):
             accum = max(1, accum)
         atomic = -(-local // (accum + 1))
         atomic = min(atomic, self.max_batch_size // (replicas * (accum + 1)))
@@ -235,19 +242,12 @@ class PolluxApp:
     def packed_step_time(self, batch_size: int, replicas: int, gpus_per_node: int) -> float | None:
         """Seconds per step of ``batch_size`` on ``replicas`` GPUs packed on full nodes, as Optimus predicts it in
         Pollux's simulator: one GPU always accumulates at least once; None where the tables cannot answer."""
-        counts = (gpus_per_node,) * (replicas // gpus_per_node)
-        if replicas % gpus_per_node:
-            counts += (replicas % gpus_per_node,)
-        local = -(-batch_size // replicas)
-        accum = -(-local // self.max_local_bsz) - 1
-        if replicas == 1:
-            accum = max(1, accum)
-        atomic = min(-(-local // (accum + 1)), self.max_batch_size // (replicas * (accum + 1)))
-        times = self.step_times(placement_shape(counts), atomic)
+        plan = self.batch_plan(batch_size, replicas, alone_accumulates=True)
+        times = self.step_times(placement_shape(packed_counts(replicas, gpus_per_node)), plan.atomic_bsz)
         if times is None:
             return None
         step, sync = times
-        return step + (step - sync) * accum
+        return step + (step - sync) * plan.accum_steps
 
     # ------------------------------------------------------------------ speed
     def step_times(self, shape: tuple[int, ...], local_bsz: int) -> tuple[float, float] | None:
@@ -306,11 +306,7 @@ class PolluxJobModel:
         return value
 
     def rate(self, job_type: str, gpu_model: str, num_gpus: int, consolidated: bool) -> float:
-        per_node = self.gpus_per_node
-        if consolidated or num_gpus == 1:
-            counts: tuple[int, ...] = (num_gpus,)
-        else:
-            counts = (per_node,) * (num_gpus // per_node) + ((num_gpus % per_node,) if num_gpus % per_node else ())
+        counts = (num_gpus,) if consolidated or num_gpus == 1 else packed_counts(num_gpus, self.gpus_per_node)
         return self.placement_rate(job_type, gpu_model, counts)
 
     def has(self, job_type: str, gpu_model: str, num_gpus: int, consolidated: bool | None = None) -> bool:
@@ -379,8 +375,9 @@ def is_pollux_traces(path: str | Path) -> bool:
     return folder.is_dir() and any(folder.glob("*/placements.csv"))
 
 
-def _rows(path: Path, columns: tuple[str, ...]) -> list[list[float]]:
-    """Numeric rows of a CSV with the named columns, in that order; InputError naming file, row and column."""
+def _rows(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] = ()) -> list[list[float]]:
+    """Numeric rows of a CSV with the named columns, in that order, then those of ``optional`` the file has;
+    InputError naming file, row and column."""
     reader = csv_rows(io.StringIO(read_text(path)), file=path)
     header = [name.strip() for name in next(reader, [])]
     check_unique_columns(header, file=path)
@@ -389,6 +386,7 @@ def _rows(path: Path, columns: tuple[str, ...]) -> list[list[float]]:
         raise InputError(
             f"missing column '{missing[0]}' (expected {', '.join(columns)})", file=path, row=0, field=missing[0]
         )
+    columns = columns + tuple(c for c in optional if c in header)
     index = [header.index(c) for c in columns]
     rows = []
     for number, record in enumerate(reader, start=1):
@@ -399,11 +397,6 @@ def _rows(path: Path, columns: tuple[str, ...]) -> list[list[float]]:
         except (ValueError, IndexError):
             raise InputError(f"expected numbers in {', '.join(columns)}", file=path, row=number) from None
     return rows
-
-
-def _has_column(path: Path, name: str) -> bool:
-    header = next(csv_rows(io.StringIO(read_text(path)), file=path), [])
-    return name in (c.strip() for c in header)
 
 
 def _curves(groups: dict, what: Path) -> dict:
@@ -462,8 +455,8 @@ def load_app(folder: Path, constants: tuple[int, int | None, int | None] | None 
         batch = path.stem.removeprefix("validation-")
         if not batch.isdigit():
             raise InputError("expected validation-<batch size>.csv", file=path)
-        table = np.array(_rows(path, ("progress", "grad_sqr", "grad_var")))
-        iteration = np.array(_rows(path, ("iteration",)))[:, 0] if _has_column(path, "iteration") else None
+        table = np.array(_rows(path, ("progress", "grad_sqr", "grad_var"), optional=("iteration",)))
+        iteration = table[:, 3] if table.ndim == 2 and table.shape[1] == 4 else None
         validation[int(batch)] = Validation(table[:, 0], table[:, 1], table[:, 2], iteration)
     if not validation:
         raise InputError("no validation-<batch size>.csv files", file=folder)

@@ -34,7 +34,7 @@ from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.policies import register_policy
 from gpuweave.errors import InputError
-from gpuweave.workload.traces.pollux import SUBMIT_ORDER
+from gpuweave.workload.traces.pollux import submit_order
 
 if TYPE_CHECKING:
     from gpuweave.cluster.state import ClusterView, JobState, Placement
@@ -51,10 +51,9 @@ class OptimusOracle(Protocol):
     def max_replicas(self, job_type: str) -> int: ...
 
 
-def _submission(js: JobState) -> tuple[float, object, str]:
+def _submission(js: JobState) -> tuple[float, float, str]:
     """Arrival order, same-second submissions in the workload's row order as Pollux's simulator takes them."""
-    job = js.job
-    return (job.arrival, job.attrs.get(SUBMIT_ORDER, 0) if job.attrs else 0, job.job_id)
+    return (js.job.arrival, submit_order(js.job), js.job.job_id)
 
 
 def _most_gpus(js: JobState, oracle: OptimusOracle) -> int:

@@ -48,7 +48,7 @@ from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.placement import CapacityCache, CapacityScratch, fewest_nodes, spread
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.rate_table import RateTableCache
-from gpuweave.workload.traces.pollux import SUBMIT_ORDER
+from gpuweave.workload.traces.pollux import submit_order
 
 if TYPE_CHECKING:
     from gpuweave.cluster.rate_table import RateTable
@@ -217,7 +217,7 @@ class TiresiasPolicy(ClusterPolicy):
     def _key(self, js: JobState, queue: int, entered: float) -> OrderKey:
         job = js.job
         if self.queue_order == "entry":  # Pollux's simulator: same-second submissions in the workload's row order
-            return (queue, entered, job.arrival, job.attrs.get(SUBMIT_ORDER, 0) if job.attrs else 0, job.job_id, js)
+            return (queue, entered, job.arrival, submit_order(job), job.job_id, js)
         return (queue, job.arrival, job.job_id, js)
 
     def _observe(self, js: JobState, queue: int, now: float) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from gpuweave.checks import GPUS, MAX_SECONDS, Range, parse
 from gpuweave.errors import InputError
+from gpuweave.workload.job import Job
 from gpuweave.workload.pollux import PolluxJobModel, is_pollux_traces, job_type_name, load_pollux_job_model
 from gpuweave.workload.profile_source import ProfileSource
 from gpuweave.workload.traces._tables import ROW, read_csv_strings
@@ -29,6 +30,12 @@ COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 # (its queues and Optimus' hand-out), where the schema's order is (arrival, job id). Read by the policies that
 # reproduce it (tiresias' pollux preset, optimus) through Job.attrs.
 SUBMIT_ORDER = "submit_order"
+
+
+def submit_order(job: Job) -> float:
+    """The job's row among the jobs of its Pollux workload (0 for a job of any other trace)."""
+    order = job.attrs.get(SUBMIT_ORDER, 0) if job.attrs else 0
+    return order if isinstance(order, (int, float)) else 0
 
 
 def traces_beside(workload: str | Path) -> Path:
