@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 
 from gpuweave import __version__
+from tests.cli_harness import run_cli
 
 
 def gw(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuweave.cli", *args], capture_output=True, text=True, cwd=cwd)
+    return run_cli(*args, cwd=cwd)
 
 
 def test_help_lists_the_command_groups():

@@ -3,19 +3,17 @@ and no result that looks complete. Each case here was a traceback, a hang or a s
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli_harness import run_cli
 
 GOOD_TRACE = "job_id,arrival,num_gpus,job_type,duration\na,0,1,ResNet-18 (batch size 32),3600\n"
 
 
 def gpuweave(*args, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "gpuweave.cli", *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd
-    )
+    return run_cli(*args, cwd=cwd, timeout=120)
 
 
 def check_one_error(r, *needles: str) -> str:

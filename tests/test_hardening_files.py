@@ -6,8 +6,6 @@ Each case here was a hang, a traceback, a quadratic step or a file the next comm
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,19 +15,14 @@ from gpuweave.errors import InputError
 from gpuweave.files import parse_yaml, read_input_bytes
 from gpuweave.hardware.cluster_spec import check_cluster_yaml, load_cluster
 from gpuweave.workload.traces.slurm_nodes import parse_gpu_map
+from tests.cli_harness import run_cli
 from tests.test_cli_bad_input import GOOD_TRACE, check_one_error
 
 FAST_S = 20  # a command refused for a FIFO or a size must answer in seconds, never block
 
 
 def gpuweave(*args, cwd, timeout: float = 60):
-    return subprocess.run(
-        [sys.executable, "-m", "gpuweave.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-    )
+    return run_cli(*args, cwd=cwd, timeout=timeout)
 
 
 def timed(*args, cwd, bound: float = FAST_S):

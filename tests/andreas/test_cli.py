@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 import csv
 import json
-import subprocess
-import sys
 
 import pytest
+
+from tests.cli_harness import run_cli
 
 STATE = {
     "now": 1200,
@@ -44,9 +44,7 @@ STATE = {
 
 
 def gpuweave(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "gpuweave.cli", *map(str, args)], capture_output=True, text=True, timeout=120
-    )
+    return run_cli(*args, timeout=120)
 
 
 def write(tmp_path, data, name="state.json"):

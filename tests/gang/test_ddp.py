@@ -1,6 +1,7 @@
 """The bundled torch worker as a gang (issue 37's correctness target): a 4-rank gang across two network namespaces
 ends with the parameters one process gets training on the same global batches (within 1e-5), and a gang resumed at
-2 ranks from the 4-rank gang's checkpoint at step 10 ends step 20 with those of one process after 20 steps.
+2 ranks from the 4-rank gang's checkpoint at step 10 ends step 20 with those of one process after 20 steps. The
+gradient-noise estimates in their checkpoints are adaptdl's estimator applied here, by hand, to each rank's gradient.
 
 Each gang is two node agents (gpuweave.live.gang), each in its own namespace of the testbed, so the all-reduces
 cross the testbed's veth links (gloo over TCP).
@@ -16,6 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpuweave.live import gang  # noqa: E402
+from gpuweave.workload.goodput import NoiseEstimate  # noqa: E402
 
 WORKER = [sys.executable, "-m", "gpuweave.live.workers.torch_train"]
 TOLERANCE = 1e-5
@@ -71,6 +73,36 @@ def reference(steps: int, batch: int = 32, width: int = 64, lr: float = 0.01, se
     return {"model": model.state_dict()}
 
 
+def noise_reference(schedule: list[tuple[int, int]], batch: int = 32, seed: int = 0) -> NoiseEstimate:
+    """adaptdl's gradient-noise estimate after ``(steps, ranks)`` stretches of one process's training: each step, the
+    gradient of each rank's part of the global batch (mean squared error over it), their mean squared norm against
+    their mean's, at scale ``batch / batch`` (the initial batch is the job's)."""
+    from gpuweave.live.workers.torch_train import GlobalBatchSampler, build
+
+    model, inputs, targets = build(64, seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    estimate, start = NoiseEstimate(), 0
+    params = list(model.parameters())
+    for steps, ranks in schedule:
+        parts = [GlobalBatchSampler(inputs.shape[0], batch, r, ranks, seed).batches(start) for r in range(ranks)]
+        for _ in range(steps):
+            grads = []
+            for part in parts:
+                idx = torch.tensor(next(part))
+                loss = torch.nn.functional.mse_loss(model(inputs[idx]), targets[idx])
+                grads.append(torch.cat([g.reshape(-1) for g in torch.autograd.grad(loss, params)]).double())
+            local = sum(float(g.pow(2).sum()) for g in grads) / ranks
+            mean = torch.stack(grads).mean(dim=0)
+            estimate.update(local, float(mean.pow(2).sum()), ranks, 1.0)
+            offset = 0
+            for p in params:  # the step on the mean gradient, as DDP's average makes it
+                p.grad = mean[offset : offset + p.numel()].reshape(p.shape).float()
+                offset += p.numel()
+            optimizer.step()
+        start += steps
+    return estimate
+
+
 def test_a_four_rank_gang_and_one_resumed_at_two_ranks_train_as_one_process(netns_bed, tmp_path):
     first = tmp_path / "four"
     four = _train(netns_bed, first, [2, 2], 10)
@@ -82,3 +114,9 @@ def test_a_four_rank_gang_and_one_resumed_at_two_ranks_train_as_one_process(netn
     resumed = _train(netns_bed, tmp_path / "two", [1, 1], 10, resume=first / "model.ckpt")
     assert (resumed["steps"], resumed["position"]) == (10, 20)
     assert _max_difference(resumed, reference(20)) < TOLERANCE
+    for state, schedule in ((four, [(10, 4)]), (resumed, [(10, 4), (10, 2)])):
+        measured, expected = NoiseEstimate.from_dict(state["noise"]), noise_reference(schedule)
+        assert measured.samples == expected.samples == sum(steps for steps, _ in schedule)
+        assert measured.grad_sqr == pytest.approx(expected.grad_sqr, rel=1e-4)
+        assert measured.grad_var == pytest.approx(expected.grad_var, rel=1e-4)
+        assert measured.grad_var > 1e-3 and measured.grad_sqr > 0

@@ -64,6 +64,13 @@ def test_a_crashed_rank_then_a_hung_one_send_the_gang_back_to_its_checkpoint_and
     assert "exited with status" in rows[0]["cause"] and "gang agent: rank 3 (local rank 0)" in rows[0]["cause"]
     assert rows[1]["cause"] == "no report from the workers for 8 s"  # its last rank hung: nobody stepped
     assert rows[2]["cause"] == ""
+    # the finished attempt's gradient statistics (the worker's estimates) and Pollux's efficiency and goodput
+    done = rows[2]
+    assert done["batch_size"] == "30" and float(done["grad_sqr"]) > 0 and float(done["grad_var"]) > 0
+    eff = float(done["efficiency"])
+    assert eff == 1.0  # at its initial batch (--batch 30)
+    assert float(done["noise_scale"]) == pytest.approx(30 * float(done["grad_var"]) / float(done["grad_sqr"]), 1e-4)
+    assert float(done["goodput"]) == pytest.approx(float(done["steps_per_s"]) * 30 * eff, rel=1e-4)
     rendezvous = json.loads((out / "channels" / "g4" / "a3-c0.rendezvous.json").read_text())
     assert rendezvous["addr"] == netns_bed.nodes[1].addr
     final = torch.load(out / "checkpoints" / "g4" / "model.ckpt", map_location="cpu")

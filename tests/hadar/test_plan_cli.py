@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gpuweave.cluster.hadar_plan import plan_snapshot
+from tests.cli_harness import run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hadar" / "snapshot.json"
 JOBS = [
@@ -22,9 +21,7 @@ JOBS = [
 
 
 def cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "gpuweave.cli", "plan", "hadar", *map(str, args)], capture_output=True, text=True
-    )
+    return run_cli("plan", "hadar", *args)
 
 
 @pytest.mark.parametrize("options", [{}, {"order": "slack-srpt"}, {"solver": "exact"}])

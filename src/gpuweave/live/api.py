@@ -128,6 +128,15 @@ def report(steps: int) -> None:
     _get().report(steps)
 
 
+def report_gradients(batch_size: int, init_batch_size: int, grad_sqr: float, grad_var: float) -> None:
+    """Tell the runtime the attempt's global batch and the gradient statistics measured so far (the true gradient's
+    squared norm and the gradients' variance at ``init_batch_size``, :class:`gpuweave.workload.goodput.NoiseEstimate`);
+    sent with the next status write. Pollux's statistical efficiency and goodput in ``live.csv`` come from them."""
+    status = _get().status
+    status.batch_size, status.init_batch_size = int(batch_size), int(init_batch_size)
+    status.grad_sqr, status.grad_var = float(grad_sqr), float(grad_var)
+
+
 def should_checkpoint() -> bool:
     """True when a checkpoint is due: asked by the runtime, SIGTERM, the period elapsed, or the target reached."""
     return _get().should_checkpoint()

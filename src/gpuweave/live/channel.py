@@ -27,6 +27,12 @@ class WorkerStatus:
     checkpoint_steps: int = 0  # attempt steps saved in the last checkpoint
     first_step_wall: float | None = None  # time.time() when the first step was reported
     error: str = ""
+    # Gradient statistics (gpuweave.workload.goodput), from a worker that measures them (api.report_gradients):
+    # the global batch of its steps, the batch its efficiency is relative to, and the running estimates
+    batch_size: int = 0
+    init_batch_size: int = 0
+    grad_sqr: float | None = None
+    grad_var: float | None = None
 
 
 def _write(channel: Path, name: str, record: WorkerStatus | RankFailure) -> None:

@@ -24,7 +24,9 @@ from gpuweave.cluster.results import SHARING_FILE, fmt, write_run
 from gpuweave.errors import InputError
 from gpuweave.files import check_unique_columns, csv_rows, read_input_text
 from gpuweave.live.attempts import attempt_cause, attempt_outcome
+from gpuweave.live.channel import WorkerStatus
 from gpuweave.live.rates import MEASURED_PROFILES, write_measured_profiles
+from gpuweave.workload.goodput import NoiseEstimate, efficiency
 
 if TYPE_CHECKING:
     from gpuweave.live.runtime import LiveRuntime
@@ -45,6 +47,14 @@ LIVE_COLUMNS = [
     "emulated",
     "outcome",
     "cause",
+    # Pollux's statistics (gpuweave.workload.goodput), from a worker that measures its gradients (the bundled torch
+    # worker does): empty otherwise
+    "batch_size",
+    "grad_sqr",
+    "grad_var",
+    "noise_scale",
+    "efficiency",
+    "goodput",
 ]
 RESULT_FILES = ("jobs.csv", "allocations.csv", "timeseries.csv", "summary.json")
 #: exit status of a run that ended with jobs that did not finish (failed after their retries, or cancelled):
@@ -103,6 +113,22 @@ def write_live_run(runtime: LiveRuntime, out: Path) -> dict[str, Any]:
     return summary
 
 
+def _gradient_columns(statuses: list[WorkerStatus], rate: float) -> list[str]:
+    """``batch_size, grad_sqr, grad_var, noise_scale, efficiency, goodput`` of an attempt from its first copy that
+    reported gradient statistics; goodput is samples/s of simulated time, ``rate x batch x efficiency`` (Pollux's
+    definition, sec. 3.1). Empty fields when none did."""
+    status = next((st for st in statuses if st.grad_sqr is not None and st.batch_size > 0), None)
+    if status is None or status.grad_sqr is None or status.grad_var is None:
+        return [""] * 6
+    noise = NoiseEstimate(status.grad_sqr, status.grad_var, weight=1.0, samples=1)
+    init = status.init_batch_size or status.batch_size
+    eff = efficiency(noise.grad_sqr, noise.grad_var, status.batch_size, init)
+    scale = noise.noise_scale(init)
+    values = (status.grad_sqr, status.grad_var, scale, eff, rate * status.batch_size * eff)
+    # six significant digits: the statistics span many orders of magnitude (fmt keeps 9 decimals)
+    return [str(status.batch_size), *("" if v is None else f"{v:.6g}" for v in values)]
+
+
 def _write_live_csv(runtime: LiveRuntime, path: Path) -> list[float]:
     nodes, scale = runtime.nodes, runtime.ex.time_scale
     latencies = []
@@ -134,6 +160,7 @@ def _write_live_csv(runtime: LiveRuntime, path: Path) -> list[float]:
                         int(runtime.executor.emulated),
                         outcome,
                         attempt_cause(a),
+                        *_gradient_columns([c.status for c in a.copies if c.status], rate),
                     ]
                 )
     return latencies

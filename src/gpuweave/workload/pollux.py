@@ -51,6 +51,7 @@ import numpy as np
 
 from gpuweave.errors import InputError, MissingProfileError
 from gpuweave.files import check_unique_columns, csv_rows
+from gpuweave.workload.goodput import gain
 from gpuweave.workload.traces._tables import read_text
 
 APP_CONSTANTS = "pollux_apps.csv"
@@ -199,8 +200,7 @@ class PolluxApp:
         w = 0.0 if upper == lower else (batch_size - lower) / (upper - lower)
         sqr = (1 - w) * lo.grad_sqr[: self.max_epochs] + w * hi.grad_sqr[: self.max_epochs]
         var = (1 - w) * lo.grad_var[: self.max_epochs] + w * hi.grad_var[: self.max_epochs]
-        scale = batch_size / self.init_batch_size
-        return (var + sqr) / (var / scale + sqr)
+        return gain(sqr, var, batch_size / self.init_batch_size)
 
     def work(self, batch_size: int, replicas: int) -> float:
         """Steps a job takes to finish ``max_epochs`` epochs: per epoch, its progress span over its gain."""

@@ -15,9 +15,17 @@ loss is its samples' squared-error sum times ``W / B``, so DDP's mean over ranks
 gang computes the same update as one process on the same global batch, whatever its size, uneven parts included.
 ``--batch-per-rank b`` lets the global batch change with the gang (``b x W``) instead.
 
-The checkpoint (global rank 0 writes it) is ``{"model", "optimizer", "steps", "position"}`` (torch.save):
+The checkpoint (global rank 0 writes it) is ``{"model", "optimizer", "steps", "position", "noise"}`` (torch.save):
 ``steps`` this attempt's steps (what the runtime commits), ``position`` global batches trained since the job began
-(where a resumed gang, of any size, goes on). HadarE consolidation averages ``model``. Stops are collective: every
+(where a resumed gang, of any size, goes on), ``noise`` the gradient statistics so far.
+
+Every step measures the gradient noise as adaptdl does (:class:`GradientMeter`, the estimator in
+:mod:`gpuweave.workload.goodput`): each rank's squared gradient norm before DDP averages (a tensor hook per
+parameter), summed over the ranks in the step's one all-reduce, against the averaged gradient's; a single rank pairs
+each step with the previous one. The estimates go to the runtime with the steps (``api.report_gradients``), and
+``live.csv`` gives each attempt's statistical efficiency and goodput at its batch, relative to ``--init-batch``.
+
+HadarE consolidation averages ``model``. Stops are collective: every
 step the ranks all-reduce "checkpoint due" and "stop asked" (the runtime signals each node on its own), so every
 rank checkpoints and leaves at the same step. A forked copy (``GPUWEAVE_COPY``) draws its own permutations, so the
 copies HadarE consolidates trained on different data. ``--crash-attempts K`` (fault tests) makes the last rank of
@@ -38,6 +46,7 @@ import torch
 import torch.distributed as dist
 
 from gpuweave.live import api
+from gpuweave.workload.goodput import NoiseEstimate
 
 SAMPLES = 512
 FEATURES = 32
@@ -91,10 +100,57 @@ class GlobalBatchSampler(torch.utils.data.Sampler[list[int]]):
         return self.batches(self.start)
 
 
-def save(model: torch.nn.Module, optimizer: torch.optim.Optimizer, steps: int, position: int) -> None:
+class GradientMeter:
+    """The gradient noise of data-parallel steps (module docstring): O(parameters) per step, one scalar more in the
+    step's all-reduce."""
+
+    def __init__(
+        self, params: list[torch.nn.Parameter], world: int, init_batch: int, state: dict[str, float] | None
+    ) -> None:
+        self.params = [p for p in params if p.requires_grad]
+        self.world, self.init_batch = world, init_batch
+        self.estimate = NoiseEstimate.from_dict(state) if state else NoiseEstimate()
+        self.local = torch.zeros((), dtype=torch.float64, device=self.params[0].device)
+        self.previous: torch.Tensor | None = None
+        if world > 1:  # a tensor hook sees the rank's own gradient, before DDP's hooks average it over the gang
+            for param in self.params:
+                param.register_hook(self._add_local)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+
+    def _add_local(self, grad: torch.Tensor) -> None:
+        self.local += grad.detach().pow(2).sum(dtype=torch.float64)
+
+    def take_local(self) -> float:
+        """This rank's squared gradient norm of the step just taken (then reset for the next)."""
+        value = float(self.local)
+        self.local.zero_()
+        return value
+
+    def update(self, local_sum: float, batch: int) -> None:
+        """After the step's all-reduce: ``local_sum`` the ranks' squared norms summed."""
+        grads = torch.cat([p.grad.detach().reshape(-1).double() for p in self.params if p.grad is not None])
+        total = float(grads.pow(2).sum())
+        if self.world > 1:
+            self.estimate.update(local_sum / self.world, total, self.world, batch / self.init_batch)
+            return
+        if self.previous is not None:  # one rank: this step's gradient and the previous one as two samples
+            local = (float(self.previous.pow(2).sum()) + total) / 2
+            mean = float(((grads + self.previous) / 2).pow(2).sum())
+            self.estimate.update(local, mean, 2, 2 * batch / self.init_batch, biased=True)
+        self.previous = grads.clone()
+
+
+def save(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, steps: int, position: int, noise: NoiseEstimate
+) -> None:
     path = api.checkpoint_path()
     tmp = path.with_name(path.name + ".tmp")
-    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "steps": steps, "position": position}
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "steps": steps,
+        "position": position,
+        "noise": noise.as_dict(),
+    }
     torch.save(state, tmp)
     os.replace(tmp, path)
 
@@ -105,6 +161,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=32, help="global batch (samples per step over all ranks)")
     parser.add_argument(
         "--batch-per-rank", type=int, default=0, help="samples per rank per step: the global batch follows the gang"
+    )
+    parser.add_argument(
+        "--init-batch",
+        type=int,
+        default=0,
+        help="the batch statistical efficiency is relative to (default: --batch-per-rank if given, else --batch)",
     )
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=0)
@@ -140,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
 def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device) -> int:
     model, inputs, targets = build(args.width, args.seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
-    position = 0
+    position, noise_state = 0, None
     resume = api.resume_path()
     if resume is not None:
         state = torch.load(resume, map_location="cpu")
@@ -148,6 +210,7 @@ def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device
         if "optimizer" in state:
             optimizer.load_state_dict(state["optimizer"])
         position = int(state.get("position", 0))
+        noise_state = state.get("noise")
     model.to(device)
     inputs, targets = inputs.to(device), targets.to(device)
     trained: torch.nn.Module = model
@@ -156,6 +219,8 @@ def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
     batch = args.batch_per_rank * world if args.batch_per_rank > 0 else args.batch
+    init_batch = args.init_batch or args.batch_per_rank or args.batch
+    meter = GradientMeter(list(model.parameters()), world, init_batch, noise_state)
     seed = args.seed + COPY_SEED_STRIDE * int(os.environ.get("GPUWEAVE_COPY", "0"))
     batches = GlobalBatchSampler(inputs.shape[0], batch, rank, world, seed).batches(position)
     steps, target = 0, api.target_steps()
@@ -179,23 +244,27 @@ def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device
         optimizer.step()
         steps += 1
         api.report(steps)
-        due, stop = _agree(api.should_checkpoint(), api.stop_requested(), world, device)
+        due, stop, local_sum = _agree(api.should_checkpoint(), api.stop_requested(), meter.take_local(), world, device)
+        meter.update(local_sum, batch)
+        if meter.estimate.samples:  # sent with the next status write (a checkpoint always writes one)
+            api.report_gradients(batch, init_batch, meter.estimate.grad_sqr, meter.estimate.grad_var)
         if stop:
             api.request_stop()
         if due:
             if rank == 0:
-                save(model, optimizer, steps, position + steps)
+                save(model, optimizer, steps, position + steps, meter.estimate)
             api.checkpointed(steps)  # exits here when the gang was asked to stop
     return 0
 
 
-def _agree(due: bool, stop: bool, world: int, device: torch.device) -> tuple[bool, bool]:
-    """Whether any rank wants a checkpoint, and whether any was asked to stop (one all-reduce of two flags)."""
+def _agree(due: bool, stop: bool, local_sqr: float, world: int, device: torch.device) -> tuple[bool, bool, float]:
+    """Whether any rank wants a checkpoint, whether any was asked to stop, and the ranks' squared gradient norms
+    summed: one all-reduce of three numbers."""
     if world == 1:
-        return due, stop
-    flags = torch.tensor([int(due), int(stop)], device=device)
-    dist.all_reduce(flags, op=dist.ReduceOp.MAX)
-    return bool(flags[0]), bool(flags[1])
+        return due, stop, local_sqr
+    values = torch.tensor([float(due), float(stop), local_sqr], dtype=torch.float64, device=device)
+    dist.all_reduce(values, op=dist.ReduceOp.SUM)
+    return bool(values[0] > 0), bool(values[1] > 0), float(values[2])
 
 
 if __name__ == "__main__":
