@@ -20,6 +20,10 @@ import chromium  # noqa: E402
 SENTENCE = re.compile(r"[A-Z][^.!?]*?\b\w+\b[^.!?]*?\b\w+\b[^.!?]*[.!?](\s|$)")
 
 
+# one worker for the module: its tests share the quick demo (23 s), which a module fixture runs once per xdist worker
+pytestmark = pytest.mark.xdist_group("demo")
+
+
 @pytest.fixture(scope="module")
 def demo_report(tmp_path_factory) -> Path:
     return run_demo(tmp_path_factory.mktemp("demo") / "demo", quick=True)
