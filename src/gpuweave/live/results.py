@@ -26,7 +26,7 @@ from gpuweave.files import check_unique_columns, csv_rows, read_input_text
 from gpuweave.live.attempts import attempt_cause, attempt_outcome
 from gpuweave.live.channel import WorkerStatus
 from gpuweave.live.rates import MEASURED_PROFILES, write_measured_profiles
-from gpuweave.workload.goodput import NoiseEstimate, efficiency
+from gpuweave.workload.goodput import efficiency, noise_scale
 
 if TYPE_CHECKING:
     from gpuweave.live.runtime import LiveRuntime
@@ -120,10 +120,9 @@ def _gradient_columns(statuses: list[WorkerStatus], rate: float) -> list[str]:
     status = next((st for st in statuses if st.grad_sqr is not None and st.batch_size > 0), None)
     if status is None or status.grad_sqr is None or status.grad_var is None:
         return [""] * 6
-    noise = NoiseEstimate(status.grad_sqr, status.grad_var, weight=1.0, samples=1)
     init = status.init_batch_size or status.batch_size
-    eff = efficiency(noise.grad_sqr, noise.grad_var, status.batch_size, init)
-    scale = noise.noise_scale(init)
+    eff = efficiency(status.grad_sqr, status.grad_var, status.batch_size, init)
+    scale = noise_scale(status.grad_sqr, status.grad_var, init)
     values = (status.grad_sqr, status.grad_var, scale, eff, rate * status.batch_size * eff)
     # six significant digits: the statistics span many orders of magnitude (fmt keeps 9 decimals)
     return [str(status.batch_size), *("" if v is None else f"{v:.6g}" for v in values)]

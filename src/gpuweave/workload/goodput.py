@@ -48,6 +48,11 @@ def efficiency(grad_sqr: float, grad_var: float, batch_size: float, init_batch_s
     return float(gain(grad_sqr, grad_var, scale)) / scale
 
 
+def noise_scale(grad_sqr: float, grad_var: float, init_batch_size: float) -> float | None:
+    """The preconditioned gradient noise scale ``B0 var / sqr`` in samples; None at ``sqr`` 0 (no signal)."""
+    return init_batch_size * grad_var / grad_sqr if grad_sqr > 0 else None
+
+
 @dataclass(slots=True)
 class NoiseEstimate:
     """Running estimates of the gradient's squared norm and variance (module docstring), as saved in a checkpoint."""
@@ -68,8 +73,7 @@ class NoiseEstimate:
 
     def noise_scale(self, init_batch_size: float) -> float | None:
         """The preconditioned gradient noise scale ``B0 var / sqr`` in samples; None before any step or at sqr 0."""
-        sqr = self.grad_sqr
-        return init_batch_size * self.grad_var / sqr if self.samples and sqr > 0 else None
+        return noise_scale(self.grad_sqr, self.grad_var, init_batch_size) if self.samples else None
 
     def update(self, local_sqr: float, total_sqr: float, count: int, scale: float, *, biased: bool = False) -> None:
         """One step: ``local_sqr`` the mean squared norm of its ``count`` gradient samples, ``total_sqr`` the squared
