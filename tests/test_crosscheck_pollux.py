@@ -34,7 +34,7 @@ def test_tiresias_and_optimus_reproduce_every_jct_of_pollux_simulator(tmp_path):
             assert max(abs(float(j["ours_jct"]) - float(j["peer_jct"])) for j in jobs) < 1e-3, (policy, workload)
     assert (tmp_path / "optimus-1.0-workload-1.trace.csv").is_file()
     pollux = [r for r in rows if r.experiment.startswith("pollux pollux")]
-    assert len(pollux) == 1 and pollux[0].ours is None and "no gpuweave counterpart" in pollux[0].note
+    assert len(pollux) == 1 and pollux[0].ours is None and "--policies pollux" in pollux[0].note
 
 
 def make_data_dir(root: Path) -> Path:
@@ -50,7 +50,7 @@ def make_data_dir(root: Path) -> Path:
 def test_rows_name_the_peer_policy_and_metric(tmp_path):
     rows = crosscheck_pollux(make_data_dir(tmp_path / "data"), tmp_path / "out")
     pollux = [r for r in rows if "pollux pollux" in r.experiment]
-    assert len(pollux) == 1 and pollux[0].ours is None and "no gpuweave counterpart" in pollux[0].note
+    assert len(pollux) == 1 and pollux[0].ours is None and "--policies pollux" in pollux[0].note
     optimus = {r.metric: r for r in rows if r.experiment == "pollux optimus (load 1.0) w"}
     assert optimus["avg JCT"].paper == 100.0 and optimus["avg JCT"].ours > 0
     assert "elastic jobs" in optimus["avg JCT"].note
@@ -72,3 +72,35 @@ def test_missing_workload_is_an_input_error(tmp_path):
 def test_correlations_handle_ties():
     pearson, spearman = per_job_correlations([1.0, 2.0, 2.0, 3.0], [10.0, 20.0, 20.0, 40.0])
     assert spearman == pytest.approx(1.0) and 0.9 < pearson < 1.0
+
+
+def test_pollux_s_own_policy_runs_when_asked_and_its_seeds_are_averaged(tmp_path):
+    rows = crosscheck_pollux(make_data_dir(tmp_path / "data"), tmp_path / "out", policies="pollux", seeds="0,1")
+    pollux = {r.metric: r for r in rows if r.experiment == "pollux pollux (load 1.0) w"}
+    assert {r.experiment for r in rows} == {"pollux pollux (load 1.0) w"}  # only the policy asked for
+    assert pollux["avg JCT"].paper == 100.0 and pollux["avg JCT"].ours > 30  # at least its re-scale delay
+    assert "adaptive batches" in pollux["avg JCT"].note and "seeds 0,1" in pollux["avg JCT"].note
+    with open(tmp_path / "out" / "pollux-1.0-w-jobs.csv", newline="") as fh:
+        assert [j["job_id"] for j in csv.DictReader(fh)] == ["toy-0"]
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"policies": "gavel"}, "policy 'gavel' is not in the Pollux results files"),
+        ({"workloads": "w9"}, "workload 'w9' is not in the Pollux results files"),
+        ({"seeds": "0,x"}, "seeds"),
+    ],
+)
+def test_a_bad_selection_is_one_input_error(tmp_path, options, message):
+    with pytest.raises(InputError, match=message):
+        crosscheck_pollux(make_data_dir(tmp_path / "data"), tmp_path / "out", **options)
+
+
+def test_the_seed_fixes_our_pollux(tmp_path):
+    data = make_data_dir(tmp_path / "data")
+    runs = [crosscheck_pollux(data, tmp_path / name, policies="pollux", seeds="3") for name in ("a", "b")]
+    assert [repr(r.ours) for r in runs[0]] == [repr(r.ours) for r in runs[1]]  # (one job: its correlations nan)
+    assert (tmp_path / "a" / "pollux-1.0-w-jobs.csv").read_text() == (
+        tmp_path / "b" / "pollux-1.0-w-jobs.csv"
+    ).read_text()

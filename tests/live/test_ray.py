@@ -97,7 +97,9 @@ def test_lost_ray_node_sends_its_jobs_back_from_their_checkpoints(ray_cluster, l
         "  - {gpu: P100, gpus_per_node: 2, name_prefix: p100-}\n"
     )
     rows = [f"j{i},0,1,{RESNET},{3000 + 100 * i}" for i in range(4)]
-    config = live_config(rows, executor={"time_scale": 3000, "checkpoint_every": 0.2})
+    # About 2 s of wall per job: the node goes once every job has checkpointed (0.2 s in), and a loaded machine
+    # (CI's two test workers) must not let a job on it finish before its raylet is gone (it did at 1 s per job).
+    config = live_config(rows, executor={"time_scale": 1500, "checkpoint_every": 0.2})
     out = tmp_path / "out"
     remover = threading.Thread(target=_remove_when_checkpointed, args=(ray_cluster, extra, out), daemon=True)
     remover.start()

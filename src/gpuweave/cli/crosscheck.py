@@ -22,13 +22,21 @@ def command(
         None, "--out", help="Output directory (default ./gpuweave-out/crosscheck/PEER)."
     ),
     workloads: Optional[str] = typer.Option(
-        None, "--workloads", help="fgd: comma list of workloads (default: every one FGD's result file holds)."
+        None,
+        "--workloads",
+        help="fgd, pollux: comma list of workloads (default: every one the peer's result files hold).",
     ),
     policies: Optional[str] = typer.Option(
-        None, "--policies", help="fgd: comma list of policies, FGD's names or ours (Random or random, FGD or fgd...)."
+        None,
+        "--policies",
+        help="fgd: comma list of policies, FGD's names or ours (Random or random, FGD or fgd...); pollux: Pollux's "
+        "names (tiresias, optimus, pollux; default all but pollux, about 10 minutes a workload).",
     ),
     seeds: Optional[str] = typer.Option(
-        None, "--seeds", help="fgd: comma list of seeds; FGD's mean is taken over the same seeds."
+        None,
+        "--seeds",
+        help="fgd: comma list of seeds; FGD's mean is taken over the same seeds. pollux: the seeds of our pollux "
+        "(per-job JCTs averaged).",
     ),
     quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison rows as JSON."),

@@ -45,7 +45,7 @@ from gpuweave.workload.job import Job
 from gpuweave.workload.profile_source import PlacementRateSource, ProfileSource
 
 if TYPE_CHECKING:
-    from gpuweave.cluster.epoch_rounding import EpochRounding
+    from gpuweave.cluster.epoch_rounding import EpochClock
     from gpuweave.cluster.sharing.ledger import ShareLedger
 
 _NONE: list[JobState] = []  # no preemptions (read only)
@@ -104,7 +104,7 @@ class ClusterBook:
         ideal_placement: bool = False,
         forks_jobs: bool = False,
         shares: ShareLedger | None = None,
-        epoch_clock: EpochRounding | None = None,
+        epoch_clock: EpochClock | None = None,
     ) -> None:
         """``nodes`` are expanded cluster nodes (index, name, gpu_model, num_gpus, price_per_kwh, pue) indexed
         0..N-1; ``gpu_power`` maps a GPU model to (idle W, max W); ``ideal_placement`` gives every placement the
@@ -546,7 +546,7 @@ class ClusterBook:
         # max(0, x) as conditionals (the same floats): two builtin calls fewer per job that leaves its GPUs
         productive = now - js.productive_start
         if self.epoch_clock is not None:
-            progress = self.epoch_clock.progress(js, now)
+            progress = self.epoch_clock.stop(js, now)
         else:
             progress = productive * js.rate if productive > 0.0 else 0.0
         left = js.remaining - progress

@@ -35,11 +35,26 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from gpuweave.cluster.state import JobState
     from gpuweave.workload.profile_source import EpochStepSource
+
+
+class EpochClock(Protocol):
+    """What the book, the view and the simulator ask a clock that is not rate x time: this module's
+    :class:`EpochRounding`, and :class:`~gpuweave.cluster.adaptive_clock.AdaptiveClock` (Pollux's adaptive jobs)."""
+
+    grid: float
+
+    def progress(self, js: JobState, t: float) -> float: ...
+
+    def stop(self, js: JobState, t: float) -> float: ...
+
+    def finish(self, js: JobState) -> float: ...
+
+    def epochs_done(self, js: JobState, t: float) -> int: ...
 
 
 class EpochRounding:
@@ -130,6 +145,10 @@ class EpochRounding:
             return 0.0
         done, _, _ = self._walk(js, t)
         return done - (float(js.job.work) - js.remaining)
+
+    def stop(self, js: JobState, t: float) -> float:
+        """A running job leaves its GPUs at ``t``: its :meth:`progress` (nothing else is kept per job)."""
+        return self.progress(js, t)
 
     def finish(self, js: JobState) -> float:
         """When a running job completes if nothing stops it."""

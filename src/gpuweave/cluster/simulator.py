@@ -45,15 +45,17 @@ from dataclasses import dataclass, field
 from heapq import heappush
 from typing import TYPE_CHECKING
 
+from gpuweave.cluster.adaptive_clock import AdaptiveClock
 from gpuweave.cluster.book import AllocationChange, ClusterBook, RecordSink, Segment, TimeseriesRow
 from gpuweave.cluster.contract import ClusterPolicy
-from gpuweave.cluster.epoch_rounding import EpochRounding
+from gpuweave.cluster.epoch_rounding import EpochClock, EpochRounding
 from gpuweave.cluster.placements import PlacementRule, TaskPlacement
 from gpuweave.cluster.state import ClusterView, JobState, queue_set
 from gpuweave.engine.loop import STALE, EventLoop
-from gpuweave.errors import InvalidDecisionError
+from gpuweave.errors import InputError, InvalidDecisionError
 from gpuweave.hardware.cluster_spec import Node
 from gpuweave.workload.job import Job
+from gpuweave.workload.pollux import PolluxJobModel
 from gpuweave.workload.profile_source import EpochStepSource, ProfileSource
 
 if TYPE_CHECKING:
@@ -123,11 +125,17 @@ def book_records(book: ClusterBook, start_time: float, events: int, decisions: i
     )
 
 
-def _epoch_clock(profiles: ProfileSource, policy: ClusterPolicy) -> EpochRounding | None:
+def _epoch_clock(profiles: ProfileSource, policy: ClusterPolicy) -> EpochClock | None:
     """Pollux's rounding at epoch ends, for a profile source that knows where epochs end (Pollux's job model) and a
-    policy on a round grid, as in Pollux's simulator (:mod:`gpuweave.cluster.epoch_rounding`); else None."""
+    policy on a round grid, as in Pollux's simulator (:mod:`gpuweave.cluster.epoch_rounding`); for a policy whose
+    jobs adapt their batches (Pollux's), their agents' clock (:mod:`gpuweave.cluster.adaptive_clock`); else None."""
     if not isinstance(profiles, EpochStepSource) or not policy.round_length:
         return None
+    fixed = getattr(policy, "fixed_batches", None)
+    if fixed is not None:
+        if not isinstance(profiles, PolluxJobModel):
+            raise InputError(f"policy '{policy.name}' needs Pollux's job model as profiles", field="profiles")
+        return AdaptiveClock(profiles, policy.round_length, targets=dict(fixed))
     return EpochRounding(profiles, policy.round_length)
 
 

@@ -19,10 +19,11 @@ from gpuweave.workload.job import Job
 if TYPE_CHECKING:
     from _typeshed import SupportsKeysAndGetItem
 
-    from gpuweave.cluster.epoch_rounding import EpochRounding
+    from gpuweave.cluster.epoch_rounding import EpochClock
     from gpuweave.cluster.free_index import FreeIndex
     from gpuweave.cluster.sharing.ledger import ShareLedger
     from gpuweave.hardware.cluster_spec import Node
+    from gpuweave.workload.pollux_agent import AgentState
     from gpuweave.workload.profile_source import ProfileSource
 
 Placement = tuple[tuple[int, int], ...]
@@ -138,7 +139,7 @@ class ClusterState(Protocol):
     ideal_placement: bool
     fastest_cache: dict[tuple[str, int, tuple[str, ...] | None], list[str]]
     shares: ShareLedger | None
-    epoch_clock: EpochRounding | None
+    epoch_clock: EpochClock | None
 
     def placement_rate(self, job: Job, num_gpus: int, placement: Placement, strict: bool = True) -> float: ...
 
@@ -253,6 +254,13 @@ class ClusterView:
         not know epochs (:mod:`gpuweave.cluster.epoch_rounding`)."""
         clock = self._book.epoch_clock
         return None if clock is None else clock.epochs_done(js, self._book.now)
+
+    def job_agent(self, js: JobState) -> AgentState | None:
+        """The job's own agent now, where the run's jobs adapt their batches (Pollux's policy: its goodput model and
+        restarts, :mod:`gpuweave.cluster.adaptive_clock`); None otherwise."""
+        clock = self._book.epoch_clock
+        agent = getattr(clock, "agent", None)
+        return None if agent is None else agent(js, self._book.now)
 
     def attained_service(self, js: JobState) -> float:
         """GPU-seconds the job has held so far (Tiresias' attained service)."""

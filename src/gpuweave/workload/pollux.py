@@ -159,6 +159,12 @@ class PolluxApp:
     init_batch_size: int = field(init=False)
     max_batch_size: int = field(init=False)
     min_local_bsz: int = field(init=False)
+    _ends: np.ndarray | None = field(default=None, init=False, repr=False)
+    # (shape, local batch) -> (step, sync): Pollux's simulator memoizes its throughput look-ups too; an adaptive
+    # job asks the same one every interval, and an unmeasured shape's interpolation can take milliseconds
+    _times: dict[tuple[tuple[int, ...], float], tuple[float, float] | None] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self.init_batch_size = min(self.validation)
@@ -192,6 +198,28 @@ class PolluxApp:
     def epoch_ends(self) -> np.ndarray:
         """Progress at the end of epochs 1..max_epochs: the least any validated batch size reached."""
         return np.min(np.stack([v.progress[: self.max_epochs] for v in self.validation.values()]), axis=0)
+
+    def progress_at(self, epoch: int) -> float:
+        """Progress at the end of epoch ``epoch`` (1-based; 0 at the start), Pollux's ``get_progress``."""
+        if epoch == 0:
+            return 0.0
+        ends = self._ends
+        if ends is None:
+            ends = self._ends = self.epoch_ends()
+        return float(ends[epoch - 1])
+
+    def grad_stats(self, batch_size: int, epoch: int) -> tuple[float, float]:
+        """(grad_sqr, grad_var) during epoch index ``epoch`` at ``batch_size``, linear between the validated batch
+        sizes around it (Pollux's ``get_grad_stats``)."""
+        lower, upper = self._bracket(batch_size)
+        lo, hi = self.validation[lower], self.validation[upper]
+        if lower == upper:
+            return float(lo.grad_sqr[epoch]), float(lo.grad_var[epoch])
+        w = (batch_size - lower) / (upper - lower)
+        return (
+            float((1 - w) * lo.grad_sqr[epoch] + w * hi.grad_sqr[epoch]),
+            float((1 - w) * lo.grad_var[epoch] + w * hi.grad_var[epoch]),
+        )
 
     def gains(self, batch_size: int) -> np.ndarray:
         """Statistical-efficiency gain of each epoch at an effective ``batch_size``."""
@@ -252,10 +280,16 @@ class PolluxApp:
     # ------------------------------------------------------------------ speed
     def step_times(self, shape: tuple[int, ...], local_bsz: int) -> tuple[float, float] | None:
         """(step, sync) seconds on ``shape`` at ``local_bsz``; None outside the measured ranges."""
+        key = (shape, local_bsz)
+        if key in self._times:
+            return self._times[key]
         curve = self.by_shape.get(shape)
         if curve is not None:
-            return curve.at(local_bsz)
-        return self.by_size.at(min(len(shape), MAX_NODES), sum(shape), local_bsz)
+            found = curve.at(local_bsz)
+        else:
+            found = self.by_size.at(min(len(shape), MAX_NODES), sum(shape), local_bsz)
+        self._times[key] = found
+        return found
 
     def rate(self, batch_size: int, counts: tuple[int, ...]) -> float:
         """Steps/s of a job of ``batch_size`` on GPUs ``counts`` per node; 0.0 where the tables say nothing."""

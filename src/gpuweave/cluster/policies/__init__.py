@@ -21,6 +21,7 @@ POLICY_MODULES = [
     "gpuweave.cluster.policies.yarn_cs",
     "gpuweave.cluster.policies.tiresias",
     "gpuweave.cluster.policies.optimus",
+    "gpuweave.cluster.policies.pollux",
     "gpuweave.cluster.policies.gavel",
     "gpuweave.cluster.policies.hadar",
     "gpuweave.cluster.policies.hadare",

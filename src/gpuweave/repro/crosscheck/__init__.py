@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuweave.checks import SEED, parse
 from gpuweave.errors import InputError
 from gpuweave.repro.registry import ComparisonRow, write_comparison
 from gpuweave.staging import staged_directory
@@ -31,7 +32,12 @@ class Peer:
 
 PEERS: dict[str, Peer] = {
     "gavel": Peer("gpuweave.repro.crosscheck.gavel", "crosscheck_gavel", "../shared/data/gavel-reference"),
-    "pollux": Peer("gpuweave.repro.crosscheck.pollux", "crosscheck_pollux", "../shared/data/pollux"),
+    "pollux": Peer(
+        "gpuweave.repro.crosscheck.pollux",
+        "crosscheck_pollux",
+        "../shared/data/pollux",
+        ("workloads", "policies", "seeds"),
+    ),
     "fgd": Peer(
         "gpuweave.repro.crosscheck.fgd",
         "crosscheck_fgd",
@@ -39,6 +45,27 @@ PEERS: dict[str, Peer] = {
         ("workloads", "policies", "seeds", "progress"),
     ),
 }
+
+
+def selected(
+    given: str | None, known: list[str], what: str, where: str, aliases: dict[str, str] | None = None
+) -> list[str]:
+    """The names a ``--workloads``/``--policies`` comma list picks (all of ``known`` when not given), each one
+    known (an alias: ``{ours: theirs}``, read as ours); InputError naming ``where`` the known ones are."""
+    if not given:
+        return known
+    out = []
+    for name in (part.strip() for part in given.split(",") if part.strip()):
+        name = {v: k for k, v in (aliases or {}).items()}.get(name, name)
+        if name not in known:
+            raise InputError(f"{what} {name!r} is not in {where} (there: {', '.join(known)})", field=what)
+        out.append(name)
+    return out
+
+
+def seed_set(given: str | None) -> set[int] | None:
+    """The seeds of a ``--seeds`` comma list, each checked; None when not given."""
+    return None if not given else {int(parse(s, SEED, field="seeds")) for s in given.split(",") if s.strip()}
 
 
 def peer_function(name: str) -> CrossCheck:

@@ -27,10 +27,11 @@ import csv
 from collections.abc import Callable
 from pathlib import Path
 
-from gpuweave.checks import SEED, Range, parse
+from gpuweave.checks import SEED, Range
 from gpuweave.cluster.sharing.experiment import FillResult, run_fill
 from gpuweave.errors import InputError
 from gpuweave.files import safe_child, safe_name
+from gpuweave.repro.crosscheck import seed_set, selected
 from gpuweave.repro.registry import ComparisonRow
 from gpuweave.workload.tasks import TaskTable
 from gpuweave.workload.traces._tables import ROW, numeric_column, read_csv_strings, require_columns
@@ -101,18 +102,6 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(finite) / len(finite) if finite else None
 
 
-def _selected(given: str | None, known: list[str], what: str, aliases: dict[str, str] | None = None) -> list[str]:
-    if not given:
-        return known
-    out = []
-    for name in (part.strip() for part in given.split(",") if part.strip()):
-        name = {v: k for k, v in (aliases or {}).items()}.get(name, name)
-        if name not in known:
-            raise InputError(f"{what} {name!r} is not in FGD's result file (there: {', '.join(known)})", field=what)
-        out.append(name)
-    return out
-
-
 def crosscheck_fgd(
     data_dir: Path,
     out_dir: Path,
@@ -124,7 +113,7 @@ def crosscheck_fgd(
 ) -> list[ComparisonRow]:
     """Rows of ours beside FGD's (see module docstring); ``workloads``/``policies``/``seeds``: comma lists;
     ``progress(runs done, runs in all)`` after each experiment."""
-    wanted_seeds = None if not seeds else {int(parse(s, SEED, field="seeds")) for s in seeds.split(",") if s.strip()}
+    wanted_seeds = seed_set(seeds)
     allocation_file = _result_file(data_dir, ALLOCATION_FILE)
     if allocation_file is None:
         raise InputError(f"no {ALLOCATION_FILE} in the data directory (or its fgd-reference/ sibling)", file=data_dir)
@@ -134,9 +123,9 @@ def crosscheck_fgd(
     csv_dir = data_dir / "csv" if (data_dir / "csv").is_dir() else data_dir
     nodes = read_openb_node_table(csv_dir / NODE_LIST)
     known_workloads = sorted({w for w, _ in expected})
-    chosen_workloads = _selected(workloads, known_workloads, "workload")
+    chosen_workloads = selected(workloads, known_workloads, "workload", "FGD's result file")
     known_policies = [p for p in COUNTERPARTS if any(p == q for _, q in expected)]
-    chosen_policies = _selected(policies, known_policies, "policy", COUNTERPARTS)
+    chosen_policies = selected(policies, known_policies, "policy", "FGD's result file", COUNTERPARTS)
     plan = [
         (
             workload,

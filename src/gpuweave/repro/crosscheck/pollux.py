@@ -40,9 +40,10 @@ from gpuweave.cluster.config import SimulationConfig
 from gpuweave.cluster.run import simulate
 from gpuweave.errors import InputError
 from gpuweave.files import load_json, safe_child, safe_name
+from gpuweave.repro.crosscheck import seed_set, selected
 from gpuweave.repro.crosscheck.correlation import PEARSON, SPEARMAN, per_job_correlations
 from gpuweave.repro.registry import ComparisonRow
-from gpuweave.workload.pollux import load_pollux_job_model
+from gpuweave.workload.pollux import job_type_name, load_pollux_job_model
 from gpuweave.workload.traces.pollux import read_pollux_workload
 from gpuweave.workload.traces.schema import validate_frame, write_frame
 
@@ -60,11 +61,15 @@ class Counterpart:
     policy: str
     options: dict[str, object]
     elastic: bool = False
+    adaptive: bool = False  # the jobs pick their batches (Pollux): job types name the largest batch they may reach
+    randomised: bool = False  # its runs differ by seed: one run per --seeds entry, per-job JCTs averaged
+    by_default: bool = True  # run without --policies (Pollux's own takes about 10 minutes a workload)
 
 
 COUNTERPARTS: dict[str, Counterpart] = {
     "tiresias": Counterpart("tiresias", {"preset": "pollux"}),
     "optimus": Counterpart("optimus", {}, elastic=True),
+    "pollux": Counterpart("pollux", {}, elastic=True, adaptive=True, randomised=True, by_default=False),
 }
 
 
@@ -126,13 +131,16 @@ def _workloads_dir(data_dir: Path, load: str) -> Path:
 
 
 def run_ours(
-    workload: Path, data_dir: Path, counterpart: Counterpart, out_dir: Path, name: str | None = None
+    workload: Path, data_dir: Path, counterpart: Counterpart, out_dir: Path, name: str | None = None, seed: int = 0
 ) -> JobTimes:
     """Import ``workload``, simulate it with ``counterpart`` as Pollux's simulator would, return per-job times; the
     imported trace is ``<name>.trace.csv`` in ``out_dir`` (default: the workload's name)."""
     traces = data_dir / "traces"
     model = load_pollux_job_model(traces)
     frame = validate_frame(read_pollux_workload(workload, model), file=workload, profiles=model)
+    if counterpart.adaptive:  # the trace's batch is not used: the job type names the largest, the agent picks
+        apps = [model.app_of(job_type)[0] for job_type in frame["job_type"]]
+        frame["job_type"] = [job_type_name(app.name, app.max_batch_size) for app in apps]
     if counterpart.elastic:
         frame["moldable"] = [model.max_replicas(job_type) for job_type in frame["job_type"]]
     trace = safe_child(out_dir, name or workload.stem, suffix=".trace.csv", file=workload, field="workload")
@@ -145,6 +153,7 @@ def run_ours(
         profiles=str(traces),
         restart_delay=RESCALE_DELAY,
         start_delay=RESCALE_DELAY,
+        seed=seed,
     )
     records = simulate(config)
     arrival = {js.job.job_id: js.job.arrival for js in records.jobs}
@@ -175,33 +184,85 @@ def _write_jobs(path: Path, ours: JobTimes, peer_jct: dict[str, float]) -> None:
             writer.writerow([job, f"{ours.arrival[job]:g}", f"{float(peer_jct[job]):g}", f"{ours.jct[job]:.10g}"])
 
 
-def crosscheck_pollux(data_dir: Path, out_dir: Path) -> list[ComparisonRow]:
-    """Every (peer policy, workload) of ``data_dir`` (see the module docstring), ours beside Pollux's."""
+def _mean_over_seeds(runs: list[JobTimes]) -> JobTimes:
+    """Per-job JCTs averaged over the seeds' runs (jobs every run completed)."""
+    common = set.intersection(*(set(r.jct) for r in runs))
+    return JobTimes(runs[0].arrival, {job: float(np.mean([r.jct[job] for r in runs])) for job in sorted(common)})
+
+
+def crosscheck_pollux(
+    data_dir: Path,
+    out_dir: Path,
+    workloads: str | None = None,
+    policies: str | None = None,
+    seeds: str | None = None,
+) -> list[ComparisonRow]:
+    """Every (peer policy, workload) of ``data_dir`` (see the module docstring), ours beside Pollux's. ``policies``
+    (Pollux's names, a comma list) picks which run (default: every counterpart but Pollux's own, which takes about
+    10 minutes a workload); ``workloads`` which workloads; ``seeds`` the runs of a randomised policy (default 0)."""
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     if not (data_dir / "traces").is_dir():
         raise InputError("not a Pollux data directory: expected traces/, workloads/ and *-results.json", file=data_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    results = _peer_results(data_dir)
+    peer = "the Pollux results files"
+    chosen = None if not policies else selected(policies, sorted({p for p, _, _ in results}), "policy", peer)
+    known_workloads = sorted({w for _, _, by_workload in results for w in by_workload})
+    wanted = None if not workloads else selected(workloads, known_workloads, "workload", peer)
+    seed_list = sorted(seed_set(seeds) or {0})
     rows: list[ComparisonRow] = []
-    for policy, load, by_workload in _peer_results(data_dir):
+    for policy, load, by_workload in results:
+        if chosen is not None and policy not in chosen:
+            continue
         counterpart = COUNTERPARTS.get(policy)
-        if counterpart is None:
-            note = f"no gpuweave counterpart of Pollux's {policy!r} (known: {', '.join(COUNTERPARTS)})"
+        if counterpart is None or (chosen is None and not counterpart.by_default):
+            note = (
+                f"no gpuweave counterpart of Pollux's {policy!r} (known: {', '.join(COUNTERPARTS)})"
+                if counterpart is None
+                else f"ours not run by default (about 10 minutes a workload): --policies {policy}"
+            )
             rows.append(ComparisonRow(f"pollux {policy} (load {load})", "avg JCT", None, None, "s", note))
             continue
-        folder = _workloads_dir(data_dir, load)
-        options = ", ".join(f"{k}={v}" for k, v in counterpart.options.items())
-        elastic = ", elastic jobs" if counterpart.elastic else ""
-        note = (
-            f"ours: {counterpart.policy}{f' ({options})' if options else ''} on {POLLUX_CLUSTER}{elastic}, "
-            f"{RESCALE_DELAY:g} s per allocation"
-        )
-        for workload, peer_jct in sorted(by_workload.items()):
-            path = safe_child(folder, workload, suffix=".csv", field=f"jcts.{workload}")
-            if not path.is_file():
-                raise InputError(f"the results name workload {workload!r}, which has no CSV", file=path)
-            stem = f"{policy}-{load}-{workload}"
-            ours = run_ours(path, data_dir, counterpart, out_dir, name=stem)
-            jobs = safe_child(out_dir, stem, suffix="-jobs.csv", field=f"jcts.{workload}")
-            _write_jobs(jobs, ours, peer_jct)
-            rows.extend(compare(f"pollux {policy} (load {load}) {workload}", ours, peer_jct, note))
+        rows.extend(_policy_rows(data_dir, out_dir, policy, load, by_workload, counterpart, wanted, seed_list))
+    return rows
+
+
+def _policy_rows(
+    data_dir: Path,
+    out_dir: Path,
+    policy: str,
+    load: str,
+    by_workload: dict[str, dict[str, float]],
+    counterpart: Counterpart,
+    wanted: list[str] | None,
+    seeds: list[int],
+) -> list[ComparisonRow]:
+    """One peer policy's rows: each workload run (per seed if randomised) and compared."""
+    folder = _workloads_dir(data_dir, load)
+    options = ", ".join(f"{k}={v}" for k, v in counterpart.options.items())
+    elastic = ", elastic jobs" if counterpart.elastic else ""
+    adaptive = ", adaptive batches" if counterpart.adaptive else ""
+    seeds = seeds if counterpart.randomised else [0]
+    note = (
+        f"ours: {counterpart.policy}{f' ({options})' if options else ''} on {POLLUX_CLUSTER}{elastic}{adaptive}, "
+        f"{RESCALE_DELAY:g} s per allocation"
+    )
+    rows: list[ComparisonRow] = []
+    for workload, peer_jct in sorted(by_workload.items()):
+        if wanted is not None and workload not in wanted:
+            continue
+        path = safe_child(folder, workload, suffix=".csv", field=f"jcts.{workload}")
+        if not path.is_file():
+            raise InputError(f"the results name workload {workload!r}, which has no CSV", file=path)
+        stem = f"{policy}-{load}-{workload}"
+        runs = [run_ours(path, data_dir, counterpart, out_dir, name=stem, seed=seed) for seed in seeds]
+        ours = runs[0] if len(runs) == 1 else _mean_over_seeds(runs)
+        jobs = safe_child(out_dir, stem, suffix="-jobs.csv", field=f"jcts.{workload}")
+        _write_jobs(jobs, ours, peer_jct)
+        extra = ""
+        if len(runs) > 1:
+            averages = [float(np.mean(list(r.jct.values()))) for r in runs]
+            spread = ", ".join(f"{a:.1f}" for a in averages)
+            extra = f"; per-job mean over seeds {','.join(map(str, seeds))} (avg JCT per seed: {spread} s)"
+        rows.extend(compare(f"pollux {policy} (load {load}) {workload}", ours, peer_jct, note + extra))
     return rows

@@ -1,0 +1,172 @@
+"""The clock of Pollux's adaptive jobs: each job's own agent picks its batch, stepped per interval as in Pollux.
+
+Problem: run Pollux's policy against Pollux's simulator's job behaviour (petuum/adaptdl branch
+``osdi21-artifact``, ``simulator/simulator.py``; Qiao et al., OSDI'21 sec. 5.1) on gpuweave's event clock. Under
+Pollux a job's progress on a placement depends on the batch its agent picks, which depends on what the agent has
+measured so far (:mod:`gpuweave.workload.pollux_agent`), so progress is no longer a rate times time: it is the
+agent stepped interval by interval. This clock keeps, per job, the agent's state when the job last stopped and,
+for the job's current placement, its *trajectory*: the agent's state at the start of each interval (the policy's
+round grid) from the placement's start, computed on demand as far as a question needs (a completion prediction
+walks to the job's end; a tick's questions to the tick). A placement that never changes unfolds exactly as
+predicted, so nothing is stepped twice; a stop commits the state at that time and a new placement starts a new
+trajectory from it (with Pollux's ``reallocate``: a new batch, one more restart). It answers the book and the
+view as :class:`~gpuweave.cluster.epoch_rounding.EpochRounding` does (``progress``, ``stop``, ``finish``,
+``epochs_done``) and the policy's question :meth:`agent`: the job's agent now (its goodput model, its restarts).
+
+Work units: the book counts a job's work in steps at its trace's batch on its trace's GPUs; Pollux's agent in
+progress units. They agree at every epoch end (:meth:`PolluxJobModel.epoch_steps` there) and are linear in
+between (within an epoch at a fixed batch each is proportional to the other).
+
+Complexity: per job and placement, O(intervals run) agent steps in all, each O(epochs crossed) plus a refit per
+new configuration; a query inside an interval steps one partial interval from its start.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gpuweave.workload.pollux import PolluxJobModel
+from gpuweave.workload.pollux_agent import AgentState
+
+if TYPE_CHECKING:
+    from gpuweave.cluster.state import JobState
+
+MAX_INTERVALS = 10_000_000  # a job that would step longer than this is stuck: raise rather than loop
+
+
+@dataclass(slots=True)
+class _Trajectory:
+    version: int
+    start: float  # when the placement began (its first interval starts here)
+    productive: float  # when the re-scale delay ends
+    counts: tuple[int, ...]  # GPUs per node, in node order
+    bounds: list[float]  # interval starts
+    states: list[AgentState]  # the agent at each interval start
+
+
+class AdaptiveClock:
+    """Progress of adaptive (Pollux) jobs by their agents (see the module docstring)."""
+
+    __slots__ = ("_model", "grid", "_targets", "_agents", "_runs", "_maps")
+
+    def __init__(self, model: PolluxJobModel, grid: float, targets: dict[str, int] | None = None) -> None:
+        if not grid > 0:
+            raise ValueError(f"the interval grid must be positive, got {grid!r}")
+        self._model = model
+        self.grid = float(grid)
+        self._targets = targets or {}  # application -> fixed batch size (Pollux's simulator: ncf 32768)
+        self._agents: dict[str, AgentState] = {}  # the state when the job last stopped (or its first)
+        self._runs: dict[str, _Trajectory] = {}
+        self._maps: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    # ------------------------------------------------------------------ units
+    def _map(self, js: JobState) -> tuple[np.ndarray, np.ndarray]:
+        """(progress, work) at 0 and every epoch end of the job."""
+        job = js.job
+        found = self._maps.get(job.job_id)
+        if found is None:
+            app, _ = self._model.app_of(job.job_type)
+            steps = np.array(self._model.epoch_steps(job.job_type, job.num_gpus), dtype=float)
+            steps *= float(job.work) / steps[-1]
+            progress = np.array([app.progress_at(e) for e in range(app.max_epochs + 1)])
+            found = self._maps[job.job_id] = (progress, np.concatenate(([0.0], steps)))
+        return found
+
+    def _work(self, js: JobState, progress: float) -> float:
+        xs, ys = self._map(js)
+        return float(np.interp(progress, xs, ys))
+
+    # ------------------------------------------------------------------ agents and trajectories
+    def _initial(self, js: JobState) -> AgentState:
+        found = self._agents.get(js.job.job_id)
+        if found is None:
+            app, _ = self._model.app_of(js.job.job_type)
+            found = self._agents[js.job.job_id] = AgentState(app, target_batch=self._targets.get(app.name))
+        return found
+
+    def _trajectory(self, js: JobState) -> _Trajectory:
+        run = self._runs.get(js.job.job_id)
+        if run is not None and run.version == js.version:
+            return run
+        assert js.placement is not None
+        width = 1 + max(node for node, _ in js.placement)
+        counts = [0] * width
+        for node, k in js.placement:
+            counts[node] += k
+        first = self._initial(js).copy()
+        first.reallocate(tuple(counts))
+        run = _Trajectory(js.version, js.seg_start, js.productive_start, tuple(counts), [js.seg_start], [first])
+        self._runs[js.job.job_id] = run
+        return run
+
+    def _next_bound(self, t: float) -> float:
+        return (math.floor(t / self.grid + 1e-9) + 1) * self.grid
+
+    def _extend(self, run: _Trajectory) -> None:
+        """One more interval of the trajectory."""
+        if len(run.states) > MAX_INTERVALS:
+            raise RuntimeError("an adaptive job made no progress for too many intervals")
+        start, state = run.bounds[-1], run.states[-1].copy()
+        end = self._next_bound(start)
+        state.step(run.counts, start, end - start, max(0.0, run.productive - start))
+        run.bounds.append(end)
+        run.states.append(state)
+
+    def _state_at(self, js: JobState, t: float) -> AgentState:
+        """The agent of a running job at ``t`` (at an interval start exactly; inside one, stepped to ``t``)."""
+        run = self._trajectory(js)
+        while run.bounds[-1] < t and not run.states[-1].done:
+            self._extend(run)
+        i = bisect_right(run.bounds, t) - 1
+        state = run.states[i]
+        if run.bounds[i] == t or state.done:
+            return state
+        after = run.states[i + 1].completion if i + 1 < len(run.states) else None
+        if after is not None and after <= t:  # the completion inside this interval, asked at or after it
+            return run.states[i + 1]
+        partial = state.copy()
+        partial.step(run.counts, run.bounds[i], t - run.bounds[i], max(0.0, run.productive - run.bounds[i]))
+        return partial
+
+    # ------------------------------------------------------------------ the book's and the view's questions
+    def progress(self, js: JobState, t: float) -> float:
+        """Work units a running job has done from its placement's start to ``t``."""
+        if t <= js.productive_start:
+            return 0.0
+        before = self._trajectory(js).states[0].progress
+        return self._work(js, self._state_at(js, t).progress) - self._work(js, before)
+
+    def stop(self, js: JobState, t: float) -> float:
+        """A running job leaves its GPUs at ``t``: its agent's state there is kept; returns :meth:`progress`."""
+        done = self.progress(js, t)
+        state = self._state_at(js, t).copy() if t > js.seg_start else self._trajectory(js).states[0].copy()
+        state.atomic_bsz = state.accum_steps = 0
+        self._agents[js.job.job_id] = state
+        del self._runs[js.job.job_id]
+        return done
+
+    def finish(self, js: JobState) -> float:
+        """When a running job completes on its placement."""
+        run = self._trajectory(js)
+        while not run.states[-1].done:
+            self._extend(run)
+        completion = run.states[-1].completion
+        assert completion is not None
+        if completion == run.bounds[-2]:
+            # Found while stepping the interval that starts then: that interval's decision saw it still running.
+            return math.nextafter(completion, math.inf)
+        return completion
+
+    def epochs_done(self, js: JobState, t: float) -> int:
+        return self.agent(js, t).epoch
+
+    def agent(self, js: JobState, t: float) -> AgentState:
+        """The job's agent at ``t`` (running: on its trajectory; else as it last stopped). Do not mutate."""
+        if js.placement is None:
+            return self._initial(js)
+        return self._state_at(js, max(t, js.seg_start))

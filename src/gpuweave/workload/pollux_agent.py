@@ -1,0 +1,171 @@
+"""A Pollux job in Pollux's simulator: it learns its throughput, picks its batch, and advances epoch by epoch.
+
+Problem (Qiao et al., OSDI'21 sec. 3-5; petuum/adaptdl branch ``osdi21-artifact``, ``simulator/simulator.py``,
+``Job``): under Pollux a job adapts itself to what the scheduler gives it. Its agent records the step and sync time
+of every (nodes, GPUs, atomic batch) it runs at, refits its throughput model on each new one
+(:mod:`gpuweave.workload.throughput_model`), keeps the gradient statistics of its current epoch and batch, and
+re-picks its batch (:mod:`gpuweave.workload.goodput_model`) on every allocation, after every epoch and at the end of
+every scheduling interval; before its first fit it runs at ``max(B0, min_atomic x GPUs)``. Progress follows the
+job model's truth (:mod:`gpuweave.workload.pollux`): per stretch, ``gain / step time`` progress units per second
+at the current epoch's statistics. An interval of ``seconds`` is stepped as that simulator steps it: the re-scale
+delay first, then stretch by stretch to epoch ends, each stretch that ends an epoch rounded to whole seconds;
+the job completes at the end of its last epoch. A job with a fixed batch (ncf there: 32768) keeps it, split by the
+job model's rules. Placements are GPUs per node in node order, rotated to the lexicographically smallest as
+Pollux's tables are keyed.
+
+Complexity: per interval O(epochs crossed) steps, each with one batch choice (O(50)); a fit per new configuration.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from gpuweave.errors import InputError
+from gpuweave.workload.goodput_model import GoodputModel
+from gpuweave.workload.pollux import PolluxApp
+from gpuweave.workload.throughput_model import PerfParams, fit_perf_params
+
+EPS = 1e-8
+
+
+@lru_cache(maxsize=65536)
+def _fit(profile: tuple[tuple[tuple[int, int, int], tuple[float, float]], ...]) -> PerfParams:
+    """The throughput model fitted to a profile (the same profile again, on a trajectory walked anew after a job
+    moved, is not fitted twice: a fit is deterministic)."""
+    keys = np.array([key for key, _ in profile], dtype=float)
+    times = np.array([value for _, value in profile])
+    return fit_perf_params(keys[:, 0], keys[:, 1], keys[:, 2], times[:, 0] - times[:, 1], times[:, 0])
+
+
+def table_shape(placement: tuple[int, ...]) -> tuple[int, ...]:
+    """GPUs per node in node order, zeros dropped, as the smallest rotation (the key of Pollux's tables)."""
+    counts = tuple(c for c in placement if c > 0)
+    return min(counts[i:] + counts[:i] for i in range(len(counts)))
+
+
+@dataclass(slots=True)
+class AgentState:
+    """Everything a Pollux job carries from interval to interval."""
+
+    app: PolluxApp
+    target_batch: int | None = None  # a fixed batch size, else None (the agent picks)
+    profile: dict[tuple[int, int, int], tuple[float, float]] = field(default_factory=dict)
+    perf: PerfParams | None = None
+    grad: tuple[float, float] | None = None
+    atomic_bsz: int = 0
+    accum_steps: int = 0
+    epoch: int = 0
+    progress: float = 0.0
+    restarts: int | None = None  # None before the first allocation, as Pollux counts
+    completion: float | None = None
+
+    def copy(self) -> AgentState:
+        out = copy.copy(self)
+        out.profile = dict(self.profile)
+        return out
+
+    @property
+    def max_profiled_replicas(self) -> int:
+        return max((key[1] for key in self.profile), default=0)
+
+    @property
+    def done(self) -> bool:
+        return self.completion is not None
+
+    def goodput_model(self) -> GoodputModel | None:
+        """The job's current goodput model, None before its first measurement."""
+        if self.perf is None or self.grad is None:
+            return None
+        app = self.app
+        return GoodputModel(
+            self.perf,
+            self.grad[0],
+            self.grad[1],
+            app.init_batch_size,
+            app.max_batch_size,
+            app.min_local_bsz,
+            app.max_local_bsz,
+        )
+
+    def batch_size(self, replicas: int) -> int:
+        return replicas * self.atomic_bsz * (self.accum_steps + 1)
+
+    # ------------------------------------------------------------------ the agent
+    def pick_batch(self, placement: tuple[int, ...]) -> None:
+        """Pollux's ``update_local_bsz``: the batch for ``placement`` (module docstring)."""
+        app = self.app
+        counts = tuple(c for c in placement if c > 0)
+        nodes, replicas = len(counts), sum(counts)
+        batch = self.target_batch
+        model = self.goodput_model()
+        if batch is None and model is None:
+            batch = max(app.init_batch_size, app.min_local_bsz * replicas)
+        if batch is None:
+            assert model is not None
+            choice = model.optimize(nodes, replicas)
+            self.atomic_bsz, self.accum_steps = choice.atomic_bsz, choice.accum_steps
+        else:
+            local = math.ceil(batch / replicas - EPS)
+            self.accum_steps = math.ceil(local / app.max_local_bsz - EPS) - 1
+            if replicas == 1 and batch > app.init_batch_size:
+                self.accum_steps = max(1, self.accum_steps)
+            self.atomic_bsz = math.ceil(local / (self.accum_steps + 1) - EPS)
+        self.atomic_bsz = min(self.atomic_bsz, int(app.max_batch_size / (replicas * (self.accum_steps + 1))))
+
+    def reallocate(self, placement: tuple[int, ...]) -> None:
+        """A new allocation (Pollux's ``reallocate``): the batch re-picked, one more restart counted."""
+        self.pick_batch(placement)
+        self.restarts = 0 if self.restarts is None else self.restarts + 1
+
+    def _measure(self, nodes: int, replicas: int, step: float, sync: float, grad: tuple[float, float]) -> None:
+        """Pollux's ``update_params``: keep the statistics; a new configuration is recorded and the model refitted."""
+        self.grad = grad
+        key = (nodes, replicas, self.atomic_bsz)
+        if key in self.profile:
+            return
+        self.profile[key] = (step, sync)
+        self.perf = _fit(tuple(self.profile.items()))
+
+    def step(self, placement: tuple[int, ...], start: float, seconds: float, delay: float = 0.0) -> None:
+        """Advance ``seconds`` from ``start`` on ``placement`` (GPUs per node), the first ``delay`` of them idle."""
+        if self.done:
+            return
+        app = self.app
+        now = start + min(delay, seconds)
+        seconds -= min(delay, seconds)
+        counts = tuple(c for c in placement if c > 0)
+        nodes, replicas = len(counts), sum(counts)
+        shape = table_shape(counts)
+        while seconds > 0 and not self.done:
+            batch = self.batch_size(replicas)
+            times = app.step_times(shape, self.atomic_bsz)
+            if times is None:
+                raise InputError(
+                    f"{app.name}: no step time for placement {shape} at per-GPU batch {self.atomic_bsz}",
+                    field="placement",
+                )
+            step, sync = times
+            grad = app.grad_stats(batch, self.epoch)
+            scale = batch / app.init_batch_size
+            gain = (grad[1] + grad[0]) / (grad[1] / scale + grad[0])
+            self._measure(nodes, replicas, step, sync, grad)
+            goodput = gain / (step + (step - sync) * self.accum_steps)
+            target = app.progress_at(self.epoch + 1)
+            if self.progress + goodput * seconds < target:
+                self.progress += goodput * seconds
+                now += seconds
+                seconds = 0
+            else:
+                self.epoch += 1
+                delta = round(float((target - self.progress) / goodput))
+                if self.epoch >= app.max_epochs:
+                    self.completion = now + delta
+                self.progress = target
+                now += delta
+                seconds -= delta
+            self.pick_batch(placement)
