@@ -144,7 +144,7 @@ class AdaptiveClock:
     def stop(self, js: JobState, t: float) -> float:
         """A running job leaves its GPUs at ``t``: its agent's state there is kept; returns :meth:`progress`."""
         done = self.progress(js, t)
-        state = self._state_at(js, t).copy() if t > js.seg_start else self._trajectory(js).states[0].copy()
+        state = self._state_at(js, t).copy()  # (at the placement's start: its first state, the batch just picked)
         state.atomic_bsz = state.accum_steps = 0
         self._agents[js.job.job_id] = state
         del self._runs[js.job.job_id]

@@ -19,7 +19,6 @@ Complexity: per interval O(epochs crossed) steps, each with one batch choice (O(
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -29,8 +28,6 @@ from gpuweave.errors import InputError
 from gpuweave.workload.goodput_model import GoodputModel
 from gpuweave.workload.pollux import PolluxApp
 from gpuweave.workload.throughput_model import PerfParams, fit_perf_params
-
-EPS = 1e-8
 
 
 @lru_cache(maxsize=65536)
@@ -105,17 +102,14 @@ class AgentState:
         model = self.goodput_model()
         if batch is None and model is None:
             batch = max(app.init_batch_size, app.min_local_bsz * replicas)
-        if batch is None:
-            assert model is not None
-            choice = model.optimize(nodes, replicas)
-            self.atomic_bsz, self.accum_steps = choice.atomic_bsz, choice.accum_steps
-        else:
-            local = math.ceil(batch / replicas - EPS)
-            self.accum_steps = math.ceil(local / app.max_local_bsz - EPS) - 1
-            if replicas == 1 and batch > app.init_batch_size:
-                self.accum_steps = max(1, self.accum_steps)
-            self.atomic_bsz = math.ceil(local / (self.accum_steps + 1) - EPS)
-        self.atomic_bsz = min(self.atomic_bsz, int(app.max_batch_size / (replicas * (self.accum_steps + 1))))
+        if batch is not None:  # a given batch, split by the job model's rules (capped at the largest batch)
+            plan = app.batch_plan(batch, replicas)
+            self.atomic_bsz, self.accum_steps = plan.atomic_bsz, plan.accum_steps
+            return
+        assert model is not None
+        choice = model.optimize(nodes, replicas)
+        self.accum_steps = choice.accum_steps
+        self.atomic_bsz = min(choice.atomic_bsz, app.max_batch_size // (replicas * (choice.accum_steps + 1)))
 
     def reallocate(self, placement: tuple[int, ...]) -> None:
         """A new allocation (Pollux's ``reallocate``): the batch re-picked, one more restart counted."""

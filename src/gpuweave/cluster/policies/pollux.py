@@ -130,6 +130,5 @@ class PolluxPolicy(ClusterPolicy):
 
 def _max_replicas(agent: AgentState) -> int:
     """Step 2 of the module docstring."""
-    app = agent.app
-    most = min(max(2 * agent.max_profiled_replicas, 1), MAX_REPLICAS, app.max_batch_size // app.min_local_bsz)
-    return most if app.replica_cap is None else min(most, app.replica_cap)
+    app = agent.app  # the job model's most for its largest batch: each GPU its smallest batch, ncf's cap
+    return min(max(2 * agent.max_profiled_replicas, 1), MAX_REPLICAS, app.max_replicas(app.max_batch_size))
