@@ -134,6 +134,40 @@ def max_min_model(T: np.ndarray, scale, workers, weights, options):
     )
 
 
+def max_sum_throughput_lp(throughputs: np.ndarray, scale: np.ndarray, workers: np.ndarray) -> np.ndarray:
+    """Gavel's ``max_sum_throughput_perf`` (``ThroughputSumWithPerf``): maximise ``sum T[m,r] x[m,r]`` under the
+    base constraints (x >= 0, each job's row at most 1, each type's GPUs), as Sia's simulator runs it. Solved by
+    HiGHS' interior point without crossover (ECOS there is an interior-point method too: identical jobs get equal
+    shares of the optimal face, not a vertex), a simplex vertex if that stops without a usable point. M x R
+    columns, M + R rows: O(M R) to build. Returns x (M x R), rounded to 5 decimals and clipped to [0, 1] as
+    Sia's Gavel does."""
+    T = np.asarray(throughputs, dtype=float)
+    M, R = T.shape
+    if M == 0:
+        return np.zeros((0, R))
+    sf = np.asarray(scale, dtype=float)
+    nx = M * R
+    m_idx = np.repeat(np.arange(M), R)
+    r_idx = np.tile(np.arange(R), M)
+    index = np.column_stack([m_idx, M + r_idx]).ravel()
+    value = np.column_stack([np.ones(nx), sf[m_idx]]).ravel()
+    start = np.arange(0, 2 * nx + 1, 2)
+    upper = np.concatenate([np.ones(M), np.asarray(workers, dtype=float)])
+    # presolve off: it would settle small or separable LPs at a vertex before the interior point runs
+    options = {**INTERIOR, "presolve": "off"}
+    h = compressed_model(
+        -T.ravel(), start, index, value, np.full(M + R, -np.inf), upper, orientation="col", options=options
+    )
+    values = _interior_values(h)
+    if values is None:
+        h.setOptionValue("solver", "simplex")
+        solved = run_model(h)
+        if solved is None:
+            raise RuntimeError("Gavel LP infeasible")
+        values = solved[1]
+    return np.clip(np.round(values[:nx].reshape(M, R), 5), 0.0, 1.0)
+
+
 _VALUE = operator.attrgetter("value")  # a HighsBasisStatus' int: faster than int() on pybind's enums
 
 

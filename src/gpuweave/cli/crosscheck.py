@@ -1,4 +1,4 @@
-"""``gpuweave crosscheck gavel|pollux|fgd [--data DIR] [--out DIR]``: our policies on a peer simulator's traces,
+"""``gpuweave crosscheck gavel|pollux|sia|fgd [--data DIR] [--out DIR]``: our policies on a peer simulator's traces,
 ours beside the peer's results, written to ``comparison.csv`` like ``gpuweave repro``."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ NAME = "crosscheck"
 
 
 def command(
-    peer: str = typer.Argument(..., help="Peer simulator: gavel, pollux or fgd."),
+    peer: str = typer.Argument(..., help="Peer simulator: gavel, pollux, sia or fgd."),
     data: Optional[Path] = typer.Option(
         None, "--data", help="Peer data directory (default: the project's shared copy, ../shared/data/...)."
     ),
@@ -24,13 +24,15 @@ def command(
     workloads: Optional[str] = typer.Option(
         None,
         "--workloads",
-        help="fgd, pollux: comma list of workloads (default: every one the peer's result files hold).",
+        help="fgd, pollux, sia: comma list of workloads (default: every one the peer's result files hold; sia: "
+        "TRACE/WORKLOAD or WORKLOAD).",
     ),
     policies: Optional[str] = typer.Option(
         None,
         "--policies",
         help="fgd: comma list of policies, FGD's names or ours (Random or random, FGD or fgd...); pollux: Pollux's "
-        "names (tiresias, optimus, pollux; default all but pollux, about 10 minutes a workload).",
+        "names (tiresias, optimus, pollux; default all but pollux, about 10 minutes a workload); sia: Sia's names "
+        "(gavel; sia is listed without ours).",
     ),
     seeds: Optional[str] = typer.Option(
         None,
@@ -49,7 +51,7 @@ def command(
     with ProgressBar(show_progress(quiet or as_json)) as bar:
         hook = bar.task(f"crosscheck {peer}")
         options: dict[str, object] = {"workloads": workloads, "policies": policies, "seeds": seeds}
-        if peer == "fgd":  # the one peer whose runs are counted: hundreds of experiments on the full data
+        if peer in ("fgd", "sia"):  # peers whose runs are counted: many experiments on the full data
             options["progress"] = hook
         rows = run_crosscheck(peer, data, out_dir, options)
     if as_json:

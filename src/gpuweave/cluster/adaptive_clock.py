@@ -32,6 +32,7 @@ import numpy as np
 
 from gpuweave.workload.pollux import PolluxJobModel
 from gpuweave.workload.pollux_agent import AgentState
+from gpuweave.workload.sia import SiaJobModel
 
 if TYPE_CHECKING:
     from gpuweave.cluster.state import JobState
@@ -45,6 +46,7 @@ class _Trajectory:
     start: float  # when the placement began (its first interval starts here)
     productive: float  # when the re-scale delay ends
     counts: tuple[int, ...]  # GPUs per node, in node order
+    gpu_model: str | None  # the placement's GPU type (Sia's job model), else None
     bounds: list[float]  # interval starts
     states: list[AgentState]  # the agent at each interval start
 
@@ -52,17 +54,36 @@ class _Trajectory:
 class AdaptiveClock:
     """Progress of adaptive (Pollux) jobs by their agents (see the module docstring)."""
 
-    __slots__ = ("_model", "grid", "_targets", "_agents", "_runs", "_maps")
+    __slots__ = ("_model", "grid", "_targets", "_agents", "_runs", "_maps", "_node_models", "_rigid", "_stopped")
 
-    def __init__(self, model: PolluxJobModel, grid: float, targets: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        model: PolluxJobModel,
+        grid: float,
+        targets: dict[str, int] | None = None,
+        *,
+        node_models: list[str] | None = None,
+        rigid: bool = False,
+    ) -> None:
+        """``targets``: application -> fixed batch (Pollux's simulator: ncf 32768); ``rigid``: every job keeps
+        its job type's batch and learns nothing (Sia's Gavel); ``node_models``: each node's GPU model, needed
+        with Sia's job model (:class:`~gpuweave.workload.sia.SiaJobModel`), whose jobs run on the type's tables
+        and idle for their application's re-scale time, which the clock then charges (the book's delays are
+        not used), except on a move that keeps the GPUs per node on the same type (Sia charges nothing there)."""
         if not grid > 0:
             raise ValueError(f"the interval grid must be positive, got {grid!r}")
+        if isinstance(model, SiaJobModel) and node_models is None:
+            raise ValueError("Sia's job model needs each node's GPU model")
         self._model = model
         self.grid = float(grid)
-        self._targets = targets or {}  # application -> fixed batch size (Pollux's simulator: ncf 32768)
+        self._targets = targets or {}
+        self._node_models = node_models if isinstance(model, SiaJobModel) else None
+        self._rigid = rigid
         self._agents: dict[str, AgentState] = {}  # the state when the job last stopped (or its first)
         self._runs: dict[str, _Trajectory] = {}
         self._maps: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # Sia: a stopped job's (time, GPUs per node, GPU model, end of its re-scale delay), for a move at once
+        self._stopped: dict[str, tuple[float, tuple[int, ...], str, float]] = {}
 
     # ------------------------------------------------------------------ units
     def _map(self, js: JobState) -> tuple[np.ndarray, np.ndarray]:
@@ -85,8 +106,9 @@ class AdaptiveClock:
     def _initial(self, js: JobState) -> AgentState:
         found = self._agents.get(js.job.job_id)
         if found is None:
-            app, _ = self._model.app_of(js.job.job_type)
-            found = self._agents[js.job.job_id] = AgentState(app, target_batch=self._targets.get(app.name))
+            app, batch = self._model.app_of(js.job.job_type)
+            target = batch if self._rigid else self._targets.get(app.name)
+            found = self._agents[js.job.job_id] = AgentState(app, target_batch=target, learns=not self._rigid)
         return found
 
     def _trajectory(self, js: JobState) -> _Trajectory:
@@ -99,10 +121,29 @@ class AdaptiveClock:
         for node, k in js.placement:
             counts[node] += k
         first = self._initial(js).copy()
-        first.reallocate(tuple(counts))
-        run = _Trajectory(js.version, js.seg_start, js.productive_start, tuple(counts), [js.seg_start], [first])
+        productive, gpu_model = js.productive_start, None
+        if self._node_models is None:
+            first.reallocate(tuple(counts))
+        else:
+            productive, gpu_model = self._sia_start(js, first, tuple(counts))
+        run = _Trajectory(js.version, js.seg_start, productive, tuple(counts), gpu_model, [js.seg_start], [first])
         self._runs[js.job.job_id] = run
         return run
+
+    def _sia_start(self, js: JobState, first: AgentState, counts: tuple[int, ...]) -> tuple[float, str]:
+        """A placement under Sia's job model: the type's tables; a re-scale delay unless the job moved at once to
+        the same GPUs per node on the same type (Sia's ``reallocate`` then changes nothing)."""
+        model = self._model
+        assert isinstance(model, SiaJobModel) and self._node_models is not None and js.placement is not None
+        gpu_model = self._node_models[js.placement[0][0]]
+        first.app = model.app_on(js.job.job_type, gpu_model)[0]
+        used = tuple(c for c in counts if c)
+        kept = self._stopped.pop(js.job.job_id, None)
+        if kept is not None and kept[:3] == (js.seg_start, used, gpu_model):
+            first.pick_batch(counts)
+            return max(kept[3], js.seg_start), gpu_model
+        first.reallocate(counts)
+        return js.seg_start + model.rescale_time(js.job.job_type), gpu_model
 
     def _next_bound(self, t: float) -> float:
         return (math.floor(t / self.grid + 1e-9) + 1) * self.grid
@@ -136,9 +177,10 @@ class AdaptiveClock:
     # ------------------------------------------------------------------ the book's and the view's questions
     def progress(self, js: JobState, t: float) -> float:
         """Work units a running job has done from its placement's start to ``t``."""
-        if t <= js.productive_start:
+        run = self._trajectory(js)
+        if t <= run.productive:
             return 0.0
-        before = self._trajectory(js).states[0].progress
+        before = run.states[0].progress
         return self._work(js, self._state_at(js, t).progress) - self._work(js, before)
 
     def stop(self, js: JobState, t: float) -> float:
@@ -147,7 +189,9 @@ class AdaptiveClock:
         state = self._state_at(js, t).copy()  # (at the placement's start: its first state, the batch just picked)
         state.atomic_bsz = state.accum_steps = 0
         self._agents[js.job.job_id] = state
-        del self._runs[js.job.job_id]
+        run = self._runs.pop(js.job.job_id)
+        if run.gpu_model is not None:
+            self._stopped[js.job.job_id] = (t, tuple(c for c in run.counts if c), run.gpu_model, run.productive)
         return done
 
     def finish(self, js: JobState) -> float:

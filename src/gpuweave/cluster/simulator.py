@@ -57,6 +57,7 @@ from gpuweave.hardware.cluster_spec import Node
 from gpuweave.workload.job import Job
 from gpuweave.workload.pollux import PolluxJobModel
 from gpuweave.workload.profile_source import EpochStepSource, ProfileSource
+from gpuweave.workload.sia import SiaJobModel
 
 if TYPE_CHECKING:
     from gpuweave.cluster.sharing.ledger import ShareLedger
@@ -125,13 +126,17 @@ def book_records(book: ClusterBook, start_time: float, events: int, decisions: i
     )
 
 
-def _epoch_clock(profiles: ProfileSource, policy: ClusterPolicy) -> EpochClock | None:
+def _epoch_clock(profiles: ProfileSource, policy: ClusterPolicy, nodes: list[Node]) -> EpochClock | None:
     """Pollux's rounding at epoch ends, for a profile source that knows where epochs end (Pollux's job model) and a
     policy on a round grid, as in Pollux's simulator (:mod:`gpuweave.cluster.epoch_rounding`); for a policy whose
-    jobs adapt their batches (Pollux's), their agents' clock (:mod:`gpuweave.cluster.adaptive_clock`); else None."""
+    jobs adapt their batches (Pollux's), or for Sia's job model (each job on its type's tables, rigid jobs keeping
+    their batches), the jobs' agents' clock (:mod:`gpuweave.cluster.adaptive_clock`); else None."""
     if not isinstance(profiles, EpochStepSource) or not policy.round_length:
         return None
     fixed = getattr(policy, "fixed_batches", None)
+    if isinstance(profiles, SiaJobModel):
+        models = [node.gpu_model for node in nodes]
+        return AdaptiveClock(profiles, policy.round_length, dict(fixed or ()), node_models=models, rigid=fixed is None)
     if fixed is not None:
         if not isinstance(profiles, PolluxJobModel):
             raise InputError(f"policy '{policy.name}' needs Pollux's job model as profiles", field="profiles")
@@ -186,7 +191,7 @@ class Simulator:
             ideal_placement=ideal_placement,
             forks_jobs=policy.forks_jobs,  # opt-in job forking (HadarE, spec hadar.md §3)
             shares=shares,
-            epoch_clock=_epoch_clock(profiles, policy),
+            epoch_clock=_epoch_clock(profiles, policy, nodes),
         )
         self.policy = policy
         self.round_length = policy.round_length

@@ -33,6 +33,7 @@ CANONICAL_NAMES = (
     "P100",
     "V100",
     "T4",
+    "RTX2080Ti",
     "A10",
     "RTX3090",
     "A30",

@@ -42,6 +42,7 @@ from __future__ import annotations
 import bisect
 import csv
 import io
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -77,6 +78,13 @@ def placement_shape(counts: Iterable[int]) -> tuple[int, ...]:
     """GPUs per node, descending (Pollux's greedy order), as the lexicographically smallest rotation."""
     ordered = tuple(sorted((c for c in counts if c > 0), reverse=True))
     return min(ordered[i:] + ordered[:i] for i in range(len(ordered)))
+
+
+def node_order_shape(counts: Iterable[int]) -> tuple[int, ...]:
+    """GPUs per node in node order, zeros dropped, as the smallest rotation (how Pollux's and Sia's simulators key
+    their tables for a placement they are given)."""
+    kept = tuple(c for c in counts if c > 0)
+    return min(kept[i:] + kept[:i] for i in range(len(kept)))
 
 
 def packed_counts(gpus: int, per_node: int) -> tuple[int, ...]:
@@ -156,6 +164,12 @@ class PolluxApp:
     by_size: SizeSurface  # any other shape, by (nodes, GPUs, local batch)
     validation: dict[int, Validation]  # ascending batch sizes
     replica_cap: int | None = None  # Pollux's simulator's cap on an elastic job's GPUs (ncf: 1), None: none
+    # Sia's simulator (:mod:`gpuweave.workload.sia`): a job's progress multiplied by its calibration (1 / the
+    # application's slowdown), and a batch split by the largest local batch measured on its placement
+    # (:meth:`placement_batch_plan`)
+    calibration: float = 1.0
+    scalability: np.ndarray | None = None  # (n, 3): nodes, GPUs, local batch of the scalability rows
+    per_placement_limits: bool = False
     init_batch_size: int = field(init=False)
     max_batch_size: int = field(init=False)
     min_local_bsz: int = field(init=False)
@@ -183,6 +197,40 @@ class PolluxApp:
         atomic = -(-local // (accum + 1))
         atomic = min(atomic, self.max_batch_size // (replicas * (accum + 1)))
         return BatchPlan(atomic, accum, replicas * atomic * (accum + 1))
+
+    def placement_batch_plan(self, batch_size: int, counts: tuple[int, ...]) -> BatchPlan:
+        """A given ``batch_size`` split on GPUs ``counts`` per node: :meth:`batch_plan`, or with
+        ``per_placement_limits`` Sia's rule: accumulate above the largest local batch measured on this placement
+        (else on the scalability rows with at least its nodes and GPUs), cap the per-GPU batch at the largest
+        measured for this GPU count, then at the largest batch (Sia's ``Job.update_local_bsz``)."""
+        replicas = sum(counts)
+        if not self.per_placement_limits:
+            return self.batch_plan(batch_size, replicas)
+        local = -(-batch_size // replicas)
+        most = self.placement_max_local_bsz(counts)
+        accum = math.ceil(local / most - 1e-8) - 1
+        if replicas == 1 and batch_size > self.init_batch_size:
+            accum = max(1, accum)
+        atomic = math.ceil(local / (accum + 1) - 1e-8)
+        measured = [float(c.local_bsz[-1]) for shape, c in self.by_shape.items() if sum(shape) == replicas]
+        if measured:
+            atomic = min(atomic, int(max(measured)))
+        atomic = min(atomic, int(self.max_batch_size / (replicas * (accum + 1))))
+        return BatchPlan(atomic, accum, replicas * atomic * (accum + 1))
+
+    def placement_max_local_bsz(self, counts: tuple[int, ...]) -> float:
+        """The largest local batch measured on GPUs ``counts`` per node (node order, rotated as the tables are
+        keyed), else on the scalability rows with at least as many nodes and GPUs (Sia's ``get_max_local_bsz``)."""
+        shape = node_order_shape(counts)
+        curve = self.by_shape.get(shape)
+        if curve is not None:
+            return float(curve.local_bsz[-1])
+        rows = self.scalability
+        if rows is not None:
+            fit = rows[(rows[:, 0] >= len(shape)) & (rows[:, 1] >= sum(shape))]
+            if len(fit):
+                return float(fit[:, 2].max())
+        raise InputError(f"{self.name}: no measured local batch for placement {shape}", field="placement")
 
     def _bracket(self, batch_size: int) -> tuple[int, int]:
         sizes = list(self.validation)
@@ -464,12 +512,15 @@ def _app_constants() -> dict[str, tuple[int, int | None, int | None]]:
     return out
 
 
-def load_app(folder: Path, constants: tuple[int, int | None, int | None] | None = None) -> PolluxApp:
-    """One application's tables from ``folder`` (``placements.csv``, ``scalability.csv``, ``validation-*.csv``)."""
+def load_app(
+    folder: Path, constants: tuple[int, int | None, int | None] | None = None, *, suffix: str = ""
+) -> PolluxApp:
+    """One application's tables from ``folder`` (``placements.csv``, ``scalability.csv``, ``validation-*.csv``;
+    with ``suffix`` ``-aws``: ``placements-aws.csv`` and ``scalability-aws.csv``, Sia's per-GPU-type tables)."""
     shapes: dict[tuple[int, ...], list] = {}
     sizes: dict[tuple[int, int, float], list[tuple[float, float]]] = {}
     for shape_id, bsz, step, sync in _rows(
-        folder / "placements.csv", ("placement", "local_bsz", "step_time", "sync_time")
+        folder / f"placements{suffix}.csv", ("placement", "local_bsz", "step_time", "sync_time")
     ):
         shape = tuple(int(d) for d in str(int(shape_id)))
         shapes.setdefault(shape, []).append((bsz, step, sync))
@@ -477,13 +528,15 @@ def load_app(folder: Path, constants: tuple[int, int | None, int | None] | None 
     # Pollux's points: the placements' means by (nodes, GPUs, local batch), ascending, then the scalability rows.
     points = [key for key in sorted(sizes)]
     values = [tuple(float(np.mean(column)) for column in zip(*sizes[key])) for key in points]
-    scalability = folder / "scalability.csv"
+    scalability = folder / f"scalability{suffix}.csv"
+    scalability_rows = []
     if scalability.exists():
         for nodes, gpus, bsz, step, sync in _rows(
             scalability, ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time")
         ):
             points.append((int(nodes), int(gpus), bsz))
             values.append((step, sync))
+            scalability_rows.append((nodes, gpus, bsz))
     validation = {}
     for path in sorted(folder.glob("validation-*.csv")):
         batch = path.stem.removeprefix("validation-")
@@ -495,7 +548,7 @@ def load_app(folder: Path, constants: tuple[int, int | None, int | None] | None 
     if not validation:
         raise InputError("no validation-<batch size>.csv files", file=folder)
     max_epochs, max_local, cap = constants or (None, None, None)
-    by_shape = _curves(shapes, folder / "placements.csv")
+    by_shape = _curves(shapes, folder / f"placements{suffix}.csv")
     epochs = min(len(v.progress) for v in validation.values())
     if max_epochs is not None and max_epochs > epochs:
         raise InputError(f"{folder.name}: {max_epochs} epochs configured, validation tables have {epochs}", file=folder)
@@ -507,6 +560,7 @@ def load_app(folder: Path, constants: tuple[int, int | None, int | None] | None 
         by_size=SizeSurface(np.array(points, dtype=float), np.array(values, dtype=float)),
         validation=dict(sorted(validation.items())),
         replica_cap=cap,
+        scalability=np.array(scalability_rows, dtype=float).reshape(-1, 3),
     )
 
 

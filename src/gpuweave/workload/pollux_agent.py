@@ -26,7 +26,7 @@ import numpy as np
 
 from gpuweave.errors import InputError
 from gpuweave.workload.goodput_model import GoodputModel
-from gpuweave.workload.pollux import PolluxApp
+from gpuweave.workload.pollux import PolluxApp, node_order_shape
 from gpuweave.workload.throughput_model import PerfParams, fit_perf_params
 
 
@@ -37,12 +37,6 @@ def _fit(profile: tuple[tuple[tuple[int, int, int], tuple[float, float]], ...]) 
     keys = np.array([key for key, _ in profile], dtype=float)
     times = np.array([value for _, value in profile])
     return fit_perf_params(keys[:, 0], keys[:, 1], keys[:, 2], times[:, 0] - times[:, 1], times[:, 0])
-
-
-def table_shape(placement: tuple[int, ...]) -> tuple[int, ...]:
-    """GPUs per node in node order, zeros dropped, as the smallest rotation (the key of Pollux's tables)."""
-    counts = tuple(c for c in placement if c > 0)
-    return min(counts[i:] + counts[:i] for i in range(len(counts)))
 
 
 @dataclass(slots=True)
@@ -60,6 +54,7 @@ class AgentState:
     progress: float = 0.0
     restarts: int | None = None  # None before the first allocation, as Pollux counts
     completion: float | None = None
+    learns: bool = True  # refit the throughput model on each new configuration (False: a rigid job, Sia's Gavel)
 
     def copy(self) -> AgentState:
         out = copy.copy(self)
@@ -103,7 +98,7 @@ class AgentState:
         if batch is None and model is None:
             batch = max(app.init_batch_size, app.min_local_bsz * replicas)
         if batch is not None:  # a given batch, split by the job model's rules (capped at the largest batch)
-            plan = app.batch_plan(batch, replicas)
+            plan = app.placement_batch_plan(batch, counts)
             self.atomic_bsz, self.accum_steps = plan.atomic_bsz, plan.accum_steps
             return
         assert model is not None
@@ -120,7 +115,7 @@ class AgentState:
         """Pollux's ``update_params``: keep the statistics; a new configuration is recorded and the model refitted."""
         self.grad = grad
         key = (nodes, replicas, self.atomic_bsz)
-        if key in self.profile:
+        if not self.learns or key in self.profile:
             return
         self.profile[key] = (step, sync)
         self.perf = _fit(tuple(self.profile.items()))
@@ -134,7 +129,7 @@ class AgentState:
         seconds -= min(delay, seconds)
         counts = tuple(c for c in placement if c > 0)
         nodes, replicas = len(counts), sum(counts)
-        shape = table_shape(counts)
+        shape = node_order_shape(counts)
         while seconds > 0 and not self.done:
             batch = self.batch_size(replicas)
             times = app.step_times(shape, self.atomic_bsz)
@@ -148,7 +143,7 @@ class AgentState:
             scale = batch / app.init_batch_size
             gain = (grad[1] + grad[0]) / (grad[1] / scale + grad[0])
             self._measure(nodes, replicas, step, sync, grad)
-            goodput = gain / (step + (step - sync) * self.accum_steps)
+            goodput = gain / (step + (step - sync) * self.accum_steps) * app.calibration
             target = app.progress_at(self.epoch + 1)
             if self.progress + goodput * seconds < target:
                 self.progress += goodput * seconds

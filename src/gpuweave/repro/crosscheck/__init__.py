@@ -38,6 +38,12 @@ PEERS: dict[str, Peer] = {
         "../shared/data/pollux",
         ("workloads", "policies", "seeds"),
     ),
+    "sia": Peer(
+        "gpuweave.repro.crosscheck.sia",
+        "crosscheck_sia",
+        "../shared/data/sia-reference",
+        ("workloads", "policies", "progress"),
+    ),
     "fgd": Peer(
         "gpuweave.repro.crosscheck.fgd",
         "crosscheck_fgd",

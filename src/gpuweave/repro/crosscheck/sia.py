@@ -1,0 +1,232 @@
+"""Crosscheck against Sia's simulator: our counterparts of its policies on its workloads, beside its own results.
+
+Problem: show how far gpuweave's counterpart of a policy in Sia's simulator (siasosp23/artifacts@aaf7a0d,
+``sia-simulator/``; Jayaram Subramanya et al., SOSP'23 sec. 6) lands from that simulator's own numbers. ``data_dir``
+is laid out like the shared ``sia-reference`` folder:
+
+- ``traces/<app>/``: the applications' per-GPU-type tables, read as Sia's job model (:mod:`gpuweave.workload.sia`);
+- ``workloads/<trace>/<workload>.csv``: the workloads (``name,time,application,num_replicas,batch_size``);
+- ``results.csv``: the peer's results, one row per (trace, workload, policy) with ``avg_jct_s``, ``p99_jct_s``,
+  ``makespan_s``, ``avg_restarts`` and ``wall_s`` (optional columns may be empty).
+
+The cluster is Sia's default (``simulator_config.py``): 6 ``aws`` nodes of 4 T4, 2 ``dgx-ext`` nodes of 8 A100-40GB,
+3 ``rtx`` nodes of 8 RTX2080Ti. For every row whose policy has a counterpart here (:data:`COUNTERPARTS`: Sia's
+``gavel`` -> ``gavel-sia``), the workload is imported and simulated on that cluster with the clock of Sia's job
+model (each job on its type's tables, Sia's re-scale times) and compared: average JCT, p99 JCT (Sia's
+``sorted(jcts)[int(0.99 n)]``), makespan (last completion - first arrival) and restarts per job as rows with the
+peer's value in ``paper``, and our wall time beside the peer's. A policy without a counterpart (Sia's own ``sia``
+policy: not yet here) gets one row without ours. Each run's per-job JCTs are written to
+``<policy>-<trace>-<workload>-jobs.csv`` in ``out_dir``.
+
+Complexity: one simulation per (policy, workload): one LP per round (about 300-500 rounds of 360 s).
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gpuweave.checks import DURATION, parse
+from gpuweave.cluster.config import SimulationConfig
+from gpuweave.cluster.run import PreparedRun, gpu_power, simulate
+from gpuweave.errors import InputError
+from gpuweave.files import csv_rows, safe_child, safe_name
+from gpuweave.hardware.cluster_spec import Node
+from gpuweave.repro.crosscheck import selected
+from gpuweave.repro.registry import ComparisonRow
+from gpuweave.workload.job import Job
+from gpuweave.workload.sia import SIA_GPU_TYPES, load_sia_job_model
+from gpuweave.workload.traces.pollux import read_pollux_workload
+from gpuweave.workload.traces.schema import validate_frame
+
+SIA_CLUSTER = (("aws", 6), ("dgx-ext", 2), ("rtx", 3))  # simulator_config.py's cluster_nnodes, in its order
+RESULT_COLUMNS = ("trace", "workload", "policy", "avg_jct_s", "makespan_s")
+METRICS = (("avg JCT", "avg_jct_s", "s"), ("p99 JCT", "p99_jct_s", "s"), ("makespan", "makespan_s", "s"))
+
+
+@dataclass(frozen=True, slots=True)
+class Counterpart:
+    """Our policy and options standing for one of Sia's simulator's policies, and its round length there."""
+
+    policy: str
+    options: dict[str, object]
+    round_length: float
+
+
+COUNTERPARTS: dict[str, Counterpart] = {"gavel": Counterpart("gavel-sia", {}, 360.0)}
+
+
+@dataclass(frozen=True, slots=True)
+class SiaRun:
+    """One run of ours: per-job arrival and JCT (s), restarts per job as Sia counts them, wall seconds."""
+
+    arrival: dict[str, float]
+    jct: dict[str, float]
+    restarts: float
+    wall_s: float
+
+    def metrics(self) -> dict[str, float]:
+        jcts = sorted(self.jct.values())
+        ends = [self.arrival[j] + t for j, t in self.jct.items()]
+        return {
+            "avg JCT": float(np.mean(jcts)),
+            "p99 JCT": float(jcts[int(0.99 * len(jcts))]),
+            "makespan": float(max(ends) - min(self.arrival.values())),
+            "restarts per job": self.restarts,
+        }
+
+
+def sia_nodes(cluster: tuple[tuple[str, int], ...] = SIA_CLUSTER) -> list[Node]:
+    """Sia's cluster as nodes: per Sia type, its nodes of the mapped catalog GPU, in Sia's order."""
+    nodes: list[Node] = []
+    for sia_type, count in cluster:
+        model, per_node = SIA_GPU_TYPES[sia_type]
+        for k in range(count):
+            nodes.append(Node(len(nodes), f"{sia_type}-{k}", model, per_node, 0.0, 1.0))
+    return nodes
+
+
+def run_ours(workload: Path, data_dir: Path, counterpart: Counterpart) -> SiaRun:
+    """Import ``workload``, simulate it with ``counterpart`` on Sia's cluster and job model."""
+    types = tuple(t for t, _ in SIA_CLUSTER)
+    model = load_sia_job_model(data_dir / "traces", types)
+    frame = validate_frame(read_pollux_workload(workload, model), file=workload, profiles=model)
+    jobs = [
+        Job(
+            job_id=str(r.job_id),
+            arrival=float(r.arrival),
+            num_gpus=int(r.num_gpus),
+            work=float(r.work),
+            job_type=str(r.job_type),
+            attrs={"submit_order": int(r.submit_order)},
+        )
+        for r in frame.itertuples()
+    ]
+    nodes = sia_nodes()
+    config = SimulationConfig(
+        policy=counterpart.policy,
+        policy_options=dict(counterpart.options),
+        round_length=counterpart.round_length,
+        restart_delay=0.0,  # the clock charges Sia's re-scale times itself
+        start_delay=0.0,
+    )
+    prepared = PreparedRun(config, nodes, jobs, model, gpu_power(nodes))
+    started = time.perf_counter()
+    records = simulate(config, prepared=prepared, record_segments=False)
+    wall = time.perf_counter() - started
+    restarts = float(np.mean([js.restarts for js in records.jobs])) if records.jobs else 0.0
+    arrival = {js.job.job_id: js.job.arrival for js in records.jobs}
+    jct = {js.job.job_id: js.end - js.job.arrival for js in records.jobs if js.end is not None}
+    return SiaRun(arrival, jct, restarts, wall)
+
+
+def _peer_rows(data_dir: Path) -> list[dict[str, str]]:
+    path = data_dir / "results.csv"
+    if not path.is_file():
+        raise InputError("not a Sia data directory: expected results.csv beside traces/ and workloads/", file=data_dir)
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv_rows(fh, file=path)
+        header = [h.strip() for h in next(reader, [])]
+        missing = [c for c in RESULT_COLUMNS if c not in header]
+        if missing:
+            raise InputError(f"missing column '{missing[0]}'", file=path, row=0, field=missing[0])
+        rows = []
+        for number_, record in enumerate(reader, start=1):
+            if not record:
+                continue
+            row = dict(zip(header, (cell.strip() for cell in record)))
+            for column in ("trace", "workload", "policy"):
+                safe_name(row.get(column, ""), suffix=".csv", file=path, field=column)
+            for _, column, _ in METRICS:
+                if row.get(column):
+                    parse(row[column], DURATION, file=path, row=number_, field=column)
+            row["_row"] = str(number_)
+            rows.append(row)
+    if not rows:
+        raise InputError("no results", file=path)
+    return rows
+
+
+def crosscheck_sia(
+    data_dir: Path,
+    out_dir: Path,
+    workloads: str | None = None,
+    policies: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[ComparisonRow]:
+    """Every (trace, workload, policy) row of ``data_dir``'s results.csv (module docstring), ours beside Sia's.
+    ``policies`` (Sia's names) and ``workloads`` (``<trace>/<workload>`` or ``<workload>``) pick which run;
+    ``progress(rows done, rows in all)`` after each."""
+    data_dir, out_dir = Path(data_dir), Path(out_dir)
+    if not (data_dir / "traces").is_dir():
+        raise InputError("not a Sia data directory: expected traces/, workloads/ and results.csv", file=data_dir)
+    peer = _peer_rows(data_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    chosen = None if not policies else selected(policies, sorted({r["policy"] for r in peer}), "policy", "results.csv")
+    names = sorted({f"{r['trace']}/{r['workload']}" for r in peer} | {r["workload"] for r in peer})
+    wanted = None if not workloads else selected(workloads, names, "workload", "results.csv")
+    picked = [
+        row
+        for row in peer
+        if (chosen is None or row["policy"] in chosen)
+        and (wanted is None or f"{row['trace']}/{row['workload']}" in wanted or row["workload"] in wanted)
+    ]
+    rows: list[ComparisonRow] = []
+    for done, row in enumerate(picked):
+        if progress is not None:
+            progress(done, len(picked))
+        name = f"{row['trace']}/{row['workload']}"
+        experiment = f"sia {row['policy']} {name}"
+        counterpart = COUNTERPARTS.get(row["policy"])
+        if counterpart is None:
+            note = f"no gpuweave counterpart of Sia's {row['policy']!r} yet (known: {', '.join(COUNTERPARTS)})"
+            peer_avg = float(row["avg_jct_s"]) if row.get("avg_jct_s") else None
+            rows.append(ComparisonRow(experiment, "avg JCT", peer_avg, None, "s", note))
+            continue
+        folder = safe_child(data_dir / "workloads", row["trace"], field="trace")
+        path = safe_child(folder, row["workload"], suffix=".csv", field="workload")
+        if not path.is_file():
+            raise InputError(f"results.csv names workload {name!r}, which has no CSV", file=path)
+        ours = run_ours(path, data_dir, counterpart)
+        stem = f"{row['policy']}-{row['trace']}-{row['workload']}"
+        _write_jobs(safe_child(out_dir, stem, suffix="-jobs.csv", field="workload"), ours)
+        rows.extend(_compare(experiment, row, ours, counterpart))
+    if progress is not None:
+        progress(len(picked), len(picked))
+    return rows
+
+
+def _compare(experiment: str, peer: dict[str, str], ours: SiaRun, counterpart: Counterpart) -> list[ComparisonRow]:
+    mine = ours.metrics()
+    note = f"ours: {counterpart.policy}, round {counterpart.round_length:g} s, on Sia's cluster and job model"
+    rows = []
+    for metric, column, unit in METRICS:
+        value = float(peer[column]) if peer.get(column) else None
+        rows.append(ComparisonRow(experiment, metric, value, mine[metric], unit, note))
+    restarts = float(peer["avg_restarts"]) if peer.get("avg_restarts") else None
+    rows.append(
+        ComparisonRow(
+            experiment,
+            "restarts per job",
+            restarts,
+            mine["restarts per job"],
+            "",
+            "ours counts every move; Sia not a move that keeps the GPUs per node on the same type (free there too)",
+        )
+    )
+    wall = float(peer["wall_s"]) if peer.get("wall_s") else None
+    rows.append(ComparisonRow(experiment, "wall time", wall, ours.wall_s, "s", "the peer's on this machine type"))
+    return rows
+
+
+def _write_jobs(path: Path, ours: SiaRun) -> None:
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["job_id", "arrival", "ours_jct"])
+        for job in sorted(ours.jct, key=lambda j: (ours.arrival[j], j)):
+            writer.writerow([job, f"{ours.arrival[job]:g}", f"{ours.jct[job]:.10g}"])

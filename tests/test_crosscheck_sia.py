@@ -1,0 +1,137 @@
+"""crosscheck_sia and Sia's job model: Gavel as Sia's simulator runs it, against Sia's own results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpuweave.baselines.gavel import max_sum_throughput_lp
+from gpuweave.errors import InputError
+from gpuweave.repro.crosscheck.sia import COUNTERPARTS, crosscheck_sia, run_ours
+from gpuweave.workload.sia import load_sia_job_model
+from tests.workload.conftest import shared_dir
+from tests.workload.test_pollux import write_app
+
+SIA = shared_dir() / "data" / "sia-reference"
+
+
+@pytest.mark.skipif(not SIA.is_dir(), reason=f"shared Sia data not found at {SIA}")
+def test_gavel_reproduces_sia_simulators_results(tmp_path):
+    """On Sia's saturn workloads 1-5 our gavel-sia gives Sia's average JCT to the hundredth of a second it reports,
+    and its p99 JCT and makespan to the second."""
+    rows = crosscheck_sia(SIA, tmp_path, policies="gavel")
+    by = {(r.experiment, r.metric): r for r in rows}
+    for k in range(1, 6):
+        experiment = f"sia gavel saturn/workload-{k}"
+        assert by[(experiment, "avg JCT")].ours == pytest.approx(by[(experiment, "avg JCT")].paper, abs=0.006)
+        for metric in ("p99 JCT", "makespan"):
+            assert by[(experiment, metric)].ours == by[(experiment, metric)].paper, (experiment, metric)
+        assert (tmp_path / f"gavel-saturn-workload-{k}-jobs.csv").is_file()
+
+
+def make_data_dir(root: Path) -> Path:
+    """A toy Sia data directory: one application, its tables copied for three GPU types (dgx-ext twice as fast)."""
+    app = write_app(root / "traces")
+    for sia_type, speed in (("aws", 1.0), ("dgx-ext", 0.5), ("rtx", 1.0)):
+        for table in ("placements", "scalability"):
+            lines = (app / f"{table}.csv").read_text().splitlines()
+            scaled = [lines[0]]
+            for line in lines[1:]:
+                cells = line.split(",")
+                cells[-2] = f"{float(cells[-2]) * speed:g}"
+                cells[-1] = f"{float(cells[-1]) * speed:g}"
+                scaled.append(",".join(cells))
+            (app / f"{table}-{sia_type}.csv").write_text("\n".join(scaled) + "\n")
+    folder = root / "workloads" / "toytrace"
+    folder.mkdir(parents=True)
+    (folder / "w.csv").write_text(
+        "name,time,application,num_replicas,batch_size\ntoy-0,5,toy,1,20\ntoy-1,70,toy,2,40\ntoy-2,80,toy,1,20\n"
+    )
+    (root / "results.csv").write_text(
+        "trace,workload,policy,avg_jct_s,p99_jct_s,makespan_s,avg_restarts,wall_s\n"
+        "toytrace,w,gavel,500,600,700,1,2.5\n"
+        "toytrace,w,sia,400,,,,\n"
+    )
+    return root
+
+
+def test_rows_for_each_peer_policy(tmp_path):
+    rows = crosscheck_sia(make_data_dir(tmp_path / "data"), tmp_path / "out")
+    gavel = {r.metric: r for r in rows if r.experiment == "sia gavel toytrace/w"}
+    assert list(gavel) == ["avg JCT", "p99 JCT", "makespan", "restarts per job", "wall time"]
+    assert gavel["avg JCT"].paper == 500.0 and gavel["avg JCT"].ours > 0
+    sia = [r for r in rows if r.experiment == "sia sia toytrace/w"]
+    assert len(sia) == 1 and sia[0].ours is None and sia[0].paper == 400.0 and "no gpuweave counterpart" in sia[0].note
+    assert (tmp_path / "out" / "gavel-toytrace-w-jobs.csv").is_file()
+
+
+def test_jobs_run_on_the_faster_type_and_idle_for_the_rescale_time(tmp_path):
+    """Sia's Gavel maximises total throughput: all three toy jobs fit on the dgx-ext type, twice as fast. Each job
+    waits for the first round after it arrives (360 s), then idles its re-scale time (30 s, the default)."""
+    data = make_data_dir(tmp_path / "data")
+    ours = run_ours(data / "workloads" / "toytrace" / "w.csv", data, COUNTERPARTS["gavel"])
+    assert set(ours.jct) == {"toy-0", "toy-1", "toy-2"}
+    model = load_sia_job_model(data / "traces", ("aws", "dgx-ext", "rtx"))
+    app, _ = model.app_on("toy (batch size 20)", "A100-40GB")
+    assert app.calibration == 1.0
+    # toy-0: batch 20 on 1 GPU accumulates once (above the initial 10): two steps of 10, 0.5 + 0.4 s on dgx-ext;
+    # gain (sqr + var) / (var / 2 + sqr) with var 1 (a third of the way from batch 10 to 40), sqr 1; each epoch
+    # spans 10 progress units and ends on a whole second
+    epoch = round(10 / ((1 + 1) / (1 / 2 + 1) / 0.9))
+    assert ours.jct["toy-0"] == 360 - 5 + 30 + 3 * epoch
+
+
+def test_results_csv_errors_name_file_row_and_field(tmp_path):
+    data = make_data_dir(tmp_path / "data")
+    (data / "results.csv").write_text("trace,workload,policy,avg_jct_s,makespan_s\ntoytrace,w,gavel,fast,1\n")
+    with pytest.raises(InputError) as err:
+        crosscheck_sia(data, tmp_path / "out")
+    assert err.value.row == 1 and err.value.field == "avg_jct_s" and "results.csv" in str(err.value)
+    (data / "results.csv").write_text("trace,workload,policy,avg_jct_s,makespan_s\n../..,w,gavel,1,1\n")
+    with pytest.raises(InputError):
+        crosscheck_sia(data, tmp_path / "out")
+    (data / "results.csv").write_text("trace,workload,policy,avg_jct_s,makespan_s\ntoytrace,w,gavel,1,1\n")
+    with pytest.raises(InputError, match="policy 'nope' is not in results.csv"):
+        crosscheck_sia(data, tmp_path / "out", policies="nope")
+
+
+def test_max_sum_throughput_lp_shares_identical_jobs_equally():
+    """Two identical jobs competing for one 1-GPU type: an interior point splits the optimal face evenly, as
+    Sia's ECOS does (a simplex vertex would give one job everything)."""
+    x = max_sum_throughput_lp(np.array([[2.0], [2.0]]), np.array([1.0, 1.0]), np.array([1.0]))
+    assert x[:, 0].tolist() == [0.5, 0.5]
+    x = max_sum_throughput_lp(np.array([[1.0, 3.0], [1.0, 2.0]]), np.array([1.0, 1.0]), np.array([1.0, 1.0]))
+    assert x.tolist() == [[0.0, 1.0], [1.0, 0.0]]
+
+
+def test_gavel_sia_needs_sia_job_model(tmp_path):
+    from gpuweave.cluster.config import SimulationConfig
+    from gpuweave.cluster.policies import POLICIES
+    from gpuweave.cluster.run import simulate
+
+    assert POLICIES.get("gavel-sia").meta["needs"] == "sia"
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,arrival,num_gpus,job_type,duration\na,0,1,ResNet-18 (batch size 128),100\n")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("name: v100\nnodes:\n  - {gpu: V100, gpus_per_node: 4}\n")
+    with pytest.raises(InputError, match="Sia's job model"):
+        simulate(SimulationConfig(policy="gavel-sia", trace=str(trace), cluster=str(cluster)))
+
+
+def test_sia_job_model_splits_batches_by_the_placement_s_measurements(tmp_path):
+    """Sia's rule: a batch accumulates above the largest local batch measured on its own placement."""
+    data = make_data_dir(tmp_path / "data")
+    model = load_sia_job_model(data / "traces", ("aws", "dgx-ext", "rtx"))
+    app, _ = model.app_on("toy (batch size 40)", "T4")
+    assert app.placement_max_local_bsz((2,)) == 20.0
+    plan = app.placement_batch_plan(40, (1, 1))  # 20 per GPU, measured up to 20 on (1, 1): no accumulation
+    assert (plan.atomic_bsz, plan.accum_steps, plan.batch_size) == (20, 0, 40)
+    plan = app.placement_batch_plan(40, (1,))  # 40 on one GPU: two steps of 20
+    assert (plan.atomic_bsz, plan.accum_steps) == (20, 1)
+    assert model.placement_rate("toy (batch size 40)", "A100-40GB", (1, 1)) == pytest.approx(
+        2 * model.placement_rate("toy (batch size 40)", "T4", (1, 1))
+    )
+    with pytest.raises(InputError, match="not a Sia traces directory"):
+        load_sia_job_model(tmp_path)
