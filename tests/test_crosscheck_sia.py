@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from gpuweave.baselines.gavel import max_sum_throughput_lp
+from gpuweave.baselines.sia_mip import configurations, fast_placement, power_matrix, realloc_factor, solve_allocation
+from gpuweave.cluster.policies.sia import restart_penalty
 from gpuweave.errors import InputError
 from gpuweave.repro.crosscheck.sia import COUNTERPARTS, crosscheck_sia, run_ours
 from gpuweave.workload.sia import load_sia_job_model
@@ -29,6 +31,16 @@ def test_gavel_reproduces_sia_simulators_results(tmp_path):
         for metric in ("p99 JCT", "makespan"):
             assert by[(experiment, metric)].ours == by[(experiment, metric)].paper, (experiment, metric)
         assert (tmp_path / f"gavel-saturn-workload-{k}-jobs.csv").is_file()
+
+
+@pytest.mark.skipif(not SIA.is_dir(), reason=f"shared Sia data not found at {SIA}")
+def test_sia_policy_within_five_percent_of_sia_s_own_run(tmp_path):
+    """Sia's own policy (one sample of Sia's simulator with CBC): our average JCT on saturn workload-2 within the
+    issue's 5 % (measured: -0.3 %; the other workloads in docs/crosscheck.md)."""
+    rows = crosscheck_sia(SIA, tmp_path, policies="sia", workloads="saturn/workload-2")
+    by = {r.metric: r for r in rows}
+    assert by["avg JCT"].ours == pytest.approx(by["avg JCT"].paper, rel=0.05)
+    assert by["restarts per job"].ours == pytest.approx(by["restarts per job"].paper, rel=0.15)
 
 
 def make_data_dir(root: Path) -> Path:
@@ -62,9 +74,11 @@ def test_rows_for_each_peer_policy(tmp_path):
     gavel = {r.metric: r for r in rows if r.experiment == "sia gavel toytrace/w"}
     assert list(gavel) == ["avg JCT", "p99 JCT", "makespan", "restarts per job", "wall time"]
     assert gavel["avg JCT"].paper == 500.0 and gavel["avg JCT"].ours > 0
-    sia = [r for r in rows if r.experiment == "sia sia toytrace/w"]
-    assert len(sia) == 1 and sia[0].ours is None and sia[0].paper == 400.0 and "no gpuweave counterpart" in sia[0].note
+    sia = {r.metric: r for r in rows if r.experiment == "sia sia toytrace/w"}
+    assert sia["avg JCT"].paper == 400.0 and sia["avg JCT"].ours > 0 and sia["p99 JCT"].paper is None
+    assert "ours: sia" in sia["avg JCT"].note
     assert (tmp_path / "out" / "gavel-toytrace-w-jobs.csv").is_file()
+    assert (tmp_path / "out" / "sia-toytrace-w-jobs.csv").is_file()
 
 
 def test_jobs_run_on_the_faster_type_and_idle_for_the_rescale_time(tmp_path):
@@ -95,6 +109,9 @@ def test_results_csv_errors_name_file_row_and_field(tmp_path):
     (data / "results.csv").write_text("trace,workload,policy,avg_jct_s,makespan_s\ntoytrace,w,gavel,1,1\n")
     with pytest.raises(InputError, match="policy 'nope' is not in results.csv"):
         crosscheck_sia(data, tmp_path / "out", policies="nope")
+    (data / "results.csv").write_text("trace,workload,policy,avg_jct_s,makespan_s\ntoytrace,w,tetris,1,1\n")
+    rows = crosscheck_sia(data, tmp_path / "out")
+    assert len(rows) == 1 and rows[0].ours is None and "no gpuweave counterpart of Sia's 'tetris'" in rows[0].note
 
 
 def test_max_sum_throughput_lp_shares_identical_jobs_equally():
@@ -135,3 +152,35 @@ def test_sia_job_model_splits_batches_by_the_placement_s_measurements(tmp_path):
     )
     with pytest.raises(InputError, match="not a Sia traces directory"):
         load_sia_job_model(tmp_path)
+
+
+def test_sia_program_keeps_pinned_jobs_and_respects_capacity():
+    # two jobs, one type of 4 GPUs; configurations: 1, 2, 4 GPUs
+    A = np.array([[0.9, 0.6, 0.4], [0.9, 0.6, 0.4]])
+    choice = solve_allocation(A, [1, 2, 4], [0, 0, 0], [4], {}, 1.1)
+    assert sorted(choice) == [1, 1]  # 0.6 + 0.6 beats 0.4 + leaving one job out (1.1)
+    assert solve_allocation(A, [1, 2, 4], [0, 0, 0], [4], {0: 2}, 1.1) == [2, None]  # job 0 pinned to 4 GPUs
+    # a configuration worse than leaving the job out (A > lambda_n) is never taken
+    assert solve_allocation(np.array([[2.0, 3.0, 5.0]]), [1, 2, 4], [0, 0, 0], [4], {}, 1.1) == [None]
+
+
+def test_sia_terms():
+    assert realloc_factor(10.0, 3, 30.0) == 1.0  # younger than the penalty
+    assert realloc_factor(300.0, 2, 30.0) == pytest.approx(240 / 330)
+    assert realloc_factor(300.0, 20, 30.0) == 0.0
+    A = power_matrix(np.array([[4.0, 1e-4, 1e-8]]), -0.5)
+    assert A[0, 0] == pytest.approx(0.5) and A[0, 1] == pytest.approx(100.0) and A[0, 2] == 3000.0
+    assert configurations(4, 3) == [(1, 1), (1, 2), (1, 4), (2, 8), (3, 12)]
+    assert configurations(8, 2) == [(1, 1), (1, 2), (1, 4), (1, 8), (2, 16)]
+    # whole nodes first, then round-robin from where the last job stopped
+    placed = fast_placement([("a", 8), ("b", 1), ("c", 1), ("d", 2)], [4, 4, 4])
+    assert placed == {"a": [0, 0, 0, 0, 1, 1, 1, 1], "d": [2, 2], "b": [2], "c": [2]}
+    assert restart_penalty("imagenet-3") == 250.0 and restart_penalty("toy-1") == 30.0
+
+
+@pytest.mark.parametrize("options", [{"p": 0.5}, {"p": "x"}, {"lambda_n": float("nan")}])
+def test_sia_bad_options_are_one_input_error(options):
+    from gpuweave.cluster.policies import make_policy
+
+    with pytest.raises(InputError):
+        make_policy("sia", **options)

@@ -32,7 +32,7 @@ def command(
         "--policies",
         help="fgd: comma list of policies, FGD's names or ours (Random or random, FGD or fgd...); pollux: Pollux's "
         "names (tiresias, optimus, pollux; default all but pollux, about 10 minutes a workload); sia: Sia's names "
-        "(gavel; sia is listed without ours).",
+        "(gavel, sia; default both).",
     ),
     seeds: Optional[str] = typer.Option(
         None,

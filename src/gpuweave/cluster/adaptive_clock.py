@@ -32,7 +32,7 @@ import numpy as np
 
 from gpuweave.workload.pollux import PolluxJobModel
 from gpuweave.workload.pollux_agent import AgentState
-from gpuweave.workload.sia import SiaJobModel
+from gpuweave.workload.sia import SIA_FIT_TOL, SiaJobModel
 
 if TYPE_CHECKING:
     from gpuweave.cluster.state import JobState
@@ -108,7 +108,10 @@ class AdaptiveClock:
         if found is None:
             app, batch = self._model.app_of(js.job.job_type)
             target = batch if self._rigid else self._targets.get(app.name)
-            found = self._agents[js.job.job_id] = AgentState(app, target_batch=target, learns=not self._rigid)
+            tol = SIA_FIT_TOL if self._node_models is not None else None
+            found = self._agents[js.job.job_id] = AgentState(
+                app, target_batch=target, learns=not self._rigid, fit_tol=tol
+            )
         return found
 
     def _trajectory(self, js: JobState) -> _Trajectory:
@@ -136,14 +139,16 @@ class AdaptiveClock:
         model = self._model
         assert isinstance(model, SiaJobModel) and self._node_models is not None and js.placement is not None
         gpu_model = self._node_models[js.placement[0][0]]
-        first.app = model.app_on(js.job.job_type, gpu_model)[0]
+        first.switch_type(gpu_model, model.app_on(js.job.job_type, gpu_model)[0])
         used = tuple(c for c in counts if c)
         kept = self._stopped.pop(js.job.job_id, None)
         if kept is not None and kept[:3] == (js.seg_start, used, gpu_model):
             first.pick_batch(counts)
-            return max(kept[3], js.seg_start), gpu_model
-        first.reallocate(counts)
-        return js.seg_start + model.rescale_time(js.job.job_type), gpu_model
+            first.busy_until = max(kept[3], js.seg_start)
+        else:
+            first.reallocate(counts)
+            first.busy_until = js.seg_start + model.rescale_time(js.job.job_type)
+        return first.busy_until, gpu_model
 
     def _next_bound(self, t: float) -> float:
         return (math.floor(t / self.grid + 1e-9) + 1) * self.grid

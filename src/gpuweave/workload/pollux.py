@@ -174,6 +174,7 @@ class PolluxApp:
     max_batch_size: int = field(init=False)
     min_local_bsz: int = field(init=False)
     _ends: np.ndarray | None = field(default=None, init=False, repr=False)
+    _memory_caps: dict[int, int] | None = field(default=None, init=False, repr=False)  # GPUs -> largest local batch
     # (shape, local batch) -> (step, sync): Pollux's simulator memoizes its throughput look-ups too; an adaptive
     # job asks the same one every interval, and an unmeasured shape's interpolation can take milliseconds
     _times: dict[tuple[tuple[int, ...], float], tuple[float, float] | None] = field(
@@ -211,12 +212,20 @@ class PolluxApp:
         accum = math.ceil(local / most - 1e-8) - 1
         if replicas == 1 and batch_size > self.init_batch_size:
             accum = max(1, accum)
-        atomic = math.ceil(local / (accum + 1) - 1e-8)
-        measured = [float(c.local_bsz[-1]) for shape, c in self.by_shape.items() if sum(shape) == replicas]
-        if measured:
-            atomic = min(atomic, int(max(measured)))
+        atomic = self.memory_cap(math.ceil(local / (accum + 1) - 1e-8), replicas)
         atomic = min(atomic, int(self.max_batch_size / (replicas * (accum + 1))))
         return BatchPlan(atomic, accum, replicas * atomic * (accum + 1))
+
+    def memory_cap(self, atomic_bsz: int, replicas: int) -> int:
+        """``atomic_bsz`` capped at the largest local batch measured on any placement of ``replicas`` GPUs (Sia's
+        memory rule; unchanged for a GPU count the placements table never measured)."""
+        caps = self._memory_caps
+        if caps is None:
+            caps = self._memory_caps = {}
+            for shape, curve in self.by_shape.items():
+                caps[sum(shape)] = max(caps.get(sum(shape), 0), int(curve.local_bsz[-1]))
+        cap = caps.get(replicas)
+        return atomic_bsz if cap is None else min(atomic_bsz, cap)
 
     def placement_max_local_bsz(self, counts: tuple[int, ...]) -> float:
         """The largest local batch measured on GPUs ``counts`` per node (node order, rotated as the tables are

@@ -19,24 +19,32 @@ Complexity: per interval O(epochs crossed) steps, each with one batch choice (O(
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
 from gpuweave.errors import InputError
-from gpuweave.workload.goodput_model import GoodputModel
+from gpuweave.workload.goodput_model import BatchChoice, GoodputModel
 from gpuweave.workload.pollux import PolluxApp, node_order_shape
 from gpuweave.workload.throughput_model import PerfParams, fit_perf_params
 
 
 @lru_cache(maxsize=65536)
-def _fit(profile: tuple[tuple[tuple[int, int, int], tuple[float, float]], ...]) -> PerfParams:
+def _fit(profile: tuple[tuple[tuple[int, int, int], tuple[float, float]], ...], tol: float | None) -> PerfParams:
     """The throughput model fitted to a profile (the same profile again, on a trajectory walked anew after a job
     moved, is not fitted twice: a fit is deterministic)."""
     keys = np.array([key for key, _ in profile], dtype=float)
     times = np.array([value for _, value in profile])
-    return fit_perf_params(keys[:, 0], keys[:, 1], keys[:, 2], times[:, 0] - times[:, 1], times[:, 0])
+    return fit_perf_params(keys[:, 0], keys[:, 1], keys[:, 2], times[:, 0] - times[:, 1], times[:, 0], tol)
+
+
+@lru_cache(maxsize=65536)
+def _best_batch(model: GoodputModel, nodes: int, replicas: int) -> BatchChoice:
+    """The model's best batch on (nodes, GPUs): an agent re-picks after every stretch it steps, mostly with the
+    same fit and statistics (an epoch's), so the choice is remembered (a pure function of its arguments)."""
+    return model.optimize(nodes, replicas)
 
 
 @dataclass(slots=True)
@@ -55,11 +63,41 @@ class AgentState:
     restarts: int | None = None  # None before the first allocation, as Pollux counts
     completion: float | None = None
     learns: bool = True  # refit the throughput model on each new configuration (False: a rigid job, Sia's Gavel)
+    fit_tol: float | None = None  # the fit's tolerance (None: adaptdl's; Sia's simulator: 1e-5)
+    # Sia's job model: the GPU type ``profile`` and ``perf`` are of, the other types' (profile, fit), and when the
+    # current placement's re-scale delay ends (Sia's scheduler keeps such a job where it is)
+    gpu_type: str | None = None
+    other_types: dict[str, tuple[dict[tuple[int, int, int], tuple[float, float]], PerfParams | None]] = field(
+        default_factory=dict
+    )
+    busy_until: float = 0.0
 
     def copy(self) -> AgentState:
         out = copy.copy(self)
         out.profile = dict(self.profile)
+        if self.other_types:
+            out.other_types = {k: (dict(p), perf) for k, (p, perf) in self.other_types.items()}
         return out
+
+    def switch_type(self, gpu_type: str, app: PolluxApp) -> None:
+        """Run on ``gpu_type`` with its tables ``app``: its own profile and fit (Sia's per-type ones) come in."""
+        if gpu_type != self.gpu_type:
+            if self.gpu_type is not None:
+                self.other_types[self.gpu_type] = (self.profile, self.perf)
+            self.profile, self.perf = self.other_types.pop(gpu_type, ({}, None))
+            self.gpu_type = gpu_type
+        self.app = app
+
+    def perf_on(self, gpu_type: str) -> PerfParams | None:
+        """The throughput fit on ``gpu_type`` (None: never measured there)."""
+        if gpu_type == self.gpu_type:
+            return self.perf
+        return self.other_types.get(gpu_type, ({}, None))[1]
+
+    def profiled_replicas_on(self, gpu_type: str) -> int:
+        """The most GPUs the job has been measured on of ``gpu_type`` (Sia's ``max_profiled_replicas``)."""
+        profile = self.profile if gpu_type == self.gpu_type else self.other_types.get(gpu_type, ({}, None))[0]
+        return max((key[1] for key in profile), default=0)
 
     @property
     def max_profiled_replicas(self) -> int:
@@ -102,9 +140,12 @@ class AgentState:
             self.atomic_bsz, self.accum_steps = plan.atomic_bsz, plan.accum_steps
             return
         assert model is not None
-        choice = model.optimize(nodes, replicas)
+        if app.per_placement_limits:  # Sia: the placement's largest measured local batch bounds the search
+            model = dataclasses.replace(model, max_atomic_bsz=int(app.placement_max_local_bsz(counts)))
+        choice = _best_batch(model, nodes, replicas)
         self.accum_steps = choice.accum_steps
-        self.atomic_bsz = min(choice.atomic_bsz, app.max_batch_size // (replicas * (choice.accum_steps + 1)))
+        atomic = app.memory_cap(choice.atomic_bsz, replicas) if app.per_placement_limits else choice.atomic_bsz
+        self.atomic_bsz = min(atomic, app.max_batch_size // (replicas * (choice.accum_steps + 1)))
 
     def reallocate(self, placement: tuple[int, ...]) -> None:
         """A new allocation (Pollux's ``reallocate``): the batch re-picked, one more restart counted."""
@@ -118,7 +159,7 @@ class AgentState:
         if not self.learns or key in self.profile:
             return
         self.profile[key] = (step, sync)
-        self.perf = _fit(tuple(self.profile.items()))
+        self.perf = _fit(tuple(self.profile.items()), self.fit_tol)
 
     def step(self, placement: tuple[int, ...], start: float, seconds: float, delay: float = 0.0) -> None:
         """Advance ``seconds`` from ``start`` on ``placement`` (GPUs per node), the first ``delay`` of them idle."""

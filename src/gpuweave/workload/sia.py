@@ -34,6 +34,8 @@ import math
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
+
 from gpuweave.errors import InputError, MissingProfileError
 from gpuweave.workload.pollux import PolluxApp, PolluxJobModel, load_app, node_order_shape, packed_counts
 
@@ -51,6 +53,7 @@ MAX_LOCAL_BSZ = {("deepspeech2", "rtx"): 57}
 # Sia's Gavel plans with at most 16 four-GPU or 8 eight-GPU nodes per type (gavel.py's CONFIGS_4GPU/CONFIGS_8GPU)
 GAVEL_MAX_NODES = {4: 16}
 GAVEL_MAX_NODES_OTHER = 8
+SIA_FIT_TOL = 1e-5  # Sia's goodput.py fits the throughput model with scipy's tol 1e-5 ("for speed")
 UNFIT_THROUGHPUT = 0.1  # what Sia's Gavel predicts for a job larger than a type (it may still be given a share)
 
 
@@ -78,13 +81,17 @@ class SiaJobModel(PolluxJobModel):
         return float(self.rescale_times.get(self.app_of(job_type)[0].name, 30.0))
 
     def placement_rate(self, job_type: str, gpu_model: str, counts: tuple[int, ...]) -> float:
-        """Steps/s (calibrated) of the job type's batch on GPUs ``counts`` per node; 0.0 where nothing is known."""
+        """Steps/s (calibrated) of the job type's batch on GPUs ``counts`` per node; 0.0 where nothing is known.
+        (The book's check that a placement can run; the clock advances each job by its own batch.)"""
         if gpu_model not in self.by_model:
             return 0.0
         key = (job_type, gpu_model, node_order_shape(counts))
         value = self._sia_rates.get(key)
         if value is None:
             app, batch_size = self.app_on(job_type, gpu_model)
+            # at least the smallest local batch on every GPU: an adaptive job's first batch (its agent's rule);
+            # a rigid one's trace batch is that large already
+            batch_size = max(batch_size, app.min_local_bsz * sum(key[2]))
             plan = app.placement_batch_plan(batch_size, key[2])
             value = self._sia_rates[key] = _steps_per_second(app, key[2], plan.atomic_bsz, plan.accum_steps)
         return value
@@ -121,6 +128,15 @@ class SiaJobModel(PolluxJobModel):
         if rate <= 0:
             raise MissingProfileError(f"no step time for {job_type} on {replicas} x {gpu_model}", file=self.source)
         return rate
+
+    def atomic_throughput(self, application: str, gpu_model: str) -> float:
+        """Samples/s on one GPU of ``gpu_model`` at the largest local batch measured there over the slowest step
+        measured there (Sia's ``compute_throughput_ratios``: its ratio between two types projects a goodput model
+        fitted on one onto the other)."""
+        curve = self.by_model[gpu_model][application].by_shape.get((1,))
+        if curve is None:
+            raise MissingProfileError(f"no one-GPU measurements of {application} on {gpu_model}", file=self.source)
+        return float(curve.local_bsz[-1] / np.max(curve.step_time))
 
     def __repr__(self) -> str:
         return f"SiaJobModel({sorted(self.apps)}, GPUs {list(self.by_model)}, source={self.source!r})"

@@ -126,9 +126,12 @@ def _one_blas_thread():
     return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
-def fit_perf_params(nodes, replicas, atomic_bsz, accum_step_time, optim_step_time) -> PerfParams:
+def fit_perf_params(
+    nodes, replicas, atomic_bsz, accum_step_time, optim_step_time, tol: float | None = None
+) -> PerfParams:
     """Fit the model to measurements: per configuration, its nodes, GPUs, atomic batch, compute time of one atomic
-    batch and time of the step's last (synchronising) batch (module docstring)."""
+    batch and time of the step's last (synchronising) batch (module docstring). ``tol``: the minimiser's tolerance
+    (None: scipy's default, as adaptdl; Sia's simulator passes 1e-5)."""
     from scipy.optimize import minimize  # ~0.2 s to import: only where a job is fitted
 
     nodes, replicas = np.asarray(nodes, float), np.asarray(replicas, float)
@@ -153,7 +156,7 @@ def fit_perf_params(nodes, replicas, atomic_bsz, accum_step_time, optim_step_tim
         fix(5, TINY)
     data = (nodes, replicas, atomic, np.log(accum_step_time), np.log(optim_step_time))
     with _one_blas_thread():
-        result = minimize(_objective, np.array(init), args=(data,), jac=True, bounds=list(zip(lower, upper)))
+        result = minimize(_objective, np.array(init), args=(data,), jac=True, bounds=list(zip(lower, upper)), tol=tol)
     theta = np.clip(result.x, lower, upper)
     if not np.any(nodes > 1):  # the prior: inter-node links are no faster than intra-node ones
         theta[2] = max(theta[2], theta[4] * 1.1)

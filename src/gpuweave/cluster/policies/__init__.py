@@ -24,6 +24,7 @@ POLICY_MODULES = [
     "gpuweave.cluster.policies.pollux",
     "gpuweave.cluster.policies.gavel",
     "gpuweave.cluster.policies.gavel_sia",
+    "gpuweave.cluster.policies.sia",
     "gpuweave.cluster.policies.hadar",
     "gpuweave.cluster.policies.hadare",
     "gpuweave.cluster.policies.andreas",
