@@ -97,6 +97,33 @@ def test_jobs_run_on_the_faster_type_and_idle_for_the_rescale_time(tmp_path):
     assert ours.jct["toy-0"] == 360 - 5 + 30 + 3 * epoch
 
 
+def test_a_row_s_flags_set_the_run(tmp_path):
+    """A results row's command-line flags (Sia's multi_simulator.py) set our run: interval, p, the switches, the
+    cluster scale; a flag we do not reproduce lists the row without ours."""
+    data = make_data_dir(tmp_path / "data")
+    (data / "results.csv").write_text(
+        "trace,workload,policy,flags,avg_jct_s,makespan_s\n"
+        "toytrace,w,sia,--policy=sia --interval 120 --policy_p_val=-1 --mip_lambda_n=1.1 --project_throughput "
+        "--cluster_scale=2,400,500\n"
+        "toytrace,w,sia,--policy=sia --policy_p_val=-1,400,500\n"
+        "toytrace,w,sia,--policy=sia --disable_bsz_tuning,400,500\n"
+        "toytrace,w,gavel,--policy=gavel --interval=360 --frobnicate,400,500\n"
+    )
+    rows = crosscheck_sia(data, tmp_path / "out")
+    run = [r for r in rows if r.metric == "avg JCT" and r.ours is not None]
+    assert len(run) == 1 and "round 120 s" in run[0].note and "p=-1.0" in run[0].note
+    assert "project_throughputs=True" in run[0].note and "share_max_replicas=False" in run[0].note
+    notes = [r.note for r in rows if r.ours is None]
+    assert any("--disable_bsz_tuning" in n for n in notes) and any("--frobnicate" in n for n in notes)
+    # without --mip_lambda_n Sia's program uses -1: with p < 0 leaving every job out is optimal, the run never ends
+    assert any("ours did not finish" in n and "waiting" in n for n in notes)
+    (data / "results.csv").write_text(
+        "trace,workload,policy,flags,avg_jct_s,makespan_s\ntoytrace,w,sia,--interval,1,1\n"
+    )
+    with pytest.raises(InputError, match="needs a value"):
+        crosscheck_sia(data, tmp_path / "out")
+
+
 def test_results_csv_errors_name_file_row_and_field(tmp_path):
     data = make_data_dir(tmp_path / "data")
     (data / "results.csv").write_text("trace,workload,policy,avg_jct_s,makespan_s\ntoytrace,w,gavel,fast,1\n")
@@ -178,7 +205,7 @@ def test_sia_terms():
     assert restart_penalty("imagenet-3") == 250.0 and restart_penalty("toy-1") == 30.0
 
 
-@pytest.mark.parametrize("options", [{"p": 0.5}, {"p": "x"}, {"lambda_n": float("nan")}])
+@pytest.mark.parametrize("options", [{"p": 0}, {"p": "x"}, {"lambda_n": float("nan")}])
 def test_sia_bad_options_are_one_input_error(options):
     from gpuweave.cluster.policies import make_policy
 

@@ -47,6 +47,9 @@ SIA_GPU_TYPES: dict[str, tuple[str, int]] = {
     "rtx": ("RTX2080Ti", 8),
     "azure": ("V100", 8),
 }
+# simulator_config.py's cluster_max_physical_nnodes: the most nodes of a type its tables cover (Sia's program plans
+# with at most these, whatever the cluster's size)
+MAX_PHYSICAL_NODES = {"aws": 16, "dgx-ext": 2, "rtx": 3, "azure": 5}
 REFERENCE_TYPE = "rtx"  # Sia's calibrate_cluster: its tables give a job's constants and our work units
 # Sia's applications.py overrides one application's largest local batch on one type (used when batches adapt)
 MAX_LOCAL_BSZ = {("deepspeech2", "rtx"): 57}
@@ -67,6 +70,13 @@ class SiaJobModel(PolluxJobModel):
         self.per_node = {model: per_node[model] for model in by_model}
         self.rescale_times = {name: app.rescale for name, app in _constants().items()}
         self._sia_rates: dict[tuple[str, str, tuple[int, ...]], float] = {}
+
+    def max_nodes(self, gpu_model: str) -> int:
+        """The most nodes of ``gpu_model`` Sia's program gives one job (its tables' physical nodes)."""
+        for sia_type, (model, _) in SIA_GPU_TYPES.items():
+            if model == gpu_model:
+                return MAX_PHYSICAL_NODES[sia_type]
+        return 1_000_000
 
     def app_on(self, job_type: str, gpu_model: str) -> tuple[PolluxApp, int]:
         """The application's tables on ``gpu_model`` and the job type's batch size."""

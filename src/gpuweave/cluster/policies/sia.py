@@ -90,8 +90,8 @@ class SiaPolicy(ClusterPolicy):
     ) -> None:
         super().__init__(round_length=round_length, seed=seed)
         self.p = number(p, P_RANGE, field="p")
-        if self.p >= 0:
-            raise InputError("sia: p must be negative (Sia's runs use -0.5)", field="p")
+        if self.p == 0:
+            raise InputError("sia: p must not be 0 (Sia's runs use -0.5)", field="p")
         self.lambda_n = number(lambda_n, LAMBDA_RANGE, field="lambda_n")
         self.lambda_a = number(lambda_a, LAMBDA_RANGE, field="lambda_a")
         self.project = bool(project_throughputs)
@@ -110,10 +110,10 @@ class SiaPolicy(ClusterPolicy):
             return Decision()
         types = view.models
         nodes = {t: view.nodes_by_model[t] for t in types}
-        configs = [
+        configs = [  # Sia plans with at most its tables' nodes of a type (max_physical_nodes)
             (r, n, g)
             for r, t in enumerate(types)
-            for n, g in configurations(view.nodes[nodes[t][0]].num_gpus, len(nodes[t]))
+            for n, g in configurations(view.nodes[nodes[t][0]].num_gpus, min(len(nodes[t]), model.max_nodes(t)))
         ]
         now = view.now
         agents = [view.job_agent(js) for js in jobs]
@@ -131,13 +131,15 @@ class SiaPolicy(ClusterPolicy):
             if js.job.job_id in view.running and agent.busy_until > now:
                 pinned[i] = prev
         capacity = [sum(view.nodes[n].num_gpus for n in nodes[t]) for t in types]
+        # p < 0: minimise sum A X + lambda_n x (jobs left out); p > 0: maximise it (Sia's two branches)
+        sign = 1.0 if self.p < 0 else -1.0
         choice = solve_allocation(
-            power_matrix(G, self.p),
+            sign * power_matrix(G, self.p),
             [g for _, _, g in configs],
             [r for r, _, _ in configs],
             capacity,
             pinned,
-            self.lambda_n,
+            sign * self.lambda_n,
         )
         self._prev = {js.job.job_id: k for js, k in zip(jobs, choice)}
         wanted: dict[str, Placement] = {}

@@ -25,6 +25,7 @@ per 60 s round (sia, about 800 rounds).
 from __future__ import annotations
 
 import csv
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,11 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuweave.checks import DURATION, parse
+from gpuweave.checks import DURATION, Range, parse
 from gpuweave.cluster.book import Segment
 from gpuweave.cluster.config import SimulationConfig
 from gpuweave.cluster.run import PreparedRun, gpu_power, simulate
-from gpuweave.errors import InputError
+from gpuweave.errors import InputError, InvalidDecisionError
 from gpuweave.files import csv_rows, safe_child, safe_name
 from gpuweave.hardware.cluster_spec import Node
 from gpuweave.repro.crosscheck import selected
@@ -48,6 +49,8 @@ from gpuweave.workload.traces.schema import validate_frame
 
 SIA_CLUSTER = (("aws", 6), ("dgx-ext", 2), ("rtx", 3))  # simulator_config.py's cluster_nnodes, in its order
 RESULT_COLUMNS = ("trace", "workload", "policy", "avg_jct_s", "makespan_s")
+REAL = Range("", -1e6, 1e6)
+SCALE = Range("", 1, 64, integer=True)
 METRICS = (("avg JCT", "avg_jct_s", "s"), ("p99 JCT", "p99_jct_s", "s"), ("makespan", "makespan_s", "s"))
 
 
@@ -98,8 +101,9 @@ def sia_nodes(cluster: tuple[tuple[str, int], ...] = SIA_CLUSTER) -> list[Node]:
     return nodes
 
 
-def run_ours(workload: Path, data_dir: Path, counterpart: Counterpart) -> SiaRun:
-    """Import ``workload``, simulate it with ``counterpart`` on Sia's cluster and job model."""
+def run_ours(workload: Path, data_dir: Path, counterpart: Counterpart, cluster_scale: int = 1) -> SiaRun:
+    """Import ``workload``, simulate it with ``counterpart`` on Sia's cluster (each type's nodes times
+    ``cluster_scale``, Sia's ``--cluster_scale``) and job model."""
     types = tuple(t for t, _ in SIA_CLUSTER)
     model = load_sia_job_model(data_dir / "traces", types)
     frame = validate_frame(read_pollux_workload(workload, model), file=workload, profiles=model)
@@ -114,7 +118,7 @@ def run_ours(workload: Path, data_dir: Path, counterpart: Counterpart) -> SiaRun
         )
         for r in frame.itertuples()
     ]
-    nodes = sia_nodes()
+    nodes = sia_nodes(tuple((t, n * cluster_scale) for t, n in SIA_CLUSTER))
     config = SimulationConfig(
         policy=counterpart.policy,
         policy_options=dict(counterpart.options),
@@ -130,6 +134,80 @@ def run_ours(workload: Path, data_dir: Path, counterpart: Counterpart) -> SiaRun
     arrival = {js.job.job_id: js.job.arrival for js in records.jobs}
     jct = {js.job.job_id: js.end - js.job.arrival for js in records.jobs if js.end is not None}
     return SiaRun(arrival, jct, restarts, wall)
+
+
+# Sia's multi_simulator.py command line: the flags a results row may carry, as argparse reads them (a unique
+# prefix stands for the flag: Sia's own script writes --project_throughput)
+VALUE_FLAGS = ("policy", "policy_p_val", "mip_lambda_a", "mip_lambda_n", "interval", "cluster_scale", "output")
+SWITCHES = ("project_throughputs", "share_max_replicas", "disable_bsz_tuning", "debug")
+NOT_REPRODUCED = ("disable_bsz_tuning", "oracle_num_nodes", "oracle_num_replicas")
+SIA_DEFAULTS = {"p": 0.5, "lambda_a": None, "lambda_n": None}  # argparse's defaults when the flags leave them out
+
+
+def parse_flags(text: str, *, file: Path, row: int) -> dict[str, str | bool]:
+    """``{flag: value or True}`` of a results row's ``flags`` (``--name=value``, ``--name value``, ``--switch``); an
+    unknown or ambiguous flag as ``"?name"``; InputError naming the row for a value flag without its value."""
+    known = (*VALUE_FLAGS, *SWITCHES, "oracle_num_nodes", "oracle_num_replicas")
+    tokens = shlex.split(text)
+    out: dict[str, str | bool] = {}
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if not token.startswith("--"):
+            continue  # the workload path
+        name, eq, value = token[2:].partition("=")
+        matches = [k for k in known if k == name] or [k for k in known if k.startswith(name)]
+        if len(matches) != 1:
+            out["?" + name] = True  # a flag this reading does not know: the row is listed without ours
+            continue
+        flag = matches[0]
+        if flag in SWITCHES:
+            out[flag] = True
+            continue
+        if not eq:
+            if i >= len(tokens):
+                raise InputError(f"flag --{flag} needs a value", file=file, row=row, field="flags")
+            value, i = tokens[i], i + 1
+        out[flag] = value
+    return out
+
+
+def counterpart_for(row: dict[str, str], file: Path) -> tuple[Counterpart, int] | str:
+    """Our counterpart of a results row and its cluster scale, or why it has none (a note for the row)."""
+    base = COUNTERPARTS.get(row["policy"])
+    if base is None:
+        return f"no gpuweave counterpart of Sia's {row['policy']!r} (known: {', '.join(COUNTERPARTS)})"
+    number_ = int(row["_row"])
+    if not row.get("flags"):
+        return base, 1
+    flags = parse_flags(row["flags"], file=file, row=number_)
+    lost = [f.lstrip("?") for f in flags if f in NOT_REPRODUCED or f.startswith("?")]
+    if lost:
+        return f"--{lost[0]} of Sia's simulator is not reproduced here"
+    if flags.get("policy", row["policy"]) != row["policy"]:
+        raise InputError("the flags name another policy than the row", file=file, row=number_, field="flags")
+    options = dict(base.options)
+    if base.policy == "sia":  # the row's run: Sia's defaults where its flags say nothing
+        options = {
+            "p": float(
+                parse(str(flags.get("policy_p_val", SIA_DEFAULTS["p"])), REAL, file=file, row=number_, field="flags")
+            ),
+            "project_throughputs": bool(flags.get("project_throughputs", False)),
+            "share_max_replicas": bool(flags.get("share_max_replicas", False)),
+        }
+        for flag, key in (("mip_lambda_a", "lambda_a"), ("mip_lambda_n", "lambda_n")):
+            if flag in flags:
+                options[key] = float(parse(str(flags[flag]), REAL, file=file, row=number_, field="flags"))
+            else:  # Sia's program then uses -0.02 and -1 ("if self.lambda_n else -1")
+                options[key] = -0.02 if key == "lambda_a" else -1.0
+    interval = base.round_length
+    if "interval" in flags:
+        interval = float(parse(str(flags["interval"]), DURATION, file=file, row=number_, field="flags"))
+    scale = 1
+    if "cluster_scale" in flags:
+        scale = int(parse(str(flags["cluster_scale"]), SCALE, file=file, row=number_, field="flags"))
+    return Counterpart(base.policy, options, interval, base.elastic), scale
 
 
 def sia_restarts(segments: list[Segment], nodes: list[Node], jobs: int) -> float:
@@ -162,7 +240,8 @@ def _peer_rows(data_dir: Path) -> list[dict[str, str]]:
                 continue
             row = dict(zip(header, (cell.strip() for cell in record)))
             for column in ("trace", "workload", "policy"):
-                safe_name(row.get(column, ""), suffix=".csv", file=path, field=column)
+                for part in row.get(column, "").split("/") if column == "trace" else [row.get(column, "")]:
+                    safe_name(part, suffix=".csv", file=path, field=column)
             for _, column, _ in METRICS:
                 if row.get(column):
                     parse(row[column], DURATION, file=path, row=number_, field=column)
@@ -203,18 +282,25 @@ def crosscheck_sia(
             progress(done, len(picked))
         name = f"{row['trace']}/{row['workload']}"
         experiment = f"sia {row['policy']} {name}"
-        counterpart = COUNTERPARTS.get(row["policy"])
-        if counterpart is None:
-            note = f"no gpuweave counterpart of Sia's {row['policy']!r} yet (known: {', '.join(COUNTERPARTS)})"
+        found = counterpart_for(row, data_dir / "results.csv")
+        if isinstance(found, str):
             peer_avg = float(row["avg_jct_s"]) if row.get("avg_jct_s") else None
-            rows.append(ComparisonRow(experiment, "avg JCT", peer_avg, None, "s", note))
+            rows.append(ComparisonRow(experiment, "avg JCT", peer_avg, None, "s", found))
             continue
-        folder = safe_child(data_dir / "workloads", row["trace"], field="trace")
+        counterpart, scale = found
+        folder = data_dir / "workloads"
+        for part in row["trace"].split("/"):
+            folder = safe_child(folder, part, field="trace")
         path = safe_child(folder, row["workload"], suffix=".csv", field="workload")
         if not path.is_file():
             raise InputError(f"results.csv names workload {name!r}, which has no CSV", file=path)
-        ours = run_ours(path, data_dir, counterpart)
-        stem = f"{row['policy']}-{row['trace']}-{row['workload']}"
+        try:
+            ours = run_ours(path, data_dir, counterpart, scale)
+        except InvalidDecisionError as exc:  # the row's settings leave jobs waiting forever (Sia's would not end)
+            peer_avg = float(row["avg_jct_s"]) if row.get("avg_jct_s") else None
+            rows.append(ComparisonRow(experiment, "avg JCT", peer_avg, None, "s", f"ours did not finish: {exc}"))
+            continue
+        stem = f"{row['policy']}-{row['trace'].replace('/', '-')}-{row['workload']}"
         _write_jobs(safe_child(out_dir, stem, suffix="-jobs.csv", field="workload"), ours)
         rows.extend(_compare(experiment, row, ours, counterpart))
     if progress is not None:
