@@ -84,6 +84,35 @@ def die_with_parent() -> None:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+# The agent runs this much ahead of its ranks (and of the machine's other work) where it may (root, CAP_SYS_NICE):
+# the time it records for a rank's exit is when it wakes, and the earliest exit across a gang's nodes names the
+# crash, so an agent starved by a loaded machine must not wake after a peer's agent whose rank failed only because
+# the first one died (measured: in a fresh-clone CI run the cause once named rank 0, whose all-reduce broke, not
+# the crashed rank 3). Its ranks go back to the priority the agent started with.
+AGENT_PRIORITY_BOOST = 5
+_rank_priority: int | None = None  # the priority ranks run at, once the agent has raised its own
+
+
+def _raise_agent_priority() -> None:
+    global _rank_priority
+    try:
+        base = os.getpriority(os.PRIO_PROCESS, 0)
+        os.setpriority(os.PRIO_PROCESS, 0, base - AGENT_PRIORITY_BOOST)
+    except OSError:  # not permitted: the agent runs at its ranks' priority
+        return
+    _rank_priority = base
+
+
+def _as_rank() -> None:
+    """In a rank's process before it runs: it dies with the agent, at the priority the agent started with."""
+    die_with_parent()
+    if _rank_priority is not None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, _rank_priority)
+        except OSError:  # lowering one's own priority is always allowed; nothing else to do if not
+            pass
+
+
 def rank_env(
     *,
     rank: int,
@@ -264,7 +293,7 @@ def _run_forked(module: str, argv: list[str], env: dict[str, str]) -> None:
     """In the forked child: the rank's environment, default signal actions, no stdin; the module as ``__main__``."""
     code: int = 1
     try:
-        die_with_parent()
+        _as_rank()
         for signum in _STOP_SIGNALS:
             signal.signal(signum, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
@@ -312,7 +341,7 @@ def _start_ranks(args: list[str], envs: list[dict[str, str]]) -> list[Any]:
             module = None
     if module is not None:
         return [_ForkedRank(module, args[3:], env) for env in envs]
-    return [subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent) for env in envs]
+    return [subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, preexec_fn=_as_rank) for env in envs]
 
 
 def _supervise(procs: list[Any], envs: list[dict[str, str]], stopped: list[bool]) -> int:
@@ -413,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     if found is None:
         return 0 if stopped[0] else 1
     envs = _rank_envs(sizes, node, *found, os.environ.get(RUN_ID_ENV, "gpuweave"))
+    _raise_agent_priority()
     return _supervise(_start_ranks(args, envs), envs, stopped)
 
 
