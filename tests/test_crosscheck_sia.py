@@ -211,3 +211,17 @@ def test_sia_bad_options_are_one_input_error(options):
 
     with pytest.raises(InputError):
         make_policy("sia", **options)
+
+
+def test_sia_workloads_may_submit_at_fractions_of_a_second(tmp_path):
+    """Sia's newtrace workloads submit at fractional seconds (Pollux's never do: refused there, as before)."""
+    from gpuweave.workload.traces.pollux import read_pollux_workload
+
+    data = make_data_dir(tmp_path / "data")
+    path = data / "workloads" / "toytrace" / "w.csv"
+    path.write_text("name,time,application,num_replicas,batch_size\ntoy-0,5.25,toy,1,20\n")
+    ours = run_ours(path, data, COUNTERPARTS["gavel"])
+    assert ours.arrival["toy-0"] == 5.25 and ours.jct["toy-0"] > 0
+    model = load_sia_job_model(data / "traces", ("aws", "dgx-ext", "rtx"))
+    with pytest.raises(InputError, match="whole number"):
+        read_pollux_workload(path, model)

@@ -106,7 +106,7 @@ def run_ours(workload: Path, data_dir: Path, counterpart: Counterpart, cluster_s
     ``cluster_scale``, Sia's ``--cluster_scale``) and job model."""
     types = tuple(t for t, _ in SIA_CLUSTER)
     model = load_sia_job_model(data_dir / "traces", types)
-    frame = validate_frame(read_pollux_workload(workload, model), file=workload, profiles=model)
+    frame = validate_frame(read_pollux_workload(workload, model, fractional_time=True), file=workload, profiles=model)
     jobs = [
         Job(
             job_id=str(r.job_id),

@@ -62,8 +62,11 @@ def _integer(text: str, *, file: Path, row: int, field: str, least: int) -> int:
     return int(parse(text, kind, file=file, row=row, field=field))
 
 
-def read_pollux_workload(path: str | Path, profiles: ProfileSource | None = None) -> "pd.DataFrame":
-    """Read a Pollux workload into a schema frame with ``work`` from the job model."""
+def read_pollux_workload(
+    path: str | Path, profiles: ProfileSource | None = None, *, fractional_time: bool = False
+) -> "pd.DataFrame":
+    """Read a Pollux workload into a schema frame with ``work`` from the job model. ``fractional_time``: a
+    submission may be a fraction of a second (Sia's ``newtrace`` workloads; Pollux's are whole seconds)."""
     import pandas as pd
 
     file = Path(path)
@@ -87,7 +90,10 @@ def read_pollux_workload(path: str | Path, profiles: ProfileSource | None = None
             )
         gpus = _integer(record["num_replicas"], file=file, row=row, field="num_replicas", least=1)
         batch = _integer(record["batch_size"], file=file, row=row, field="batch_size", least=1)
-        arrival = _integer(record["time"], file=file, row=row, field="time", least=0)
+        if fractional_time:
+            arrival = parse(record["time"], Range("", 0, MAX_SECONDS), file=file, row=row, field="time")
+        else:
+            arrival = _integer(record["time"], file=file, row=row, field="time", least=0)
         job_type = job_type_name(app, batch)
         try:
             work = model.work(job_type, gpus)
