@@ -199,20 +199,25 @@ class PolluxApp:
         atomic = min(atomic, self.max_batch_size // (replicas * (accum + 1)))
         return BatchPlan(atomic, accum, replicas * atomic * (accum + 1))
 
-    def placement_batch_plan(self, batch_size: int, counts: tuple[int, ...]) -> BatchPlan:
+    def placement_batch_plan(
+        self, batch_size: int, counts: tuple[int, ...], *, alone_accumulates: bool = False, capped: bool = True
+    ) -> BatchPlan:
         """A given ``batch_size`` split on GPUs ``counts`` per node: :meth:`batch_plan`, or with
         ``per_placement_limits`` Sia's rule: accumulate above the largest local batch measured on this placement
         (else on the scalability rows with at least its nodes and GPUs), cap the per-GPU batch at the largest
-        measured for this GPU count, then at the largest batch (Sia's ``Job.update_local_bsz``)."""
+        measured for this GPU count (not with ``capped`` False: how Sia's Gavel predicts it), then at the largest
+        batch (Sia's ``Job.update_local_bsz``). ``alone_accumulates``: one GPU always accumulates at least once."""
         replicas = sum(counts)
         if not self.per_placement_limits:
-            return self.batch_plan(batch_size, replicas)
+            return self.batch_plan(batch_size, replicas, alone_accumulates=alone_accumulates)
         local = -(-batch_size // replicas)
         most = self.placement_max_local_bsz(counts)
         accum = math.ceil(local / most - 1e-8) - 1
-        if replicas == 1 and batch_size > self.init_batch_size:
+        if replicas == 1 and (alone_accumulates or batch_size > self.init_batch_size):
             accum = max(1, accum)
-        atomic = self.memory_cap(math.ceil(local / (accum + 1) - 1e-8), replicas)
+        atomic = math.ceil(local / (accum + 1) - 1e-8)
+        if capped:
+            atomic = self.memory_cap(atomic, replicas)
         atomic = min(atomic, int(self.max_batch_size / (replicas * (accum + 1))))
         return BatchPlan(atomic, accum, replicas * atomic * (accum + 1))
 

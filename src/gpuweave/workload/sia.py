@@ -30,7 +30,6 @@ Complexity: loading is O(table rows) per type; a rate is O(log rows) once per (j
 from __future__ import annotations
 
 import csv
-import math
 from importlib import resources
 from pathlib import Path
 
@@ -128,13 +127,8 @@ class SiaJobModel(PolluxJobModel):
             return UNFIT_THROUGHPUT
         app, batch_size = self.app_on(job_type, gpu_model)
         counts = packed_counts(replicas, per_node)
-        local = math.ceil(batch_size / replicas - 1e-8)
-        accum = math.ceil(local / app.placement_max_local_bsz(counts) - 1e-8) - 1
-        if replicas == 1:
-            accum = max(1, accum)
-        atomic = math.ceil(local / (accum + 1) - 1e-8)
-        atomic = min(atomic, int(app.max_batch_size / (replicas * (accum + 1))))
-        rate = _steps_per_second(app, node_order_shape(counts), atomic, accum)
+        plan = app.placement_batch_plan(batch_size, counts, alone_accumulates=True, capped=False)
+        rate = _steps_per_second(app, node_order_shape(counts), plan.atomic_bsz, plan.accum_steps)
         if rate <= 0:
             raise MissingProfileError(f"no step time for {job_type} on {replicas} x {gpu_model}", file=self.source)
         return rate
