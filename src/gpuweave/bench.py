@@ -143,6 +143,9 @@ class DroppedRecords:
     def timeseries(self, rows) -> None:
         return None
 
+    def adaptations(self, rows) -> None:
+        return None
+
 
 def timed_sim(
     jobs: int,

@@ -13,6 +13,11 @@ trajectory from it (with Pollux's ``reallocate``: a new batch, one more restart)
 view as :class:`~gpuweave.cluster.epoch_rounding.EpochRounding` does (``progress``, ``stop``, ``finish``,
 ``epochs_done``) and the policy's question :meth:`agent`: the job's agent now (its goodput model, its restarts).
 
+Records: when a placement ends (a stop or the completion), each interval it ran becomes an :class:`Adaptation`
+row (:attr:`AdaptiveClock.adaptations`, handed to the run's sink like the allocation changes; ``adaptation.csv``):
+the job's GPUs, batch and accumulation, and its throughput, statistical efficiency and goodput at the interval's
+start, as Pollux's simulator logs each interval.
+
 Work units: the book counts a job's work in steps at its trace's batch on its trace's GPUs; Pollux's agent in
 progress units. They agree at every epoch end (:meth:`PolluxJobModel.epoch_steps` there) and are linear in
 between (within an epoch at a fixed batch each is proportional to the other).
@@ -26,10 +31,11 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from gpuweave.errors import InputError
 from gpuweave.workload.pollux import PolluxJobModel
 from gpuweave.workload.pollux_agent import AgentState
 from gpuweave.workload.sia import SIA_FIT_TOL, SiaJobModel
@@ -38,6 +44,29 @@ if TYPE_CHECKING:
     from gpuweave.cluster.state import JobState
 
 MAX_INTERVALS = 10_000_000  # a job that would step longer than this is stuck: raise rather than loop
+
+
+class Adaptation(NamedTuple):
+    """One interval of an adaptive job on one placement, as its agent began it (``adaptation.csv``'s row)."""
+
+    start: float  # the interval's start (the placement's start, then the round grid)
+    end: float  # its end, or the placement's, whichever is first
+    job_id: str
+    gpu_model: str | None  # the placement's GPU type (Sia's job model), else None
+    nodes: int
+    gpus: int
+    batch_size: int  # the global batch: GPUs x per-GPU batch x (accumulation steps + 1)
+    atomic_bsz: int  # per GPU and step
+    accum_steps: int  # gradient accumulation steps before each optimizer step
+    epoch: int
+    idle: float  # seconds of the interval in the placement's re-scale delay
+    throughput: float  # samples per second once running
+    efficiency: float  # statistical efficiency of the batch (1 at the job's initial batch)
+
+    @property
+    def goodput(self) -> float:
+        """Samples per second, in samples of the initial batch's worth (Pollux's goodput)."""
+        return self.throughput * self.efficiency
 
 
 @dataclass(slots=True)
@@ -54,7 +83,18 @@ class _Trajectory:
 class AdaptiveClock:
     """Progress of adaptive (Pollux) jobs by their agents (see the module docstring)."""
 
-    __slots__ = ("_model", "grid", "_targets", "_agents", "_runs", "_maps", "_node_models", "_rigid", "_stopped")
+    __slots__ = (
+        "_model",
+        "grid",
+        "_targets",
+        "_agents",
+        "_runs",
+        "_maps",
+        "_node_models",
+        "_rigid",
+        "_stopped",
+        "adaptations",
+    )
 
     def __init__(
         self,
@@ -84,6 +124,7 @@ class AdaptiveClock:
         self._maps: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         # Sia: a stopped job's (time, GPUs per node, GPU model, end of its re-scale delay), for a move at once
         self._stopped: dict[str, tuple[float, tuple[int, ...], str, float]] = {}
+        self.adaptations: list[Adaptation] = []  # the records not yet handed over (module docstring)
 
     # ------------------------------------------------------------------ units
     def _map(self, js: JobState) -> tuple[np.ndarray, np.ndarray]:
@@ -195,9 +236,33 @@ class AdaptiveClock:
         state.atomic_bsz = state.accum_steps = 0
         self._agents[js.job.job_id] = state
         run = self._runs.pop(js.job.job_id)
+        self._record(js.job.job_id, run, t)
         if run.gpu_model is not None:
             self._stopped[js.job.job_id] = (t, tuple(c for c in run.counts if c), run.gpu_model, run.productive)
         return done
+
+    def _record(self, job_id: str, run: _Trajectory, t: float) -> None:
+        """The intervals ``run`` ran before ``t``, as :class:`Adaptation` rows."""
+        counts = run.counts
+        nodes, gpus = sum(1 for c in counts if c), sum(counts)
+        bounds, states, rows = run.bounds, run.states, self.adaptations
+        for i, state in enumerate(states):
+            start = bounds[i]
+            if start >= t or state.done:
+                break
+            end = min(bounds[i + 1], t) if i + 1 < len(bounds) else t
+            try:
+                throughput, efficiency = state.speed(counts)
+            except InputError:  # stopped in its re-scale delay on a placement the tables lack: never ran there
+                throughput = efficiency = 0.0
+            idle = min(max(0.0, run.productive - start), end - start)
+            batch = state.batch_size(gpus)
+            rows.append(
+                Adaptation(
+                    start, end, job_id, run.gpu_model, nodes, gpus, batch, state.atomic_bsz, state.accum_steps,
+                    state.epoch, idle, throughput, efficiency,
+                )
+            )  # fmt: skip
 
     def finish(self, js: JobState) -> float:
         """When a running job completes on its placement."""

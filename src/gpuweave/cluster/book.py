@@ -45,6 +45,7 @@ from gpuweave.workload.job import Job
 from gpuweave.workload.profile_source import PlacementRateSource, ProfileSource
 
 if TYPE_CHECKING:
+    from gpuweave.cluster.adaptive_clock import Adaptation
     from gpuweave.cluster.epoch_rounding import EpochClock
     from gpuweave.cluster.sharing.ledger import ShareLedger
 
@@ -86,6 +87,8 @@ class RecordSink(Protocol):
     def allocations(self, rows: list[AllocationChange]) -> None: ...
 
     def timeseries(self, rows: list[TimeseriesRow]) -> None: ...
+
+    def adaptations(self, rows: list[Adaptation]) -> None: ...
 
 
 class ClusterBook:
@@ -488,6 +491,10 @@ class ClusterBook:
         until the end: a later change at the same instant replaces it."""
         sink.allocations(self.allocations)
         self.allocations = []
+        clock = self.epoch_clock
+        if clock is not None and clock.adaptations:
+            sink.adaptations(clock.adaptations)
+            clock.adaptations = []
         ts = self.timeseries
         if final:
             sink.timeseries(ts)

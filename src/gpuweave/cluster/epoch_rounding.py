@@ -38,6 +38,7 @@ from bisect import bisect_right
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from gpuweave.cluster.adaptive_clock import Adaptation
     from gpuweave.cluster.state import JobState
     from gpuweave.workload.profile_source import EpochStepSource
 
@@ -47,6 +48,7 @@ class EpochClock(Protocol):
     :class:`EpochRounding`, and :class:`~gpuweave.cluster.adaptive_clock.AdaptiveClock` (Pollux's adaptive jobs)."""
 
     grid: float
+    adaptations: list[Adaptation]  # records of adaptive jobs not yet handed to the run's sink (else always empty)
 
     def progress(self, js: JobState, t: float) -> float: ...
 
@@ -60,13 +62,14 @@ class EpochClock(Protocol):
 class EpochRounding:
     """Progress and completion of running jobs under Pollux's per-epoch rounding (see the module docstring)."""
 
-    __slots__ = ("_source", "grid", "_ends", "_factors", "_cursors")
+    __slots__ = ("_source", "grid", "_ends", "_factors", "_cursors", "adaptations")
 
     def __init__(self, source: EpochStepSource, grid: float) -> None:
         if not grid > 0:
             raise ValueError(f"the interval grid must be positive, got {grid!r}")
         self._source = source
         self.grid = float(grid)
+        self.adaptations: list[Adaptation] = []  # its jobs keep their batches: nothing to record
         self._ends: dict[tuple[str, int, float], list[float]] = {}
         self._factors: dict[tuple[str, int, int], list[float]] = {}
         # Per job, the last epoch end a walk reached on the job's current placement (its version): a later walk on

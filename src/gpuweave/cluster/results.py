@@ -1,6 +1,7 @@
 """Result files of one cluster run, written atomically.
 
-``jobs.csv``, ``allocations.csv``, ``timeseries.csv`` and ``summary.json`` are written through the result core
+``jobs.csv``, ``allocations.csv``, ``timeseries.csv`` (and, for adaptive jobs, ``adaptation.csv``) and
+``summary.json`` are written through the result core
 (:mod:`gpuweave.results`): staged beside the target and renamed into place only when all of them are complete,
 so a run that fails halfway never leaves a result that looks complete. A simulation writes allocations.csv and
 timeseries.csv while it runs (:func:`write_streamed_run`), into the same staging directory. Numbers are formatted
@@ -23,6 +24,7 @@ from gpuweave.results import ResultCore, write_result
 from gpuweave.results import fmt as fmt  # re-exported: live/results.py and the CLI format with it
 
 if TYPE_CHECKING:
+    from gpuweave.cluster.adaptive_clock import Adaptation
     from gpuweave.cluster.book import AllocationChange, TimeseriesRow
     from gpuweave.hardware.cluster_spec import Node
 
@@ -72,6 +74,8 @@ def write_run(
         with CsvRecordSink(staging, nodes, rec.models) as sink:
             sink.allocations(rec.allocations)
             sink.timeseries(rec.timeseries)
+            if rec.adaptations:
+                sink.adaptations(rec.adaptations)
 
     return write_result(
         out_dir, ResultCore("cluster", config, config.get("seed"), summary), write_files, _extra(rec, config)
@@ -159,17 +163,39 @@ def _write_jobs(rec: SimulationRecords, path: Path) -> None:
             w.writerow(row)
 
 
+ADAPTATION_FILE = "adaptation.csv"  # adaptive jobs' GPUs, batch, throughput and efficiency per interval
+ADAPTATION_COLUMNS = (
+    "start",
+    "end",
+    "job_id",
+    "gpu_model",
+    "nodes",
+    "gpus",
+    "batch_size",
+    "atomic_bsz",
+    "accum_steps",
+    "epoch",
+    "idle_s",
+    "throughput",
+    "stat_efficiency",
+    "goodput",
+)
+
+
 class CsvRecordSink:
     """allocations.csv and timeseries.csv of a result directory, appended chunk by chunk (a
-    :class:`~gpuweave.cluster.simulator.RecordSink`); ``models`` are the cluster's GPU models in node order."""
+    :class:`~gpuweave.cluster.simulator.RecordSink`), and adaptation.csv once a run has adaptive jobs' records;
+    ``models`` are the cluster's GPU models in node order."""
 
     def __init__(self, directory: Path, nodes: list[Node], models: list[str]) -> None:
+        self._directory = directory
         self._node_names = [node.name for node in nodes]
         self._node_models = [node.gpu_model for node in nodes]
         self._files = [open(directory / name, "w", newline="") for name in ("allocations.csv", "timeseries.csv")]
         self._allocations, self._timeseries = (csv.writer(fh) for fh in self._files)
         self._allocations.writerow(["time", "job_id", "node", "gpu_model", "gpus"])
         self._timeseries.writerow(["time"] + [f"busy_{m}" for m in models] + ["busy_total", "power_w"])
+        self._adaptations: Any = None  # its writer, from the first rows (whole-GPU rigid runs have none)
 
     def allocations(self, rows: Iterable[AllocationChange]) -> None:
         names, models = self._node_names, self._node_models
@@ -177,6 +203,20 @@ class CsvRecordSink:
 
     def timeseries(self, rows: Iterable[TimeseriesRow]) -> None:
         self._timeseries.writerows([fmt(t), *busy, sum(busy), fmt(power)] for t, busy, power in rows)
+
+    def adaptations(self, rows: Iterable[Adaptation]) -> None:
+        writer = self._adaptations
+        if writer is None:
+            self._files.append(open(self._directory / ADAPTATION_FILE, "w", newline=""))
+            writer = self._adaptations = csv.writer(self._files[-1])
+            writer.writerow(ADAPTATION_COLUMNS)
+        writer.writerows(
+            (
+                fmt(a.start), fmt(a.end), a.job_id, a.gpu_model or "", a.nodes, a.gpus, a.batch_size, a.atomic_bsz,
+                a.accum_steps, a.epoch, fmt(a.idle), fmt(a.throughput), fmt(a.efficiency), fmt(a.goodput),
+            )
+            for a in rows
+        )  # fmt: skip
 
     def close(self) -> None:
         for fh in self._files:

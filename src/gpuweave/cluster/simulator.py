@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from heapq import heappush
 from typing import TYPE_CHECKING
 
-from gpuweave.cluster.adaptive_clock import AdaptiveClock
+from gpuweave.cluster.adaptive_clock import Adaptation, AdaptiveClock
 from gpuweave.cluster.book import AllocationChange, ClusterBook, RecordSink, Segment, TimeseriesRow
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.epoch_rounding import EpochClock, EpochRounding
@@ -101,6 +101,8 @@ class SimulationRecords:
     # A shared run (jobs holding shares of GPUs): the ledger, whose ``share`` scales a job's useful GPU-seconds and
     # whose ``series`` is the cluster's used share and fragmentation over time (sharing.csv). None: whole GPUs.
     shares: ShareLedger | None = None
+    # Adaptive jobs' intervals (their GPUs, batch, throughput and efficiency; adaptation.csv) not yet handed over
+    adaptations: list[Adaptation] = field(default_factory=list)
 
 
 def book_records(book: ClusterBook, start_time: float, events: int, decisions: int) -> SimulationRecords:
@@ -123,6 +125,7 @@ def book_records(book: ClusterBook, start_time: float, events: int, decisions: i
         start_delay=book.start_delay,
         restart_delay=book.restart_delay,
         shares=book.shares,
+        adaptations=book.epoch_clock.adaptations if book.epoch_clock is not None else [],
     )
 
 

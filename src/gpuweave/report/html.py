@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from gpuweave.files import prepare_output_dir
+from gpuweave.report.adaptation import adaptation_section
 from gpuweave.report.markup import _is_number, esc, esc_breakable, format_value, html_table
 from gpuweave.report.page import Page, appendix_html, winners_sentence
-from gpuweave.report.plots import plot_runs
+from gpuweave.report.plots import merge_identical, plot_runs
 from gpuweave.report.rundir import load_runs
 from gpuweave.report.section import DemoSection
 from gpuweave.units import metric_text
@@ -245,6 +246,9 @@ def render_report(
         if len(runs) > 1:
             page.add("Comparison", [comparison_table(runs, metrics)])
         page.add("Plots", figures=plot_runs(runs, scratch))
+        parts, figures = adaptation_section(merge_identical(runs), scratch)
+        if figures:
+            page.add("Adaptive jobs: batch, efficiency and goodput", parts, figures)
         for section in sections:
             page.add_section(section)
         definitions = definitions_html(runs)

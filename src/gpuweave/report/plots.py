@@ -606,54 +606,71 @@ def resized_runs(runs: Sequence[RunData]) -> list[tuple[RunData, list[tuple[str,
     return found
 
 
-def plot_job_gpus(resized: Sequence[tuple[RunData, list[tuple[str, float, float, int]]]], path: Path) -> Figure:
-    """Each job's GPUs over time, one row per job (arrival order, first at the top), a bar coloured by its GPU
-    count for every stretch it held a constant count: where an elastic policy (Optimus, ANDREAS's moldable jobs)
-    grows and shrinks jobs. One panel per run with resized jobs, at most :data:`JOB_GPUS_MAX_RUNS`.
-    O(stretches) plus matplotlib's drawing."""
+Stretches = list[tuple[str, float, float, int]]  # (job, start, end, value) of every stretch at a constant value
+
+
+def job_bars(shown: Sequence[tuple[RunData, Stretches]], path: Path, value: str, title: str) -> tuple[Path, Path]:
+    """Each job's ``value`` over time, one row per job (arrival order, first at the top), a bar for every stretch at
+    a constant value coloured by it (a log scale past a ratio of 8: 1, 2 and 4 differ as 16, 32 and 64 do; and
+    for a wide range, such as batch sizes), one panel per run. Returns the PNG and the CSV drawn. O(stretches)
+    plus matplotlib's drawing."""
     from matplotlib import colormaps
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import BoundaryNorm, LogNorm
 
-    shown = list(resized)[:JOB_GPUS_MAX_RUNS]
     runs = [run for run, _ in shown]
     t0 = _start(runs)
     clip, end = activity_horizon(runs)
     unit = _time_unit(clip)
-    most = max(g for _, segs in shown for *_, g in segs)
-    # on a log scale 1, 2 and 4 GPUs differ as much as 16, 32 and 64: most jobs are small
-    norm = LogNorm(vmin=1, vmax=most) if most > 8 else BoundaryNorm(np.arange(0.5, most + 1.5), 256)
-    ticks = [g for g in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if g <= most] if most > 8 else list(range(1, most + 1))
+    values = [v for _, segs in shown for *_, v in segs]
+    least, most = max(1, min(values)), max(values)
+    if most > 8 * least or most - least > 32:  # (one colour per whole number only for a few of them)
+        norm: Any = LogNorm(vmin=least, vmax=most)
+        ticks = [2**k for k in range(int(math.log2(least)), int(math.log2(most)) + 1) if least <= 2**k <= most]
+    else:
+        norm = BoundaryNorm(np.arange(least - 0.5, most + 1.5), 256)
+        ticks = list(range(least, most + 1, max(1, (most - least + 1) // 8)))
     cmap = colormaps["viridis"]
     fig, axes = figure(len(shown), 1, height=2.6 + 2.4 * len(shown), sharex=True)
     rows: list[tuple[Any, ...]] = []
-    summary = []
     for i, (run, segments) in enumerate(shown):
         ax = axes[i, 0]
         order = {job: k for k, job in enumerate(run.jobs.sort_values(["arrival", "job_id"])["job_id"])}
-        for job, start, stop, gpus in segments:
+        for job, start, stop, v in segments:
             y = order.get(job)
             if y is None:
                 continue
             x0, x1 = (start - t0) / unit.seconds, (stop - t0) / unit.seconds
-            ax.broken_barh([(x0, x1 - x0)], (y - 0.4, 0.8), facecolors=cmap(norm(gpus)), linewidth=0)
-            rows.append((run.label, job, x0, x1, gpus))
+            ax.broken_barh([(x0, x1 - x0)], (y - 0.4, 0.8), facecolors=cmap(norm(v)), linewidth=0)
+            rows.append((run.label, job, x0, x1, v))
         ax.set_ylim(len(order) - 0.5, -0.5)
         ax.set_ylabel("jobs (arrival order)", fontsize="small")
         ax.set_title(plot_title(run.label), fontsize="small", loc="left")
-        counts: dict[str, set[int]] = {}
-        for job, _a, _b, gpus in segments:
-            counts.setdefault(job, set()).add(gpus)
-        summary.append(f"{run.label}: {sum(len(c) > 1 for c in counts.values())} of {len(counts)} jobs resized")
     axes[-1, 0].set_xlabel(_time_label("time since the first arrival", unit), fontsize="small")
     _clip_note(axes[0, 0], clip, end, unit, panel=False)
     bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes[:, 0].tolist(), ticks=ticks)
-    bar.ax.set_yticklabels([str(t) for t in ticks])
-    bar.set_label("GPUs", fontsize="small")
-    _suptitle(fig, "GPUs of each job over time", clip, end)
-    csv = write_csv(
-        path.with_suffix(".csv"), ("series", "job_id", f"start_{unit.symbol}", f"end_{unit.symbol}", "gpus"), rows
-    )
+    bar.ax.set_yticklabels([f"{t:,}" for t in ticks])
+    bar.set_label(value.replace("_", " "), fontsize="small")
+    _suptitle(fig, title, clip, end)
+    header = ("series", "job_id", f"start_{unit.symbol}", f"end_{unit.symbol}", value)
+    return save(fig, path), write_csv(path.with_suffix(".csv"), header, rows)
+
+
+def changed_jobs(segments: Stretches) -> tuple[int, int]:
+    """(jobs whose value changed over their life, jobs)."""
+    values: dict[str, set[int]] = {}
+    for job, _a, _b, v in segments:
+        values.setdefault(job, set()).add(v)
+    return sum(len(v) > 1 for v in values.values()), len(values)
+
+
+def plot_job_gpus(resized: Sequence[tuple[RunData, Stretches]], path: Path) -> Figure:
+    """Each job's GPUs over time (:func:`job_bars`): where an elastic policy (Optimus, ANDREAS's moldable jobs)
+    grows and shrinks jobs. One panel per run with resized jobs, at most :data:`JOB_GPUS_MAX_RUNS`."""
+    shown = list(resized)[:JOB_GPUS_MAX_RUNS]
+    runs = [run for run, _ in shown]
+    png, csv = job_bars(shown, path, "gpus", "GPUs of each job over time")
+    summary = [f"{run.label}: {'{} of {}'.format(*changed_jobs(segs))} jobs resized" for run, segs in shown]
     caption = (
         "Each job's GPUs over time since the first arrival: one row per job in arrival order, a bar for every "
         "stretch it held a constant number of GPUs, coloured by that number (gaps: waiting or preempted). Look for "
@@ -662,7 +679,8 @@ def plot_job_gpus(resized: Sequence[tuple[RunData, list[tuple[str, float, float,
     )
     if len(resized) > len(shown):
         caption += f" Drawn: the first {len(shown)} of {len(resized)} runs with resized jobs."
-    return Figure(save(fig, path), caption + _clip_sentence(runs, clip, end), csv)
+    clip, end = activity_horizon(runs)
+    return Figure(png, caption + _clip_sentence(runs, clip, end), csv)
 
 
 def plot_runs(runs: Sequence[RunData], out_dir: Path) -> list[Figure]:

@@ -2,8 +2,9 @@
 
 A run directory holds ``summary.json``, ``jobs.csv``, ``timeseries.csv`` (and ``allocations.csv``, which
 the report does not need); a shared run (tasks holding shares of GPUs) also ``sharing.csv``, its used share and
-fragmentation over time. Anything missing or malformed raises :class:`~gpuweave.errors.InputError` naming the file
-(and the row and field for tables). Complexity: O(rows of the tables read).
+fragmentation over time; a run of adaptive jobs (Pollux's job model) also ``adaptation.csv``, each job's GPUs,
+batch, throughput and statistical efficiency per interval. Anything missing or malformed raises
+:class:`~gpuweave.errors.InputError` naming the file (and the row and field for tables). Complexity: O(rows of the tables read).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuweave.checks import RESULT
-from gpuweave.cluster.results import SHARING_COLUMNS, SHARING_FILE
+from gpuweave.cluster.results import ADAPTATION_COLUMNS, ADAPTATION_FILE, SHARING_COLUMNS, SHARING_FILE
 from gpuweave.errors import InputError
 from gpuweave.files import check_regular_file, check_unique_columns, first_csv_row, read_input_text
 from gpuweave.limits import check_limit
@@ -29,8 +30,9 @@ SHARING_REQUIRED = SHARING_COLUMNS
 
 @dataclass
 class RunData:
-    """One run directory, loaded: the summary plus the job and timeseries tables (pandas DataFrames), and a shared
-    run's sharing table (None for a whole-GPU run, which has no sharing.csv)."""
+    """One run directory, loaded: the summary plus the job and timeseries tables (pandas DataFrames), a shared
+    run's sharing table (None for a whole-GPU run, which has no sharing.csv) and an adaptive run's adaptation
+    table (None for rigid jobs)."""
 
     path: Path
     summary: dict[str, Any]
@@ -38,6 +40,7 @@ class RunData:
     timeseries: Any  # pandas.DataFrame
     label: str = ""
     sharing: Any = None  # pandas.DataFrame, or None
+    adaptation: Any = None  # pandas.DataFrame of adaptation.csv, or None (no adaptive jobs, or the file too large)
 
     @property
     def total_gpus(self) -> int:
@@ -139,6 +142,16 @@ def read_sharing(path: Path):
     return df.sort_values("time_s", kind="stable").reset_index(drop=True)
 
 
+def read_adaptation(path: Path):
+    """Read an adaptive run's ``adaptation.csv`` (every column but the job and GPU model numeric), sorted by start;
+    None when it is larger than :data:`ALLOCATIONS_MAX_BYTES` (the report then leaves its figures out)."""
+    if path.is_file() and path.stat().st_size > ALLOCATIONS_MAX_BYTES:
+        return None
+    filled = tuple(c for c in ADAPTATION_COLUMNS if c not in ("job_id", "gpu_model"))
+    df = _read_table(path, ADAPTATION_COLUMNS, text_columns=("job_id", "gpu_model"), filled=filled)
+    return df.sort_values(["start", "job_id"], kind="stable").reset_index(drop=True)
+
+
 #: allocations.csv above this size is not read for the per-job GPUs figure (a run of 10^5 jobs writes hundreds of MB)
 ALLOCATIONS_MAX_BYTES = 32 * 1024 * 1024
 
@@ -178,7 +191,8 @@ def job_gpu_segments(run: RunData) -> list[tuple[str, float, float, int]] | None
 
 
 def load_run(run_dir: str | Path) -> RunData:
-    """Load one run directory (summary.json, jobs.csv, timeseries.csv, and sharing.csv where there is one)."""
+    """Load one run directory (summary.json, jobs.csv, timeseries.csv, and sharing.csv and adaptation.csv where
+    there are)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise InputError("not a directory (expected a run directory)", file=run_dir)
@@ -195,6 +209,9 @@ def load_run(run_dir: str | Path) -> RunData:
                 file=run_dir / "summary.json",
                 field="cluster.total_gpus",
             )
+    path = run_dir / ADAPTATION_FILE
+    if path.exists() or path.is_symlink():
+        run.adaptation = read_adaptation(path)
     return run
 
 

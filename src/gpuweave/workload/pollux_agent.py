@@ -161,6 +161,35 @@ class AgentState:
         self.profile[key] = (step, sync)
         self.perf = _fit(tuple(self.profile.items()), self.fit_tol)
 
+    def _iteration(
+        self, shape: tuple[int, ...], replicas: int
+    ) -> tuple[float, float, tuple[float, float], float, float]:
+        """The job model's truth at the current batch on ``shape``: (step time, sync time, gradient statistics,
+        statistical gain of the batch over the initial one, seconds per optimizer step with accumulation)."""
+        app = self.app
+        batch = self.batch_size(replicas)
+        times = app.step_times(shape, self.atomic_bsz)
+        if times is None:
+            raise InputError(
+                f"{app.name}: no step time for placement {shape} at per-GPU batch {self.atomic_bsz}",
+                field="placement",
+            )
+        step, sync = times
+        grad = app.grad_stats(batch, self.epoch)
+        scale = batch / app.init_batch_size
+        gain = (grad[1] + grad[0]) / (grad[1] / scale + grad[0])
+        return step, sync, grad, gain, step + (step - sync) * self.accum_steps
+
+    def speed(self, placement: tuple[int, ...]) -> tuple[float, float]:
+        """(throughput in samples per second, statistical efficiency) at the current batch on ``placement``: Pollux's
+        goodput is their product, in samples of the initial batch's worth per second (Qiao et al. sec. 3.1-3.2;
+        efficiency = gain / (batch / initial batch), 1 at the initial batch)."""
+        counts = tuple(c for c in placement if c > 0)
+        replicas = sum(counts)
+        _, _, _, gain, iteration = self._iteration(node_order_shape(counts), replicas)
+        batch = self.batch_size(replicas)
+        return batch / iteration * self.app.calibration, gain * self.app.init_batch_size / batch
+
     def step(self, placement: tuple[int, ...], start: float, seconds: float, delay: float = 0.0) -> None:
         """Advance ``seconds`` from ``start`` on ``placement`` (GPUs per node), the first ``delay`` of them idle."""
         if self.done:
@@ -172,19 +201,9 @@ class AgentState:
         nodes, replicas = len(counts), sum(counts)
         shape = node_order_shape(counts)
         while seconds > 0 and not self.done:
-            batch = self.batch_size(replicas)
-            times = app.step_times(shape, self.atomic_bsz)
-            if times is None:
-                raise InputError(
-                    f"{app.name}: no step time for placement {shape} at per-GPU batch {self.atomic_bsz}",
-                    field="placement",
-                )
-            step, sync = times
-            grad = app.grad_stats(batch, self.epoch)
-            scale = batch / app.init_batch_size
-            gain = (grad[1] + grad[0]) / (grad[1] / scale + grad[0])
+            step, sync, grad, gain, iteration = self._iteration(shape, replicas)
             self._measure(nodes, replicas, step, sync, grad)
-            goodput = gain / (step + (step - sync) * self.accum_steps) * app.calibration
+            goodput = gain / iteration * app.calibration
             target = app.progress_at(self.epoch + 1)
             if self.progress + goodput * seconds < target:
                 self.progress += goodput * seconds
