@@ -4,7 +4,8 @@ A run directory holds ``summary.json``, ``jobs.csv``, ``timeseries.csv`` (and ``
 the report does not need); a shared run (tasks holding shares of GPUs) also ``sharing.csv``, its used share and
 fragmentation over time; a run of adaptive jobs (Pollux's job model) also ``adaptation.csv``, each job's GPUs,
 batch, throughput and statistical efficiency per interval. Anything missing or malformed raises
-:class:`~gpuweave.errors.InputError` naming the file (and the row and field for tables). Complexity: O(rows of the tables read).
+:class:`~gpuweave.errors.InputError` naming the file (and the row and field for tables). Complexity: O(rows of
+the tables read).
 """
 
 from __future__ import annotations

@@ -15,9 +15,17 @@ loss is its samples' squared-error sum times ``W / B``, so DDP's mean over ranks
 gang computes the same update as one process on the same global batch, whatever its size, uneven parts included.
 ``--batch-per-rank b`` lets the global batch change with the gang (``b x W``) instead.
 
-The checkpoint (global rank 0 writes it) is ``{"model", "optimizer", "steps", "position", "noise"}`` (torch.save):
-``steps`` this attempt's steps (what the runtime commits), ``position`` global batches trained since the job began
-(where a resumed gang, of any size, goes on), ``noise`` the gradient statistics so far.
+The checkpoint (global rank 0 writes it) is ``{"model", "optimizer", "steps", "position", "epoch", "offset",
+"carry", "noise"}`` (torch.save): ``steps`` this attempt's steps (what the runtime commits), ``position`` global
+batches trained since the job began, ``epoch`` and ``offset`` where the next global batch starts in the data (where
+a resumed gang, of any size and batch, goes on), ``noise`` the gradient statistics so far.
+
+Elastic jobs (``--batch-per-rank`` with ``--adascale``): a job the policy resizes stops at a checkpoint and resumes
+at its new size, its global batch following the gang. With AdaScale each step's learning rate is ``--lr`` times the
+batch's gain over ``--init-batch`` from the noise measured so far, and the step counts that gain as its progress
+(steps at the initial batch: Pollux's model, Qiao et al. sec. 3.1), so the runtime's steps, the job's work and its
+loss curve are those of the initial batch whatever the sizes it ran at. The runtime counts whole steps; the
+fraction left (``carry``) goes on in the next attempt.
 
 Every step measures the gradient noise as adaptdl does (:class:`GradientMeter`, the estimator in
 :mod:`gpuweave.workload.goodput`): each rank's squared gradient norm before DDP averages (a tensor hook per
@@ -40,13 +48,14 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 
 from gpuweave.live import api
-from gpuweave.workload.goodput import NoiseEstimate
+from gpuweave.workload.goodput import NoiseEstimate, gain
 
 SAMPLES = 512
 FEATURES = 32
@@ -67,7 +76,8 @@ class GlobalBatchSampler(torch.utils.data.Sampler[list[int]]):
     """Rank ``rank``'s part of every global batch from ``start`` on: contiguous, sizes differing by at most one.
 
     Epoch ``e``'s order is ``randperm(samples)`` seeded ``seed + e``; an epoch has ``samples // batch`` global batches
-    (the tail that does not fill one is dropped, whatever the world size). O(samples) per epoch."""
+    (the tail that does not fill one is dropped, whatever the world size); a position is (epoch, sample offset into
+    its order), so a job resumed at another batch size goes on from where it was. O(samples) per epoch."""
 
     def __init__(self, samples: int, batch: int, rank: int, world: int, seed: int, start: int = 0) -> None:
         if not 0 < batch <= samples:
@@ -86,15 +96,31 @@ class GlobalBatchSampler(torch.utils.data.Sampler[list[int]]):
         self.lo = rank * per + min(rank, extra)
         self.hi = self.lo + per + (1 if rank < extra else 0)
 
+    def position(self, step: int) -> tuple[int, int]:
+        """(epoch, sample offset into its order) of global batch ``step`` at this batch size."""
+        epoch, j = divmod(step, self.samples // self.batch)
+        return epoch, j * self.batch
+
+    def advance(self, epoch: int, offset: int) -> tuple[int, int]:
+        """Where the next global batch starts after the one at (``epoch``, ``offset``); an epoch ends where the next
+        batch would not fit (its tail is dropped). A gang resumed at another batch size goes on from the same
+        position: the offset need not be a multiple of its batch."""
+        offset += self.batch
+        return (epoch + 1, 0) if offset + self.batch > self.samples else (epoch, offset)
+
     def batches(self, start: int) -> Iterator[list[int]]:
-        per_epoch = self.samples // self.batch
-        step = start
+        return self.batches_from(*self.position(start))
+
+    def batches_from(self, epoch: int, offset: int) -> Iterator[list[int]]:
+        """Rank ``rank``'s part of each global batch from (``epoch``, ``offset``) on."""
+        if offset + self.batch > self.samples:
+            epoch, offset = epoch + 1, 0
         while True:
-            epoch, j = divmod(step, per_epoch)
             order = torch.randperm(self.samples, generator=torch.Generator().manual_seed(self.seed + epoch))
-            for j in range(j, per_epoch):
-                yield order[j * self.batch + self.lo : j * self.batch + self.hi].tolist()
-                step += 1
+            while offset + self.batch <= self.samples:
+                yield order[offset + self.lo : offset + self.hi].tolist()
+                offset += self.batch
+            epoch, offset = epoch + 1, 0
 
     def __iter__(self) -> Iterator[list[int]]:
         return self.batches(self.start)
@@ -139,8 +165,24 @@ class GradientMeter:
         self.previous = grads.clone()
 
 
+@dataclass(slots=True)
+class Progress:
+    """Where a job is: global batches trained since it began (``position``), the next batch's place in the data
+    (``epoch``, ``offset``), and with AdaScale the fraction of a step's worth of progress not yet reported
+    (``carry``: the runtime counts whole steps)."""
+
+    position: int = 0
+    epoch: int = 0
+    offset: int = 0
+    carry: float = 0.0
+
+
 def save(
-    model: torch.nn.Module, optimizer: torch.optim.Optimizer, steps: int, position: int, noise: NoiseEstimate
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    steps: int,
+    at: Progress,
+    noise: NoiseEstimate,
 ) -> None:
     path = api.checkpoint_path()
     tmp = path.with_name(path.name + ".tmp")
@@ -148,7 +190,10 @@ def save(
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "steps": steps,
-        "position": position,
+        "position": at.position,
+        "epoch": at.epoch,
+        "offset": at.offset,
+        "carry": at.carry,
         "noise": noise.as_dict(),
     }
     torch.save(state, tmp)
@@ -169,6 +214,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="the batch statistical efficiency is relative to (default: --batch-per-rank if given, else --batch)",
     )
     parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument(
+        "--adascale",
+        action="store_true",
+        help="scale each step's learning rate by the batch's gain over --init-batch (AdaScale, as adaptdl) and count "
+        "the gain as the step's progress: steps are then worth steps at the initial batch (Pollux's model)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--init-timeout", type=float, default=120.0, help="seconds to wait for the gang to form")
     parser.add_argument(
@@ -199,18 +250,34 @@ def main(argv: list[str] | None = None) -> int:
             dist.destroy_process_group()
 
 
+def _resume(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, sampler: GlobalBatchSampler
+) -> tuple[Progress, dict[str, float] | None]:
+    """The checkpoint to go on from, if any: the model, the optimizer, where the job is and its gradient noise (a
+    checkpoint without (epoch, offset), from an older version, gives its position in global batches)."""
+    resume = api.resume_path()
+    if resume is None:
+        return Progress(), None
+    state = torch.load(resume, map_location="cpu")
+    model.load_state_dict(state["model"])
+    if "optimizer" in state:
+        optimizer.load_state_dict(state["optimizer"])
+    position = int(state.get("position", 0))
+    if "epoch" in state:
+        epoch, offset = int(state["epoch"]), int(state["offset"])
+    else:
+        epoch, offset = sampler.position(position)
+    return Progress(position, epoch, offset, float(state.get("carry", 0.0))), state.get("noise")
+
+
 def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device) -> int:
     model, inputs, targets = build(args.width, args.seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
-    position, noise_state = 0, None
-    resume = api.resume_path()
-    if resume is not None:
-        state = torch.load(resume, map_location="cpu")
-        model.load_state_dict(state["model"])
-        if "optimizer" in state:
-            optimizer.load_state_dict(state["optimizer"])
-        position = int(state.get("position", 0))
-        noise_state = state.get("noise")
+    batch = args.batch_per_rank * world if args.batch_per_rank > 0 else args.batch
+    init_batch = args.init_batch or args.batch_per_rank or args.batch
+    seed = args.seed + COPY_SEED_STRIDE * int(os.environ.get("GPUWEAVE_COPY", "0"))
+    sampler = GlobalBatchSampler(inputs.shape[0], batch, rank, world, seed)
+    at, noise_state = _resume(model, optimizer, sampler)
     model.to(device)
     inputs, targets = inputs.to(device), targets.to(device)
     trained: torch.nn.Module = model
@@ -218,18 +285,17 @@ def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device
         trained = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
-    batch = args.batch_per_rank * world if args.batch_per_rank > 0 else args.batch
-    init_batch = args.init_batch or args.batch_per_rank or args.batch
     meter = GradientMeter(list(model.parameters()), world, init_batch, noise_state)
-    seed = args.seed + COPY_SEED_STRIDE * int(os.environ.get("GPUWEAVE_COPY", "0"))
-    batches = GlobalBatchSampler(inputs.shape[0], batch, rank, world, seed).batches(position)
-    steps, target = 0, api.target_steps()
+    batches = sampler.batches_from(at.epoch, at.offset)
+    if at.offset + batch > sampler.samples:  # resumed at a larger batch than fits the epoch's rest
+        at.epoch, at.offset = at.epoch + 1, 0
+    steps, target, progress = 0, api.target_steps(), at.carry
     attempt, last = int(os.environ.get("GPUWEAVE_ATTEMPT", "0")), rank == world - 1
     fault_at = args.crash_step or max(1, target // 2)
     crash_at = fault_at if last and attempt < args.crash_attempts else -1
     hanging = args.crash_attempts <= attempt < args.crash_attempts + args.hang_attempts
     hang_at = fault_at if last and hanging else -1
-    while steps < target:
+    while progress < target:
         if steps == crash_at:
             print(f"torch worker: rank {rank}: injected crash at step {steps}", file=sys.stderr, flush=True)
             os._exit(3)  # as a dying process does: no clean exit, no checkpoint
@@ -241,9 +307,13 @@ def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device
         loss = (error * error).sum() * (world / batch)  # DDP averages over ranks: the global batch's mean
         optimizer.zero_grad()
         loss.backward()
+        worth = _adascale(optimizer, args.lr, meter.estimate, batch / init_batch) if args.adascale else 1.0
         optimizer.step()
         steps += 1
-        api.report(steps)
+        progress += worth
+        at.position += 1
+        at.epoch, at.offset = sampler.advance(at.epoch, at.offset)
+        api.report(int(progress))
         due, stop, local_sum = _agree(api.should_checkpoint(), api.stop_requested(), meter.take_local(), world, device)
         meter.update(local_sum, batch)
         if meter.estimate.samples:  # sent with the next status write (a checkpoint always writes one)
@@ -251,10 +321,23 @@ def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device
         if stop:
             api.request_stop()
         if due:
+            done = int(progress)
             if rank == 0:
-                save(model, optimizer, steps, position + steps, meter.estimate)
-            api.checkpointed(steps)  # exits here when the gang was asked to stop
+                at.carry = progress - done
+                save(model, optimizer, done, at, meter.estimate)
+            api.checkpointed(done)  # exits here when the gang was asked to stop
     return 0
+
+
+def _adascale(optimizer: torch.optim.Optimizer, lr: float, noise: NoiseEstimate, scale: float) -> float:
+    """AdaScale (Johnson et al., ICML'20; adaptdl's ``AdaScale``): this step's learning rate is ``lr`` times the
+    batch's gain over the initial batch, ``(var + sqr) / (var / scale + sqr)`` from the noise measured so far (1
+    before any measurement, or at the initial batch); returns the gain, the step's worth in steps at the initial
+    batch (Pollux's statistical efficiency times the scale, Qiao et al. sec. 3.1)."""
+    worth = float(gain(noise.grad_sqr, noise.grad_var, scale)) if noise.samples and scale != 1.0 else 1.0
+    for group in optimizer.param_groups:
+        group["lr"] = lr * worth
+    return worth
 
 
 def _agree(due: bool, stop: bool, local_sqr: float, world: int, device: torch.device) -> tuple[bool, bool, float]:
