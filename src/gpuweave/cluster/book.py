@@ -37,7 +37,7 @@ from gpuweave.cluster.decision import Decision, normalize
 from gpuweave.cluster.feasibility import ModelCapacity, capacity_by_model, fits_somewhere
 from gpuweave.cluster.forking import forked_rate, is_forked
 from gpuweave.cluster.free_index import FreeIndex
-from gpuweave.cluster.state import CountedDict, JobState, Placement, queue_del, queue_pop, queue_set
+from gpuweave.cluster.state import CountedDict, JobAgents, JobState, Placement, queue_del, queue_pop, queue_set
 from gpuweave.engine.gc_pause import old_objects_left_alone
 from gpuweave.errors import InputError, InvalidDecisionError, MissingProfileError
 from gpuweave.hardware.cluster_spec import Node as ClusterNode
@@ -129,6 +129,8 @@ class ClusterBook:
         self.forks_jobs = bool(forks_jobs)
         self.shares = shares
         self.epoch_clock = epoch_clock
+        # adaptive jobs' agents, for the policy (ClusterView.job_agent): the agents' clock's, or a live run's
+        self.agents: JobAgents | None = epoch_clock if isinstance(epoch_clock, JobAgents) else None
         self.now = 0.0
         self._last_t = 0.0
         self._index_nodes(nodes)

@@ -47,6 +47,9 @@ class ClusterPolicy(ABC):
     # what the run must give it beyond any trace and profile store (None: nothing; "pollux": Pollux's job model and
     # elastic jobs, as Optimus in Pollux's simulator): such a policy is left out of policy_names()
     needs: ClassVar[str | None] = None
+    # decides on nothing but the jobs' agents (ClusterView.job_agent): live, adaptive jobs' measured agents can give
+    # what it needs (gpuweave.live.agents), so the live runtime runs it when every job is adaptive
+    decides_on_agents: ClassVar[bool] = False
 
     def __init__(
         self, *, round_length: float | None = None, seed: int = 0, reacts_to_events: bool | None = None

@@ -11,7 +11,7 @@ everything in it as read-only and express what they want as a :class:`~gpuweave.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, overload, runtime_checkable
 
 from gpuweave.cluster.placements import PlacementRule, make_placement
 from gpuweave.workload.job import Job
@@ -140,6 +140,7 @@ class ClusterState(Protocol):
     fastest_cache: dict[tuple[str, int, tuple[str, ...] | None], list[str]]
     shares: ShareLedger | None
     epoch_clock: EpochClock | None
+    agents: JobAgents | None
 
     def placement_rate(self, job: Job, num_gpus: int, placement: Placement, strict: bool = True) -> float: ...
 
@@ -148,6 +149,14 @@ class ClusterState(Protocol):
     def job_model_rate(self, job: Job, model: str, consolidated: bool, strict: bool = False) -> float: ...
 
     def fastest_models(self, job: Job) -> list[str]: ...
+
+
+@runtime_checkable
+class JobAgents(Protocol):
+    """Where adaptive jobs' agents live: the simulator's :class:`~gpuweave.cluster.adaptive_clock.AdaptiveClock`,
+    or a live run's measured agents (:class:`~gpuweave.live.agents.LiveAgents`)."""
+
+    def agent(self, js: JobState, t: float) -> AgentState | None: ...
 
 
 class ClusterView:
@@ -257,10 +266,10 @@ class ClusterView:
 
     def job_agent(self, js: JobState) -> AgentState | None:
         """The job's own agent now, where the run's jobs adapt their batches (Pollux's policy: its goodput model and
-        restarts, :mod:`gpuweave.cluster.adaptive_clock`); None otherwise."""
-        clock = self._book.epoch_clock
-        agent = getattr(clock, "agent", None)
-        return None if agent is None else agent(js, self._book.now)
+        restarts; simulated, :mod:`gpuweave.cluster.adaptive_clock`; live, :mod:`gpuweave.live.agents`); None
+        otherwise."""
+        agents = self._book.agents
+        return None if agents is None else agents.agent(js, self._book.now)
 
     def attained_service(self, js: JobState) -> float:
         """GPU-seconds the job has held so far (Tiresias' attained service)."""

@@ -128,13 +128,26 @@ def report(steps: int) -> None:
     _get().report(steps)
 
 
-def report_gradients(batch_size: int, init_batch_size: int, grad_sqr: float, grad_var: float) -> None:
+def report_gradients(
+    batch_size: int, init_batch_size: int, grad_sqr: float, grad_var: float, scaled: bool = False
+) -> None:
     """Tell the runtime the attempt's global batch and the gradient statistics measured so far (the true gradient's
     squared norm and the gradients' variance at ``init_batch_size``, :class:`gpuweave.workload.goodput.NoiseEstimate`);
-    sent with the next status write. Pollux's statistical efficiency and goodput in ``live.csv`` come from them."""
+    sent with the next status write. Pollux's statistical efficiency and goodput in ``live.csv`` come from them, and
+    an adaptive job's agent decides on them (:mod:`gpuweave.live.agents`). ``scaled``: the reported steps are
+    already steps at the initial batch (AdaScale's progress), not optimizer steps."""
     status = _get().status
     status.batch_size, status.init_batch_size = int(batch_size), int(init_batch_size)
     status.grad_sqr, status.grad_var = float(grad_sqr), float(grad_var)
+    status.scaled_steps = bool(scaled)
+
+
+def report_step_times(step_time: float, sync_time: float) -> None:
+    """Tell the runtime the attempt's mean seconds per synchronising step and the part of them spent synchronising
+    (adaptdl's profile of a configuration; with gradient accumulation, each other micro-batch took the step time
+    less the sync): an adaptive job's throughput model is fitted to them (:mod:`gpuweave.live.agents`)."""
+    status = _get().status
+    status.step_time, status.sync_time = float(step_time), float(sync_time)
 
 
 def should_checkpoint() -> bool:

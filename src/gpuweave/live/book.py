@@ -19,7 +19,7 @@ from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.decision import Decision
 from gpuweave.cluster.placements import PlacementRule, TaskPlacement
 from gpuweave.cluster.simulator import SimulationRecords, book_records
-from gpuweave.cluster.state import ClusterView, CountedDict, JobState, Placement
+from gpuweave.cluster.state import ClusterView, CountedDict, JobAgents, JobState, Placement
 from gpuweave.hardware.cluster_spec import Node
 from gpuweave.workload.job import Job
 from gpuweave.workload.profile_source import ProfileSource
@@ -97,6 +97,10 @@ class LiveBook:
         self.policy = policy
         self.view.round_length = policy.round_length
         self.cluster.forks_jobs = policy.forks_jobs
+
+    def use_agents(self, agents: JobAgents) -> None:
+        """Adaptive jobs' agents for the policy (``ClusterView.job_agent``: :mod:`gpuweave.live.agents`)."""
+        self.cluster.agents = agents
 
     def use_profiles(self, profiles: ProfileSource) -> None:
         self.cluster.use_profiles(profiles)

@@ -33,6 +33,10 @@ class WorkerStatus:
     init_batch_size: int = 0
     grad_sqr: float | None = None
     grad_var: float | None = None
+    scaled_steps: bool = False  # the steps are steps at the initial batch (AdaScale's progress)
+    # an adaptive job's profile (api.report_step_times): mean wall seconds per synchronising step, and of its sync
+    step_time: float | None = None
+    sync_time: float | None = None
 
 
 def _write(channel: Path, name: str, record: WorkerStatus | RankFailure) -> None:

@@ -116,14 +116,17 @@ def write_live_run(runtime: LiveRuntime, out: Path) -> dict[str, Any]:
 def _gradient_columns(statuses: list[WorkerStatus], rate: float) -> list[str]:
     """``batch_size, grad_sqr, grad_var, noise_scale, efficiency, goodput`` of an attempt from its first copy that
     reported gradient statistics; goodput is samples/s of simulated time, ``rate x batch x efficiency`` (Pollux's
-    definition, sec. 3.1). Empty fields when none did."""
+    definition, sec. 3.1; ``rate x initial batch`` when the worker reports its steps at the initial batch already,
+    as AdaScale counts them). Empty fields when none did."""
     status = next((st for st in statuses if st.grad_sqr is not None and st.batch_size > 0), None)
     if status is None or status.grad_sqr is None or status.grad_var is None:
         return [""] * 6
     init = status.init_batch_size or status.batch_size
     eff = efficiency(status.grad_sqr, status.grad_var, status.batch_size, init)
     scale = noise_scale(status.grad_sqr, status.grad_var, init)
-    values = (status.grad_sqr, status.grad_var, scale, eff, rate * status.batch_size * eff)
+    # steps at the initial batch (AdaScale's progress) are worth the initial batch's samples each
+    goodput = rate * init if status.scaled_steps else rate * status.batch_size * eff
+    values = (status.grad_sqr, status.grad_var, scale, eff, goodput)
     # six significant digits: the statistics span many orders of magnitude (fmt keeps 9 decimals)
     return [str(status.batch_size), *("" if v is None else f"{v:.6g}" for v in values)]
 

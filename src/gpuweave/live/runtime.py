@@ -30,10 +30,11 @@ from typing import Any, Callable
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.forking import copy_nodes, is_forked
 from gpuweave.cluster.placements import make_run_placement
-from gpuweave.cluster.policies import check_runs_anywhere
+from gpuweave.cluster.policies import check_runs_anywhere, policy_class
 from gpuweave.cluster.run import build_policy, prepare
 from gpuweave.cluster.state import JobState, Placement
 from gpuweave.errors import InputError, InvalidDecisionError
+from gpuweave.live.agents import LiveAgents
 from gpuweave.live.attempts import Attempt, Copy, LiveJob, Worker, commit, split_steps
 from gpuweave.live.book import Action, LiveBook
 from gpuweave.live.channel import read_failure
@@ -88,7 +89,9 @@ class LiveRuntime:
         self.prepared = prepared
         self.nodes = prepared.nodes
         self.base_profiles = prepared.profiles
-        check_runs_anywhere(config.policy, "the live runtime")
+        self.agents = LiveAgents()  # adaptive jobs' agents (their trace's batch limits), for pollux
+        adaptive = [self.agents.add(job) for job in prepared.jobs]
+        _check_policy(config.policy, bool(adaptive) and all(adaptive))
         self.policy = build_policy(config)
         self.book = LiveBook(
             self.nodes,
@@ -100,6 +103,7 @@ class LiveRuntime:
             record_segments=record_segments,
             placement=make_run_placement(config.placement_rule),
         )
+        self.book.use_agents(self.agents)
         self.config_dir = config_dir
         self.default_argv = program_argv(self.ex.program, config_dir)
         self.jobs: dict[str, LiveJob] = {}
@@ -143,6 +147,7 @@ class LiveRuntime:
         """Hand the runtime a job while it runs; it arrives at ``job.arrival``, which must not be in the future
         (jobs are admitted in the order they were added)."""
         js = self.book.add(job)
+        self.agents.add(job)
         return self._track(js, argv)
 
     def cancel(self, job_id: str) -> bool:
@@ -178,7 +183,7 @@ class LiveRuntime:
 
     def set_policy(self, policy: ClusterPolicy) -> None:
         """Drive the cluster with another policy from the next step on (running jobs keep their placements)."""
-        check_runs_anywhere(policy.name, "the live runtime")
+        _check_policy(policy.name, bool(self.jobs) and all(job_id in self.agents for job_id in self.jobs))
         self.policy = policy
         self.book.use_policy(policy)
         self.next_tick = math.inf
@@ -427,6 +432,8 @@ class LiveRuntime:
         scale = self.ex.time_scale
         rate = sum(c.status.steps_per_s for c in attempt.copies if c.status) / scale
         self.book.observe(js, max(0.0, job.remaining - steps), rate)
+        if js.job.job_id in self.agents:
+            self._measure_adaptive(js.job.job_id, attempt)
         for copy in attempt.copies:
             if copy.status and copy.steps >= MIN_MEASURE_STEPS and copy.status.steps_per_s > 0:
                 spec = copy.workers[0].spec
@@ -435,6 +442,15 @@ class LiveRuntime:
                 if key is not None:
                     self.measured[key] = copy.status.steps_per_s / scale
                     self.measured_changed = True
+
+    def _measure_adaptive(self, job_id: str, attempt: Attempt) -> None:
+        """An adaptive job's workers' profile and gradient statistics to its agent (times in simulated seconds)."""
+        status = attempt.copies[0].status if attempt.copies else None
+        if status is None or status.step_time is None or status.sync_time is None:
+            return
+        scale = self.ex.time_scale
+        grad = None if status.grad_sqr is None or status.grad_var is None else (status.grad_sqr, status.grad_var)
+        self.agents.measure(job_id, attempt.placement, status.step_time * scale, status.sync_time * scale, grad)
 
     def _watch_faults(self, job: LiveJob, attempt: Attempt, wall: float) -> None:
         if attempt.stopping and not attempt.crash:
@@ -630,11 +646,29 @@ class LiveRuntime:
         job.attempts = number
         base.mkdir(parents=True, exist_ok=True)
         held = self.book.gpu_slots(js.job.job_id)  # a shared run's GPU slots and share (None: whole GPUs)
-        copies = [self._start_copy(job, number, *planned_copy, held) for planned_copy in plan]
+        adaptive = self._adaptive_env(js, placement) if js.job.job_id in self.agents else None
+        copies = [self._start_copy(job, number, *planned_copy, held, adaptive) for planned_copy in plan]
         attempt = Attempt(number, kind, placement, forked, copies, decided_wall, decided_sim, time.time())
         job.attempt = attempt
         job.history.append(attempt)
         self.journal.attempt_started(job, attempt, self.executor)
+
+    def _adaptive_env(self, js: JobState, placement: Placement) -> dict[str, str]:
+        """An adaptive job's batch for ``placement``, picked by its agent, and, on emulated GPUs, the seconds each
+        sample takes on the placement's slowest GPU type: one GPU's profiled rate at the job's initial batch."""
+        plan = self.agents.launch(js.job.job_id, placement)
+        agent = self.agents.agent(js, self.book.now)
+        assert agent is not None
+        init = agent.app.init_batch_size
+        env = {
+            "GPUWEAVE_BATCH_SIZE": str(plan.batch_size),
+            "GPUWEAVE_ACCUM_STEPS": str(plan.accum_steps),
+            "GPUWEAVE_INIT_BATCH": str(init),
+        }
+        if self.executor.emulated:
+            one = min(self.base_profiles.rate(js.job.job_type, self.nodes[n].gpu_model, 1, True) for n, _ in placement)
+            env["GPUWEAVE_SAMPLE_S"] = f"{1.0 / (one * init * self.ex.time_scale):.9f}"
+        return env
 
     def _start_copy(
         self,
@@ -646,13 +680,15 @@ class LiveRuntime:
         ckpt: Path,
         channels: list[Path],
         held: tuple[tuple[int, ...], float] | None,
+        adaptive: dict[str, str] | None = None,
     ) -> Copy:
         """Launch one copy of an attempt: a worker per node of ``slot``, all at once (a gang's reservation is the
         executor's: :meth:`Executor.launch_gang`). More than one rank makes each worker a torchrun-style node agent
         (:mod:`gpuweave.live.gang`) that starts its node's ranks, one per GPU."""
         js = job.js
         rate = emulated_rate(self.base_profiles, js.job.job_type, js.num_gpus, self.nodes, slot)
-        pace = rate * self.ex.time_scale if self.executor.emulated else 0.0
+        # an adaptive job's emulated GPUs take time per sample instead (its batch is not the profile's)
+        pace = rate * self.ex.time_scale if self.executor.emulated and adaptive is None else 0.0
         sizes = gang_sizes(slot, per_gpu=self.ex.ranks == "per-gpu")
         gang = sum(sizes) > 1
         run_id = f"{js.job.job_id}-a{number}-c{index}"
@@ -676,6 +712,8 @@ class LiveRuntime:
                 "GPUWEAVE_JOB": js.job.job_id,
             }
             env.update(agent_env(sizes, rank, rendezvous, run_id) if gang else single_rank_env(run_id))
+            if adaptive is not None:
+                env.update(adaptive)
             if gpu_slots is not None:  # a task on shared GPUs: the ledger's GPUs, told to the worker too
                 env["GPUWEAVE_GPU_SLOTS"], env["GPUWEAVE_GPU_SHARE"] = ",".join(map(str, gpu_slots)), f"{part:g}"
             node_spec = self.nodes[node]
@@ -699,6 +737,14 @@ class LiveRuntime:
             )
         handles = self.executor.launch_gang(specs)
         return Copy(index, share, ckpt, [Worker(spec, handle) for spec, handle in zip(specs, handles)])
+
+
+def _check_policy(name: str, adaptive: bool) -> None:
+    """A policy that decides on the jobs' agents alone (pollux) runs live when every job is adaptive (its agent
+    measured live: :mod:`gpuweave.live.agents`); any other policy with needs is refused, as a simulation-only one."""
+    if adaptive and policy_class(name).decides_on_agents:
+        return
+    check_runs_anywhere(name, "the live runtime")
 
 
 def root_cause(bad: list[Worker]) -> Worker:

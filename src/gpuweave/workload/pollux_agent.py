@@ -27,8 +27,10 @@ import numpy as np
 
 from gpuweave.errors import InputError
 from gpuweave.workload.goodput_model import BatchChoice, GoodputModel
-from gpuweave.workload.pollux import PolluxApp, node_order_shape
+from gpuweave.workload.pollux import BatchLimits, PolluxApp, node_order_shape
 from gpuweave.workload.throughput_model import PerfParams, fit_perf_params
+
+REFIT_CHANGE = 0.05  # a live measurement refits the model when it moved by more than this share of the step time
 
 
 @lru_cache(maxsize=65536)
@@ -51,7 +53,7 @@ def _best_batch(model: GoodputModel, nodes: int, replicas: int) -> BatchChoice:
 class AgentState:
     """Everything a Pollux job carries from interval to interval."""
 
-    app: PolluxApp
+    app: PolluxApp | BatchLimits  # the job model's tables (simulated), or a live job's batch limits alone
     target_batch: int | None = None  # a fixed batch size, else None (the agent picks)
     profile: dict[tuple[int, int, int], tuple[float, float]] = field(default_factory=dict)
     perf: PerfParams | None = None
@@ -140,11 +142,16 @@ class AgentState:
             self.atomic_bsz, self.accum_steps = plan.atomic_bsz, plan.accum_steps
             return
         assert model is not None
-        if app.per_placement_limits:  # Sia: the placement's largest measured local batch bounds the search
+        sia = app.per_placement_limits and isinstance(app, PolluxApp)
+        if sia:  # Sia: the placement's largest measured local batch bounds the search
+            assert isinstance(app, PolluxApp)
             model = dataclasses.replace(model, max_atomic_bsz=int(app.placement_max_local_bsz(counts)))
         choice = _best_batch(model, nodes, replicas)
         self.accum_steps = choice.accum_steps
-        atomic = app.memory_cap(choice.atomic_bsz, replicas) if app.per_placement_limits else choice.atomic_bsz
+        atomic = choice.atomic_bsz
+        if sia:
+            assert isinstance(app, PolluxApp)
+            atomic = app.memory_cap(atomic, replicas)
         self.atomic_bsz = min(atomic, app.max_batch_size // (replicas * (choice.accum_steps + 1)))
 
     def reallocate(self, placement: tuple[int, ...]) -> None:
@@ -167,6 +174,8 @@ class AgentState:
         """The job model's truth at the current batch on ``shape``: (step time, sync time, gradient statistics,
         statistical gain of the batch over the initial one, seconds per optimizer step with accumulation)."""
         app = self.app
+        if not isinstance(app, PolluxApp):
+            raise TypeError("a live job's agent measures its job; only the job model's can be stepped")
         batch = self.batch_size(replicas)
         times = app.step_times(shape, self.atomic_bsz)
         if times is None:
@@ -190,11 +199,24 @@ class AgentState:
         batch = self.batch_size(replicas)
         return batch / iteration * self.app.calibration, gain * self.app.init_batch_size / batch
 
+    def record(self, nodes: int, replicas: int, step: float, sync: float) -> None:
+        """A live measurement of the current configuration (adaptdl's profile): kept, the latest for a configuration
+        measured again, and the throughput model refitted when it is new or its times moved by more than
+        :data:`REFIT_CHANGE` of its step time (a worker reports running averages many times a second)."""
+        key = (nodes, replicas, self.atomic_bsz)
+        old = self.profile.get(key)
+        if old is not None and max(abs(old[0] - step), abs(old[1] - sync)) <= REFIT_CHANGE * old[0]:
+            return
+        self.profile[key] = (step, sync)
+        self.perf = _fit(tuple(self.profile.items()), self.fit_tol)
+
     def step(self, placement: tuple[int, ...], start: float, seconds: float, delay: float = 0.0) -> None:
         """Advance ``seconds`` from ``start`` on ``placement`` (GPUs per node), the first ``delay`` of them idle."""
         if self.done:
             return
         app = self.app
+        if not isinstance(app, PolluxApp):
+            raise TypeError("a live job's agent measures its job; only the job model's can be stepped")
         now = start + min(delay, seconds)
         seconds -= min(delay, seconds)
         counts = tuple(c for c in placement if c > 0)

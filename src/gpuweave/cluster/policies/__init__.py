@@ -68,7 +68,10 @@ def policy_names() -> list[str]:
     return [name for name in POLICIES.names() if not POLICIES.get(name).meta.get("needs")]
 
 
-NEEDS_TEXT = {"pollux": "Pollux's job model and elastic jobs (a simulation of Pollux's workloads: crosscheck pollux)"}
+NEEDS_TEXT = {
+    "pollux": "Pollux's job model and elastic jobs (a simulation of Pollux's workloads: crosscheck pollux; live, "
+    "every job adaptive: trace columns batch_size, max_batch_size, min_local_bsz, max_local_bsz)"
+}
 
 
 def check_runs_anywhere(name: str, where: str) -> None:

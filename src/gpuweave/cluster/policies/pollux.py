@@ -51,6 +51,7 @@ class PolluxPolicy(ClusterPolicy):
 
     default_round_length = 60.0
     needs = "pollux"  # Pollux's job model and elastic jobs
+    decides_on_agents = True  # live: the adaptive jobs' measured agents (gpuweave.live.agents)
     fixed_batches = (("ncf", 32768),)  # Pollux's simulator fixes ncf's batch; the simulator reads this
 
     def __init__(

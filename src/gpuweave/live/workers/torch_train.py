@@ -44,6 +44,7 @@ there in the K attempts after those.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -58,6 +59,7 @@ from gpuweave.live import api
 from gpuweave.workload.goodput import NoiseEstimate, gain
 
 SAMPLES = 512
+WARMUP_STEPS = 3  # an attempt's first steps are not timed (process group, caches)
 FEATURES = 32
 COPY_SEED_STRIDE = 7919  # a forked copy's permutations: seed + copy x this
 
@@ -131,19 +133,27 @@ class GradientMeter:
     step's all-reduce."""
 
     def __init__(
-        self, params: list[torch.nn.Parameter], world: int, init_batch: int, state: dict[str, float] | None
+        self,
+        params: list[torch.nn.Parameter],
+        world: int,
+        init_batch: int,
+        state: dict[str, float] | None,
+        accum_steps: int = 0,
     ) -> None:
         self.params = [p for p in params if p.requires_grad]
-        self.world, self.init_batch = world, init_batch
+        self.world, self.init_batch, self.parts = world, init_batch, accum_steps + 1
         self.estimate = NoiseEstimate.from_dict(state) if state else NoiseEstimate()
         self.local = torch.zeros((), dtype=torch.float64, device=self.params[0].device)
         self.previous: torch.Tensor | None = None
-        if world > 1:  # a tensor hook sees the rank's own gradient, before DDP's hooks average it over the gang
+        self.last_grad = 0.0  # time.perf_counter() of the last gradient computed: its step's sync starts there
+        if world * self.parts > 1:
+            # a tensor hook sees each backward's own gradient (a rank's, a micro-batch's), before DDP averages it
             for param in self.params:
                 param.register_hook(self._add_local)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
 
     def _add_local(self, grad: torch.Tensor) -> None:
         self.local += grad.detach().pow(2).sum(dtype=torch.float64)
+        self.last_grad = time.perf_counter()
 
     def take_local(self) -> float:
         """This rank's squared gradient norm of the step just taken (then reset for the next)."""
@@ -155,8 +165,11 @@ class GradientMeter:
         """After the step's all-reduce: ``local_sum`` the ranks' squared norms summed."""
         grads = torch.cat([p.grad.detach().reshape(-1).double() for p in self.params if p.grad is not None])
         total = float(grads.pow(2).sum())
-        if self.world > 1:
-            self.estimate.update(local_sum / self.world, total, self.world, batch / self.init_batch)
+        count = self.world * self.parts
+        if count > 1:
+            # each of the count samples (a rank's micro-batch) entered its loss scaled by 1 / parts: its mean
+            # gradient's squared norm is parts^2 times what the hook saw
+            self.estimate.update(local_sum * self.parts / self.world, total, count, batch / self.init_batch)
             return
         if self.previous is not None:  # one rank: this step's gradient and the previous one as two samples
             local = (float(self.previous.pow(2).sum()) + total) / 2
@@ -273,8 +286,11 @@ def _resume(
 def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device) -> int:
     model, inputs, targets = build(args.width, args.seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    # an adaptive job's batch is its agent's, for this placement (gpuweave.live.agents), given by the runtime
     batch = args.batch_per_rank * world if args.batch_per_rank > 0 else args.batch
-    init_batch = args.init_batch or args.batch_per_rank or args.batch
+    batch = int(os.environ.get("GPUWEAVE_BATCH_SIZE") or batch)
+    accum = int(os.environ.get("GPUWEAVE_ACCUM_STEPS") or 0)
+    init_batch = int(os.environ.get("GPUWEAVE_INIT_BATCH") or args.init_batch or args.batch_per_rank or args.batch)
     seed = args.seed + COPY_SEED_STRIDE * int(os.environ.get("GPUWEAVE_COPY", "0"))
     sampler = GlobalBatchSampler(inputs.shape[0], batch, rank, world, seed)
     at, noise_state = _resume(model, optimizer, sampler)
@@ -285,10 +301,11 @@ def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device
         trained = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
-    meter = GradientMeter(list(model.parameters()), world, init_batch, noise_state)
+    meter = GradientMeter(list(model.parameters()), world, init_batch, noise_state, accum)
     batches = sampler.batches_from(at.epoch, at.offset)
     if at.offset + batch > sampler.samples:  # resumed at a larger batch than fits the epoch's rest
         at.epoch, at.offset = at.epoch + 1, 0
+    step = _Step(trained, inputs, targets, world / batch, accum, float(os.environ.get("GPUWEAVE_SAMPLE_S") or 0))
     steps, target, progress = 0, api.target_steps(), at.carry
     attempt, last = int(os.environ.get("GPUWEAVE_ATTEMPT", "0")), rank == world - 1
     fault_at = args.crash_step or max(1, target // 2)
@@ -302,22 +319,24 @@ def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device
         if steps == hang_at:
             print(f"torch worker: rank {rank}: injected hang at step {steps}", file=sys.stderr, flush=True)
             time.sleep(86400)  # its peers wait for it in the next all-reduce: nobody reports a step
-        idx = torch.tensor(next(batches), device=device)
-        error = trained(inputs[idx]) - targets[idx]
-        loss = (error * error).sum() * (world / batch)  # DDP averages over ranks: the global batch's mean
         optimizer.zero_grad()
-        loss.backward()
+        began = step.run(torch.tensor(next(batches), device=device), meter)
         worth = _adascale(optimizer, args.lr, meter.estimate, batch / init_batch) if args.adascale else 1.0
         optimizer.step()
+        synced = time.perf_counter()
         steps += 1
         progress += worth
         at.position += 1
         at.epoch, at.offset = sampler.advance(at.epoch, at.offset)
         api.report(int(progress))
+        reported = time.perf_counter()
         due, stop, local_sum = _agree(api.should_checkpoint(), api.stop_requested(), meter.take_local(), world, device)
+        step.timed(began, synced, reported, time.perf_counter())
         meter.update(local_sum, batch)
         if meter.estimate.samples:  # sent with the next status write (a checkpoint always writes one)
-            api.report_gradients(batch, init_batch, meter.estimate.grad_sqr, meter.estimate.grad_var)
+            api.report_gradients(batch, init_batch, meter.estimate.grad_sqr, meter.estimate.grad_var, args.adascale)
+        if step.measured:
+            api.report_step_times(*step.times())
         if stop:
             api.request_stop()
         if due:
@@ -327,6 +346,68 @@ def _train(args: argparse.Namespace, rank: int, world: int, device: torch.device
                 save(model, optimizer, done, at, meter.estimate)
             api.checkpointed(done)  # exits here when the gang was asked to stop
     return 0
+
+
+class _Step:
+    """One optimizer step over this rank's part of a global batch, in ``accum + 1`` micro-batches (all but the last
+    without DDP's all-reduce), timed as adaptdl profiles a step: seconds per step and the part of them spent
+    synchronising (from this rank's last gradient to the end of its all-reduces), averaged over the attempt's
+    steps after the first :data:`WARMUP_STEPS`. ``sample_s`` > 0 emulates a GPU on a machine without one: each
+    micro-batch's compute takes at least its samples times ``sample_s`` seconds (the runtime derives it from the
+    profile store's rate of the job's GPU type)."""
+
+    def __init__(
+        self,
+        trained: torch.nn.Module,
+        inputs: torch.Tensor,
+        targets: torch.Tensor,
+        loss_scale: float,
+        accum: int,
+        sample_s: float,
+    ) -> None:
+        self.trained, self.inputs, self.targets = trained, inputs, targets
+        self.loss_scale, self.parts, self.sample_s = loss_scale, accum + 1, sample_s
+        self.count, self.total_s, self.sync_s = 0, 0.0, 0.0
+        self._last_grad = 0.0
+
+    def run(self, idx: torch.Tensor, meter: GradientMeter) -> float:
+        """Forward and backward over ``idx`` (this rank's samples); returns when the step began."""
+        began = time.perf_counter()
+        parts = torch.tensor_split(idx, self.parts)
+        ddp = isinstance(self.trained, torch.nn.parallel.DistributedDataParallel)
+        for i, part in enumerate(parts):
+            started = time.perf_counter()
+            accumulating = ddp and i < len(parts) - 1  # only the last micro-batch all-reduces
+            with self.trained.no_sync() if accumulating else contextlib.nullcontext():  # type: ignore[operator]
+                error = self.trained(self.inputs[part]) - self.targets[part]
+                loss = (error * error).sum() * self.loss_scale  # DDP averages over ranks: the global batch's mean
+                if self.sample_s > 0:  # the emulated GPU's compute time for these samples
+                    time.sleep(max(0.0, len(part) * self.sample_s - (time.perf_counter() - started)))
+                loss.backward()
+        self._last_grad = meter.last_grad or time.perf_counter()
+        return began
+
+    def timed(self, began: float, synced: float, reported: float, agreed: float) -> None:
+        """The step's end: ``synced`` after its backward and optimizer step, ``reported`` after its report to the
+        runtime, ``agreed`` after the ranks' agreement (an all-reduce too: it counts as synchronisation)."""
+        self.count += 1
+        if self.count <= WARMUP_STEPS:
+            return
+        last = min(max(self._last_grad, began), synced)
+        self.total_s += agreed - began
+        self.sync_s += (synced - last) + (agreed - reported)
+
+    @property
+    def measured(self) -> bool:
+        return self.count > WARMUP_STEPS
+
+    def times(self) -> tuple[float, float]:
+        """(seconds of the synchronising micro-batch's step, seconds of it spent synchronising), Pollux's profile
+        of a configuration: the other micro-batches each took the step time less the sync."""
+        n = self.count - WARMUP_STEPS
+        total, sync = self.total_s / n, self.sync_s / n
+        compute = (total - sync) / self.parts
+        return compute + sync, sync
 
 
 def _adascale(optimizer: torch.optim.Optimizer, lr: float, noise: NoiseEstimate, scale: float) -> float:
