@@ -79,6 +79,20 @@ def run_and_fail_rank0s_node(bed, tmp_path, fail) -> tuple[list[dict], int, obje
     return rows, victim, out
 
 
+def test_pollux_resizes_an_adaptive_job_across_ray_nodes(ray_bed, tmp_path):
+    """issue 38: pollux on the job's measured agent grows it over the Ray worker nodes (1, then 2, then 3 GPUs:
+    one placement group per size) and shrinks it for a second job (tests/gang/test_pollux_live.py)."""
+    from .test_pollux_live import check_elastic_run, pollux_config
+
+    nodes = [{"gpu": "V100", "gpus_per_node": 1, "count": 3, "name_prefix": "w"}]
+    config = pollux_config(tmp_path, nodes, {}, late=300, time_scale=10)
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "gpuweave.cli", "cluster", "run", str(config)]
+    run = subprocess.run(_on_head(ray_bed, argv, out), capture_output=True, timeout=RUN_LIMIT_S)
+    assert run.returncode == 0, run.stderr.decode()[-3000:]
+    check_elastic_run(out, 3, late=300)
+
+
 def test_a_node_whose_link_goes_down_sends_the_gang_back_to_its_checkpoint_on_the_other_nodes(ray_bed, tmp_path):
     rows, _, _ = run_and_fail_rank0s_node(ray_bed, tmp_path, lambda victim: ray_bed.set_link(victim, up=False))
     assert [r["outcome"] for r in rows] == ["node-lost", "done"]

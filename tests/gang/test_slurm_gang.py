@@ -64,6 +64,22 @@ def test_a_gang_is_one_slurm_allocation_over_two_namespaced_nodes(slurm_bed, tmp
     assert _max_difference(final, reference(STEPS)) < TOLERANCE
 
 
+def test_pollux_resizes_an_adaptive_job_across_slurm_nodes(slurm_bed, tmp_path, monkeypatch):
+    """issue 38: pollux on the job's measured agent grows it from 1 GPU to 4 over two slurmd namespaces (one Slurm
+    allocation per size) and shrinks it for a second job (tests/gang/test_pollux_live.py)."""
+    from .test_pollux_live import check_elastic_run, pollux_config
+
+    _, box = slurm_bed
+    for key, value in box.env.items():
+        monkeypatch.setenv(key, value)
+    nodes = [{"gpu": "V100", "gpus_per_node": 2, "count": 2, "names": ["gw0-v100", "gw1-v100"]}]
+    slurm = {"kind": "slurm", "slurm": {"poll_interval": 0.1, "gpus": "emulated"}}
+    out = tmp_path / "out"
+    summary = run_live(pollux_config(tmp_path, nodes, slurm, late=300, time_scale=10), None, None, out)
+    assert summary["completed"] == 2
+    check_elastic_run(out, 4, late=300)
+
+
 def test_a_node_that_leaves_slurm_sends_the_gang_back_to_its_checkpoint_on_other_nodes(
     slurm_bed, tmp_path, monkeypatch
 ):

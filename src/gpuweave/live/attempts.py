@@ -66,6 +66,7 @@ class Attempt:
     node_lost: bool = False  # a node of the placement disappeared: the job went back to the queue
     lost_node: str = ""  # its name
     requeued: str = ""  # why the cluster manager ended it though nothing failed (Executor.ended_by_cluster)
+    ended_sim: float | None = None  # simulated time its last worker was seen gone (None: running, or journalled)
 
     @property
     def workers(self) -> list[Worker]:

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuweave.checks import RESULT, parse
+from gpuweave.cluster.adaptive_clock import Adaptation
 from gpuweave.cluster.metrics import summarize
-from gpuweave.cluster.results import SHARING_FILE, fmt, write_run
+from gpuweave.cluster.results import ADAPTATION_FILE, SHARING_FILE, fmt, write_run
 from gpuweave.errors import InputError
 from gpuweave.files import check_unique_columns, csv_rows, read_input_text
 from gpuweave.live.attempts import attempt_cause, attempt_outcome
@@ -77,6 +78,7 @@ def unfinished_line(summary: dict[str, Any], out: Path) -> str | None:
 def write_live_run(runtime: LiveRuntime, out: Path) -> dict[str, Any]:
     book = runtime.book
     rec = book.records(runtime.start_time)
+    rec.adaptations = adaptations(runtime)  # adaptive jobs' attempts: adaptation.csv, as a simulation writes it
     summary = summarize(rec)
     staging = out / ".results"
     if staging.exists():
@@ -84,8 +86,9 @@ def write_live_run(runtime: LiveRuntime, out: Path) -> dict[str, Any]:
     write_run(rec, summary, runtime.config.model_dump(mode="json"), staging, runtime.nodes)
     for name in RESULT_FILES:
         (staging / name).replace(out / name)
-    if (staging / SHARING_FILE).exists():  # a shared run's used share and fragmentation over time
-        (staging / SHARING_FILE).replace(out / SHARING_FILE)
+    for name in (SHARING_FILE, ADAPTATION_FILE):  # a shared run's share and fragmentation; adaptive jobs' batches
+        if (staging / name).exists():
+            (staging / name).replace(out / name)
     shutil.rmtree(staging)
     latencies = _write_live_csv(runtime, out / "live.csv")
     payload = json.loads((out / "summary.json").read_text())
@@ -111,6 +114,39 @@ def write_live_run(runtime: LiveRuntime, out: Path) -> dict[str, Any]:
         payload["measured_profiles"] = {"file": MEASURED_PROFILES, "measured_entries": entries}
     (out / "summary.json").write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return summary
+
+
+def adaptations(runtime: LiveRuntime) -> list[Adaptation]:
+    """One :class:`~gpuweave.cluster.adaptive_clock.Adaptation` per ended attempt of an adaptive job that reported
+    its batch and gradients: from its decision to its end (simulated s), the launch as its idle part, the batch the
+    agent picked, the measured throughput (samples/s) and efficiency. Live jobs' epochs are not known: 0."""
+    nodes, scale, rows = runtime.nodes, runtime.ex.time_scale, []
+    for job in runtime.jobs.values():
+        if job.js.job_id not in runtime.agents:
+            continue
+        for a in job.history:
+            status = a.copies[0].status if a.copies else None
+            if status is None or a.ended_sim is None or a.first_step_wall is None or status.grad_sqr is None:
+                continue
+            if status.grad_var is None or status.batch_size <= 0:
+                continue
+            env = a.copies[0].workers[0].spec.env
+            gpus = sum(k for _, k in a.placement)
+            accum = int(env.get("GPUWEAVE_ACCUM_STEPS") or 0)
+            init = status.init_batch_size or status.batch_size
+            eff = efficiency(status.grad_sqr, status.grad_var, status.batch_size, init)
+            rate = status.steps_per_s / scale
+            throughput = rate * init / eff if status.scaled_steps else rate * status.batch_size
+            first = runtime.start_time + (a.first_step_wall - runtime.wall0) * scale
+            start, end = a.decided_sim, max(a.ended_sim, a.decided_sim)
+            rows.append(
+                Adaptation(
+                    start, end, job.js.job_id, "+".join(sorted({nodes[n].gpu_model for n, _ in a.placement})),
+                    len(a.placement), gpus, status.batch_size, status.batch_size // (gpus * (accum + 1)), accum, 0,
+                    min(max(0.0, first - start), end - start), throughput, eff,
+                )
+            )  # fmt: skip
+    return rows
 
 
 def _gradient_columns(statuses: list[WorkerStatus], rate: float) -> list[str]:

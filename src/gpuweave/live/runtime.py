@@ -542,6 +542,7 @@ class LiveRuntime:
     # ------------------------------------------------------------------ attempt ends
     def _end_attempt(self, job: LiveJob, attempt: Attempt, wall: float) -> bool:
         saved = commit(job, attempt)
+        attempt.ended_sim = self.sim_time(wall)
         job.attempt = None
         self.journal.attempt_ended(job, attempt, saved)
         js, book = job.js, self.book
