@@ -62,6 +62,23 @@ def test_rows_name_the_peer_policy_and_metric(tmp_path):
     assert tiresias[2].paper == pytest.approx(70 + 90 - 5)
 
 
+def test_the_artifact_s_own_results_layout_is_read(tmp_path):
+    """``--data`` may be Pollux's artifact's ``simulator/`` folder as it is, its results in
+    results-jobload/<policy>-<load>/summary.json (a folder name that is not <policy>-<load> is not a results file)."""
+    data = make_data_dir(tmp_path / "data")
+    for name in ("tiresias-1.0-results.json", "results-1.0/optimus-1.0-results.json"):
+        folder = data / "results-jobload" / Path(name).name.removesuffix("-results.json")
+        folder.mkdir(parents=True)
+        (data / name).rename(folder / "summary.json")
+    (data / "results-jobload" / "plot").mkdir()
+    (data / "results-jobload" / "plot" / "summary.json").write_text("not JSON: never read")
+    rows = crosscheck_pollux(data, tmp_path / "out")
+    assert {r.experiment for r in rows if r.metric == "avg JCT" and r.ours is not None} == {
+        "pollux tiresias (load 1.0) w",
+        "pollux optimus (load 1.0) w",
+    }
+
+
 def test_missing_workload_is_an_input_error(tmp_path):
     data = make_data_dir(tmp_path / "data")
     (data / "tiresias-1.0-results.json").write_text(json.dumps({"jcts": {"missing": {"toy-0": 1}}}))

@@ -6,8 +6,9 @@ like the artifact's ``simulator/`` folder:
 
 - ``traces/<app>/``: the applications' tables, read as Pollux's job model (:mod:`gpuweave.workload.pollux`);
 - ``workloads/*.csv`` (load 1.0) or ``workloads-<load>/*.csv``: the workloads (``name,time,application,...``);
-- ``<policy>-<load>-results.json``, in ``data_dir`` or a ``results-<load>/`` folder in it: ``{"jcts": {workload:
-  {job: JCT s}}, "avgs": {...}}``, the peer's results.
+- ``<policy>-<load>-results.json``, in ``data_dir`` or a ``results-<load>/`` folder in it, or the artifact's own
+  ``results-jobload/<policy>-<load>/summary.json`` (so ``--data`` may be the artifact's ``simulator/`` folder as it
+  is): ``{"jcts": {workload: {job: JCT s}}, "avgs": {...}}``, the peer's results.
 
 For every results file whose policy has a counterpart here (:data:`COUNTERPARTS`; Pollux's Tiresias ->
 ``tiresias`` with ``preset: pollux``; Pollux's Optimus -> ``optimus`` on elastic jobs, each job's most GPUs in the
@@ -94,8 +95,11 @@ def _peer_results(data_dir: Path) -> list[tuple[str, str, dict[str, dict[str, fl
     """``(policy, load, {workload: {job: JCT}})`` of every results file in ``data_dir``, checked (see the module
     docstring)."""
     found = []
-    for path in sorted([*data_dir.glob("*-results.json"), *data_dir.glob("results-*/*-results.json")]):
-        match = RESULTS_NAME.match(path.name)
+    paths = [*data_dir.glob("*-results.json"), *data_dir.glob("results-*/*-results.json")]
+    # the artifact's own layout: results-jobload/<policy>-<load>/summary.json
+    paths += [p for p in data_dir.glob("results-jobload/*/summary.json") if RESULTS_NAME.match(_artifact_name(p))]
+    for path in sorted(paths):
+        match = RESULTS_NAME.match(path.name if path.name != "summary.json" else _artifact_name(path))
         if match is None:
             continue
         parse(match["load"], LOAD, file=path, field="load (in the file name)")
@@ -107,6 +111,11 @@ def _peer_results(data_dir: Path) -> list[tuple[str, str, dict[str, dict[str, fl
     if not found:
         raise InputError("no <policy>-<load>-results.json in the Pollux data directory", file=data_dir)
     return found
+
+
+def _artifact_name(summary: Path) -> str:
+    """``<policy>-<load>-results.json`` for the artifact's ``results-jobload/<policy>-<load>/summary.json``."""
+    return f"{summary.parent.name}-results.json"
 
 
 def _checked_jcts(jcts: dict, path: Path) -> dict[str, dict[str, float]]:
