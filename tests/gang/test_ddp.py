@@ -23,9 +23,12 @@ WORKER = [sys.executable, "-m", "gpuweave.live.workers.torch_train"]
 TOLERANCE = 1e-5
 
 
-def _train(bed, root: Path, sizes: list[int], steps: int, resume: Path | None = None, batch: int = 32) -> dict:
-    """Run one gang of ``sizes`` ranks per node (node i in namespace i + 1) for ``steps`` steps; its checkpoint."""
-    program = [*WORKER, "--batch", str(batch)]
+def _train(
+    bed, root: Path, sizes: list[int], steps: int, resume: Path | None = None, batch: int = 32, program=None
+) -> dict:
+    """Run one gang of ``sizes`` ranks per node (node i in namespace i + 1) for ``steps`` steps (``program``:
+    default the worker at global batch ``batch``); its checkpoint."""
+    program = program or [*WORKER, "--batch", str(batch)]
     root.mkdir(parents=True)
     procs = []
     for node, _ in enumerate(sizes):

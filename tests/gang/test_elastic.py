@@ -5,8 +5,6 @@ namespaces and shrunk back to 1, each time from the last checkpoint, with its gl
 process's that trained at the initial batch all along: measured within 0.2 % after the 4-rank stretch and 1.7 %
 after the shrink; the test allows 5 %. Counting a step at 128 as one step instead is off by far more."""
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,8 +12,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from gpuweave.live import gang  # noqa: E402
 from gpuweave.live.workers.torch_train import GlobalBatchSampler, build  # noqa: E402
+
+from .test_ddp import _train  # noqa: E402
 
 WORKER = [sys.executable, "-m", "gpuweave.live.workers.torch_train", "--batch-per-rank", "32", "--adascale"]
 LOSS_TOLERANCE = 0.05  # relative, at equal progress
@@ -24,29 +23,7 @@ LOSS_TOLERANCE = 0.05  # relative, at equal progress
 def _attempt(bed, root: Path, sizes: list[int], target: int, resume: Path | None) -> dict:
     """One attempt of ``sizes`` ranks per node (node i in namespace i + 1) until ``target`` steps' worth of progress
     at the initial batch; its checkpoint."""
-    root.mkdir(parents=True)
-    procs = []
-    for node, _ in enumerate(sizes):
-        channel = root / f"node{node}"
-        channel.mkdir()
-        env = dict(
-            os.environ,
-            GPUWEAVE_CHANNEL=str(channel),
-            GPUWEAVE_TARGET_STEPS=str(target),
-            GPUWEAVE_CHECKPOINT=str(root / "model.ckpt" if node == 0 else channel / "rank.ckpt"),
-            GPUWEAVE_RESUME_FROM=str(resume or ""),
-        )
-        argv = WORKER
-        if sum(sizes) > 1:
-            member = bed.nodes[node + 1]
-            env.update(gang.agent_env(sizes, node, root / "rdv.json", root.name), GPUWEAVE_NODE_ADDR=member.addr)
-            argv = ["ip", "netns", "exec", member.namespace, *gang.agent_argv(WORKER)]
-        with open(channel / "worker.log", "wb") as log:
-            procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT))
-    codes = [p.wait(timeout=180) for p in procs]
-    logs = [(root / f"node{i}" / "worker.log").read_text()[-2000:] for i in range(len(sizes))]
-    assert codes == [0] * len(sizes), logs
-    return torch.load(root / "model.ckpt", map_location="cpu")
+    return _train(bed, root, sizes, target, resume, program=WORKER)
 
 
 def _loss(model, inputs, targets) -> float:

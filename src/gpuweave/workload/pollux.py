@@ -143,29 +143,38 @@ class BatchPlan:
     batch_size: int
 
 
-def split_batch(
-    batch_size: int,
-    replicas: int,
-    init_batch_size: int,
-    max_batch_size: int,
-    max_local_bsz: int,
-    *,
-    alone_accumulates: bool = False,
-) -> BatchPlan:
-    """Per-GPU batch and accumulation steps of ``batch_size`` on ``replicas`` GPUs (Pollux's rules): accumulate above
-    the largest per-GPU batch; a single GPU accumulates at least once above the initial batch, or always with
-    ``alone_accumulates`` (how Optimus predicts it in Pollux's simulator); never above the largest batch."""
-    local = -(-batch_size // replicas)
-    accum = -(-local // max_local_bsz) - 1
-    if replicas == 1 and (alone_accumulates or batch_size > init_batch_size):
-        accum = max(1, accum)
-    atomic = -(-local // (accum + 1))
-    atomic = min(atomic, max_batch_size // (replicas * (accum + 1)))
-    return BatchPlan(atomic, accum, replicas * atomic * (accum + 1))
+class BatchRules:
+    """Pollux's batch rules on an application's batch limits (a :class:`PolluxApp`'s, from its tables, or a live
+    job's :class:`BatchLimits`)."""
+
+    __slots__ = ()
+    init_batch_size: int
+    max_batch_size: int
+    min_local_bsz: int
+    max_local_bsz: int
+    replica_cap: int | None
+
+    def batch_plan(self, batch_size: int, replicas: int, *, alone_accumulates: bool = False) -> BatchPlan:
+        """Per-GPU batch and accumulation steps of ``batch_size`` on ``replicas`` GPUs (Pollux's rules): accumulate
+        above the largest per-GPU batch; a single GPU accumulates at least once above the initial batch, or always
+        with ``alone_accumulates`` (how Optimus predicts it in Pollux's simulator); never above the largest batch."""
+        local = -(-batch_size // replicas)
+        accum = -(-local // self.max_local_bsz) - 1
+        if replicas == 1 and (alone_accumulates or batch_size > self.init_batch_size):
+            accum = max(1, accum)
+        atomic = -(-local // (accum + 1))
+        atomic = min(atomic, self.max_batch_size // (replicas * (accum + 1)))
+        return BatchPlan(atomic, accum, replicas * atomic * (accum + 1))
+
+    def max_replicas(self, batch_size: int) -> int:
+        """The most GPUs an elastic job of ``batch_size`` may take: each needs the smallest local batch; Pollux's
+        simulator caps some applications (ncf at 1)."""
+        most = max(1, batch_size // self.min_local_bsz)
+        return most if self.replica_cap is None else min(most, self.replica_cap)
 
 
 @dataclass(frozen=True, slots=True)
-class BatchLimits:
+class BatchLimits(BatchRules):
     """The batch sizes an adaptive job may run at, without the job model's tables: a live job's (its trace's
     ``batch_size``, ``max_batch_size``, ``min_local_bsz``, ``max_local_bsz``), which its agent
     (:class:`~gpuweave.workload.pollux_agent.AgentState`) picks from as a :class:`PolluxApp`'s."""
@@ -179,30 +188,10 @@ class BatchLimits:
     per_placement_limits: bool = False  # Sia's per-placement rule needs the tables
     calibration: float = 1.0
 
-    def batch_plan(self, batch_size: int, replicas: int, *, alone_accumulates: bool = False) -> BatchPlan:
-        return split_batch(
-            batch_size,
-            replicas,
-            self.init_batch_size,
-            self.max_batch_size,
-            self.max_local_bsz,
-            alone_accumulates=alone_accumulates,
-        )
-
     def placement_batch_plan(
         self, batch_size: int, counts: tuple[int, ...], *, alone_accumulates: bool = False, capped: bool = True
     ) -> BatchPlan:
         return self.batch_plan(batch_size, sum(counts), alone_accumulates=alone_accumulates)
-
-    def max_replicas(self, batch_size: int) -> int:
-        return most_replicas(batch_size, self.min_local_bsz, self.replica_cap)
-
-
-def most_replicas(batch_size: int, min_local_bsz: int, cap: int | None) -> int:
-    """The most GPUs an elastic job of ``batch_size`` may take: each needs the smallest local batch; ``cap``: a
-    further cap (Pollux's simulator: ncf at 1)."""
-    most = max(1, batch_size // min_local_bsz)
-    return most if cap is None else min(most, cap)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +205,7 @@ class Validation:
 
 
 @dataclass(slots=True)
-class PolluxApp:
+class PolluxApp(BatchRules):
     """One application's tables and constants."""
 
     name: str
@@ -249,19 +238,6 @@ class PolluxApp:
         self.min_local_bsz = int(min(float(c.local_bsz[0]) for c in self.by_shape.values()))
 
     # ------------------------------------------------------------------ batch sizes
-    def batch_plan(self, batch_size: int, replicas: int, *, alone_accumulates: bool = False) -> BatchPlan:
-        """Per-GPU batch and accumulation steps of ``batch_size`` on ``replicas`` GPUs (Pollux's rules): a single GPU
-        accumulates at least once above the initial batch, or always with ``alone_accumulates`` (how Optimus
-        predicts it in Pollux's simulator)."""
-        return split_batch(
-            batch_size,
-            replicas,
-            self.init_batch_size,
-            self.max_batch_size,
-            self.max_local_bsz,
-            alone_accumulates=alone_accumulates,
-        )
-
     def placement_batch_plan(
         self, batch_size: int, counts: tuple[int, ...], *, alone_accumulates: bool = False, capped: bool = True
     ) -> BatchPlan:
@@ -385,11 +361,6 @@ class PolluxApp:
         if lower == upper:
             return float(lo[epoch])
         return float(((batch_size - lower) * hi[epoch] + (upper - batch_size) * lo[epoch]) / (upper - lower))
-
-    def max_replicas(self, batch_size: int) -> int:
-        """The most GPUs an elastic job of ``batch_size`` may take: each needs the smallest measured local batch;
-        Pollux's simulator caps some applications (ncf at 1)."""
-        return most_replicas(batch_size, self.min_local_bsz, self.replica_cap)
 
     def packed_step_time(self, batch_size: int, replicas: int, gpus_per_node: int) -> float | None:
         """Seconds per step of ``batch_size`` on ``replicas`` GPUs packed on full nodes, as Optimus predicts it in
