@@ -48,7 +48,15 @@ def test_efficiency_is_weighted_by_running_seconds(tmp_path):
     run = load_runs([write_adaptation(write_run_dir(tmp_path / "a", n_jobs=3))])[0]
     xs, ys = efficiency_series(run, 0.0, 60.0)
     assert xs.tolist() == [0, 60, 120, 180, 240]
-    assert ys[0] == 1.0 and ys[1] == pytest.approx(0.9) and ys[2] == 0.5 and ys[3] != ys[3] and ys[4] == 0.8
+    assert ys[0] == 1.0 and ys[1] == pytest.approx(0.9) and ys[2] == pytest.approx(0.5) and ys[3] != ys[3]
+    assert ys[4] == pytest.approx(0.8)
+    # a row over several buckets counts in each by its overlap (a live attempt spans minutes)
+    xs, ys = efficiency_series(run, 0.0, 45.0)
+    assert xs.tolist() == [0, 45, 90, 135, 180, 225, 270]
+    assert ys[0] == 1.0  # job0 from 30 s (its idle part left out)
+    assert ys[1] == pytest.approx((45 * 1.0 + 30 * 0.8) / 75)  # job0 45-90, job1 60-90
+    assert ys[2] == pytest.approx((30 * 1.0 + 15 * 0.5 + 30 * 0.8) / 75)  # job0 90-120 then 120-135, job1 90-120
+    assert ys[4] != ys[4] and ys[5] == pytest.approx(0.8) and ys[6] == pytest.approx(0.8)
 
 
 def test_goodput_rows_per_job_type(tmp_path):

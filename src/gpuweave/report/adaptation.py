@@ -35,7 +35,7 @@ from gpuweave.report.section import Figure
 
 #: the batch figure draws at most this many runs (one panel each)
 BATCH_MAX_RUNS = 4
-#: the efficiency figure's time buckets: at most this many per run
+#: the efficiency figure's time buckets over the span drawn
 EFFICIENCY_BUCKETS = 400
 
 
@@ -82,19 +82,33 @@ def plot_job_batches(runs: Sequence[RunData], path: Path) -> Figure:
     return Figure(png, caption + _clip_sentence(plotted, clip, end), csv)
 
 
+def _covered(points: np.ndarray, edges: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``sum_r weights_r * max(0, edge - points_r)`` at every edge: by prefix sums over the sorted points, O((rows +
+    edges) log rows)."""
+    order = np.argsort(points, kind="stable")
+    sorted_points, sorted_weights = points[order], weights[order]
+    total_w = np.concatenate(([0.0], np.cumsum(sorted_weights)))
+    total_wp = np.concatenate(([0.0], np.cumsum(sorted_weights * sorted_points)))
+    k = np.searchsorted(sorted_points, edges, side="left")
+    return edges * total_w[k] - total_wp[k]
+
+
 def efficiency_series(run: RunData, t0: float, bucket: float) -> tuple[np.ndarray, np.ndarray]:
-    """(bucket starts since ``t0``, mean statistical efficiency of the running jobs in each bucket, weighted by
-    each interval's running seconds; NaN where nothing ran). An interval counts in the bucket of its start."""
+    """(bucket starts since ``t0``, mean statistical efficiency of the running jobs in each bucket, weighted by the
+    seconds each ran in it; NaN where nothing ran). A row runs from its start plus its idle seconds to its end, and
+    counts in every bucket it overlaps by the overlap (a live attempt spans many)."""
     table = run.adaptation
-    running = (table["end"] - table["start"] - table["idle_s"]).to_numpy(dtype=float).clip(min=0.0)
-    index = ((table["start"].to_numpy(dtype=float) - t0) // bucket).astype(np.int64)
-    index = index.clip(min=0)
-    size = int(index.max()) + 1 if len(index) else 0
-    weight = np.bincount(index, weights=running, minlength=size)
-    total = np.bincount(index, weights=running * table["stat_efficiency"].to_numpy(dtype=float), minlength=size)
+    begin = (table["start"] + table["idle_s"]).to_numpy(dtype=float) - t0
+    end = np.maximum(table["end"].to_numpy(dtype=float) - t0, begin)
+    efficiency = table["stat_efficiency"].to_numpy(dtype=float)
+    size = max(1, int(np.ceil(end.max() / bucket))) if len(end) else 0
+    edges = np.arange(size + 1) * bucket
+    ones = np.ones_like(begin)
+    seconds = np.diff(_covered(begin, edges, ones) - _covered(end, edges, ones))
+    weighted = np.diff(_covered(begin, edges, efficiency) - _covered(end, edges, efficiency))
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), np.nan)
-    return np.arange(size) * bucket, mean
+        mean = np.where(seconds > 1e-9, weighted / np.where(seconds > 1e-9, seconds, 1.0), np.nan)
+    return edges[:-1], mean
 
 
 def plot_efficiency(runs: Sequence[RunData], path: Path) -> Figure:
@@ -104,8 +118,7 @@ def plot_efficiency(runs: Sequence[RunData], path: Path) -> Figure:
     clip, end = activity_horizon(adaptive)
     unit = _time_unit(clip)
     span = max(1.0, end - t0)
-    grid = min(float(run.adaptation["end"].sub(run.adaptation["start"]).median()) for run in adaptive)
-    bucket = max(grid if grid > 0 else 60.0, span / EFFICIENCY_BUCKETS)
+    bucket = span / EFFICIENCY_BUCKETS
     fig, axes = figure(1, 1)
     ax = axes[0, 0]
     rows: list[tuple[Any, ...]] = []

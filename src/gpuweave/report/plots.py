@@ -606,6 +606,7 @@ def resized_runs(runs: Sequence[RunData]) -> list[tuple[RunData, list[tuple[str,
     return found
 
 
+JOB_BARS_NAMED = 40  # up to this many jobs a panel names each row
 Stretches = list[tuple[str, float, float, int]]  # (job, start, end, value) of every stretch at a constant value
 
 
@@ -617,6 +618,7 @@ def job_bars(shown: Sequence[tuple[RunData, Stretches]], path: Path, value: str,
     from matplotlib import colormaps
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import BoundaryNorm, LogNorm
+    from matplotlib.ticker import NullFormatter
 
     runs = [run for run, _ in shown]
     t0 = _start(runs)
@@ -644,11 +646,16 @@ def job_bars(shown: Sequence[tuple[RunData, Stretches]], path: Path, value: str,
             ax.broken_barh([(x0, x1 - x0)], (y - 0.4, 0.8), facecolors=cmap(norm(v)), linewidth=0)
             rows.append((run.label, job, x0, x1, v))
         ax.set_ylim(len(order) - 0.5, -0.5)
+        if len(order) <= JOB_BARS_NAMED:  # few jobs: each row named, at whole positions
+            ax.set_yticks(range(len(order)), [plot_text(job) for job in order], fontsize="small")
+        else:
+            ax.yaxis.get_major_locator().set_params(integer=True)
         ax.set_ylabel("jobs (arrival order)", fontsize="small")
         ax.set_title(plot_title(run.label), fontsize="small", loc="left")
     axes[-1, 0].set_xlabel(_time_label("time since the first arrival", unit), fontsize="small")
     _clip_note(axes[0, 0], clip, end, unit, panel=False)
     bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes[:, 0].tolist(), ticks=ticks)
+    bar.ax.yaxis.set_minor_formatter(NullFormatter())  # a log scale's minor ticks unlabelled: only the ticks named
     bar.ax.set_yticklabels([f"{t:,}" for t in ticks])
     bar.set_label(value.replace("_", " "), fontsize="small")
     _suptitle(fig, title, clip, end)
