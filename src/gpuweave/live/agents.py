@@ -114,6 +114,6 @@ class LiveAgents:
         if grad is not None:
             agent.grad = grad
         elif agent.grad is None:
-            return  # no goodput model without gradient statistics: keep the step times for the next report
+            return  # no goodput model without gradient statistics yet: the next report brings both
         counts = [c for c in gpus_per_node(placement) if c]
         agent.record(len(counts), sum(counts), step_time, sync_time)

@@ -133,10 +133,7 @@ def adaptations(runtime: LiveRuntime) -> list[Adaptation]:
             env = a.copies[0].workers[0].spec.env
             gpus = sum(k for _, k in a.placement)
             accum = int(env.get("GPUWEAVE_ACCUM_STEPS") or 0)
-            init = status.init_batch_size or status.batch_size
-            eff = efficiency(status.grad_sqr, status.grad_var, status.batch_size, init)
-            rate = status.steps_per_s / scale
-            throughput = rate * init / eff if status.scaled_steps else rate * status.batch_size
+            eff, throughput, _ = _speed(status, status.steps_per_s / scale)
             first = runtime.start_time + (a.first_step_wall - runtime.wall0) * scale
             start, end = a.decided_sim, max(a.ended_sim, a.decided_sim)
             rows.append(
@@ -149,6 +146,17 @@ def adaptations(runtime: LiveRuntime) -> list[Adaptation]:
     return rows
 
 
+def _speed(status: WorkerStatus, rate: float) -> tuple[float, float, float]:
+    """(statistical efficiency, throughput in samples/s, goodput) of a worker that reported its gradients, at
+    ``rate`` reported steps per simulated second. Steps at the initial batch (AdaScale's progress) are worth the
+    initial batch's samples each; optimizer steps the batch's."""
+    assert status.grad_sqr is not None and status.grad_var is not None
+    init = status.init_batch_size or status.batch_size
+    eff = efficiency(status.grad_sqr, status.grad_var, status.batch_size, init)
+    goodput = rate * init if status.scaled_steps else rate * status.batch_size * eff
+    return eff, goodput / eff, goodput
+
+
 def _gradient_columns(statuses: list[WorkerStatus], rate: float) -> list[str]:
     """``batch_size, grad_sqr, grad_var, noise_scale, efficiency, goodput`` of an attempt from its first copy that
     reported gradient statistics; goodput is samples/s of simulated time, ``rate x batch x efficiency`` (Pollux's
@@ -157,11 +165,8 @@ def _gradient_columns(statuses: list[WorkerStatus], rate: float) -> list[str]:
     status = next((st for st in statuses if st.grad_sqr is not None and st.batch_size > 0), None)
     if status is None or status.grad_sqr is None or status.grad_var is None:
         return [""] * 6
-    init = status.init_batch_size or status.batch_size
-    eff = efficiency(status.grad_sqr, status.grad_var, status.batch_size, init)
-    scale = noise_scale(status.grad_sqr, status.grad_var, init)
-    # steps at the initial batch (AdaScale's progress) are worth the initial batch's samples each
-    goodput = rate * init if status.scaled_steps else rate * status.batch_size * eff
+    scale = noise_scale(status.grad_sqr, status.grad_var, status.init_batch_size or status.batch_size)
+    eff, _, goodput = _speed(status, rate)
     values = (status.grad_sqr, status.grad_var, scale, eff, goodput)
     # six significant digits: the statistics span many orders of magnitude (fmt keeps 9 decimals)
     return [str(status.batch_size), *("" if v is None else f"{v:.6g}" for v in values)]
