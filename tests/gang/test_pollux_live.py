@@ -54,7 +54,8 @@ def pollux_config(tmp_path, nodes: list[dict], executor: dict, late: float = LAT
 
 
 def check_elastic_run(out, most: int, late: float = LATE) -> list[int]:
-    """What every executor's run must show (module docstring); the GPUs of the adaptive job's attempts."""
+    """What every executor's run must show (module docstring): the adaptive job grown from 1 GPU to at least
+    ``most``; the GPUs of its attempts."""
     with open(out / "live.csv") as fh:
         rows = list(csv.DictReader(fh))
     print([(r["job_id"], r["placement"], r["batch_size"], r["outcome"], r["planned_start"]) for r in rows])
@@ -62,9 +63,9 @@ def check_elastic_run(out, most: int, late: float = LATE) -> list[int]:
     mine = [r for r in rows if r["job_id"] == "elastic"]
     gpus = [sum(int(part.split(":")[1]) for part in r["placement"].split(";")) for r in mine]
     # unprofiled it may take 1 GPU, then twice the most it was measured on
-    assert gpus[0] == 1 and max(gpus) == most
+    assert gpus[0] == 1 and max(gpus) >= most
     assert all(b <= 2 * max(gpus[: i + 1]) for i, b in enumerate(gpus[1:]))
-    grown = gpus.index(most)
+    grown = gpus.index(max(gpus))
     assert all(r["outcome"] == "stopped" for r in mine[:-1]) and mine[-1]["outcome"] == "done"
     # each attempt at the batch its agent picked for the placement (the worker ran it: live.csv's batch_size)
     batches = [int(r["batch_size"]) for r in mine]
