@@ -152,3 +152,59 @@ def test_crashing_worker_on_ray_is_retried_then_its_job_fails_with_the_reason(ra
     assert "exited with status 3" in reason and "injected crash" in reason
     kinds = [r["kind"] for r in csv.DictReader(open(tmp_path / "out" / "live.csv")) if r["job_id"] == "ok"]
     assert kinds == ["start", "retry"]
+
+
+# A rank of the gang test below: it writes its torchrun variables and the process that started its agent (the
+# rank's actor), then sleeps; rank 3 fails instead.
+_RANK = (
+    "import json, os, sys, time; from pathlib import Path\n"
+    "env = {k: os.environ[k] for k in ('RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'LOCAL_WORLD_SIZE', 'GROUP_RANK')}\n"
+    "env['actor'] = os.popen(f'ps -o ppid= -p {os.getppid()}').read().strip()\n"
+    "Path(os.environ['OUT'], f\"rank-{env['RANK']}.json\").write_text(json.dumps(env))\n"
+    "sys.exit(3) if env['RANK'] == '3' else time.sleep(60)\n"
+)
+
+
+def test_a_gang_on_ray_is_one_actor_per_rank_and_a_failed_rank_ends_its_node(ray_cluster, tmp_path):
+    """issue 37: a 4-rank gang over two Ray nodes (2 + 2) runs as four actors, each starting one rank with
+    torchrun's variables; rank 3's failure ends its node's other rank (the node's worker takes its status and its
+    failure record names rank 3), and a kill ends the other node's ranks with their actors."""
+    from gpuweave.hardware.cluster_spec import Node
+    from gpuweave.live.channel import read_failure
+    from gpuweave.live.executor import LaunchSpec
+    from gpuweave.live.gang import agent_argv, agent_env
+
+    nodes = [Node(i, f"v{i}", "V100", 2, 0.1, 1.0) for i in range(2)]
+    executor = RayExecutor(None)
+    executor.check_cluster(nodes)
+    argv = tuple(agent_argv([sys.executable, "-c", _RANK]))
+    specs = []
+    for node in nodes:
+        channel = tmp_path / f"r{node.index}"
+        env = {"GPUWEAVE_CHANNEL": str(channel), "OUT": str(tmp_path)}
+        env.update(agent_env([2, 2], node.index, tmp_path / "rendezvous.json", "gang"))
+        specs.append(LaunchSpec("g", 1, 0, node.index, node.index, node.name, "V100", 2, argv, channel, env))
+    workers = executor.launch_gang(specs)
+    assert [len(w.actors) for w in workers] == [2, 2]
+    deadline = time.monotonic() + 60
+    while executor.exit_code(workers[1]) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert executor.exit_code(workers[1]) == 3 and not workers[1].actors  # its actors (rank 2's too) are gone
+    failure = read_failure(specs[1].channel)
+    assert failure is not None and (failure.rank, failure.local_rank, failure.status) == (3, 1, 3)
+    ranks = {}
+    while len(ranks) < 4 and time.monotonic() < deadline:
+        ranks = {p.name: json.loads(p.read_text()) for p in tmp_path.glob("rank-*.json")}
+        time.sleep(0.1)
+    assert sorted(ranks) == [f"rank-{i}.json" for i in range(4)]
+    for i in range(4):
+        env = ranks[f"rank-{i}.json"]
+        assert (env["RANK"], env["LOCAL_RANK"], env["GROUP_RANK"]) == (str(i), str(i % 2), str(i // 2))
+        assert (env["WORLD_SIZE"], env["LOCAL_WORLD_SIZE"]) == ("4", "2")
+    assert len({env["actor"] for env in ranks.values()}) == 4  # each rank's agent started by an actor of its own
+    assert executor.exit_code(workers[0]) is None  # ranks 0 and 1 sleep on: the runtime would stop them
+    executor.kill(workers[0])
+    assert executor.exit_code(workers[0]) == -9 and not workers[0].actors
+    for ref in [*workers[0].refs, workers[1].refs[0]]:  # the sleeping ranks' actors died (killed, not ended)
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(ref, timeout=10)

@@ -81,9 +81,13 @@ def write_failure(channel: Path, failure: RankFailure) -> None:
 
 
 def read_failure(channel: Path) -> RankFailure | None:
-    """The node agent's failure record, or None (no agent, no failed rank, or an agent killed before it wrote)."""
-    data = _read(channel, FAILURE_FILE)
-    return None if data is None else RankFailure(**data)
+    """The node's earliest failure record, or None (no agent, no failed rank, or an agent killed before it wrote).
+    A node agent that supervises all its ranks writes one, in the node's channel; agents of one rank each (a Ray
+    actor or an ``srun`` task per rank: :mod:`gpuweave.live.gang`) write theirs in their rank's own channel
+    (``local-<j>``), so a node may hold several."""
+    records = [_read(folder, FAILURE_FILE) for folder in (channel, *sorted(channel.glob("local-*")))]
+    found = [RankFailure(**data) for data in records if data is not None]
+    return min(found, key=lambda record: record.time, default=None)
 
 
 def request_checkpoint(channel: Path) -> None:

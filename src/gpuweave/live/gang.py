@@ -26,6 +26,14 @@ imported once by the agent and each rank is forked from it (:class:`_ForkedRank`
 once per rank. Any other program (a user's script, another interpreter) is started per rank with exec, as torchrun
 does: importing a module that was not written for it might run its code.
 
+An executor that starts every rank on its own (the ``ray`` executor: one actor per rank in the gang's placement
+group; the ``slurm`` executor: one ``srun`` task per rank) runs one agent per rank instead: ``GPUWEAVE_GANG_LOCAL``
+(``LOCAL_ENV``) names the local rank it starts (the executor's actor index, Slurm's ``SLURM_LOCALID``). Such an
+agent does steps 1-3 for that rank alone: only global rank 0's publishes the rendezvous, its rank is exec'd, and its
+failure record goes to the rank's own channel (the runtime reads a node's earliest,
+:func:`~gpuweave.live.channel.read_failure`); ending a failed rank's peers on the node is then the executor's (Ray)
+or ``srun --kill-on-bad-exit``'s (Slurm).
+
 Each rank reports through its own channel: local rank 0 through the node's (what the runtime reads, as before),
 local rank ``j > 0`` through ``<channel>/local-<j>``. Global rank 0 writes the job's checkpoint; every other rank
 gets a checkpoint path of its own. A single-rank job needs no agent: the runtime gives the program the same
@@ -64,6 +72,7 @@ RENDEZVOUS_ENV = "GPUWEAVE_GANG_RENDEZVOUS"  # the attempt's rendezvous file
 RUN_ID_ENV = "GPUWEAVE_GANG_ID"  # torchrun's TORCHELASTIC_RUN_ID
 NODE_ADDR_ENV = "GPUWEAVE_NODE_ADDR"  # set by the executor: the address this node's ranks are reached at
 TIMEOUT_ENV = "GPUWEAVE_GANG_TIMEOUT"
+LOCAL_ENV = "GPUWEAVE_GANG_LOCAL"  # set by an executor that starts each rank itself: the one local rank to start
 #: seconds an agent waits for node 0's rendezvous file (GPUWEAVE_GANG_TIMEOUT overrides)
 GANG_JOIN_TIMEOUT_S = 120.0
 #: seconds a rank asked to stop (its peer failed) may take before it is killed
@@ -198,9 +207,12 @@ def interface_of(addr: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------- the node agent
-def _rendezvous(path: Path, node: int, addr: str, timeout: float, stopped: list[bool]) -> tuple[str, int] | None:
-    """Node 0 publishes its address and a free port; the others read them. None: stopped or timed out (logged)."""
-    if node == 0:
+def _rendezvous(
+    path: Path, node: int, publish: bool, addr: str, timeout: float, stopped: list[bool]
+) -> tuple[str, int] | None:
+    """Node 0's agent (of its local rank 0 where agents are per rank: ``publish``) publishes its address and a free
+    port; the others read them. None: stopped or timed out (logged)."""
+    if publish:
         port = free_port(addr)
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
         tmp.write_text(json.dumps({"addr": addr, "port": port}))
@@ -229,7 +241,7 @@ def _rank_envs(sizes: list[int], node: int, addr: str, port: int, run_id: str) -
     envs = []
     for local in range(sizes[node]):
         env = dict(os.environ)
-        for name in (SIZES_ENV, NODE_ENV, RENDEZVOUS_ENV, RUN_ID_ENV):
+        for name in (SIZES_ENV, NODE_ENV, RENDEZVOUS_ENV, RUN_ID_ENV, LOCAL_ENV):
             env.pop(name, None)
         rank = first + local
         env.update(
@@ -360,11 +372,12 @@ def _supervise(procs: list[Any], envs: list[dict[str, str]], stopped: list[bool]
                 index, code = failed[0]
                 assert code is not None
                 env = envs[index]
-                failure = RankFailure(int(env["RANK"]), index, code, exits.seen)
+                failure = RankFailure(int(env["RANK"]), int(env["LOCAL_RANK"]), code, exits.seen)
                 write_failure(Path(envs[0]["GPUWEAVE_CHANNEL"]), failure)  # local rank 0's channel: the node's
                 _end(procs)
                 # last in the node's log (the ranks' own last words come before it): the attempt's crash reason
-                print(f"gang agent: rank {env['RANK']} (local rank {index}) exited with status {code}", flush=True)
+                which = f"rank {env['RANK']} (local rank {env['LOCAL_RANK']})"
+                print(f"gang agent: {which} exited with status {code}", flush=True)
                 return code if code > 0 else 128 - code  # a signal: the shell's 128 + N
             if all(c == 0 for c in codes):
                 return 0
@@ -438,10 +451,16 @@ def main(argv: list[str] | None = None) -> int:
     node = int(os.environ[NODE_ENV])
     timeout = float(os.environ.get(TIMEOUT_ENV) or GANG_JOIN_TIMEOUT_S)
     addr = os.environ.get(NODE_ADDR_ENV) or LOOPBACK
-    found = _rendezvous(Path(os.environ[RENDEZVOUS_ENV]), node, addr, timeout, stopped)
+    local = int(os.environ[LOCAL_ENV]) if os.environ.get(LOCAL_ENV) else None
+    if local is not None and not 0 <= local < sizes[node]:
+        print(f"gang agent: local rank {local} outside node {node}'s {sizes[node]} ranks", file=sys.stderr)
+        return 2
+    found = _rendezvous(Path(os.environ[RENDEZVOUS_ENV]), node, node == 0 and not local, addr, timeout, stopped)
     if found is None:
         return 0 if stopped[0] else 1
     envs = _rank_envs(sizes, node, *found, os.environ.get(RUN_ID_ENV, "gpuweave"))
+    if local is not None:  # an agent per rank (module docstring)
+        envs = envs[local : local + 1]
     _raise_agent_priority()
     return _supervise(_start_ranks(args, envs), envs, stopped)
 

@@ -10,11 +10,21 @@ a CPU-only one), and the GPU the book's ledger chose, not Ray's id, becomes its 
 accounts fractions per GPU but cannot be told which GPU; the ledger is what the placement decided). A local Ray also
 declares one ``gpuweave_gpu:<node>/<slot>`` resource per GPU, so Ray itself never runs more than a whole of any GPU.
 
-Why tasks, not actors: a Ray actor gets a fresh Python worker process (about 0.7 s each here), a task reuses the
-node's pooled ones, so a launch costs a few milliseconds once the pool is warm. A task cannot be called, so the
-runtime's signals travel as request files in the worker's channel directory (shared filesystem, as for progress),
-which the task polls every ``CONTROL_POLL_S``. The worker process dies with its task's Ray worker (Linux
-``PR_SET_PDEATHSIG``), so a lost node leaves no stray worker writing checkpoints.
+A gang (a job of several ranks, :mod:`gpuweave.live.gang`) runs as one actor per rank (:class:`RankActor`, as Ray
+Train's worker group) in one placement group whose bundles follow the policy's placement: one bundle per rank,
+holding that rank's GPU on its node, so Ray reserves the whole gang at once or none of it. Each actor runs its rank
+through a gang agent of one rank (``GPUWEAVE_GANG_LOCAL``: torchrun's environment, the rendezvous, the failure
+record); where Ray hands out real GPUs, every rank of a node sees all of that node's ranks' GPUs in
+``CUDA_VISIBLE_DEVICES``, in local-rank order, as torchrun's ranks do (``cuda:LOCAL_RANK`` is its own). A rank that
+fails ends its node's other ranks (their actors are killed) and gives the node's worker its status; a worker that
+ended frees its actors, and the gang's last one its placement group. A job of one rank (and a shared run's task)
+is a Ray task instead: a task reuses the node's pooled Python workers (a launch costs a few milliseconds once the
+pool is warm), an actor gets a fresh one (about 0.7 s here), which a gang pays once per rank, in parallel.
+
+Neither tasks nor a rank's actor are called while they run, so the runtime's signals travel as request files in
+the worker's channel directory (shared filesystem, as for progress), polled every ``CONTROL_POLL_S``. The worker
+process dies with its Ray worker (Linux ``PR_SET_PDEATHSIG``), so a lost node leaves no stray worker writing
+checkpoints.
 
 A Ray node that disappears is reported by :meth:`RayExecutor.lost_nodes` (its tasks fail and GCS lists it dead);
 the runtime sends its jobs back to the queue from their last checkpoint. A local Ray (no ``--address``) listens
@@ -27,7 +37,7 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +47,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, Place
 
 from gpuweave.errors import InputError
 from gpuweave.live.executor import LOG_FILE, Executor, LaunchSpec
-from gpuweave.live.gang import NODE_ADDR_ENV, die_with_parent
+from gpuweave.live.gang import GANG_JOIN_TIMEOUT_S, LOCAL_ENV, NODE_ADDR_ENV, SIZES_ENV, die_with_parent
 from gpuweave.local_ray import join_ray, start_local_ray
 
 if TYPE_CHECKING:
@@ -59,14 +69,47 @@ NODE_VERDICT_S = 20.0
 
 @ray.remote(num_cpus=0, max_retries=0)
 def run_worker(argv: list[str], env: dict[str, str], channel: str, use_gpu_ids: bool, visible: str | None) -> int:
-    """Run one worker process to its end on this Ray node; forward the runtime's stop/kill requests. ``visible``
-    (a shared run's GPUs) replaces Ray's GPU ids when the worker uses GPUs."""
+    """Run one worker process to its end on this Ray node (a Ray task); forward the runtime's stop/kill requests.
+    ``visible`` (a shared run's GPUs) replaces Ray's GPU ids when the worker uses GPUs."""
+    ids = visible if visible is not None else ",".join(str(i) for i in ray.get_gpu_ids())
+    return _run_process(argv, env, Path(channel), ids if use_gpu_ids else "")
+
+
+@ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)
+class RankActor:
+    """One rank of a gang (module docstring): :meth:`run` starts the rank's one-rank gang agent and waits for it."""
+
+    def run(self, argv: list[str], env: dict[str, str], channel: str, use_gpu_ids: bool, ranks: int) -> int:
+        """Run rank ``env[LOCAL_ENV]`` of the node's ``ranks`` to its end. With GPUs, each rank first writes its Ray
+        GPU ids to the node's channel and waits for its node's other ranks' (``gpus-<local>``): every rank then sees
+        them all, in local-rank order."""
+        folder = Path(channel)
+        visible = ""
+        if use_gpu_ids:
+            own = ",".join(str(i) for i in ray.get_gpu_ids())
+            local = int(env[LOCAL_ENV])
+            tmp = folder / f".gpus-{local}"
+            tmp.write_text(own)
+            tmp.replace(folder / f"gpus-{local}")
+            deadline = time.monotonic() + GANG_JOIN_TIMEOUT_S
+            while True:
+                found = [folder / f"gpus-{j}" for j in range(ranks)]
+                if all(path.exists() for path in found):
+                    visible = ",".join(filter(None, (path.read_text() for path in found)))
+                    break
+                if time.monotonic() > deadline:
+                    return 1  # a peer's actor never started: the gang fails and the runtime starts it again
+                time.sleep(CONTROL_POLL_S)
+        return _run_process(argv, env, folder, visible)
+
+
+def _run_process(argv: list[str], env: dict[str, str], folder: Path, visible: str) -> int:
+    """Run one worker process to its end, its output appended to the channel's log, with ``visible`` as its
+    ``CUDA_VISIBLE_DEVICES``; forward the runtime's stop/kill requests (files in ``folder``)."""
     env = dict(os.environ, **env)
     # where this node's ranks are reached by the gang's other nodes
     env.setdefault(NODE_ADDR_ENV, ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]  # unannotated
-    ids = visible if visible is not None else ",".join(str(i) for i in ray.get_gpu_ids())
-    env["CUDA_VISIBLE_DEVICES"] = ids if use_gpu_ids else ""
-    folder = Path(channel)
+    env["CUDA_VISIBLE_DEVICES"] = visible
     with open(folder / LOG_FILE, "ab") as log:
         proc = subprocess.Popen(
             argv,
@@ -112,12 +155,16 @@ class _Gang:
 
 @dataclass(slots=True)
 class _RayWorker:
-    ref: ray.ObjectRef[int]
+    """A cluster node's worker: one Ray task, or a gang's ranks on the node (one actor each)."""
+
+    refs: list[ray.ObjectRef[int]]  # the task's result, or each rank's
     channel: Path
     node: int  # cluster node index
     code: int | None = None
     gang: _Gang | None = None
     failed_at: float | None = None  # monotonic time its task died with its Ray worker (its node's fate unknown yet)
+    actors: list[Any] = field(default_factory=list)  # the ranks' actors (none for a task)
+    codes: list[int | None] = field(default_factory=list)  # each rank's exit status, once it ended
 
 
 class RayExecutor(Executor["_RayWorker"]):
@@ -209,41 +256,64 @@ class RayExecutor(Executor["_RayWorker"]):
         ref = run_worker.options(**options).remote(
             list(spec.argv), spec.env, str(spec.channel), target.gpus and not self.emulated, visible
         )
-        return _RayWorker(ref, spec.channel, spec.node)
+        return _RayWorker([ref], spec.channel, spec.node, codes=[None])
 
     def launch(self, spec: LaunchSpec) -> _RayWorker:
         return self._submit(spec, self._request(spec))
 
     def launch_gang(self, specs: list[LaunchSpec]) -> list[_RayWorker]:
-        """A gang on several nodes: one placement group whose bundles follow the placement (bundle i holds what node
-        i's worker asks, pinned to that node by its label or its ``node:<ip>`` resource), so Ray reserves the whole
-        gang at once or none of it; each worker's task runs in its bundle. Ray nodes sharing an address (several on
-        one host) cannot be told apart by ``node:<ip>``: their workers are pinned one by one instead."""
+        """A gang: one actor per rank, in one placement group of one bundle per rank (what its node's worker asks,
+        split over the node's ranks; pinned to that node by its label or its ``node:<ip>`` resource), so Ray
+        reserves the whole gang at once or none of it. Ray nodes sharing an address (several on one host) cannot be
+        told apart by ``node:<ip>``: their ranks' actors are pinned by node affinity instead, without a group. A
+        job of one rank is a task (:meth:`launch`)."""
+        if SIZES_ENV not in specs[0].env:
+            return [self.launch(spec) for spec in specs]
+        sizes = [int(x) for x in specs[0].env[SIZES_ENV].split(",")]
         targets = [self._target[spec.node] for spec in specs]
         ips = [t.ip for t in targets if not t.label]
-        if len(specs) < 2 or (ips and (len(set(ips)) < len(ips) or not all(ips))):
-            return [self.launch(spec) for spec in specs]
-        requests = [self._request(spec) for spec in specs]
+        grouped = not ips or (len(set(ips)) == len(ips) and all(ips))
+        ranks: list[tuple[int, dict[str, Any]]] = []  # (worker index, the rank's Ray options)
         bundles = []
-        for target, request in zip(targets, requests):
-            bundle = dict(request["resources"])
-            if request.get("num_gpus"):
-                bundle["GPU"] = request["num_gpus"]
-            if not target.label:
-                bundle[f"node:{target.ip}"] = 0.001
-                request.pop("scheduling_strategy")
-            bundles.append(bundle)
-        gang = _Gang(placement_group(bundles, strategy="SPREAD"), open=len(specs))
+        for index, (spec, target) in enumerate(zip(specs, targets)):
+            request = self._request(spec)
+            count = sizes[spec.rank]
+            each = {key: value / count for key, value in request["resources"].items()}
+            gpus = request.get("num_gpus", 0) / count
+            for _ in range(count):
+                options: dict[str, Any] = {"resources": each, **({"num_gpus": gpus} if gpus else {})}
+                if grouped:
+                    bundle = dict(each, **({"GPU": gpus} if gpus else {}))
+                    if not target.label:
+                        bundle[f"node:{target.ip}"] = 0.001
+                    bundles.append(bundle)
+                elif "scheduling_strategy" in request:
+                    options["scheduling_strategy"] = request["scheduling_strategy"]
+                ranks.append((index, options))
+        gang = _Gang(placement_group(bundles, strategy="SPREAD"), open=len(specs)) if grouped else None
         workers = []
-        for index, (spec, request) in enumerate(zip(specs, requests)):
-            request["scheduling_strategy"] = PlacementGroupSchedulingStrategy(gang.group, index)
-            worker = self._submit(spec, request)
-            worker.gang = gang
+        for index, (spec, target) in enumerate(zip(specs, targets)):
+            spec.channel.mkdir(parents=True, exist_ok=True)
+            worker = _RayWorker([], spec.channel, spec.node, gang=gang)
+            mine = [(b, options) for b, (i, options) in enumerate(ranks) if i == index]
+            for local, (slot, options) in enumerate(mine):
+                if gang is not None:
+                    options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(gang.group, slot)
+                actor = RankActor.options(**options).remote()  # type: ignore[attr-defined]  # ray.remote class
+                env = dict(spec.env, **{LOCAL_ENV: str(local)})
+                use_gpus = target.gpus and not self.emulated
+                worker.actors.append(actor)
+                worker.refs.append(actor.run.remote(list(spec.argv), env, str(spec.channel), use_gpus, len(mine)))
+                worker.codes.append(None)
             workers.append(worker)
         return workers
 
     def _ended(self, handle: _RayWorker) -> None:
-        """A worker's task is over: its gang's placement group goes with the gang's last worker."""
+        """A worker is over: its ranks' actors go (a failed rank's peers on the node with them), and its gang's
+        placement group with the gang's last worker."""
+        for actor in handle.actors:
+            ray.kill(actor, no_restart=True)
+        handle.actors = []
         gang, handle.gang = handle.gang, None
         if gang is not None:
             gang.open -= 1
@@ -252,27 +322,42 @@ class RayExecutor(Executor["_RayWorker"]):
 
     def exit_code(self, handle: _RayWorker) -> int | None:
         if handle.code is None:
-            ready, _ = ray.wait([handle.ref], timeout=0)
-            if ready:
-                self._collect(handle)
+            self._collect(handle, timeout=0)
         return handle.code
 
     def undecided(self, handle: _RayWorker) -> bool:
         return handle.code is None and handle.failed_at is not None
 
-    def _collect(self, handle: _RayWorker, timeout: float | None = None) -> None:
-        """The task's result; a task that died with its Ray node or worker reads as killed (-9)."""
-        try:
-            handle.code = ray.get(handle.ref, timeout=timeout)
-        except ray.exceptions.GetTimeoutError:
+    def _collect(self, handle: _RayWorker, timeout: float) -> None:
+        """The results of the worker's task or ranks that ended within ``timeout`` s. The worker's status: the first
+        failed rank's (its node's other ranks are then ended), else 0 once every rank is done; a task or rank that
+        died with its Ray node or worker reads as killed (-9)."""
+        pending = [ref for ref, code in zip(handle.refs, handle.codes) if code is None]
+        if not pending:
             return
-        except ray.exceptions.RayError:
+        ready, _ = ray.wait(pending, num_returns=len(pending), timeout=timeout)
+        lost = False
+        for ref in ready:
+            index = handle.refs.index(ref)
+            try:
+                handle.codes[index] = ray.get(ref)
+            except ray.exceptions.RayError:
+                lost = True
+        if lost:
             now = time.monotonic()
             handle.failed_at = handle.failed_at or now
             watched = bool(self._target[handle.node].node_id)  # a node of unknown id has no verdict to wait for
             if not self._note_if_lost(handle.node) and watched and now - handle.failed_at < NODE_VERDICT_S:
                 return  # undecided: GCS may yet declare its node dead (NODE_VERDICT_S)
             handle.code = -9
+        else:
+            failed = [code for code in handle.codes if code not in (None, 0)]
+            if failed:
+                handle.code = failed[0]
+            elif all(code == 0 for code in handle.codes):
+                handle.code = 0
+            else:
+                return
         self._ended(handle)
 
     def _alive_nodes(self) -> set[str]:
@@ -313,19 +398,20 @@ class RayExecutor(Executor["_RayWorker"]):
     def kill(self, handle: _RayWorker) -> None:
         if handle.code is not None:
             return
-        if handle.node in self._reported or handle.node in self._lost:  # its node is gone: nothing will answer
-            ray.cancel(handle.ref, force=True)
+        gone = handle.node in self._reported or handle.node in self._lost  # its node is gone: nothing will answer
+        if not gone and not handle.actors:
+            (handle.channel / KILL_REQUEST).touch()
+            deadline = time.time() + KILL_WAIT_S
+            while handle.code is None and time.time() < deadline:
+                self._collect(handle, timeout=CONTROL_POLL_S * 4)
+        if handle.code is None:  # a gang's ranks (their actors are killed), or a task that never answered
+            refs, actors = handle.refs, bool(handle.actors)
+            for ref in refs if not actors else ():
+                ray.cancel(ref, force=True)
             handle.code = -9
             self._ended(handle)
-            return
-        (handle.channel / KILL_REQUEST).touch()
-        deadline = time.time() + KILL_WAIT_S
-        while handle.code is None and time.time() < deadline:
-            self._collect(handle, timeout=CONTROL_POLL_S * 4)
-        if handle.code is None:  # the task never answered: its node is unreachable
-            ray.cancel(handle.ref, force=True)
-            handle.code = -9
-            self._ended(handle)
+            if actors and not gone:  # the ranks end with their actors' processes (PR_SET_PDEATHSIG): wait for that
+                ray.wait(refs, num_returns=len(refs), timeout=KILL_WAIT_S)
 
     def close(self) -> None:
         if self.started_ray:

@@ -17,9 +17,9 @@ Slurm's word on every job's state. Everything goes through Slurm's commands (:mo
   controller (older than ``MinJobAge``), is submitted as a new job. The requeue waits for the restart, not the
   stop: half the moves change the GPU type, and a requeue then would only be cancelled (70 ms each, measured);
 * **ends** come from ``squeue`` (state) and ``scontrol show job`` (``ExitCode``), polled at most every
-  ``executor.slurm.poll_interval`` seconds; a job Slurm requeued by itself (node failure) is held and read as
-  ended by the cluster (``live.csv``: ``requeued``, with Slurm's reason), and the runtime starts it again from its
-  checkpoint without counting a crash. A rejected submission fails the attempt with Slurm's
+  ``executor.slurm.poll_interval`` seconds; a job Slurm requeued by itself (node failure) is cancelled and read as
+  ended by the cluster (``live.csv``: ``requeued``, with Slurm's reason), and the runtime starts it again, as a new
+  Slurm job, from its checkpoint without counting a crash. A rejected submission fails the attempt with Slurm's
   reason (written to the worker's log); the runtime retries it and then fails the job, and the rest go on.
 
 The batch script is fixed when a job is submitted, so it only runs ``attempt.sh`` from the job's folder, which
@@ -47,7 +47,7 @@ from typing import Any
 from gpuweave.errors import InputError
 from gpuweave.hardware.cluster_spec import Node
 from gpuweave.live.executor import LOG_FILE, Executor, LaunchSpec
-from gpuweave.live.gang import NODE_ADDR_ENV
+from gpuweave.live.gang import LOCAL_ENV, NODE_ADDR_ENV, NODE_ENV, SIZES_ENV
 from gpuweave.live.local import nvml_gpu_count
 from gpuweave.live.names import job_folder_name
 from gpuweave.live.slurm_commands import TIMINGS, SlurmCommandError, first_line, run_slurm, try_slurm
@@ -228,16 +228,19 @@ class SlurmExecutor(Executor["_Handle"]):
         return handle
 
     def launch_gang(self, specs: list[LaunchSpec]) -> list[_Handle]:
-        """A gang on several Slurm nodes with the same GPUs on each: one allocation (``sbatch --nodes=K
-        --nodelist=... --gres=gpu:TYPE:n``, n per node) whose batch script starts one task per node with ``srun``;
-        each task runs its node's attempt script (the node's gang agent, which starts the node's ranks). So the gang
-        is one job in ``squeue`` and ``sacct``, with all its GPUs, and Slurm starts it whole or not at all. An
-        uneven gang (other GPU counts or types per node) or a shared run's task gets one job per node instead. A
-        gang's job is submitted afresh for every attempt (a requeue could not change its node count)."""
+        """A gang (a job of several ranks, :mod:`gpuweave.live.gang`) on several Slurm nodes: one Slurm job over all
+        of them whose batch script starts every rank with one ``srun``, a task per rank running its node's attempt
+        script with ``GPUWEAVE_GANG_LOCAL=$SLURM_LOCALID`` (a one-rank agent; ``--kill-on-bad-exit`` ends the gang
+        when a rank fails). The same GPUs on every node: one allocation (``sbatch --nodes=K --ntasks-per-node=r
+        --nodelist=... --gres=gpu:TYPE:n``). Other counts or types per node: one heterogeneous job, a component per
+        node (``--nodes=1 --ntasks=r_i --nodelist=node_i --gres=gpu:TYPE_i:n_i``, components joined by ``:``), its
+        ranks started by ``srun --het-group`` over them all. Either way the gang is one job in ``squeue`` and
+        ``sacct`` (a heterogeneous one lists a row per component, ``1234+0``, ``1234+1``, each with its GPUs) and
+        Slurm starts it whole or not at all. A shared run's task gets one job per node. A gang's job is submitted
+        afresh for every attempt (a requeue could not change its nodes)."""
         slots = [self._slots[spec.node] for spec in specs]
-        even = len({(spec.gpus, slot.slurm_type) for spec, slot in zip(specs, slots)}) == 1
         hosts = [slot.host for slot in slots]
-        if len(specs) < 2 or not even or len(set(hosts)) < len(hosts) or specs[0].gpu_slots is not None:
+        if len(specs) < 2 or len(set(hosts)) < len(hosts) or specs[0].gpu_slots is not None:
             return [self.launch(spec) for spec in specs]
         lead_spec = specs[0]
         folder = self.folder / f"{job_folder_name(lead_spec.job_id)}-c{lead_spec.copy}-a{lead_spec.attempt}"
@@ -245,18 +248,23 @@ class SlurmExecutor(Executor["_Handle"]):
         for spec, host in zip(specs, hosts):
             spec.channel.mkdir(parents=True, exist_ok=True)
             _write_attempt(folder, spec, self.emulated, self._addr.get(host, ""), name=f"attempt-{host}.sh")
-        gres = self._gres(lead_spec, slots[0])
+        sizes = [int(x) for x in lead_spec.env[SIZES_ENV].split(",")] if SIZES_ENV in lead_spec.env else []
+        components = [
+            (host, self._gres(spec, slot), sizes[spec.rank] if sizes else 1)
+            for spec, slot, host in zip(specs, slots, hosts)
+        ]
         launched = time.time()
         try:
-            sid = self._submit(lead_spec, folder, ",".join(hosts), gres, nodes=len(hosts))
+            sid = self._submit_gang(lead_spec, folder, components)
         except SlurmCommandError as exc:
-            return [self._rejected(spec, host, gres, launched, exc) for spec, host in zip(specs, hosts)]
+            return [self._rejected(spec, host, gres, launched, exc) for spec, (host, gres, _) in zip(specs, components)]
         job = _SlurmJob(sid, folder, slots[0].slurm_type)
-        lead = _Handle(job, lead_spec, "submit", hosts[0], gres, launched, gang=True)
+        lead = _Handle(job, lead_spec, "submit", hosts[0], components[0][1], launched, gang=True)
         self._live[sid] = lead
         self._states[sid] = ("PENDING", "launched")
         followers = [
-            _Handle(job, spec, "submit", host, gres, launched, lead=lead) for spec, host in zip(specs[1:], hosts[1:])
+            _Handle(job, spec, "submit", host, gres, launched, lead=lead)
+            for spec, (host, gres, _) in zip(specs[1:], components[1:])
         ]
         return [lead, *followers]
 
@@ -276,27 +284,50 @@ class SlurmExecutor(Executor["_Handle"]):
         if self._state(job.slurm_id)[0] in WAITING:
             try_slurm(["scancel", job.slurm_id])
 
-    def _submit(self, spec: LaunchSpec, folder: Path, host: str, gres: str, nodes: int = 1) -> str:
+    def _submit(self, spec: LaunchSpec, folder: Path, host: str, gres: str) -> str:
+        """One worker's batch job on ``host``: its script runs the attempt script."""
         batch = folder / "batch.sh"
-        if nodes > 1:  # a gang's allocation: one srun task per node runs that node's attempt script
-            each = 'exec /bin/sh "$0/attempt-$SLURMD_NODENAME.sh"'
-            start = f"exec srun --ntasks-per-node=1 --kill-on-bad-exit=1 /bin/sh -c {shlex.quote(each)}"
-            batch.write_text(f"#!/bin/sh\n{start} {shlex.quote(str(folder))}\n")
-            name, tasks = f"gw:{spec.job_id}/a{spec.attempt}/c{spec.copy}", [f"--nodes={nodes}", "--ntasks-per-node=1"]
-        else:
-            batch.write_text(f"#!/bin/sh\nexec /bin/sh {shlex.quote(str(folder / 'attempt.sh'))}\n")
-            name, tasks = f"gw:{spec.label}", ["--nodes=1", "--ntasks=1"]
-        args = [
-            "sbatch",
-            "--parsable",
+        batch.write_text(f"#!/bin/sh\nexec /bin/sh {shlex.quote(str(folder / 'attempt.sh'))}\n")
+        job = self._job_args(f"gw:{spec.label}", folder)
+        return self._sbatch([*job, *self._component(spec, host, gres, ["--nodes=1", "--ntasks=1"])], batch)
+
+    def _submit_gang(self, spec: LaunchSpec, folder: Path, components: list[tuple[str, str, int]]) -> str:
+        """A gang's one job (:meth:`launch_gang`): ``components`` are (host, GRES, ranks) per node."""
+        each = f'{LOCAL_ENV}=$SLURM_LOCALID exec /bin/sh "$0/attempt-$SLURMD_NODENAME.sh"'
+        job = self._job_args(f"gw:{spec.job_id}/a{spec.attempt}/c{spec.copy}", folder)
+        if len({(gres, ranks) for _, gres, ranks in components}) == 1:  # the same on every node: one allocation
+            _, gres, ranks = components[0]
+            hosts = ",".join(host for host, _, _ in components)
+            tasks = [f"--nodes={len(components)}", f"--ntasks-per-node={ranks}"]
+            args, step = [*job, *self._component(spec, hosts, gres, tasks)], f"--ntasks-per-node={ranks}"
+        else:  # a heterogeneous job: a component per node
+            args = list(job)
+            for i, (host, gres, ranks) in enumerate(components):
+                args += [":"] if i else []
+                args += self._component(spec, host, gres, ["--nodes=1", f"--ntasks={ranks}"])
+            step = f"--het-group=0-{len(components) - 1}"
+        start = f"exec srun {step} --kill-on-bad-exit=1 /bin/sh -c {shlex.quote(each)}"
+        batch = folder / "batch.sh"
+        batch.write_text(f"#!/bin/sh\n{start} {shlex.quote(str(folder))}\n")
+        return self._sbatch(args, batch)
+
+    def _job_args(self, name: str, folder: Path) -> list[str]:
+        """The options of a whole job (its first component's, in a heterogeneous one)."""
+        return [
             "--requeue",
             f"--job-name={name}",
             f"--comment={self.tag}",
-            *tasks,
-            f"--nodelist={host}",
-            *([f"--gres={gres}"] if gres else []),  # a CPU-only task of a shared run asks no GRES
             f"--output={folder / 'slurm-%j.out'}",
             "--open-mode=append",
+        ]
+
+    def _component(self, spec: LaunchSpec, hosts: str, gres: str, tasks: list[str]) -> list[str]:
+        """The options of a job's resources on ``hosts``, with the site's partition, account, QoS and sbatch
+        arguments (every component of a heterogeneous job gets them)."""
+        args = [
+            *tasks,
+            f"--nodelist={hosts}",
+            *([f"--gres={gres}"] if gres else []),  # a CPU-only task of a shared run asks no GRES
         ]
         if self.options.partition:
             args.append(f"--partition={self.options.partition}")
@@ -311,7 +342,10 @@ class SlurmExecutor(Executor["_Handle"]):
         extra = spec.attrs.get("sbatch_args")
         if isinstance(extra, str) and extra.strip():
             args += shlex.split(extra)
-        out = run_slurm([*args, str(batch)])
+        return args
+
+    def _sbatch(self, args: list[str], batch: Path) -> str:
+        out = run_slurm(["sbatch", "--parsable", *args, str(batch)])
         return first_line(out).split(";")[0]
 
     def _requeue(self, job: _SlurmJob, host: str, gres: str) -> bool:
@@ -361,8 +395,10 @@ class SlurmExecutor(Executor["_Handle"]):
                 raise SlurmCommandError(f"`squeue` failed: {text}", command="squeue")
             for line in text.splitlines():
                 parts = line.strip().split("|")
-                if len(parts) == 3:
-                    found[parts[0]] = (parts[1], parts[2])
+                # a heterogeneous job (a gang's uneven one) answers a row per component: its first's is the job's
+                sid, _, component = parts[0].partition("+")
+                if len(parts) == 3 and component in ("", "0"):
+                    found[sid] = (parts[1], parts[2])
         return found
 
     def _state(self, sid: str) -> tuple[str, str]:
@@ -399,8 +435,13 @@ class SlurmExecutor(Executor["_Handle"]):
             return None
         if state in WAITING:
             if handle.running_at is not None and not handle.held:  # Slurm requeued it itself (node failure)
-                # held, for the runtime to start again when its policy says; a gang's job is submitted afresh
-                try_slurm(["scancel", sid] if handle.gang else ["scontrol", "hold", sid])
+                # Cancelled, and started again as a new job when the policy says: the requeue revoked the old run's
+                # credential on its node, and slurmd refuses a launch of the same job id whose credential does not
+                # postdate that ("already killed, do not launch batch job": the job then FAILS), which a node still
+                # completing the old run makes likely (tried by hand); a new job id has nothing revoked.
+                try_slurm(["scancel", sid])
+                if not handle.gang:
+                    self._jobs.pop((handle.spec.job_id, handle.spec.copy, handle.spec.rank), None)
                 why = reason if reason and reason != "None" else "no reason given"
                 handle.requeued = f"slurm requeued job {sid} by itself ({why})"
                 self._finish(handle, -9, handle.requeued)
@@ -413,7 +454,8 @@ class SlurmExecutor(Executor["_Handle"]):
         if state == "COMPLETED":  # Slurm's word for exit status 0
             return 0, ""
         ok, text = try_slurm(["scontrol", "show", "job", "--oneliner", sid])
-        fields = dict(w.split("=", 1) for w in text.split() if "=" in w) if ok else {}
+        first = text.splitlines()[0] if ok and text.strip() else ""  # a heterogeneous job's first component
+        fields = dict(w.split("=", 1) for w in first.split() if "=" in w)
         if state == "GONE":
             state = fields.get("JobState", "GONE")
         status, _, signal = fields.get("ExitCode", "0:0").partition(":")
@@ -601,12 +643,21 @@ def _write_attempt(folder: Path, spec: LaunchSpec, emulated: bool, addr: str, na
     if addr:
         env[NODE_ADDR_ENV] = addr
     log = shlex.quote(str(spec.channel / LOG_FILE))
+    program = " ".join(shlex.quote(a) for a in spec.argv)
+    if name == "attempt.sh" and SIZES_ENV in env:
+        # a gang on one node (its batch job's only script): an srun task per rank, as a gang over nodes has
+        # (SlurmExecutor.launch_gang); --overcommit since the job holds one CPU per worker
+        ranks = int(env[SIZES_ENV].split(",")[int(env.get(NODE_ENV, "0"))])
+        each = shlex.quote(f'{LOCAL_ENV}=$SLURM_LOCALID exec "$@"')
+        program = f"srun --overcommit --ntasks={ranks} --kill-on-bad-exit=1 /bin/sh -c {each} sh {program}"
     lines = [
         "#!/bin/sh",
         f"# gpuweave: {spec.label}, written before Slurm (re)started the job",
         *[f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())],
-        f'echo "slurm: job $SLURM_JOB_ID on $(hostname) (restart ${{SLURM_RESTART_COUNT:-0}})" >> {log}',
-        f"exec {' '.join(shlex.quote(a) for a in spec.argv)} >> {log} 2>&1",
+        # once per node, not per rank
+        f'[ "${{{LOCAL_ENV}:-0}}" = 0 ] && echo "slurm: job $SLURM_JOB_ID on $(hostname) '
+        f'(restart ${{SLURM_RESTART_COUNT:-0}})" >> {log}',
+        f"exec {program} >> {log} 2>&1",
     ]
     tmp = folder / f".{name}.tmp"
     tmp.write_text("\n".join(lines) + "\n")

@@ -28,7 +28,9 @@ What it takes on Debian 12 (Slurm 22.05.8), found by trying (docs/slurm.md):
   slurmdbd take the socket from ``AccountingStoragePass``;
 * the node declares 16 CPUs whatever the machine has (``SlurmdParameters=config_overrides``), so six one-GPU jobs
   fit on two cores; ``SchedulerParameters=batch_sched_delay=0``: Slurm's default 3 s batch delay is most of a
-  launch's latency otherwise; ``ProctrackType=proctrack/linuxproc``, ``TaskPlugin=task/none`` (no cgroups here).
+  launch's latency otherwise; ``bf_interval=1``: a heterogeneous job (an uneven gang, one component per node) is
+  started only by the backfill scheduler, whose default pass every 30 s would be most of its launch;
+  ``ProctrackType=proctrack/linuxproc``, ``TaskPlugin=task/none`` (no cgroups here).
 """
 
 from __future__ import annotations
@@ -387,6 +389,20 @@ class SlurmSandbox:
 
         self._wait(f"node(s) {', '.join(names)} idle", idle)
 
+    def restart_slurmd(self, index: int) -> None:
+        """Start node ``index``'s slurmd again after it died (a test killed it) and return the node to service
+        (``scontrol update State=RESUME``: Slurm keeps a node it declared DOWN down); waits until the node is idle."""
+        name = self.node_names[index]
+        label = f"slurmd-{name}" if self.namespaces else "slurmd"
+        self.procs = [(n, p) for n, p in self.procs if n != label or p.poll() is None]
+        if any(n == label for n, _ in self.procs):
+            raise RuntimeError(f"{label} still runs")
+        netns = self.namespaces[index][0] if self.namespaces else ""
+        self._spawn(label, ["slurmd", "-D", "-N", name], netns)
+        resume = ["scontrol", "update", f"NodeName={name}", "State=RESUME"]  # idle once its slurmd registers
+        self._wait(f"node {name} resumed", lambda: self._run(resume) is not None)
+        self._wait(f"node {name} idle", lambda: self._run(["sinfo", "-h", "-n", name, "-o", "%T"]).strip() == "idle")
+
     def _start_munge(self) -> None:
         key = self.root / "munge" / "munge.key"
         key.write_bytes(os.urandom(1024))
@@ -582,7 +598,7 @@ JobCompType=jobcomp/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SlurmdParameters=config_overrides
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,bf_interval=1
 GresTypes=gpu,shard
 ReturnToService=2
 KillWait=5
