@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -29,10 +29,20 @@ from gpuweave.cli.output import (
 )
 from gpuweave.executors import executor_names, spoken
 
+if TYPE_CHECKING:
+    from gpuweave.cluster.config import SimulationConfig
+
 NAME = "cluster"
 app = typer.Typer(help="Cluster grain: simulate, plan and run policies; cluster specs.", no_args_is_help=True)
 plan_app = typer.Typer(help="Plan one scheduling round of a cluster snapshot and print it.", no_args_is_help=True)
 app.add_typer(plan_app, name="plan")
+
+
+ARRIVAL_SCALE_HELP = (
+    "Compress or stretch the jobs' arrivals (same jobs, same run times): each arrives at first + (arrival - first) "
+    "× scale, first being the earliest arrival. 0.5 = twice as dense (twice the load), 2 = half as dense; default 1 "
+    "(the trace's own arrivals)."
+)
 
 
 @app.command("simulate")
@@ -80,6 +90,7 @@ def simulate(
         "mig. A comma list (whole,fraction,mig) runs the same jobs under each mode into OUT/MODE/ and compares them "
         "in OUT/report/report.html: waiting, JCT, GPUs held and fragmentation.",
     ),
+    arrival_scale: Optional[float] = typer.Option(None, "--arrival-scale", help=ARRIVAL_SCALE_HELP),
     policy_option: list[str] = typer.Option(
         [], "--policy-option", "-O", help="Policy option KEY=VALUE (repeatable; VALUE read as YAML)."
     ),
@@ -89,10 +100,7 @@ def simulate(
     """Simulate a trace on a cluster under one policy; write jobs.csv, allocations.csv, timeseries.csv, summary.json.
 
     Every run setting of a YAML config is also a flag (--restart-delay, --round-length, --profiles, --placement,
-    --placement-rule, --sharing, --extrapolate, -O policy options), so a variant needs no YAML."""
-    from gpuweave.cluster.run import run_simulation
-    from gpuweave.staging import check_replaceable
-
+    --placement-rule, --sharing, --extrapolate, --arrival-scale, -O policy options), so a variant needs no YAML."""
     overrides = {
         "policy": policy,
         "cluster": cluster,
@@ -106,10 +114,18 @@ def simulate(
         "placement": placement,
         "placement_rule": placement_rule,
         "extrapolate_profiles": extrapolate,
+        "arrival_scale": arrival_scale,
     }
     if sharing is not None and _simulated_modes(config, overrides, policy_option, sharing, out, quiet, as_json):
         return
-    cfg = _config_with_flags(config, overrides, policy_option)
+    _simulate_one(_config_with_flags(config, overrides, policy_option), out, report, quiet, as_json)
+
+
+def _simulate_one(cfg: SimulationConfig, out: Optional[Path], report: bool, quiet: bool, as_json: bool) -> None:
+    """``cluster simulate`` of one run config into ``out`` (default gpuweave-out/runs/POLICY-KEY), then shown."""
+    from gpuweave.cluster.run import run_simulation
+    from gpuweave.staging import check_replaceable
+
     out_dir = out or Path("gpuweave-out") / "runs" / f"{cfg.policy}-{cfg.key()}"
     check_replaceable(out_dir)  # fail before simulating, not after (a file, or a directory of other files)
     with ProgressBar(show_progress(quiet or as_json)) as bar:

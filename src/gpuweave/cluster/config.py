@@ -71,6 +71,12 @@ class SimulationConfig(BaseModel):
         description="a shared run (task placement) with every node group's sharing set to this: whole (shares "
         "rounded up to the GPU), fraction or mig; None = each group's own",
     )
+    arrival_scale: float = Field(
+        1.0,
+        gt=0,
+        description="compress (< 1) or stretch (> 1) the jobs' arrivals: each becomes first + (arrival - first) * "
+        "arrival_scale, first the earliest; work and durations unchanged (0.5: twice the load); 1 = as given",
+    )
 
     @field_validator("cluster", "trace", "profiles")
     @classmethod
@@ -99,9 +105,11 @@ class SimulationConfig(BaseModel):
         return self
 
     def key(self) -> str:
-        """Stable hash of the config (sweep cache key); an unset placement or placement rule leaves the key as it
-        was before they existed."""
+        """Stable hash of the config (sweep cache key); an unset placement, placement rule or sharing, and an
+        arrival_scale of 1, leave the key as it was before they existed."""
         unset = {name for name in ("placement", "placement_rule", "sharing") if getattr(self, name) is None}
+        if self.arrival_scale == 1.0:
+            unset.add("arrival_scale")
         return config_key(self.model_dump(mode="json", exclude=unset or None))
 
 

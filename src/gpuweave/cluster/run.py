@@ -15,6 +15,7 @@ from gpuweave.cluster.results import write_streamed_run
 from gpuweave.cluster.simulator import RecordSink, SimulationRecords, Simulator
 from gpuweave.engine.gc_pause import old_objects_left_alone
 from gpuweave.errors import InputError
+from gpuweave.workload.job import scale_arrivals
 from gpuweave.workload.profile_source import ProfileSource
 from gpuweave.workload.traced_rates import TRACED, TracedDurations
 
@@ -35,7 +36,8 @@ class PreparedRun:
 
 
 def prepare(config: SimulationConfig, jobs: list[Job] | None = None) -> PreparedRun:
-    """Cluster nodes, profiles and jobs of a run; ``jobs`` given (the service's, possibly none) replace the trace."""
+    """Cluster nodes, profiles and jobs of a run; ``jobs`` given (the service's, possibly none) replace the trace
+    and keep their own arrivals, while the trace's or generator's are scaled by ``arrival_scale``."""
     # imported when called: `gpuweave --help` imports this module
     from gpuweave.hardware.cluster_spec import load_cluster
     from gpuweave.workload.profiles import load_profiles
@@ -57,15 +59,17 @@ def prepare(config: SimulationConfig, jobs: list[Job] | None = None) -> Prepared
     with old_objects_left_alone():
         if jobs is not None:
             jobs = list(jobs)
-        elif config.trace is not None:
-            from gpuweave.workload.traces.schema import read_trace
-
-            jobs = read_trace(config.trace, profiles=profiles, max_gpus=max_gpus)
         else:
-            from gpuweave.workload.traces.generate import generate_philly_like
+            if config.trace is not None:
+                from gpuweave.workload.traces.schema import read_trace
 
-            assert not isinstance(profiles, TracedDurations)  # refused above
-            jobs = generate_philly_like(config.jobs, config.rate_per_hour, config.seed, profiles=profiles)
+                jobs = read_trace(config.trace, profiles=profiles, max_gpus=max_gpus)
+            else:
+                from gpuweave.workload.traces.generate import generate_philly_like
+
+                assert not isinstance(profiles, TracedDurations)  # refused above
+                jobs = generate_philly_like(config.jobs, config.rate_per_hour, config.seed, profiles=profiles)
+            scale_arrivals(jobs, config.arrival_scale)  # the one place a run's arrivals are compressed or stretched
     ideal = (config.placement or spec.placement) == "ideal"
     notes = unprofiled_gpus(spec.gpus_by_model(), profiles, config.profiles)
     return PreparedRun(config, nodes, jobs, profiles, gpu_power(nodes), ideal, notes)
