@@ -38,7 +38,7 @@ def test_the_agent_picks_each_placement_s_batch_and_learns_from_measurements():
     js = JobState(_job(**LIMITS), 1000.0)
     agent = agents.agent(js, 0.0)
     assert agent is not None and agent.goodput_model() is None and agent.restarts is None
-    plan = agents.launch("a", ((0, 1),))  # before any measurement: the initial batch, Pollux's rule
+    plan = agents.launch("a", ((0, 1),), "V100")  # before any measurement: the initial batch, Pollux's rule
     assert (plan.batch_size, plan.atomic_bsz, plan.accum_steps) == (32, 32, 0) and agent.restarts == 0
     agents.measure("a", ((0, 1),), 0.1, 0.0, None)  # no gradient statistics yet: nothing to fit a goodput to
     assert agent.perf is None
@@ -47,20 +47,41 @@ def test_the_agent_picks_each_placement_s_batch_and_learns_from_measurements():
     fitted = agent.perf
     agents.measure("a", ((0, 1),), 0.101, 0.0, (2.0, 5.0))  # within 5 %: no refit
     assert agent.perf is fitted
-    plan = agents.launch("a", ((0, 2), (1, 2)))  # a new placement: the goodput model's batch, one more restart
+    plan = agents.launch("a", ((0, 2), (1, 2)), "V100")  # a new placement: the goodput model's batch, one more restart
     assert plan.batch_size == 4 * plan.atomic_bsz * (plan.accum_steps + 1) and 32 <= plan.batch_size <= 256
     assert agent.restarts == 1
     agents.measure("a", ((0, 2), (1, 2)), 0.12, 0.02, (1.0, 6.0))
     assert (2, 4, plan.atomic_bsz) in agent.profile
 
 
-def test_pollux_runs_live_only_when_every_job_is_adaptive():
+def test_with_fits_per_gpu_type_each_type_s_measurements_fit_that_type_only():
+    """Sia's agents: a fit per GPU type, switched with the placement (pollux's: one whatever the type)."""
+    agents = LiveAgents()
+    agents.per_gpu_type = True
+    agents.add(_job(**LIMITS))
+    agent = agents.agent(JobState(_job(**LIMITS), 1000.0), 0.0)
+    assert agent is not None
+    agents.launch("a", ((0, 1),), "V100")
+    agents.measure("a", ((0, 1),), 0.1, 0.0, (2.0, 5.0))
+    on_v100 = agent.perf_on("V100")
+    assert on_v100 is not None and agent.perf_on("K80") is None
+    agents.launch("a", ((1, 1),), "K80")  # another type: its own fit, none yet
+    assert agent.perf is None and agent.perf_on("V100") is on_v100
+    agents.measure("a", ((1, 1),), 0.25, 0.0, (2.0, 5.0))
+    on_k80 = agent.perf_on("K80")
+    assert on_k80 is not None and on_k80 != on_v100 and agent.perf_on("V100") is on_v100
+    agents.launch("a", ((0, 1),), "V100")  # back: the V100 fit comes in again
+    assert agent.perf is on_v100 and agent.restarts == 2
+
+
+def test_pollux_and_sia_run_live_only_when_every_job_is_adaptive():
     from gpuweave.live.runtime import _check_policy
 
-    _check_policy("pollux", True)
-    with pytest.raises(InputError, match="policy 'pollux' needs"):
-        _check_policy("pollux", False)
-    for other in ("optimus", "gavel-sia", "sia"):  # they need the job model's tables
+    for policy in ("pollux", "sia"):
+        _check_policy(policy, True)
+        with pytest.raises(InputError, match=f"policy '{policy}' needs"):
+            _check_policy(policy, False)
+    for other in ("optimus", "gavel-sia"):  # they need the job model's tables
         with pytest.raises(InputError, match=f"policy '{other}' needs"):
             _check_policy(other, True)
     _check_policy("fifo", False)

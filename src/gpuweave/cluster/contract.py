@@ -50,6 +50,9 @@ class ClusterPolicy(ABC):
     # decides on nothing but the jobs' agents (ClusterView.job_agent): live, adaptive jobs' measured agents can give
     # what it needs (gpuweave.live.agents), so the live runtime runs it when every job is adaptive
     decides_on_agents: ClassVar[bool] = False
+    # reads each job's throughput fit per GPU type (AgentState.perf_on): live, an agent then keeps one fit per type
+    # and switches with the job's placement (Sia); otherwise one fit whatever the type (Pollux, unaware of types)
+    fits_per_gpu_type: ClassVar[bool] = False
 
     def __init__(
         self, *, round_length: float | None = None, seed: int = 0, reacts_to_events: bool | None = None

@@ -11,7 +11,10 @@ job's batch limits (:class:`~gpuweave.workload.pollux.BatchLimits`, from its tra
 its throughput model on a new one (:meth:`LiveAgents.measure`), and picks the batch of each new placement
 (:meth:`LiveAgents.launch`: Pollux's ``reallocate``, one more restart), which the runtime hands to the workers
 (``GPUWEAVE_BATCH_SIZE``, ``GPUWEAVE_ACCUM_STEPS``, ``GPUWEAVE_INIT_BATCH``). The policy reads them through
-``ClusterView.job_agent``, as in a simulation. Complexity: O(1) per look-up; a fit per new configuration.
+``ClusterView.job_agent``, as in a simulation. A policy that reads a fit per GPU type (``sia``,
+``ClusterPolicy.fits_per_gpu_type``) gets one agent's fits per type: the agent switches type with the placement
+(:meth:`AgentState.switch_type`), so each type's measurements refit that type's model only. Complexity: O(1) per
+look-up; a fit per new configuration.
 """
 
 from __future__ import annotations
@@ -74,6 +77,9 @@ class LiveAgents:
 
     def __init__(self) -> None:
         self._agents: dict[str, AgentState] = {}
+        # one throughput fit per GPU type, switched with the placement (a policy that reads them: Sia), or one fit
+        # whatever the type (Pollux); the runtime sets it from its policy
+        self.per_gpu_type = False
 
     def add(self, job: Job) -> bool:
         """Track ``job`` if it is adaptive; whether it is."""
@@ -89,9 +95,12 @@ class LiveAgents:
         """The job's agent (do not mutate); None for a rigid job."""
         return self._agents.get(js.job.job_id)
 
-    def launch(self, job_id: str, placement: Placement) -> BatchPlan:
-        """A new placement: the agent picks its batch (Pollux's ``reallocate``: one more restart) for the workers."""
+    def launch(self, job_id: str, placement: Placement, gpu_type: str) -> BatchPlan:
+        """A new placement on GPUs of ``gpu_type``: the agent picks its batch (Pollux's ``reallocate``: one more
+        restart) for the workers; with fits per GPU type, the type's fit (none yet on a new type) comes in first."""
         agent = self._agents[job_id]
+        if self.per_gpu_type:
+            agent.switch_type(gpu_type, agent.app)
         counts = gpus_per_node(placement)
         agent.reallocate(counts)
         replicas = sum(counts)

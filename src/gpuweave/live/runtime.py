@@ -93,6 +93,7 @@ class LiveRuntime:
         adaptive = [self.agents.add(job) for job in prepared.jobs]
         _check_policy(config.policy, bool(adaptive) and all(adaptive))
         self.policy = build_policy(config)
+        self.agents.per_gpu_type = self.policy.fits_per_gpu_type
         self.book = LiveBook(
             self.nodes,
             prepared.jobs,
@@ -185,6 +186,7 @@ class LiveRuntime:
         """Drive the cluster with another policy from the next step on (running jobs keep their placements)."""
         _check_policy(policy.name, bool(self.jobs) and all(job_id in self.agents for job_id in self.jobs))
         self.policy = policy
+        self.agents.per_gpu_type = policy.fits_per_gpu_type
         self.book.use_policy(policy)
         self.next_tick = math.inf
 
@@ -657,7 +659,7 @@ class LiveRuntime:
     def _adaptive_env(self, js: JobState, placement: Placement) -> dict[str, str]:
         """An adaptive job's batch for ``placement``, picked by its agent, and, on emulated GPUs, the seconds each
         sample takes on the placement's slowest GPU type: one GPU's profiled rate at the job's initial batch."""
-        plan = self.agents.launch(js.job.job_id, placement)
+        plan = self.agents.launch(js.job.job_id, placement, self.nodes[placement[0][0]].gpu_model)
         agent = self.agents.agent(js, self.book.now)
         assert agent is not None
         init = agent.app.init_batch_size
@@ -741,7 +743,7 @@ class LiveRuntime:
 
 
 def _check_policy(name: str, adaptive: bool) -> None:
-    """A policy that decides on the jobs' agents alone (pollux) runs live when every job is adaptive (its agent
+    """A policy that decides on the jobs' agents alone (pollux, sia) runs live when every job is adaptive (its agent
     measured live: :mod:`gpuweave.live.agents`); any other policy with needs is refused, as a simulation-only one."""
     if adaptive and policy_class(name).decides_on_agents:
         return

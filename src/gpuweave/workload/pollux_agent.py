@@ -81,8 +81,9 @@ class AgentState:
             out.other_types = {k: (dict(p), perf) for k, (p, perf) in self.other_types.items()}
         return out
 
-    def switch_type(self, gpu_type: str, app: PolluxApp) -> None:
-        """Run on ``gpu_type`` with its tables ``app``: its own profile and fit (Sia's per-type ones) come in."""
+    def switch_type(self, gpu_type: str, app: PolluxApp | BatchLimits) -> None:
+        """Run on ``gpu_type`` with its tables ``app`` (a live job: its batch limits, the same on every type): its own
+        profile and fit (Sia's per-type ones) come in."""
         if gpu_type != self.gpu_type:
             if self.gpu_type is not None:
                 self.other_types[self.gpu_type] = (self.profile, self.perf)

@@ -14,6 +14,12 @@ current one is multiplied by Pollux's re-allocation factor (restart penalties pe
 imagenet 250 s, bert 120 s, yolov3 45 s, deepspeech2 25 s, others 30 s), raised to ``p`` and rounded to two
 decimals. Placement: Sia's fast placement per type (whole nodes first, round-robin).
 
+Live (:mod:`gpuweave.live.agents`; ``decides_on_agents``), the agents are the adaptive jobs' own, fitted per GPU
+type on what their workers measure (``fits_per_gpu_type``), and Sia's tables give way to the run's: a job's batch
+limits on every type (its trace's), its largest batch (``max_batch_size``), the nodes of each type in the cluster
+and their GPUs, and, for the projection, the ratio of the profile source's one-GPU rates of the job's type
+(:class:`_LiveTables`).
+
 The jobs' progress follows Sia's job model on the agents' clock (:mod:`gpuweave.workload.sia`,
 :mod:`gpuweave.cluster.adaptive_clock`): each job picks its batch on its placement (up to its application's
 largest), measures and refits per GPU type.
@@ -51,7 +57,7 @@ from gpuweave.workload.traces.pollux import submit_order
 
 if TYPE_CHECKING:
     from gpuweave.cluster.state import ClusterView, JobState, Placement
-    from gpuweave.workload.pollux import PolluxApp
+    from gpuweave.workload.pollux import BatchLimits, PolluxApp
     from gpuweave.workload.pollux_agent import AgentState
 
 # sia.py's get_restart_penalty: matched against the job's name, in this order
@@ -69,12 +75,58 @@ def restart_penalty(job_id: str) -> float:
     return DEFAULT_PENALTY
 
 
+class _SimTables:
+    """What the program reads of Sia's job model (simulated runs): each application's tables per GPU type."""
+
+    def __init__(self, model: SiaJobModel) -> None:
+        self.model = model
+
+    def app(self, js: JobState, agent: AgentState, gpu_type: str) -> PolluxApp | BatchLimits:
+        return self.model.app_on(js.job.job_type, gpu_type)[0]
+
+    def largest_batch(self, js: JobState, agent: AgentState) -> int:
+        return self.model.app_of(js.job.job_type)[1]
+
+    def max_nodes(self, gpu_type: str, in_cluster: int) -> int:
+        return min(in_cluster, self.model.max_nodes(gpu_type))
+
+    def per_node(self, gpu_type: str, view: ClusterView) -> int:
+        return self.model.per_node[gpu_type]
+
+    def ratio(self, js: JobState, app_name: str, gpu_type: str, source: str, view: ClusterView) -> float:
+        """One-GPU throughput on ``gpu_type`` over ``source`` (Sia's ``compute_throughput_ratios``)."""
+        return self.model.atomic_throughput(app_name, gpu_type) / self.model.atomic_throughput(app_name, source)
+
+
+class _LiveTables:
+    """The same questions answered by a live run (module docstring): the job's own batch limits on every type, the
+    cluster's nodes, and the run's profile source for the projection's ratio."""
+
+    def app(self, js: JobState, agent: AgentState, gpu_type: str) -> PolluxApp | BatchLimits:
+        return agent.app
+
+    def largest_batch(self, js: JobState, agent: AgentState) -> int:
+        return agent.app.max_batch_size
+
+    def max_nodes(self, gpu_type: str, in_cluster: int) -> int:
+        return in_cluster
+
+    def per_node(self, gpu_type: str, view: ClusterView) -> int:
+        return view.nodes[view.nodes_by_model[gpu_type][0]].num_gpus
+
+    def ratio(self, js: JobState, app_name: str, gpu_type: str, source: str, view: ClusterView) -> float:
+        rates = [view.profiles.rate(js.job.job_type, t, 1, True) for t in (gpu_type, source)]
+        return rates[0] / rates[1] if rates[0] > 0 and rates[1] > 0 else 1.0
+
+
 @register_policy("sia")
 class SiaPolicy(ClusterPolicy):
     """Sia's goodput ILP per round on heterogeneous GPUs, on Sia's job model (module docstring)."""
 
     default_round_length = 60.0
     needs = "sia"  # Sia's job model and adaptive jobs: not a policy for any trace
+    decides_on_agents = True  # live: the adaptive jobs' measured agents (gpuweave.live.agents)
+    fits_per_gpu_type = True
     fixed_batches = ()  # the jobs pick their batches (the simulator runs their agents)
 
     def __init__(
@@ -100,24 +152,29 @@ class SiaPolicy(ClusterPolicy):
         self._goodputs: dict[tuple[object, ...], np.ndarray] = {}
 
     def schedule(self, view: ClusterView) -> Decision:
-        model = view.profiles
-        if not isinstance(model, SiaJobModel):
-            raise InputError("sia needs Sia's job model as profiles (a Sia traces directory)", field="profiles")
         jobs = sorted(
             [*view.running.values(), *view.pending.values()], key=lambda js: (submit_order(js.job), js.job.arrival)
         )
         if not jobs:
             return Decision()
+        agents = [view.job_agent(js) for js in jobs]
+        model = view.profiles
+        tables: _SimTables | _LiveTables
+        if isinstance(model, SiaJobModel):
+            tables = _SimTables(model)
+        elif all(agent is not None for agent in agents):  # a live run's adaptive jobs (gpuweave.live.agents)
+            tables = _LiveTables()
+        else:
+            raise InputError("sia needs Sia's job model as profiles (a Sia traces directory)", field="profiles")
         types = view.models
         nodes = {t: view.nodes_by_model[t] for t in types}
         configs = [  # Sia plans with at most its tables' nodes of a type (max_physical_nodes)
             (r, n, g)
             for r, t in enumerate(types)
-            for n, g in configurations(view.nodes[nodes[t][0]].num_gpus, min(len(nodes[t]), model.max_nodes(t)))
+            for n, g in configurations(view.nodes[nodes[t][0]].num_gpus, tables.max_nodes(t, len(nodes[t])))
         ]
         now = view.now
-        agents = [view.job_agent(js) for js in jobs]
-        G = np.vstack([self._row(model, js, agent, types, configs, view) for js, agent in zip(jobs, agents)])
+        G = np.vstack([self._row(tables, js, agent, types, configs, view) for js, agent in zip(jobs, agents)])
         pinned = {}
         for i, (js, agent) in enumerate(zip(jobs, agents)):
             assert agent is not None
@@ -159,7 +216,7 @@ class SiaPolicy(ClusterPolicy):
 
     def _row(
         self,
-        model: SiaJobModel,
+        tables: _SimTables | _LiveTables,
         js: JobState,
         agent: AgentState | None,
         types: list[str],
@@ -168,9 +225,8 @@ class SiaPolicy(ClusterPolicy):
     ) -> np.ndarray:
         """The job's goodput per configuration, normalised to its smallest (sia.py's ``optimize_mip``, float32)."""
         assert agent is not None
-        job_type = js.job.job_type
-        apps = {t: model.app_on(job_type, t)[0] for t in types}
-        batch = model.app_of(job_type)[1]
+        apps = {t: tables.app(js, agent, t) for t in types}
+        batch = tables.largest_batch(js, agent)
         fits = {t: agent.perf_on(t) if agent.grad is not None else None for t in types}
         most = {
             t: min(
@@ -196,10 +252,9 @@ class SiaPolicy(ClusterPolicy):
                 values = self._goodput(js, agent, t, apps[t], batch, nodes, gpus)
             else:
                 assert source is not None
-                per_node = model.per_node[source]
+                per_node = tables.per_node(source, view)
                 translated = np.ceil(gpus / per_node)
-                app_name = apps[t].name
-                ratio = model.atomic_throughput(app_name, t) / model.atomic_throughput(app_name, source)
+                ratio = tables.ratio(js, apps[t].name, t, source, view)
                 values = self._goodput(js, agent, source, apps[source], batch, translated, gpus) * np.float32(ratio)
             row[idx] = values.astype(np.float32)
         known = [row[[k for k, c in enumerate(configs) if c[0] == r]] for r in range(len(types)) if r not in unknown]
@@ -216,7 +271,7 @@ class SiaPolicy(ClusterPolicy):
         js: JobState,
         agent: AgentState,
         gpu_type: str,
-        app: PolluxApp,
+        app: PolluxApp | BatchLimits,
         batch: int,
         nodes: np.ndarray,
         gpus: np.ndarray,
