@@ -16,6 +16,7 @@ from gpuweave.errors import InputError
 from gpuweave.results import config_key
 from gpuweave.workload.job import Job, scale_arrivals
 from tests.cli_harness import run_cli
+from tests.test_cli_bad_input import check_one_error
 
 JOB_TYPE = "ResNet-18 (batch size 32)"
 #: arrivals 100, 700, 1900 (gaps 600 and 1200), run times 3600, 1800, 600: on gavel-60 none of them waits
@@ -31,17 +32,6 @@ def gpuweave(*args, cwd):
 def jobs_of(run_dir: Path) -> dict[str, dict[str, str]]:
     with open(run_dir / "jobs.csv", newline="") as fh:
         return {row["job_id"]: row for row in csv.DictReader(fh)}
-
-
-def check_one_error(r, *needles: str) -> str:
-    """The user-error contract (tests/test_cli_bad_input.py): exit 2, one line ``error: ...``, no traceback."""
-    assert r.returncode == 2, (r.returncode, r.stdout[-500:], r.stderr[-2000:])
-    assert "Traceback" not in r.stderr, r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 @pytest.fixture
