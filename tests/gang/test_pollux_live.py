@@ -79,11 +79,20 @@ def check_elastic_run(out, most: int, late: float = LATE) -> list[int]:
     equivalent = next(step for step in sorted(curve) if curve[step] <= loss)
     print(f"loss {loss:.6g}: the reference's after {equivalent} steps ({equivalent / WORK - 1:+.1%} of its progress)")
     assert abs(equivalent / WORK - 1) <= PROGRESS_TOLERANCE
-    # adaptation.csv as a simulation writes it: one row per attempt, the report's batch figure from it
+    # adaptation.csv as a simulation writes it: rows a minute (simulated) apart, back to back from each attempt's
+    # decision to its end, at the attempt's GPUs and batch; the report's batch figure from it
     with open(out / "adaptation.csv") as fh:
         adapted = [r for r in csv.DictReader(fh) if r["job_id"] == "elastic"]
-    assert [int(r["batch_size"]) for r in adapted] == batches and [int(r["gpus"]) for r in adapted] == gpus
-    assert all(0 < float(r["stat_efficiency"]) <= 1 and float(r["goodput"]) > 0 for r in adapted)
+    starts = [float(r["planned_start"]) for r in mine]
+    firsts = [i for i, r in enumerate(adapted) if any(abs(float(r["start"]) - t) < 1e-6 for t in starts)]
+    assert len(firsts) == len(mine) and firsts[0] == 0, (starts, [r["start"] for r in adapted])
+    for attempt, (lo, hi) in enumerate(zip(firsts, [*firsts[1:], len(adapted)])):
+        rows_of = adapted[lo:hi]
+        assert {(int(r["gpus"]), int(r["batch_size"])) for r in rows_of} == {(gpus[attempt], batches[attempt])}
+        assert all(float(a["end"]) == float(b["start"]) for a, b in zip(rows_of, rows_of[1:]))
+        assert all(float(r["end"]) - float(r["start"]) <= 90 for r in rows_of[1:-1])  # 60 s, and the polls between
+    assert len(adapted) > len(mine)  # the long attempts have a row a minute
+    assert all(0 < float(r["stat_efficiency"]) <= 1 and float(r["goodput"]) >= 0 for r in adapted)
     assert float(adapted[-1]["end"]) > float(other["planned_start"])  # it was still running then
     page = render_report([out], out / "report").read_text()
     assert "Adaptive jobs: batch, efficiency and goodput" in page

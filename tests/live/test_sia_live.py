@@ -71,6 +71,6 @@ def test_sia_decides_live_on_fits_per_gpu_type_measured_by_the_workers(tmp_path)
         assert {t for t in RATES if agent.perf_on(t) is not None} == types, (job, types)
     with open(out / "adaptation.csv") as fh:
         adapted = list(csv.DictReader(fh))
-    assert [(r["job_id"], r["gpu_model"]) for r in adapted] == [
-        (r["job_id"], r["placement"].split("-")[0].upper()) for r in sorted(rows, key=lambda r: r["job_id"])
-    ]
+    # a row a minute of each attempt, at its GPU type
+    assert {(r["job_id"], r["gpu_model"]) for r in adapted} == {(j, t) for j, types in used.items() for t in types}
+    assert len(adapted) > len(rows)

@@ -67,6 +67,9 @@ class Attempt:
     lost_node: str = ""  # its name
     requeued: str = ""  # why the cluster manager ended it though nothing failed (Executor.ended_by_cluster)
     ended_sim: float | None = None  # simulated time its last worker was seen gone (None: running, or journalled)
+    # an adaptive job's first copy's reports, one per ADAPTATION_EVERY_S simulated seconds: (simulated time, status),
+    # the rows of its adaptation.csv (gpuweave.live.results.adaptations)
+    samples: list[tuple[float, WorkerStatus]] = field(default_factory=list)
 
     @property
     def workers(self) -> list[Worker]:

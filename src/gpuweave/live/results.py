@@ -117,9 +117,12 @@ def write_live_run(runtime: LiveRuntime, out: Path) -> dict[str, Any]:
 
 
 def adaptations(runtime: LiveRuntime) -> list[Adaptation]:
-    """One :class:`~gpuweave.cluster.adaptive_clock.Adaptation` per ended attempt of an adaptive job that reported
-    its batch and gradients: from its decision to its end (simulated s), the launch as its idle part, the batch the
-    agent picked, the measured throughput (samples/s) and efficiency. Live jobs' epochs are not known: 0."""
+    """The :class:`~gpuweave.cluster.adaptive_clock.Adaptation` rows of each ended attempt of an adaptive job that
+    reported its batch and gradients: one per sample the runtime kept of its reports (every
+    ``ADAPTATION_EVERY_S`` simulated seconds, as Pollux's simulator logs each interval), from the attempt's decision
+    to its end (simulated s), each with the batch the agent picked, the throughput (samples/s) and the efficiency
+    the workers reported then; the launch is the first row's idle part. An attempt with no sample (journalled by a
+    runtime that was killed) is one row from its last report. Live jobs' epochs are not known: 0."""
     nodes, scale, rows = runtime.nodes, runtime.ex.time_scale, []
     for job in runtime.jobs.values():
         if job.js.job_id not in runtime.agents:
@@ -133,16 +136,20 @@ def adaptations(runtime: LiveRuntime) -> list[Adaptation]:
             env = a.copies[0].workers[0].spec.env
             gpus = sum(k for _, k in a.placement)
             accum = int(env.get("GPUWEAVE_ACCUM_STEPS") or 0)
-            eff, throughput, _ = _speed(status, status.steps_per_s / scale)
             first = runtime.start_time + (a.first_step_wall - runtime.wall0) * scale
             start, end = a.decided_sim, max(a.ended_sim, a.decided_sim)
-            rows.append(
-                Adaptation(
-                    start, end, job.js.job_id, "+".join(sorted({nodes[n].gpu_model for n, _ in a.placement})),
-                    len(a.placement), gpus, status.batch_size, status.batch_size // (gpus * (accum + 1)), accum, 0,
-                    min(max(0.0, first - start), end - start), throughput, eff,
-                )
-            )  # fmt: skip
+            samples = [(t, st) for t, st in a.samples if start < t < end] or [(start, status)]
+            bounds = [start, *(t for t, _ in samples[1:]), end]
+            model = "+".join(sorted({nodes[n].gpu_model for n, _ in a.placement}))
+            for (_, sample), lo, hi in zip(samples, bounds, bounds[1:]):
+                eff, throughput, _ = _speed(sample, sample.steps_per_s / scale)
+                idle = min(max(0.0, first - start), hi - lo) if lo == start else 0.0
+                rows.append(
+                    Adaptation(
+                        lo, hi, job.js.job_id, model, len(a.placement), gpus, sample.batch_size,
+                        sample.batch_size // (gpus * (accum + 1)), accum, 0, idle, throughput, eff,
+                    )
+                )  # fmt: skip
     return rows
 
 

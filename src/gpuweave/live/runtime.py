@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -51,6 +51,8 @@ from gpuweave.workload.profile_source import ProfileSource
 #: seconds the crash verdict on a gang waits for its other workers' ends once one has failed (LiveRuntime._settling)
 CRASH_SETTLE_S = 3.0
 MIN_MEASURE_STEPS = 5  # a rate is measured once a copy has done this many steps
+#: simulated seconds between an adaptive attempt's samples for adaptation.csv (Pollux's simulator logs every 60 s)
+ADAPTATION_EVERY_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,7 +450,13 @@ class LiveRuntime:
     def _measure_adaptive(self, job_id: str, attempt: Attempt) -> None:
         """An adaptive job's workers' profile and gradient statistics to its agent (times in simulated seconds)."""
         status = attempt.copies[0].status if attempt.copies else None
-        if status is None or status.step_time is None or status.sync_time is None:
+        if status is None:
+            return
+        now = self.book.now
+        reported = status.grad_sqr is not None and status.grad_var is not None and status.batch_size > 0
+        if reported and (not attempt.samples or now - attempt.samples[-1][0] >= ADAPTATION_EVERY_S):
+            attempt.samples.append((now, replace(status)))  # a row of adaptation.csv (live.results.adaptations)
+        if status.step_time is None or status.sync_time is None:
             return
         scale = self.ex.time_scale
         grad = None if status.grad_sqr is None or status.grad_var is None else (status.grad_sqr, status.grad_var)
