@@ -366,3 +366,76 @@ def test_bench_replay_times_each_placement_beside_best_fit(tmp_path):
     assert all(run["jobs"] == 40 and run["cpu_s"] >= 0 and "mean_fragment_ratio_pct" in run for run in result["runs"])
     with pytest.raises(InputError, match="unknown placement rule 'packed'|places whole-GPU gangs"):
         bench_replay(trace, str(cluster), ["packed"])
+
+
+def _tiresias(nodes, jobs, **options):
+    return simulate(nodes, jobs, policy="tiresias", placement="best-fit", round_length=100, thresholds=[100], **options)
+
+
+def test_tiresias_preempts_a_demoted_task_for_a_new_one_and_its_share_serves_the_new_one_at_once():
+    """Tiresias on shared GPUs: a task past the first threshold (attained service in milli-GPU-seconds of its share)
+    gives way to a new one in queue 0; its share is free for the new task in the same decision, it resumes when
+    the new one leaves, and nothing is held at the end."""
+    nodes = nodes_of([("V100", 1, 8000)])
+    jobs = [task("a", 0, 1000, 1000), task("b", 150, 100, 600)]
+    sim, rec = _tiresias(nodes, jobs)
+    by = {js.job_id: js for js in rec.jobs}
+    assert by["b"].first_start == 200.0  # the first round after it arrived
+    stops = [a for a in rec.allocations if a.job_id == "a" and a.gpus == 0]
+    assert stops[0].time == 200.0 and by["a"].restarts == 1  # preempted for b at that round, resumed later
+    assert by["b"].end == 300.0 and by["a"].end == 1100.0  # resumed at 300: 200 + 800 s of work left
+    assert by["a"].attained_gpu_seconds == pytest.approx(1000.0) and by["b"].attained_gpu_seconds == pytest.approx(60)
+    ledger = sim.book.shares
+    assert ledger.nodes.gpu_used_milli == 0 and not ledger.assignments and not ledger.unheld
+
+
+def test_tiresias_keeps_a_demoted_task_whose_share_leaves_room():
+    nodes = nodes_of([("V100", 1, 8000)])
+    jobs = [task("a", 0, 1000, 500), task("b", 150, 100, 400)]
+    _, rec = _tiresias(nodes, jobs)
+    by = {js.job_id: js for js in rec.jobs}
+    assert by["a"].restarts == 0 and by["a"].end == 1000.0 and by["b"].first_start == 200.0
+    # its service counts its half of the GPU: 500 s past the threshold of 100 GPU-seconds is demoted at 200 s
+    assert by["a"].attained_gpu_seconds == pytest.approx(500.0)
+
+
+def test_tiresias_composes_with_every_task_placement_within_capacity():
+    nodes = nodes_of([("V100", 2, 4000), ("T4", 1, 16000)])
+    jobs = [task(f"j{i}", i * 3.0, 40 + (i * 7) % 50, (150, 400, 1000, 700)[i % 4], cpu_milli=1000) for i in range(60)]
+    for placement in ("fgd", "best-fit", "random", "dotprod", "gpu-clustering", "gpu-packing"):
+        sim, rec = simulate(nodes, jobs, policy="tiresias", placement=placement, round_length=30, thresholds=[20])
+        assert all(js.end is not None for js in rec.jobs), placement
+        assert sum(js.restarts for js in rec.jobs) > 0, placement  # it preempted
+        ledger = sim.book.shares
+        assert ledger.nodes.gpu_used_milli == 0 and not ledger.assignments and not ledger.unheld
+        assert (ledger.nodes.cpu_free == ledger.table.cpu_milli).all()
+        share = {js.job_id: js.job.attrs["gpu_milli"] for js in rec.jobs}
+        used = [0, 0, 0]
+        for _, take, job_id, node in sorted((a.time, a.gpus > 0, a.job_id, a.node) for a in rec.allocations):
+            used[node] += share[job_id] if take else -share[job_id]
+            assert 0 <= used[node] <= 1000 * nodes[node].num_gpus, placement
+
+
+def test_a_plans_stop_the_decision_does_not_preempt_is_refused_and_the_share_taken_back():
+    from gpuweave.cluster.decision import Plan
+
+    nodes = nodes_of([("V100", 1, 8000)])
+    jobs = [task("a", 0, 10, 600), task("b", 0, 10, 600)]
+    sim = Simulator(
+        nodes, jobs, make_policy("tiresias"), TracedDurations(), POWER, placement=make_task_placement("best-fit")
+    )
+    book, view = sim.book, sim.view
+    for js in book.states:
+        book.arrive(js)
+    book.apply(Decision(assign={"a": ((0, 1),)}), "test")
+    held = book.shares.nodes.gpu_free.copy()
+    plan = Plan(view)
+    plan.stop(book.running["a"])
+    assert book.shares.nodes.gpu_used_milli == 0 and plan.free[0] == 1  # free for the plan's later starts
+    plan.start(book.pending["b"], ((0, 1),))
+    with pytest.raises(InvalidDecisionError, match="does not preempt"):
+        book.apply(Decision(assign=dict(plan.decision.assign)), "test")
+    assert (book.shares.nodes.gpu_free == held).all() and not book.shares.unheld and not book.shares.provisional
+    # a decision built without a plan: the preempted task's share serves the start of the same decision
+    book.apply(Decision(assign={"b": ((0, 1),)}, preempt=["a"]), "test")
+    assert set(book.running) == {"b"} and book.shares.nodes.gpu_used_milli == 600

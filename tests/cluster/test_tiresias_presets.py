@@ -58,6 +58,7 @@ class FakeView:
         self.now = now
         self.running = {js.job.job_id: js for js in states}
         self.pending: dict[str, JobState] = {}
+        self.shares = None  # whole GPUs
         self._service = service
 
     def attained_service(self, js: JobState) -> float:

@@ -102,3 +102,42 @@ def test_slurm_shards_are_read_from_the_nodes_and_required_for_a_shared_run(tmp_
     node = Node(0, "gw2-a100", "A100-40GB", 8, 0.1, 1.0, sharing="fraction")
     with pytest.raises(InputError, match="Slurm node gw2 has no shard GRES for its a100s"):
         executor.check_shares([node])
+
+
+def test_tiresias_preempts_a_shared_task_live_and_it_resumes_from_its_checkpoint(tmp_path):
+    """Tiresias on shared GPUs, live (local executor): a task demoted past the first threshold gives its GPU to a new
+    one at the next round, is stopped at a checkpoint, and resumes once the new task has finished (the new task's
+    60 s at 0.6 of the GPU stay below the threshold of 60 GPU-seconds, however slow the machine)."""
+    (tmp_path / "cluster.yaml").write_text(
+        "name: one-v100\nnodes:\n- {gpu: V100, gpus_per_node: 1, cpu_milli: 16000, memory_mib: 65536, "
+        "sharing: fraction}\n"
+    )
+    rows = ["job_id,arrival,num_gpus,job_type,duration,gpu_milli,cpu_milli,memory_mib"]
+    rows += ["long,0,1,any,600,1000,2000,4096", "new,150,1,any,60,600,2000,4096"]
+    (tmp_path / "trace.csv").write_text("\n".join(rows) + "\n")
+    config = {
+        "policy": "tiresias",
+        "policy_options": {"thresholds": [60]},
+        "round_length": 100,
+        "cluster": "cluster.yaml",
+        "trace": "trace.csv",
+        "profiles": "traced",
+        "placement_rule": "best-fit",
+        "restart_delay": 0,
+        "executor": {"time_scale": 200, "checkpoint_every": 0.2, "poll_interval": 0.03},
+    }
+    (tmp_path / "run.json").write_text(json.dumps(config))
+    out = tmp_path / "out"
+    runtime = LiveRuntime(load_live_config(tmp_path / "run.json"), LocalExecutor(), out, config_dir=tmp_path)
+    runtime.run()
+    summary = write_live_run(runtime, out)
+    assert summary["completed"] == 2
+    import csv
+
+    rows = list(csv.DictReader((out / "live.csv").open()))
+    long = [r for r in rows if r["job_id"] == "long"]
+    new = [r for r in rows if r["job_id"] == "new"]
+    assert [r["outcome"] for r in long] == ["stopped", "done"] and [r["outcome"] for r in new] == ["done"]
+    assert float(long[1]["planned_start"]) >= float(new[0]["planned_start"])  # resumed after the new task started
+    steps = [int(float(r["steps"])) for r in long]
+    assert steps[0] > 0 and sum(steps) <= 600 + 1  # the second attempt went on from the first's checkpoint

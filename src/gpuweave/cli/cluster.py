@@ -75,7 +75,8 @@ def simulate(
         None,
         "--placement-rule",
         help="Where a gang goes on a GPU model (gpuweave cluster placements; default packed), or a task placement "
-        "(fgd, best-fit, ...): jobs then share GPUs by their gpu_milli, cpu_milli and memory_mib (fifo, sjf, yarn-cs).",
+        "(fgd, best-fit, ...): jobs then share GPUs by their gpu_milli, cpu_milli and memory_mib "
+        "(fifo, sjf, yarn-cs, tiresias).",
     ),
     extrapolate: Optional[bool] = typer.Option(
         None,

@@ -682,13 +682,13 @@ class ClusterBook:
         return self._stop_and_start(stops, starts)
 
     def _settle_shares(self, stops: list[JobState], starts: list[Start], policy: str) -> None:
-        """A shared run's decision, checked against the ledger's free shares before anything changes: tasks start
-        and end, and are never stopped or moved (the policies that drive a shared run do neither)."""
+        """A shared run's decision, checked against the ledger's free shares before anything changes: tasks start,
+        end and are preempted, and are never moved (a preempted task starts again at a later decision)."""
         assert self.shares is not None
-        if stops or any(js.placement is not None for js, _, _ in starts):
-            raise InvalidDecisionError(f"{self._who(policy)}: a run on shared GPUs neither preempts nor moves tasks")
+        if any(js.placement is not None for js, _, _ in starts):
+            raise InvalidDecisionError(f"{self._who(policy)}: a run on shared GPUs does not move tasks")
         try:
-            self.shares.settle([(js, placement) for js, placement, _ in starts])
+            self.shares.settle([(js, placement) for js, placement, _ in starts], [js.job.job_id for js in stops])
         except InvalidDecisionError as exc:
             raise InvalidDecisionError(f"{self._who(policy)}: {exc}") from None
 

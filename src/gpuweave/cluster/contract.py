@@ -42,7 +42,8 @@ class ClusterPolicy(ABC):
     default_round_length: ClassVar[float | None] = None
     default_reacts_to_events: ClassVar[bool] = False
     forks_jobs: ClassVar[bool] = False
-    # places every job through ClusterView.placement and never preempts: a task placement can drive it (shared GPUs)
+    # can place every job through ClusterView.placement (and never moves a running one): a task placement can drive
+    # it (shared GPUs; a preempted task gives its share back, gpuweave.cluster.sharing.ledger)
     places_tasks: ClassVar[bool] = False
     # what the run must give it beyond any trace and profile store (None: nothing; "pollux": Pollux's job model and
     # elastic jobs, as Optimus in Pollux's simulator): such a policy is left out of policy_names()

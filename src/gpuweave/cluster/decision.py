@@ -121,4 +121,10 @@ class Plan:
             self.free_by_model[nodes[node].gpu_model] += n
         if self.free_index is not None:
             self.touched.update(node for node, _ in js.placement)
+        if self.shares is not None:  # its share is free for this plan's later starts (ShareLedger.unhold)
+            self.shares.unhold(js.job.job_id)
+            for node, _ in js.placement:
+                opened = self.shares.open_gpus(node)
+                self.free_by_model[nodes[node].gpu_model] += opened - self.free[node]
+                self.free[node] = opened
         self.decision.preempt.append(js.job.job_id)

@@ -272,9 +272,12 @@ class ClusterView:
         return None if agents is None else agents.agent(js, self._book.now)
 
     def attained_service(self, js: JobState) -> float:
-        """GPU-seconds the job has held so far (Tiresias' attained service)."""
+        """GPU-seconds the job has held so far (Tiresias' attained service); in a shared run its share of each GPU
+        counts, as the book counts it when the job leaves its GPUs."""
         placement = js.placement
         if placement is None:
             return js.attained_gpu_seconds
-        held = placement[0][1] if len(placement) == 1 else sum(k for _, k in placement)
+        held: float = placement[0][1] if len(placement) == 1 else sum(k for _, k in placement)
+        if self.shares is not None:
+            held *= self.shares.share(js.job.job_id)
         return js.attained_gpu_seconds + (self._book.now - js.seg_start) * held

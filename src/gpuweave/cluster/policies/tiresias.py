@@ -27,6 +27,12 @@ Presets (``preset``, one option; any option given explicitly wins over its prese
   row order, ``Job.attrs["submit_order"]`` as the Pollux importer sets it). Pollux's simulator also charges a 30 s
   re-scale delay on every allocation: run it with ``restart_delay: 30`` and ``start_delay: 30``.
 
+Shared GPUs (a run whose ``placement_rule`` is a task placement, :mod:`gpuweave.cluster.sharing.ledger`; our
+extension, Tiresias places whole GPUs): attained service counts each task's share of its GPUs; pass 1 chooses in
+priority order by milli-GPUs per model (a task's share times its GPUs) instead of GPUs; kept tasks stay, the other
+running tasks are preempted (never moved), and the chosen waiting tasks go where the run's task placement puts them,
+on any model they may use, in priority order; one that finds no node waits for a later round.
+
 Complexity per round: O(A log A) to sort A active jobs plus O(A x nodes of a model) placement; O(1) for a round
 after a round that changed nothing when no job arrived, started or finished since and none changed queue (the
 same jobs would be chosen on the same GPUs, drawing no random number).
@@ -44,10 +50,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpuweave.cluster.contract import ClusterPolicy
-from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.decision import Decision, Plan
 from gpuweave.cluster.placement import CapacityCache, CapacityScratch, fewest_nodes, spread
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.rate_table import RateTableCache
+from gpuweave.workload.tasks import FULL_GPU_MILLI
 from gpuweave.workload.traces.pollux import submit_order
 
 if TYPE_CHECKING:
@@ -89,6 +96,7 @@ def single_type_placement(
 @register_policy("tiresias")
 class TiresiasPolicy(ClusterPolicy):
     default_round_length = 360.0
+    places_tasks = True  # in a shared run it places through the run's task placement (_choose_shares)
 
     def __init__(
         self,
@@ -163,9 +171,7 @@ class TiresiasPolicy(ClusterPolicy):
             js = running.get(job_id)
             if js is not None:
                 self._observe_running(js, view)
-        cross = self._cross
-        while cross and cross[0][0] - 1e-6 * max(1.0, abs(cross[0][0])) <= now:
-            _, job_id, version = heapq.heappop(cross)
+        for _, job_id, version in self._due_crossings(now):
             js = running.get(job_id)
             if js is not None and js.version == version:
                 self._observe_running(js, view)
@@ -189,6 +195,17 @@ class TiresiasPolicy(ClusterPolicy):
             self._rebuild(view)
         return self._order
 
+    def _due_crossings(self, now: float) -> list[tuple[float, str, int]]:
+        """The threshold crossings due by ``now`` (within a relative 1e-6), taken off the heap. All are popped before
+        any is observed: a crossing re-pushed within the tolerance of now (a job just short of its threshold, as a
+        task holding a share of its GPU can be) waits for the next round instead of being popped again at this same
+        instant, forever."""
+        cross = self._cross
+        due: list[tuple[float, str, int]] = []
+        while cross and cross[0][0] - 1e-6 * max(1.0, abs(cross[0][0])) <= now:
+            due.append(heapq.heappop(cross))
+        return due
+
     def _no_longer_running(
         self, running: Mapping[str, JobState], pending: Mapping[str, JobState]
     ) -> tuple[list[str], list[str]]:
@@ -209,10 +226,19 @@ class TiresiasPolicy(ClusterPolicy):
         queue = self.queue_of(service)
         self._observe(js, queue, view.now)
         if queue < len(self.thresholds):
-            p: Placement = js.placement  # type: ignore[assignment]  # a running job has a placement
-            held = p[0][1] if len(p) == 1 else sum(k for _, k in p)
-            due = view.now + (self.thresholds[queue] - service) / held
-            heapq.heappush(self._cross, (due, js.job.job_id, js.version))
+            held = self._service_rate(js, view)
+            if held > 0:  # a CPU-only task of a shared run attains no GPU service
+                due = view.now + (self.thresholds[queue] - service) / held
+                heapq.heappush(self._cross, (due, js.job.job_id, js.version))
+
+    @staticmethod
+    def _service_rate(js: JobState, view: ClusterView) -> float:
+        """GPU-seconds a running job attains per second: its GPUs, times its share of each in a shared run."""
+        p: Placement = js.placement  # type: ignore[assignment]  # a running job has a placement
+        held: float = p[0][1] if len(p) == 1 else sum(k for _, k in p)
+        if view.shares is not None:
+            held *= view.shares.share(js.job.job_id)
+        return held
 
     def _key(self, js: JobState, queue: int, entered: float) -> OrderKey:
         job = js.job
@@ -274,8 +300,8 @@ class TiresiasPolicy(ClusterPolicy):
         for js in view.running.values():
             service = view.attained_service(js)
             queue = self.queue_of(service)
-            if queue < len(self.thresholds):
-                held = sum(k for _, k in js.placement)  # type: ignore[union-attr,misc]  # running: placed
+            held = self._service_rate(js, view)
+            if queue < len(self.thresholds) and held > 0:
                 first = min(first, view.now + (self.thresholds[queue] - service) / held)
         return first - 1e-6 * max(1.0, abs(first)) if first < math.inf else first
 
@@ -286,8 +312,13 @@ class TiresiasPolicy(ClusterPolicy):
         order = self._priority_order(view)
         capacity = self._capacity.refresh(view)
         node_models = capacity.node_models
-        kept, others = self._choose(order, dict(capacity.gpus_by_model), table, col, node_models, self._models(view))
-        decision, placed = self._decide(view, kept, others, table, col)
+        if view.shares is not None:
+            kept, others = self._choose_shares(order, view, table, col, node_models)
+            decision, placed = self._decide_shares(view, kept, others)
+        else:
+            left = dict(capacity.gpus_by_model)
+            kept, others = self._choose(order, left, table, col, node_models, self._models(view))
+            decision, placed = self._decide(view, kept, others, table, col)
         self._was_running = set(view.running)
         self._was_running.update(placed)
         self._touched = set(decision.assign)
@@ -336,6 +367,58 @@ class TiresiasPolicy(ClusterPolicy):
                 room = max(left.values())
             others.append((js, model))
         return kept, others
+
+    def _choose_shares(
+        self, order: list[OrderKey], view: ClusterView, table: RateTable, col: dict[str, int], node_models: list[str]
+    ) -> tuple[list[JobState], list[tuple[JobState, str]]]:
+        """Pass 1 of a shared run: as :meth:`_choose`, counting milli-GPUs (a task's share of each of its GPUs times
+        its GPUs; a whole GPU where the cluster does not share) instead of GPUs, per model. A running task whose
+        model has no room left is not chosen (a task is never moved: it is preempted and waits)."""
+        shares = view.shares
+        assert shares is not None
+        left = {m: FULL_GPU_MILLI * k for m, k in self._capacity.gpus_by_model.items()}
+        models = self._models(view)
+        kept: list[JobState] = []
+        others: list[tuple[JobState, str]] = []
+        for entry in order:
+            js: JobState = entry[-1]
+            task = shares.requests[js.job.job_id]
+            need = task.gpu_milli * task.num_gpus
+            if js.placement is not None:
+                model = node_models[js.placement[0][0]]
+                if left[model] >= need:
+                    left[model] -= need
+                    kept.append(js)
+                continue
+            n = js.job.num_gpus
+            cons = table.cons(js.job.job_type, n, js.job.allowed_models)
+            uncons = table.uncons(js.job.job_type, n, js.job.allowed_models)
+            options = [m for m in models if left[m] >= need and (cons[col[m]] > 0 or uncons[col[m]] > 0)]
+            if not options:
+                continue
+            model = options[0] if self.type_choice == "fixed" else self._rng.choice(options)
+            left[model] -= need
+            others.append((js, model))
+        return kept, others
+
+    def _decide_shares(
+        self, view: ClusterView, kept: list[JobState], others: list[tuple[JobState, str]]
+    ) -> tuple[Decision, list[str]]:
+        """Pass 2 of a shared run: kept tasks stay; every other running task is preempted, its share free at once
+        for the plan (:meth:`Plan.stop`); the chosen waiting tasks go where the run's task placement puts them, in
+        priority order, on any model they may use (as FIFO's do), or wait for a later round."""
+        plan = Plan(view)
+        if len(kept) != len(view.running):
+            kept_ids = {js.job.job_id for js in kept}
+            for job_id, js in view.running.items():
+                if job_id not in kept_ids:
+                    plan.stop(js)
+        place = view.placement.place
+        for js, model in others:
+            placement = place(plan, js, model)
+            if placement is not None:
+                plan.start(js, placement)
+        return plan.decision, list(plan.decision.assign)
 
     def _decide(
         self,

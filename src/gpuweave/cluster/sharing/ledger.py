@@ -2,9 +2,9 @@
 
 Problem: replay a trace whose jobs ask a fraction of one GPU, CPU and memory (openb's pods: creation and deletion
 times, ``gpu_milli``, ``cpu_milli``, ``memory_mib``) through the ordinary simulator, so that any queue policy that
-places through the run's rule (FIFO, SJF, YARN-CS) composes with any task placement (FGD and its baselines,
-:mod:`gpuweave.cluster.placements`), and tasks leave again when they finish (FGD's own experiment never removes a
-task: :mod:`.experiment`).
+places through the run's rule (FIFO, SJF, YARN-CS, Tiresias) composes with any task placement (FGD and its
+baselines, :mod:`gpuweave.cluster.placements`), and tasks leave again when they finish or are preempted (FGD's own
+experiment never removes a task: :mod:`.experiment`).
 
 :class:`ShareLedger` is what the book (:class:`~gpuweave.cluster.book.ClusterBook`) keeps when the run's placement is
 a task placement: the free side of every node as :class:`~.state.SharedNodes` (the arrays FGD's experiment uses),
@@ -19,10 +19,15 @@ How a decision is made and applied:
    placement chooses across GPU models, as FGD's scheduler does, not within the model the policy offers) and
    remembers its choice (:meth:`ShareLedger.choose`).
 2. ``Plan.start`` takes the share at once (:meth:`ShareLedger.take`, *provisional*), so the next job of the same
-   call sees it, and sets the plan's free counts from the ledger.
-3. ``ClusterBook.apply`` commits the provisional takes the decision names, takes any it names that were not planned
-   (checked against the free resources), and gives back the ones it does not name (:meth:`ShareLedger.settle`). A
-   decision that breaks a rule gives back every provisional take before the error is raised.
+   call sees it, and sets the plan's free counts from the ledger. ``Plan.stop`` (a preemption) gives a running
+   task's share back at once, provisionally too (:meth:`ShareLedger.unhold`), so the plan's later starts may use it;
+   not a MIG instance's, which is free from when the decision applies (its idle instance may be reused or destroyed
+   by a start, which a rollback could not undo exactly).
+3. ``ClusterBook.apply`` gives back the shares of the tasks the decision preempts (those the plan did not), commits
+   the provisional takes it names, takes any it names that were not planned (checked against the free resources),
+   and gives back the ones it does not name (:meth:`ShareLedger.settle`). A decision that breaks a rule (a plan's
+   stop it does not name among its preemptions included) gives back every provisional take, and takes back every
+   share given back, before the error is raised. A running task is never moved: it is preempted, then started.
 
 The book's integer counts mean, in a shared run: ``free[node]`` the GPUs of the node with some share free (a task
 of n GPUs needs at least n of them: a necessary condition, which the policies' quick tests read), busy GPUs per
@@ -34,6 +39,7 @@ Complexity: a choice is O(nodes x GPU slots) numpy work plus the placement's sco
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -135,6 +141,9 @@ class ShareLedger:
         self.fraction_ok = np.array([n.sharing != "whole" for n in nodes], dtype=bool)
         self.assignments: dict[str, Assignment] = {}
         self.provisional: dict[str, Assignment] = {}  # taken by the current plan, not yet applied
+        # running tasks the current plan or decision stops, whose shares are free for its starts (not yet applied)
+        self.unheld: dict[str, Assignment] = {}
+        self._given_back: set[str] = set()  # stopped by an applied decision, shares given back: release() skips them
         self._choices: dict[str, _Choice] = {}
         self._runnable: dict[tuple[str, int, tuple[str, ...] | None], np.ndarray] = {}
         self.series: list[FragmentRow] = []
@@ -259,9 +268,27 @@ class ShareLedger:
             )
         self.provisional[job_id] = nodes.assign(task, node, gpus)
 
-    def settle(self, starts: list[tuple[JobState, Placement]]) -> None:
-        """Apply a decision's starts: commit the provisional takes it names (taking the others now, checked) and
-        give back the provisional takes it does not name. On an error every provisional take is given back."""
+    def unhold(self, job_id: str) -> None:
+        """A plan stops a running task: its share, CPU and memory are free at once for the plan's later starts,
+        provisionally (see module docstring; a task on a MIG instance keeps it until the decision applies)."""
+        held = self.assignments.get(job_id)
+        if held is None or held.instances or job_id in self.unheld:
+            return
+        self.nodes.release(self.requests[job_id], held)
+        self.unheld[job_id] = held
+
+    def settle(self, starts: list[tuple[JobState, Placement]], stops: Sequence[str] = ()) -> None:
+        """Apply a decision's preemptions and starts: give back the stopped tasks' shares (but MIG instances, freed
+        when the book vacates them), commit the provisional takes it names (taking the others now, checked) and give
+        back the provisional takes it does not name. On an error every provisional take is given back and every
+        share given back taken again."""
+        stopping = set(stops)
+        if any(job_id not in stopping for job_id in self.unheld):
+            unnamed = next(job_id for job_id in self.unheld if job_id not in stopping)
+            self.rollback()
+            raise InvalidDecisionError(f"the plan stopped job '{unnamed}', which the decision does not preempt")
+        for job_id in stops:
+            self.unhold(job_id)
         try:
             for js, placement in starts:
                 job_id = js.job.job_id
@@ -276,14 +303,20 @@ class ShareLedger:
         named = {js.job.job_id for js, _ in starts}
         for job_id in [j for j in self.provisional if j not in named]:
             self.nodes.release(self.requests[job_id], self.provisional.pop(job_id))
+        self._given_back.update(self.unheld)  # the book vacates them next (release)
+        self.unheld.clear()
         self.assignments.update(self.provisional)
         self.provisional.clear()
         self._choices.clear()  # the plan's choices are spent (a later plan chooses anew)
 
     def rollback(self) -> None:
-        """Give back every provisional take (a plan that was not applied), last taken first."""
+        """Give back every provisional take (a plan that was not applied), last taken first, then take back the
+        shares of the tasks it stopped (on the GPU slots they held: the exact inverse, no MIG instance among them)."""
         for job_id in reversed(list(self.provisional)):
             self.nodes.release(self.requests[job_id], self.provisional.pop(job_id))
+        for job_id, held in self.unheld.items():
+            self.nodes.assign(self.requests[job_id], held.node, held.gpus)
+        self.unheld.clear()
         self._choices.clear()
 
     def lose_node(self, index: int) -> None:
@@ -296,9 +329,13 @@ class ShareLedger:
         nodes.version[index] += 1
 
     def release(self, job_id: str) -> Assignment:
-        """A running job leaves its GPUs: its share, CPU and memory are free again."""
+        """A running job leaves its GPUs: its share, CPU and memory are free again (given back already when an
+        applied decision preempted it: :meth:`settle`)."""
         assignment = self.assignments.pop(job_id)
-        self.nodes.release(self.requests[job_id], assignment)
+        if job_id in self._given_back:
+            self._given_back.discard(job_id)
+        else:
+            self.nodes.release(self.requests[job_id], assignment)
         return assignment
 
     # ------------------------------------------------------------------ records
