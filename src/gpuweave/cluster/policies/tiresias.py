@@ -355,18 +355,28 @@ class TiresiasPolicy(ClusterPolicy):
                     continue
             if n > room:
                 continue
-            cons = table.cons(js.job.job_type, n, js.job.allowed_models)
-            uncons = table.uncons(js.job.job_type, n, js.job.allowed_models)
-            options = [m for m in models if left[m] >= n and (cons[col[m]] > 0 or uncons[col[m]] > 0)]
-            if not options:
+            chosen = self._pick_model(js, n, models, left, table, col)
+            if chosen is None:
                 continue
-            model = options[0] if self.type_choice == "fixed" else self._rng.choice(options)
-            have = left[model]
-            left[model] = have - n
+            have = left[chosen]
+            left[chosen] = have - n
             if have == room:
                 room = max(left.values())
-            others.append((js, model))
+            others.append((js, chosen))
         return kept, others
+
+    def _pick_model(
+        self, js: JobState, need: int, models: list[str], left: dict[str, int], table: RateTable, col: dict[str, int]
+    ) -> str | None:
+        """The model a waiting job is chosen on: among those with ``need`` left (GPUs, or milli-GPUs in a shared run)
+        on which it can run, the first in ``type_order`` or one drawn at random (``type_choice``); None if none."""
+        job = js.job
+        cons = table.cons(job.job_type, job.num_gpus, job.allowed_models)
+        uncons = table.uncons(job.job_type, job.num_gpus, job.allowed_models)
+        options = [m for m in models if left[m] >= need and (cons[col[m]] > 0 or uncons[col[m]] > 0)]
+        if not options:
+            return None
+        return options[0] if self.type_choice == "fixed" else self._rng.choice(options)
 
     def _choose_shares(
         self, order: list[OrderKey], view: ClusterView, table: RateTable, col: dict[str, int], node_models: list[str]
@@ -390,15 +400,11 @@ class TiresiasPolicy(ClusterPolicy):
                     left[model] -= need
                     kept.append(js)
                 continue
-            n = js.job.num_gpus
-            cons = table.cons(js.job.job_type, n, js.job.allowed_models)
-            uncons = table.uncons(js.job.job_type, n, js.job.allowed_models)
-            options = [m for m in models if left[m] >= need and (cons[col[m]] > 0 or uncons[col[m]] > 0)]
-            if not options:
+            chosen = self._pick_model(js, need, models, left, table, col)
+            if chosen is None:
                 continue
-            model = options[0] if self.type_choice == "fixed" else self._rng.choice(options)
-            left[model] -= need
-            others.append((js, model))
+            left[chosen] -= need
+            others.append((js, chosen))
         return kept, others
 
     def _decide_shares(
