@@ -277,14 +277,14 @@ class ShareLedger:
         self.nodes.release(self.requests[job_id], held)
         self.unheld[job_id] = held
 
-    def settle(self, starts: list[tuple[JobState, Placement]], stops: Sequence[str] = ()) -> None:
+    def settle(self, starts: list[tuple[JobState, Placement]], stops: Sequence[str]) -> None:
         """Apply a decision's preemptions and starts: give back the stopped tasks' shares (but MIG instances, freed
         when the book vacates them), commit the provisional takes it names (taking the others now, checked) and give
         back the provisional takes it does not name. On an error every provisional take is given back and every
         share given back taken again."""
         stopping = set(stops)
-        if any(job_id not in stopping for job_id in self.unheld):
-            unnamed = next(job_id for job_id in self.unheld if job_id not in stopping)
+        unnamed = next((job_id for job_id in self.unheld if job_id not in stopping), None)
+        if unnamed is not None:
             self.rollback()
             raise InvalidDecisionError(f"the plan stopped job '{unnamed}', which the decision does not preempt")
         for job_id in stops:
