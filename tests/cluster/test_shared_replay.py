@@ -144,7 +144,7 @@ def test_invalid_decision_gives_back_the_plans_shares():
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: (nodes_of([("V100", 1, 8000)]), "gavel", [task("a", 0, 1, 500)]), "places jobs by its own rule"),
+        (lambda: (nodes_of([("V100", 1, 8000)]), "hadar", [task("a", 0, 1, 500)]), "places jobs by its own rule"),
         (lambda: (nodes_of([("V100", 1, 8000)]), "fifo", [task("a", 0, 1, 500, cpu_milli=9000)]), "fits on no node"),
         (lambda: (nodes_of([("V100", 1, 8000)]), "fifo", [task("a", 0, 1, 1000, num_gpus=2)]), "cannot run on any GPU"),
     ],
@@ -439,3 +439,46 @@ def test_a_plans_stop_the_decision_does_not_preempt_is_refused_and_the_share_tak
     # a decision built without a plan: the preempted task's share serves the start of the same decision
     book.apply(Decision(assign={"b": ((0, 1),)}, preempt=["a"]), "test")
     assert set(book.running) == {"b"} and book.shares.nodes.gpu_used_milli == 600
+
+
+def test_gavel_counts_shares_so_two_halves_share_a_gpu_and_a_third_is_time_sliced_in():
+    """Gavel on shared GPUs: its LP and its round's greedy pass count each task's share of a GPU (two halves fit on
+    one GPU where whole-GPU Gavel would run one); a third half gets its turn by Gavel's priorities, the task it
+    replaces preempted and its share free for it in the same decision."""
+    nodes = nodes_of([("V100", 1, 8000)])
+    jobs = [task("a", 0, 300, 500), task("b", 0, 300, 500), task("c", 0, 300, 500)]
+    sim, rec = simulate(nodes, jobs, policy="gavel", round_length=100)
+    by = {js.job_id: js for js in rec.jobs}
+    assert sorted(js.first_start for js in rec.jobs) == [0.0, 0.0, 100.0]  # two at once, the third a round later
+    assert sum(js.restarts for js in rec.jobs) > 0  # Gavel rotates them by its priorities
+    # each round runs two of the three: a and b done at 400 (two turns of two rounds), c alone in the last round
+    assert [by[j].end for j in "abc"] == [400.0, 400.0, 500.0] and [by[j].restarts for j in "abc"] == [1, 1, 1]
+    assert all(by[j].attained_gpu_seconds == pytest.approx(150.0) for j in "abc")
+    ledger = sim.book.shares
+    assert ledger.nodes.gpu_used_milli == 0 and not ledger.assignments and not ledger.unheld
+
+
+@pytest.mark.parametrize("policy", ["gavel", "gavel-min-total-duration", "gavel-ftf", "fifo-perf", "gavel-las"])
+def test_gavel_composes_with_every_task_placement_within_capacity_and_on_the_type_it_chose(policy):
+    nodes = nodes_of([("V100", 2, 4000), ("V100", 2, 8000), ("T4", 1, 16000), ("T4", 2, 8000)])
+    jobs = [task(f"j{i}", i * 3.0, 40 + (i * 7) % 50, (150, 400, 1000, 700)[i % 4], cpu_milli=1000) for i in range(80)]
+    jobs += [task("t4-only", 1.0, 60, 300, allowed=("T4",))]
+    for placement in ("fgd", "best-fit", "random", "dotprod", "gpu-clustering", "gpu-packing"):
+        sim, rec = simulate(nodes, jobs, policy=policy, placement=placement, round_length=30)
+        assert all(js.end is not None for js in rec.jobs), placement
+        ledger = sim.book.shares
+        assert ledger.nodes.gpu_used_milli == 0 and not ledger.assignments and not ledger.unheld
+        assert (ledger.nodes.cpu_free == ledger.table.cpu_milli).all()
+        share = {js.job_id: js.job.attrs["gpu_milli"] for js in rec.jobs}
+        used = [0] * len(nodes)
+        for _, take, job_id, node in sorted((a.time, a.gpus > 0, a.job_id, a.node) for a in rec.allocations):
+            used[node] += share[job_id] if take else -share[job_id]
+            assert 0 <= used[node] <= 1000 * nodes[node].num_gpus, placement
+        assert {nodes[a.node].gpu_model for a in rec.allocations if a.job_id == "t4-only"} == {"T4"}
+
+
+def test_gavel_refuses_cpu_only_tasks_in_a_shared_run():
+    nodes = nodes_of([("V100", 1, 8000)])
+    cpu = Job("cpu", 0.0, 0, 100.0, "cpu-only", attrs={"cpu_milli": 1000, "memory_mib": 1024})
+    with pytest.raises(InputError, match="job 'cpu' asks no GPU .*'gavel' allocates GPU time only"):
+        simulate(nodes, [cpu, task("a", 0, 10, 500)], policy="gavel")

@@ -79,9 +79,48 @@ def test_shared_run_on_the_local_executor(tmp_path):
 
 
 def test_a_policy_with_its_own_placement_cannot_run_shared(tmp_path):
-    config = _shared_run(tmp_path, policy="gavel")
+    config = _shared_run(tmp_path, policy="hadar")
     with pytest.raises(InputError, match="places jobs by its own rule"):
         LiveRuntime(load_live_config(config), LocalExecutor(), tmp_path / "out", config_dir=tmp_path)
+    config = _shared_run(tmp_path, policy="gavel")  # Gavel shares GPU time: the CPU-only task is refused by name
+    with pytest.raises(InputError, match="job 'cpu' asks no GPU"):
+        LiveRuntime(load_live_config(config), LocalExecutor(), tmp_path / "out", config_dir=tmp_path)
+
+
+def test_gavel_runs_two_halves_on_one_gpu_live_and_rotates_a_third_in(tmp_path):
+    """Gavel on shared GPUs, live (local executor): its round counts shares, so two half-GPU tasks run together on
+    the one GPU; the third gets its turn by Gavel's priorities (a running half stopped at a checkpoint for it)."""
+    (tmp_path / "cluster.yaml").write_text(
+        "name: one-v100\nnodes:\n- {gpu: V100, gpus_per_node: 1, cpu_milli: 16000, memory_mib: 65536, "
+        "sharing: fraction}\n"
+    )
+    rows = ["job_id,arrival,num_gpus,job_type,duration,gpu_milli,cpu_milli,memory_mib"]
+    rows += [f"half{i},0,1,any,300,500,2000,4096" for i in range(3)]
+    (tmp_path / "trace.csv").write_text("\n".join(rows) + "\n")
+    config = {
+        "policy": "gavel",
+        "round_length": 100,
+        "cluster": "cluster.yaml",
+        "trace": "trace.csv",
+        "profiles": "traced",
+        "placement_rule": "best-fit",
+        "restart_delay": 0,
+        "executor": {"time_scale": 200, "checkpoint_every": 0.2, "poll_interval": 0.03},
+    }
+    (tmp_path / "run.json").write_text(json.dumps(config))
+    out = tmp_path / "out"
+    runtime = LiveRuntime(load_live_config(tmp_path / "run.json"), LocalExecutor(), out, config_dir=tmp_path)
+    runtime.run()
+    summary = write_live_run(runtime, out)
+    assert summary["completed"] == 3
+    import csv
+
+    rows = list(csv.DictReader((out / "live.csv").open()))
+    starts = sorted(float(r["planned_start"]) for r in rows if r["kind"] == "start")
+    assert starts[0] == starts[1] < starts[2]  # two halves at once on the one GPU, the third at a later round
+    assert any(r["outcome"] == "stopped" for r in rows)  # Gavel rotated a running half out for the third
+    used = [int(r["used_milli_gpus"]) for r in csv.DictReader((out / "sharing.csv").open())]
+    assert max(used) == 1000  # the whole GPU in two halves, never more
 
 
 def test_slurm_shards_are_read_from_the_nodes_and_required_for_a_shared_run(tmp_path):

@@ -4,6 +4,8 @@ cannot be held is a 422 naming the field."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.service.helpers import auth, job_spec, token, wait_for
 
 SHARED = (
@@ -16,8 +18,9 @@ def _shared_service(tmp_path, db, make_service, **overrides):
     return make_service(db, cluster=str(tmp_path / "shared.yaml"), placement_rule="best-fit", **overrides)
 
 
-def test_halves_of_one_gpu_run_together(sqlite_url, make_service, tmp_path):
-    service, client = _shared_service(tmp_path, sqlite_url, make_service)
+@pytest.mark.parametrize("policy", ["fifo", "gavel"])  # Gavel's round counts shares too
+def test_halves_of_one_gpu_run_together(sqlite_url, make_service, tmp_path, policy):
+    service, client = _shared_service(tmp_path, sqlite_url, make_service, policy=policy)
     alice = token(sqlite_url, "alice")
     half = {"gpu_milli": 500, "cpu_milli": 2000, "memory_mib": 4096}
     ids = [client.post("/api/v1/jobs", json=job_spec(f"h{i}", steps=200000, **half), headers=auth(alice)).json()["id"]
@@ -57,8 +60,9 @@ def test_what_cannot_be_held_is_a_422(sqlite_url, make_service, tmp_path):
     assert big.status_code == 422 and "fits on no node" in big.text
     wide = client.post("/api/v1/jobs", json=job_spec("wide", gpus=2, gpu_milli=500), headers=auth(alice))
     assert wide.status_code == 422 and "1-GPU jobs only" in wide.text
-    refused = client.put("/api/v1/policy", json={"name": "gavel"}, headers=auth(root))
+    refused = client.put("/api/v1/policy", json={"name": "hadar"}, headers=auth(root))
     assert refused.status_code == 422 and "places jobs by its own rule" in refused.text
+    assert client.put("/api/v1/policy", json={"name": "gavel"}, headers=auth(root)).status_code == 200  # by shares
 
 
 def test_a_whole_gpu_service_refuses_shares(sqlite_url, make_service):

@@ -288,7 +288,7 @@ def replay(
     placements: str = typer.Option(
         "random,dotprod,gpu-clustering,gpu-packing,best-fit,fgd", "--placements", help="Comma list of task placements."
     ),
-    policy: str = typer.Option("fifo", "--policy", help="Queue policy (fifo, sjf, yarn-cs, tiresias)."),
+    policy: str = typer.Option("fifo", "--policy", help="Queue policy (fifo, sjf, yarn-cs, tiresias, gavel's family)."),
     quiet: bool = quiet_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:

@@ -76,7 +76,7 @@ def simulate(
         "--placement-rule",
         help="Where a gang goes on a GPU model (gpuweave cluster placements; default packed), or a task placement "
         "(fgd, best-fit, ...): jobs then share GPUs by their gpu_milli, cpu_milli and memory_mib "
-        "(fifo, sjf, yarn-cs, tiresias).",
+        "(fifo, sjf, yarn-cs, tiresias, gavel's family).",
     ),
     extrapolate: Optional[bool] = typer.Option(
         None,

@@ -45,6 +45,9 @@ class ClusterPolicy(ABC):
     # can place every job through ClusterView.placement (and never moves a running one): a task placement can drive
     # it (shared GPUs; a preempted task gives its share back, gpuweave.cluster.sharing.ledger)
     places_tasks: ClassVar[bool] = False
+    # shares GPU time only: a shared run's CPU-only tasks (0 GPUs) are outside what it allocates (Gavel's LPs), so
+    # a run that has them is refused before it starts
+    gpu_tasks_only: ClassVar[bool] = False
     # what the run must give it beyond any trace and profile store (None: nothing; "pollux": Pollux's job model and
     # elastic jobs, as Optimus in Pollux's simulator): such a policy is left out of policy_names()
     needs: ClassVar[str | None] = None

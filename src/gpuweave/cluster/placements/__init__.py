@@ -7,7 +7,7 @@ of that model hold its GPUs, reading a scratch of free capacity (:class:`FreeCap
 ``ClusterView.placement`` (the run config's ``placement_rule``, default :data:`DEFAULT_PLACEMENT`), so every
 policy that places through :func:`gpuweave.cluster.placement.place_on_model` or
 :func:`~gpuweave.cluster.placement.start_on_fastest` (FIFO, SJF, YARN-CS, Hadar) composes with every rule. Gavel's
-and Tiresias' adapters keep their own placement, as their peers' simulators place (on shared GPUs Tiresias places
+and Tiresias' adapters keep their own placement, as their peers' simulators place (on shared GPUs both place
 through the run's task placement: :mod:`gpuweave.cluster.sharing.ledger`).
 
 A :class:`TaskPlacement` places one task on a cluster whose GPUs tasks may share (a fraction of one GPU, CPU and

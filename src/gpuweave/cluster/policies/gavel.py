@@ -44,6 +44,13 @@ are in docs/round-policies.md. Not combined with ``partitions`` > 1.
 Placement: all of a job's GPUs on one type, largest scale factor first, consolidated when one node holds them; a
 job that keeps its type keeps its placement.
 
+Shared GPUs (ours: Gavel allocates whole GPUs; :mod:`gpuweave.cluster.sharing.ledger`): a task's scale factor is
+its share of each GPU times its GPUs, so the LPs and the greedy pass count milli-GPUs per type; a type where no
+node could hold the task (its CPU, memory or GPUs on one node) has rate 0 for it; a running task on the type the
+pass chose keeps its share, every other one is preempted (a task is never moved), and the chosen waiting tasks,
+largest share first, go where the run's task placement puts them among that type's nodes. CPU-only tasks have
+no row in the LPs and are refused before the run (``gpu_tasks_only``).
+
 Cost per round, for M active jobs: the per-job state lives in arrays in (arrival, id) order that change only when
 a job arrives or finishes (then O(M), mostly in C); whether the active set changed is read from the driver's queue
 write counts in O(1), or one set comparison after a round that moved jobs. A round charges the time each job ran
@@ -75,15 +82,17 @@ from gpuweave.baselines.gavel import (
     min_total_duration_lp,
 )
 from gpuweave.cluster.contract import ClusterPolicy
-from gpuweave.cluster.decision import Decision
+from gpuweave.cluster.decision import Decision, Plan
 from gpuweave.cluster.placement import CapacityCache, CapacityScratch, spread
 from gpuweave.cluster.policies import register_policy
 from gpuweave.cluster.rate_table import RateTableCache
+from gpuweave.workload.tasks import FULL_GPU_MILLI
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gpuweave.cluster.rate_table import RateTable
+    from gpuweave.cluster.sharing.ledger import ShareLedger
     from gpuweave.cluster.state import ClusterView, JobState, Placement
     from gpuweave.workload.job import Job
 
@@ -116,6 +125,8 @@ class GavelPolicy(ClusterPolicy):
     """Gavel (OSDI'20): heterogeneity-aware allocation LPs realised by Gavel's round-based priority mechanism."""
 
     default_round_length = 360.0
+    places_tasks = True  # in a shared run: time on GPU types by each task's share, tasks placed by the run's rule
+    gpu_tasks_only = True  # its LPs allocate GPU time: a CPU-only task has no row
 
     def __init__(
         self,
@@ -222,18 +233,32 @@ class GavelPolicy(ClusterPolicy):
             self._rows_of, self._rows = source, {}
             self._source_version += 1
         rows = self._rows
+        shared = view.shares is not None
 
         def row_of(kind: Kind) -> list[float]:
             row = rows.get(kind)
             if row is None:
-                row = rows[kind] = self._rate_row(view, table, capacity.largest_node, kind, models)
+                row = rows[kind] = self._rate_row(view, table, capacity.largest_node, kind, models, shared)
             return row
 
-        if not same and self._jobs.sync(view, len(models), self.time_prior, row_of):
+        task_of = None if view.shares is None else self._task_of(view.shares, models)
+        if not same and self._jobs.sync(view, len(models), self.time_prior, row_of, task_of):
             self._changed = True
         elif stale:
             self._jobs.refresh_rows(row_of)
         return self._jobs.states(view)
+
+    @staticmethod
+    def _task_of(shares: ShareLedger, models: list[str]) -> Callable[[Job], tuple[float, list[float]]]:
+        """A shared run's arrivals: each task's scale factor (its share of each GPU times its GPUs, in GPUs) and
+        the types with a node that can hold it (1, else 0: its CPU or memory may fit on no node of a type)."""
+
+        def task_of(job: Job) -> tuple[float, list[float]]:
+            fits = shares.fitting_models(job.job_id)
+            scale = shares.requests[job.job_id].gpu_milli * job.num_gpus / FULL_GPU_MILLI
+            return scale, [1.0 if m in fits else 0.0 for m in models]
+
+        return task_of
 
     def _reset(self, now: float) -> None:
         """Gavel's reset: fold the time each job received into its deficit, then restart every counter."""
@@ -265,17 +290,21 @@ class GavelPolicy(ClusterPolicy):
             workers = np.array([capacity.gpus_by_model[m] for m in models], dtype=float)
             scale = self._jobs.scale
             T = np.where(scale[:, None] <= workers[None, :], self._jobs.rows, 0.0)
+            if self._jobs.fits is not None:  # a shared run: no type where no node can hold the task
+                T = T * self._jobs.fits
             self._masked, self._rates_key = (T, scale, workers), key
         return self._masked
 
     @staticmethod
     def _rate_row(
-        view: ClusterView, table: RateTable, largest: dict[str, int], key: Kind, models: list[str]
+        view: ClusterView, table: RateTable, largest: dict[str, int], key: Kind, models: list[str], shared: bool
     ) -> list[float]:
         """Whole-job rate of one (job type, GPU count, allowed models) on each type: consolidated where one node
-        holds the job (or placement is ideal), else spread."""
+        holds the job (or placement is ideal), else spread; ``shared``: a task, on one node or none (0)."""
         job_type, n, allowed = key
         cons, uncons = table.get(job_type, n, allowed)
+        if shared:
+            return [cons[r] if n <= largest[m] else 0.0 for r, m in enumerate(models)]
         return [cons[r] if view.ideal_placement or n <= largest[m] else uncons[r] for r, m in enumerate(models)]
 
     def _solve(
@@ -353,8 +382,12 @@ class GavelPolicy(ClusterPolicy):
             self._jobs.set_allocation(self._solve(view, active, T, scale, workers))
             self._solved_version = self._jobs.version
             self._changed = False
-        chosen = self._pass(T, scale, workers, models)
-        decision, placed = self._place(view, active, chosen, scale, models)
+        shared = view.shares is not None
+        chosen = self._pass(T, scale, workers, models, FULL_GPU_MILLI if shared else 1)
+        if shared:
+            decision, placed = self._place_shares(view, active, chosen, scale, models)
+        else:
+            decision, placed = self._place(view, active, chosen, scale, models)
         idx = np.flatnonzero(placed)
         self._last_running = (idx, chosen[idx], [active[i] for i in idx.tolist()])
         self.decision_times.append((now, len(active), time.perf_counter() - t0))
@@ -376,9 +409,12 @@ class GavelPolicy(ClusterPolicy):
             self._shuffler.shuffle(order)
         return order
 
-    def _pass(self, T: np.ndarray, scale: np.ndarray, workers: np.ndarray, models: list[str]) -> np.ndarray:
+    def _pass(
+        self, T: np.ndarray, scale: np.ndarray, workers: np.ndarray, models: list[str], unit: int = 1
+    ) -> np.ndarray:
         """Gavel's greedy pass over the types (:func:`gpuweave.baselines.gavel.gavel_round`): per job, the type
-        index it runs on this round, -1 for none.
+        index it runs on this round, -1 for none. Sizes and room count ``1/unit`` GPUs (a shared run: milli-GPUs,
+        so a task's share takes its part of a type's GPUs).
 
         Why it is cheaper than sorting every type's queue (same result): a type whose eligible jobs all fit in its
         free GPUs takes them all whatever their order, and for every policy but FIFO_Perf a job is eligible on a
@@ -386,8 +422,8 @@ class GavelPolicy(ClusterPolicy):
         only when some type has more eligible jobs than room; a sorted queue stops once the type is full."""
         M = T.shape[0]
         chosen = np.full(M, -1, dtype=np.int64)
-        free = [int(w) for w in workers]
-        sizes = scale.astype(np.int64)
+        free = [int(w) * unit for w in workers]
+        sizes = scale.astype(np.int64) if unit == 1 else np.rint(scale * unit).astype(np.int64)
         fifo = self.policy == "fifo_perf"
         keys = self._pass_keys(T) if fifo else None
         for r in self._type_visits(models):
@@ -487,6 +523,38 @@ class GavelPolicy(ClusterPolicy):
                     assign[job_id] = placement
         return decision, placed
 
+    def _place_shares(
+        self, view: ClusterView, active: list[JobState], chosen: np.ndarray, scale: np.ndarray, models: list[str]
+    ) -> tuple[Decision, np.ndarray]:
+        """A shared run's decision, and which active jobs run after it: a running task on the type the pass chose
+        keeps its GPUs; every other running task is preempted (a task is never moved: its share is free at once for
+        this decision's starts, :meth:`Plan.stop`); the chosen waiting tasks, largest share first (Gavel's order),
+        go where the run's task placement puts them among the nodes of the type chosen for them, or wait."""
+        shares = view.shares
+        assert shares is not None
+        node_col = self._node_col(view, models)
+        current = np.array([-1 if js.placement is None else node_col[js.placement[0][0]] for js in active], np.int64)
+        go = (chosen >= 0) & self._jobs.in_alloc  # as in _place: no GPUs before a job has an allocation
+        keep = go & (current == chosen)
+        leaving = (current >= 0) & ~keep
+        starters = np.flatnonzero(go & (current < 0))
+        placed = keep.copy()
+        if not starters.size and not leaving.any():
+            return Decision(), placed
+        plan = Plan(view)
+        if leaving.any():
+            left = {self._jobs.ids[i] for i in np.flatnonzero(leaving).tolist()}
+            for job_id, js in view.running.items():  # in the running jobs' order, as _place lists them
+                if job_id in left:
+                    plan.stop(js)
+        for i in starters[np.lexsort((starters, -scale[starters]))].tolist():
+            js = active[i]
+            placement = shares.choose(view, js, models[int(chosen[i])])
+            if placement is not None:
+                plan.start(js, placement)
+                placed[i] = True
+        return plan.decision, placed
+
 
 def _fill_in_order(queue: np.ndarray, sizes: np.ndarray, room: int, chosen: np.ndarray, r: int) -> int:
     """Gavel's greedy fill of one type: walk ``queue`` in order and give type r to each job whose ``sizes`` entry
@@ -585,7 +653,7 @@ class _ActiveJobs:
 
     __slots__ = (
         "ids", "keys", "kinds", "pos", "known", "version", "alloc", "in_alloc", "job_time", "deficit",
-        "scale", "rows", "stamp", "_states",
+        "scale", "rows", "fits", "stamp", "_states",
     )
 
     def __init__(self) -> None:
@@ -601,6 +669,7 @@ class _ActiveJobs:
         self.deficit = np.zeros((0, 0))
         self.scale = np.zeros(0)
         self.rows = np.zeros((0, 0))  # each job's whole-job rate on each type
+        self.fits: np.ndarray | None = None  # a shared run's: 1 where a node of the type can hold the task, else 0
         self.stamp: QueueStamp | None = None  # (view, queues' write counts) when the active set was last seen as known
         # (view, version, the active jobs' states)
         self._states: tuple[ClusterView | None, int | None, list[JobState]] = (None, None, [])
@@ -621,10 +690,18 @@ class _ActiveJobs:
         self.stamp = stamp
         return True
 
-    def sync(self, view: ClusterView, R: int, prior: float, row_of: Callable[[Kind], list[float]]) -> bool:
+    def sync(
+        self,
+        view: ClusterView,
+        R: int,
+        prior: float,
+        row_of: Callable[[Kind], list[float]],
+        task_of: Callable[[Job], tuple[float, list[float]]] | None = None,
+    ) -> bool:
         """Follow the view's active set; True when it changed (arrivals or departures). O(M) C steps when nothing
         changed; otherwise finished rows are dropped and arrivals appended in (arrival, id) order (a full re-sort
-        only when an arrival sorts before a job already known), mostly in C. ``row_of(kind)``: an arrival's rates."""
+        only when an arrival sorts before a job already known), mostly in C. ``row_of(kind)``: an arrival's rates;
+        ``task_of(job)``: a shared run's scale factor of an arrival (else its GPUs) and the types it fits on."""
         current = view.running.keys() | view.pending.keys()
         if current == self.known and self.alloc.shape[1:] == (R,):
             return False
@@ -648,7 +725,7 @@ class _ActiveJobs:
         else:
             src = np.concatenate([kept, -1 - np.arange(len(fresh), dtype=np.int64)])
             appended = True
-        self._rebuild(src, arrivals, fresh, prior, row_of, appended)
+        self._rebuild(src, arrivals, fresh, prior, row_of, appended, task_of)
         self.known = set(current)
         self.version += 1
         states = self._states
@@ -665,6 +742,7 @@ class _ActiveJobs:
         prior: float,
         row_of: Callable[[Kind], list[float]],
         appended: bool,
+        task_of: Callable[[Job], tuple[float, list[float]]] | None,
     ) -> None:
         """New arrays in the order ``src``: an old row index, or ``-1 - k`` for the k-th arrival (``appended``: the
         kept rows in their order, then the arrivals in theirs)."""
@@ -688,7 +766,14 @@ class _ActiveJobs:
         self.job_time = carry(self.job_time, prior)
         self.deficit = carry(self.deficit, 0.0)
         self.rows = carry(self.rows, 0.0, added)
-        self.scale = carry(self.scale, 0.0, np.array([n for _, n, _ in kinds], dtype=float)[new] if kinds else None)
+        if task_of is None:
+            self.scale = carry(self.scale, 0.0, np.array([n for _, n, _ in kinds], dtype=float)[new] if kinds else None)
+        else:
+            tasks = [task_of(job) for job in arrivals]
+            sizes = np.array([scale for scale, _ in tasks], dtype=float)[new] if kinds else None
+            fits = np.array([row for _, row in tasks], dtype=float).reshape(len(tasks), R)[new] if kinds else None
+            self.scale = carry(self.scale, 0.0, sizes)
+            self.fits = carry(self.fits if self.fits is not None else np.ones((0, R)), 1.0, fits)
         ids = [job.job_id for job in arrivals]
         if appended:  # the common case, in C: the kept entries, then the arrivals'
             kept = old.tolist()

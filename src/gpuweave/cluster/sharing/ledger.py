@@ -2,9 +2,9 @@
 
 Problem: replay a trace whose jobs ask a fraction of one GPU, CPU and memory (openb's pods: creation and deletion
 times, ``gpu_milli``, ``cpu_milli``, ``memory_mib``) through the ordinary simulator, so that any queue policy that
-places through the run's rule (FIFO, SJF, YARN-CS, Tiresias) composes with any task placement (FGD and its
-baselines, :mod:`gpuweave.cluster.placements`), and tasks leave again when they finish or are preempted (FGD's own
-experiment never removes a task: :mod:`.experiment`).
+places through the run's rule (FIFO, SJF, YARN-CS, Tiresias, Gavel's family) composes with any task placement (FGD
+and its baselines, :mod:`gpuweave.cluster.placements`), and tasks leave again when they finish or are preempted
+(FGD's own experiment never removes a task: :mod:`.experiment`).
 
 :class:`ShareLedger` is what the book (:class:`~gpuweave.cluster.book.ClusterBook`) keeps when the run's placement is
 a task placement: the free side of every node as :class:`~.state.SharedNodes` (the arrays FGD's experiment uses),
@@ -147,6 +147,8 @@ class ShareLedger:
         self._choices: dict[str, _Choice] = {}
         self._runnable: dict[tuple[str, int, tuple[str, ...] | None], np.ndarray] = {}
         self.series: list[FragmentRow] = []
+        self._empty: SharedNodes | None = None  # the cluster with nothing placed (fitting_models)
+        self._fitting: dict[tuple[object, ...], frozenset[str]] = {}
 
     def add(self, job: Job) -> None:
         """A job handed over while the run goes on (its request; the typical tasks stay those of the start)."""
@@ -209,6 +211,21 @@ class ShareLedger:
             if problem is not None:
                 raise problem
 
+    def fitting_models(self, job_id: str) -> frozenset[str]:
+        """The GPU models with a node that could hold the task when empty (its GPUs, CPU, memory, a GPU it may
+        share): a policy that chooses the model first (Gavel) offers no other; cached per request shape."""
+        task = self.requests[job_id]
+        shape = (task.cpu_milli, task.memory_mib, task.num_gpus, task.gpu_milli, task.allowed_models, task.mig_slices)
+        models = self._fitting.get(shape)
+        if models is None:
+            if self._empty is None:
+                self._empty = SharedNodes(self.table)
+            ok = self._empty.fits(task)
+            if task.shares_gpu:
+                ok &= self.fraction_ok
+            models = self._fitting[shape] = frozenset(self.table.models[i] for i in np.flatnonzero(ok).tolist())
+        return models
+
     # ------------------------------------------------------------------ choosing
     def _runnable_nodes(self, view: ClusterView, js: JobState) -> np.ndarray:
         """Nodes whose model the job may use and has a positive rate on (cached per job type, GPUs, models)."""
@@ -220,12 +237,15 @@ class ShareLedger:
             mask = self._runnable[key] = np.array([n.gpu_model in good for n in view.nodes], dtype=bool)
         return mask
 
-    def choose(self, view: ClusterView, js: JobState) -> Placement | None:
+    def choose(self, view: ClusterView, js: JobState, model: str | None = None) -> Placement | None:
         """Where the run's task placement puts the job now (its node, remembered with the GPUs for
-        :meth:`take`), or None when no node can hold it."""
+        :meth:`take`), or None when no node can hold it. ``model``: among that GPU model's nodes only (a policy
+        that allocates time per GPU type, Gavel's); None: any model the job may use, as FGD's scheduler weighs."""
         task = self.requests[js.job.job_id]
         nodes = self.nodes
         ok = nodes.fits(task) & self._runnable_nodes(view, js)
+        if model is not None:
+            ok &= nodes.model_mask((model,))
         if task.shares_gpu:
             ok &= self.fraction_ok
         candidates = np.flatnonzero(ok)
@@ -367,6 +387,15 @@ def shared_run(
             f"their nodes; with shared GPUs use one of: {', '.join(able)}",
             field="policy",
         )
+    if policy.gpu_tasks_only:
+        for job in jobs:
+            if job.num_gpus == 0:
+                raise InputError(
+                    f"job '{job.job_id}' asks no GPU (a CPU-only task): policy '{policy.name}' allocates GPU time "
+                    "only; replay such tasks with fifo, sjf, yarn-cs or tiresias, or drop them (trace convert "
+                    "without --cpu-tasks)",
+                    field="num_gpus",
+                )
     ledger = ShareLedger(nodes, jobs, placement, policy.seed)
     return ledger, ShareRule(ledger)
 
