@@ -54,17 +54,27 @@ def submit(
     gpu_milli: Optional[int] = typer.Option(None, "--gpu-milli", help="Share of each GPU, 1..1000 (shared service)."),
     cpu_milli: Optional[int] = typer.Option(None, "--cpu-milli", help="CPU in milli-cores (shared service)."),
     memory_mib: Optional[int] = typer.Option(None, "--memory-mib", help="Memory in MiB (shared service)."),
+    batch_size: Optional[int] = typer.Option(
+        None, "--batch-size", help="An adaptive job's initial global batch (with the three below; pollux, sia)."
+    ),
+    max_batch_size: Optional[int] = typer.Option(None, "--max-batch-size", help="An adaptive job's largest batch."),
+    min_local_bsz: Optional[int] = typer.Option(None, "--min-local-bsz", help="An adaptive job's least per GPU."),
+    max_local_bsz: Optional[int] = typer.Option(None, "--max-local-bsz", help="An adaptive job's most per GPU."),
+    max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help="The most GPUs an adaptive job may grow to."),
     server: Optional[str] = typer.Option(None, "--server", help=SERVER_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Submit a job to the service (shares of GPUs, CPU and memory on a service with a task placement)."""
+    """Submit a job to the service (shares of GPUs, CPU and memory on a service with a task placement; an adaptive
+    job's batch limits, whose agent picks its batch under pollux or sia)."""
     spec = {"name": name, "steps": steps, "gpus": gpus, "job_type": job_type, "program": program, "priority": priority}
     if gpu_type:
         spec["gpu_types"] = gpu_type
     if deadline is not None:
         spec["deadline_s"] = deadline
-    shares = {"gpu_milli": gpu_milli, "cpu_milli": cpu_milli, "memory_mib": memory_mib}
-    spec.update({key: value for key, value in shares.items() if value is not None})
+    extra = {"gpu_milli": gpu_milli, "cpu_milli": cpu_milli, "memory_mib": memory_mib, "batch_size": batch_size,
+             "max_batch_size": max_batch_size, "min_local_bsz": min_local_bsz, "max_local_bsz": max_local_bsz,
+             "max_gpus": max_gpus}  # fmt: skip
+    spec.update({key: value for key, value in extra.items() if value is not None})
     job = _client(server).submit(spec)
     typer.echo(json.dumps(job, indent=2) if as_json else f"submitted job {job['id']} ({job['name']}): {job['state']}")
 

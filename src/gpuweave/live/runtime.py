@@ -30,7 +30,7 @@ from typing import Any, Callable
 from gpuweave.cluster.contract import ClusterPolicy
 from gpuweave.cluster.forking import copy_nodes, is_forked
 from gpuweave.cluster.placements import make_run_placement
-from gpuweave.cluster.policies import check_runs_anywhere, policy_class
+from gpuweave.cluster.policies import check_runs_anywhere
 from gpuweave.cluster.run import build_policy, prepare
 from gpuweave.cluster.state import JobState, Placement
 from gpuweave.errors import InputError, InvalidDecisionError
@@ -93,7 +93,7 @@ class LiveRuntime:
         self.base_profiles = prepared.profiles
         self.agents = LiveAgents()  # adaptive jobs' agents (their trace's batch limits), for pollux
         adaptive = [self.agents.add(job) for job in prepared.jobs]
-        _check_policy(config.policy, bool(adaptive) and all(adaptive))
+        _check_policy(config.policy, all(adaptive))  # none yet (the service's): it admits adaptive jobs only
         self.policy = build_policy(config)
         self.agents.per_gpu_type = self.policy.fits_per_gpu_type
         self.book = LiveBook(
@@ -149,8 +149,10 @@ class LiveRuntime:
     def add_job(self, job: Job, argv: list[str] | None = None) -> LiveJob:
         """Hand the runtime a job while it runs; it arrives at ``job.arrival``, which must not be in the future
         (jobs are admitted in the order they were added)."""
+        if not self.agents.add(job) and self.policy.decides_on_agents:
+            name = self.policy.name
+            raise InputError(f"job {job.job_id}: policy '{name}' decides on adaptive jobs only", field="job")
         js = self.book.add(job)
-        self.agents.add(job)
         return self._track(js, argv)
 
     def cancel(self, job_id: str) -> bool:
@@ -186,7 +188,7 @@ class LiveRuntime:
 
     def set_policy(self, policy: ClusterPolicy) -> None:
         """Drive the cluster with another policy from the next step on (running jobs keep their placements)."""
-        _check_policy(policy.name, bool(self.jobs) and all(job_id in self.agents for job_id in self.jobs))
+        _check_policy(policy.name, all(job_id in self.agents for job_id, job in self.jobs.items() if not job.finished))
         self.policy = policy
         self.agents.per_gpu_type = policy.fits_per_gpu_type
         self.book.use_policy(policy)
@@ -753,9 +755,7 @@ class LiveRuntime:
 def _check_policy(name: str, adaptive: bool) -> None:
     """A policy that decides on the jobs' agents alone (pollux, sia) runs live when every job is adaptive (its agent
     measured live: :mod:`gpuweave.live.agents`); any other policy with needs is refused, as a simulation-only one."""
-    if adaptive and policy_class(name).decides_on_agents:
-        return
-    check_runs_anywhere(name, "the live runtime")
+    check_runs_anywhere(name, "the live runtime", adaptive)
 
 
 def root_cause(bad: list[Worker]) -> Worker:

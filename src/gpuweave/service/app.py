@@ -321,7 +321,7 @@ def _policy_routes(router: APIRouter, state: ServiceState) -> None:
         options = dict(body.options)
         round_length = options.pop("round_length", None)
         try:
-            check_runs_anywhere(body.name, "the service")
+            check_runs_anywhere(body.name, "the service", adaptive=True)  # then adaptive jobs only (store.set_policy)
             policy = make_policy(body.name, round_length=round_length, seed=state.seed, **options)
         except InputError as exc:
             field = "name" if exc.field == "policy" else "options"

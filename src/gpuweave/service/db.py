@@ -86,6 +86,12 @@ jobs = Table(
     Column("gpu_milli", Integer, nullable=True),
     Column("cpu_milli", Integer, nullable=True),
     Column("memory_mib", Integer, nullable=True),
+    # an adaptive job (migration 0004): the batch limits its agent picks within and its most GPUs (None: rigid)
+    Column("batch_size", Integer, nullable=True),
+    Column("max_batch_size", Integer, nullable=True),
+    Column("min_local_bsz", Integer, nullable=True),
+    Column("max_local_bsz", Integer, nullable=True),
+    Column("max_gpus", Integer, nullable=True),
     Column("steps", Integer, nullable=False),
     Column("priority", Float, nullable=False, default=1.0),
     Column("deadline_s", Float, nullable=True),  # simulated seconds after submission

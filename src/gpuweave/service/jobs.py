@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from gpuweave.cluster.feasibility import capacity_by_model, fits_somewhere
 from gpuweave.errors import InputError
 from gpuweave.hardware.cluster_spec import Node
+from gpuweave.live.agents import ADAPTIVE_COLUMNS, batch_limits
 from gpuweave.live.config import BUILTIN_PROGRAMS, program_argv
 from gpuweave.live.local import LIMITS_ATTR, WorkerLimits
 from gpuweave.workload.job import Job
@@ -94,6 +95,40 @@ def never_fits_shares(nodes: list[Node], spec: Any, shared: bool) -> InputError 
     return task_fits_somewhere(nodes, job)
 
 
+#: an adaptive job's fields (the trace schema's columns, :mod:`gpuweave.live.agents`): the batch limits its agent
+#: picks within, and its most GPUs (the trace's ``moldable``)
+ADAPTIVE_FIELDS = (*ADAPTIVE_COLUMNS, "max_gpus")
+
+
+def adaptive_attrs(source: Any) -> dict[str, int]:
+    """The adaptive fields a submission or a row gives, as a trace job's attributes (``max_gpus``: ``moldable``)."""
+    out = {}
+    for name in ADAPTIVE_FIELDS:
+        value = getattr(source, name, None)
+        if value is not None:
+            out["moldable" if name == "max_gpus" else name] = value
+    return out
+
+
+def adaptive_problem(spec: Any) -> InputError | None:
+    """Why a submission's adaptive fields cannot give its job an agent (a partial set, limits out of order, as a
+    trace's are checked; ``max_gpus`` below its GPUs, or without the batch limits), or None."""
+    attrs = adaptive_attrs(spec)
+    if not attrs:
+        return None
+    if set(attrs) == {"moldable"}:
+        return InputError(
+            f"max_gpus: only an adaptive job may grow; give {', '.join(ADAPTIVE_COLUMNS)} too", field="max_gpus"
+        )
+    if attrs.get("moldable", spec.gpus) < spec.gpus:
+        return InputError(f"max_gpus {attrs['moldable']} is below the job's {spec.gpus} GPUs", field="max_gpus")
+    try:
+        batch_limits(Job("submitted", 0.0, spec.gpus, 1.0, spec.job_type, attrs=dict(attrs)))
+    except InputError as exc:
+        return InputError(exc.message.replace("job submitted: ", "", 1), field=exc.field)
+    return None
+
+
 def runtime_job(row: Row[Any], origin: float, time_scale: float, limits: WorkerLimits | None = None) -> Job:
     """The runtime's Job for a database row (ids are the row's id as text; times simulated). ``limits``: what each
     of its workers may take on its host (the service's quota for a user who is not an admin; local executor)."""
@@ -114,6 +149,7 @@ def runtime_job(row: Row[Any], origin: float, time_scale: float, limits: WorkerL
             "name": row.name,
             **({LIMITS_ATTR: limits} if limits is not None else {}),
             **{name: getattr(row, name) for name in SHARE_FIELDS if getattr(row, name, None) is not None},
+            **adaptive_attrs(row),  # an adaptive job's batch limits: its agent (pollux, sia) picks its batch
             # the user's Slurm account and QoS (read with the job's row; the slurm executor submits with them)
             **{name: getattr(row, name) for name in SLURM_FIELDS if getattr(row, name, None)},
         },

@@ -232,12 +232,13 @@ class Scheduler:
         )
         try:
             new = build_policy(live)
-        except InputError as exc:  # validated by the API; a policy that changed underneath is logged, not fatal
+            # validated by the API; a rigid job admitted meanwhile keeps a policy of agents out (runtime.set_policy)
+            self.runtime.set_policy(new)
+        except InputError as exc:  # a policy that changed underneath is logged, not fatal
             log.error("policy change refused", extra={"fields": {"error": str(exc)}})
             self.policy_version = policy["version"]
             return
         self.runtime.config = live
-        self.runtime.set_policy(new)
         self.policy_version = policy["version"]
         log.info("policy changed", extra={"fields": {"policy": policy["name"], "version": policy["version"]}})
 

@@ -51,6 +51,15 @@ class JobSubmit(BaseModel):
         None, ge=1, le=10**9, description="CPU in milli-cores (a service with a task placement)"
     )
     memory_mib: int | None = Field(None, ge=1, le=10**12, description="memory in MiB (a service with a task placement)")
+    batch_size: int | None = Field(
+        None, ge=1, le=10**9, description="an adaptive job: its initial global batch (with the three below)"
+    )
+    max_batch_size: int | None = Field(None, ge=1, le=10**9, description="an adaptive job: its largest global batch")
+    min_local_bsz: int | None = Field(None, ge=1, le=10**9, description="an adaptive job: its smallest batch per GPU")
+    max_local_bsz: int | None = Field(None, ge=1, le=10**9, description="an adaptive job: its largest batch per GPU")
+    max_gpus: int | None = Field(
+        None, ge=1, le=4096, description="an adaptive job: the most GPUs a goodput policy may give it"
+    )
 
     @model_validator(mode="after")
     def _fraction_of_one_gpu(self) -> JobSubmit:
@@ -88,6 +97,11 @@ class Job(BaseModel):
     gpu_milli: int | None = None
     cpu_milli: int | None = None
     memory_mib: int | None = None
+    batch_size: int | None = None
+    max_batch_size: int | None = None
+    min_local_bsz: int | None = None
+    max_local_bsz: int | None = None
+    max_gpus: int | None = None
     steps: int
     committed_steps: int = Field(description="steps saved in checkpoints and committed")
     steps_done: int = Field(description="committed steps plus those the running attempt reported")

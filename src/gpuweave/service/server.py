@@ -61,7 +61,7 @@ def resolve_policy(config: ServiceConfig) -> dict[str, Any] | None:
     options = dict(config.policy_options)
     round_length = options.pop("round_length", None)
     try:
-        check_runs_anywhere(config.policy, "the service")
+        check_runs_anywhere(config.policy, "the service", adaptive=True)  # jobs: adaptive ones only (store.submit)
         make_policy(config.policy, round_length=round_length, seed=config.seed, **options)
     except InputError as exc:
         raise InputError(exc.message, field="policy" if exc.field == "policy" else "policy-option") from None

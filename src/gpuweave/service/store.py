@@ -82,7 +82,15 @@ class Store:
 
     # ------------------------------------------------------------------ jobs
     def submit(self, user: User, spec: JobSubmit) -> dict[str, Any]:
-        from gpuweave.service.jobs import SHARE_FIELDS, check_program, is_builtin, never_fits, never_fits_shares
+        from gpuweave.service.jobs import (
+            ADAPTIVE_FIELDS,
+            SHARE_FIELDS,
+            adaptive_problem,
+            check_program,
+            is_builtin,
+            never_fits,
+            never_fits_shares,
+        )
 
         if not is_builtin(spec.program) and not (user.admin or self.limits.allow_commands):
             raise ApiError(
@@ -94,9 +102,12 @@ class Store:
             raise ApiError(422, exc.message, "program") from None
         gpu_types = sorted(set(spec.gpu_types)) if spec.gpu_types else None
         problem = never_fits(self.nodes, self.profiles, spec.job_type, spec.gpus, gpu_types, self.ideal_placement)
-        problem = problem or never_fits_shares(self.nodes, spec, self.shared)
+        problem = problem or never_fits_shares(self.nodes, spec, self.shared) or adaptive_problem(spec)
         if problem is not None:
             raise ApiError(422, problem.message, problem.field)
+        policy = self.policy().get("name")
+        if spec.batch_size is None and _decides_on_agents(policy):
+            raise ApiError(422, f"policy '{policy}' decides on adaptive jobs only: {_ADAPTIVE_HINT}", "batch_size")
         max_gpus = user.max_running_gpus or self.limits.default_max_running_gpus
         if max_gpus is not None and spec.gpus > max_gpus:
             raise ApiError(422, f"{spec.gpus} GPUs exceed your quota of {max_gpus} running GPUs", "gpus")
@@ -111,6 +122,7 @@ class Store:
             "gpus": spec.gpus,
             "gpu_types": json.dumps(gpu_types) if gpu_types else None,
             **{name: getattr(spec, name) for name in SHARE_FIELDS},
+            **{name: getattr(spec, name) for name in ADAPTIVE_FIELDS},
             "steps": spec.steps,
             "priority": spec.priority,
             "deadline_s": spec.deadline_s,
@@ -220,6 +232,8 @@ class Store:
         return parts
 
     def job_out(self, r: Row[Any] | SimpleNamespace) -> dict[str, Any]:
+        from gpuweave.service.jobs import ADAPTIVE_FIELDS
+
         done = max(r.committed, self.live_steps().get(r.id, 0)) if r.state == "running" else r.committed
         energy_j, cost = r.energy_j, r.cost
         if r.state in RUNNING:
@@ -236,6 +250,7 @@ class Store:
             "gpu_milli": getattr(r, "gpu_milli", None),
             "cpu_milli": getattr(r, "cpu_milli", None),
             "memory_mib": getattr(r, "memory_mib", None),
+            **{name: getattr(r, name, None) for name in ADAPTIVE_FIELDS},
             "steps": r.steps,
             "committed_steps": r.committed,
             "steps_done": done,
@@ -368,6 +383,21 @@ class Store:
                 raise ApiError(
                     422, f"policy '{name}' places jobs by its own rule; this service's tasks share GPUs", "name"
                 )
+        if _decides_on_agents(name):  # it decides on every job's agent: each unfinished job must be adaptive
+            with reading(self.engine) as conn:
+                rigid = conn.execute(
+                    select(jobs.c.id, jobs.c.name)
+                    .where(jobs.c.state.in_(ACTIVE_STATES), jobs.c.batch_size.is_(None))
+                    .order_by(jobs.c.id)
+                    .limit(1)
+                ).first()
+            if rigid is not None:
+                raise ApiError(
+                    422,
+                    f"policy '{name}' decides on adaptive jobs only, and job {rigid.id} ({rigid.name}) is not one: "
+                    f"{_ADAPTIVE_HINT}",
+                    "name",
+                )
         with writing(self.engine) as conn:
             current = get_setting(conn, "policy") or {"version": 0}
             value = {"name": name, "options": options, "round_length": round_length, "version": current["version"] + 1}
@@ -461,3 +491,15 @@ class Store:
             .order_by(users.c.name)
         )
         return query if user.admin else query.where(users.c.id == user.id)
+
+
+_ADAPTIVE_HINT = (
+    "submit jobs with batch_size, max_batch_size, min_local_bsz and max_local_bsz (their agents pick their batches)"
+)
+
+
+def _decides_on_agents(name: str | None) -> bool:
+    """Whether the policy decides on the jobs' agents alone (pollux, sia): then every job must be adaptive."""
+    from gpuweave.cluster.policies import POLICIES
+
+    return name is not None and name in POLICIES and bool(getattr(POLICIES.get(name).impl, "decides_on_agents", False))

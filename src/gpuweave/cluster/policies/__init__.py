@@ -74,9 +74,12 @@ NEEDS_TEXT = {
 }
 
 
-def check_runs_anywhere(name: str, where: str) -> None:
+def check_runs_anywhere(name: str, where: str, adaptive: bool = False) -> None:
     """InputError naming the policy when it has ``needs`` (it runs only in simulations that give it them) and
-    ``where`` (the live runtime, the service) cannot."""
+    ``where`` (the live runtime, the service) cannot. ``adaptive``: every job there is adaptive, its agent measured
+    live (gpuweave.live.agents), so a policy that decides on the jobs' agents alone (pollux, sia) runs."""
+    if adaptive and POLICIES.get(name).impl.decides_on_agents:
+        return
     needs = POLICIES.get(name).meta.get("needs")
     if needs:
         raise InputError(
