@@ -482,3 +482,26 @@ def test_gavel_refuses_cpu_only_tasks_in_a_shared_run():
     cpu = Job("cpu", 0.0, 0, 100.0, "cpu-only", attrs={"cpu_milli": 1000, "memory_mib": 1024})
     with pytest.raises(InputError, match="job 'cpu' asks no GPU .*'gavel' allocates GPU time only"):
         simulate(nodes, [cpu, task("a", 0, 10, 500)], policy="gavel")
+
+
+def test_a_running_tasks_share_moves_to_the_gpu_the_cluster_gave_it():
+    """ClusterBook.move_share (the live runtime's, after Slurm chose the GPU of a task's shards): the ledger's
+    books and the node's counts follow; the same slot, a slot the node lacks, or one without room change nothing."""
+    nodes = nodes_of([("V100", 2, 8000)])
+    jobs = [task("a", 0, 10, 600), task("b", 0, 10, 300), task("c", 0, 10, 500)]
+    best_fit = make_task_placement("best-fit")
+    sim = Simulator(nodes, jobs, make_policy("fifo"), TracedDurations(), POWER, placement=best_fit)
+    book = sim.book
+    for js in book.states:
+        book.arrive(js)
+    book.apply(Decision(assign={"a": ((0, 1),), "b": ((0, 1),), "c": ((0, 1),)}), "test")
+    ledger = book.shares
+    assert [ledger.assignments[j].gpus for j in "abc"] == [(0,), (0,), (1,)]  # best fit: a and b fill GPU 0
+    assert list(ledger.nodes.gpu_free[0]) == [100, 500] and book.free[0] == 2
+    assert not book.move_share("b", (0,)) and not book.move_share("b", (5,))  # the same slot; no such GPU
+    assert not book.move_share("a", (1,)) and list(ledger.nodes.gpu_free[0]) == [100, 500]  # 600 > 500 free
+    assert book.move_share("b", (1,))  # the cluster put b on GPU 1
+    assert ledger.assignments["b"].gpus == (1,) and list(ledger.nodes.gpu_free[0]) == [400, 200]
+    assert ledger.nodes.gpu_used_milli == 1400 and book.free[0] == 2
+    book.apply(Decision(preempt=["a", "b", "c"]), "test")
+    assert ledger.nodes.gpu_used_milli == 0 and list(ledger.nodes.gpu_free[0]) == [1000, 1000]  # all given back

@@ -590,6 +590,17 @@ class ClusterBook:
         js.version += 1
         self.busy_changed = True
 
+    def move_share(self, job_id: str, gpus: tuple[int, ...]) -> bool:
+        """A shared run's running task is on other GPU slots of its node than the ledger chose (the cluster chose
+        them: :meth:`Executor.given_gpus`): the ledger and the node's counts follow (its share, power and records
+        are the same). False when nothing moved (:meth:`ShareLedger.rebind`)."""
+        shares = self.shares
+        if shares is None or not shares.rebind(job_id, gpus):
+            return False
+        self._resync_node(shares.assignments[job_id].node)
+        self.busy_changed = True
+        return True
+
     def _resync_node(self, node: int) -> None:
         """A shared run's integer counts of one node (open GPUs as free, GPUs with a share taken as busy) from
         the ledger, after its shares changed."""

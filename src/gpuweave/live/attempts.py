@@ -21,6 +21,7 @@ class Worker:
     spec: LaunchSpec
     handle: object
     code: int | None = None
+    given: tuple[int, ...] | None = None  # a shared run's task: the GPU slots the cluster gave it, once read
 
 
 @dataclass(slots=True)

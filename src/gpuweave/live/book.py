@@ -134,6 +134,10 @@ class LiveBook:
         """A shared run's running task: its GPU slots and the part of each it holds (None: whole GPUs)."""
         return self.cluster.gpu_slots(job_id)
 
+    def move_share(self, job_id: str, gpus: tuple[int, ...]) -> bool:
+        """A shared run's running task is on GPU slots the cluster chose: the ledger follows (ClusterBook's)."""
+        return self.cluster.move_share(job_id, gpus)
+
     def observe(self, js: JobState, remaining: float, rate: float) -> None:
         """A worker report: ``remaining`` steps left as of now, at ``rate`` steps per (simulated) second."""
         js.remaining = remaining

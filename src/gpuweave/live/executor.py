@@ -110,6 +110,12 @@ class Executor(ABC, Generic[H]):
         is no crash. By default none is."""
         return False
 
+    def given_gpus(self, handle: H) -> tuple[int, ...] | None:
+        """The GPU slots of its node the cluster gave a shared run's worker, where the cluster chooses them (Slurm:
+        the GPU its shards come from), once known; None: those of its LaunchSpec (``gpu_slots``), as by default.
+        The runtime moves the task's share in the book's ledger to them (:meth:`ClusterBook.move_share`)."""
+        return None
+
     def pid(self, handle: H) -> int | None:
         """The worker's process id where it runs on this machine (journalled for a restarted runtime)."""
         return None

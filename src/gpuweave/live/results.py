@@ -106,6 +106,8 @@ def write_live_run(runtime: LiveRuntime, out: Path) -> dict[str, Any]:
             "runtime": _timings(runtime, latencies),
         }
     )
+    if runtime.book.shared:
+        payload["shares_moved_to_given_gpus"] = runtime.shares_moved
     stats = runtime.executor.stats()
     if stats:
         payload["executor_stats"] = stats

@@ -110,6 +110,7 @@ class LiveRuntime:
         self.config_dir = config_dir
         self.default_argv = program_argv(self.ex.program, config_dir)
         self.jobs: dict[str, LiveJob] = {}
+        self.shares_moved = 0  # shared run: tasks whose share the ledger moved to the GPU the cluster gave them
         for js in self.book.states:
             self._track(js)
         if self.book.shared and not executor.shares_gpus:
@@ -418,11 +419,29 @@ class LiveRuntime:
                     if w.code is None:
                         w.code = self.executor.exit_code(w.handle)
             changed = self._lose_nodes(self.executor.lost_nodes()) or changed
+            if self.book.shared:
+                self._follow_given_gpus(job, attempt)
             self._observe(job, attempt, wall)
             self._watch_faults(job, attempt, wall)
             if attempt.ended:
                 changed = self._end_attempt(job, attempt, wall) or changed
         return changed
+
+    def _follow_given_gpus(self, job: LiveJob, attempt: Attempt) -> None:
+        """A shared run's task on GPU slots the cluster chose (Slurm takes a task's shards from the first GPU with
+        room, which may not be the one the task placement picked): the book's ledger moves its share there, once
+        per worker, so later placements see what really holds what (:meth:`Executor.given_gpus`)."""
+        job_id = job.js.job.job_id
+        for copy in attempt.copies:
+            for w in copy.workers:
+                if w.given is not None or w.spec.gpu_slots is None:
+                    continue
+                given = self.executor.given_gpus(w.handle)
+                if given is None:
+                    continue
+                w.given = given
+                if given != w.spec.gpu_slots and job_id in self.book.running and self.book.move_share(job_id, given):
+                    self.shares_moved += 1
 
     def _observe(self, job: LiveJob, attempt: Attempt, wall: float) -> None:
         firsts = [c.status.first_step_wall for c in attempt.copies if c.status and c.status.first_step_wall]

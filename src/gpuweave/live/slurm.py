@@ -74,7 +74,9 @@ SLURM_COLUMNS = [
     "state",
     "exit_code",
     "stopped",
+    "gpus",
 ]
+GIVEN_GPUS = "slurm-gpus"  # a shared run's task: the GPU indices Slurm gave its job (SLURM_JOB_GPUS), in its channel
 
 
 @dataclass(slots=True)
@@ -103,6 +105,7 @@ class _Handle:
     requeued: str = ""  # why Slurm requeued it by itself (it did not fail)
     gang: bool = False  # the lead of a gang's one allocation: its ranks run as srun tasks, one per node
     lead: _Handle | None = None  # another node of a gang's allocation: it follows the lead's Slurm job
+    given: tuple[int, ...] | None = None  # a shared run's task: the GPU slots Slurm gave it, once read
 
     @property
     def submitted(self) -> _SlurmJob:
@@ -133,6 +136,7 @@ class SlurmExecutor(Executor["_Handle"]):
         self.emulated = True
         self._slots: dict[int, GpuSlot] = {}
         self._shards: dict[tuple[str, str], int] = {}  # (host, GPU type) -> shards per GPU (gres/shard)
+        self._first_gpu: dict[int, int] = {}  # cluster node -> Slurm's index of its first GPU on its Slurm node
         self._jobs: dict[tuple[str, int, int], _SlurmJob] = {}
         self._live: dict[str, _Handle] = {}  # Slurm job id -> the handle of its current attempt
         self._states: dict[str, tuple[str, str]] = {}  # Slurm job id -> (state, reason) from the last poll
@@ -154,6 +158,13 @@ class SlurmExecutor(Executor["_Handle"]):
         slots, _ = gpu_slots(slurm_nodes, skip_unknown=True, source="scontrol show node")
         self._slots = match_nodes(nodes, slots, {n.name: n for n in slurm_nodes})
         self._shards = shards_per_gpu(text)
+        # where a slot's GPUs start among its Slurm node's (SLURM_JOB_GPUS counts over every type, in Gres order)
+        hosts = {n.name: n for n in slurm_nodes}
+        self._first_gpu = {}
+        for index, slot in self._slots.items():
+            kinds = list(hosts[slot.host].gpus) if slot.host in hosts else []
+            before = kinds[: kinds.index(slot.slurm_type)] if slot.slurm_type in kinds else []
+            self._first_gpu[index] = sum(hosts[slot.host].gpus[k] for k in before)
         if self.options.gpus == "auto":
             self.emulated = nvml_gpu_count() == 0
         else:
@@ -477,6 +488,24 @@ class SlurmExecutor(Executor["_Handle"]):
         self._live.pop(sid, None)
         self._ended.append(handle)
 
+    def given_gpus(self, handle: _Handle) -> tuple[int, ...] | None:
+        """A shared run's task: the GPU slots of its gpuweave node Slurm chose for its shards or GPUs (its job
+        script writes ``SLURM_JOB_GPUS`` to the channel when it starts), once its job runs; None before, or for
+        a task without GPUs."""
+        if handle.given is not None or handle.spec.gpu_slots is None or not handle.spec.gpus:
+            return handle.given
+        try:
+            text = (handle.spec.channel / GIVEN_GPUS).read_text().strip()
+        except FileNotFoundError:
+            return None
+        try:
+            indices = [int(x) for x in text.split(",") if x]
+        except ValueError:
+            return None  # written halfway (it is renamed into place; a foreign file): asked again at the next poll
+        first = self._first_gpu.get(handle.spec.node, 0)
+        handle.given = tuple(i - first for i in indices)
+        return handle.given
+
     def lost_nodes(self) -> list[int]:
         """Cluster nodes whose Slurm node has left: DOWN, FAIL or NOT_RESPONDING (a dead slurmd, once Slurm's
         SlurmdTimeout has passed), or gone from ``scontrol show node``; read at most every ``NODE_CHECK_S`` while
@@ -576,6 +605,7 @@ class SlurmExecutor(Executor["_Handle"]):
                         h.state,
                         "" if h.code is None else h.code,
                         int(h.stopping),
+                        "" if h.given is None else ",".join(map(str, h.given)),
                     ]
                 )
 
@@ -650,10 +680,15 @@ def _write_attempt(folder: Path, spec: LaunchSpec, emulated: bool, addr: str, na
         ranks = int(env[SIZES_ENV].split(",")[int(env.get(NODE_ENV, "0"))])
         each = shlex.quote(f'{LOCAL_ENV}=$SLURM_LOCALID exec "$@"')
         program = f"srun --overcommit --ntasks={ranks} --kill-on-bad-exit=1 /bin/sh -c {each} sh {program}"
+    given = []
+    if spec.gpu_slots is not None and spec.gpus:  # a shared run's task: which GPUs Slurm chose (given_gpus)
+        path = shlex.quote(str(spec.channel / GIVEN_GPUS))
+        given = [f'echo "$SLURM_JOB_GPUS" > {path}.tmp && mv {path}.tmp {path}']
     lines = [
         "#!/bin/sh",
         f"# gpuweave: {spec.label}, written before Slurm (re)started the job",
         *[f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())],
+        *given,
         # once per node, not per rank
         f'[ "${{{LOCAL_ENV}:-0}}" = 0 ] && echo "slurm: job $SLURM_JOB_ID on $(hostname) '
         f'(restart ${{SLURM_RESTART_COUNT:-0}})" >> {log}',

@@ -288,6 +288,25 @@ class ShareLedger:
             )
         self.provisional[job_id] = nodes.assign(task, node, gpus)
 
+    def rebind(self, job_id: str, gpus: tuple[int, ...]) -> bool:
+        """A running task holds other GPU slots of its node than the ledger chose: the cluster chose them (Slurm
+        gives a task's shards from the first GPU with room, where the placement picked another); the books follow,
+        so later choices see what really holds what. False, changing nothing, when the slots are the same, the task
+        is on a MIG instance, or the slots cannot hold it (the books then disagree with the cluster elsewhere)."""
+        held = self.assignments.get(job_id)
+        if held is None or held.gpus == gpus or held.instances or job_id in self.unheld:
+            return False
+        task = self.requests[job_id]
+        nodes = self.nodes
+        nodes.release(task, held)
+        free = nodes.gpu_free[held.node]
+        slots = range(free.shape[0])
+        fits = len(gpus) == len(held.gpus) and len(set(gpus)) == len(gpus) and all(
+            g in slots and free[g] >= (task.gpu_milli if task.shares_gpu else FULL_GPU_MILLI) for g in gpus
+        )
+        self.assignments[job_id] = nodes.assign(task, held.node, gpus if fits else held.gpus)
+        return fits
+
     def unhold(self, job_id: str) -> None:
         """A plan stops a running task: its share, CPU and memory are free at once for the plan's later starts,
         provisionally (see module docstring; a task on a MIG instance keeps it until the decision applies)."""
