@@ -122,14 +122,18 @@ def adaptations(runtime: LiveRuntime) -> list[Adaptation]:
     """The :class:`~gpuweave.cluster.adaptive_clock.Adaptation` rows of each ended attempt of an adaptive job that
     reported its batch and gradients: one per sample the runtime kept of its reports (every
     ``ADAPTATION_EVERY_S`` simulated seconds, as Pollux's simulator logs each interval), from the attempt's decision
-    to its end (simulated s), each with the batch the agent picked, the throughput (samples/s) and the efficiency
-    the workers reported then; the launch is the first row's idle part. An attempt with no sample (journalled by a
+    to its end or the next attempt's decision, whichever is first (simulated s; a simulation's interval ends at the
+    reallocation too), each with the batch the agent picked, the throughput (samples/s) and the efficiency the
+    workers reported then; the launch is the first row's idle part. An attempt with no sample (journalled by a
     runtime that was killed) is one row from its last report. Live jobs' epochs are not known: 0."""
     nodes, scale, rows = runtime.nodes, runtime.ex.time_scale, []
     for job in runtime.jobs.values():
         if job.js.job_id not in runtime.agents:
             continue
-        for a in job.history:
+        # an attempt's rows end where the next one was decided: a report taken in the tick that decided the next
+        # attempt (before this one was told to stop) would otherwise open a row on the next one's start
+        nexts = [b.decided_sim for b in job.history[1:]] + [float("inf")]
+        for a, next_decided in zip(job.history, nexts):
             status = a.copies[0].status if a.copies else None
             if status is None or a.ended_sim is None or a.first_step_wall is None or status.grad_sqr is None:
                 continue
@@ -139,7 +143,7 @@ def adaptations(runtime: LiveRuntime) -> list[Adaptation]:
             gpus = sum(k for _, k in a.placement)
             accum = int(env.get("GPUWEAVE_ACCUM_STEPS") or 0)
             first = runtime.start_time + (a.first_step_wall - runtime.wall0) * scale
-            start, end = a.decided_sim, max(a.ended_sim, a.decided_sim)
+            start, end = a.decided_sim, max(min(a.ended_sim, next_decided), a.decided_sim)
             samples = [(t, st) for t, st in a.samples if start < t < end] or [(start, status)]
             bounds = [start, *(t for t, _ in samples[1:]), end]
             model = "+".join(sorted({nodes[n].gpu_model for n, _ in a.placement}))
