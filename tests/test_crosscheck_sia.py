@@ -139,6 +139,13 @@ def test_results_csv_errors_name_file_row_and_field(tmp_path):
     (data / "results.csv").write_text("trace,workload,policy,avg_jct_s,makespan_s\ntoytrace,w,tetris,1,1\n")
     rows = crosscheck_sia(data, tmp_path / "out")
     assert len(rows) == 1 and rows[0].ours is None and "no gpuweave counterpart of Sia's 'tetris'" in rows[0].note
+    # a run of Sia's heterogeneity-unaware simulator is not compared with ours of the aware one
+    (data / "results.csv").write_text(
+        "trace,workload,policy,entry_point,avg_jct_s,makespan_s\n"
+        "toytrace,w,sia,multi_simulator_unaware.py,1,1\ntoytrace,w,pollux,multi_simulator_unaware.py,1,1\n"
+    )
+    rows = crosscheck_sia(data, tmp_path / "out")
+    assert [r.ours for r in rows] == [None, None] and "multi_simulator_unaware.py are not reproduced" in rows[0].note
 
 
 def test_max_sum_throughput_lp_shares_identical_jobs_equally():

@@ -256,10 +256,21 @@ def main(argv: list[str] | None = None) -> int:
         dist.init_process_group(
             "nccl" if cuda else "gloo", init_method="env://", timeout=timedelta(seconds=args.init_timeout)
         )
+    together = False  # every rank ends here at the same step: the target reached, or the stop all agreed on
     try:
-        return _train(args, rank, world, device)
+        code = _train(args, rank, world, device)
+        together = True
+        return code
+    except SystemExit as stopped:
+        together = stopped.code in (0, None)
+        raise
     finally:
         if world > 1 and dist.is_initialized():
+            if together:
+                # Rank 0 writes the checkpoint after the last all-reduce; a peer that closed its connections
+                # meanwhile could make gloo's I/O thread on rank 0 abort the process (SIGABRT, exit 134) after
+                # the checkpoint was saved. So the ranks leave together. Not after a crash: its peers are gone.
+                dist.barrier()
             dist.destroy_process_group()
 
 

@@ -15,8 +15,10 @@ The cluster is Sia's default (``simulator_config.py``): 6 ``aws`` nodes of 4 T4,
 pick their batches), the workload is imported and simulated on that cluster with the clock of Sia's job model
 (each job on its type's tables, Sia's re-scale times) and compared: average JCT, p99 JCT (Sia's
 ``sorted(jcts)[int(0.99 n)]``), makespan (last completion - first arrival) and restarts per job as rows with the
-peer's value in ``paper``, and our wall time beside the peer's. A policy without a counterpart gets one row without
-ours. Each run's per-job JCTs are written to ``<policy>-<trace>-<workload>-jobs.csv`` in ``out_dir``.
+peer's value in ``paper``, and our wall time beside the peer's. A policy without a counterpart, or a row of another
+of Sia's scripts than ``multi_simulator.py`` (its ``entry_point``: ``multi_simulator_unaware.py`` is the
+heterogeneity-unaware simulator), gets one row without ours. Each run's per-job JCTs are written to
+``<policy>-<trace>-<workload>-jobs.csv`` in ``out_dir``.
 
 Complexity: one simulation per (policy, workload): one LP per 360 s round (gavel, 300-500 rounds) or one MILP
 per 60 s round (sia, about 800 rounds).
@@ -48,6 +50,7 @@ from gpuweave.workload.traces.pollux import read_pollux_workload
 from gpuweave.workload.traces.schema import validate_frame
 
 SIA_CLUSTER = (("aws", 6), ("dgx-ext", 2), ("rtx", 3))  # simulator_config.py's cluster_nnodes, in its order
+ENTRY_POINTS = ("multi_simulator.py",)  # the simulator scripts of Sia's whose runs the counterparts reproduce
 RESULT_COLUMNS = ("trace", "workload", "policy", "avg_jct_s", "makespan_s")
 REAL = Range("", -1e6, 1e6)
 SCALE = Range("", 1, 64, integer=True)
@@ -178,6 +181,11 @@ def counterpart_for(row: dict[str, str], file: Path) -> tuple[Counterpart, int] 
     base = COUNTERPARTS.get(row["policy"])
     if base is None:
         return f"no gpuweave counterpart of Sia's {row['policy']!r} (known: {', '.join(COUNTERPARTS)})"
+    entry = row.get("entry_point", "").strip()
+    if entry and Path(entry).name not in ENTRY_POINTS:
+        # multi_simulator_unaware.py runs on another cluster model (virtual nodes of the smallest node's GPUs,
+        # allocations repaired to one type afterwards): our counterparts are of multi_simulator.py's runs
+        return f"runs of Sia's {Path(entry).name} are not reproduced here (only {', '.join(ENTRY_POINTS)})"
     number_ = int(row["_row"])
     if not row.get("flags"):
         return base, 1
