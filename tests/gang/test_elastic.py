@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.elastic  # issue 38's test, on issue 37's testbeds (conftest.py)
 
 from gpuweave.live.workers.torch_train import GlobalBatchSampler, build  # noqa: E402
 

@@ -99,6 +99,7 @@ def check_elastic_run(out, most: int, late: float = LATE) -> list[int]:
     return gpus
 
 
+@pytest.mark.elastic
 def test_pollux_grows_an_adaptive_job_from_one_gpu_to_four_on_its_measurements_and_shrinks_it_for_another(
     netns_bed, tmp_path
 ):

@@ -79,6 +79,7 @@ def run_and_fail_rank0s_node(bed, tmp_path, fail) -> tuple[list[dict], int, obje
     return rows, victim, out
 
 
+@pytest.mark.elastic
 def test_pollux_resizes_an_adaptive_job_across_ray_nodes(ray_bed, tmp_path):
     """issue 38: pollux on the job's measured agent grows it over the Ray worker nodes (1, then 2, then 3 GPUs:
     one placement group per size) and shrinks it for a second job (tests/gang/test_pollux_live.py)."""

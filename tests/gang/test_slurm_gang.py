@@ -97,6 +97,7 @@ def test_an_uneven_gang_is_one_heterogeneous_slurm_job_with_an_srun_task_per_ran
     assert _max_difference(final, reference(STEPS)) < TOLERANCE
 
 
+@pytest.mark.elastic
 def test_pollux_resizes_an_adaptive_job_across_slurm_nodes(slurm_bed, tmp_path, monkeypatch):
     """issue 38: pollux on the job's measured agent grows it from 1 GPU to 3 or 4 over two slurmd namespaces (one
     Slurm allocation per size; Slurm's launches take seconds, so the second job may arrive before the 4-GPU step)
