@@ -3,6 +3,7 @@ session's declared GPU nodes, tests/live/conftest.py) and the local executor run
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -90,31 +91,8 @@ def test_a_policy_with_its_own_placement_cannot_run_shared(tmp_path):
 def test_gavel_runs_two_halves_on_one_gpu_live_and_rotates_a_third_in(tmp_path):
     """Gavel on shared GPUs, live (local executor): its round counts shares, so two half-GPU tasks run together on
     the one GPU; the third gets its turn by Gavel's priorities (a running half stopped at a checkpoint for it)."""
-    (tmp_path / "cluster.yaml").write_text(
-        "name: one-v100\nnodes:\n- {gpu: V100, gpus_per_node: 1, cpu_milli: 16000, memory_mib: 65536, "
-        "sharing: fraction}\n"
-    )
-    rows = ["job_id,arrival,num_gpus,job_type,duration,gpu_milli,cpu_milli,memory_mib"]
-    rows += [f"half{i},0,1,any,300,500,2000,4096" for i in range(3)]
-    (tmp_path / "trace.csv").write_text("\n".join(rows) + "\n")
-    config = {
-        "policy": "gavel",
-        "round_length": 100,
-        "cluster": "cluster.yaml",
-        "trace": "trace.csv",
-        "profiles": "traced",
-        "placement_rule": "best-fit",
-        "restart_delay": 0,
-        "executor": {"time_scale": 200, "checkpoint_every": 0.2, "poll_interval": 0.03},
-    }
-    (tmp_path / "run.json").write_text(json.dumps(config))
-    out = tmp_path / "out"
-    runtime = LiveRuntime(load_live_config(tmp_path / "run.json"), LocalExecutor(), out, config_dir=tmp_path)
-    runtime.run()
-    summary = write_live_run(runtime, out)
+    out, summary = _one_gpu_run(tmp_path, "gavel", [f"half{i},0,1,any,300,500,2000,4096" for i in range(3)])
     assert summary["completed"] == 3
-    import csv
-
     rows = list(csv.DictReader((out / "live.csv").open()))
     starts = sorted(float(r["planned_start"]) for r in rows if r["kind"] == "start")
     assert starts[0] == starts[1] < starts[2]  # two halves at once on the one GPU, the third at a later round
@@ -147,16 +125,31 @@ def test_tiresias_preempts_a_shared_task_live_and_it_resumes_from_its_checkpoint
     """Tiresias on shared GPUs, live (local executor): a task demoted past the first threshold gives its GPU to a new
     one at the next round, is stopped at a checkpoint, and resumes once the new task has finished (the new task's
     60 s at 0.6 of the GPU stay below the threshold of 60 GPU-seconds, however slow the machine)."""
+    rows = ["long,0,1,any,600,1000,2000,4096", "new,150,1,any,60,600,2000,4096"]
+    out, summary = _one_gpu_run(tmp_path, "tiresias", rows, {"thresholds": [60]})
+    assert summary["completed"] == 2
+    rows = list(csv.DictReader((out / "live.csv").open()))
+    long = [r for r in rows if r["job_id"] == "long"]
+    new = [r for r in rows if r["job_id"] == "new"]
+    assert [r["outcome"] for r in long] == ["stopped", "done"] and [r["outcome"] for r in new] == ["done"]
+    assert float(long[1]["planned_start"]) >= float(new[0]["planned_start"])  # resumed after the new task started
+    steps = [int(float(r["steps"])) for r in long]
+    assert steps[0] > 0 and sum(steps) <= 600 + 1  # the second attempt went on from the first's checkpoint
+
+
+def _one_gpu_run(tmp_path: Path, policy: str, tasks: list[str], options: dict | None = None) -> tuple[Path, dict]:
+    """Run ``tasks`` (rows of ``job_id,arrival,num_gpus,job_type,duration,gpu_milli,cpu_milli,memory_mib``) live
+    under ``policy`` on one shared V100 (local executor, best fit, 100 s rounds, time scale 200): its out folder and
+    summary."""
     (tmp_path / "cluster.yaml").write_text(
         "name: one-v100\nnodes:\n- {gpu: V100, gpus_per_node: 1, cpu_milli: 16000, memory_mib: 65536, "
         "sharing: fraction}\n"
     )
-    rows = ["job_id,arrival,num_gpus,job_type,duration,gpu_milli,cpu_milli,memory_mib"]
-    rows += ["long,0,1,any,600,1000,2000,4096", "new,150,1,any,60,600,2000,4096"]
-    (tmp_path / "trace.csv").write_text("\n".join(rows) + "\n")
+    header = "job_id,arrival,num_gpus,job_type,duration,gpu_milli,cpu_milli,memory_mib"
+    (tmp_path / "trace.csv").write_text("\n".join([header, *tasks]) + "\n")
     config = {
-        "policy": "tiresias",
-        "policy_options": {"thresholds": [60]},
+        "policy": policy,
+        "policy_options": options or {},
         "round_length": 100,
         "cluster": "cluster.yaml",
         "trace": "trace.csv",
@@ -169,14 +162,4 @@ def test_tiresias_preempts_a_shared_task_live_and_it_resumes_from_its_checkpoint
     out = tmp_path / "out"
     runtime = LiveRuntime(load_live_config(tmp_path / "run.json"), LocalExecutor(), out, config_dir=tmp_path)
     runtime.run()
-    summary = write_live_run(runtime, out)
-    assert summary["completed"] == 2
-    import csv
-
-    rows = list(csv.DictReader((out / "live.csv").open()))
-    long = [r for r in rows if r["job_id"] == "long"]
-    new = [r for r in rows if r["job_id"] == "new"]
-    assert [r["outcome"] for r in long] == ["stopped", "done"] and [r["outcome"] for r in new] == ["done"]
-    assert float(long[1]["planned_start"]) >= float(new[0]["planned_start"])  # resumed after the new task started
-    steps = [int(float(r["steps"])) for r in long]
-    assert steps[0] > 0 and sum(steps) <= 600 + 1  # the second attempt went on from the first's checkpoint
+    return out, write_live_run(runtime, out)
