@@ -33,6 +33,40 @@ def test_gavel_reproduces_sia_simulators_results(tmp_path):
         assert (tmp_path / f"gavel-saturn-workload-{k}-jobs.csv").is_file()
 
 
+# Sia's simulator (siasosp23/artifacts@aaf7a0d, unmodified, numpy 1.23.5, cvxpy 1.7.5 with ECOS), run on this machine
+# type: `multi_simulator.py workloads/scale/scale_2x/workload-1.csv --policy=gavel --interval=360 --cluster_scale=2`
+# printed "Average JCT: 5015.63125" (320 jobs; four placements re-spread, "FIXING PLACEMENT FOR LARGE CLUSTER")
+SIA_GAVEL_SCALE_2X_AVG_JCT = 5015.63125
+
+
+@pytest.mark.skipif(not SIA.is_dir(), reason=f"shared Sia data not found at {SIA}")
+def test_gavel_on_a_cluster_scaled_past_sia_s_tables_runs_as_sia_re_spreads_it(tmp_path):
+    """On twice Sia's cluster (6 rtx and 4 dgx-ext nodes, past the 3 and 2 its tables cover) Sia runs a job placed on
+    more nodes of a type than its tables cover as if spread over that many; so do we (before, such a placement had
+    no step time here and the run stopped with an error)."""
+    (tmp_path / "results.csv").write_text(
+        "trace,workload,policy,flags,avg_jct_s,makespan_s\n"
+        f"scale/scale_2x,workload-1,gavel,--policy=gavel --interval=360 --cluster_scale=2,"
+        f"{SIA_GAVEL_SCALE_2X_AVG_JCT},\n"
+    )
+    for folder in ("traces", "workloads"):
+        (tmp_path / folder).symlink_to(SIA / folder)
+    rows = crosscheck_sia(tmp_path, tmp_path / "out")
+    avg = next(r for r in rows if r.metric == "avg JCT")
+    assert avg.ours == pytest.approx(SIA_GAVEL_SCALE_2X_AVG_JCT, abs=1e-6)
+
+
+def test_a_placement_past_sia_s_tables_is_re_spread_over_the_nodes_they_cover():
+    model = load_sia_job_model(SIA / "traces", ("aws", "dgx-ext", "rtx")) if SIA.is_dir() else None
+    if model is None:
+        pytest.skip(f"shared Sia data not found at {SIA}")
+    assert model.physical_counts("A100-40GB", (8, 0, 8)) == (8, 0, 8)  # 2 nodes: as placed, zeros kept
+    assert model.physical_counts("A100-40GB", (2, 8, 4)) == (7, 7)  # 3 > 2 nodes: ceil(14 / 2) each
+    assert model.physical_counts("A100-40GB", (8, 8, 3)) == (10, 9)
+    assert model.physical_counts("RTX2080Ti", (1, 1, 1, 1)) == (2, 2)  # 4 > 3 nodes: ceil(4 / 3) = 2, the rest
+    assert model.physical_counts("T4", (4,) * 16) == (4,) * 16  # aws: its tables cover 16 nodes
+
+
 @pytest.mark.skipif(not SIA.is_dir(), reason=f"shared Sia data not found at {SIA}")
 def test_sia_policy_within_five_percent_of_sia_s_own_run(tmp_path):
     """Sia's own policy (one sample of Sia's simulator with CBC): our average JCT on saturn workload-2 within the

@@ -1,8 +1,9 @@
 """Fixtures of the gang tests (issue 37): testbeds of network namespaces, made by the tests and always removed.
 
 Every test here carries the ``gang`` marker but issue 38's elastic jobs live, which run on these testbeds and carry
-``elastic`` instead (``pytest -m gang`` is issue 37's tests, ``-m elastic`` those). A testbed needs root (``ip netns``), as CI and this machine have; the
-name is unique per test process, so the two xdist workers never share one.
+``elastic`` instead (``pytest -m gang`` is issue 37's tests, ``-m elastic`` those). A testbed needs root
+(``ip netns``), as CI and this machine have; the name is unique per test process, so the two xdist workers never
+share one.
 """
 
 import os

@@ -165,22 +165,26 @@ class AdaptiveClock:
         for node, k in js.placement:
             counts[node] += k
         first = self._initial(js).copy()
-        productive, gpu_model = js.productive_start, None
+        productive, gpu_model, shape = js.productive_start, None, tuple(counts)
         if self._node_models is None:
-            first.reallocate(tuple(counts))
+            first.reallocate(shape)
         else:
-            productive, gpu_model = self._sia_start(js, first, tuple(counts))
-        run = _Trajectory(js.version, js.seg_start, productive, tuple(counts), gpu_model, [js.seg_start], [first])
+            productive, gpu_model, shape = self._sia_start(js, first, shape)
+        run = _Trajectory(js.version, js.seg_start, productive, shape, gpu_model, [js.seg_start], [first])
         self._runs[js.job.job_id] = run
         return run
 
-    def _sia_start(self, js: JobState, first: AgentState, counts: tuple[int, ...]) -> tuple[float, str]:
+    def _sia_start(
+        self, js: JobState, first: AgentState, counts: tuple[int, ...]
+    ) -> tuple[float, str, tuple[int, ...]]:
         """A placement under Sia's job model: the type's tables; a re-scale delay unless the job moved at once to
-        the same GPUs per node on the same type (Sia's ``reallocate`` then changes nothing)."""
+        the same GPUs per node on the same type (Sia's ``reallocate`` then changes nothing). Returns when it is
+        productive, its type and the GPUs per node it runs as (:meth:`SiaJobModel.physical_counts`)."""
         model = self._model
         assert isinstance(model, SiaJobModel) and self._node_models is not None and js.placement is not None
         gpu_model = self._node_models[js.placement[0][0]]
         first.switch_type(gpu_model, model.app_on(js.job.job_type, gpu_model)[0])
+        counts = model.physical_counts(gpu_model, counts)
         used = tuple(c for c in counts if c)
         kept = self._stopped.pop(js.job.job_id, None)
         if kept is not None and kept[:3] == (js.seg_start, used, gpu_model):
@@ -189,7 +193,7 @@ class AdaptiveClock:
         else:
             first.reallocate(counts)
             first.busy_until = js.seg_start + model.rescale_time(js.job.job_type)
-        return first.busy_until, gpu_model
+        return first.busy_until, gpu_model, counts
 
     def _next_bound(self, t: float) -> float:
         return (math.floor(t / self.grid + 1e-9) + 1) * self.grid

@@ -77,6 +77,23 @@ class SiaJobModel(PolluxJobModel):
                 return MAX_PHYSICAL_NODES[sia_type]
         return 1_000_000
 
+    def physical_counts(self, gpu_model: str, counts: tuple[int, ...]) -> tuple[int, ...]:
+        """The GPUs per node a job on ``counts`` (GPUs per node, zeros for nodes it does not use) runs as in Sia's
+        simulator: ``counts`` itself, unless it spans more nodes than Sia's tables cover for the type
+        (:meth:`max_nodes`; only on a cluster scaled past them, ``--cluster_scale``), where Sia's ``Cluster``
+        re-spreads the GPUs over that many nodes, ``ceil(GPUs / nodes)`` each and the rest on the last, before the
+        job's step times, batch and restarts are taken from it ("FIXING PLACEMENT FOR LARGE CLUSTER")."""
+        used = tuple(c for c in counts if c)
+        most = self.max_nodes(gpu_model)
+        if len(used) <= most:
+            return counts
+        total = sum(used)
+        per_node = -(-total // most)
+        spread = [per_node] * (total // per_node)
+        if total % per_node:
+            spread.append(total % per_node)
+        return tuple(spread)
+
     def app_on(self, job_type: str, gpu_model: str) -> tuple[PolluxApp, int]:
         """The application's tables on ``gpu_model`` and the job type's batch size."""
         app, batch_size = self.app_of(job_type)
@@ -90,11 +107,12 @@ class SiaJobModel(PolluxJobModel):
         return float(self.rescale_times.get(self.app_of(job_type)[0].name, 30.0))
 
     def placement_rate(self, job_type: str, gpu_model: str, counts: tuple[int, ...]) -> float:
-        """Steps/s (calibrated) of the job type's batch on GPUs ``counts`` per node; 0.0 where nothing is known.
-        (The book's check that a placement can run; the clock advances each job by its own batch.)"""
+        """Steps/s (calibrated) of the job type's batch on GPUs ``counts`` per node, as Sia runs them
+        (:meth:`physical_counts`); 0.0 where nothing is known. (The book's check that a placement can run; the
+        clock advances each job by its own batch.)"""
         if gpu_model not in self.by_model:
             return 0.0
-        key = (job_type, gpu_model, node_order_shape(counts))
+        key = (job_type, gpu_model, node_order_shape(self.physical_counts(gpu_model, counts)))
         value = self._sia_rates.get(key)
         if value is None:
             app, batch_size = self.app_on(job_type, gpu_model)

@@ -45,7 +45,7 @@ from gpuweave.hardware.cluster_spec import Node
 from gpuweave.repro.crosscheck import selected
 from gpuweave.repro.registry import ComparisonRow
 from gpuweave.workload.job import Job
-from gpuweave.workload.sia import SIA_GPU_TYPES, load_sia_job_model
+from gpuweave.workload.sia import SIA_GPU_TYPES, SiaJobModel, load_sia_job_model
 from gpuweave.workload.traces.pollux import read_pollux_workload
 from gpuweave.workload.traces.schema import validate_frame
 
@@ -133,7 +133,7 @@ def run_ours(workload: Path, data_dir: Path, counterpart: Counterpart, cluster_s
     started = time.perf_counter()
     records = simulate(config, prepared=prepared)
     wall = time.perf_counter() - started
-    restarts = sia_restarts(records.segments, nodes, len(records.jobs))
+    restarts = sia_restarts(records.segments, nodes, len(records.jobs), model)
     arrival = {js.job.job_id: js.job.arrival for js in records.jobs}
     jct = {js.job.job_id: js.end - js.job.arrival for js in records.jobs if js.end is not None}
     return SiaRun(arrival, jct, restarts, wall)
@@ -218,13 +218,15 @@ def counterpart_for(row: dict[str, str], file: Path) -> tuple[Counterpart, int] 
     return Counterpart(base.policy, options, interval, base.elastic), scale
 
 
-def sia_restarts(segments: list[Segment], nodes: list[Node], jobs: int) -> float:
+def sia_restarts(segments: list[Segment], nodes: list[Node], jobs: int, model: SiaJobModel) -> float:
     """Restarts per job as Sia counts them: every placement after a job's first, except one that follows the last
-    at once on the same GPU type with the same GPUs per node (the book counts every move)."""
+    at once on the same GPU type with the same GPUs per node, as Sia runs it (``model.physical_counts``; the book
+    counts every move)."""
     last: dict[str, tuple[float, str, tuple[int, ...]]] = {}
     count = 0
     for seg in sorted(segments, key=lambda s: (s.start, s.job_id)):
-        shape = (nodes[seg.placement[0][0]].gpu_model, tuple(k for _, k in seg.placement))
+        gpu_model = nodes[seg.placement[0][0]].gpu_model
+        shape = (gpu_model, model.physical_counts(gpu_model, tuple(k for _, k in seg.placement)))
         before = last.get(seg.job_id)
         if before is not None and (before[0] != seg.start or before[1:] != shape):
             count += 1
