@@ -183,4 +183,8 @@ def test_a_node_that_leaves_slurm_sends_the_gang_back_to_its_checkpoint_on_other
     bed, box = slurm_bed
     for key, value in box.env.items():
         monkeypatch.setenv(key, value)
-    _fail_rank0s_node(bed, tmp_path / "out", tmp_path, bed.kill)  # the machine dies: its slurmd, agents and ranks
+    # the machine dies: its slurmd, agents and ranks
+    name = _fail_rank0s_node(bed, tmp_path / "out", tmp_path, bed.kill)
+    shown = subprocess.run(["scontrol", "show", "node", name], capture_output=True, text=True).stdout
+    state = next(part for part in shown.split() if part.startswith("State="))
+    assert "DOWN" in state, shown  # Slurm itself holds the node dead, as the executor read it
