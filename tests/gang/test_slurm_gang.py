@@ -187,4 +187,6 @@ def test_a_node_that_leaves_slurm_sends_the_gang_back_to_its_checkpoint_on_other
     name = _fail_rank0s_node(bed, tmp_path / "out", tmp_path, bed.kill)
     shown = subprocess.run(["scontrol", "show", "node", name], capture_output=True, text=True).stdout
     state = next(part for part in shown.split() if part.startswith("State="))
-    assert "DOWN" in state, shown  # Slurm itself holds the node dead, as the executor read it
+    # Slurm itself still holds the node gone (DOWN once SlurmdTimeout passed, NOT_RESPONDING before), as the
+    # executor read it
+    assert any(flag in state for flag in ("DOWN", "NOT_RESPONDING")), shown
